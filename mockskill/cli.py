@@ -1,0 +1,109 @@
+"""The ``mockskill`` command: serve and validate scenario files.
+
+Every failure the user can fix ends in a message and an exit code, never a
+traceback: 1 for invalid scenarios or a port that cannot be used, 2 for a
+mistyped command line (click's convention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from . import __version__
+from .loader import bundled_path, load_paths
+from .model import ScenarioSet
+from .problems import ScenarioError
+from .server import Server, ServerError
+
+PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mockskill")
+def cli() -> None:
+    """A skill provider scripted by YAML scenarios, for testing consumers."""
+
+
+@cli.command()
+@PATHS
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed for random outcomes (printed at start when not given).",
+)
+@click.option("--quiet", is_flag=True, help="Do not log each request.")
+def serve(paths: tuple[Path, ...], host: str, port: int, seed: int | None, quiet: bool) -> None:
+    """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
+    scenarios = _load_or_exit(paths)
+    server = Server(scenarios, host=host, port=port, seed=seed, quiet=quiet)
+    try:
+        server.bind()
+    except ServerError as exc:
+        raise SystemExit(f"mockskill: {exc}") from None
+    click.echo(_banner(server, scenarios, paths))
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        server.shutdown()
+
+    signal.signal(signal.SIGTERM, stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    click.echo("mockskill stopped.", err=True)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check scenario files; print every problem and exit 1 if there is any."""
+    scenarios = _load_or_exit(paths)
+    skills = len(scenarios.skills)
+    click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
+
+
+def _load_or_exit(paths: tuple[Path, ...]) -> ScenarioSet:
+    try:
+        return load_paths(paths or [bundled_path()])
+    except ScenarioError as exc:
+        click.echo(str(exc), err=True)
+        raise SystemExit(1) from None
+
+
+def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> str:
+    url = server.url
+    source = ", ".join(str(p) for p in paths) if paths else "bundled scenarios"
+    lines = [
+        f"mockskill {__version__} serving {source} at {url}  (seed {server.seed}; Ctrl-C stops)",
+        f"  list of skills: GET {url}/skills",
+    ]
+    width = max((len(s.id) for s in scenarios.skills), default=0)
+    for scenario in scenarios.scenarios:
+        lines.append(f"{scenario.name}  ({scenario.file})")
+        for skill in scenario.skills:
+            lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
+            lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
+        for route in scenario.routes:
+            lines.append(f"  {route.label}  {url}{route.path}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="mockskill")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

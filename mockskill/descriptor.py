@@ -1,0 +1,66 @@
+"""The Skill Descriptor: a valid default, and how a scenario changes it.
+
+The error chapter implies the fields a descriptor has at least: a protocol
+version, an id, a ``capability_type`` (one of ``plugin``, ``api``,
+``knowledge``, ``task``), ``endpoint.url`` (a URI) and an auth section. The
+rest of the default is our documented choice (README, "Descriptors").
+
+A scenario's ``descriptor`` is merged over the default: mappings merge key by
+key, anything else replaces, and ``null`` removes a key — so a scenario can
+break one field of an otherwise valid descriptor.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from .catalog import BASE_URL
+
+PROTOCOL_VERSION = "1.0.0"
+CAPABILITY_TYPES = ("plugin", "api", "knowledge", "task")
+
+
+def invoke_url(skill_id: str) -> str:
+    return f"{BASE_URL}/skills/{skill_id}/invoke"
+
+
+def descriptor_url(skill_id: str) -> str:
+    return f"{BASE_URL}/skills/{skill_id}"
+
+
+def default(skill_id: str) -> dict[str, Any]:
+    """A valid descriptor for *skill_id*, invoked at this server."""
+    return {
+        "protocol_version": PROTOCOL_VERSION,
+        "id": skill_id,
+        "name": skill_id.replace("-", " ").replace("_", " ").capitalize(),
+        "description": f"Mock skill {skill_id!r} served by mockskill",
+        "version": "1.0.0",
+        "capability_type": "api",
+        "endpoint": {"url": invoke_url(skill_id), "method": "POST"},
+        "auth": {"type": "none"},
+    }
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """*override* over *base*: mappings merge, ``None`` removes, the rest replaces."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def chapter_invalid(skill_id: str) -> dict[str, Any]:
+    """The chapter's own invalid example: a wrong ``capability_type``, no ``endpoint.url``.
+
+    Served when a consumer forces ``VALIDATION_ERROR`` on a descriptor request,
+    since that error is raised by the consumer's validator, not sent.
+    """
+    return merge(default(skill_id), {"capability_type": "unknown_type", "endpoint": {"url": None}})

@@ -1,0 +1,303 @@
+"""Scenario files → a checked :class:`~mockskill.model.ScenarioSet`, or every problem.
+
+A file holds one scenario, or several as YAML documents separated by
+``---``. Paths may be files or folders (``*.yaml`` and ``*.yml`` below them,
+in sorted order). Everything is checked before anything is returned: a
+problem anywhere raises one :class:`~mockskill.problems.ScenarioError` that
+lists them all, so a server never serves half a configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path as FsPath
+from typing import Any
+
+from werkzeug.routing import Map, Rule
+
+from . import descriptor as descriptors
+from .catalog import Context
+from .model import Position, Reply, Route, Scenario, ScenarioSet, Sequence, Skill, Step
+from .problems import Path, Problem, ScenarioError, describe
+from .reader import Reader
+from .source import Document, read_file, read_text
+from .steps import StepContext, read_sequence
+
+SCENARIO_KEYS = ("name", "description", "skills", "routes")
+SKILL_KEYS = ("id", "descriptor", "raw_descriptor", "describe", "invoke")
+ROUTE_KEYS = ("path", "method", "steps", "end")
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+RESERVED_PREFIXES = ("/skills", "/__admin")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
+_NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
+
+
+def bundled_path() -> FsPath:
+    """The scenarios that ship with mockskill (inside the wheel, or beside the source)."""
+    here = FsPath(__file__).resolve().parent
+    installed = here / "scenarios"
+    return installed if installed.is_dir() else here.parent / "scenarios"
+
+
+def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Problem]]:
+    """The files that *paths* name: files as given, folders searched for YAML."""
+    files: list[FsPath] = []
+    problems: list[Problem] = []
+    for item in paths:
+        path = FsPath(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            if not found:
+                problems.append(Problem(str(path), 1, 1, "(folder)", "*.yaml files", "none"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(
+                Problem(str(path), 1, 1, "(file)", "a scenario file or folder", "nothing there")
+            )
+    return files, problems
+
+
+def load_paths(paths: Iterable[str | FsPath]) -> ScenarioSet:
+    """Load scenario files and folders; raise ScenarioError listing every problem."""
+    files, problems = scenario_files(paths)
+    documents: list[Document] = []
+    for file in files:
+        docs, found = read_file(file)
+        documents.extend(docs)
+        problems.extend(found)
+        if not docs and not found:
+            problems.append(Problem(str(file), 1, 1, "(file)", "at least one scenario", "nothing"))
+    return _finish(documents, problems)
+
+
+def load_text(text: str, name: str = "<text>") -> ScenarioSet:
+    """Load scenarios from YAML text; *name* stands for the file in problems."""
+    documents, problems = read_text(text, name)
+    if not documents and not problems:
+        problems.append(Problem(name, 1, 1, "(file)", "at least one scenario", "nothing"))
+    return _finish(documents, problems)
+
+
+def load_data(data: Mapping[str, Any], name: str = "<data>") -> ScenarioSet:
+    """Load one scenario given as Python data (as if it were a YAML document)."""
+    return load_text(json.dumps(data, indent=1), name)
+
+
+def _finish(documents: list[Document], problems: list[Problem]) -> ScenarioSet:
+    per_file: dict[str, int] = {}
+    for doc in documents:
+        per_file[doc.file] = per_file.get(doc.file, 0) + 1
+    scenarios = []
+    for doc in documents:
+        scenario = _read_scenario(Reader(doc, problems), single=per_file[doc.file] == 1)
+        if scenario is not None:
+            scenarios.append(scenario)
+    _check_unique(scenarios, problems)
+    if problems:
+        raise ScenarioError(problems)
+    return ScenarioSet(tuple(scenarios))
+
+
+def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
+    raw = r.mapping(r.doc.data, (), "a scenario (a mapping with name, skills, routes)")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, (), SCENARIO_KEYS, required=() if single else ("name",))
+    stem = re.sub(r"[^A-Za-z0-9._~-]+", "-", FsPath(r.doc.file).stem).strip("-._~") or "scenario"
+    name = r.string(raw, "name", (), default=stem if single else None)
+    if name is not None and not _NAME.match(name):
+        r.bad(("name",), _NAME_TEXT, describe(name))
+    description = r.string(raw, "description", (), default="") or ""
+    if "skills" not in raw and "routes" not in raw:
+        r.bad((), "at least one of skills or routes", describe(raw))
+    skills = _read_list(r, raw, "skills", lambda v, p: _read_skill(r, v, p, name or stem))
+    routes = _read_list(
+        r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]))
+    )
+    if len(r.problems) > before or name is None:
+        return None
+    return Scenario(name, description, r.doc.file, tuple(skills), tuple(routes), r.position(()))
+
+
+def _read_list(r: Reader, raw: dict[str, Any], key: str, read: Any) -> list[Any]:
+    items = raw.get(key, [])
+    if not isinstance(items, list):
+        r.bad((key,), f"a list of {key}", describe(items))
+        return []
+    out = []
+    for i, item in enumerate(items):
+        value = read(item, (key, i))
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | None:
+    raw = r.mapping(value, path, "a skill (a mapping with id, descriptor, invoke ...)")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, SKILL_KEYS, required=("id",))
+    skill_id = r.string(raw, "id", path)
+    if skill_id is None:
+        return None
+    if not _NAME.match(skill_id):
+        r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
+        return None
+    document = _descriptor(r, raw, path, skill_id)
+    if document is None:
+        return None
+    body = json.dumps(document).encode()
+    describe_ctx = StepContext(Context.for_skill(skill_id, "describe"), body)
+    invoke_ctx = StepContext(Context.for_skill(skill_id, "invoke"), body)
+    where = r.position(path)
+    default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
+    default_invoke = Sequence((Step(Reply.json(200, {"skill": skill_id, "result": "ok"}), where),))
+    describe_seq = read_sequence(
+        r, raw.get("describe", Reader.MISSING), (*path, "describe"), describe_ctx, default_describe
+    )
+    invoke_seq = read_sequence(
+        r, raw.get("invoke", Reader.MISSING), (*path, "invoke"), invoke_ctx, default_invoke
+    )
+    if describe_seq is None or invoke_seq is None or len(r.problems) > before:
+        return None
+    name = document.get("name") if isinstance(document, dict) else None
+    return Skill(
+        id=skill_id,
+        name=name if isinstance(name, str) else skill_id,
+        scenario=scenario,
+        descriptor=body,
+        raw="raw_descriptor" in raw,
+        describe=describe_seq,
+        invoke=invoke_seq,
+        where=where,
+    )
+
+
+def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> Any:
+    if "raw_descriptor" in raw:
+        if "descriptor" in raw:
+            r.bad(
+                (*path, "raw_descriptor"),
+                "descriptor (merged over the default) or raw_descriptor (served as is)",
+                "both",
+                "keep one",
+                at_key=True,
+            )
+            return None
+        document = raw["raw_descriptor"]
+        try:
+            json.dumps(document, allow_nan=False)
+        except ValueError as exc:
+            r.bad((*path, "raw_descriptor"), "a JSON value", str(exc))
+            return None
+        return document
+    override = raw.get("descriptor", {})
+    if not isinstance(override, dict):
+        r.bad(
+            (*path, "descriptor"),
+            "a mapping merged over the default descriptor (null removes a field)",
+            describe(override),
+            "to serve something that is not a mapping, use raw_descriptor",
+        )
+        return None
+    return descriptors.merge(descriptors.default(skill_id), override)
+
+
+def _read_route(r: Reader, value: Any, path: Path, scenario: str, index: int) -> Route | None:
+    raw = r.mapping(value, path, "a route (a mapping with path, method, steps)")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, ROUTE_KEYS, required=("path", "steps"))
+    route_path = r.string(raw, "path", path)
+    if route_path is not None:
+        _check_route_path(r, route_path, (*path, "path"))
+    methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
+    context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"))
+    sequence_raw = {k: raw[k] for k in ("steps", "end") if k in raw}
+    sequence = read_sequence(r, sequence_raw, path, context) if "steps" in raw else None
+    if sequence is None or route_path is None or methods is None or len(r.problems) > before:
+        return None
+    return Route(route_path, methods, sequence, scenario, index, r.position(path))
+
+
+def _check_route_path(r: Reader, route_path: str, path: Path) -> None:
+    expected = "a path starting with / (Werkzeug rule syntax, e.g. /orders/<int:id>)"
+    if not route_path.startswith("/"):
+        r.bad(path, expected, describe(route_path))
+        return
+    for prefix in RESERVED_PREFIXES:
+        if route_path == prefix or route_path.startswith(prefix + "/"):
+            r.bad(
+                path,
+                f"a path outside {prefix}",
+                describe(route_path),
+                f"{prefix} belongs to mockskill; script skills under skills:",
+            )
+            return
+    try:
+        Map([Rule(route_path)])
+    except (ValueError, LookupError) as exc:
+        r.bad(path, expected, describe(route_path), str(exc))
+
+
+def _methods(r: Reader, value: Any, path: Path) -> tuple[str, ...] | None:
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, str) and v.upper() in HTTP_METHODS for v in values):
+        r.bad(
+            path,
+            "an HTTP method or a list of them (" + ", ".join(HTTP_METHODS) + ")",
+            describe(value),
+        )
+        return None
+    return tuple(dict.fromkeys(v.upper() for v in values))
+
+
+def _check_unique(scenarios: list[Scenario], problems: list[Problem]) -> None:
+    """Scenario names, skill ids and route (method, path) pairs are unique across files."""
+    seen_names: dict[str, Position] = {}
+    seen_skills: dict[str, Position] = {}
+    seen_routes: dict[tuple[str, str], Position] = {}
+    for scenario in scenarios:
+        _unique(problems, seen_names, scenario.name, scenario.where, "name", "scenario name")
+        for i, skill in enumerate(scenario.skills):
+            _unique(problems, seen_skills, skill.id, skill.where, f"skills[{i}].id", "skill id")
+        for i, route in enumerate(scenario.routes):
+            for method in route.methods:
+                _unique(
+                    problems,
+                    seen_routes,
+                    (method, route.path),
+                    route.where,
+                    f"routes[{i}].path",
+                    "method and path",
+                )
+
+
+def _unique(
+    problems: list[Problem],
+    seen: dict[Any, Position],
+    key: Any,
+    where: Position,
+    path: str,
+    what: str,
+) -> None:
+    first = seen.setdefault(key, where)
+    if first is not where:
+        shown = " ".join(key) if isinstance(key, tuple) else key
+        problems.append(
+            Problem(
+                where.file,
+                where.line,
+                where.column,
+                path,
+                f"a {what} used once",
+                f"{shown!r} again (first at {first})",
+            )
+        )

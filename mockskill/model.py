@@ -1,0 +1,190 @@
+"""The scenario model: what the loaded scenario files say, frozen.
+
+Frozen dataclasses, no I/O, no Flask. The loader builds them once, checked
+and pre-rendered; the engine only reads them, so a model can be swapped in
+whole (on reload) while requests that started on the old one finish on it.
+
+Names follow the YAML keys one to one (``times``, ``end``, ``delay`` …) so a
+problem's path in a file points at the attribute here too.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .catalog import BASE_URL, Rendered, Retry
+
+JSON_TYPE = "application/json"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+EndRule = Literal["last", "cycle", "fail"]
+END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
+Endpoint = Literal["describe", "invoke", "route"]
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where something was written: file, line and column (1-based)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A response, rendered at load time except for ``{base_url}``."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    content_type: str
+    error_code: str | None = None
+    """The protocol category (or ``MOCKSKILL_*`` code) when this is an error."""
+    retry: Retry | None = None
+    templated: bool = False
+    """Whether body or headers hold ``{base_url}`` to fill in per request."""
+
+    @classmethod
+    def make(
+        cls,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: Mapping[str, str] | tuple[tuple[str, str], ...] = (),
+        *,
+        error_code: str | None = None,
+        retry: Retry | None = None,
+    ) -> Reply:
+        pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
+        marker = BASE_URL.encode()
+        templated = marker in body or any(BASE_URL in v for _, v in pairs)
+        return cls(status, pairs, body, content_type, error_code, retry, templated)
+
+    @classmethod
+    def json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:
+        return cls.make(status, json.dumps(value).encode(), JSON_TYPE, headers or {})
+
+    @classmethod
+    def error(cls, rendered: Rendered) -> Reply:
+        return cls.make(
+            rendered.status,
+            rendered.body.encode(),
+            JSON_TYPE,
+            rendered.headers,
+            error_code=rendered.code,
+            retry=rendered.retry,
+        )
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a sequence: a reply, after an optional delay, *times* times in a row."""
+
+    reply: Reply
+    where: Position
+    delay_ms: int = 0
+    times: int = 1
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """The steps an endpoint plays, request after request, and what happens after the last."""
+
+    steps: tuple[Step, ...]
+    end: EndRule = "last"
+    _ends: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.steps:
+            raise ValueError("a sequence needs at least one step")
+        ends, total = [], 0
+        for step in self.steps:
+            total += step.times
+            ends.append(total)
+        object.__setattr__(self, "_ends", tuple(ends))
+
+    @property
+    def length(self) -> int:
+        """Requests the sequence answers before its end rule applies."""
+        return self._ends[-1]
+
+    def step_at(self, position: int) -> int | None:
+        """The index of the step that answers request number *position* (0-based).
+
+        None when the sequence is exhausted and its end rule is ``fail``.
+        """
+        if position >= self.length:
+            if self.end == "last":
+                return len(self.steps) - 1
+            if self.end == "fail":
+                return None
+            position %= self.length
+        return bisect.bisect_right(self._ends, position)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill: its descriptor and the two sequences of its endpoints."""
+
+    id: str
+    name: str
+    scenario: str
+    descriptor: bytes
+    """The descriptor as served (JSON, ``{base_url}`` unfilled); raw ones too."""
+    raw: bool
+    describe: Sequence
+    """``GET /skills/{id}``."""
+    invoke: Sequence
+    """``POST /skills/{id}/invoke``."""
+    where: Position
+
+
+@dataclass(frozen=True)
+class Route:
+    """A free route outside the skill surface (Werkzeug rule syntax)."""
+
+    path: str
+    methods: tuple[str, ...]
+    sequence: Sequence
+    scenario: str
+    index: int
+    where: Position
+
+    @property
+    def label(self) -> str:
+        return f"{'|'.join(self.methods)} {self.path}"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario: a name, its skills and its free routes."""
+
+    name: str
+    description: str
+    file: str
+    skills: tuple[Skill, ...]
+    routes: tuple[Route, ...]
+    where: Position
+
+
+@dataclass(frozen=True)
+class ScenarioSet:
+    """Everything that is served at once; replaced whole, never edited."""
+
+    scenarios: tuple[Scenario, ...] = ()
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        return tuple(s for scenario in self.scenarios for s in scenario.skills)
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        return tuple(r for scenario in self.scenarios for r in scenario.routes)

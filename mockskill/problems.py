@@ -1,0 +1,105 @@
+"""Problems found in scenario files, and how they are reported.
+
+A :class:`Problem` says where (file:line:column and the path inside the
+document), what was expected, what was found, and a hint (a did-you-mean or
+a fix). Loading collects every problem before it gives up, and raises one
+:class:`ScenarioError` that carries them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Path) -> str:
+    """``("skills", 0, "invoke")`` → ``skills[0].invoke``; the root is ``(top level)``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def describe(value: Any) -> str:
+    """What was found, for a message: the value and its YAML kind."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, int):
+        return f"{value} (an integer)"
+    if isinstance(value, float):
+        return f"{value} (a number with a fraction)"
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"{shown!r} (a string)"
+    if isinstance(value, dict):
+        keys = ", ".join(str(k) for k in list(value)[:6])
+        more = ", ..." if len(value) > 6 else ""
+        return f"a mapping with keys {keys}{more}" if value else "an empty mapping"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return type(value).__name__
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``did you mean 'x'?`` for the nearest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong in a scenario file."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    expected: str
+    found: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.file}:{self.line}:{self.column}: {self.path}: expected {self.expected}"
+        text += f", found {self.found}"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "expected": self.expected,
+            "found": self.found,
+            "hint": self.hint,
+            "text": str(self),
+        }
+
+
+def format_report(problems: Sequence[Problem]) -> str:
+    """All problems, one a line, sorted by file and position, with a count."""
+    lines = [str(p) for p in sorted(problems)]
+    files = len({p.file for p in problems})
+    noun = "problem" if len(problems) == 1 else "problems"
+    where = "file" if files == 1 else "files"
+    lines.append(f"{len(problems)} {noun} in {files} {where}; nothing was loaded.")
+    return "\n".join(lines)
+
+
+class ScenarioError(Exception):
+    """Scenario files that cannot be served; carries every problem found."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(sorted(problems))
+        super().__init__(format_report(self.problems))

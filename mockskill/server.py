@@ -1,0 +1,278 @@
+"""The HTTP server: Werkzeug's threaded server, started and stopped quickly.
+
+One thread accepts connections and hands each to its own thread, so a
+delayed request never holds up another. Werkzeug's server is used (rather
+than any WSGI server) because it exposes the raw socket of each connection,
+which transport faults need.
+
+Two things differ from ``werkzeug.serving.make_server``:
+
+- the listening socket is made here, with a backlog of :data:`BACKLOG`, so
+  that a thousand clients connecting at once are queued, not refused
+  (Werkzeug listens with 128), and a busy port raises :class:`ServerError`
+  instead of exiting the process;
+- the accept loop waits on the socket *and* a wake-up pipe, so that
+  :meth:`Server.stop` (and SIGTERM) take effect at once instead of at the
+  next 0.5 s poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import selectors
+import socket
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from flask import Flask
+from werkzeug.serving import (
+    ThreadedWSGIServer,
+    WSGIRequestHandler,
+    get_sockaddr,
+    select_address_family,
+)
+
+from . import __version__
+from .app import create_app
+from .engine import Engine
+from .loader import bundled_path, load_paths, load_text
+from .model import ScenarioSet
+from .state import State
+
+BACKLOG = 4096
+"""Pending connections the kernel queues (capped by net.core.somaxconn)."""
+
+
+class ServerError(Exception):
+    """The server could not start; the message says why and what to do."""
+
+
+class _Handler(WSGIRequestHandler):
+    # An HTTP/1.1 status line, as real providers send; Werkzeug still closes
+    # each connection after its response (it cannot drain keep-alive streams).
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def server_version(self) -> str:  # type: ignore[override]
+        return f"mockskill/{__version__}"
+
+
+class _QuietHandler(_Handler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+class _WSGIServer(ThreadedWSGIServer):
+    """Threaded Werkzeug server whose accept loop can be woken to stop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._wake: tuple[int, int] | None = None
+        super().__init__(*args, **kwargs)  # (given a socket, it calls server_close once)
+        self._wake = os.pipe()
+        os.set_blocking(self._wake[1], False)
+        self._stopping = False
+
+    def run(self) -> None:
+        """Accept connections until :meth:`wake_to_stop`; each is served on its own thread."""
+        self.socket.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ)
+            assert self._wake is not None
+            selector.register(self._wake[0], selectors.EVENT_READ)
+            while not self._stopping:
+                for key, _ in selector.select():
+                    if key.fileobj is self.socket:
+                        self._accept_all()
+
+    def _accept_all(self) -> None:
+        # Drain the queue on each wake-up: a burst of connections costs one
+        # select, not one each.
+        while not self._stopping:
+            try:
+                conn, address = self.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    return  # out of descriptors: leave the rest queued for a moment
+                raise
+            conn.setblocking(True)
+            self.process_request(conn, address)
+
+    def wake_to_stop(self) -> None:
+        """Make :meth:`run` return; safe from a signal handler."""
+        self._stopping = True
+        if self._wake is not None:
+            with contextlib.suppress(OSError):  # already woken: the pipe is full
+                os.write(self._wake[1], b"x")
+
+    def server_close(self) -> None:
+        super().server_close()
+        wake, self._wake = self._wake, None
+        for fd in wake or ():
+            os.close(fd)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = select_address_family(host, port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(get_sockaddr(host, port, family))
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = (
+                f"; port {port} is in use: stop what holds it, or pick another with --port (0: any)"
+            )
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            hint = f"; {host} is not an address of this machine"
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from exc
+    return sock
+
+
+def _raise_fd_limit() -> None:
+    """Allow a descriptor per connection for thousands of clients (best effort)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def _scenarios(source: ScenarioSet | str | Path | Iterable[str | Path] | None) -> ScenarioSet:
+    if source is None:
+        return load_paths([bundled_path()])
+    if isinstance(source, ScenarioSet):
+        return source
+    if isinstance(source, str) and "\n" in source:
+        return load_text(source)
+    if isinstance(source, (str, Path)):
+        return load_paths([source])
+    return load_paths(source)
+
+
+class Server:
+    """mockskill on a port, served from a background thread.
+
+    ``scenarios`` is a :class:`~mockskill.model.ScenarioSet`, YAML text, a
+    path, a list of paths, or None for the bundled scenarios. Port 0 picks a
+    free port; :attr:`url` tells which. Use as a context manager, or call
+    :meth:`start` and :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        scenarios: ScenarioSet | str | Path | Iterable[str | Path] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        seed: int | None = None,
+        quiet: bool = True,
+    ) -> None:
+        self.host = host
+        self.state = State(seed=seed)
+        self.engine = Engine(_scenarios(scenarios), self.state)
+        self.app: Flask = create_app(self.engine)
+        self._port = port
+        self._quiet = quiet
+        self._server: _WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise ServerError("the server is not started; call start() or use it in a with block")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. ``http://127.0.0.1:54321`` (no trailing slash)."""
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def seed(self) -> int:
+        return self.state.seed
+
+    def skill_url(self, skill_id: str) -> str:
+        return f"{self.url}/skills/{skill_id}"
+
+    def invoke_url(self, skill_id: str) -> str:
+        return f"{self.url}/skills/{skill_id}/invoke"
+
+    def bind(self) -> None:
+        """Listen on the port (without serving yet); raise ServerError if it cannot."""
+        if self._server is not None:
+            return
+        _raise_fd_limit()
+        sock = _listen(self.host, self._port)
+        try:
+            handler = _QuietHandler if self._quiet else _Handler
+            self._server = _WSGIServer(
+                self.host, self._port, self.app, handler=handler, fd=sock.fileno()
+            )
+        finally:
+            sock.close()  # Werkzeug holds a duplicate of the descriptor
+
+    def serve_forever(self) -> None:
+        """Serve on this thread until :meth:`shutdown` (e.g. from a signal handler)."""
+        self.bind()
+        assert self._server is not None
+        try:
+            self._server.run()
+        finally:
+            self._server.server_close()
+            self._server = None
+
+    def shutdown(self) -> None:
+        """Ask :meth:`serve_forever` to return; safe from a signal handler."""
+        if self._server is not None:
+            self._server.wake_to_stop()
+
+    def start(self) -> Server:
+        """Serve from a daemon thread; returns once the port accepts connections."""
+        if self._thread is not None:
+            return self
+        self.bind()
+        assert self._server is not None
+        self._thread = threading.Thread(
+            target=self._server.run, name=f"mockskill:{self.port}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting and close the port; requests in flight finish on their threads."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.wake_to_stop()
+        if thread is not None:
+            thread.join()
+        server.server_close()
+        self._server = self._thread = None
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

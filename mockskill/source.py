@@ -1,0 +1,223 @@
+"""Reading YAML safely, keeping where every value came from.
+
+Scenario files are composed into YAML nodes (never constructed into
+arbitrary objects) and turned into plain data — dicts, lists, strings,
+numbers, booleans, null — with a map from each path in the document to the
+line and column it was written at. The loader reports problems with those
+positions.
+
+Hostile input is refused with a clear problem rather than a crash or a hang:
+files over :data:`MAX_FILE_BYTES`, documents that expand (through aliases) to
+more than :data:`MAX_NODES` values — the "billion laughs" — or that nest
+deeper than :data:`MAX_DEPTH`, tags outside the safe set, and duplicate keys
+(which YAML would otherwise resolve silently, last one wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+import yaml
+
+from .problems import Path, Problem, format_path
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+try:  # libyaml is ten times faster when present; both compose the same nodes
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+_SCALARS = {
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:str",
+}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+@dataclass
+class Document:
+    """One YAML document as plain data, with the position of every path."""
+
+    file: str
+    index: int
+    data: Any
+    positions: dict[Path, tuple[int, int]] = field(repr=False)
+    """Path of a value → (line, column) of the value, 1-based."""
+    key_positions: dict[Path, tuple[int, int]] = field(repr=False)
+    """Path of a mapping entry → (line, column) of its key."""
+
+    def problem(
+        self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
+    ) -> Problem:
+        """A problem at *path*, placed at its key (for key problems) or its value."""
+        line, column = self.position(path, at_key=at_key)
+        return Problem(self.file, line, column, format_path(path), expected, found, hint)
+
+    def position(self, path: Path, *, at_key: bool = False) -> tuple[int, int]:
+        """Where *path* was written; the nearest written ancestor when it was not."""
+        if at_key and path in self.key_positions:
+            return self.key_positions[path]
+        probe = path
+        while probe:
+            if probe in self.positions:
+                return self.positions[probe]
+            probe = probe[:-1]
+        return self.positions.get((), (1, 1))
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Builder:
+    """Turns one composed node tree into plain data, with positions."""
+
+    def __init__(self, file: str, index: int) -> None:
+        self.doc = Document(file, index, None, {}, {})
+        self.problems: list[Problem] = []
+        self.nodes = 0
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def build(self, node: yaml.Node) -> Document:
+        try:
+            self.doc.data = self._value(node, (), 0)
+        except _TooBig:
+            self.doc.data = None
+        return self.doc
+
+    def _bad(self, path: Path, node: yaml.Node, expected: str, found: str, hint: str = "") -> None:
+        line, column = node.start_mark.line + 1, node.start_mark.column + 1
+        self.problems.append(
+            Problem(self.doc.file, line, column, format_path(path), expected, found, hint)
+        )
+
+    def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self._bad(
+                path,
+                node,
+                f"a document of at most {MAX_NODES} values once aliases are expanded",
+                "more (an alias bomb?)",
+                "write the values out, or use fewer nested aliases",
+            )
+            raise _TooBig
+        if depth > MAX_DEPTH:
+            self._bad(path, node, f"nesting at most {MAX_DEPTH} levels deep", "deeper nesting")
+            raise _TooBig
+        self.doc.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self._value(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.tag == _TIMESTAMP:
+            return node.value  # a date in a body stays the text that was written
+        if node.tag not in _SCALARS:
+            self._bad(
+                path,
+                node,
+                "a plain YAML value (string, number, boolean, null, list or mapping)",
+                f"the tag {node.tag}",
+                "scenario files are read as safe YAML; remove the tag",
+            )
+            return None
+        return self.constructor.construct_object(node)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = self.constructor.construct_object(key_node)
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                self._bad(
+                    (*path, key),
+                    key_node,
+                    "each key once in a mapping",
+                    f"{key!r} again (first on line {first})",
+                    "YAML would silently keep only the last one; remove one",
+                )
+            seen[key] = key_node
+        try:
+            self.constructor.flatten_mapping(node)  # resolves "<<: *defaults" merge keys
+        except yaml.constructor.ConstructorError as exc:
+            self._bad(path, node, "merge keys (<<) that name mappings", str(exc.problem))
+            return {}
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALARS:
+                self._bad(path, key_node, "a plain scalar as a mapping key", "a complex key")
+                continue
+            key = self.constructor.construct_object(key_node)
+            key_path = (*path, key)
+            mark = key_node.start_mark
+            self.doc.key_positions[key_path] = (mark.line + 1, mark.column + 1)
+            self.doc.positions.pop(key_path, None)  # a later duplicate wins, as in YAML
+            out[key] = self._value(value_node, key_path, depth + 1)
+        return out
+
+
+def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
+    """Parse every document in *text*; *file* names it in problems."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        return [], [_whole_file(file, f"a file of at most {MAX_FILE_BYTES} bytes", "more")]
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    try:
+        for index, node in enumerate(_compose_all(text)):
+            if node is None:
+                continue
+            builder = _Builder(file, index)
+            documents.append(builder.build(node))
+            problems.extend(builder.problems)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        found = exc.problem or "something else"
+        context = f" ({exc.context})" if exc.context else ""
+        problems.append(Problem(file, line, column, "(YAML syntax)", f"valid YAML{context}", found))
+    except yaml.YAMLError as exc:
+        problems.append(_whole_file(file, "valid YAML", str(exc)))
+    return documents, problems
+
+
+def _compose_all(text: str) -> Iterator[yaml.Node | None]:
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    finally:
+        loader.dispose()
+
+
+def read_file(path: FsPath) -> tuple[list[Document], list[Problem]]:
+    """Read and parse one scenario file, refusing oversized ones before reading them."""
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return [], [_whole_file(name, f"a file of at most {MAX_FILE_BYTES} bytes", f"{size}")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [_whole_file(name, "a readable file", exc.strerror or str(exc))]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [], [_whole_file(name, "UTF-8 text", f"byte {exc.start} that is not UTF-8")]
+    return read_text(text, name)
+
+
+def _whole_file(file: str, expected: str, found: str) -> Problem:
+    return Problem(file, 1, 1, "(file)", expected, found)

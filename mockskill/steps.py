@@ -1,0 +1,289 @@
+"""Steps and sequences: the YAML of an endpoint's behaviour → checked model.
+
+An endpoint's behaviour is written as one step, a list of steps, or
+``{steps: [...], end: last|cycle|fail}``. A step is a protocol error
+(``error: CODE`` with optional overrides), a result (``status``, ``headers``
+and a ``json`` or ``text`` body), or the skill's descriptor
+(``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
+(``times``). Each is rendered here, once, into a :class:`~mockskill.model.Reply`.
+
+Every rule of the error chapter that a step could break is checked through
+:mod:`mockskill.catalog`, so a scenario cannot make the server speak a
+protocol it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from . import catalog
+from .model import END_RULES, JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from .problems import Path, describe, did_you_mean
+from .reader import Reader
+
+MAX_DELAY_MS = 300_000
+"""Longest delay a step may ask for; longer ones are refused, never clamped."""
+
+STEP_KEYS = (
+    "error",
+    "status",
+    "message",
+    "details",
+    "retry",
+    "headers",
+    "json",
+    "text",
+    "descriptor",
+    "delay",
+    "times",
+)
+ERROR_ONLY = ("message", "details", "retry")
+BODY_KEYS = ("json", "text", "descriptor")
+SEQUENCE_KEYS = ("steps", "end")
+RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step may refer to: the skill (if any) and its descriptor."""
+
+    error_context: catalog.Context
+    descriptor: bytes | None = None
+    """The skill's descriptor, for ``descriptor: true``; None outside a skill."""
+
+
+def read_sequence(
+    r: Reader, value: Any, path: Path, ctx: StepContext, default: Sequence | None = None
+) -> Sequence | None:
+    """An endpoint's sequence, or *default* when the key was not given (*value* is missing)."""
+    if value is Reader.MISSING:
+        return default
+    if isinstance(value, list):
+        raw_steps, end, steps_path = value, "last", path
+    elif isinstance(value, dict) and "steps" in value:
+        if not r.keys(value, path, SEQUENCE_KEYS, required=("steps",)):
+            return None
+        raw_steps, steps_path = value["steps"], (*path, "steps")
+        end = value.get("end", "last")
+        if end not in END_RULES:
+            r.bad(
+                (*path, "end"),
+                "one of last, cycle, fail",
+                describe(end),
+                did_you_mean(str(end), END_RULES),
+            )
+        if not isinstance(raw_steps, list):
+            r.bad(steps_path, "a list of steps", describe(raw_steps))
+            return None
+    elif isinstance(value, dict):
+        raw_steps, end, steps_path = [value], "last", None
+    else:
+        r.bad(
+            path,
+            "a step (mapping), a list of steps, or {steps: [...], end: ...}",
+            describe(value),
+        )
+        return None
+    if not raw_steps:
+        r.bad(steps_path or path, "at least one step", "an empty list")
+        return None
+    steps = []
+    for i, raw in enumerate(raw_steps):
+        step = read_step(r, raw, path if steps_path is None else (*steps_path, i), ctx)
+        if step is not None:
+            steps.append(step)
+    if len(steps) != len(raw_steps) or end not in END_RULES:
+        return None
+    return Sequence(tuple(steps), end)
+
+
+def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
+    """One step, checked and rendered; None (with problems recorded) when it is wrong."""
+    if not isinstance(raw, dict):
+        r.bad(
+            path, "a step (a mapping such as {error: AUTH_REQUIRED} or {json: ...})", describe(raw)
+        )
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, STEP_KEYS)
+    kinds = [k for k in ("error", *BODY_KEYS) if k in raw]
+    if len(kinds) > 1:
+        r.bad(
+            (*path, kinds[1]),
+            "one of error, json, text or descriptor in a step",
+            f"{kinds[0]} and {kinds[1]} together",
+            "split them into two steps",
+            at_key=True,
+        )
+    elif not kinds and "status" not in raw:
+        r.bad(path, "a step with error, json, text, descriptor or status", describe(raw))
+    times = r.integer(raw, "times", path, default=1, minimum=1)
+    delay = r.integer(raw, "delay", path, default=0, minimum=0, maximum=MAX_DELAY_MS, unit="ms")
+    headers = _headers(r, raw, path)
+    if "error" in raw:
+        reply = _error_reply(r, raw, path, ctx, headers)
+    else:
+        for key in ERROR_ONLY:
+            if key in raw:
+                r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
+        reply = _result_reply(r, raw, path, ctx, headers)
+    if len(r.problems) > before or reply is None or times is None or delay is None:
+        return None
+    return Step(reply, r.position(path), delay_ms=delay, times=times)
+
+
+def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
+    headers = raw.get("headers", {})
+    if not isinstance(headers, dict):
+        r.bad((*path, "headers"), "a mapping of header names to values", describe(headers))
+        return {}
+    out = {}
+    for name, value in headers.items():
+        where = (*path, "headers", name)
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            r.bad(where, "a header name (letters, digits, -)", describe(name), at_key=True)
+        elif isinstance(value, (dict, list)) or value is None:
+            r.bad(where, "a header value (string or number)", describe(value))
+        elif isinstance(value, str) and ("\n" in value or "\r" in value):
+            r.bad(where, "a header value on one line", "a line break")
+        else:
+            out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def _error_reply(
+    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+) -> Reply | None:
+    code = raw["error"]
+    if code not in catalog.CATEGORIES:
+        r.bad(
+            (*path, "error"),
+            "one of " + ", ".join(catalog.SERVED_CODES),
+            describe(code),
+            did_you_mean(str(code), catalog.CODES),
+        )
+        return None
+    category = catalog.CATEGORIES[code]
+    if not category.sent_by_provider:
+        r.bad(
+            (*path, "error"),
+            "an error a provider sends (" + ", ".join(catalog.SERVED_CODES) + ")",
+            f"{code}, which the consumer's own Schema Validator raises",
+            "to exercise it, serve an invalid descriptor (raw_descriptor, or descriptor"
+            " with a broken field)",
+        )
+        return None
+    ok = True
+    status = raw.get("status")
+    if status is not None:
+        problem = catalog.status_problem(code, status) if _is_int(status) else None
+        if not _is_int(status) or problem:
+            allowed = " or ".join(str(s) for s in category.statuses)
+            r.bad((*path, "status"), f"HTTP {allowed} for {code}", describe(status), problem or "")
+            ok = False
+    message = raw.get("message")
+    if message is not None and not isinstance(message, str):
+        r.bad((*path, "message"), "a string", describe(message))
+        ok = False
+    details = raw.get("details")
+    if details is not None and not isinstance(details, dict):
+        r.bad(
+            (*path, "details"), "a mapping (merged over the category's details)", describe(details)
+        )
+        ok = False
+    retry: catalog.Retry | object | None = catalog.KEEP
+    if "retry" in raw:
+        retry = _retry(r, raw["retry"], (*path, "retry"), code)
+        ok = ok and retry is not _BAD
+    if not ok:
+        return None
+    rendered = catalog.render(
+        code,
+        ctx.error_context,
+        status=status,
+        message=message,
+        details=details,
+        retry=retry,
+        headers=headers,
+    )
+    return Reply.error(rendered)
+
+
+_BAD = object()
+
+
+def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | object | None:
+    if value is None:
+        return None
+    problem = catalog.retry_problem(code)
+    if problem:
+        r.bad(path, "no retry advice (or retry: null)", describe(value), problem)
+        return _BAD
+    if not isinstance(value, dict):
+        r.bad(path, "a mapping {suggested_delay_ms: N, max_attempts: N}", describe(value))
+        return _BAD
+    if not r.keys(value, path, RETRY_KEYS):
+        return _BAD
+    default = catalog.CATEGORIES[code].retry
+    assert default is not None
+    delay = r.integer(
+        value, "suggested_delay_ms", path, default=default.suggested_delay_ms, minimum=0, unit="ms"
+    )
+    attempts = r.integer(value, "max_attempts", path, default=default.max_attempts, minimum=1)
+    if delay is None or attempts is None:
+        return _BAD
+    return catalog.Retry(delay, attempts)
+
+
+def _result_reply(
+    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+) -> Reply | None:
+    status = r.integer(raw, "status", path, default=200, minimum=100, maximum=599)
+    content_type = headers.pop("Content-Type", None)
+    for name in list(headers):
+        if name.lower() == "content-type":
+            content_type = headers.pop(name)
+    body: bytes
+    if "json" in raw:
+        try:
+            body = json.dumps(raw["json"], allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            r.bad((*path, "json"), "a JSON value", str(exc))
+            return None
+        kind = JSON_TYPE
+    elif "text" in raw:
+        text = raw["text"]
+        if not isinstance(text, str):
+            r.bad((*path, "text"), "a string (use json: for structured bodies)", describe(text))
+            return None
+        body, kind = text.encode(), TEXT_TYPE
+    elif "descriptor" in raw:
+        if raw["descriptor"] is not True:
+            r.bad(
+                (*path, "descriptor"),
+                "true (serve the skill's descriptor)",
+                describe(raw["descriptor"]),
+            )
+            return None
+        if ctx.descriptor is None:
+            r.bad(
+                (*path, "descriptor"),
+                "a step of a skill's endpoint",
+                "a free route",
+                "routes have no descriptor; use json:",
+            )
+            return None
+        body, kind = ctx.descriptor, JSON_TYPE
+    else:
+        body, kind = b"", TEXT_TYPE
+    if status is None:
+        return None
+    return Reply.make(status, body, content_type or kind, headers)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
