@@ -1,0 +1,43 @@
+"""Shared fixtures: real servers on ephemeral ports, built from YAML text."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mockskill import Server, load_text
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Server]]:
+    """Start a server on port 0 from YAML text; stopped after the test.
+
+    ``serve(yaml_text, seed=None)`` returns the started :class:`Server`.
+    """
+    servers: list[Server] = []
+
+    def start(text: str | None = None, **kwargs: object) -> Server:
+        scenarios = load_text(textwrap.dedent(text), "test.yaml") if text is not None else None
+        server = Server(scenarios, **kwargs).start()  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def bundled() -> Iterator[Server]:
+    """One server on the bundled scenarios, shared by the tests that only read it."""
+    with Server() as server:
+        yield server
+
+
+@pytest.fixture
+def session() -> dict[str, str]:
+    """Headers giving this test its own Mockskill-Session (fresh sequence positions)."""
+    return {"Mockskill-Session": f"test-{uuid.uuid4().hex[:12]}"}

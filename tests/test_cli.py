@@ -1,0 +1,137 @@
+"""The ``mockskill`` command: validate, serve, signals, and no tracebacks."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from mockskill import __version__
+from mockskill.cli import cli
+
+BAD = (Path(__file__).parent / "data" / "bad.yaml").read_text()
+
+
+@pytest.fixture
+def bad_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_validate_accepts_the_bundled_scenarios() -> None:
+    from mockskill import bundled_path
+
+    result = CliRunner().invoke(cli, ["validate", str(bundled_path())])
+    assert result.exit_code == 0, result.output
+    assert re.match(r"ok: \d+ scenarios, \d+ skills", result.output)
+
+
+def test_validate_prints_every_problem_and_exits_1(bad_file: Path) -> None:
+    result = CliRunner().invoke(cli, ["validate", str(bad_file)])
+    assert result.exit_code == 1
+    assert f"{bad_file}:5:14: skills[0].invoke.error:" in result.output
+    assert "did you mean 'AUTH_REQUIRED'?" in result.output
+    assert f"{bad_file}:6:7: skills[0].invoke.tims:" in result.output
+    assert "2 problems in 1 file; nothing was loaded." in result.output
+    assert "Traceback" not in result.output
+
+
+def test_validate_reports_a_missing_path(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 1
+    assert "nothing there" in result.output
+
+
+def test_serve_refuses_an_invalid_file_with_the_same_report(bad_file: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", str(bad_file), "--port", "0"])
+    assert result.exit_code == 1
+    assert "did you mean 'AUTH_REQUIRED'?" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert result.exit_code == 1
+    assert f"port {port} is in use" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """``python -m mockskill serve`` on the bundled scenarios, in a real process."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", "--port", str(port), "--seed", "7"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/skills", timeout=1)
+            break
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    yield process, port
+    if process.poll() is None:
+        process.kill()
+    process.communicate()
+
+
+def test_serve_prints_each_skill_url_and_the_seed(
+    served: tuple[subprocess.Popen[str], int],
+) -> None:
+    process, port = served
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=10)
+    base = f"http://127.0.0.1:{port}"
+    assert f"at {base}" in out
+    assert "seed 7" in out
+    for skill in ("translate", "flaky", "slow", "auth-required", "invalid-descriptor"):
+        assert f"{base}/skills/{skill}\n" in out
+        assert f"{base}/skills/{skill}/invoke" in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_serve_stops_cleanly_and_quickly_on_a_signal(
+    served: tuple[subprocess.Popen[str], int], sig: signal.Signals
+) -> None:
+    process, port = served
+    assert requests.get(f"http://127.0.0.1:{port}/skills", timeout=5).status_code == 200
+    started = time.monotonic()
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=10)
+    elapsed = time.monotonic() - started
+    assert process.returncode == 0
+    assert "Traceback" not in err
+    assert "mockskill stopped." in err
+    assert elapsed < 3  # within a second on an idle machine; margin for a noisy one
