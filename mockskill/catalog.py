@@ -307,6 +307,10 @@ def status_problem(code: str, status: int) -> str | None:
     category = CATEGORIES[code]
     if status in category.statuses:
         return None
+    if not category.sent_by_provider:
+        return (
+            f"{code} is raised by the consumer, never sent by a provider (protocol error chapter)"
+        )
     allowed = " or ".join(str(s) for s in category.statuses)
     return f"{code} is sent with HTTP {allowed} (protocol error chapter)"
 

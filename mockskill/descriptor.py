@@ -5,9 +5,10 @@ version, an id, a ``capability_type`` (one of ``plugin``, ``api``,
 ``knowledge``, ``task``), ``endpoint.url`` (a URI) and an auth section. The
 rest of the default is our documented choice (README, "Descriptors").
 
-A scenario's ``descriptor`` is merged over the default: mappings merge key by
-key, anything else replaces, and ``null`` removes a key — so a scenario can
-break one field of an otherwise valid descriptor.
+A scenario's ``descriptor`` is merged over the default as a JSON Merge Patch
+(RFC 7386): mappings merge key by key, anything else replaces, and ``null``
+removes a key — so a scenario can break one field of an otherwise valid
+descriptor. (A field whose value is null needs ``raw_descriptor``.)
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     for key, value in override.items():
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge(out[key], value)
+        elif isinstance(value, Mapping):  # as JSON Merge Patch (RFC 7386) does
+            current = out.get(key)
+            out[key] = merge(current if isinstance(current, Mapping) else {}, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
