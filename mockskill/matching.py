@@ -164,11 +164,13 @@ class RoutingTable:
             if not reasons:  # matched the rule, but not the skill id: said elsewhere
                 continue
             similarity = difflib.SequenceMatcher(None, path, candidate.rule).ratio()
-            scored.append((len(reasons), -similarity, candidate.label, reasons))
+            # Fewest reasons first; then a right path with a wrong method
+            # before a wrong path; then the most similar path.
+            path_missed = reasons[0].startswith("path")
+            scored.append((len(reasons), path_missed, -similarity, candidate.label, reasons))
         scored.sort()
         return tuple(
-            {"route": label, "reasons": reasons}
-            for _, _, label, reasons in scored[:MAX_NEAR_MISSES]
+            {"route": label, "reasons": reasons} for *_, label, reasons in scored[:MAX_NEAR_MISSES]
         )
 
 

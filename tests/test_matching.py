@@ -280,6 +280,13 @@ def test_closer_paths_come_first_among_equal_reasons(table: RoutingTable) -> Non
     }
 
 
+def test_a_right_path_with_a_wrong_method_comes_before_a_wrong_path(table: RoutingTable) -> None:
+    # Both miss on one count; the path that fits is the likelier intent.
+    found = miss(table, "POST", "/skills/translate").near_misses
+    assert found[0] == {"route": "GET /skills/<id>", "reasons": ["method POST is not GET"]}
+    assert all(m["reasons"][0].startswith("path") for m in found[1:])
+
+
 def test_near_misses_leave_out_rules_that_match_both_path_and_method(
     table: RoutingTable,
 ) -> None:
