@@ -18,6 +18,7 @@ from . import __version__
 from .loader import bundled_path, load_paths
 from .model import ScenarioSet
 from .problems import ScenarioError
+from .schema import SCHEMA_PATH
 from .server import Server, ServerError
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -66,12 +67,18 @@ def serve(paths: tuple[Path, ...], host: str, port: int, seed: int | None, quiet
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@PATHS
 def validate(paths: tuple[Path, ...]) -> None:
-    """Check scenario files; print every problem and exit 1 if there is any."""
+    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
     scenarios = _load_or_exit(paths)
     skills = len(scenarios.skills)
     click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of scenario files (for editors and other tools)."""
+    click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
 
 
 def _load_or_exit(paths: tuple[Path, ...]) -> ScenarioSet:

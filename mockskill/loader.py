@@ -110,7 +110,7 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
     r.keys(raw, (), SCENARIO_KEYS, required=() if single else ("name",))
     stem = re.sub(r"[^A-Za-z0-9._~-]+", "-", FsPath(r.doc.file).stem).strip("-._~") or "scenario"
     name = r.string(raw, "name", (), default=stem if single else None)
-    if name is not None and not _NAME.match(name):
+    if name is not None and not _NAME.fullmatch(name):
         r.bad(("name",), _NAME_TEXT, describe(name))
     description = r.string(raw, "description", (), default="") or ""
     if "skills" not in raw and "routes" not in raw:
@@ -144,20 +144,17 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     before = len(r.problems)
     r.keys(raw, path, SKILL_KEYS, required=("id",))
     skill_id = r.string(raw, "id", path)
-    if skill_id is None:
-        return None
-    if not _NAME.match(skill_id):
+    if skill_id is not None and not _NAME.fullmatch(skill_id):
         r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
-        return None
-    document = _descriptor(r, raw, path, skill_id)
-    if document is None:
-        return None
-    body = json.dumps(document).encode()
-    describe_ctx = StepContext(Context.for_skill(skill_id, "describe"), body)
-    invoke_ctx = StepContext(Context.for_skill(skill_id, "invoke"), body)
+    checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
+    document = _descriptor(r, raw, path, checked_id)
+    body = b"{}" if document is _BAD else json.dumps(document).encode()
+    describe_ctx = StepContext(Context.for_skill(checked_id, "describe"), body)
+    invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke"), body)
     where = r.position(path)
     default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
-    default_invoke = Sequence((Step(Reply.json(200, {"skill": skill_id, "result": "ok"}), where),))
+    ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
+    default_invoke = Sequence((Step(ok_reply, where),))
     describe_seq = read_sequence(
         r, raw.get("describe", Reader.MISSING), (*path, "describe"), describe_ctx, default_describe
     )
@@ -166,6 +163,7 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     )
     if describe_seq is None or invoke_seq is None or len(r.problems) > before:
         return None
+    assert skill_id is not None  # a missing or wrong id is a problem
     name = document.get("name") if isinstance(document, dict) else None
     return Skill(
         id=skill_id,
@@ -179,7 +177,11 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     )
 
 
+_BAD: Any = object()
+
+
 def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> Any:
+    """The descriptor to serve (any JSON value, even null), or _BAD after a problem."""
     if "raw_descriptor" in raw:
         if "descriptor" in raw:
             r.bad(
@@ -189,14 +191,8 @@ def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> An
                 "keep one",
                 at_key=True,
             )
-            return None
-        document = raw["raw_descriptor"]
-        try:
-            json.dumps(document, allow_nan=False)
-        except ValueError as exc:
-            r.bad((*path, "raw_descriptor"), "a JSON value", str(exc))
-            return None
-        return document
+            return _BAD
+        return _json_value(r, raw["raw_descriptor"], (*path, "raw_descriptor"))
     override = raw.get("descriptor", {})
     if not isinstance(override, dict):
         r.bad(
@@ -205,8 +201,18 @@ def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> An
             describe(override),
             "to serve something that is not a mapping, use raw_descriptor",
         )
-        return None
-    return descriptors.merge(descriptors.default(skill_id), override)
+        return _BAD
+    merged = descriptors.merge(descriptors.default(skill_id), override)
+    return _json_value(r, merged, (*path, "descriptor"))
+
+
+def _json_value(r: Reader, document: Any, path: Path) -> Any:
+    try:
+        json.dumps(document, allow_nan=False)
+    except ValueError as exc:
+        r.bad(path, "a JSON value", str(exc))
+        return _BAD
+    return document
 
 
 def _read_route(r: Reader, value: Any, path: Path, scenario: str, index: int) -> Route | None:
@@ -243,7 +249,7 @@ def _check_route_path(r: Reader, route_path: str, path: Path) -> None:
             return
     try:
         Map([Rule(route_path)])
-    except (ValueError, LookupError) as exc:
+    except (ValueError, LookupError, SyntaxError, TypeError) as exc:
         r.bad(path, expected, describe(route_path), str(exc))
 
 

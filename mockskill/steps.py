@@ -144,7 +144,7 @@ def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
     out = {}
     for name, value in headers.items():
         where = (*path, "headers", name)
-        if not isinstance(name, str) or not _TOKEN.match(name):
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
             r.bad(where, "a header name (letters, digits, -)", describe(name), at_key=True)
         elif isinstance(value, (dict, list)) or value is None:
             r.bad(where, "a header value (string or number)", describe(value))
@@ -159,7 +159,7 @@ def _error_reply(
     r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
 ) -> Reply | None:
     code = raw["error"]
-    if code not in catalog.CATEGORIES:
+    if not isinstance(code, str) or code not in catalog.CATEGORIES:
         r.bad(
             (*path, "error"),
             "one of " + ", ".join(catalog.SERVED_CODES),
@@ -194,6 +194,9 @@ def _error_reply(
         r.bad(
             (*path, "details"), "a mapping (merged over the category's details)", describe(details)
         )
+        ok = False
+    elif details is not None and not _is_json(details):
+        r.bad((*path, "details"), "JSON values (no .nan or .inf)", describe(details))
         ok = False
     retry: catalog.Retry | object | None = catalog.KEEP
     if "retry" in raw:
@@ -283,6 +286,14 @@ def _result_reply(
     if status is None:
         return None
     return Reply.make(status, body, content_type or kind, headers)
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_int(value: Any) -> bool:

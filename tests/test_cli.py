@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -75,6 +76,14 @@ def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
     assert result.exit_code == 1
     assert f"port {port} is in use" in result.output
     assert "Traceback" not in result.output
+
+
+def test_schema_prints_the_published_json_schema() -> None:
+    from mockskill.schema import scenario_schema
+
+    result = CliRunner().invoke(cli, ["schema"])
+    assert result.exit_code == 0
+    assert json.loads(result.output) == scenario_schema()
 
 
 def test_version() -> None:
