@@ -103,7 +103,8 @@ class Reader:
             self.bad(where, wanted, describe(value))
             return None
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            hint = "longer delays are refused, not clamped" if unit == "ms" and maximum else ""
+            too_long = unit == "ms" and maximum is not None and value > maximum
+            hint = "longer delays are refused, not clamped" if too_long else ""
             self.bad(where, wanted, describe(value), hint)
             return None
         return value

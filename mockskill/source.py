@@ -42,6 +42,13 @@ _SCALARS = {
 }
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
+_NULL = "tag:yaml.org,2002:null"
+_COLLECTIONS: dict[type[yaml.Node], str] = {
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+}
+_PARSE_DEPTH = 4 * MAX_DEPTH
+"""Nesting refused before composing: the composer recurses, and would crash on deeper."""
 
 
 @dataclass
@@ -79,6 +86,23 @@ class _TooBig(Exception):
     pass
 
 
+class _Constructor(yaml.constructor.SafeConstructor):
+    """Resolves merge keys keeping each key once, so that merges cannot multiply."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        super().flatten_mapping(node)
+        # PyYAML keeps every merged pair (the last one wins when constructed):
+        # nested "<<: [*a, *a, ...]" would grow exponentially before any
+        # value is counted, and a reused mapping would look like it repeats keys.
+        last = {_key_id(key): i for i, (key, _) in enumerate(node.value)}
+        if len(last) < len(node.value):
+            node.value = [pair for i, pair in enumerate(node.value) if last[_key_id(pair[0])] == i]
+
+
+def _key_id(node: yaml.Node) -> object:
+    return (node.tag, node.value) if isinstance(node, yaml.ScalarNode) else id(node)
+
+
 class _Builder:
     """Turns one composed node tree into plain data, with positions."""
 
@@ -86,13 +110,14 @@ class _Builder:
         self.doc = Document(file, index, None, {}, {})
         self.problems: list[Problem] = []
         self.nodes = 0
-        self.constructor = yaml.constructor.SafeConstructor()
+        self.constructor = _Constructor()
 
-    def build(self, node: yaml.Node) -> Document:
+    def build(self, node: yaml.Node) -> Document | None:
+        """The document, or None when it was refused whole (too big or too deep)."""
         try:
             self.doc.data = self._value(node, (), 0)
         except _TooBig:
-            self.doc.data = None
+            return None
         return self.doc
 
     def _bad(self, path: Path, node: yaml.Node, expected: str, found: str, hint: str = "") -> None:
@@ -116,6 +141,14 @@ class _Builder:
             self._bad(path, node, f"nesting at most {MAX_DEPTH} levels deep", "deeper nesting")
             raise _TooBig
         self.doc.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if type(node) in _COLLECTIONS and node.tag != _COLLECTIONS[type(node)]:
+            self._bad(
+                path,
+                node,
+                "a plain YAML value (string, number, boolean, null, list or mapping)",
+                f"the tag {node.tag}",
+                "scenario files are read as safe YAML; remove the tag",
+            )  # then read as the plain collection it is written as: nothing is constructed
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
@@ -176,11 +209,18 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
     documents: list[Document] = []
     problems: list[Problem] = []
     try:
+        deep = _too_deep(text)
+        if deep is not None:
+            line, column = deep.line + 1, deep.column + 1
+            expected = f"nesting at most {MAX_DEPTH} levels deep"
+            return [], [Problem(file, line, column, "(YAML nesting)", expected, "deeper nesting")]
         for index, node in enumerate(_compose_all(text)):
-            if node is None:
-                continue
+            if node is None or _is_empty(node):
+                continue  # nothing between two "---"
             builder = _Builder(file, index)
-            documents.append(builder.build(node))
+            document = builder.build(node)
+            if document is not None:
+                documents.append(document)
             problems.extend(builder.problems)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -191,6 +231,23 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
     except yaml.YAMLError as exc:
         problems.append(_whole_file(file, "valid YAML", str(exc)))
     return documents, problems
+
+
+def _too_deep(text: str) -> Any:
+    """The mark where collections first nest deeper than :data:`_PARSE_DEPTH`, or None."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _PARSE_DEPTH:
+                return event.start_mark
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
+def _is_empty(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == _NULL and node.value == ""
 
 
 def _compose_all(text: str) -> Iterator[yaml.Node | None]:

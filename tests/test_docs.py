@@ -69,7 +69,11 @@ def test_the_readme_console_examples_print_what_they_show() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    [pytest.param(code, id=f"{doc.name}-{i}") for doc in DOCS for i, code in enumerate(blocks("python", doc))],
+    [
+        pytest.param(code, id=f"{doc.name}-{i}")
+        for doc in DOCS
+        for i, code in enumerate(blocks("python", doc))
+    ],
 )
 def test_python_examples_run(source: str) -> None:
     exec(compile(source, "<docs>", "exec"), {"__name__": "docs_example"})

@@ -342,7 +342,10 @@ def test_free_routes_answer_outside_the_skill_surface(serve: Serve) -> None:
     missed = requests.delete(f"{server.url}/orders/7", timeout=10)
     assert missed.status_code == 404
     near = missed.json()["error"]["details"]["near_misses"][0]
-    assert near == {"route": "GET|PUT /orders/<int:order>", "reasons": ["method DELETE is not GET or PUT"]}
+    assert near == {
+        "route": "GET|PUT /orders/<int:order>",
+        "reasons": ["method DELETE is not GET or PUT"],
+    }
 
 
 def test_a_delayed_request_does_not_block_others(serve: Serve) -> None:
@@ -373,7 +376,9 @@ def test_a_delayed_request_does_not_block_others(serve: Serve) -> None:
     assert time.monotonic() - started >= 1.5
 
 
-def test_each_request_is_recorded_once_in_the_journal(serve: Serve, session: dict[str, str]) -> None:
+def test_each_request_is_recorded_once_in_the_journal(
+    serve: Serve, session: dict[str, str]
+) -> None:
     server = serve(FLAKY_CYCLE)
     for _ in range(3):
         invoke(server, "flaky", headers=session)
