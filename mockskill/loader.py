@@ -147,8 +147,8 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     if skill_id is not None and not _NAME.fullmatch(skill_id):
         r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
-    document = _descriptor(r, raw, path, checked_id)
-    body = b"{}" if document is _BAD else json.dumps(document).encode()
+    document, served = _descriptor(r, raw, path, checked_id)
+    body = served if served is not None else b"{}"
     describe_ctx = StepContext(Context.for_skill(checked_id, "describe"), body)
     invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke"), body)
     where = r.position(path)
@@ -177,11 +177,10 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     )
 
 
-_BAD: Any = object()
-
-
-def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> Any:
-    """The descriptor to serve (any JSON value, even null), or _BAD after a problem."""
+def _descriptor(
+    r: Reader, raw: dict[str, Any], path: Path, skill_id: str
+) -> tuple[Any, bytes | None]:
+    """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
     if "raw_descriptor" in raw:
         if "descriptor" in raw:
             r.bad(
@@ -191,8 +190,9 @@ def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> An
                 "keep one",
                 at_key=True,
             )
-            return _BAD
-        return _json_value(r, raw["raw_descriptor"], (*path, "raw_descriptor"))
+            return None, None
+        document = raw["raw_descriptor"]
+        return document, r.json_bytes(document, (*path, "raw_descriptor"))
     override = raw.get("descriptor", {})
     if not isinstance(override, dict):
         r.bad(
@@ -201,18 +201,9 @@ def _descriptor(r: Reader, raw: dict[str, Any], path: Path, skill_id: str) -> An
             describe(override),
             "to serve something that is not a mapping, use raw_descriptor",
         )
-        return _BAD
+        return None, None
     merged = descriptors.merge(descriptors.default(skill_id), override)
-    return _json_value(r, merged, (*path, "descriptor"))
-
-
-def _json_value(r: Reader, document: Any, path: Path) -> Any:
-    try:
-        json.dumps(document, allow_nan=False)
-    except ValueError as exc:
-        r.bad(path, "a JSON value", str(exc))
-        return _BAD
-    return document
+    return merged, r.json_bytes(merged, (*path, "descriptor"))
 
 
 def _read_route(r: Reader, value: Any, path: Path, scenario: str, index: int) -> Route | None:

@@ -8,6 +8,7 @@ wrong at once, the way cfgv does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -66,6 +67,14 @@ class Reader:
             return value
         self.bad(path, what, describe(value))
         return None
+
+    def json_bytes(self, value: Any, path: Path) -> bytes | None:
+        """*value* encoded as JSON, or None (with a problem) when YAML gave it .nan or .inf."""
+        try:
+            return json.dumps(value, allow_nan=False).encode()
+        except ValueError as exc:
+            self.bad(path, "JSON values (no .nan or .inf)", str(exc))
+            return None
 
     def string(
         self, raw: dict[str, Any], key: str, path: Path, *, default: str | None = None

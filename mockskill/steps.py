@@ -14,7 +14,6 @@ protocol it does not know.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -178,6 +177,16 @@ def _error_reply(
         )
         return None
     ok = True
+    for name in headers:
+        if name.lower() == "retry-after":
+            r.bad(
+                (*path, "headers", name),
+                "no Retry-After header in an error step",
+                describe(headers[name]),
+                "it is derived from retry.suggested_delay_ms (seconds, rounded up); set retry",
+                at_key=True,
+            )
+            ok = False
     status = raw.get("status")
     if status is not None:
         problem = catalog.status_problem(code, status) if _is_int(status) else None
@@ -195,8 +204,7 @@ def _error_reply(
             (*path, "details"), "a mapping (merged over the category's details)", describe(details)
         )
         ok = False
-    elif details is not None and not _is_json(details):
-        r.bad((*path, "details"), "JSON values (no .nan or .inf)", describe(details))
+    elif details is not None and r.json_bytes(details, (*path, "details")) is None:
         ok = False
     retry: catalog.Retry | object | None = catalog.KEEP
     if "retry" in raw:
@@ -252,12 +260,10 @@ def _result_reply(
             content_type = headers.pop(name)
     body: bytes
     if "json" in raw:
-        try:
-            body = json.dumps(raw["json"], allow_nan=False).encode()
-        except (TypeError, ValueError) as exc:
-            r.bad((*path, "json"), "a JSON value", str(exc))
+        encoded = r.json_bytes(raw["json"], (*path, "json"))
+        if encoded is None:
             return None
-        kind = JSON_TYPE
+        body, kind = encoded, JSON_TYPE
     elif "text" in raw:
         text = raw["text"]
         if not isinstance(text, str):
@@ -286,14 +292,6 @@ def _result_reply(
     if status is None:
         return None
     return Reply.make(status, body, content_type or kind, headers)
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except ValueError:
-        return False
-    return True
 
 
 def _is_int(value: Any) -> bool:

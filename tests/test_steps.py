@@ -409,7 +409,7 @@ BAD_STEPS = [
         "skills[0].invoke.json",
         4,
         13,
-        "a JSON value",
+        "JSON values (no .nan or .inf)",
         "Out of range float values",
         "",
         id="json-nan",
@@ -460,7 +460,7 @@ BAD_STEPS = [
         5,
         16,
         "JSON values (no .nan or .inf)",
-        "a mapping with keys ratio",
+        "Out of range float values",
         "",
         id="details-not-json",
     ),
@@ -698,6 +698,38 @@ def test_custom_headers_on_an_error_are_added_to_the_defaults() -> None:
     headers = dict(reply.headers)
     assert headers["X-Trace"] == "abc"
     assert "WWW-Authenticate" in headers
+
+
+@pytest.mark.parametrize("name", ["Retry-After", "retry-after"])
+def test_an_error_step_may_not_set_retry_after_by_hand(name: str) -> None:
+    [problem] = problems_in(skill_yaml(f"error: ENDPOINT_UNREACHABLE\nheaders: {{{name}: 9}}\n"))
+    assert problem.path == f"skills[0].invoke.headers.{name}"
+    assert (problem.line, problem.column) == (5, 17)
+    assert problem.expected == "no Retry-After header in an error step"
+    assert "retry.suggested_delay_ms" in problem.hint
+
+
+def test_a_result_step_may_set_retry_after_freely() -> None:
+    reply = reply_of("status: 429\nheaders: {Retry-After: 9}\n")
+    assert dict(reply.headers)["Retry-After"] == "9"
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        pytest.param('skills: [{id: "abc\\n"}]\n', "skills[0].id", id="skill-id"),
+        pytest.param('name: "abc\\n"\nskills: [{id: a}]\n', "name", id="scenario-name"),
+        pytest.param(
+            'skills: [{id: a, invoke: {json: 1, headers: {"X-A\\n": v}}}]\n',
+            "skills[0].invoke.headers.X-A\n",
+            id="header-name",
+        ),
+    ],
+)
+def test_a_trailing_line_break_does_not_sneak_into_names(text: str, path: str) -> None:
+    # "$" in a regular expression also matches before a final line break.
+    [problem] = problems_in(text)
+    assert problem.path == path
 
 
 # -- results --------------------------------------------------------------------------
