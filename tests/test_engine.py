@@ -12,7 +12,7 @@ import httpx
 import pytest
 import requests
 
-from mockskill import Server
+from mockskill import Server, load_text
 from mockskill.catalog import CATEGORIES, SERVED_CODES
 
 Serve = Callable[..., Server]
@@ -392,3 +392,18 @@ def test_each_request_is_recorded_once_in_the_journal(
     ]
     assert entries[3].near_misses
     assert all(e.finished >= e.started for e in entries)
+
+
+def test_loading_new_scenarios_swaps_them_whole_for_the_next_request(serve: Serve) -> None:
+    server = serve("skills: [{id: old}]")
+    assert invoke(server, "old").status_code == 200
+    server.engine.load(load_text("skills: [{id: new}]"))
+    assert invoke(server, "old").status_code == 404
+    assert invoke(server, "new").json() == {"skill": "new", "result": "ok"}
+
+
+def test_head_is_answered_like_get_without_a_body(bundled: Server) -> None:
+    response = requests.head(bundled.skill_url("translate"), timeout=10)
+    assert response.status_code == 200
+    assert response.content == b""
+    assert int(response.headers["Content-Length"]) > 0
