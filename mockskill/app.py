@@ -1,17 +1,24 @@
 """``create_app``: the Flask application around an engine.
 
-One catch-all route hands every request outside ``/__admin`` to the
-:class:`~mockskill.engine.Engine`; the admin blueprint owns ``/__admin``.
+Flask owns ``/__admin`` (the admin blueprint); every other request goes
+straight to the :class:`~mockskill.engine.Engine`, through a small WSGI
+dispatcher in front of Flask's own. Not through a Flask catch-all route:
+Flask re-types every response a view returns (``force_type``), which would
+strip the answers that act on the raw connection (transport faults, a
+client that left), and its routing would only repeat the engine's.
+
 There is no module-level app: each server (and each test) builds its own.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
-from werkzeug.wrappers import Response
+from werkzeug.wrappers import Request, Response
 
 from . import admin
 from .catalog import tool_error
@@ -19,32 +26,41 @@ from .engine import Engine
 from .model import ScenarioSet
 from .state import State
 
-ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+ADMIN_PREFIX = "/__admin"
 log = logging.getLogger("mockskill")
+
+
+class SkillSurface:
+    """WSGI: ``/__admin`` to Flask, everything else to the engine."""
+
+    def __init__(self, engine: Engine, admin_app: WSGIApplication) -> None:
+        self.engine = engine
+        self.admin_app = admin_app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
+            return self.admin_app(environ, start_response)
+        req = Request(environ)
+        try:
+            response = self.engine.handle(req)
+        except Exception as exc:
+            log.exception("mockskill failed while answering %s %s", req.method, req.path)
+            message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
+            response = _error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)
+        return response(environ, start_response)
 
 
 def create_app(engine: Engine | None = None) -> Flask:
     """A Flask app serving *engine* (by default: no scenarios, a fresh state)."""
     engine = engine or Engine(ScenarioSet(), State())
     app = Flask("mockskill")
-    # Skill ids and free routes are matched by the engine, not by Flask:
-    # keep Flask from redirecting "//x" or "/x/" before the engine sees them.
-    app.url_map.merge_slashes = False
-    app.url_map.strict_slashes = False
     app.extensions["mockskill"] = engine
-    app.register_blueprint(admin.blueprint(engine), url_prefix="/__admin")
-
-    def surface(path: str = "") -> Response:
-        return engine.handle(request._get_current_object())  # type: ignore[attr-defined]
-
-    for rule in ("/", "/<path:path>"):
-        app.add_url_rule(
-            rule,
-            endpoint="surface",
-            view_func=surface,
-            methods=ALL_METHODS,
-            provide_automatic_options=False,
-        )
+    app.register_blueprint(admin.blueprint(engine), url_prefix=ADMIN_PREFIX)
+    app.wsgi_app = SkillSurface(engine, app.wsgi_app)  # type: ignore[method-assign]
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

@@ -22,6 +22,8 @@ from typing import Any
 
 BASE_URL = "{base_url}"
 """Placeholder for the server's base URL, filled in per request."""
+REFUSED_BASE_URL = "{refused_base_url}"
+"""Placeholder for a base URL on this host where nothing listens (connections are refused)."""
 
 DEFAULT_SCOPE = "skill:invoke"
 UPGRADE_URL = "https://skill-sharing.org/upgrade-guide"
@@ -45,17 +47,22 @@ class Context:
     skill_id: str | None = None
     url: str | None = None
     """The URL that was asked for (descriptor or invoke), with ``{base_url}``."""
+    endpoint_base: str = BASE_URL
+    """Where the skill's descriptor says it is invoked (``{refused_base_url}`` if nowhere)."""
 
     @classmethod
-    def for_skill(cls, skill_id: str, endpoint: str = "invoke") -> Context:
+    def for_skill(
+        cls, skill_id: str, endpoint: str = "invoke", *, unreachable: bool = False
+    ) -> Context:
         suffix = "/invoke" if endpoint == "invoke" else ""
-        return cls(skill_id, f"{BASE_URL}/skills/{skill_id}{suffix}")
+        base = REFUSED_BASE_URL if unreachable else BASE_URL
+        return cls(skill_id, f"{BASE_URL}/skills/{skill_id}{suffix}", base)
 
     @property
     def invoke_url(self) -> str | None:
         if self.skill_id is None:
             return self.url
-        return f"{BASE_URL}/skills/{self.skill_id}/invoke"
+        return f"{self.endpoint_base}/skills/{self.skill_id}/invoke"
 
 
 @dataclass(frozen=True)

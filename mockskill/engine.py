@@ -8,6 +8,8 @@ finishes on the configuration it started with.
 
 from __future__ import annotations
 
+import dataclasses
+import random
 import re
 import time
 from typing import Any
@@ -15,77 +17,220 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from . import catalog, descriptor
+from .actions import Connection, Cut, Urls, play, respond
 from .matching import Miss, RoutingTable, Target
-from .model import Reply, ScenarioSet
-from .problems import did_you_mean
+from .model import Reply, ScenarioSet, Step
+from .ports import RefusedPort
+from .problems import Problem, ScenarioError, did_you_mean
 from .state import DEFAULT_SESSION, Entry, State
 
 SESSION_HEADER = "Mockskill-Session"
 ERROR_HEADER = "Mockskill-Error"
-_MARKER = catalog.BASE_URL.encode()
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 
 class Engine:
-    """Answers skill-surface and free-route requests from a scenario set."""
+    """Answers skill-surface and free-route requests from a scenario set.
 
-    def __init__(self, scenarios: ScenarioSet, state: State) -> None:
+    *raw_socket* says whether the server hands the app each connection's
+    socket (Werkzeug's does, as ``werkzeug.socket``); scenarios with
+    transport faults are refused without it. *host* is where a port is held
+    for unreachable skills.
+    """
+
+    def __init__(
+        self,
+        scenarios: ScenarioSet,
+        state: State,
+        *,
+        raw_socket: bool = False,
+        host: str = "127.0.0.1",
+    ) -> None:
         self.state = state
-        self.scenarios = scenarios
-        self.table = RoutingTable(scenarios)
+        self.raw_socket = raw_socket
+        self.refused = RefusedPort(host)
+        self.scenarios = ScenarioSet()
+        self.table = RoutingTable(self.scenarios)
+        self.load(scenarios)
 
     def load(self, scenarios: ScenarioSet) -> None:
-        """Serve *scenarios* from the next request on (requests in flight keep theirs)."""
+        """Serve *scenarios* from the next request on (requests in flight keep theirs).
+
+        Raises ScenarioError, and keeps serving what it served, if this
+        server cannot play them.
+        """
+        _check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
+        self.state.activate([s.name for s in scenarios.scenarios if s.outage])
         self.scenarios, self.table = scenarios, table
+        self.open()
+
+    def open(self) -> None:
+        """Hold the refused port if an unreachable skill needs it."""
+        if any(skill.unreachable for skill in self.scenarios.skills):
+            self.refused.open()
+
+    def close(self) -> None:
+        """Let go of the held port (:meth:`open` takes one again)."""
+        self.refused.close()
 
     def handle(self, request: Request) -> Response:
-        started = time.time()
+        started, clock = time.time(), time.monotonic()
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
         target = table.match(method, path)
-        step_index = position = None
-        forced = False
+        urls = self._urls(request)
+        fields: dict[str, Any] = {}
         if isinstance(target, Miss):
             reply = _miss_reply(target)
         elif ERROR_HEADER in request.headers:
-            forced = True
-            reply = _forced_reply(target, request.headers[ERROR_HEADER])
+            reply, fields["forced"] = _forced_reply(target, request.headers[ERROR_HEADER]), True
         elif target.sequence is None:
             reply = table.listing
         else:
-            position = self.state.advance(session, target.key)
-            step_index = target.sequence.step_at(position)
-            if step_index is None:
-                reply = _exhausted_reply(target, session, position)
-            else:
-                step = target.sequence.steps[step_index]
-                if step.delay_ms:
-                    time.sleep(step.delay_ms / 1000)
-                reply = step.reply
-        response = _respond(reply, _base_url(request))
-        self.state.record(
-            Entry(
-                id=self.state.next_id(),
-                started=started,
-                finished=time.time(),
-                session=session,
-                method=method,
-                path=path,
-                status=reply.status,
-                endpoint="unmatched" if isinstance(target, Miss) else target.kind,
-                skill=_skill_id(target),
-                scenario=None if isinstance(target, Miss) else target.scenario,
-                step=step_index,
-                position=position,
-                error_code=reply.error_code,
-                retry=reply.retry,
-                forced=forced,
-                near_misses=target.near_misses if isinstance(target, Miss) else (),
-            )
+            reply = None
+        if reply is None:
+            assert isinstance(target, Target)
+            response, fields = self._play(request, target, session, urls, clock)
+        else:
+            response = respond(urls.fill(reply))
+            fields.update(error_code=reply.error_code, retry=reply.retry)
+        connection = fields.pop("connection", None)
+        entry = Entry(
+            id=self.state.next_id(),
+            started=started,
+            finished=time.time(),
+            session=session,
+            method=method,
+            path=path,
+            status=fields.pop("status", response.status_code),
+            endpoint="unmatched" if isinstance(target, Miss) else target.kind,
+            skill=_skill_id(target),
+            scenario=None if isinstance(target, Miss) else target.scenario,
+            near_misses=target.near_misses if isinstance(target, Miss) else (),
+            **fields,
         )
+        if connection is None:
+            self.state.record(entry)
+        else:  # a dribbled body: record once the last byte is out (or the client left)
+            response.call_on_close(lambda: self.state.record(_finished(entry, connection)))
         return response
+
+    def _play(
+        self, request: Request, target: Target, session: str, urls: Urls, clock: float
+    ) -> tuple[Response, dict[str, Any]]:
+        assert target.sequence is not None
+        scenario = self.table.scenarios[target.scenario] if target.scenario else None
+        stream = f"{target.scenario}/{session}"
+        seed = scenario.seed if scenario else None
+        fields: dict[str, Any] = {}
+        outage = scenario.outage if scenario else None
+        if outage and scenario and outage.covers(self.state.since_activated(scenario.name) * 1000):
+            step, fields["outage"] = outage.step, True
+        else:
+            position = self.state.advance(session, target.key)
+            index = target.sequence.step_at(position)
+            fields.update(position=position, step=index)
+            if index is None:
+                reply = urls.fill(_exhausted_reply(target, session, position))
+                return respond(reply), {**fields, "error_code": reply.error_code}
+            step = target.sequence.steps[index]
+        step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
+            stream, seed, lambda rng: _draw(step, rng)
+        )
+        connection = Connection(request.environ)
+        if delay_ms or execution_ms or step.hang_ms or step.dribble:
+            request.get_data()  # read the body now: then a readable socket means goodbye
+        skill = target.skill
+        timeout = None
+        if skill is not None and skill.timeout_ms is not None:
+            timeout = (skill.timeout_ms, skill.timeout_status, target.context)
+        response, played = play(
+            step,
+            connection,
+            urls,
+            delay_ms=delay_ms,
+            execution_ms=execution_ms,
+            fault_seed=fault_seed,
+            timeout=timeout,
+            started=clock,
+        )
+        fields.update(
+            choice=choice,
+            delay_ms=delay_ms,
+            execution_ms=execution_ms,
+            fault=played.fault,
+            error_code=played.reply.error_code,
+            retry=played.reply.retry,
+            client_left=connection.left_at,
+        )
+        if isinstance(response, Cut):
+            fields["status"] = None  # nothing was answered
+        if step.dribble is not None and not played.timed_out:
+            fields["connection"] = connection
+        return response, fields
+
+    def _urls(self, request: Request) -> Urls:
+        base = _base_url(request)
+        if self.refused.port is None:
+            return Urls(base)
+        hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
+        return Urls(base, f"{hostname}:{self.refused.port}")
+
+
+def _draw(
+    step: Step, rng: random.Random
+) -> tuple[Step, int | None, float | None, float | None, int]:
+    """Every random value a step needs, in a fixed order (so a seed replays it)."""
+    choice = None
+    if step.choices:
+        total = sum(c.weight for c in step.choices)
+        roll, choice = rng.random() * total, len(step.choices) - 1
+        for i, option in enumerate(step.choices):
+            roll -= option.weight
+            if roll < 0:
+                choice = i
+                break
+        step = step.choices[choice].step
+    delay = round(step.delay.draw(rng), 3) if step.delay else None
+    execution = round(step.execution.draw(rng), 3) if step.execution else None
+    return step, choice, delay, execution, rng.getrandbits(32)
+
+
+def _finished(entry: Entry, connection: Connection) -> Entry:
+    return dataclasses.replace(entry, finished=time.time(), client_left=connection.left_at)
+
+
+def _check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
+    if raw_socket:
+        return
+    problems = []
+    for skill in scenarios.skills:
+        for sequence in (skill.describe, skill.invoke):
+            for step in sequence.steps:
+                if step.needs_socket:
+                    problems.append(_socket_problem(step))
+    for route in scenarios.routes:
+        problems.extend(_socket_problem(s) for s in route.sequence.steps if s.needs_socket)
+    for scenario in scenarios.scenarios:
+        if scenario.outage and scenario.outage.step.needs_socket:
+            problems.append(_socket_problem(scenario.outage.step))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def _socket_problem(step: Step) -> Problem:
+    where = step.where
+    return Problem(
+        where.file,
+        where.line,
+        where.column,
+        "fault",
+        "a step this server can play",
+        "a transport fault, which needs the raw socket of Werkzeug's server",
+        "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
+    )
 
 
 def _skill_id(target: Target | Miss) -> str | None:
@@ -101,14 +246,6 @@ def _base_url(request: Request) -> str:
         server = request.environ.get("SERVER_NAME", "localhost")
         host = f"{server}:{request.environ.get('SERVER_PORT', '80')}"
     return f"{request.scheme}://{host}"
-
-
-def _respond(reply: Reply, base_url: str) -> Response:
-    body, headers = reply.body, reply.headers
-    if reply.templated:
-        body = body.replace(_MARKER, base_url.encode())
-        headers = tuple((k, v.replace(catalog.BASE_URL, base_url)) for k, v in headers)
-    return Response(body, status=reply.status, headers=headers, content_type=reply.content_type)
 
 
 def _miss_reply(miss: Miss) -> Reply:

@@ -17,16 +17,27 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
+from . import catalog
 from . import descriptor as descriptors
 from .catalog import Context
-from .model import Position, Reply, Route, Scenario, ScenarioSet, Sequence, Skill, Step
+from .model import Outage, Position, Reply, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe
-from .reader import Reader
+from .reader import MAX_DELAY_MS, Reader
 from .source import Document, read_file, read_text
-from .steps import StepContext, read_sequence
+from .steps import StepContext, read_sequence, read_step
 
-SCENARIO_KEYS = ("name", "description", "skills", "routes")
-SKILL_KEYS = ("id", "descriptor", "raw_descriptor", "describe", "invoke")
+SCENARIO_KEYS = ("name", "description", "seed", "outage", "skills", "routes")
+SKILL_KEYS = (
+    "id",
+    "descriptor",
+    "raw_descriptor",
+    "unreachable",
+    "timeout_ms",
+    "timeout_status",
+    "describe",
+    "invoke",
+)
+OUTAGE_KEYS = ("start", "duration", "step")
 ROUTE_KEYS = ("path", "method", "steps", "end")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin")
@@ -61,8 +72,11 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
     return files, problems
 
 
-def load_paths(paths: Iterable[str | FsPath]) -> ScenarioSet:
-    """Load scenario files and folders; raise ScenarioError listing every problem."""
+def load_paths(paths: Iterable[str | FsPath], *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+    """Load scenario files and folders; raise ScenarioError listing every problem.
+
+    Waits longer than *max_delay_ms* (delays, hangs, execution times) are refused.
+    """
     files, problems = scenario_files(paths)
     documents: list[Document] = []
     for file in files:
@@ -71,29 +85,32 @@ def load_paths(paths: Iterable[str | FsPath]) -> ScenarioSet:
         problems.extend(found)
         if not docs and not found:
             problems.append(Problem(str(file), 1, 1, "(file)", "at least one scenario", "nothing"))
-    return _finish(documents, problems)
+    return _finish(documents, problems, max_delay_ms)
 
 
-def load_text(text: str, name: str = "<text>") -> ScenarioSet:
+def load_text(text: str, name: str = "<text>", *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
     """Load scenarios from YAML text; *name* stands for the file in problems."""
     documents, problems = read_text(text, name)
     if not documents and not problems:
         problems.append(Problem(name, 1, 1, "(file)", "at least one scenario", "nothing"))
-    return _finish(documents, problems)
+    return _finish(documents, problems, max_delay_ms)
 
 
-def load_data(data: Mapping[str, Any], name: str = "<data>") -> ScenarioSet:
+def load_data(
+    data: Mapping[str, Any], name: str = "<data>", *, max_delay_ms: int = MAX_DELAY_MS
+) -> ScenarioSet:
     """Load one scenario given as Python data (as if it were a YAML document)."""
-    return load_text(json.dumps(data, indent=1), name)
+    return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
 
 
-def _finish(documents: list[Document], problems: list[Problem]) -> ScenarioSet:
+def _finish(documents: list[Document], problems: list[Problem], max_delay_ms: int) -> ScenarioSet:
     per_file: dict[str, int] = {}
     for doc in documents:
         per_file[doc.file] = per_file.get(doc.file, 0) + 1
     scenarios = []
     for doc in documents:
-        scenario = _read_scenario(Reader(doc, problems), single=per_file[doc.file] == 1)
+        reader = Reader(doc, problems, max_delay_ms=max_delay_ms)
+        scenario = _read_scenario(reader, single=per_file[doc.file] == 1)
         if scenario is not None:
             scenarios.append(scenario)
     _check_unique(scenarios, problems)
@@ -119,9 +136,36 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
     routes = _read_list(
         r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]))
     )
+    seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
+    outage = _read_outage(r, raw.get("outage"), ("outage",))
     if len(r.problems) > before or name is None:
         return None
-    return Scenario(name, description, r.doc.file, tuple(skills), tuple(routes), r.position(()))
+    return Scenario(
+        name,
+        description,
+        r.doc.file,
+        tuple(skills),
+        tuple(routes),
+        r.position(()),
+        seed=seed,
+        outage=outage,
+    )
+
+
+def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
+    """``outage: {start: MS, duration: MS, step: STEP}``: a window in which STEP answers all."""
+    if value is None:
+        return None
+    raw = r.mapping(value, path, "{start: MS, duration: MS, step: STEP}")
+    if raw is None or not r.keys(raw, path, OUTAGE_KEYS, required=("duration",)):
+        return None
+    start = r.integer(raw, "start", path, default=0, minimum=0, unit="ms")
+    duration = r.integer(raw, "duration", path, default=0, minimum=1, unit="ms")
+    step_raw = raw.get("step", {"error": "ENDPOINT_UNREACHABLE"})
+    step = read_step(r, step_raw, (*path, "step"), StepContext(Context()))
+    if start is None or duration is None or step is None:
+        return None
+    return Outage(start, duration, step)
 
 
 def _read_list(r: Reader, raw: dict[str, Any], key: str, read: Any) -> list[Any]:
@@ -147,13 +191,22 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     if skill_id is not None and not _NAME.fullmatch(skill_id):
         r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
-    document, served = _descriptor(r, raw, path, checked_id)
+    unreachable = raw.get("unreachable", False)
+    if not isinstance(unreachable, bool):
+        r.bad((*path, "unreachable"), "true or false", describe(unreachable))
+        unreachable = False
+    document, served = _descriptor(r, raw, path, checked_id, unreachable)
     body = served if served is not None else b"{}"
-    describe_ctx = StepContext(Context.for_skill(checked_id, "describe"), body)
-    invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke"), body)
+    describe_ctx = StepContext(
+        Context.for_skill(checked_id, "describe", unreachable=unreachable), body
+    )
+    invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke", unreachable=unreachable), body)
     where = r.position(path)
     default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
-    ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
+    if unreachable:  # asked here anyway, answer as a gateway that could not connect would
+        ok_reply = Reply.error(catalog.render("ENDPOINT_UNREACHABLE", invoke_ctx.error_context))
+    else:
+        ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
     default_invoke = Sequence((Step(ok_reply, where),))
     describe_seq = read_sequence(
         r, raw.get("describe", Reader.MISSING), (*path, "describe"), describe_ctx, default_describe
@@ -161,6 +214,14 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     invoke_seq = read_sequence(
         r, raw.get("invoke", Reader.MISSING), (*path, "invoke"), invoke_ctx, default_invoke
     )
+    timeout_ms = None
+    if raw.get("timeout_ms") is not None:
+        timeout_ms = r.integer(
+            raw, "timeout_ms", path, default=0, minimum=1, maximum=r.max_delay_ms, unit="ms"
+        )
+    timeout_status = r.integer(raw, "timeout_status", path, default=504)
+    if timeout_status is not None and catalog.status_problem("EXECUTION_TIMEOUT", timeout_status):
+        r.bad((*path, "timeout_status"), "408 or 504", describe(timeout_status))
     if describe_seq is None or invoke_seq is None or len(r.problems) > before:
         return None
     assert skill_id is not None  # a missing or wrong id is a problem
@@ -174,11 +235,14 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
         describe=describe_seq,
         invoke=invoke_seq,
         where=where,
+        timeout_ms=timeout_ms,
+        timeout_status=timeout_status or 504,
+        unreachable=unreachable,
     )
 
 
 def _descriptor(
-    r: Reader, raw: dict[str, Any], path: Path, skill_id: str
+    r: Reader, raw: dict[str, Any], path: Path, skill_id: str, unreachable: bool
 ) -> tuple[Any, bytes | None]:
     """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
     if "raw_descriptor" in raw:
@@ -202,7 +266,7 @@ def _descriptor(
             "to serve something that is not a mapping, use raw_descriptor",
         )
         return None, None
-    merged = descriptors.merge(descriptors.default(skill_id), override)
+    merged = descriptors.merge(descriptors.default(skill_id, unreachable=unreachable), override)
     return merged, r.json_bytes(merged, (*path, "descriptor"))
 
 

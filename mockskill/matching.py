@@ -18,7 +18,7 @@ from werkzeug.routing import Map, MapAdapter, Rule
 
 from .catalog import BASE_URL, Context
 from .descriptor import descriptor_url, invoke_url
-from .model import Reply, Route, ScenarioSet, Sequence, Skill
+from .model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
 
 Kind = Literal["list", "describe", "invoke", "route"]
 _SURFACE = (
@@ -79,6 +79,7 @@ class RoutingTable:
     """The compiled routes of one scenario set; read-only once built."""
 
     def __init__(self, scenarios: ScenarioSet) -> None:
+        self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {
             sid: Target(

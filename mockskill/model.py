@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .catalog import BASE_URL, Rendered, Retry
+from .catalog import BASE_URL, REFUSED_BASE_URL, Rendered, Retry
+from .delays import Delay, LogNormal, Uniform
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -64,8 +65,8 @@ class Reply:
         retry: Retry | None = None,
     ) -> Reply:
         pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
-        marker = BASE_URL.encode()
-        templated = marker in body or any(BASE_URL in v for _, v in pairs)
+        markers = (BASE_URL, REFUSED_BASE_URL)
+        templated = any(m.encode() in body or any(m in v for _, v in pairs) for m in markers)
         return cls(status, pairs, body, content_type, error_code, retry, templated)
 
     @classmethod
@@ -85,13 +86,55 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Dribble:
+    """Send the body in *chunks* pieces spread over *over_ms*: a slow body, not a slow start."""
+
+    chunks: int
+    over_ms: int
+
+
+@dataclass(frozen=True)
 class Step:
-    """One step of a sequence: a reply, after an optional delay, *times* times in a row."""
+    """One step of a sequence, played *times* requests in a row.
+
+    It answers with :attr:`reply` — after :attr:`delay`, spending
+    :attr:`execution` (which the skill's timeout cuts short), or after
+    holding the connection for :attr:`hang_ms` — unless it does
+    :attr:`fault` to the connection instead. A step with :attr:`choices`
+    stands for one of them, drawn per request.
+    """
 
     reply: Reply
     where: Position
-    delay_ms: int = 0
     times: int = 1
+    delay: Delay | None = None
+    execution: Delay | None = None
+    hang_ms: int | None = None
+    """Hold the connection without answering for this long (or until the client leaves)."""
+    dribble: Dribble | None = None
+    fault: str | None = None
+    """A transport fault's name (see :mod:`mockskill.faults`)."""
+    choices: tuple[Choice, ...] = ()
+
+    @property
+    def random(self) -> bool:
+        """Whether playing it draws from the random generator."""
+        return bool(self.choices) or any(
+            isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution)
+        )
+
+    @property
+    def needs_socket(self) -> bool:
+        """Whether it acts on the raw connection (transport faults)."""
+        return self.fault is not None or any(c.step.needs_socket for c in self.choices)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One weighted outcome of a random step."""
+
+    weight: float
+    step: Step
 
 
 @dataclass(frozen=True)
@@ -145,6 +188,11 @@ class Skill:
     invoke: Sequence
     """``POST /skills/{id}/invoke``."""
     where: Position
+    timeout_ms: int | None = None
+    """Execution longer than this is cut short with ``EXECUTION_TIMEOUT``."""
+    timeout_status: int = 504
+    unreachable: bool = False
+    """Whether the descriptor's ``endpoint.url`` names a port where nothing listens."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +221,21 @@ class Scenario:
     skills: tuple[Skill, ...]
     routes: tuple[Route, ...]
     where: Position
+    seed: int | None = None
+    """Seeds this scenario's own random generator (else: the server's seed and the name)."""
+    outage: Outage | None = None
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A time window, from when the scenario is activated, in which *step* answers everything."""
+
+    start_ms: int
+    duration_ms: int
+    step: Step
+
+    def covers(self, elapsed_ms: float) -> bool:
+        return self.start_ms <= elapsed_ms < self.start_ms + self.duration_ms
 
 
 @dataclass(frozen=True)

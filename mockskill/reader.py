@@ -22,14 +22,21 @@ class _Missing:
         return "MISSING"
 
 
+MAX_DELAY_MS = 300_000
+"""The longest wait a step may ask for, by default; longer ones are refused, never clamped."""
+
+
 class Reader:
     """Checks on one document's data; problems land in :attr:`problems`."""
 
     MISSING: Final = _Missing()
 
-    def __init__(self, doc: Document, problems: list[Problem]) -> None:
+    def __init__(
+        self, doc: Document, problems: list[Problem], *, max_delay_ms: int = MAX_DELAY_MS
+    ) -> None:
         self.doc = doc
         self.problems = problems
+        self.max_delay_ms = max_delay_ms
 
     def bad(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
@@ -98,9 +105,21 @@ class Reader:
         maximum: int | None = None,
         unit: str = "",
     ) -> int | None:
-        """``raw[key]`` as a whole number within bounds (booleans are not numbers)."""
-        value = raw.get(key, default)
-        where = (*path, key)
+        """``raw[key]`` (or *default*) as a whole number within bounds."""
+        return self.number_at(
+            raw.get(key, default), (*path, key), minimum=minimum, maximum=maximum, unit=unit
+        )
+
+    def number_at(
+        self,
+        value: Any,
+        where: Path,
+        *,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        unit: str = "",
+    ) -> int | None:
+        """*value* as a whole number within bounds (booleans are not numbers)."""
         suffix = f" {unit}" if unit else ""
         if minimum is not None and maximum is not None:
             wanted = f"a whole number from {minimum} to {maximum}{suffix}"

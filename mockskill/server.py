@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 from werkzeug.serving import (
@@ -42,7 +42,11 @@ from .app import create_app
 from .engine import Engine
 from .loader import bundled_path, load_paths, load_text
 from .model import ScenarioSet
+from .reader import MAX_DELAY_MS
 from .state import State
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 BACKLOG = 4096
 """Pending connections the kernel queues (capped by net.core.somaxconn)."""
@@ -53,6 +57,13 @@ class ServerError(Exception):
 
 
 class _Handler(WSGIRequestHandler):
+    def connection_dropped(
+        self, error: BaseException, environ: WSGIEnvironment | None = None
+    ) -> None:
+        # The connection is gone (the client left, or a fault took it):
+        # read no further request from it.
+        self.close_connection = True
+
     # An HTTP/1.1 status line, as real providers send; Werkzeug still closes
     # each connection after its response (it cannot drain keep-alive streams).
     protocol_version = "HTTP/1.1"
@@ -151,16 +162,16 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def _scenarios(source: ScenarioSet | str | Path | Iterable[str | Path] | None) -> ScenarioSet:
-    if source is None:
-        return load_paths([bundled_path()])
+def _scenarios(
+    source: ScenarioSet | str | Path | Iterable[str | Path] | None, max_delay_ms: int
+) -> ScenarioSet:
     if isinstance(source, ScenarioSet):
         return source
     if isinstance(source, str) and "\n" in source:
-        return load_text(source)
-    if isinstance(source, (str, Path)):
-        return load_paths([source])
-    return load_paths(source)
+        return load_text(source, max_delay_ms=max_delay_ms)
+    if source is None or isinstance(source, (str, Path)):
+        return load_paths([source or bundled_path()], max_delay_ms=max_delay_ms)
+    return load_paths(source, max_delay_ms=max_delay_ms)
 
 
 class Server:
@@ -180,10 +191,13 @@ class Server:
         port: int = 0,
         seed: int | None = None,
         quiet: bool = True,
+        max_delay_ms: int = MAX_DELAY_MS,
     ) -> None:
         self.host = host
         self.state = State(seed=seed)
-        self.engine = Engine(_scenarios(scenarios), self.state)
+        self.engine = Engine(
+            _scenarios(scenarios, max_delay_ms), self.state, raw_socket=True, host=host
+        )
         self.app: Flask = create_app(self.engine)
         self._port = port
         self._quiet = quiet
@@ -220,6 +234,7 @@ class Server:
             return
         _raise_fd_limit()
         sock = _listen(self.host, self._port)
+        self.engine.open()
         try:
             handler = _QuietHandler if self._quiet else _Handler
             self._server = _WSGIServer(
@@ -236,6 +251,7 @@ class Server:
             self._server.run()
         finally:
             self._server.server_close()
+            self.engine.close()
             self._server = None
 
     def shutdown(self) -> None:
@@ -264,6 +280,7 @@ class Server:
         if thread is not None:
             thread.join()
         server.server_close()
+        self.engine.close()
         self._server = self._thread = None
 
     def __enter__(self) -> Server:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import itertools
 import random
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .catalog import Retry
 
+T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 
@@ -33,7 +35,8 @@ class Entry:
     session: str
     method: str
     path: str
-    status: int
+    status: int | None
+    """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
     endpoint: str
     """``list``, ``describe``, ``invoke``, ``route`` or ``unmatched``."""
     skill: str | None = None
@@ -46,6 +49,18 @@ class Entry:
     retry: Retry | None = None
     forced: bool = False
     """Whether ``Mockskill-Error`` chose the answer."""
+    outage: bool = False
+    """Whether the scenario's outage window answered instead of the sequence."""
+    choice: int | None = None
+    """Which outcome of a random step was drawn (its index)."""
+    delay_ms: float | None = None
+    """The delay drawn for this request."""
+    execution_ms: float | None = None
+    """The execution time drawn for this request."""
+    fault: str | None = None
+    """The transport fault done to the connection."""
+    client_left: float | None = None
+    """Wall-clock time the client closed the connection before the answer (its timeout)."""
     near_misses: tuple[dict[str, Any], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
@@ -65,7 +80,8 @@ class State:
         self._positions: dict[tuple[str, str], int] = {}
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
-        self._random = random.Random(seed)
+        self._streams: dict[str, random.Random] = {}
+        self._activated: dict[str, float] = {}
 
     def advance(self, session: str, key: str) -> int:
         """Take the next position of sequence *key* for *session* (0 for the first request)."""
@@ -97,6 +113,7 @@ class State:
             if session is None and wanted is None:
                 self._positions.clear()
                 self._journal.clear()
+                self._streams.clear()
                 return
             self._positions = {
                 (s, k): n
@@ -108,7 +125,28 @@ class State:
                     (e for e in self._journal if e.session != session), maxlen=self._journal.maxlen
                 )
 
-    def random(self) -> float:
-        """A draw from the seeded generator (the same seed replays the same draws)."""
+    def draw(self, stream: str, seed: int | None, draw: Callable[[random.Random], T]) -> T:
+        """Run *draw* on the generator of *stream*, made on first use.
+
+        A stream's generator is seeded with *seed*, or with the server's seed
+        and the stream's name: the same seed and the same requests in a
+        stream replay the same draws, whatever other streams do.
+        """
         with self._lock:
-            return self._random.random()
+            rng = self._streams.get(stream)
+            if rng is None:
+                rng = random.Random(seed if seed is not None else f"{self.seed}/{stream}")
+                self._streams[stream] = rng
+            return draw(rng)
+
+    def activate(self, names: Iterable[str]) -> None:
+        """Note that scenarios *names* start now (for their outage windows)."""
+        now = time.monotonic()
+        with self._lock:
+            for name in names:
+                self._activated[name] = now
+
+    def since_activated(self, name: str) -> float:
+        """Seconds since scenario *name* was activated."""
+        with self._lock:
+            return time.monotonic() - self._activated.get(name, 0.0)

@@ -14,17 +14,18 @@ protocol it does not know.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import catalog
-from .model import END_RULES, JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from . import catalog, delays
+from .faults import FAULTS
+from .model import END_RULES, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
 from .problems import Path, describe, did_you_mean
-from .reader import Reader
+from .reader import MAX_DELAY_MS, Reader
 
-MAX_DELAY_MS = 300_000
-"""Longest delay a step may ask for; longer ones are refused, never clamped."""
+__all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]
 
 STEP_KEYS = (
     "error",
@@ -37,6 +38,13 @@ STEP_KEYS = (
     "text",
     "descriptor",
     "delay",
+    "execution",
+    "hang",
+    "dribble",
+    "fault",
+    "one_of",
+    "failure_rate",
+    "failure",
     "times",
 )
 ERROR_ONLY = ("message", "details", "retry")
@@ -109,6 +117,19 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
         return None
     before = len(r.problems)
     r.keys(raw, path, STEP_KEYS)
+    times = r.integer(raw, "times", path, default=1, minimum=1)
+    if "one_of" in raw:
+        step = _one_of(r, raw, path, ctx)
+    elif "failure_rate" in raw:
+        step = _failure_rate(r, raw, path, ctx)
+    else:
+        step = _plain_step(r, raw, path, ctx)
+    if len(r.problems) > before or step is None or times is None:
+        return None
+    return dataclasses.replace(step, times=times)
+
+
+def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
     kinds = [k for k in ("error", *BODY_KEYS) if k in raw]
     if len(kinds) > 1:
         r.bad(
@@ -118,10 +139,12 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
             "split them into two steps",
             at_key=True,
         )
-    elif not kinds and "status" not in raw:
-        r.bad(path, "a step with error, json, text, descriptor or status", describe(raw))
-    times = r.integer(raw, "times", path, default=1, minimum=1)
-    delay = r.integer(raw, "delay", path, default=0, minimum=0, maximum=MAX_DELAY_MS, unit="ms")
+    elif not kinds and not any(k in raw for k in ("status", "fault", "hang")):
+        r.bad(
+            path, "a step with error, json, text, descriptor, status, fault or hang", describe(raw)
+        )
+    if "failure" in raw:
+        r.bad((*path, "failure"), "failure_rate beside failure", "failure alone", at_key=True)
     headers = _headers(r, raw, path)
     if "error" in raw:
         reply = _error_reply(r, raw, path, ctx, headers)
@@ -130,9 +153,143 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
             if key in raw:
                 r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
         reply = _result_reply(r, raw, path, ctx, headers)
-    if len(r.problems) > before or reply is None or times is None or delay is None:
+    delay = _delay(r, raw, "delay", path)
+    execution = _delay(r, raw, "execution", path)
+    hang = _hang(r, raw, path)
+    dribble = _dribble(r, raw, path, has_body=bool(kinds))
+    fault = _fault(r, raw, path)
+    if reply is None or delay is _BAD or execution is _BAD or hang is _BAD:
         return None
-    return Step(reply, r.position(path), delay_ms=delay, times=times)
+    if dribble is _BAD or fault is _BAD:
+        return None
+    if hang is not None and not kinds and "status" not in raw:
+        fault = "EMPTY_RESPONSE"  # held, then closed without a word
+    return Step(
+        reply,
+        r.position(path),
+        delay=delay,
+        execution=execution,
+        hang_ms=hang,
+        dribble=dribble,
+        fault=fault,
+    )
+
+
+def _delay(r: Reader, raw: dict[str, Any], key: str, path: Path) -> Any:
+    if key not in raw:
+        return None
+    delay = delays.read_delay(r, raw[key], (*path, key), r.max_delay_ms)
+    return _BAD if delay is None else delay
+
+
+def _hang(r: Reader, raw: dict[str, Any], path: Path) -> Any:
+    if "hang" not in raw:
+        return None
+    value = raw["hang"]
+    if value is True:
+        return r.max_delay_ms
+    bound = r.number_at(value, (*path, "hang"), minimum=1, maximum=r.max_delay_ms, unit="ms")
+    return _BAD if bound is None else bound
+
+
+def _dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> Any:
+    if "dribble" not in raw:
+        return None
+    where = (*path, "dribble")
+    value = raw["dribble"]
+    if not isinstance(value, dict):
+        r.bad(where, "{chunks: N, over: MS}", describe(value))
+        return _BAD
+    if not r.keys(value, where, ("chunks", "over"), required=("chunks", "over")):
+        return _BAD
+    chunks = r.integer(value, "chunks", where, default=1, minimum=1, maximum=10_000)
+    over = r.integer(value, "over", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms")
+    if not has_body:
+        r.bad(where, "a body to dribble (json, text, descriptor or error)", "none in this step")
+        return _BAD
+    for other in ("fault", "hang"):
+        if other in raw:
+            r.bad(where, f"dribble or {other}", "both", "a step answers one way", at_key=True)
+            return _BAD
+    if chunks is None or over is None:
+        return _BAD
+    return Dribble(chunks, over)
+
+
+def _fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
+    if "fault" not in raw:
+        return None
+    name = raw["fault"]
+    if not isinstance(name, str) or name not in FAULTS:
+        r.bad(
+            (*path, "fault"),
+            "one of " + ", ".join(FAULTS),
+            describe(name),
+            did_you_mean(str(name), FAULTS),
+        )
+        return _BAD
+    if "hang" in raw:
+        r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)
+        return _BAD
+    return name
+
+
+def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    where = (*path, "one_of")
+    others = [k for k in raw if k not in ("one_of", "times")]
+    if others:
+        r.bad(
+            (*path, others[0]),
+            "only times beside one_of",
+            f"{others[0]} as well",
+            "put it in each outcome",
+            at_key=True,
+        )
+        return None
+    items = raw["one_of"]
+    if not isinstance(items, list) or not items:
+        r.bad(where, "a list of outcomes, each a step with a weight", describe(items))
+        return None
+    choices = []
+    for i, item in enumerate(items):
+        choice = _weighted(r, item, (*where, i), ctx)
+        if choice is not None:
+            choices.append(choice)
+    if len(choices) != len(items):
+        return None
+    return Step(choices[0].step.reply, r.position(path), choices=tuple(choices))
+
+
+def _weighted(r: Reader, item: Any, path: Path, ctx: StepContext) -> Choice | None:
+    if not isinstance(item, dict):
+        r.bad(path, "an outcome: a step with a weight", describe(item))
+        return None
+    weight = item.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < 1e9:
+        r.bad((*path, "weight"), "a positive number", describe(weight))
+        return None
+    inner = {k: v for k, v in item.items() if k != "weight"}
+    for nested in ("one_of", "failure_rate", "times"):
+        if nested in inner:
+            r.bad((*path, nested), f"no {nested} inside an outcome", nested, at_key=True)
+            return None
+    step = read_step(r, inner, path, ctx)
+    return None if step is None else Choice(float(weight), step)
+
+
+def _failure_rate(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    rate = raw["failure_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1:
+        r.bad((*path, "failure_rate"), "a probability above 0 and below 1", describe(rate))
+        return None
+    failure_raw = raw.get("failure", {"error": "ENDPOINT_UNREACHABLE"})
+    failure = read_step(r, failure_raw, (*path, "failure"), ctx)
+    success_raw = {k: v for k, v in raw.items() if k not in ("failure_rate", "failure", "times")}
+    success = read_step(r, success_raw, path, ctx)
+    if failure is None or success is None:
+        return None
+    choices = (Choice(float(rate), failure), Choice(1.0 - rate, success))
+    return Step(success.reply, r.position(path), choices=choices)
 
 
 def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:

@@ -234,8 +234,8 @@ def test_entry_as_json_is_plain_data() -> None:
 # -- random -------------------------------------------------------------------------
 
 
-def draws(state: State, n: int = 20) -> list[float]:
-    return [state.random() for _ in range(n)]
+def draws(state: State, n: int = 20, stream: str = "scenario/session") -> list[float]:
+    return [state.draw(stream, None, lambda rng: rng.random()) for _ in range(n)]
 
 
 def test_the_same_seed_replays_the_same_draws() -> None:
@@ -258,3 +258,33 @@ def test_seed_zero_is_kept() -> None:
 
 def test_draws_are_in_the_unit_interval() -> None:
     assert all(0.0 <= d < 1.0 for d in draws(State(seed=7), 200))
+
+
+def test_streams_are_independent_of_each_other() -> None:
+    alone = State(seed=5)
+    mixed = State(seed=5)
+    expected = draws(alone, 10, "a/s")
+    interleaved = []
+    for _ in range(10):
+        interleaved.append(mixed.draw("a/s", None, lambda rng: rng.random()))
+        mixed.draw("b/s", None, lambda rng: rng.random())
+    assert interleaved == expected
+
+
+def test_a_streams_own_seed_wins_over_the_servers() -> None:
+    one = State(seed=1).draw("a/s", 99, lambda rng: rng.random())
+    other = State(seed=2).draw("a/s", 99, lambda rng: rng.random())
+    assert one == other
+
+
+def test_reset_all_replays_the_draws_from_the_start() -> None:
+    state = State(seed=3)
+    first = draws(state, 5)
+    state.reset()
+    assert draws(state, 5) == first
+
+
+def test_activation_time_is_kept_per_scenario() -> None:
+    state = State()
+    state.activate(["outage"])
+    assert 0 <= state.since_activated("outage") < 5

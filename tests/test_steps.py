@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mockskill import ScenarioError, load_text
+from mockskill.delays import Fixed
 from mockskill.model import JSON_TYPE, TEXT_TYPE, Position, Reply, Sequence, Step
 from mockskill.problems import Problem
 from mockskill.steps import MAX_DELAY_MS
@@ -259,7 +260,7 @@ BAD_STEPS = [
         "skills[0].invoke[0]",
         4,
         9,
-        "a step with error, json, text, descriptor or status",
+        "a step with error, json, text, descriptor, status, fault or hang",
         "an empty mapping",
         "",
         id="empty-step",
@@ -612,15 +613,15 @@ def test_a_sequence_needs_at_least_one_step() -> None:
 
 def test_delay_and_times_and_position_are_kept_on_the_step() -> None:
     [first, second] = invoke_of("- json: 1\n  delay: 250\n  times: 3\n- json: 2\n").steps
-    assert (first.delay_ms, first.times) == (250, 3)
-    assert (second.delay_ms, second.times) == (0, 1)
+    assert (first.delay, first.times) == (Fixed(250), 3)
+    assert (second.delay, second.times) == (None, 1)
     assert first.where == Position("s.yaml", 4, 9)
     assert second.where == Position("s.yaml", 7, 9)
 
 
 def test_the_longest_delay_is_accepted() -> None:
     [step] = invoke_of(f"json: 1\ndelay: {MAX_DELAY_MS}\n").steps
-    assert step.delay_ms == MAX_DELAY_MS
+    assert step.delay == Fixed(MAX_DELAY_MS)
 
 
 # -- errors: overrides over the category's defaults -----------------------------------

@@ -1,0 +1,194 @@
+"""Playing one step at request time: waits, hangs, timeouts, slow bodies, faults.
+
+The engine has chosen the step and drawn its random values; this module
+acts them out on the connection and hands back a Werkzeug response:
+
+1. ``delay``: wait, then go on;
+2. ``hang``: hold the connection without a byte, up to its bound;
+3. ``execution``: spend that long — unless the skill's ``timeout_ms`` is
+   shorter, in which case answer ``EXECUTION_TIMEOUT`` at the timeout, with
+   the elapsed time measured, not copied from the script;
+4. then answer: a transport ``fault`` done to the raw socket, a ``dribble``
+   of the body in timed chunks, or the plain reply.
+
+Every wait watches the connection: when the client gives up (closes), the
+wait ends at once, the thread is freed, and :attr:`Connection.left_at`
+records when — that is the consumer's real timeout.
+"""
+
+from __future__ import annotations
+
+import random
+import select
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.wrappers import Response
+
+from . import catalog
+from .catalog import BASE_URL, REFUSED_BASE_URL
+from .faults import FAULTS, take
+from .model import Reply, Step
+
+_BASE = BASE_URL.encode()
+_REFUSED = REFUSED_BASE_URL.encode()
+
+
+class Connection:
+    """One request's connection: waits that end early when the client leaves."""
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        self.sock: socket.socket | None = environ.get("werkzeug.socket")
+        self.left_at: float | None = None
+        """Wall-clock time the client was seen to close the connection."""
+
+    def wait(self, seconds: float) -> bool:
+        """Wait *seconds*; False as soon as the client has closed the connection.
+
+        The request body must have been read already, so that anything the
+        socket still has to say is the client's goodbye.
+        """
+        if seconds <= 0:
+            return self.left_at is None
+        deadline = time.monotonic() + seconds
+        if self.sock is None:  # not Werkzeug's server: no way to watch, just wait
+            time.sleep(seconds)
+            return True
+        while self.left_at is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True
+            try:
+                readable, _, _ = select.select([self.sock], [], [], remaining)
+                peeked = self.sock.recv(1, socket.MSG_PEEK) if readable else None
+            except (OSError, ValueError):
+                peeked = b""
+            if peeked == b"":
+                self.left_at = time.time()
+            elif peeked is not None:  # a pipelined request, not a goodbye: just wait
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Urls:
+    """What the placeholders in replies stand for, for this request."""
+
+    base: str
+    refused: str | None = None
+
+    def fill(self, reply: Reply) -> Reply:
+        if not reply.templated:
+            return reply
+        body, headers = reply.body.replace(_BASE, self.base.encode()), reply.headers
+        headers = tuple((k, v.replace(BASE_URL, self.base)) for k, v in headers)
+        if self.refused is not None:
+            body = body.replace(_REFUSED, self.refused.encode())
+            headers = tuple((k, v.replace(REFUSED_BASE_URL, self.refused)) for k, v in headers)
+        return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
+
+
+@dataclass
+class Played:
+    """How a step was played, for the journal."""
+
+    reply: Reply
+    delay_ms: float | None = None
+    execution_ms: float | None = None
+    fault: str | None = None
+    timed_out: bool = False
+
+
+def respond(reply: Reply) -> Response:
+    """The plain HTTP response for a filled-in reply."""
+    return Response(
+        reply.body, status=reply.status, headers=reply.headers, content_type=reply.content_type
+    )
+
+
+class Cut(Response):
+    """A response that is never sent: the connection is dealt with, then dropped.
+
+    Raising ConnectionAbortedError from the WSGI call is how Werkzeug's
+    server learns that the connection is gone and must not be written to.
+    """
+
+    def __init__(self, fault: str | None = None, reply: Reply | None = None, seed: int = 0):
+        super().__init__(b"")
+        self.fault, self.reply, self.seed = fault, reply, seed
+
+    def __call__(self, environ: Any, start_response: Any) -> Iterable[bytes]:
+        sock = environ.get("werkzeug.socket")
+        if self.fault is not None and sock is not None and self.reply is not None:
+            FAULTS[self.fault](take(sock), self.reply, random.Random(self.seed))
+        raise ConnectionAbortedError(self.fault or "the client left")
+
+
+def play(
+    step: Step,
+    connection: Connection,
+    urls: Urls,
+    *,
+    delay_ms: float | None,
+    execution_ms: float | None,
+    fault_seed: int,
+    timeout: tuple[int, int, catalog.Context] | None,
+    started: float,
+) -> tuple[Response, Played]:
+    """Act out *step* on *connection*; the random values are drawn already.
+
+    *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one;
+    *started* is the request's arrival (``time.monotonic()``).
+    """
+    played = Played(step.reply, delay_ms, execution_ms, step.fault)
+    if delay_ms and not connection.wait(delay_ms / 1000):
+        return Cut(), played
+    if step.hang_ms and not connection.wait(step.hang_ms / 1000):
+        return Cut(), played
+    reply = step.reply
+    if execution_ms is not None:
+        if timeout is not None and execution_ms > timeout[0]:
+            limit, status, context = timeout
+            if not connection.wait(limit / 1000 - (time.monotonic() - started)):
+                return Cut(), played
+            elapsed = round((time.monotonic() - started) * 1000)
+            details = {"timeout_ms": limit, "elapsed_ms": elapsed}
+            reply = Reply.error(
+                catalog.render("EXECUTION_TIMEOUT", context, status=status, details=details)
+            )
+            played.timed_out, played.fault = True, None
+        elif not connection.wait(execution_ms / 1000):
+            return Cut(), played
+    reply = urls.fill(reply)
+    played.reply = reply
+    if played.fault is not None:
+        return Cut(played.fault, reply, fault_seed), played
+    if step.dribble is not None and not played.timed_out:
+        return _dribbled(reply, step.dribble.chunks, step.dribble.over_ms, connection), played
+    return respond(reply), played
+
+
+def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -> Response:
+    body = reply.body
+    size = -(-len(body) // chunks) or 1
+    pieces = [body[i : i + size] for i in range(0, len(body), size)] or [b""]
+    pause = over_ms / 1000 / max(1, len(pieces) - 1)
+
+    def stream() -> Iterator[bytes]:
+        for i, piece in enumerate(pieces):
+            if i and not connection.wait(pause):
+                return
+            yield piece
+
+    response = Response(
+        stream(),
+        status=reply.status,
+        headers=reply.headers,
+        content_type=reply.content_type,
+    )
+    response.headers["Content-Length"] = str(len(body))
+    return response

@@ -1,0 +1,47 @@
+"""A port on this host where nothing listens, held so that nothing else takes it.
+
+Skills marked ``unreachable`` name it in their descriptor's
+``endpoint.url``: a consumer that follows the descriptor meets a real
+connection refusal, not a scripted one. The port is bound (so no other
+program gets it while mockskill runs) but never listened on, so the kernel
+refuses every connection to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+from werkzeug.serving import get_sockaddr, select_address_family
+
+
+class RefusedPort:
+    """Holds one bound, never-listening port while open."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def port(self) -> int | None:
+        sock = self._sock
+        return None if sock is None else int(sock.getsockname()[1])
+
+    def open(self) -> int:
+        """Bind a free port (once); its number."""
+        with self._lock:
+            if self._sock is None:
+                family = select_address_family(self.host, 0)
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.bind(get_sockaddr(self.host, 0, family))
+                self._sock = sock
+            return int(self._sock.getsockname()[1])
+
+    def close(self) -> None:
+        with self._lock:
+            sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
