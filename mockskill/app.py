@@ -55,8 +55,14 @@ class SkillSurface:
 
 
 def create_app(engine: Engine | None = None) -> Flask:
-    """A Flask app serving *engine* (by default: no scenarios, a fresh state)."""
-    engine = engine or Engine(ScenarioSet(), State())
+    """A Flask app serving *engine* (by default: no scenarios, a fresh state).
+
+    An engine made here is opened here; one passed in is opened by its owner
+    (:class:`~mockskill.server.Server` does, when it binds its port).
+    """
+    if engine is None:
+        engine = Engine(ScenarioSet(), State())
+        engine.open()
     app = Flask("mockskill")
     app.extensions["mockskill"] = engine
     app.register_blueprint(admin.blueprint(engine), url_prefix=ADMIN_PREFIX)

@@ -18,10 +18,19 @@ from . import __version__
 from .loader import bundled_path, load_paths
 from .model import ScenarioSet
 from .problems import ScenarioError
+from .reader import MAX_DELAY_MS
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+MAX_DELAY = click.option(
+    "--max-delay",
+    type=click.IntRange(1),
+    default=MAX_DELAY_MS,
+    show_default=True,
+    metavar="MS",
+    help="Longest wait a step may script (delay, hang, execution); longer ones are refused.",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,10 +55,13 @@ def cli() -> None:
     default=None,
     help="Seed for random outcomes (printed at start when not given).",
 )
+@MAX_DELAY
 @click.option("--quiet", is_flag=True, help="Do not log each request.")
-def serve(paths: tuple[Path, ...], host: str, port: int, seed: int | None, quiet: bool) -> None:
+def serve(
+    paths: tuple[Path, ...], host: str, port: int, seed: int | None, max_delay: int, quiet: bool
+) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
-    scenarios = _load_or_exit(paths)
+    scenarios = _load_or_exit(paths, max_delay)
     server = Server(scenarios, host=host, port=port, seed=seed, quiet=quiet)
     try:
         server.bind()
@@ -68,9 +80,10 @@ def serve(paths: tuple[Path, ...], host: str, port: int, seed: int | None, quiet
 
 @cli.command()
 @PATHS
-def validate(paths: tuple[Path, ...]) -> None:
+@MAX_DELAY
+def validate(paths: tuple[Path, ...], max_delay: int) -> None:
     """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
-    scenarios = _load_or_exit(paths)
+    scenarios = _load_or_exit(paths, max_delay)
     skills = len(scenarios.skills)
     click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
 
@@ -81,9 +94,9 @@ def schema() -> None:
     click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
 
 
-def _load_or_exit(paths: tuple[Path, ...]) -> ScenarioSet:
+def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
     try:
-        return load_paths(paths or [bundled_path()])
+        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms)
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None

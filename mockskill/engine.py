@@ -49,6 +49,7 @@ class Engine:
         self.state = state
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
+        self._open = False
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
         self.load(scenarios)
@@ -63,15 +64,18 @@ class Engine:
         table = RoutingTable(scenarios)
         self.state.activate([s.name for s in scenarios.scenarios if s.outage])
         self.scenarios, self.table = scenarios, table
-        self.open()
+        if self._open:
+            self.open()
 
     def open(self) -> None:
-        """Hold the refused port if an unreachable skill needs it."""
+        """Start serving: hold the refused port while an unreachable skill needs it."""
+        self._open = True
         if any(skill.unreachable for skill in self.scenarios.skills):
             self.refused.open()
 
     def close(self) -> None:
-        """Let go of the held port (:meth:`open` takes one again)."""
+        """Stop serving: let go of the held port (:meth:`open` takes one again)."""
+        self._open = False
         self.refused.close()
 
     def handle(self, request: Request) -> Response:

@@ -758,6 +758,17 @@ BUNDLED_SKILLS = {
         "invalid-descriptor",
     ],
     "flaky": ["flaky", "flaky-cycle"],
+    "faults": [
+        "connection-reset",
+        "empty-response",
+        "malformed-chunk",
+        "random-data",
+        "truncated-body",
+        "refused",
+    ],
+    "delays": ["fixed-delay", "uniform-delay", "long-tail", "dribble", "hang", "times-out"],
+    "chaos": ["coin-flip", "weighted"],
+    "outage": ["recovering"],
     "healthy": ["translate"],
     "slow": ["slow"],
 }
