@@ -140,9 +140,14 @@ class Engine:
                 reply = urls.fill(_exhausted_reply(target, session, position))
                 return respond(reply), {**fields, "error_code": reply.error_code}
             step = target.sequence.steps[index]
-        step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
-            stream, seed, lambda rng: _draw(step, rng)
-        )
+        if step.random:
+            step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
+                stream, seed, lambda rng: _draw(step, rng)
+            )
+        else:  # nothing to draw: no generator is made for the session
+            choice, fault_seed = None, 0
+            delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+            execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
         connection = Connection(request.environ)
         if delay_ms or execution_ms or step.hang_ms or step.dribble:
             request.get_data()  # read the body now: then a readable socket means goodbye
@@ -181,6 +186,10 @@ class Engine:
             return Urls(base)
         hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
         return Urls(base, f"{hostname}:{self.refused.port}")
+
+
+_NO_RANDOM = random.Random(0)
+"""Handed to fixed delays, which draw nothing from it."""
 
 
 def _draw(

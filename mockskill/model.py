@@ -119,8 +119,10 @@ class Step:
     @property
     def random(self) -> bool:
         """Whether playing it draws from the random generator."""
-        return bool(self.choices) or any(
-            isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution)
+        return (
+            bool(self.choices)
+            or self.fault == "RANDOM_DATA_THEN_CLOSE"
+            or any(isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution))
         )
 
     @property
