@@ -176,11 +176,12 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
     body = reply.body
     size = -(-len(body) // chunks) or 1
     pieces = [body[i : i + size] for i in range(0, len(body), size)] or [b""]
-    pause = over_ms / 1000 / max(1, len(pieces) - 1)
+    pause = over_ms / 1000 / len(pieces)
 
     def stream() -> Iterator[bytes]:
-        for i, piece in enumerate(pieces):
-            if i and not connection.wait(pause):
+        yield b""  # Werkzeug sends the status line and headers now: a slow body, not a slow start
+        for piece in pieces:
+            if not connection.wait(pause):
                 return
             yield piece
 

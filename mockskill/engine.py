@@ -149,8 +149,11 @@ class Engine:
             delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
             execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
         connection = Connection(request.environ)
-        if delay_ms or execution_ms or step.hang_ms or step.dribble:
-            request.get_data()  # read the body now: then a readable socket means goodbye
+        if delay_ms or execution_ms or step.hang_ms or step.dribble or step.fault:
+            # Read the whole request first: a fault must not strike while the
+            # client is still sending, and during a wait a readable socket
+            # must mean the client's goodbye.
+            request.get_data()
         skill = target.skill
         timeout = None
         if skill is not None and skill.timeout_ms is not None:

@@ -24,7 +24,7 @@ from .model import Outage, Position, Reply, Route, Scenario, ScenarioSet, Sequen
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, read_file, read_text
-from .steps import StepContext, read_sequence, read_step
+from .steps import StepContext, read_sequence, read_step, single_step
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "skills", "routes")
 SKILL_KEYS = (
@@ -162,6 +162,8 @@ def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
     start = r.integer(raw, "start", path, default=0, minimum=0, unit="ms")
     duration = r.integer(raw, "duration", path, default=0, minimum=1, unit="ms")
     step_raw = raw.get("step", {"error": "ENDPOINT_UNREACHABLE"})
+    if not single_step(r, step_raw, (*path, "step"), "an outage's step"):
+        return None
     step = read_step(r, step_raw, (*path, "step"), StepContext(Context()))
     if start is None or duration is None or step is None:
         return None

@@ -128,14 +128,15 @@ class State:
     def draw(self, stream: str, seed: int | None, draw: Callable[[random.Random], T]) -> T:
         """Run *draw* on the generator of *stream*, made on first use.
 
-        A stream's generator is seeded with *seed*, or with the server's seed
-        and the stream's name: the same seed and the same requests in a
-        stream replay the same draws, whatever other streams do.
+        A stream's generator is seeded with *seed* (else the server's) and
+        the stream's name: the same seed and the same requests in a stream
+        replay the same draws, whatever other streams do, and two streams
+        draw independently.
         """
         with self._lock:
             rng = self._streams.get(stream)
             if rng is None:
-                rng = random.Random(seed if seed is not None else f"{self.seed}/{stream}")
+                rng = random.Random(f"{self.seed if seed is None else seed}/{stream}")
                 self._streams[stream] = rng
             return draw(rng)
 

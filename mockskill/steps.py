@@ -266,15 +266,24 @@ def _weighted(r: Reader, item: Any, path: Path, ctx: StepContext) -> Choice | No
         return None
     weight = item.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < 1e9:
-        r.bad((*path, "weight"), "a positive number", describe(weight))
+        r.bad((*path, "weight"), "a positive number below 1000000000", describe(weight))
         return None
     inner = {k: v for k, v in item.items() if k != "weight"}
-    for nested in ("one_of", "failure_rate", "times"):
-        if nested in inner:
-            r.bad((*path, nested), f"no {nested} inside an outcome", nested, at_key=True)
-            return None
+    if not single_step(r, inner, path, "an outcome"):
+        return None
     step = read_step(r, inner, path, ctx)
     return None if step is None else Choice(float(weight), step)
+
+
+def single_step(r: Reader, raw: Any, path: Path, what: str) -> bool:
+    """Whether *raw* is one plain step: no nested randomness, no ``times``."""
+    if not isinstance(raw, dict):
+        return True  # read_step says what is wrong with it
+    for nested in ("one_of", "failure_rate", "times"):
+        if nested in raw:
+            r.bad((*path, nested), f"no {nested} in {what}", nested, at_key=True)
+            return False
+    return True
 
 
 def _failure_rate(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
@@ -283,6 +292,8 @@ def _failure_rate(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) 
         r.bad((*path, "failure_rate"), "a probability above 0 and below 1", describe(rate))
         return None
     failure_raw = raw.get("failure", {"error": "ENDPOINT_UNREACHABLE"})
+    if not single_step(r, failure_raw, (*path, "failure"), "the failure"):
+        return None
     failure = read_step(r, failure_raw, (*path, "failure"), ctx)
     success_raw = {k: v for k, v in raw.items() if k not in ("failure_rate", "failure", "times")}
     success = read_step(r, success_raw, path, ctx)

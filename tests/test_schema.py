@@ -22,7 +22,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 import mockskill
-from mockskill import catalog, loader, steps
+from mockskill import catalog, delays, loader, steps
+from mockskill.faults import FAULTS
 from mockskill.model import END_RULES
 from mockskill.problems import format_path
 from mockskill.schema import SCHEMA_PATH, scenario_schema
@@ -73,13 +74,25 @@ def test_scenario_schema_returns_a_fresh_copy() -> None:
 
 # -- keys and constants match the loader --------------------------------------
 
+# Keys the loader checks inline, without a constant (steps._dribble, delays._lognormal,
+# steps._weighted: an outcome is a step less what may not nest, plus its weight).
+DRIBBLE_KEYS = ("chunks", "over")
+LOGNORMAL_KEYS = ("median", "sigma", "cap")
+NOT_IN_OUTCOME = ("one_of", "failure_rate", "failure", "times")
+OUTCOME_KEYS = (*(k for k in steps.STEP_KEYS if k not in NOT_IN_OUTCOME), "weight")
+
 OBJECTS = {
     "scenario": (SCHEMA, loader.SCENARIO_KEYS),
+    "outage": (SCHEMA["$defs"]["outage"], loader.OUTAGE_KEYS),
     "skill": (SCHEMA["$defs"]["skill"], loader.SKILL_KEYS),
     "route": (SCHEMA["$defs"]["route"], loader.ROUTE_KEYS),
     "step": (SCHEMA["$defs"]["step"], steps.STEP_KEYS),
+    "outcome": (SCHEMA["$defs"]["outcome"], OUTCOME_KEYS),
     "sequence": (SCHEMA["$defs"]["sequence"], steps.SEQUENCE_KEYS),
     "retry": (SCHEMA["$defs"]["retry"], steps.RETRY_KEYS),
+    "dribble": (SCHEMA["$defs"]["dribble"], DRIBBLE_KEYS),
+    "lognormal": (SCHEMA["$defs"]["lognormal"], LOGNORMAL_KEYS),
+    **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }
 
 
@@ -89,10 +102,25 @@ def test_schema_keys_equal_loader_keys(schema: dict[str, Any], keys: tuple[str, 
     assert schema["additionalProperties"] is False
 
 
+def _resolve(ref: str) -> dict[str, Any]:
+    """The part of the schema that a local ``$ref`` (a JSON pointer) names; {} for none."""
+    node: Any = SCHEMA
+    for part in ref.removeprefix("#").split("/")[1:] if ref.startswith("#/") else []:
+        node = node.get(part.replace("~1", "/").replace("~0", "~"), {})
+    return node if isinstance(node, dict) else {}
+
+
 def _description(schema: dict[str, Any]) -> str:
-    """A property's tooltip: its own description, or that of the definition it refers to."""
-    target = schema.get("$ref", "").removeprefix("#/$defs/")
-    return str(schema.get("description") or SCHEMA["$defs"].get(target, {}).get("description", ""))
+    """A property's tooltip: its own description, or that of what it refers to."""
+    if schema.get("description"):
+        return str(schema["description"])
+    return _description(_resolve(schema["$ref"])) if "$ref" in schema else ""
+
+
+def test_every_local_reference_resolves() -> None:
+    refs = re.findall(r'"\$ref": "([^"]+)"', SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert refs
+    assert [ref for ref in refs if not _resolve(ref)] == []
 
 
 @pytest.mark.parametrize("schema", [schema for schema, _ in OBJECTS.values()], ids=OBJECTS.keys())
@@ -113,9 +141,36 @@ def test_error_codes_are_the_served_codes() -> None:
 def test_end_rules_and_limits_match_the_loader() -> None:
     defs = SCHEMA["$defs"]
     assert defs["end"]["enum"] == list(END_RULES)
-    assert defs["step"]["properties"]["delay"]["maximum"] == steps.MAX_DELAY_MS
     lower = [method.lower() for method in loader.HTTP_METHODS]
     assert defs["method"]["anyOf"][0]["enum"] == [*loader.HTTP_METHODS, *lower]
+
+
+def test_wait_limits_are_the_default_max_delay() -> None:
+    defs = SCHEMA["$defs"]
+    waits = {
+        "delay": defs["delay"]["oneOf"][0],
+        "fixed": defs["delay_fixed"]["properties"]["fixed"],
+        "uniform": defs["delay_uniform"]["properties"]["uniform"]["items"],
+        "median": defs["lognormal"]["properties"]["median"],
+        "cap": defs["lognormal"]["properties"]["cap"],
+        "hang": defs["step"]["properties"]["hang"]["anyOf"][1],
+        "dribble over": defs["dribble"]["properties"]["over"],
+        "timeout_ms": defs["skill"]["properties"]["timeout_ms"],
+    }
+    assert {name: w["maximum"] for name, w in waits.items()} == dict.fromkeys(
+        waits, steps.MAX_DELAY_MS
+    )
+    for name in ("delay", "execution"):
+        assert defs["step"]["properties"][name]["$ref"] == "#/$defs/delay"
+    shapes = [_resolve(s["$ref"]) for s in defs["delay"]["oneOf"][1:]]
+    assert [s["required"] for s in shapes] == [[shape] for shape in delays.SHAPES]
+
+
+def test_faults_and_timeout_statuses_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    assert defs["step"]["properties"]["fault"]["enum"] == list(FAULTS)
+    timeout_statuses = defs["skill"]["properties"]["timeout_status"]["enum"]
+    assert timeout_statuses == list(catalog.CATEGORIES["EXECUTION_TIMEOUT"].statuses)
 
 
 # -- scenario text builders ---------------------------------------------------
@@ -223,6 +278,129 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             ("5000", False),
         ]
     },
+    **{
+        f"seed {seed}": (ok, f"seed: {seed}\nskills: []\n")
+        for seed, ok in [("null", True), (0, True), (2**40, True), (-1, False), ("true", False)]
+    },
+    **{
+        f"outage {outage}": (ok, f"outage: {outage}\nskills: []\n")
+        for outage, ok in [
+            ("null", True),
+            ("{duration: 1}", True),
+            ("{duration: 0}", False),
+            ("{start: 0, duration: 1}", True),
+            ("{start: -1, duration: 1}", False),
+            ("{duration: 1, step: {fault: EMPTY_RESPONSE}}", True),
+            ("{duration: 1, step: null}", False),
+            ("[]", False),
+        ]
+    },
+    **{
+        f"unreachable {value}": (ok, f"skills:\n  - {{id: s, unreachable: {value}}}\n")
+        for value, ok in [("true", True), ("false", True), ("null", False), ("1", False)]
+    },
+    **{
+        f"timeout_ms {ms}": (ok, f"skills:\n  - {{id: s, timeout_ms: {ms}}}\n")
+        for ms, ok in [("null", True), (0, False), (1, True), (300000, True), (300001, False)]
+    },
+    **{
+        f"timeout_status {status}": (ok, f"skills:\n  - {{id: s, timeout_status: {status}}}\n")
+        for status, ok in [
+            (408, True),
+            (504, True),
+            (503, False),
+            ("null", False),
+            ("'504'", False),
+        ]
+    },
+    **{
+        f"delay shape {shape}": (ok, _invoke(f"{{json: 1, delay: {shape}}}"))
+        for shape, ok in [
+            ("{fixed: 0}", True),
+            ("{fixed: 300000}", True),
+            ("{fixed: 300001}", False),
+            ("{uniform: [0, 300000]}", True),
+            ("{uniform: [3, 3]}", True),
+            ("{uniform: [0]}", False),
+            ("{uniform: [0, 300001]}", False),
+            ("{uniform: 5}", False),
+            ("{lognormal: {median: 1, sigma: 0.01}}", True),
+            ("{lognormal: {median: 300000, sigma: 5, cap: 300000}}", True),
+            ("{lognormal: {median: 10, sigma: 5.01}}", False),
+            ("{lognormal: {median: 0, sigma: 1}}", False),
+            ("{lognormal: {median: 10, sigma: 1, cap: 300001}}", False),
+            ("{lognormal: [10, 1]}", False),
+            ("{fixed: 1, uniform: [1, 2]}", False),
+            ("{}", False),
+            ("{normal: 5}", False),
+            ("null", False),
+        ]
+    },
+    **{
+        f"execution {value}": (ok, _invoke(f"{{json: 1, execution: {value}}}"))
+        for value, ok in [(0, True), ("{uniform: [10, 20]}", True), (-1, False), ("'10'", False)]
+    },
+    **{
+        f"hang {value}": (ok, _invoke(f"{{hang: {value}}}"))
+        for value, ok in [
+            ("true", True),
+            ("false", False),
+            (0, False),
+            (1, True),
+            (300000, True),
+            (300001, False),
+        ]
+    },
+    **{
+        f"dribble {value}": (ok, _invoke(f"{{text: abc, dribble: {value}}}"))
+        for value, ok in [
+            ("{chunks: 1, over: 0}", True),
+            ("{chunks: 10000, over: 300000}", True),
+            ("{chunks: 0, over: 10}", False),
+            ("{chunks: 10001, over: 10}", False),
+            ("{chunks: 2, over: 300001}", False),
+            ("{chunks: 2, over: 10, every: 5}", False),
+            ("5", False),
+        ]
+    },
+    **{
+        f"fault {name} with {extra}": (ok, _invoke(f"{{fault: {name}{extra}}}"))
+        for name in FAULTS
+        for extra, ok in [("", True), (", json: 1", True), (", hang: 5", False)]
+    },
+    **{
+        f"failure_rate {rate}": (ok, _invoke(f"{{json: 1, failure_rate: {rate}}}"))
+        for rate, ok in [(0, False), (0.001, True), (0.999, True), (1, False), ("true", False)]
+    },
+    **{
+        f"weight {weight}": (ok, _invoke(f"{{one_of: [{{json: 1, weight: {weight}}}]}}"))
+        for weight, ok in [(0, False), (0.5, True), (999999999, True), (1000000000, False)]
+    },
+    "one_of with times": (True, _invoke("{one_of: [json: 1, json: 2], times: 3}")),
+    "one_of with failure_rate": (False, _invoke("{one_of: [json: 1], failure_rate: 0.5}")),
+    "outcome with times": (False, _invoke("{one_of: [{json: 1, times: 2}]}")),
+    "outcome with failure": (False, _invoke("{one_of: [{json: 1, failure: {json: 2}}]}")),
+    "outcome with only a weight": (False, _invoke("{one_of: [{weight: 2}]}")),
+    "weight outside one_of": (False, _invoke("{json: 1, weight: 2}")),
+    "failure_rate alone": (False, _invoke("{failure_rate: 0.5, failure: {json: 2}}")),
+    "dribble with error": (True, _invoke("{error: AUTH_REQUIRED, dribble: {chunks: 2, over: 1}}")),
+    "dribble with hang": (False, _invoke("{json: 1, hang: 5, dribble: {chunks: 2, over: 1}}")),
+    "dribble with fault": (
+        False,
+        _invoke("{json: 1, fault: EMPTY_RESPONSE, dribble: {chunks: 2, over: 1}}"),
+    ),
+    "hang with a body": (True, _invoke("{json: 1, hang: 5}")),
+    "only a wait": (False, _invoke("{delay: 5, execution: 5}")),
+    "descriptor in a skill's outcome": (True, _invoke("{one_of: [descriptor: true]}")),
+    "descriptor in a route's outcome": (False, _route("steps: [{one_of: [descriptor: true]}]")),
+    "descriptor in a route's failure": (
+        False,
+        _route("steps: [{json: 1, failure_rate: 0.5, failure: {descriptor: true}}]"),
+    ),
+    "descriptor in the outage step": (
+        False,
+        "outage: {duration: 5, step: {descriptor: true}}\nskills: []\n",
+    ),
 }
 
 
@@ -230,6 +408,24 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
 def test_schema_and_loader_agree_at_the_boundaries(ok: bool, text: str) -> None:
     assert (schema_errors(text) == []) is ok, schema_errors(text)
     assert _loads(text) is ok
+
+
+# What the schema cannot say: refused by the loader, accepted by the schema. A
+# rule that the schema learns to express moves to BOUNDARIES or INVALID.
+LOADER_ONLY: dict[str, str] = {
+    "uniform MIN above MAX": _invoke("{json: 1, delay: {uniform: [5, 1]}}"),
+    "lognormal cap below median": _invoke(
+        "{json: 1, delay: {lognormal: {median: 200, sigma: 1, cap: 100}}}"
+    ),
+    # JSON Schema counts 1.0 as an integer; the loader wants a whole number written as one
+    "whole number written 1.0": "seed: 1.0\nskills: []\n",
+}
+
+
+@pytest.mark.parametrize("text", LOADER_ONLY.values(), ids=LOADER_ONLY.keys())
+def test_loader_only_rules(text: str) -> None:
+    assert schema_errors(text) == []
+    assert not _loads(text)
 
 
 # -- bundled scenarios ---------------------------------------------------------
@@ -362,6 +558,18 @@ INVALID: dict[str, tuple[str, str]] = {
     "empty step list": ("skills[0].invoke", _invoke("[]")),
     "message on a result step": ("skills[0].invoke.message", _invoke("{json: 1, message: hi}")),
     "step with nothing to send": ("skills[0].invoke", _invoke("{delay: 10}")),
+    "one_of in failure": (
+        "skills[0].invoke.failure.one_of",
+        _invoke("{json: 1, failure_rate: 0.5, failure: {one_of: [{json: 2}]}}"),
+    ),
+    "times in failure": (
+        "skills[0].invoke.failure.times",
+        _invoke("{json: 1, failure_rate: 0.5, failure: {json: 2, times: 4}}"),
+    ),
+    "times in an outage step": (
+        "outage.step.times",
+        "name: x\noutage: {duration: 10, step: {json: 1, times: 2}}\nskills: [{id: a}]\n",
+    ),
     "result status out of range": ("skills[0].invoke.status", _invoke("{status: 99}")),
     "header value on two lines": (
         "skills[0].invoke.headers.X-A",
@@ -383,6 +591,58 @@ INVALID: dict[str, tuple[str, str]] = {
         "routes[0].steps[0].descriptor",
         _route("steps: [{descriptor: true}]"),
     ),
+    "unknown fault name": ("skills[0].invoke.fault", _invoke("{fault: CONNECTION_RESET}")),
+    "hang with fault": ("skills[0].invoke.fault", _invoke("{hang: 5, fault: EMPTY_RESPONSE}")),
+    "dribble without body": (
+        "skills[0].invoke.dribble",
+        _invoke("{status: 200, dribble: {chunks: 2, over: 10}}"),
+    ),
+    "dribble with missing over": (
+        "skills[0].invoke.dribble",
+        _invoke("{json: 1, dribble: {chunks: 2}}"),
+    ),
+    "uniform with 3 numbers": (
+        "skills[0].invoke.delay.uniform",
+        _invoke("{json: 1, delay: {uniform: [1, 2, 3]}}"),
+    ),
+    "lognormal without sigma": (
+        "skills[0].invoke.delay.lognormal",
+        _invoke("{json: 1, delay: {lognormal: {median: 200}}}"),
+    ),
+    "lognormal sigma 0": (
+        "skills[0].invoke.delay.lognormal.sigma",
+        _invoke("{json: 1, delay: {lognormal: {median: 200, sigma: 0}}}"),
+    ),
+    "lognormal unknown key": (
+        "skills[0].invoke.delay.lognormal.mean",
+        _invoke("{json: 1, delay: {lognormal: {median: 200, sigma: 1, mean: 250}}}"),
+    ),
+    "two delay shapes": (
+        "skills[0].invoke.execution",
+        _invoke("{json: 1, execution: {fixed: 1, uniform: [1, 2]}}"),
+    ),
+    "one_of empty": ("skills[0].invoke.one_of", _invoke("{one_of: []}")),
+    "one_of with delay beside it": (
+        "skills[0].invoke.delay",
+        _invoke("{one_of: [{json: 1}], delay: 5}"),
+    ),
+    "outcome with nested one_of": (
+        "skills[0].invoke.one_of[0].one_of",
+        _invoke("{one_of: [{one_of: [{json: 1}]}]}"),
+    ),
+    "failure_rate 1.5": ("skills[0].invoke.failure_rate", _invoke("{json: 1, failure_rate: 1.5}")),
+    "failure without failure_rate": (
+        "skills[0].invoke.failure",
+        _invoke("{json: 1, failure: {json: 2}}"),
+    ),
+    "timeout_status 500": (
+        "skills[0].timeout_status",
+        "skills:\n  - {id: s, timeout_status: 500}\n",
+    ),
+    "unreachable yes": ("skills[0].unreachable", "skills:\n  - {id: s, unreachable: 'yes'}\n"),
+    "outage without duration": ("outage", "outage: {start: 10}\nskills: []\n"),
+    "unknown outage key": ("outage.end", "outage: {duration: 10, end: 20}\nskills: []\n"),
+    "seed -1": ("seed", "seed: -1\nskills: []\n"),
 }
 
 
@@ -441,6 +701,83 @@ VALID = {
         name: two
         skills: []
         routes: []
+        """
+    ),
+    "seed, outage and skill timing": textwrap.dedent(
+        """\
+        name: timing
+        seed: 42
+        outage:
+          start: 1000
+          duration: 5000
+          step: {error: ENDPOINT_UNREACHABLE, status: 502, delay: {uniform: [10, 50]}}
+        skills:
+          - id: down
+            unreachable: true
+          - id: slow
+            unreachable: false
+            timeout_ms: 1000
+            timeout_status: 408
+            invoke:
+              - {json: {ok: true}, execution: {lognormal: {median: 200, sigma: 0.8, cap: 5000}}}
+              - {json: {ok: true}, delay: {fixed: 5}, execution: 2000}
+          - id: patient
+            timeout_ms: null
+            invoke: {json: {ok: true}, execution: {lognormal: {median: 300000, sigma: 5}}}
+        routes:
+          - path: /down
+            steps: [{status: 503}]
+        ---
+        name: no-seed
+        seed: null
+        outage: null
+        routes: []
+        """
+    ),
+    "hangs, dribbles and faults": textwrap.dedent(
+        """\
+        skills:
+          - id: wire
+            describe: {descriptor: true, dribble: {chunks: 10000, over: 300000}}
+            invoke:
+              - {hang: true}
+              - {hang: 1, json: {late: true}}
+              - {hang: 300000, status: 204}
+              - {text: slowly, dribble: {chunks: 3, over: 0}, delay: 0}
+              - {error: EXECUTION_TIMEOUT, dribble: {chunks: 1, over: 10}}
+              - {fault: CONNECTION_RESET_BY_PEER}
+              - {fault: EMPTY_RESPONSE, delay: 10}
+              - {fault: MALFORMED_RESPONSE_CHUNK, json: {partial: true}}
+              - {fault: RANDOM_DATA_THEN_CLOSE, execution: {fixed: 0}}
+              - {fault: TRUNCATED_BODY, status: 200, text: cut short}
+        """
+    ),
+    "random steps": textwrap.dedent(
+        """\
+        name: random
+        seed: 0
+        skills:
+          - id: weighted
+            invoke:
+              steps:
+                - one_of:
+                    - {weight: 6, json: {result: ok}, delay: {uniform: [0, 10]}}
+                    - {weight: 0.5, error: ENDPOINT_UNREACHABLE, retry: null}
+                    - {error: EXECUTION_TIMEOUT, status: 408, hang: 10}
+                    - {fault: CONNECTION_RESET_BY_PEER}
+                    - {descriptor: true, dribble: {chunks: 2, over: 5}}
+                  times: 3
+                - {json: {result: ok}, failure_rate: 0.25}
+                - json: {result: ok}
+                  failure_rate: 0.5
+                  failure: {fault: TRUNCATED_BODY, json: {result: o}}
+                  times: 2
+              end: cycle
+        routes:
+          - path: /flaky
+            steps:
+              - {text: ok, failure_rate: 0.1, failure: {error: PERMISSION_DENIED, status: 403}}
+              - one_of: [{text: a}, {text: b, weight: 2}]
         """
     ),
 }
