@@ -100,6 +100,7 @@ class Played:
     delay_ms: float | None = None
     execution_ms: float | None = None
     fault: str | None = None
+    """The fault done to the connection (None if the client left first)."""
     timed_out: bool = False
 
 
@@ -137,36 +138,38 @@ def play(
     execution_ms: float | None,
     fault_seed: int,
     timeout: tuple[int, int, catalog.Context] | None,
-    started: float,
 ) -> tuple[Response, Played]:
     """Act out *step* on *connection*; the random values are drawn already.
 
-    *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one;
-    *started* is the request's arrival (``time.monotonic()``).
+    *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
+    Execution is timed from when it starts, after any delay or hang: the
+    delay stands for the network, the execution for the skill.
     """
-    played = Played(step.reply, delay_ms, execution_ms, step.fault)
+    played = Played(step.reply, delay_ms, execution_ms)
     if delay_ms and not connection.wait(delay_ms / 1000):
         return Cut(), played
     if step.hang_ms and not connection.wait(step.hang_ms / 1000):
         return Cut(), played
     reply = step.reply
     if execution_ms is not None:
+        started = time.monotonic()
         if timeout is not None and execution_ms > timeout[0]:
             limit, status, context = timeout
-            if not connection.wait(limit / 1000 - (time.monotonic() - started)):
+            if not connection.wait(limit / 1000):
                 return Cut(), played
             elapsed = round((time.monotonic() - started) * 1000)
             details = {"timeout_ms": limit, "elapsed_ms": elapsed}
             reply = Reply.error(
                 catalog.render("EXECUTION_TIMEOUT", context, status=status, details=details)
             )
-            played.timed_out, played.fault = True, None
+            played.timed_out = True
         elif not connection.wait(execution_ms / 1000):
             return Cut(), played
     reply = urls.fill(reply)
     played.reply = reply
-    if played.fault is not None:
-        return Cut(played.fault, reply, fault_seed), played
+    if step.fault is not None and not played.timed_out:
+        played.fault = step.fault
+        return Cut(step.fault, reply, fault_seed), played
     if step.dribble is not None and not played.timed_out:
         return _dribbled(reply, step.dribble.chunks, step.dribble.over_ms, connection), played
     return respond(reply), played

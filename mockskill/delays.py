@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .problems import Path, describe
+from .problems import Path, describe, did_you_mean
 
 if TYPE_CHECKING:  # the reader needs the model, which needs these shapes
     from .reader import Reader
@@ -87,11 +87,13 @@ def read_delay(r: Reader, value: Any, path: Path, maximum: int) -> Delay | None:
         if reader is not None:
             return reader(r, args, (*path, shape), maximum)
     if isinstance(value, dict):
+        hint = did_you_mean(str(next(iter(value), "")), SHAPES) if len(value) == 1 else ""
         r.bad(
             path,
             "one delay shape: {fixed: MS}, {uniform: [MIN, MAX]} or"
             " {lognormal: {median: MS, sigma: S, cap: MS}}",
             describe(value),
+            hint,
         )
         return None
     return _fixed(r, value, path, maximum)

@@ -79,7 +79,7 @@ class Engine:
         self.refused.close()
 
     def handle(self, request: Request) -> Response:
-        started, clock = time.time(), time.monotonic()
+        started = time.time()
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
@@ -96,7 +96,7 @@ class Engine:
             reply = None
         if reply is None:
             assert isinstance(target, Target)
-            response, fields = self._play(request, target, session, urls, clock)
+            response, fields = self._play(request, target, session, urls)
         else:
             response = respond(urls.fill(reply))
             fields.update(error_code=reply.error_code, retry=reply.retry)
@@ -122,7 +122,7 @@ class Engine:
         return response
 
     def _play(
-        self, request: Request, target: Target, session: str, urls: Urls, clock: float
+        self, request: Request, target: Target, session: str, urls: Urls
     ) -> tuple[Response, dict[str, Any]]:
         assert target.sequence is not None
         scenario = self.table.scenarios[target.scenario] if target.scenario else None
@@ -166,7 +166,6 @@ class Engine:
             execution_ms=execution_ms,
             fault_seed=fault_seed,
             timeout=timeout,
-            started=clock,
         )
         fields.update(
             choice=choice,
