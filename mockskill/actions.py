@@ -18,6 +18,7 @@ records when — that is the consumer's real timeout.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import select
 import socket
@@ -125,7 +126,11 @@ class Cut(Response):
     def __call__(self, environ: Any, start_response: Any) -> Iterable[bytes]:
         sock = environ.get("werkzeug.socket")
         if self.fault is not None and sock is not None and self.reply is not None:
-            FAULTS[self.fault](take(sock), self.reply, random.Random(self.seed))
+            conn = take(sock)
+            # The client may be gone already: then the fault has nothing to
+            # break, and the socket must still be closed.
+            with contextlib.closing(conn), contextlib.suppress(OSError):
+                FAULTS[self.fault](conn, self.reply, random.Random(self.seed))
         raise ConnectionAbortedError(self.fault or "the client left")
 
 

@@ -407,3 +407,17 @@ def test_head_is_answered_like_get_without_a_body(bundled: Server) -> None:
     assert response.status_code == 200
     assert response.content == b""
     assert int(response.headers["Content-Length"]) > 0
+
+
+def test_admin_reset_starts_one_session_or_all_sessions_afresh(serve: Serve) -> None:
+    server = serve(FLAKY_CYCLE)
+    a, b = {"Mockskill-Session": "a"}, {"Mockskill-Session": "b"}
+    for headers in (a, a, b, b):
+        invoke(server, "flaky", headers=headers)
+    reset = requests.post(f"{server.url}/__admin/reset", params={"session": "a"}, timeout=10)
+    assert reset.json() == {"reset": "session", "session": "a"}
+    assert invoke(server, "flaky", headers=a).status_code == 503  # a starts again
+    assert invoke(server, "flaky", headers=b).status_code == 200  # b goes on
+    assert requests.post(f"{server.url}/__admin/reset", timeout=10).json()["reset"] == "all"
+    assert invoke(server, "flaky", headers=b).status_code == 503
+    assert [e.session for e in server.state.journal()] == ["b"]
