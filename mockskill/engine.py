@@ -126,7 +126,6 @@ class Engine:
     ) -> tuple[Response, dict[str, Any]]:
         assert target.sequence is not None
         scenario = self.table.scenarios[target.scenario] if target.scenario else None
-        stream = f"{target.scenario}/{session}"
         seed = scenario.seed if scenario else None
         fields: dict[str, Any] = {}
         outage = scenario.outage if scenario else None
@@ -142,7 +141,7 @@ class Engine:
             step = target.sequence.steps[index]
         if step.random:
             step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
-                stream, seed, lambda rng: _draw(step, rng)
+                session, target.scenario or "", seed, lambda rng: _draw(step, rng)
             )
         else:  # nothing to draw: no generator is made for the session
             choice, fault_seed = None, 0

@@ -12,7 +12,7 @@ import itertools
 import random
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from .catalog import Retry
 T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
+DEFAULT_MAX_SESSIONS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,25 +70,59 @@ class Entry:
         return data
 
 
-class State:
-    """Positions, journal and random generator of one server; thread-safe."""
+class _Session:
+    """What one session has done: positions in sequences, and its random generators."""
 
-    def __init__(self, *, seed: int | None = None, journal_size: int = DEFAULT_JOURNAL_SIZE):
+    __slots__ = ("positions", "streams")
+
+    def __init__(self) -> None:
+        self.positions: dict[str, int] = {}
+        self.streams: dict[str, random.Random] = {}
+
+
+class State:
+    """Positions, journal and random generators of one server; thread-safe.
+
+    At most *max_sessions* sessions are remembered: when a new one would
+    exceed that, the one least recently used is forgotten (and starts
+    afresh, as after a reset, if it comes back), so that a client sending a
+    new session name with every request cannot grow memory without bound.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        journal_size: int = DEFAULT_JOURNAL_SIZE,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+    ) -> None:
         if seed is None:
             seed = random.SystemRandom().randrange(2**32)
         self.seed = seed
+        self.max_sessions = max_sessions
         self._lock = threading.Lock()
-        self._positions: dict[tuple[str, str], int] = {}
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
-        self._streams: dict[str, random.Random] = {}
         self._activated: dict[str, float] = {}
+
+    def _session(self, name: str) -> _Session:
+        """*name*'s record, now the most recently used (hold the lock)."""
+        session = self._sessions.get(name)
+        if session is None:
+            session = self._sessions[name] = _Session()
+            if len(self._sessions) > self.max_sessions:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(name)
+        return session
 
     def advance(self, session: str, key: str) -> int:
         """Take the next position of sequence *key* for *session* (0 for the first request)."""
         with self._lock:
-            position = self._positions.get((session, key), 0)
-            self._positions[(session, key)] = position + 1
+            positions = self._session(session).positions
+            position = positions.get(key, 0)
+            positions[key] = position + 1
             return position
 
     def next_id(self) -> int:
@@ -107,37 +142,43 @@ class State:
         return [e for e in entries if e.session == session]
 
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
-        """Forget positions and journal: of everything, of one session, or of some sequences."""
-        wanted = set(keys) if keys is not None else None
+        """Forget what was played: everything, one session's, or some sequences' positions.
+
+        Everything, or a whole session, means positions, random draws and
+        journal entries; *keys* name sequences whose positions alone restart.
+        """
         with self._lock:
-            if session is None and wanted is None:
-                self._positions.clear()
+            if keys is not None:
+                wanted = set(keys)
+                for name, record in self._sessions.items():
+                    if session is None or name == session:
+                        for key in wanted & record.positions.keys():
+                            del record.positions[key]
+            elif session is None:
+                self._sessions.clear()
                 self._journal.clear()
-                self._streams.clear()
-                return
-            self._positions = {
-                (s, k): n
-                for (s, k), n in self._positions.items()
-                if not ((session is None or s == session) and (wanted is None or k in wanted))
-            }
-            if wanted is None:
+            else:
+                self._sessions.pop(session, None)
                 self._journal = deque(
                     (e for e in self._journal if e.session != session), maxlen=self._journal.maxlen
                 )
 
-    def draw(self, stream: str, seed: int | None, draw: Callable[[random.Random], T]) -> T:
-        """Run *draw* on the generator of *stream*, made on first use.
+    def draw(
+        self, session: str, stream: str, seed: int | None, draw: Callable[[random.Random], T]
+    ) -> T:
+        """Run *draw* on *session*'s generator for *stream* (a scenario), made on first use.
 
-        A stream's generator is seeded with *seed* (else the server's) and
-        the stream's name: the same seed and the same requests in a stream
-        replay the same draws, whatever other streams do, and two streams
+        It is seeded with *seed* (else the server's), the stream's and the
+        session's names: the same seed and the same requests in a session
+        replay the same draws, whatever other sessions do, and two sessions
         draw independently.
         """
         with self._lock:
-            rng = self._streams.get(stream)
+            streams = self._session(session).streams
+            rng = streams.get(stream)
             if rng is None:
-                rng = random.Random(f"{self.seed if seed is None else seed}/{stream}")
-                self._streams[stream] = rng
+                rng = random.Random(f"{self.seed if seed is None else seed}/{stream}/{session}")
+                streams[stream] = rng
             return draw(rng)
 
     def activate(self, names: Iterable[str]) -> None:

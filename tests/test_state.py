@@ -234,8 +234,8 @@ def test_entry_as_json_is_plain_data() -> None:
 # -- random -------------------------------------------------------------------------
 
 
-def draws(state: State, n: int = 20, stream: str = "scenario/session") -> list[float]:
-    return [state.draw(stream, None, lambda rng: rng.random()) for _ in range(n)]
+def draws(state: State, n: int = 20, session: str = "s", stream: str = "scenario") -> list[float]:
+    return [state.draw(session, stream, None, lambda rng: rng.random()) for _ in range(n)]
 
 
 def test_the_same_seed_replays_the_same_draws() -> None:
@@ -263,17 +263,18 @@ def test_draws_are_in_the_unit_interval() -> None:
 def test_streams_are_independent_of_each_other() -> None:
     alone = State(seed=5)
     mixed = State(seed=5)
-    expected = draws(alone, 10, "a/s")
+    expected = draws(alone, 10, "s", "a")
     interleaved = []
     for _ in range(10):
-        interleaved.append(mixed.draw("a/s", None, lambda rng: rng.random()))
-        mixed.draw("b/s", None, lambda rng: rng.random())
+        interleaved.append(mixed.draw("s", "a", None, lambda rng: rng.random()))
+        mixed.draw("t", "a", None, lambda rng: rng.random())
+        mixed.draw("s", "b", None, lambda rng: rng.random())
     assert interleaved == expected
 
 
 def test_a_streams_own_seed_wins_over_the_servers() -> None:
-    one = State(seed=1).draw("a/s", 99, lambda rng: rng.random())
-    other = State(seed=2).draw("a/s", 99, lambda rng: rng.random())
+    one = State(seed=1).draw("s", "a", 99, lambda rng: rng.random())
+    other = State(seed=2).draw("s", "a", 99, lambda rng: rng.random())
     assert one == other
 
 
@@ -288,3 +289,31 @@ def test_activation_time_is_kept_per_scenario() -> None:
     state = State()
     state.activate(["outage"])
     assert 0 <= state.since_activated("outage") < 5
+
+
+def test_the_least_recently_used_session_is_forgotten_beyond_the_bound() -> None:
+    state = State(max_sessions=2)
+    state.advance("a", "k")
+    state.advance("b", "k")
+    state.advance("a", "k")  # a is now the most recently used
+    state.advance("c", "k")  # over the bound: b goes
+    assert state.advance("a", "k") == 2
+    assert state.advance("b", "k") == 0  # forgotten: starts afresh (and c goes)
+    assert state.advance("c", "k") == 0
+
+
+def test_sessions_stay_bounded_however_many_come() -> None:
+    state = State(max_sessions=100)
+    for i in range(5000):
+        state.advance(f"session-{i}", "k")
+        state.draw(f"session-{i}", "scenario", None, lambda rng: rng.random())
+    assert len(state._sessions) == 100
+
+
+def test_reset_of_some_keys_restarts_only_those_sequences() -> None:
+    state = State()
+    for key in ("k1", "k1", "k2"):
+        state.advance("s", key)
+    state.reset(keys=["k1"])
+    assert state.advance("s", "k1") == 0
+    assert state.advance("s", "k2") == 1
