@@ -54,6 +54,16 @@ def test_validate_prints_every_problem_and_exits_1(bad_file: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_max_delay_lowers_the_longest_wait_a_scenario_may_script(tmp_path: Path) -> None:
+    path = tmp_path / "slow.yaml"
+    path.write_text("skills:\n  - id: s\n    invoke: {delay: 5000, json: 1}\n")
+    assert CliRunner().invoke(cli, ["validate", str(path)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["validate", "--max-delay", "1000", str(path)])
+    assert result.exit_code == 1
+    assert "skills[0].invoke.delay: expected a whole number from 0 to 1000 ms" in result.output
+    assert "longer delays are refused, not clamped" in result.output
+
+
 def test_validate_reports_a_missing_path(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 1
