@@ -126,6 +126,15 @@ class _Builder:
             Problem(self.doc.file, line, column, format_path(path), expected, found, hint)
         )
 
+    def _bad_tag(self, path: Path, node: yaml.Node) -> None:
+        self._bad(
+            path,
+            node,
+            "a plain YAML value (string, number, boolean, null, list or mapping)",
+            f"the tag {node.tag}",
+            "scenario files are read as safe YAML; remove the tag",
+        )
+
     def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
@@ -142,13 +151,7 @@ class _Builder:
             raise _TooBig
         self.doc.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if type(node) in _COLLECTIONS and node.tag != _COLLECTIONS[type(node)]:
-            self._bad(
-                path,
-                node,
-                "a plain YAML value (string, number, boolean, null, list or mapping)",
-                f"the tag {node.tag}",
-                "scenario files are read as safe YAML; remove the tag",
-            )  # then read as the plain collection it is written as: nothing is constructed
+            self._bad_tag(path, node)  # then read as the plain collection it is written as
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
@@ -157,13 +160,7 @@ class _Builder:
         if node.tag == _TIMESTAMP:
             return node.value  # a date in a body stays the text that was written
         if node.tag not in _SCALARS:
-            self._bad(
-                path,
-                node,
-                "a plain YAML value (string, number, boolean, null, list or mapping)",
-                f"the tag {node.tag}",
-                "scenario files are read as safe YAML; remove the tag",
-            )
+            self._bad_tag(path, node)
             return None
         return self.constructor.construct_object(node)
 
