@@ -233,13 +233,19 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
 def _too_deep(text: str) -> Any:
     """The mark where collections first nest deeper than :data:`_PARSE_DEPTH`, or None."""
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > _PARSE_DEPTH:
-                return event.start_mark
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > _PARSE_DEPTH:
+                    return event.start_mark
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        # Newer libyaml (PyYAML >= 6.0.4) has a nesting limit of its own.
+        if "nesting depth" in str(exc.problem):
+            return exc.problem_mark
+        raise
     return None
 
 
