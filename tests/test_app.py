@@ -1,0 +1,54 @@
+"""The app: /__admin goes to Flask, everything else to the engine, errors in one shape."""
+
+from __future__ import annotations
+
+import pytest
+from werkzeug.test import Client
+
+from mockskill import create_app, load_text
+from mockskill.engine import Engine
+from mockskill.state import State
+
+
+@pytest.fixture
+def client() -> Client:
+    scenarios = load_text("skills: [{id: echo}]\nroutes: [{path: /__adminx, steps: [{json: 1}]}]")
+    return Client(create_app(Engine(scenarios, State())))
+
+
+def test_the_skill_surface_is_answered_by_the_engine(client: Client) -> None:
+    response = client.post("/skills/echo/invoke")
+    assert response.status_code == 200
+    assert response.json == {"skill": "echo", "result": "ok"}
+
+
+def test_admin_paths_go_to_flask_and_lookalikes_to_the_engine(client: Client) -> None:
+    assert client.get("/__admin/health").json["status"] == "ok"
+    assert client.get("/__adminx").json == 1  # a free route, not the admin blueprint
+
+
+def test_an_unknown_admin_path_is_a_unified_error(client: Client) -> None:
+    response = client.get("/__admin/nothing")
+    assert response.status_code == 404
+    assert response.json["error"]["code"] == "MOCKSKILL_HTTP_404"
+
+
+def test_a_failure_inside_the_engine_is_a_unified_500(
+    client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(self: Engine, request: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Engine, "handle", broken)
+    response = client.post("/skills/echo/invoke")
+    assert response.status_code == 500
+    error = response.json["error"]
+    assert error["code"] == "MOCKSKILL_INTERNAL_ERROR"
+    assert "RuntimeError: boom" in error["message"]
+    assert "mockskill failed while answering POST /skills/echo/invoke" in caplog.text
+
+
+def test_an_app_made_without_an_engine_serves_nothing_but_answers(client: Client) -> None:
+    bare = Client(create_app())
+    response = bare.get("/skills")
+    assert response.json == {"skills": []}
