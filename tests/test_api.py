@@ -1,8 +1,8 @@
 """The public API: a short sorted ``__all__`` that names everything exported."""
 
 from __future__ import annotations
-
 import __future__
+
 from types import ModuleType
 
 import mockskill
