@@ -8,7 +8,9 @@ mistyped command line (click's convention).
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
+import urllib.request
 from pathlib import Path
 from types import FrameType
 
@@ -21,6 +23,8 @@ from .problems import ScenarioError
 from .reader import MAX_DELAY_MS
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError
+from .validator import validate as validate_descriptor
+from .validator import validation_error
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 MAX_DELAY = click.option(
@@ -86,6 +90,36 @@ def validate(paths: tuple[Path, ...], max_delay: int) -> None:
     scenarios = _load_or_exit(paths, max_delay)
     skills = len(scenarios.skills)
     click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
+
+
+@cli.command("check-descriptor")
+@click.argument("source", metavar="FILE|URL|-")
+def check_descriptor(source: str) -> None:
+    """Validate a Skill Descriptor; print VALIDATION_ERROR with every violation, exit 1 if any.
+
+    SOURCE is a JSON file, an http(s) URL (fetched with GET), or - for
+    standard input.
+    """
+    try:
+        text = _read_source(source)
+        document = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"mockskill: cannot read a descriptor from {source}: {exc}") from None
+    violations = validate_descriptor(document)
+    if violations:
+        click.echo(json.dumps(validation_error(violations), indent=2))
+        raise SystemExit(1)
+    click.echo(f"{source}: a valid Skill Descriptor")
+
+
+def _read_source(source: str) -> str:
+    if source == "-":
+        return click.get_text_stream("stdin").read()
+    if source.startswith(("http://", "https://")):
+        with urllib.request.urlopen(source, timeout=30) as response:
+            body: bytes = response.read()
+            return body.decode("utf-8")
+    return Path(source).read_text(encoding="utf-8")
 
 
 @cli.command()

@@ -36,3 +36,24 @@ def test_reset_answers_what_it_reset(serve: Serve) -> None:
     assert everything.json() == {"reset": "all", "session": None}
     one = requests.post(f"{server.url}/__admin/reset?session=x", timeout=10)
     assert one.json() == {"reset": "session", "session": "x"}
+
+
+def test_validate_lists_every_violation_of_a_descriptor(serve: Serve) -> None:
+    server = serve("skills: [{id: a}]")
+    descriptor = requests.get(server.skill_url("a"), timeout=10).json()
+    ok = requests.post(f"{server.url}/__admin/validate", json=descriptor, timeout=10)
+    assert (ok.status_code, ok.json()) == (200, {"valid": True})
+    del descriptor["name"]
+    descriptor["capability_type"] = "unknown_type"
+    bad = requests.post(f"{server.url}/__admin/validate", json=descriptor, timeout=10)
+    assert bad.status_code == 422
+    error = bad.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert [v["field"] for v in error["details"]["violations"]] == ["/name", "/capability_type"]
+
+
+def test_validate_refuses_a_body_that_is_not_json(serve: Serve) -> None:
+    server = serve("skills: [{id: a}]")
+    response = requests.post(f"{server.url}/__admin/validate", data="{nope", timeout=10)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "MOCKSKILL_BAD_REQUEST"

@@ -17,7 +17,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from mockskill import __version__
+from mockskill import Server, __version__
 from mockskill.cli import cli
 
 BAD = (Path(__file__).parent / "data" / "bad.yaml").read_text()
@@ -154,3 +154,73 @@ def test_serve_stops_cleanly_and_quickly_on_a_signal(
     assert "Traceback" not in err
     assert "mockskill stopped." in err
     assert elapsed < 3  # within a second on an idle machine; margin for a noisy one
+
+
+CHAPTER_VIOLATIONS = [
+    {
+        "field": "/capability_type",
+        "expected": "one of: plugin, api, knowledge, task",
+        "actual": "unknown_type",
+        "message": "Invalid enum value",
+    },
+    {
+        "field": "/endpoint/url",
+        "expected": "string (URI format)",
+        "actual": None,
+        "message": "Required field is missing",
+    },
+]
+
+
+def test_check_descriptor_accepts_a_valid_file(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_text(
+        json.dumps(
+            {
+                "protocol_version": "1.0.0",
+                "id": "translate",
+                "name": "Translate",
+                "capability_type": "api",
+                "endpoint": {"url": "https://skills.example/translate/invoke"},
+            }
+        )
+    )
+    result = CliRunner().invoke(cli, ["check-descriptor", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "a valid Skill Descriptor" in result.output
+
+
+def test_check_descriptor_lists_every_violation_from_stdin() -> None:
+    broken = {
+        "protocol_version": "1.0.0",
+        "id": "t",
+        "name": "T",
+        "capability_type": "unknown_type",
+        "endpoint": {},
+    }
+    result = CliRunner().invoke(cli, ["check-descriptor", "-"], input=json.dumps(broken))
+    assert result.exit_code == 1
+    assert json.loads(result.output)["error"]["details"]["violations"] == CHAPTER_VIOLATIONS
+
+
+def test_check_descriptor_fetches_a_url(bundled: Server) -> None:
+    bad = CliRunner().invoke(cli, ["check-descriptor", bundled.skill_url("invalid-descriptor")])
+    assert bad.exit_code == 1
+    assert json.loads(bad.output) == {
+        "error": {
+            "code": "VALIDATION_ERROR",
+            "message": "Skill descriptor validation failed",
+            "details": {"violations": CHAPTER_VIOLATIONS},
+        }
+    }
+    good = CliRunner().invoke(cli, ["check-descriptor", bundled.skill_url("translate")])
+    assert good.exit_code == 0, good.output
+
+
+def test_check_descriptor_says_what_it_could_not_read(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    for source in (str(tmp_path / "missing.json"), str(tmp_path / "bad.json")):
+        result = CliRunner().invoke(cli, ["check-descriptor", source])
+        assert result.exit_code == 1
+        assert f"cannot read a descriptor from {source}" in result.output
+        assert "Traceback" not in result.output
