@@ -63,8 +63,9 @@ class Connection:
             if remaining <= 0:
                 return True
             try:
-                readable, _, _ = select.select([self.sock], [], [], remaining)
-                peeked = self.sock.recv(1, socket.MSG_PEEK) if readable else None
+                peeked = (
+                    self.sock.recv(1, socket.MSG_PEEK) if _readable(self.sock, remaining) else None
+                )
             except (OSError, ValueError):
                 peeked = b""
             if peeked == b"":
@@ -73,6 +74,19 @@ class Connection:
                 time.sleep(max(0.0, deadline - time.monotonic()))
                 return True
         return False
+
+
+def _readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether *sock* has something to say (data, or its close) within *timeout* seconds.
+
+    poll(), not select(): select() cannot watch descriptors numbered 1024 or
+    more, which a server holding a thousand waiting connections has.
+    """
+    if not hasattr(select, "poll"):  # pragma: no cover - Windows
+        return bool(select.select([sock], [], [], timeout)[0])
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(max(0, int(timeout * 1000) + 1)))
 
 
 @dataclass(frozen=True)

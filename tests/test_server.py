@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -102,3 +103,26 @@ def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> No
     assert statuses == [200] * count
     # Served concurrently, not one after another (that would be 240 s).
     assert elapsed < 20
+
+
+def test_more_waiting_connections_than_select_can_watch_are_all_answered(serve: Serve) -> None:
+    # Descriptors numbered 1024 and above are beyond select(); a wait that
+    # used it took them for clients that had left and cut them.
+    server = serve("skills: [{id: wait, invoke: {delay: 1500, json: {ok: true}}}]")
+    count = 1100
+    request = b"POST /skills/wait/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+
+    async def one() -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request)
+        data = await reader.read()
+        writer.close()
+        await writer.wait_closed()
+        return data.split(b"\r\n", 1)[0]  # the status line ("" if cut)
+
+    async def all_of_them() -> list[bytes]:
+        return await asyncio.wait_for(asyncio.gather(*(one() for _ in range(count))), 60)
+
+    statuses = asyncio.run(all_of_them())
+    assert statuses.count(b"HTTP/1.1 200 OK") == count, set(statuses)
+    assert not [e for e in server.state.journal() if e.client_left is not None]
