@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import sys
 import urllib.request
 from pathlib import Path
 from types import FrameType
@@ -114,7 +115,7 @@ def check_descriptor(source: str) -> None:
 
 def _read_source(source: str) -> str:
     if source == "-":
-        return click.get_text_stream("stdin").read()
+        return sys.stdin.read()
     if source.startswith(("http://", "https://")):
         with urllib.request.urlopen(source, timeout=30) as response:
             body: bytes = response.read()
