@@ -23,9 +23,11 @@ from .model import Reply, ScenarioSet, Step
 from .ports import RefusedPort
 from .problems import Problem, ScenarioError, did_you_mean
 from .state import DEFAULT_SESSION, Entry, State
+from .versions import parse_version
 
 SESSION_HEADER = "Mockskill-Session"
 ERROR_HEADER = "Mockskill-Error"
+VERSION_HEADER = "Skill-Protocol-Version"
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 
@@ -86,14 +88,15 @@ class Engine:
         target = table.match(method, path)
         urls = self._urls(request)
         fields: dict[str, Any] = {}
+        reply: Reply | None
         if isinstance(target, Miss):
             reply = _miss_reply(target)
         elif ERROR_HEADER in request.headers:
             reply, fields["forced"] = _forced_reply(target, request.headers[ERROR_HEADER]), True
         elif target.sequence is None:
             reply = table.listing
-        else:
-            reply = None
+        else:  # a provider refuses an incompatible consumer before running the skill
+            reply = _version_reply(target, request.headers.get(VERSION_HEADER))
         if reply is None:
             assert isinstance(target, Target)
             response, fields = self._play(request, target, session, urls)
@@ -300,6 +303,39 @@ def _forced_reply(target: Target, code: str) -> Reply:
         f"{code} is raised by the consumer's validator, so it can only be forced"
         " on a descriptor request (GET /skills/{id})",
         code,
+    )
+
+
+def _version_reply(target: Target, header: str | None) -> Reply | None:
+    """``VERSION_INCOMPATIBLE`` when the consumer's stated version is not served; else None.
+
+    Only invocations are refused, and only when the consumer states its
+    version: a request without the header is served as compatible.
+    """
+    skill = target.skill
+    if header is None or skill is None or target.kind != "invoke":
+        return None
+    consumer = parse_version(header)
+    if consumer is None:
+        message = f"{VERSION_HEADER}: {header!r} is not a semantic version (MAJOR.MINOR.PATCH)"
+        details = {"header": VERSION_HEADER, "value": header, "expected": "MAJOR.MINOR.PATCH"}
+        return Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+    accepted = skill.accepted
+    if accepted is None or consumer in accepted:
+        return None
+    descriptor_version = skill.protocol_version or "unknown"
+    message = (
+        f"Protocol version {descriptor_version} is not compatible with consumer version"
+        f" {header.strip()}"
+    )
+    details = {
+        "descriptor_version": descriptor_version,
+        "consumer_supported_range": f"{consumer[0]}.x.x",
+        "upgrade_url": skill.upgrade_url,
+        "accepted_consumer_versions": accepted.text,
+    }
+    return Reply.error(
+        catalog.render("VERSION_INCOMPATIBLE", target.context, message=message, details=details)
     )
 
 

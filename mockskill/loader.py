@@ -25,6 +25,7 @@ from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
+from .versions import Range, parse_version
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "skills", "routes")
 SKILL_KEYS = (
@@ -34,6 +35,8 @@ SKILL_KEYS = (
     "unreachable",
     "timeout_ms",
     "timeout_status",
+    "accepts",
+    "upgrade_url",
     "describe",
     "invoke",
 )
@@ -224,10 +227,22 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     timeout_status = r.integer(raw, "timeout_status", path, default=504)
     if timeout_status is not None and catalog.status_problem("EXECUTION_TIMEOUT", timeout_status):
         r.bad((*path, "timeout_status"), "408 or 504", describe(timeout_status))
+    accepts = None
+    if raw.get("accepts") is not None:
+        text = r.string(raw, "accepts", path)
+        accepts = Range.parse(text) if text is not None else None
+        if text is not None and accepts is None:
+            r.bad(
+                (*path, "accepts"),
+                "a range of consumer versions: 1.x, 1.2.x, >=1.2.0 <3.0.0, 1.x || 2.x",
+                describe(text),
+            )
+    upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
     if describe_seq is None or invoke_seq is None or len(r.problems) > before:
         return None
     assert skill_id is not None  # a missing or wrong id is a problem
     name = document.get("name") if isinstance(document, dict) else None
+    version = document.get("protocol_version") if isinstance(document, dict) else None
     return Skill(
         id=skill_id,
         name=name if isinstance(name, str) else skill_id,
@@ -240,6 +255,9 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
         timeout_ms=timeout_ms,
         timeout_status=timeout_status or 504,
         unreachable=unreachable,
+        protocol_version=version if isinstance(version, str) and parse_version(version) else None,
+        accepts=accepts,
+        upgrade_url=upgrade_url or catalog.UPGRADE_URL,
     )
 
 

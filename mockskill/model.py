@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .catalog import BASE_URL, REFUSED_BASE_URL, Rendered, Retry
+from .catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
 from .delays import Delay, LogNormal, Uniform
+from .versions import Range, parse_version
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -195,6 +196,19 @@ class Skill:
     timeout_status: int = 504
     unreachable: bool = False
     """Whether the descriptor's ``endpoint.url`` names a port where nothing listens."""
+    protocol_version: str | None = None
+    """The descriptor's ``protocol_version``, when it has a semantic one."""
+    accepts: Range | None = None
+    """Consumer protocol versions it serves (default: the descriptor's major)."""
+    upgrade_url: str = UPGRADE_URL
+
+    @property
+    def accepted(self) -> Range | None:
+        """The consumer versions this skill serves; None: any."""
+        if self.accepts is not None:
+            return self.accepts
+        version = parse_version(self.protocol_version) if self.protocol_version else None
+        return Range.same_major(version) if version else None
 
 
 @dataclass(frozen=True)
