@@ -46,6 +46,21 @@ def default(skill_id: str, *, unreachable: bool = False) -> dict[str, Any]:
     }
 
 
+def auth_section(kind: str, scopes: tuple[str, ...]) -> dict[str, Any]:
+    """The descriptor's ``auth`` for a skill that requires credentials of *kind*."""
+    token_url = f"{BASE_URL}/oauth/token"
+    if kind == "oauth2":  # the client-credentials flow: the token endpoint is where to go
+        return {
+            "type": "oauth2",
+            "authorization_url": token_url,
+            "token_url": token_url,
+            "scopes": list(scopes),
+        }
+    if kind == "api_key":
+        return {"type": "api_key", "header": "X-API-Key", "scopes": list(scopes)}
+    return {"type": "bearer", "scopes": list(scopes)}
+
+
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """*override* over *base*: mappings merge, ``None`` removes, the rest replaces."""
     out = copy.deepcopy(dict(base))

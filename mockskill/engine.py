@@ -16,7 +16,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from . import catalog, descriptor
+from . import auth, catalog, descriptor
 from .actions import Connection, Cut, Urls, play, respond
 from .matching import Miss, RoutingTable, Target
 from .model import Reply, ScenarioSet, Step
@@ -85,6 +85,8 @@ class Engine:
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+        if path == auth.TOKEN_PATH:
+            return self._token(request, session, started)
         target = table.match(method, path)
         urls = self._urls(request)
         fields: dict[str, Any] = {}
@@ -95,8 +97,8 @@ class Engine:
             reply, fields["forced"] = _forced_reply(target, request.headers[ERROR_HEADER]), True
         elif target.sequence is None:
             reply = table.listing
-        else:  # a provider refuses an incompatible consumer before running the skill
-            reply = _version_reply(target, request.headers.get(VERSION_HEADER))
+        else:  # a provider refuses callers it must not serve before running the skill
+            reply = self._refusal(request, target)
         if reply is None:
             assert isinstance(target, Target)
             response, fields = self._play(request, target, session, urls)
@@ -122,6 +124,34 @@ class Engine:
             self.state.record(entry)
         else:  # a dribbled body: record once the last byte is out (or the client left)
             response.call_on_close(lambda: self.state.record(_finished(entry, connection)))
+        return response
+
+    def _refusal(self, request: Request, target: Target) -> Reply | None:
+        """401 or 403 for a caller without the credentials, 422 for an incompatible one."""
+        skill = target.skill
+        if skill is not None and skill.requires is not None and target.kind == "invoke":
+            refused = auth.check(
+                request, skill.requires, self.table.credentials, self.state, target.context
+            )
+            if refused is not None:
+                return refused
+        return _version_reply(target, request.headers.get(VERSION_HEADER))
+
+    def _token(self, request: Request, session: str, started: float) -> Response:
+        """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
+        response = auth.token_endpoint(request, self.table.credentials, self.state)
+        self.state.record(
+            Entry(
+                id=self.state.next_id(),
+                started=started,
+                finished=time.time(),
+                session=session,
+                method=request.method,
+                path=request.path,
+                status=response.status_code,
+                endpoint="token",
+            )
+        )
         return response
 
     def _play(

@@ -19,15 +19,32 @@ from werkzeug.routing import Map, Rule
 
 from . import catalog
 from . import descriptor as descriptors
-from .catalog import Context
-from .model import Outage, Position, Reply, Route, Scenario, ScenarioSet, Sequence, Skill, Step
-from .problems import Path, Problem, ScenarioError, describe
+from .auth import AUTH_TYPES, TOKEN_PATH
+from .catalog import DEFAULT_SCOPE, Context
+from .model import (
+    Client,
+    Credentials,
+    Lifetime,
+    Outage,
+    Position,
+    Reply,
+    Requirement,
+    Route,
+    Scenario,
+    ScenarioSet,
+    Sequence,
+    Skill,
+    Step,
+)
+from .problems import Path, Problem, ScenarioError, describe, did_you_mean
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
 from .versions import Range, parse_version
 
-SCENARIO_KEYS = ("name", "description", "seed", "outage", "skills", "routes")
+SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
+AUTH_KEYS = ("tokens", "api_keys", "clients", "token_lifetime")
+REQUIRES_KEYS = ("type", "scopes")
 SKILL_KEYS = (
     "id",
     "descriptor",
@@ -37,13 +54,14 @@ SKILL_KEYS = (
     "timeout_status",
     "accepts",
     "upgrade_url",
+    "requires",
     "describe",
     "invoke",
 )
 OUTAGE_KEYS = ("start", "duration", "step")
 ROUTE_KEYS = ("path", "method", "steps", "end")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-RESERVED_PREFIXES = ("/skills", "/__admin")
+RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
 _NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
 
@@ -141,6 +159,7 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
     )
     seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
     outage = _read_outage(r, raw.get("outage"), ("outage",))
+    credentials = _read_credentials(r, raw.get("auth"), ("auth",))
     if len(r.problems) > before or name is None:
         return None
     return Scenario(
@@ -152,7 +171,101 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
         r.position(()),
         seed=seed,
         outage=outage,
+        credentials=credentials,
     )
+
+
+def _read_credentials(r: Reader, value: Any, path: Path) -> Credentials:
+    """``auth: {tokens, api_keys, clients, token_lifetime}``: who may call, with which scopes."""
+    if value is None:
+        return Credentials()
+    raw = r.mapping(value, path, "{tokens: [...], api_keys: [...], clients: [...]}")
+    if raw is None or not r.keys(raw, path, AUTH_KEYS):
+        return Credentials()
+    tokens = _secrets(r, raw, path, "tokens", ("token", "scopes"))
+    keys = _secrets(r, raw, path, "api_keys", ("key", "scopes"))
+    clients = {}
+    for item, where in _items(r, raw, path, "clients"):
+        if r.keys(
+            item, where, ("client_id", "client_secret", "scopes"), ("client_id", "client_secret")
+        ):
+            client_id = r.string(item, "client_id", where)
+            secret = r.string(item, "client_secret", where)
+            scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
+            if client_id is not None and secret is not None and scopes is not None:
+                clients[client_id] = Client(client_id, secret, scopes)
+    lifetime = Lifetime()
+    if raw.get("token_lifetime") is not None:
+        life = r.mapping(raw["token_lifetime"], (*path, "token_lifetime"), "{seconds: N, uses: N}")
+        if life is not None and r.keys(life, (*path, "token_lifetime"), ("seconds", "uses")):
+            where = (*path, "token_lifetime")
+            seconds = (
+                r.integer(life, "seconds", where, default=0, minimum=1)
+                if "seconds" in life
+                else None
+            )
+            uses = r.integer(life, "uses", where, default=0, minimum=1) if "uses" in life else None
+            lifetime = Lifetime(seconds, uses)
+    return Credentials(tokens, keys, clients, lifetime)
+
+
+def _items(
+    r: Reader, raw: dict[str, Any], path: Path, key: str
+) -> list[tuple[dict[str, Any], Path]]:
+    items = raw.get(key, [])
+    if not isinstance(items, list):
+        r.bad((*path, key), f"a list of {key}", describe(items))
+        return []
+    out = []
+    for i, item in enumerate(items):
+        where = (*path, key, i)
+        mapping = r.mapping(item, where, f"one of the {key} (a mapping)")
+        if mapping is not None:
+            out.append((mapping, where))
+    return out
+
+
+def _secrets(
+    r: Reader, raw: dict[str, Any], path: Path, key: str, keys: tuple[str, str]
+) -> dict[str, frozenset[str]]:
+    out = {}
+    name = keys[0]
+    for item, where in _items(r, raw, path, key):
+        if r.keys(item, where, keys, required=(name,)):
+            secret = r.string(item, name, where)
+            scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
+            if secret is not None and scopes is not None:
+                out[secret] = scopes
+    return out
+
+
+def _scopes(r: Reader, value: Any, path: Path) -> frozenset[str] | None:
+    if isinstance(value, list) and all(isinstance(s, str) and s and " " not in s for s in value):
+        return frozenset(value)
+    r.bad(path, "a list of scopes (strings without spaces)", describe(value))
+    return None
+
+
+def _requirement(r: Reader, value: Any, path: Path) -> Requirement | None:
+    """``requires: true`` or ``{type: oauth2|bearer|api_key, scopes: [...]}``."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return Requirement("oauth2", (DEFAULT_SCOPE,))
+    raw = r.mapping(value, path, "true, or {type: oauth2|bearer|api_key, scopes: [...]}")
+    if raw is None or not r.keys(raw, path, REQUIRES_KEYS):
+        return None
+    kind = raw.get("type", "oauth2")
+    if kind not in AUTH_TYPES:
+        r.bad(
+            (*path, "type"),
+            "one of " + ", ".join(AUTH_TYPES),
+            describe(kind),
+            did_you_mean(str(kind), AUTH_TYPES),
+        )
+        return None
+    scopes = _scopes(r, raw.get("scopes", [DEFAULT_SCOPE]), (*path, "scopes"))
+    return None if scopes is None else Requirement(kind, tuple(raw.get("scopes", [DEFAULT_SCOPE])))
 
 
 def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
@@ -196,11 +309,12 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     if skill_id is not None and not _NAME.fullmatch(skill_id):
         r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
+    requires = _requirement(r, raw.get("requires"), (*path, "requires"))
     unreachable = raw.get("unreachable", False)
     if not isinstance(unreachable, bool):
         r.bad((*path, "unreachable"), "true or false", describe(unreachable))
         unreachable = False
-    document, served = _descriptor(r, raw, path, checked_id, unreachable)
+    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires)
     body = served if served is not None else b"{}"
     describe_ctx = StepContext(
         Context.for_skill(checked_id, "describe", unreachable=unreachable), body
@@ -258,11 +372,17 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
         protocol_version=version if isinstance(version, str) and parse_version(version) else None,
         accepts=accepts,
         upgrade_url=upgrade_url or catalog.UPGRADE_URL,
+        requires=requires,
     )
 
 
 def _descriptor(
-    r: Reader, raw: dict[str, Any], path: Path, skill_id: str, unreachable: bool
+    r: Reader,
+    raw: dict[str, Any],
+    path: Path,
+    skill_id: str,
+    unreachable: bool,
+    requires: Requirement | None,
 ) -> tuple[Any, bytes | None]:
     """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
     if "raw_descriptor" in raw:
@@ -286,7 +406,10 @@ def _descriptor(
             "to serve something that is not a mapping, use raw_descriptor",
         )
         return None, None
-    merged = descriptors.merge(descriptors.default(skill_id, unreachable=unreachable), override)
+    base = descriptors.default(skill_id, unreachable=unreachable)
+    if requires is not None:
+        base["auth"] = descriptors.auth_section(requires.type, requires.scopes)
+    merged = descriptors.merge(base, override)
     return merged, r.json_bytes(merged, (*path, "descriptor"))
 
 

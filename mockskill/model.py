@@ -201,6 +201,8 @@ class Skill:
     accepts: Range | None = None
     """Consumer protocol versions it serves (default: the descriptor's major)."""
     upgrade_url: str = UPGRADE_URL
+    requires: Requirement | None = None
+    """Credentials its invocation needs (None: none)."""
 
     @property
     def accepted(self) -> Range | None:
@@ -228,6 +230,41 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Lifetime:
+    """How long an issued token lasts: seconds, uses, either or both (None: no limit)."""
+
+    seconds: int | None = None
+    uses: int | None = None
+
+
+@dataclass(frozen=True)
+class Client:
+    """An OAuth2 client of the mock token endpoint."""
+
+    client_id: str
+    client_secret: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Credentials and the scopes they grant (see :mod:`mockskill.auth`)."""
+
+    tokens: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    api_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    clients: Mapping[str, Client] = field(default_factory=dict)
+    lifetime: Lifetime = Lifetime()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a protected skill asks of a caller: an auth type and scopes."""
+
+    type: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Scenario:
     """One scenario: a name, its skills and its free routes."""
 
@@ -240,6 +277,7 @@ class Scenario:
     seed: int | None = None
     """Seeds this scenario's own random generator (else: the server's seed and the name)."""
     outage: Outage | None = None
+    credentials: Credentials = Credentials()
 
 
 @dataclass(frozen=True)
@@ -267,3 +305,14 @@ class ScenarioSet:
     @property
     def routes(self) -> tuple[Route, ...]:
         return tuple(r for scenario in self.scenarios for r in scenario.routes)
+
+    @property
+    def credentials(self) -> Credentials:
+        """Every scenario's credentials together (the loader keeps them unique)."""
+        parts = [s.credentials for s in self.scenarios]
+        return Credentials(
+            tokens={k: v for c in parts for k, v in c.tokens.items()},
+            api_keys={k: v for c in parts for k, v in c.api_keys.items()},
+            clients={k: v for c in parts for k, v in c.clients.items()},
+            lifetime=next((c.lifetime for c in parts if c.clients), Lifetime()),
+        )

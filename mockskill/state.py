@@ -70,6 +70,13 @@ class Entry:
         return data
 
 
+@dataclass
+class _Token:
+    scopes: frozenset[str]
+    expires: float | None
+    uses_left: int | None
+
+
 class _Session:
     """What one session has done: positions in sequences, and its random generators."""
 
@@ -105,6 +112,7 @@ class State:
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
+        self._tokens: OrderedDict[str, _Token] = OrderedDict()
 
     def _session(self, name: str) -> _Session:
         """*name*'s record, now the most recently used (hold the lock)."""
@@ -157,6 +165,7 @@ class State:
             elif session is None:
                 self._sessions.clear()
                 self._journal.clear()
+                self._tokens.clear()
             else:
                 self._sessions.pop(session, None)
                 self._journal = deque(
@@ -180,6 +189,32 @@ class State:
                 rng = random.Random(f"{self.seed if seed is None else seed}/{stream}/{session}")
                 streams[stream] = rng
             return draw(rng)
+
+    def issue_token(
+        self, token: str, scopes: frozenset[str], seconds: int | None, uses: int | None
+    ) -> None:
+        """Remember an issued token (the oldest are forgotten beyond *max_sessions*)."""
+        expires = None if seconds is None else time.monotonic() + seconds
+        with self._lock:
+            self._tokens[token] = _Token(scopes, expires, uses)
+            while len(self._tokens) > self.max_sessions:
+                self._tokens.popitem(last=False)
+
+    def use_token(self, token: str) -> frozenset[str] | None:
+        """The scopes of an issued token, spending one of its uses; None if unknown or expired."""
+        with self._lock:
+            issued = self._tokens.get(token)
+            if issued is None:
+                return None
+            if issued.expires is not None and time.monotonic() >= issued.expires:
+                del self._tokens[token]
+                return None
+            if issued.uses_left is not None:
+                if issued.uses_left <= 0:
+                    del self._tokens[token]
+                    return None
+                issued.uses_left -= 1
+            return issued.scopes
 
     def activate(self, names: Iterable[str]) -> None:
         """Note that scenarios *names* start now (for their outage windows)."""

@@ -1,0 +1,180 @@
+"""Credentials: who may invoke a protected skill, and the mock OAuth2 token endpoint.
+
+A scenario declares credentials — static bearer tokens, API keys (sent as
+``X-API-Key``), and OAuth2 clients that get tokens from ``POST /oauth/token``
+(client-credentials grant, RFC 6749 §4.4) — each granting scopes. A skill
+``requires`` scopes. An invocation without valid credentials gets 401
+``AUTH_REQUIRED`` (details say how to authenticate, and ``WWW-Authenticate``
+says it too); valid credentials without a required scope get 403
+``PERMISSION_DENIED`` naming the missing scopes. Issued tokens can expire
+after some seconds or some uses, so a consumer's refresh can be exercised.
+
+The token endpoint answers errors in OAuth2's own format (RFC 6749 §5.2),
+not the skill protocol's: it is OAuth2 that a consumer talks to there.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import secrets
+from typing import Any
+from urllib.parse import unquote
+
+from werkzeug.wrappers import Request, Response
+
+from . import catalog
+from .model import JSON_TYPE, Credentials, Reply, Requirement
+from .state import State
+
+TOKEN_PATH = "/oauth/token"
+API_KEY_HEADER = "X-API-Key"
+AUTH_TYPES = ("oauth2", "bearer", "api_key")
+
+
+def fingerprint(secret: str) -> str:
+    """A short, stable stand-in for a secret (for logs and the journal; never the secret)."""
+    return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()[:12]
+
+
+def presented(request: Request) -> tuple[str, str] | None:
+    """The credential a request carries: ("bearer", token) or ("api_key", key), if any."""
+    header = request.headers.get("Authorization", "")
+    if header[:7].lower() == "bearer ":
+        return "bearer", header[7:].strip()
+    key = request.headers.get(API_KEY_HEADER)
+    if key:
+        return "api_key", key.strip()
+    return None
+
+
+def check(
+    request: Request,
+    requirement: Requirement,
+    credentials: Credentials,
+    state: State,
+    context: catalog.Context,
+) -> Reply | None:
+    """401 or 403 for a caller that may not invoke; None for one that may."""
+    credential = presented(request)
+    granted: frozenset[str] | None = None
+    problem = "no credentials were presented"
+    if credential is not None:
+        kind, secret = credential
+        if kind == "api_key":
+            granted = credentials.api_keys.get(secret)
+        else:
+            granted = credentials.tokens.get(secret)
+            if granted is None:
+                granted = state.use_token(secret)
+        problem = (
+            "the API key is unknown" if kind == "api_key" else "the token is unknown or expired"
+        )
+    if granted is None:
+        return _auth_required(requirement, context, problem, invalid_token=credential is not None)
+    missing = [s for s in requirement.scopes if s not in granted]
+    if missing:
+        return _permission_denied(requirement, context, missing, granted)
+    return None
+
+
+def _auth_required(
+    requirement: Requirement, context: catalog.Context, problem: str, *, invalid_token: bool
+) -> Reply:
+    scope = " ".join(requirement.scopes)
+    challenge = f'Bearer realm="mockskill", scope="{scope}"'
+    if invalid_token:  # RFC 6750 §3.1
+        challenge += f', error="invalid_token", error_description="{problem}"'
+    details = {
+        "required_auth_type": requirement.type,
+        "authorization_url": f"{catalog.BASE_URL}{TOKEN_PATH}",
+        "scopes": list(requirement.scopes),
+        "reason": problem,
+    }
+    rendered = catalog.render(
+        "AUTH_REQUIRED", context, details=details, headers={"WWW-Authenticate": challenge}
+    )
+    return Reply.error(rendered)
+
+
+def _permission_denied(
+    requirement: Requirement,
+    context: catalog.Context,
+    missing: list[str],
+    granted: frozenset[str],
+) -> Reply:
+    challenge = f'Bearer realm="mockskill", error="insufficient_scope", scope="{" ".join(missing)}"'
+    details = {
+        "skill_id": context.skill_id,
+        "missing_scopes": missing,
+        "granted_scopes": sorted(granted),
+    }
+    rendered = catalog.render(
+        "PERMISSION_DENIED", context, details=details, headers={"WWW-Authenticate": challenge}
+    )
+    return Reply.error(rendered)
+
+
+def token_endpoint(request: Request, credentials: Credentials, state: State) -> Response:
+    """``POST /oauth/token``: the client-credentials grant, with RFC 6749 §5.2 errors."""
+    if request.method != "POST":
+        return _oauth_error(400, "invalid_request", "the token endpoint takes POST")
+    form = request.form
+    basic = _basic_credentials(request)
+    client_id = basic[0] if basic else form.get("client_id")
+    client_secret = basic[1] if basic else form.get("client_secret")
+    if form.get("grant_type") is None:
+        return _oauth_error(400, "invalid_request", "grant_type is missing")
+    if not client_id or client_secret is None:
+        return _oauth_error(401, "invalid_client", "client authentication failed")
+    client = credentials.clients.get(client_id)
+    if client is None or not secrets.compare_digest(client.client_secret, client_secret):
+        return _oauth_error(401, "invalid_client", "client authentication failed")
+    if form["grant_type"] != "client_credentials":
+        return _oauth_error(
+            400, "unsupported_grant_type", "only client_credentials is supported here"
+        )
+    asked = form.get("scope")
+    scopes = frozenset(asked.split()) if asked else client.scopes
+    if not scopes <= client.scopes:
+        extra = " ".join(sorted(scopes - client.scopes))
+        return _oauth_error(400, "invalid_scope", f"not granted to this client: {extra}")
+    token = secrets.token_urlsafe(24)
+    lifetime = credentials.lifetime
+    state.issue_token(token, scopes, lifetime.seconds, lifetime.uses)
+    body: dict[str, Any] = {
+        "access_token": token,
+        "token_type": "Bearer",
+        "scope": " ".join(sorted(scopes)),
+    }
+    if lifetime.seconds is not None:
+        body["expires_in"] = lifetime.seconds
+    return _json(200, body)
+
+
+def _basic_credentials(request: Request) -> tuple[str, str] | None:
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() != "basic ":
+        return None
+    try:
+        decoded = base64.b64decode(header[6:].strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    client_id, _, client_secret = decoded.partition(":")
+    return unquote(client_id), unquote(client_secret)  # RFC 6749 §2.3.1: form-encoded
+
+
+def _oauth_error(status: int, error: str, description: str) -> Response:
+    response = _json(status, {"error": error, "error_description": description})
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Basic realm="mockskill"'
+    return response
+
+
+def _json(status: int, body: dict[str, Any]) -> Response:
+    response = Response(json.dumps(body), status=status, content_type=JSON_TYPE)
+    response.headers["Cache-Control"] = "no-store"  # RFC 6749 §5.1
+    response.headers["Pragma"] = "no-cache"
+    return response
