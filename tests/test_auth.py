@@ -212,3 +212,25 @@ def test_bad_credentials_are_load_errors(yaml: str, path: str) -> None:
     with pytest.raises(ScenarioError) as caught:
         load_text(yaml, "s.yaml")
     assert path in [p.path for p in caught.value.problems]
+
+
+def test_the_bundled_flow_from_401_to_200(bundled: Server) -> None:
+    session = {"Mockskill-Session": "bundled-auth-flow"}
+    refused = requests.post(bundled.invoke_url("guarded"), headers=session, timeout=10)
+    assert refused.status_code == 401
+    issued = requests.post(
+        refused.json()["error"]["details"]["authorization_url"],
+        data={"grant_type": "client_credentials"},
+        auth=("demo-client", "demo-secret"),
+        timeout=10,
+    ).json()["access_token"]
+    headers = {**session, "Authorization": f"Bearer {issued}"}
+    assert requests.post(bundled.invoke_url("guarded"), headers=headers, timeout=10).ok
+    denied = requests.post(bundled.invoke_url("admin"), headers=headers, timeout=10)
+    assert denied.status_code == 403
+    keyed = requests.post(
+        bundled.invoke_url("keyed"), headers={"X-API-Key": "demo-key"}, timeout=10
+    )
+    assert keyed.ok
+    old = {"Skill-Protocol-Version": "1.4.0"}
+    assert requests.post(bundled.invoke_url("next-gen"), headers=old, timeout=10).status_code == 422
