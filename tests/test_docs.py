@@ -1,8 +1,9 @@
 """Every example in the docs runs and shows what really happens.
 
-- ``console`` blocks: each ``$ command`` runs (curl, against a fresh server on
-  the bundled scenarios, ``localhost:8080`` swapped for its port), and every
-  line shown under it appears in what it printed.
+- ``console`` blocks (README and docs/): each ``$ command`` runs (curl,
+  against a fresh server on the bundled scenarios per page, ``localhost:8080``
+  swapped for its port), and every line shown under it appears in what it
+  printed.
 - ``python`` blocks run as they are.
 - The problem report shown in the README is what ``mockskill validate`` prints.
 - Every option the README's CLI summary names exists.
@@ -50,10 +51,13 @@ def test_console_blocks_are_split_into_commands_and_output() -> None:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the tour uses curl")
-def test_the_readme_console_examples_print_what_they_show() -> None:
-    steps = [step for block in blocks("console") for step in console_steps(block)]
-    assert len(steps) >= 6
-    with Server() as server:
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if blocks("console", d)], ids=lambda d: d.name
+)
+def test_console_examples_print_what_they_show(doc: Path) -> None:
+    steps = [step for block in blocks("console", doc) for step in console_steps(block)]
+    assert steps
+    with Server() as server:  # a fresh one per page: sessions and sequences start afresh
         here = f"localhost:{server.port}"
         for command, expected in steps:
             result = subprocess.run(
