@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request, url_for
 
-from . import __version__, corpus
+from . import __version__
 from .catalog import render, unified_body
 from .engine import Engine
 from .validator import validate as validate_descriptor
@@ -71,6 +71,8 @@ def blueprint(engine: Engine) -> Blueprint:
 
     def corpus_miss(name: str) -> Response:
         """SKILL_NOT_FOUND: the descriptor URL asked for does not exist."""
+        from . import corpus  # built on first use: not every start-up should pay for it
+
         rendered = render(
             "SKILL_NOT_FOUND",
             message=f"No corpus case {name!r}",
@@ -89,6 +91,8 @@ def blueprint(engine: Engine) -> Blueprint:
     @bp.get("/corpus")
     def corpus_listing() -> dict[str, Any]:
         """Every case of the corpus, with the absolute URLs of its descriptor and violations."""
+        from . import corpus
+
         cases = []
         for case in corpus.CASES:
             descriptor_url, violations_url = corpus_urls(case.name)
@@ -106,12 +110,16 @@ def blueprint(engine: Engine) -> Blueprint:
     @bp.get("/corpus/<name>")
     def corpus_descriptor(name: str) -> Response:
         """The case's descriptor, exactly (any JSON value)."""
+        from . import corpus
+
         case = corpus.get(name)
         return corpus_miss(name) if case is None else json_response(case.descriptor)
 
     @bp.get("/corpus/<name>/violations")
     def corpus_violations(name: str) -> Response:
         """``{"violations": [...]}``: what a correct validator reports (empty when valid)."""
+        from . import corpus
+
         case = corpus.get(name)
         if case is None:
             return corpus_miss(name)
