@@ -7,14 +7,22 @@ Flask re-types every response a view returns (``force_type``), which would
 strip the answers that act on the raw connection (transport faults, a
 client that left), and its routing would only repeat the engine's.
 
+The dispatcher also enforces the safe defaults (docs/security.md) for
+both paths at once: bodies over a limit are refused with 413, ``/__admin``
+asks for the admin token when one is set, and CORS headers are added only
+when enabled.
+
 There is no module-level app: each server (and each test) builds its own.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import secrets
+import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
@@ -22,27 +30,65 @@ from werkzeug.wrappers import Request, Response
 
 from . import admin
 from .catalog import tool_error
-from .engine import Engine
+from .engine import SESSION_HEADER, Engine
 from .model import ScenarioSet
-from .state import State
+from .state import DEFAULT_SESSION, Entry, State
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 ADMIN_PREFIX = "/__admin"
+DEFAULT_MAX_BODY = 1024 * 1024
+"""Request bodies longer than this (bytes) are refused with 413 unless told otherwise."""
+ADMIN_TOKEN_HEADER = "Mockskill-Admin-Token"
+CORS_ALLOW_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+CORS_ALLOW_HEADERS = (
+    "Authorization, Content-Type, X-API-Key, Mockskill-Session, Mockskill-Error,"
+    " Skill-Protocol-Version, Mockskill-Admin-Token"
+)
 log = logging.getLogger("mockskill")
 
 
 class SkillSurface:
-    """WSGI: ``/__admin`` to Flask, everything else to the engine."""
+    """WSGI: ``/__admin`` to Flask, everything else to the engine.
 
-    def __init__(self, engine: Engine, admin_app: WSGIApplication) -> None:
+    In front of both: the body limit (*max_body_bytes*), the admin token
+    (*admin_token*, None: not asked) and CORS (*cors*).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        admin_app: WSGIApplication,
+        *,
+        admin_token: str | None = None,
+        max_body_bytes: int | None = DEFAULT_MAX_BODY,
+        cors: bool = False,
+    ) -> None:
         self.engine = engine
         self.admin_app = admin_app
+        self.admin_token = admin_token
+        self.max_body_bytes = max_body_bytes
+        self.cors = cors
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        if path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
+        admin = path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+        if self.cors:
+            if environ.get("REQUEST_METHOD") == "OPTIONS" and (
+                "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
+            ):
+                return _preflight()(environ, start_response)
+            start_response = _with_cors(start_response)
+        started = time.time()
+        if not self._body_fits(environ):
+            response = _too_large(self.max_body_bytes or 0)
+            if not admin:
+                self._record_refusal(environ, started, response)
+            return response(environ, start_response)
+        if admin:
+            if self.admin_token is not None and not _has_token(environ, self.admin_token):
+                return _token_required()(environ, start_response)
             return self.admin_app(environ, start_response)
         req = Request(environ)
         try:
@@ -53,9 +99,118 @@ class SkillSurface:
             response = _error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)
         return response(environ, start_response)
 
+    def _body_fits(self, environ: WSGIEnvironment) -> bool:
+        """Whether the body is within the limit; a chunked one is read (up to it) to know."""
+        limit = self.max_body_bytes
+        if limit is None:
+            return True
+        length = environ.get("CONTENT_LENGTH")
+        if length:
+            try:
+                return int(length) <= limit
+            except ValueError:
+                return True  # Werkzeug reads no body it cannot size
+        if not environ.get("wsgi.input_terminated"):
+            return True  # no length, not chunked: no body
+        stream = environ["wsgi.input"]
+        body = b""
+        while len(body) <= limit:
+            chunk = stream.read(limit + 1 - len(body))
+            if not chunk:
+                break
+            body += chunk
+        if len(body) > limit:
+            return False
+        # Hand the rest of the app the body it read, sized.
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ["wsgi.input_terminated"] = False
+        return True
 
-def create_app(engine: Engine | None = None) -> Flask:
+    def _record_refusal(self, environ: WSGIEnvironment, started: float, response: Response) -> None:
+        state = self.engine.state
+        session = environ.get("HTTP_" + SESSION_HEADER.upper().replace("-", "_"))
+        state.record(
+            Entry(
+                id=state.next_id(),
+                started=started,
+                finished=time.time(),
+                session=session or DEFAULT_SESSION,
+                method=environ.get("REQUEST_METHOD", "GET"),
+                path=environ.get("PATH_INFO", "") or "/",
+                status=response.status_code,
+                endpoint="refused",
+                error_code="MOCKSKILL_BODY_TOO_LARGE",
+            )
+        )
+
+
+def _has_token(environ: WSGIEnvironment, token: str) -> bool:
+    """Whether the request carries *token* (Authorization: Bearer, or Mockskill-Admin-Token)."""
+    wanted = token.encode("utf-8")
+    given = []
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    scheme, _, credentials = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer":
+        given.append(credentials.strip())
+    header = environ.get("HTTP_" + ADMIN_TOKEN_HEADER.upper().replace("-", "_"))
+    if header is not None:
+        given.append(header.strip())
+    # WSGI header values are the raw bytes decoded as latin-1: compare bytes.
+    return any(
+        secrets.compare_digest(value.encode("latin-1", "replace"), wanted) for value in given
+    )
+
+
+def _token_required() -> Response:
+    message = (
+        "this server's admin surface needs its admin token: send"
+        f" 'Authorization: Bearer TOKEN' or '{ADMIN_TOKEN_HEADER}: TOKEN'"
+    )
+    details = {"headers": ["Authorization: Bearer TOKEN", f"{ADMIN_TOKEN_HEADER}: TOKEN"]}
+    response = _error_response(401, "MOCKSKILL_ADMIN_TOKEN_REQUIRED", message, details)
+    response.headers["WWW-Authenticate"] = 'Bearer realm="mockskill-admin"'
+    return response
+
+
+def _too_large(limit: int) -> Response:
+    message = (
+        f"the request body is over this server's limit of {limit} bytes"
+        " (mockskill serve --max-body BYTES, or Server(max_body_bytes=...), raises it)"
+    )
+    return _error_response(413, "MOCKSKILL_BODY_TOO_LARGE", message, {"max_body_bytes": limit})
+
+
+def _preflight() -> Response:
+    response = Response(status=204)
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
+    response.headers["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
+    response.headers["Access-Control-Max-Age"] = "600"
+    return response
+
+
+def _with_cors(start_response: StartResponse) -> StartResponse:
+    def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+        headers = [h for h in headers if h[0].lower() != "access-control-allow-origin"]
+        headers.append(("Access-Control-Allow-Origin", "*"))
+        headers.append(("Access-Control-Expose-Headers", "*"))
+        return start_response(status, headers, *args)
+
+    return start
+
+
+def create_app(
+    engine: Engine | None = None,
+    *,
+    admin_token: str | None = None,
+    max_body_bytes: int | None = DEFAULT_MAX_BODY,
+    cors: bool = False,
+) -> Flask:
     """A Flask app serving *engine* (by default: no scenarios, a fresh state).
+
+    *admin_token*, *max_body_bytes* and *cors* are the safe defaults of
+    docs/security.md (None for *max_body_bytes*: no limit).
 
     An engine made here is opened here; one passed in is opened by its owner
     (:class:`~mockskill.server.Server` does, when it binds its port).
@@ -66,7 +221,9 @@ def create_app(engine: Engine | None = None) -> Flask:
     app = Flask("mockskill")
     app.extensions["mockskill"] = engine
     app.register_blueprint(admin.blueprint(engine), url_prefix=ADMIN_PREFIX)
-    app.wsgi_app = SkillSurface(engine, app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
+        engine, app.wsgi_app, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
+    )
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -82,6 +239,8 @@ def create_app(engine: Engine | None = None) -> Flask:
     return app
 
 
-def _error_response(status: int, code: str, message: str) -> Response:
-    rendered = tool_error(status, code, message, {})
+def _error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> Response:
+    rendered = tool_error(status, code, message, details or {})
     return Response(rendered.body, status=status, content_type="application/json")

@@ -18,12 +18,13 @@ from types import FrameType
 import click
 
 from . import __version__
+from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
 from .model import ScenarioSet
 from .problems import ScenarioError
 from .reader import MAX_DELAY_MS
 from .schema import SCHEMA_PATH
-from .server import Server, ServerError
+from .server import Server, ServerError, is_loopback
 from .validator import validate as validate_descriptor
 from .validator import validation_error
 
@@ -62,13 +63,62 @@ def cli() -> None:
 )
 @MAX_DELAY
 @click.option("--quiet", is_flag=True, help="Do not log each request.")
+@click.option(
+    "--admin-token",
+    metavar="TOKEN",
+    envvar="MOCKSKILL_ADMIN_TOKEN",
+    show_envvar=True,
+    default=None,
+    help="Ask every /__admin request for this token (Authorization: Bearer TOKEN);"
+    " needed to bind an address other than loopback.",
+)
+@click.option(
+    "--insecure-admin",
+    is_flag=True,
+    help="Allow a non-loopback --host without an admin token (anyone can use /__admin).",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(1),
+    default=DEFAULT_MAX_BODY,
+    show_default=True,
+    metavar="BYTES",
+    help="Refuse request bodies longer than this with 413.",
+)
+@click.option("--cors", is_flag=True, help="Send CORS headers and answer preflight requests.")
 def serve(
-    paths: tuple[Path, ...], host: str, port: int, seed: int | None, max_delay: int, quiet: bool
+    paths: tuple[Path, ...],
+    host: str,
+    port: int,
+    seed: int | None,
+    max_delay: int,
+    quiet: bool,
+    admin_token: str | None,
+    insecure_admin: bool,
+    max_body: int,
+    cors: bool,
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
+    if not is_loopback(host) and admin_token is None and insecure_admin:
+        click.echo(
+            f"mockskill: WARNING: --insecure-admin: /__admin on {host} takes no token;"
+            " anyone who can reach this port can reset or reconfigure the server."
+            " Pass --admin-token TOKEN to protect it.",
+            err=True,
+        )
     scenarios = _load_or_exit(paths, max_delay)
-    server = Server(scenarios, host=host, port=port, seed=seed, quiet=quiet)
     try:
+        server = Server(
+            scenarios,
+            host=host,
+            port=port,
+            seed=seed,
+            quiet=quiet,
+            admin_token=admin_token,
+            insecure_admin=insecure_admin,
+            max_body_bytes=max_body,
+            cors=cors,
+        )
         server.bind()
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
@@ -144,6 +194,10 @@ def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> 
         f"mockskill {__version__} serving {source} at {url}  (seed {server.seed}; Ctrl-C stops)",
         f"  list of skills: GET {url}/skills",
     ]
+    if server.admin_required:
+        lines.append(f"  admin: {url}/__admin asks for the admin token (the token is not shown)")
+    if server.cors:
+        lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
     width = max((len(s.id) for s in scenarios.skills), default=0)
     for scenario in scenarios.scenarios:
         lines.append(f"{scenario.name}  ({scenario.file})")

@@ -60,11 +60,21 @@ class Engine:
         """Serve *scenarios* from the next request on (requests in flight keep theirs).
 
         Raises ScenarioError, and keeps serving what it served, if this
-        server cannot play them.
+        server cannot play them. Outage windows of newly loaded scenarios
+        start now.
         """
         _check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
-        self.state.activate([s.name for s in scenarios.scenarios if s.outage])
+        # Outage windows start when a scenario is loaded; one kept as it was
+        # (the very object: Server.add, Server.remove) keeps its window.
+        served = self.scenarios.scenarios
+        self.state.activate(
+            [
+                s.name
+                for s in scenarios.scenarios
+                if s.outage and not any(s is old for old in served)
+            ]
+        )
         self.scenarios, self.table = scenarios, table
         if self._open:
             self.open()

@@ -124,6 +124,67 @@ def load_data(
     return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
 
 
+Source = ScenarioSet | str | FsPath | Mapping[str, Any]
+"""One source of scenarios: a set, YAML text (it has a newline), a path, or one scenario as data."""
+Scenarios = Source | Iterable[Source] | None
+
+
+def load_any(
+    source: Scenarios, *, max_delay_ms: int = MAX_DELAY_MS, name: str = "<text>"
+) -> ScenarioSet:
+    """One set from any source: None (the bundled scenarios), one source, or a list of them.
+
+    A list is checked as one set — every problem of every item at once, and
+    no clash between them. Texts and data in a list are named ``NAME[i]`` in
+    problems (and in default scenario names).
+    """
+    if source is None:
+        return load_paths([bundled_path()], max_delay_ms=max_delay_ms)
+    if isinstance(source, (ScenarioSet, str, FsPath, Mapping)):
+        return _load_one(source, max_delay_ms, name)
+    items = list(source)
+    if all(isinstance(item, (str, FsPath)) and not _is_text(item) for item in items):
+        return load_paths(items, max_delay_ms=max_delay_ms)  # type: ignore[arg-type]
+    sets: list[ScenarioSet] = []
+    problems: list[Problem] = []
+    for i, item in enumerate(items):
+        try:
+            sets.append(_load_one(item, max_delay_ms, f"{name}[{i}]"))
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ScenarioError(problems)
+    return combine(sets)
+
+
+def _is_text(source: object) -> bool:
+    return isinstance(source, str) and "\n" in source
+
+
+def _load_one(source: Source, max_delay_ms: int, name: str) -> ScenarioSet:
+    if isinstance(source, ScenarioSet):
+        return source
+    if isinstance(source, Mapping):
+        return load_data(source, name.replace("text", "data", 1), max_delay_ms=max_delay_ms)
+    if _is_text(source):
+        assert isinstance(source, str)
+        return load_text(source, name, max_delay_ms=max_delay_ms)
+    return load_paths([source], max_delay_ms=max_delay_ms)
+
+
+def combine(sets: Iterable[ScenarioSet]) -> ScenarioSet:
+    """Several scenario sets served together.
+
+    Raises ScenarioError if scenario names, skill ids or routes clash.
+    """
+    scenarios = [scenario for each in sets for scenario in each.scenarios]
+    problems: list[Problem] = []
+    _check_unique(scenarios, problems)
+    if problems:
+        raise ScenarioError(problems)
+    return ScenarioSet(tuple(scenarios))
+
+
 def _finish(documents: list[Document], problems: list[Problem], max_delay_ms: int) -> ScenarioSet:
     per_file: dict[str, int] = {}
     for doc in documents:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import os
 import selectors
 import socket
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +38,13 @@ from werkzeug.serving import (
 )
 
 from . import __version__
-from .app import create_app
+from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
-from .loader import bundled_path, load_paths, load_text
+from .loader import Scenarios, Source, combine, load_any
 from .model import ScenarioSet
+from .problems import did_you_mean
 from .reader import MAX_DELAY_MS
-from .state import State
+from .state import Entry, State
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -72,6 +73,15 @@ class _Handler(WSGIRequestHandler):
     def server_version(self) -> str:  # type: ignore[override]
         return f"mockskill/{__version__}"
 
+    def log(self, type: str, message: str, *args: Any) -> None:
+        # Never log the admin token, wherever a client put it (the request
+        # line, a bad header echoed in an error): it is masked.
+        token = getattr(self.server, "secret", None)
+        if token:
+            message = (message % args).replace(token, "***").replace("%", "%%")
+            args = ()
+        super().log(type, message, *args)
+
 
 class _QuietHandler(_Handler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
@@ -80,6 +90,9 @@ class _QuietHandler(_Handler):
 
 class _WSGIServer(ThreadedWSGIServer):
     """Threaded Werkzeug server whose accept loop can be woken to stop."""
+
+    secret: str | None = None
+    """The admin token, masked in the request log."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._wake: tuple[int, int] | None = None
@@ -162,43 +175,77 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def _scenarios(
-    source: ScenarioSet | str | Path | Iterable[str | Path] | None, max_delay_ms: int
-) -> ScenarioSet:
-    if isinstance(source, ScenarioSet):
-        return source
-    if isinstance(source, str) and "\n" in source:
-        return load_text(source, max_delay_ms=max_delay_ms)
-    if source is None or isinstance(source, (str, Path)):
-        return load_paths([source or bundled_path()], max_delay_ms=max_delay_ms)
-    return load_paths(source, max_delay_ms=max_delay_ms)
+def is_loopback(host: str) -> bool:
+    """Whether *host* is only reachable from this machine (127.0.0.0/8, ::1, localhost)."""
+    host = host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
+
+
+def _exposed_without_token(host: str) -> str:
+    return (
+        f"refusing to serve on {host}, which is not a loopback address, without an admin"
+        " token: anyone who can reach it could reset or reconfigure this server. Pass"
+        " --admin-token TOKEN (or set MOCKSKILL_ADMIN_TOKEN; Server(admin_token=...)), or"
+        " --insecure-admin (Server(insecure_admin=True)) to serve the admin surface to anyone,"
+        " or bind 127.0.0.1"
+    )
 
 
 class Server:
     """mockskill on a port, served from a background thread.
 
     ``scenarios`` is a :class:`~mockskill.model.ScenarioSet`, YAML text, a
-    path, a list of paths, or None for the bundled scenarios. Port 0 picks a
-    free port; :attr:`url` tells which. Use as a context manager, or call
-    :meth:`start` and :meth:`stop`.
+    path, one scenario as a dict, a list of any of these (served together),
+    or None for the bundled scenarios. Port 0 picks a free port; :attr:`url`
+    tells which. Use as a context manager, or call :meth:`start` and
+    :meth:`stop`.
+
+    Safe defaults (docs/security.md): it listens on 127.0.0.1; any other
+    address needs *admin_token* (asked of every ``/__admin`` request) or
+    *insecure_admin*; bodies over *max_body_bytes* are refused with 413;
+    CORS headers are sent only with *cors*. (``mockskill serve
+    --insecure-admin`` prints a warning; this class trusts its caller.)
     """
 
     def __init__(
         self,
-        scenarios: ScenarioSet | str | Path | Iterable[str | Path] | None = None,
+        scenarios: Scenarios = None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
         seed: int | None = None,
         quiet: bool = True,
         max_delay_ms: int = MAX_DELAY_MS,
+        admin_token: str | None = None,
+        insecure_admin: bool = False,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        cors: bool = False,
     ) -> None:
+        if admin_token is not None and not admin_token.strip():
+            raise ServerError("the admin token is empty; give one of at least one character")
+        if not is_loopback(host) and admin_token is None and not insecure_admin:
+            raise ServerError(_exposed_without_token(host))
+        if max_body_bytes < 1:
+            raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         self.host = host
         self.state = State(seed=seed)
         self.engine = Engine(
-            _scenarios(scenarios, max_delay_ms), self.state, raw_socket=True, host=host
+            load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
-        self.app: Flask = create_app(self.engine)
+        self.app: Flask = create_app(
+            self.engine, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
+        )
+        self.max_body_bytes = max_body_bytes
+        self.cors = cors
+        self._admin_token = admin_token
+        self._max_delay_ms = max_delay_ms
+        self._changes = threading.Lock()
+        self._added = 0
         self._port = port
         self._quiet = quiet
         self._server: _WSGIServer | None = None
@@ -228,6 +275,59 @@ class Server:
     def invoke_url(self, skill_id: str) -> str:
         return f"{self.url}/skills/{skill_id}/invoke"
 
+    @property
+    def admin_required(self) -> bool:
+        """Whether ``/__admin`` asks for a token (the token itself is not exposed)."""
+        return self._admin_token is not None
+
+    # -- scenarios and state, from Python ------------------------------------
+
+    @property
+    def scenario_names(self) -> list[str]:
+        """The names of the scenarios served, in order."""
+        return [s.name for s in self.engine.scenarios.scenarios]
+
+    def add(self, scenarios: Source | Iterable[Source]) -> None:
+        """Serve *scenarios* beside the current ones, from the next request on.
+
+        YAML text, a dict, a path or a ScenarioSet (or a list of them),
+        checked whole first: a problem, or a scenario name, skill id or route
+        that clashes with one served, raises ScenarioError and changes
+        nothing. Requests in flight finish on the scenarios they started on.
+        """
+        with self._changes:
+            self._added += 1
+            new = load_any(
+                scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {self._added}>"
+            )
+            self.engine.load(combine([self.engine.scenarios, new]))
+
+    def remove(self, name: str) -> None:
+        """Stop serving scenario *name* (its skills and routes) from the next request on."""
+        with self._changes:
+            current = self.engine.scenarios.scenarios
+            kept = tuple(s for s in current if s.name != name)
+            if len(kept) == len(current):
+                names = [s.name for s in current]
+                hint = did_you_mean(name, names)
+                served = ", ".join(repr(n) for n in names) or "none"
+                raise KeyError(
+                    f"no scenario named {name!r} is served"
+                    + (f"; {hint}" if hint else "")
+                    + f" (served: {served})"
+                )
+            self.engine.load(ScenarioSet(kept))
+
+    def reset(self, session: str | None = None) -> None:
+        """Forget positions, random draws and journal: all of them, or one session's."""
+        self.state.reset(session)
+
+    def journal(self, session: str | None = None) -> list[Entry]:
+        """The requests answered, oldest first; all of them, or one session's."""
+        return self.state.journal(session)
+
+    # -- serving ---------------------------------------------------------------
+
     def bind(self) -> None:
         """Listen on the port (without serving yet); raise ServerError if it cannot."""
         if self._server is not None:
@@ -240,6 +340,7 @@ class Server:
             self._server = _WSGIServer(
                 self.host, self._port, self.app, handler=handler, fd=sock.fileno()
             )
+            self._server.secret = self._admin_token
         finally:
             sock.close()  # Werkzeug holds a duplicate of the descriptor
 

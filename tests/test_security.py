@@ -1,0 +1,259 @@
+"""Safe defaults: loopback unless told, the admin token, the body limit, CORS, no leaked secrets."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from mockskill import Server, ServerError, load_text
+from mockskill.cli import cli
+
+TOKEN = "s3cret-admin-token"
+SCENARIO = load_text("skills: [{id: echo}]", "sec.yaml")
+
+
+def raw(server: Server, request: bytes) -> bytes:
+    """Send *request* as is; return everything answered (the server closes after it)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
+
+
+@pytest.fixture
+def guarded() -> Iterator[Server]:
+    with Server(SCENARIO, admin_token=TOKEN) as server:
+        yield server
+
+
+# -- the admin token ------------------------------------------------------------------------
+
+
+def test_admin_without_the_token_is_refused_with_401(guarded: Server) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Mockskill-Admin-Token": "nope"}):
+        response = requests.post(f"{guarded.url}/__admin/reset", headers=headers, timeout=10)
+        assert response.status_code == 401
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="mockskill-admin"'
+        error = response.json()["error"]
+        assert error["code"] == "MOCKSKILL_ADMIN_TOKEN_REQUIRED"
+        assert "Authorization: Bearer TOKEN" in error["message"]
+        assert TOKEN not in response.text
+
+
+def test_admin_with_the_token_is_served(guarded: Server) -> None:
+    for headers in ({"Authorization": f"Bearer {TOKEN}"}, {"Mockskill-Admin-Token": TOKEN}):
+        response = requests.get(f"{guarded.url}/__admin/health", headers=headers, timeout=10)
+        assert response.status_code == 200
+        assert response.json()["status"] == "ok"
+
+
+def test_a_token_in_the_query_string_is_not_accepted(guarded: Server) -> None:
+    response = requests.get(f"{guarded.url}/__admin/health", params={"token": TOKEN}, timeout=10)
+    assert response.status_code == 401
+
+
+def test_the_skill_surface_and_token_endpoint_ignore_the_admin_token(guarded: Server) -> None:
+    assert requests.get(f"{guarded.url}/skills", timeout=10).status_code == 200
+    assert requests.post(guarded.invoke_url("echo"), timeout=10).status_code == 200
+    token = requests.post(f"{guarded.url}/oauth/token", timeout=10)
+    assert "MOCKSKILL_ADMIN_TOKEN_REQUIRED" not in token.text
+
+
+def test_without_a_token_admin_on_loopback_is_open() -> None:
+    with Server(SCENARIO) as server:
+        assert requests.get(f"{server.url}/__admin/health", timeout=10).status_code == 200
+
+
+def test_the_token_is_in_neither_the_journal_nor_the_request_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    with Server(SCENARIO, admin_token=TOKEN, quiet=False) as server:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        requests.post(server.invoke_url("echo"), headers=auth, timeout=10)
+        requests.get(f"{server.url}/__admin/health?token={TOKEN}", timeout=10)
+        requests.get(f"{server.url}/__admin/health", headers=auth, timeout=10)
+        entries = server.journal()
+    assert len(entries) == 1
+    assert all(TOKEN not in repr(entry) for entry in entries)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "/__admin/health" in logged
+    assert "token=***" in logged
+    assert TOKEN not in logged
+
+
+# -- where it listens -----------------------------------------------------------------------
+
+
+def test_a_non_loopback_address_without_a_token_is_refused() -> None:
+    with pytest.raises(ServerError) as caught:
+        Server(SCENARIO, host="0.0.0.0")
+    message = str(caught.value)
+    assert "0.0.0.0" in message
+    assert "--admin-token TOKEN" in message
+    assert "MOCKSKILL_ADMIN_TOKEN" in message
+    assert "--insecure-admin" in message
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_loopback_addresses_need_no_token(host: str) -> None:
+    Server(SCENARIO, host=host)  # constructed: not refused
+
+
+def test_a_non_loopback_address_with_a_token_starts() -> None:
+    with Server(SCENARIO, host="0.0.0.0", admin_token=TOKEN) as server:
+        assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+        assert requests.get(f"{server.url}/__admin/health", timeout=10).status_code == 401
+
+
+def test_insecure_admin_starts_without_a_token() -> None:
+    with Server(SCENARIO, host="0.0.0.0", insecure_admin=True) as server:
+        assert requests.get(f"{server.url}/__admin/health", timeout=10).status_code == 200
+
+
+def test_an_empty_token_is_refused() -> None:
+    with pytest.raises(ServerError, match="empty"):
+        Server(SCENARIO, admin_token="  ")
+
+
+def test_the_cli_refuses_a_non_loopback_host_without_a_token() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "0"], env={})
+    assert result.exit_code == 1
+    assert "--admin-token TOKEN" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_cli_warns_about_insecure_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Server, "serve_forever", Server.stop)  # bound: stop at once
+    result = CliRunner().invoke(
+        cli, ["serve", "--host", "0.0.0.0", "--port", "0", "--insecure-admin"], env={}
+    )
+    assert result.exit_code == 0, result.output
+    assert "WARNING: --insecure-admin" in result.stderr
+    assert "--admin-token TOKEN" in result.stderr
+
+
+def test_the_cli_reads_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+
+    def serve_forever(self: Server) -> None:
+        seen.append(self.admin_required)
+        self.stop()
+
+    monkeypatch.setattr(Server, "serve_forever", serve_forever)
+    result = CliRunner().invoke(
+        cli,
+        ["serve", "--host", "0.0.0.0", "--port", "0"],
+        env={"MOCKSKILL_ADMIN_TOKEN": TOKEN},
+    )
+    assert result.exit_code == 0, result.output
+    assert seen == [True]
+    assert "asks for the admin token" in result.output
+    assert TOKEN not in result.output
+
+
+# -- the body limit -------------------------------------------------------------------------
+
+
+def test_a_body_over_the_limit_is_refused_by_its_content_length() -> None:
+    with Server(SCENARIO, max_body_bytes=1000) as server:
+        ok = requests.post(server.invoke_url("echo"), data=b"x" * 1000, timeout=10)
+        assert ok.status_code == 200
+        response = requests.post(server.invoke_url("echo"), data=b"x" * 5000, timeout=10)
+        assert response.status_code == 413
+        error = response.json()["error"]
+        assert error["code"] == "MOCKSKILL_BODY_TOO_LARGE"
+        assert "1000 bytes" in error["message"]
+        admin = requests.post(f"{server.url}/__admin/validate", data=b"{" * 5000, timeout=10)
+        assert admin.status_code == 413
+        refused = server.journal()[-1]
+        assert (refused.status, refused.endpoint) == (413, "refused")
+        assert refused.error_code == "MOCKSKILL_BODY_TOO_LARGE"
+
+
+def test_the_default_limit_is_one_mebibyte(bundled: Server) -> None:
+    big = b"x" * (1024 * 1024 + 1)
+    response = requests.post(f"{bundled.url}/skills/nope/invoke", data=big, timeout=10)
+    assert response.status_code == 413
+
+
+def chunked(path: str, size: int, piece: int = 300) -> bytes:
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    body = b""
+    for start in range(0, size, piece):
+        part = b"y" * min(piece, size - start)
+        body += f"{len(part):x}\r\n".encode() + part + b"\r\n"
+    return head + body + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("path", ["/skills/echo/invoke", "/__admin/validate"])
+def test_a_chunked_body_over_the_limit_is_refused(path: str) -> None:
+    with Server(SCENARIO, max_body_bytes=1000) as server:
+        answer = raw(server, chunked(path, 5000))
+        assert answer.startswith(b"HTTP/1.1 413 ")
+        assert b"MOCKSKILL_BODY_TOO_LARGE" in answer
+
+
+def test_a_chunked_body_within_the_limit_is_served() -> None:
+    with Server(SCENARIO, max_body_bytes=1000) as server:
+        assert raw(server, chunked("/skills/echo/invoke", 900)).startswith(b"HTTP/1.1 200 ")
+        answer = raw(server, chunked("/__admin/validate", 900))
+        # A body of 'y's reached the validator (400: not JSON), not the limit.
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+
+
+# -- CORS -----------------------------------------------------------------------------------
+
+
+def test_no_cors_headers_unless_enabled() -> None:
+    with Server(SCENARIO) as server:
+        response = requests.get(f"{server.url}/skills", headers={"Origin": "http://a"}, timeout=10)
+        assert "Access-Control-Allow-Origin" not in response.headers
+        preflight = requests.options(
+            server.invoke_url("echo"),
+            headers={"Origin": "http://a", "Access-Control-Request-Method": "POST"},
+            timeout=10,
+        )
+        assert preflight.status_code != 204  # the engine answered it, as before
+        assert "Access-Control-Allow-Origin" not in preflight.headers
+
+
+def test_cors_adds_the_origin_header_and_answers_preflight() -> None:
+    with Server(SCENARIO, cors=True, admin_token=TOKEN, max_body_bytes=10) as server:
+        for response in (
+            requests.get(f"{server.url}/skills", timeout=10),
+            requests.post(server.invoke_url("echo"), timeout=10),
+            requests.get(f"{server.url}/skills/missing", timeout=10),
+            requests.get(f"{server.url}/__admin/health", timeout=10),  # 401
+            requests.post(server.invoke_url("echo"), data=b"x" * 20, timeout=10),  # 413
+        ):
+            assert response.headers["Access-Control-Allow-Origin"] == "*"
+        preflight = requests.options(
+            server.invoke_url("echo"),
+            headers={
+                "Origin": "http://a",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "Mockskill-Session, Content-Type",
+            },
+            timeout=10,
+        )
+        assert preflight.status_code == 204
+        assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+        assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+        allowed = preflight.headers["Access-Control-Allow-Headers"]
+        for header in (
+            "Mockskill-Session",
+            "Mockskill-Error",
+            "Skill-Protocol-Version",
+            "Authorization",
+            "Content-Type",
+            "X-API-Key",
+        ):
+            assert header in allowed
