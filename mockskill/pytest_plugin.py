@@ -1,0 +1,266 @@
+"""The pytest plugin: a mockskill server for a test run, and a session of it per test.
+
+It owns the fixtures ``mockskill_server`` (one :class:`~mockskill.server.Server`
+for the whole run, per xdist worker) and ``mockskill`` (a
+:class:`MockskillSession`: the test's own ``Mockskill-Session``, so that tests
+sharing the server never see each other's sequence positions or journal
+entries), the ``mockskill`` marker (scenarios of a test's own, served by a
+server of its own), the ``--mockskill-scenarios`` option and the
+``mockskill_scenarios`` ini setting, and the check after each test: requests
+of the test's session that matched nothing, or that mockskill itself refused
+(``MOCKSKILL_*`` errors, such as an exhausted sequence), fail a test that
+passed, and are shown beside the failure of a test that failed already.
+
+It is registered as the ``pytest11`` entry point ``mockskill``; no server
+starts until a test asks for one of its fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Generator, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .loader import bundled_path, load_any, load_paths
+from .problems import ScenarioError
+from .server import Server
+
+if TYPE_CHECKING:
+    from .model import ScenarioSet
+    from .state import Entry
+
+SESSION_HEADER = "Mockskill-Session"
+MARKER_KEYS = ("scenarios", "check")
+_MAX_NAME = 100
+
+_scenarios_key = pytest.StashKey["ScenarioSet | None"]()
+_session_key = pytest.StashKey["MockskillSession"]()
+_reports_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+class MockskillSession:
+    """One test's session of a mockskill server.
+
+    Send :attr:`headers` with every request (or at least
+    ``Mockskill-Session: <name>``): sequences then start afresh for this
+    test, and :meth:`journal` holds this test's requests and nobody else's.
+    """
+
+    def __init__(self, server: Server, name: str, *, check: bool = True) -> None:
+        self.server = server
+        self.name = name
+        self.check = check
+        """Whether server-side problems of this session fail the test."""
+        self._checked = 0  # the id of the last journal entry already checked
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``{"Mockskill-Session": name}``, a fresh dict to add to."""
+        return {SESSION_HEADER: self.name}
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def skill_url(self, skill_id: str) -> str:
+        return self.server.skill_url(skill_id)
+
+    def invoke_url(self, skill_id: str) -> str:
+        return self.server.invoke_url(skill_id)
+
+    def journal(self) -> list[Entry]:
+        """This session's requests, oldest first."""
+        return self.server.state.journal(self.name)
+
+    def reset(self) -> None:
+        """Start this session afresh: positions, random draws and journal entries."""
+        self.server.state.reset(self.name)
+
+    def problems(self) -> list[Entry]:
+        """Journal entries that show a problem: nothing matched, or mockskill refused."""
+        return [e for e in self.journal() if is_problem(e)]
+
+    def _unchecked_problems(self) -> list[Entry]:
+        entries = [e for e in self.journal() if e.id > self._checked]
+        if entries:
+            self._checked = entries[-1].id
+        return [e for e in entries if is_problem(e)] if self.check else []
+
+    def __repr__(self) -> str:
+        return f"<MockskillSession {self.name!r} at {self.url}>"
+
+
+def is_problem(entry: Entry) -> bool:
+    """Whether a request went wrong on the server's side (not a scripted error)."""
+    return entry.endpoint == "unmatched" or (entry.error_code or "").startswith("MOCKSKILL_")
+
+
+def format_problems(entries: Sequence[Entry], session: str) -> str:
+    """A readable list of problem entries, with near misses for unmatched requests."""
+    noun = "request" if len(entries) == 1 else "requests"
+    lines = [f"mockskill: {len(entries)} {noun} of session {session!r} went wrong:"]
+    for entry in entries:
+        if entry.endpoint == "unmatched":
+            lines.append(f"  {entry.method} {entry.path} matched nothing ({entry.status})")
+            for miss in entry.near_misses:
+                reasons = "; ".join(str(r) for r in miss.get("reasons", ()))
+                lines.append(f"    near miss {miss.get('route')}: {reasons}")
+        else:
+            lines.append(
+                f"  {entry.method} {entry.path} was answered {entry.status} {entry.error_code}"
+            )
+    return "\n".join(lines)
+
+
+def session_name(nodeid: str) -> str:
+    """A session name for a test: its node id in URL-safe characters, and a unique suffix."""
+    readable = re.sub(r"[^A-Za-z0-9._~-]+", "-", nodeid).strip("-")[-_MAX_NAME:].lstrip("-")
+    return f"{readable or 'test'}-{uuid.uuid4().hex[:8]}"
+
+
+def load_scenarios(items: Iterable[str | Path], base: Path, label: str) -> ScenarioSet:
+    """Paths (relative to *base*) and YAML texts (with a newline) as one checked set.
+
+    Raises :class:`ScenarioError` listing every problem of every item.
+    """
+    resolved: list[str | Path] = []
+    for item in items:
+        if isinstance(item, str) and "\n" in item:
+            resolved.append(item)
+            continue
+        path = Path(item)
+        if not path.is_absolute() and base != Path.cwd():
+            path = base / path  # else as given, so that problems name it as given
+        resolved.append(path)
+    return load_any(resolved, name=label)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mockskill", "mockskill (a scripted skill provider)")
+    group.addoption(
+        "--mockskill-scenarios",
+        action="append",
+        dest="mockskill_scenarios",
+        metavar="PATH",
+        default=None,
+        help="scenario file or folder for the mockskill_server fixture (repeatable; "
+        "default: the ini setting mockskill_scenarios, else the bundled scenarios)",
+    )
+    parser.addini(
+        "mockskill_scenarios",
+        type="linelist",
+        default=[],
+        help="scenario files or folders (relative to rootdir) for the mockskill_server fixture",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "mockskill(scenarios=[...], check=True): serve this test from a server of its own "
+        "on these scenarios (paths relative to the test file, or YAML text); "
+        "check=False: server-side problems do not fail the test",
+    )
+    # Configured scenarios are checked now, so that a bad file stops the run
+    # at once with its problem report (and not once per test).
+    given: list[str] | None = config.getoption("mockskill_scenarios", None)
+    if given:
+        base, items, label = config.invocation_params.dir, given, "--mockskill-scenarios"
+    else:
+        base, items = config.rootpath, config.getini("mockskill_scenarios")
+        label = "mockskill_scenarios (ini)"
+    if not items:
+        config.stash[_scenarios_key] = None
+        return
+    try:
+        config.stash[_scenarios_key] = load_scenarios(items, base, label)
+    except ScenarioError as exc:
+        raise pytest.UsageError(f"{label}: the scenarios cannot be served:\n{exc}") from None
+
+
+@pytest.fixture(scope="session")
+def mockskill_server(pytestconfig: pytest.Config) -> Generator[Server, None, None]:
+    """One mockskill server for the run: the configured scenarios, else the bundled ones."""
+    scenarios = pytestconfig.stash.get(_scenarios_key, None)
+    server = Server(scenarios if scenarios is not None else load_paths([bundled_path()]))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, None, None]:
+    """This test's own session of the shared server (or of its marker's own server)."""
+    item = request.node
+    marker = item.get_closest_marker("mockskill")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    unknown = sorted(set(kwargs) - set(MARKER_KEYS))
+    if marker is not None and (marker.args or unknown):
+        pytest.fail(
+            f"@pytest.mark.mockskill takes only keyword arguments {', '.join(MARKER_KEYS)}; "
+            f"found {', '.join([repr(a) for a in marker.args] + unknown)}",
+            pytrace=False,
+        )
+    own: Server | None = None
+    if kwargs.get("scenarios") is not None:
+        items = kwargs["scenarios"]
+        if isinstance(items, (str, Path)):
+            items = [items]
+        try:
+            own = Server(load_scenarios(items, item.path.parent, "mark.mockskill scenarios"))
+        except ScenarioError as exc:
+            report = str(exc)  # failed outside the handler: no "during handling" chain
+        else:
+            report = ""
+        if own is None:
+            pytest.fail(
+                f"@pytest.mark.mockskill: the scenarios cannot be served:\n{report}", pytrace=False
+            )
+        own.start()
+        server = own
+    else:
+        server = request.getfixturevalue("mockskill_server")
+    session = MockskillSession(
+        server, session_name(item.nodeid), check=bool(kwargs.get("check", True))
+    )
+    item.stash[_session_key] = session
+    try:
+        yield session
+        # Requests after the call (from other fixtures' teardown) are checked here.
+        late = session._unchecked_problems()
+        if late:
+            text = format_problems(late, session.name)
+            reports = item.stash.get(_reports_key, {})
+            if all(r.passed for r in reports.values()) and "call" in reports:
+                pytest.fail(text, pytrace=False)
+            item.add_report_section("teardown", "mockskill", text)
+    finally:
+        if own is not None:
+            own.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    item.stash.setdefault(_reports_key, {})[report.when] = report
+    session = item.stash.get(_session_key, None)
+    if session is None or report.when != "call":
+        return report
+    problems = session._unchecked_problems()
+    if not problems:
+        return report
+    text = format_problems(problems, session.name)
+    if report.passed and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = text
+    else:  # the test's own outcome stands; the problems are shown beside it
+        report.sections.append(("mockskill", text))
+    return report

@@ -1,0 +1,329 @@
+"""The pytest plugin, run on test modules of its own with pytester (also under xdist)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+import requests  # noqa: F401  # imported once here: in-process inner runs then share it
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+# Inner runs: plugins of this machine that would get in the way stay out.
+QUIET = ("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:cacheprovider")
+
+HEADER = """
+import pytest
+import requests
+"""
+
+
+def module(body: str) -> str:
+    return HEADER + textwrap.dedent(body)
+
+
+def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_inner=module(body))
+    return pytester.runpytest(*QUIET, *args)
+
+
+def test_a_test_gets_its_own_session_of_the_bundled_server(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_flaky(mockskill, mockskill_server):
+            assert mockskill.server is mockskill_server
+            assert mockskill.headers == {"Mockskill-Session": mockskill.name}
+            assert mockskill.url == mockskill_server.url
+            assert mockskill.skill_url("flaky") == mockskill.url + "/skills/flaky"
+            statuses = [
+                requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers).status_code
+                for _ in range(3)
+            ]
+            assert statuses == [503, 503, 200]
+            assert [e.status for e in mockskill.journal()] == [503, 503, 200]
+            assert {e.session for e in mockskill.journal()} == {mockskill.name}
+            mockskill.reset()
+            assert mockskill.journal() == []
+            again = requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers)
+            assert again.status_code == 503
+        """,
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_each_test_sees_sequences_from_their_start(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        names = []
+
+        @pytest.mark.parametrize("n", [1, 2, 3])
+        def test_flaky(mockskill, n):
+            names.append(mockskill.name)
+            statuses = [
+                requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers).status_code
+                for _ in range(3)
+            ]
+            assert statuses == [503, 503, 200]
+            assert len(mockskill.journal()) == 3
+            assert len(set(names)) == len(names)
+            assert "test_flaky" in mockskill.name
+        """,
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_an_unmatched_request_fails_a_passing_test_with_its_near_misses(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_typo(mockskill):
+            requests.get(mockskill.invoke_url("flaky"), headers=mockskill.headers)
+
+        def test_other_sessions_do_not_count(mockskill):
+            requests.get(mockskill.url + "/nowhere", headers={"Mockskill-Session": "someone"})
+            requests.get(mockskill.url + "/nowhere")  # the default session
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_typo _*",
+            "mockskill: 1 request of session 'test_inner.py-test_typo-*' went wrong:",
+            "  GET /skills/flaky/invoke matched nothing (404)",
+            "    near miss POST /skills/<id>/invoke: method GET is not POST",
+            "FAILED test_inner.py::test_typo - mockskill: 1 request*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_an_exhausted_sequence_fails_the_test_unless_the_marker_says_not_to_check(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        SCENARIO = (
+            "name: once\\nskills:\\n  - id: once\\n"
+            "    invoke: {end: fail, steps: [{json: {}}]}\\n"
+        )
+
+        @pytest.mark.mockskill(scenarios=SCENARIO)
+        def test_twice(mockskill):
+            for _ in range(2):
+                requests.post(mockskill.invoke_url("once"), headers=mockskill.headers)
+
+        @pytest.mark.mockskill(scenarios=SCENARIO, check=False)
+        def test_twice_on_purpose(mockskill):
+            for _ in range(2):
+                requests.post(mockskill.invoke_url("once"), headers=mockskill.headers)
+            assert len(mockskill.problems()) == 1
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["  POST /skills/once/invoke was answered 500 MOCKSKILL_SEQUENCE_EXHAUSTED"]
+    )
+
+
+def test_a_failing_test_keeps_its_failure_and_shows_the_problems_beside_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_broken(mockskill):
+            requests.delete(mockskill.skill_url("flaky"), headers=mockskill.headers)
+            assert 1 + 1 == 3, "the test's own failure"
+        """,
+    )
+    result.assert_outcomes(failed=1)  # once, and no error at teardown
+    result.stdout.fnmatch_lines(
+        [
+            "E * AssertionError: the test's own failure",
+            "*- mockskill -*",
+            "  DELETE /skills/flaky matched nothing (404)",
+            "    near miss GET /skills/<id>: method DELETE is not GET",
+            "FAILED test_inner.py::test_broken - AssertionError: the test's own failure",
+        ]
+    )
+
+
+def test_requests_from_a_later_fixture_teardown_are_checked_too(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        @pytest.fixture
+        def cleanup(mockskill):
+            yield
+            requests.get(mockskill.url + "/after", headers=mockskill.headers)
+
+        def test_fine(cleanup):
+            pass
+        """,
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ERROR at teardown of test_fine*", "  GET /after matched nothing*"]
+    )
+
+
+def test_the_marker_serves_its_own_scenarios_on_a_server_of_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".yaml", more="name: more\nskills:\n  - id: more\n")
+    result = run(
+        pytester,
+        """
+        own = []
+
+        @pytest.mark.mockskill(scenarios=["name: own\\nskills:\\n  - id: echo\\n", "more.yaml"])
+        def test_own(mockskill, mockskill_server):
+            own.append(mockskill.server)
+            assert mockskill.server is not mockskill_server
+            assert requests.post(mockskill.invoke_url("echo")).status_code == 200
+            assert requests.get(mockskill.skill_url("more")).status_code == 200
+            assert requests.get(mockskill.skill_url("flaky")).status_code == 404
+            mockskill.reset()
+
+        def test_stopped_after_the_test():
+            with pytest.raises(Exception, match="not started"):
+                own[0].url
+        """,
+    )
+    result.assert_outcomes(passed=2)
+
+
+def test_a_bad_scenario_in_the_marker_is_a_readable_setup_error(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        BAD = "name: bad\\nskills:\\n  - id: echo\\n    invoke: {eror: AUTH_REQUIRED}\\n"
+
+        @pytest.mark.mockskill(scenarios=BAD)
+        def test_bad(mockskill):
+            pass
+
+        @pytest.mark.mockskill(scenarios=["missing.yaml"])
+        def test_missing(mockskill):
+            pass
+
+        @pytest.mark.mockskill("missing.yaml")
+        def test_positional(mockskill):
+            pass
+        """,
+    )
+    result.assert_outcomes(errors=3)
+    output = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.mockskill: the scenarios cannot be served:",
+            "mark.mockskill scenarios[[]0[]]:4:*: skills[[]0[]].invoke.eror: *"
+            "did you mean 'error'?",
+            "1 problem in 1 file; nothing was loaded.",
+        ]
+    )
+    assert re.search(r"missing\.yaml:1:1: \(file\): expected a scenario file", output)
+    assert "takes only keyword arguments scenarios, check; found 'missing.yaml'" in output
+    assert "Traceback" not in output
+    assert "During handling" not in output
+
+
+def test_scenarios_from_the_command_line_and_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", cli="name: cli\nskills:\n  - id: from-cli\n")
+    pytester.mkdir("conf")
+    pytester.path.joinpath("conf", "ini.yaml").write_text("name: ini\nskills:\n  - id: from-ini\n")
+    pytester.makeini("[pytest]\nmockskill_scenarios =\n    conf/ini.yaml\n")
+    body = """
+        def test_which(mockskill, request):
+            served = [s["id"] for s in requests.get(mockskill.url + "/skills").json()["skills"]]
+            assert served == [request.config.getoption("expected")]
+        """
+    pytester.makeconftest("def pytest_addoption(parser):\n    parser.addoption('--expected')\n")
+    pytester.makepyfile(test_inner=module(body))
+    pytester.runpytest(*QUIET, "--expected", "from-ini").assert_outcomes(passed=1)
+    result = pytester.runpytest(
+        *QUIET, "--mockskill-scenarios", "cli.yaml", "--expected", "from-cli"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_a_bad_configured_scenario_stops_the_run_with_its_report(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".yaml", bad="name: bad\nskills:\n  - id: echo\n    tims: 2\n")
+    pytester.makepyfile(test_inner=module("def test_never(mockskill): pass\n"))
+    result = pytester.runpytest(*QUIET, "--mockskill-scenarios", "bad.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --mockskill-scenarios: the scenarios cannot be served:",
+            "bad.yaml:4:5: skills[[]0[]].tims: expected a known key, found unknown key 'tims'*",
+            "1 problem in 1 file; nothing was loaded.",
+        ]
+    )
+
+
+def test_the_marker_passes_strict_markers(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        @pytest.mark.mockskill(check=False)
+        def test_marked(mockskill):
+            requests.get(mockskill.url + "/nowhere", headers=mockskill.headers)
+        """,
+        "--strict-markers",
+    )
+    result.assert_outcomes(passed=1)
+    assert "mockskill(scenarios=" in pytester.runpytest(*QUIET, "--markers").stdout.str()
+
+
+def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run_xdist(
+        pytester,
+        """
+        import concurrent.futures
+
+        @pytest.mark.parametrize("n", range(8))
+        def test_flaky(mockskill, n):
+            def attempt(_):
+                return requests.post(
+                    mockskill.invoke_url("flaky-cycle"), headers=mockskill.headers
+                ).status_code
+            with concurrent.futures.ThreadPoolExecutor(3) as pool:
+                statuses = sorted(pool.map(attempt, range(3 * (n + 1))))
+            assert statuses == sorted([503, 503, 200] * (n + 1))
+            journal = mockskill.journal()
+            assert len(journal) == 3 * (n + 1)
+            assert {e.session for e in journal} == {mockskill.name}
+            assert len(mockskill.server.state.journal()) >= len(journal)
+        """,
+    )
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*2 workers*"])
+
+
+def run_xdist(pytester: pytest.Pytester, body: str) -> pytest.RunResult:
+    pytester.makepyfile(test_inner=module(body))
+    return pytester.runpytest_subprocess(*QUIET, "-n", "2", timeout=120)
+
+
+def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:
+    text = (ROOT / "docs" / "pytest.md").read_text()
+    (example,) = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    pytester.makepyfile(test_example=example)
+    result = pytester.runpytest(*QUIET, "--strict-markers")
+    result.assert_outcomes(passed=3)
