@@ -51,9 +51,7 @@ def test_console_blocks_are_split_into_commands_and_output() -> None:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the tour uses curl")
-@pytest.mark.parametrize(
-    "doc", [d for d in DOCS if blocks("console", d)], ids=lambda d: d.name
-)
+@pytest.mark.parametrize("doc", [d for d in DOCS if blocks("console", d)], ids=lambda d: d.name)
 def test_console_examples_print_what_they_show(doc: Path) -> None:
     steps = [step for block in blocks("console", doc) for step in console_steps(block)]
     assert steps
