@@ -11,13 +11,14 @@ import difflib
 import json
 from typing import Any
 
-from flask import Blueprint, Response, request, url_for
+from flask import Blueprint, Response, current_app, request, url_for
 
 from . import __version__
 from .catalog import render, unified_body
 from .engine import Engine
 from .validator import validate as validate_descriptor
 from .validator import validation_error
+from .watch import HEALTH_KEY, ReloadResult
 
 
 def blueprint(engine: Engine) -> Blueprint:
@@ -25,14 +26,24 @@ def blueprint(engine: Engine) -> Blueprint:
 
     @bp.get("/health")
     def health() -> dict[str, Any]:
+        """What is served; with ``reload`` (docs/reload.md) once the server watches or reloads.
+
+        ``status`` is about serving, so it stays ``ok`` when a reload failed:
+        the last good scenarios are still served. ``reload.status`` says
+        ``failed`` and ``reload.problems`` lists what is wrong.
+        """
         scenarios = engine.scenarios
-        return {
+        body: dict[str, Any] = {
             "status": "ok",
             "version": __version__,
             "seed": engine.state.seed,
             "scenarios": [s.name for s in scenarios.scenarios],
             "skills": len(scenarios.skills),
         }
+        reload = current_app.extensions.get(HEALTH_KEY)
+        if isinstance(reload, ReloadResult):
+            body["reload"] = reload.as_json()
+        return body
 
     @bp.post("/reset")
     def reset() -> dict[str, Any]:

@@ -21,12 +21,13 @@ from . import __version__
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
 from .model import ScenarioSet
-from .problems import ScenarioError
+from .problems import ScenarioError, format_report
 from .reader import MAX_DELAY_MS
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
 from .validator import validate as validate_descriptor
 from .validator import validation_error
+from .watch import ReloadResult
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 MAX_DELAY = click.option(
@@ -86,6 +87,12 @@ def cli() -> None:
     help="Refuse request bodies longer than this with 413.",
 )
 @click.option("--cors", is_flag=True, help="Send CORS headers and answer preflight requests.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Reload PATHS when a file in them changes; an invalid edit keeps the last good"
+    " scenarios serving (docs/reload.md).",
+)
 def serve(
     paths: tuple[Path, ...],
     host: str,
@@ -97,8 +104,14 @@ def serve(
     insecure_admin: bool,
     max_body: int,
     cors: bool,
+    watch: bool,
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
+    if watch and not paths:
+        raise click.UsageError(
+            "--watch reloads the scenario files you name: give their PATHs"
+            " (the bundled scenarios do not change while serving)"
+        )
     if not is_loopback(host) and admin_token is None and insecure_admin:
         click.echo(
             f"mockskill: WARNING: --insecure-admin: /__admin on {host} takes no token;"
@@ -123,6 +136,9 @@ def serve(
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
     click.echo(_banner(server, scenarios, paths))
+    if watch:
+        server.watch(paths, on_reload=_report_reload)
+        click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.shutdown()
@@ -185,6 +201,19 @@ def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
+
+
+def _report_reload(result: ReloadResult) -> None:
+    """One line to stderr per reload; a failed one with every problem first."""
+    if result.ok:
+        changed = ", ".join(result.changed) or "none"
+        removed = f"; removed: {', '.join(result.removed)}" if result.removed else ""
+        count = len(result.scenarios)
+        noun = "scenario" if count == 1 else "scenarios"
+        click.echo(f"mockskill: reloaded {count} {noun} (changed: {changed}{removed})", err=True)
+    else:
+        click.echo(format_report(result.problems), err=True)
+        click.echo("mockskill: reload failed; still serving the last good scenarios", err=True)
 
 
 def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> str:

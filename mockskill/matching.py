@@ -10,6 +10,7 @@ its near misses: the closest routes, each with the reasons it missed.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -85,7 +86,7 @@ class RoutingTable:
         self._describe = {
             sid: Target(
                 "describe",
-                f"skill/{sid}/describe",
+                skill_key(sid, "describe"),
                 Context.for_skill(sid, "describe"),
                 s.describe,
                 s,
@@ -93,7 +94,7 @@ class RoutingTable:
             for sid, s in self.skills.items()
         }
         self._invoke = {
-            sid: Target("invoke", f"skill/{sid}/invoke", Context.for_skill(sid), s.invoke, s)
+            sid: Target("invoke", skill_key(sid, "invoke"), Context.for_skill(sid), s.invoke, s)
             for sid, s in self.skills.items()
         }
         self._list = Target("list", "list", Context(None, f"{BASE_URL}/skills"))
@@ -102,7 +103,7 @@ class RoutingTable:
         self._route_targets = [
             Target(
                 "route",
-                f"route/{r.scenario}/{r.index}",
+                route_key(r),
                 Context(None, BASE_URL + r.path),
                 r.sequence,
                 route=r,
@@ -174,6 +175,26 @@ class RoutingTable:
         return tuple(
             {"route": label, "reasons": reasons} for *_, label, reasons in scored[:MAX_NEAR_MISSES]
         )
+
+
+def skill_key(skill_id: str, endpoint: str) -> str:
+    """The key of a skill endpoint's sequence in :class:`~mockskill.state.State`."""
+    return f"skill/{skill_id}/{endpoint}"
+
+
+def route_key(route: Route) -> str:
+    """The key of a free route's sequence in :class:`~mockskill.state.State`."""
+    return f"route/{route.scenario}/{route.index}"
+
+
+def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
+    """The keys of every sequence of *scenarios* (to restart them)."""
+    keys: set[str] = set()
+    for scenario in scenarios:
+        for skill in scenario.skills:
+            keys.update(skill_key(skill.id, endpoint) for endpoint in ("describe", "invoke"))
+        keys.update(route_key(route) for route in scenario.routes)
+    return keys
 
 
 def _bind(rules: list[Rule]) -> MapAdapter:

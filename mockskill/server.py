@@ -25,7 +25,9 @@ import os
 import selectors
 import socket
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +42,13 @@ from werkzeug.serving import (
 from . import __version__
 from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
-from .loader import Scenarios, Source, combine, load_any
+from .loader import Scenarios, Source, combine, load_any, load_paths
+from .matching import sequence_keys
 from .model import ScenarioSet
-from .problems import did_you_mean
+from .problems import ScenarioError, did_you_mean
 from .reader import MAX_DELAY_MS
 from .state import Entry, State
+from .watch import DEFAULT_INTERVAL, HEALTH_KEY, ReloadResult, Watcher
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -250,6 +254,7 @@ class Server:
         self._quiet = quiet
         self._server: _WSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def port(self) -> int:
@@ -318,6 +323,82 @@ class Server:
                 )
             self.engine.load(ScenarioSet(kept))
 
+    def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
+        """Serve the scenarios in *paths* instead of the ones served, from the next request on.
+
+        The files are loaded whole first. If they have problems, nothing
+        changes: the last good scenarios go on being served, and the
+        result (also shown by ``/__admin/health``) has status ``failed``
+        and every problem. Otherwise they replace everything served
+        (scenarios added with :meth:`add` included). A scenario equal to
+        the one served under its name is kept as it was: its sequence
+        positions and outage window go on. A new or changed scenario's
+        sequences restart, for every session. Requests in flight finish
+        on the scenarios they started on.
+        """
+        paths = list(paths)
+        with self._changes:
+            try:
+                loaded = load_paths(paths, max_delay_ms=self._max_delay_ms)
+                old = {s.name: s for s in self.engine.scenarios.scenarios}
+                kept = tuple(old[s.name] if old.get(s.name) == s else s for s in loaded.scenarios)
+                self.engine.load(ScenarioSet(kept))
+            except ScenarioError as exc:
+                result = ReloadResult.failed(exc.problems)
+            else:
+                changed = [s for s in kept if not any(s is o for o in old.values())]
+                names = {s.name for s in kept}
+                removed = [s for s in old.values() if s.name not in names]
+                restarted = changed + removed + [old[s.name] for s in changed if s.name in old]
+                self.state.reset(keys=sequence_keys(restarted))
+                result = ReloadResult(
+                    "ok",
+                    time.time(),
+                    scenarios=tuple(s.name for s in kept),
+                    changed=tuple(s.name for s in changed),
+                    removed=tuple(s.name for s in removed),
+                )
+            self.app.extensions[HEALTH_KEY] = result
+            return result
+
+    def watch(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        on_reload: Callable[[ReloadResult], object] | None = None,
+    ) -> Watcher:
+        """Reload *paths* (see :meth:`reload`) whenever a file in them changes, until :meth:`stop`.
+
+        The files are polled every *interval* seconds (mockskill/watch.py).
+        *on_reload* is called with each result, on the watcher's thread.
+        ``/__admin/health`` shows the last result under ``reload`` (status
+        ``none`` until the first change).
+        """
+        self.stop_watching()
+        paths = list(paths)
+
+        def changed() -> None:
+            result = self.reload(paths)
+            if on_reload is not None:
+                on_reload(result)
+
+        self.app.extensions.setdefault(HEALTH_KEY, ReloadResult("none"))
+        self._watcher = Watcher(paths, changed, interval=interval).start()
+        return self._watcher
+
+    def stop_watching(self) -> None:
+        """Stop the watcher :meth:`watch` started, if any (a reload under way finishes)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
+
+    @property
+    def last_reload(self) -> ReloadResult | None:
+        """What the last :meth:`reload` did (None: never reloaded, nor watching)."""
+        result = self.app.extensions.get(HEALTH_KEY)
+        return result if isinstance(result, ReloadResult) else None
+
     def reset(self, session: str | None = None) -> None:
         """Forget positions, random draws and journal: all of them, or one session's."""
         self.state.reset(session)
@@ -351,6 +432,7 @@ class Server:
         try:
             self._server.run()
         finally:
+            self.stop_watching()
             self._server.server_close()
             self.engine.close()
             self._server = None
@@ -373,7 +455,8 @@ class Server:
         return self
 
     def stop(self) -> None:
-        """Stop accepting and close the port; requests in flight finish on their threads."""
+        """Stop watching and accepting, close the port; requests in flight finish."""
+        self.stop_watching()
         server, thread = self._server, self._thread
         if server is None:
             return
