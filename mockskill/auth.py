@@ -122,7 +122,7 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
     if request.method != "POST":
         return _oauth_error(400, "invalid_request", "the token endpoint takes POST")
     form = request.form
-    basic = _basic_credentials(request)
+    basic = basic_credentials(request)
     client_id = basic[0] if basic else form.get("client_id")
     client_secret = basic[1] if basic else form.get("client_secret")
     if form.get("grant_type") is None:
@@ -154,7 +154,7 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
     return _json(200, body)
 
 
-def _basic_credentials(request: Request) -> tuple[str, str] | None:
+def basic_credentials(request: Request) -> tuple[str, str] | None:
     header = request.headers.get("Authorization", "")
     if header[:6].lower() != "basic ":
         return None

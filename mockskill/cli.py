@@ -25,6 +25,7 @@ from .problems import ScenarioError, format_report
 from .reader import MAX_DELAY_MS
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
+from .state import DEFAULT_JOURNAL_SIZE
 from .validator import validate as validate_descriptor
 from .validator import validation_error
 from .watch import ReloadResult
@@ -88,6 +89,14 @@ def cli() -> None:
 )
 @click.option("--cors", is_flag=True, help="Send CORS headers and answer preflight requests.")
 @click.option(
+    "--journal-size",
+    type=click.IntRange(1),
+    default=DEFAULT_JOURNAL_SIZE,
+    show_default=True,
+    metavar="N",
+    help="Keep the newest N requests in the journal (GET /__admin/journal).",
+)
+@click.option(
     "--watch",
     is_flag=True,
     help="Reload PATHS when a file in them changes; an invalid edit keeps the last good"
@@ -104,6 +113,7 @@ def serve(
     insecure_admin: bool,
     max_body: int,
     cors: bool,
+    journal_size: int,
     watch: bool,
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
@@ -131,6 +141,7 @@ def serve(
             insecure_admin=insecure_admin,
             max_body_bytes=max_body,
             cors=cors,
+            journal_size=journal_size,
         )
         server.bind()
     except ServerError as exc:

@@ -128,6 +128,7 @@ class Engine:
             skill=_skill_id(target),
             scenario=None if isinstance(target, Miss) else target.scenario,
             near_misses=target.near_misses if isinstance(target, Miss) else (),
+            credential=_credential(request),
             **fields,
         )
         if connection is None:
@@ -160,6 +161,7 @@ class Engine:
                 path=request.path,
                 status=response.status_code,
                 endpoint="token",
+                credential=_client(request),
             )
         )
         return response
@@ -253,6 +255,25 @@ def _draw(
     delay = round(step.delay.draw(rng), 3) if step.delay else None
     execution = round(step.execution.draw(rng), 3) if step.execution else None
     return step, choice, delay, execution, rng.getrandbits(32)
+
+
+def _credential(request: Request) -> str | None:
+    """``KIND sha256:…`` for the credential *request* carries; never the secret itself."""
+    headers = request.headers
+    if "Authorization" not in headers and auth.API_KEY_HEADER not in headers:
+        return None  # the common case: nothing to hash
+    presented = auth.presented(request)
+    if presented is None:
+        return None
+    kind, secret = presented
+    return f"{kind} {auth.fingerprint(secret)}"
+
+
+def _client(request: Request) -> str | None:
+    """``client ID`` for the OAuth2 client a token request names (its id is no secret)."""
+    basic = auth.basic_credentials(request)
+    client_id = basic[0] if basic else request.form.get("client_id")
+    return f"client {client_id}" if client_id else None
 
 
 def _finished(entry: Entry, connection: Connection) -> Entry:

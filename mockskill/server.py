@@ -47,7 +47,7 @@ from .matching import sequence_keys
 from .model import ScenarioSet
 from .problems import ScenarioError, did_you_mean
 from .reader import MAX_DELAY_MS
-from .state import Entry, State
+from .state import DEFAULT_JOURNAL_SIZE, Entry, State
 from .watch import DEFAULT_INTERVAL, HEALTH_KEY, ReloadResult, Watcher
 
 if TYPE_CHECKING:
@@ -214,6 +214,7 @@ class Server:
     *insecure_admin*; bodies over *max_body_bytes* are refused with 413;
     CORS headers are sent only with *cors*. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
+    The request journal keeps the newest *journal_size* entries.
     """
 
     def __init__(
@@ -229,6 +230,7 @@ class Server:
         insecure_admin: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         cors: bool = False,
+        journal_size: int = DEFAULT_JOURNAL_SIZE,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -236,8 +238,10 @@ class Server:
             raise ServerError(_exposed_without_token(host))
         if max_body_bytes < 1:
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
+        if journal_size < 1:
+            raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state = State(seed=seed)
+        self.state = State(seed=seed, journal_size=journal_size)
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )

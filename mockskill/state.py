@@ -64,9 +64,14 @@ class Entry:
     client_left: float | None = None
     """Wall-clock time the client closed the connection before the answer (its timeout)."""
     near_misses: tuple[dict[str, Any], ...] = ()
+    credential: str | None = None
+    """The credential the request carried, as its kind and a fingerprint
+    (``bearer sha256:…``, ``api_key sha256:…``; ``client ID`` at the token
+    endpoint); never the secret. None: no credential was presented."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["retry"] = None if self.retry is None else self.retry.as_json()
         data["near_misses"] = list(self.near_misses)
         return data
 
@@ -104,6 +109,8 @@ class State:
         journal_size: int = DEFAULT_JOURNAL_SIZE,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
+        if journal_size < 1:
+            raise ValueError(f"journal_size must be at least 1, not {journal_size}")
         if seed is None:
             seed = random.SystemRandom().randrange(2**32)
         self.seed = seed
@@ -141,6 +148,13 @@ class State:
     def record(self, entry: Entry) -> None:
         with self._lock:
             self._journal.append(entry)
+
+    @property
+    def capacity(self) -> int:
+        """How many entries the journal keeps (the oldest go first beyond it)."""
+        maxlen = self._journal.maxlen
+        assert maxlen is not None
+        return maxlen
 
     def journal(self, session: str | None = None) -> list[Entry]:
         """Recorded requests, oldest first, optionally of one session."""
