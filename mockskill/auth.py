@@ -155,6 +155,7 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
 
 
 def basic_credentials(request: Request) -> tuple[str, str] | None:
+    """``(client_id, client_secret)`` from an HTTP Basic ``Authorization`` header, if any."""
     header = request.headers.get("Authorization", "")
     if header[:6].lower() != "basic ":
         return None
