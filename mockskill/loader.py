@@ -36,7 +36,7 @@ from .model import (
     Skill,
     Step,
 )
-from .problems import Path, Problem, ScenarioError, describe, did_you_mean
+from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
@@ -317,16 +317,11 @@ def _requirement(r: Reader, value: Any, path: Path) -> Requirement | None:
     if raw is None or not r.keys(raw, path, REQUIRES_KEYS):
         return None
     kind = raw.get("type", "oauth2")
-    if kind not in AUTH_TYPES:
-        r.bad(
-            (*path, "type"),
-            "one of " + ", ".join(AUTH_TYPES),
-            describe(kind),
-            did_you_mean(str(kind), AUTH_TYPES),
-        )
+    if not r.among(kind, (*path, "type"), AUTH_TYPES):
         return None
-    scopes = _scopes(r, raw.get("scopes", [DEFAULT_SCOPE]), (*path, "scopes"))
-    return None if scopes is None else Requirement(kind, tuple(raw.get("scopes", [DEFAULT_SCOPE])))
+    listed = raw.get("scopes", [DEFAULT_SCOPE])
+    scopes = _scopes(r, listed, (*path, "scopes"))
+    return None if scopes is None else Requirement(kind, tuple(listed))
 
 
 def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:

@@ -9,7 +9,7 @@ wrong at once, the way cfgv does.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from .model import Position
@@ -68,6 +68,26 @@ class Reader:
                 self.bad(path, f"the key {key!r}", "it missing")
                 ok = False
         return ok
+
+    def among(
+        self,
+        value: Any,
+        path: Path,
+        choices: Iterable[str],
+        *,
+        shown: Iterable[str] | None = None,
+    ) -> bool:
+        """Whether *value* is one of *choices*; if not, say so with a did-you-mean.
+
+        *shown* are the choices the problem lists, when not all of them are
+        meant to be written (a did-you-mean still looks at every choice).
+        """
+        choices = tuple(choices)
+        if isinstance(value, str) and value in choices:
+            return True
+        listed = ", ".join(choices if shown is None else shown)
+        self.bad(path, f"one of {listed}", describe(value), did_you_mean(str(value), choices))
+        return False
 
     def mapping(self, value: Any, path: Path, what: str) -> dict[Any, Any] | None:
         if isinstance(value, dict):

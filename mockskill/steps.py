@@ -22,7 +22,7 @@ from typing import Any
 from . import catalog, delays
 from .faults import FAULTS
 from .model import END_RULES, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
-from .problems import Path, describe, did_you_mean
+from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
 
 __all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]
@@ -76,13 +76,7 @@ def read_sequence(
             return None
         raw_steps, steps_path = value["steps"], (*path, "steps")
         end = value.get("end", "last")
-        if end not in END_RULES:
-            r.bad(
-                (*path, "end"),
-                "one of last, cycle, fail",
-                describe(end),
-                did_you_mean(str(end), END_RULES),
-            )
+        r.among(end, (*path, "end"), END_RULES)
         if not isinstance(raw_steps, list):
             r.bad(steps_path, "a list of steps", describe(raw_steps))
             return None
@@ -220,13 +214,7 @@ def _fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
     if "fault" not in raw:
         return None
     name = raw["fault"]
-    if not isinstance(name, str) or name not in FAULTS:
-        r.bad(
-            (*path, "fault"),
-            "one of " + ", ".join(FAULTS),
-            describe(name),
-            did_you_mean(str(name), FAULTS),
-        )
+    if not r.among(name, (*path, "fault"), FAULTS):
         return _BAD
     if "hang" in raw:
         r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)
@@ -326,13 +314,7 @@ def _error_reply(
     r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
 ) -> Reply | None:
     code = raw["error"]
-    if not isinstance(code, str) or code not in catalog.CATEGORIES:
-        r.bad(
-            (*path, "error"),
-            "one of " + ", ".join(catalog.SERVED_CODES),
-            describe(code),
-            did_you_mean(str(code), catalog.CODES),
-        )
+    if not r.among(code, (*path, "error"), catalog.CODES, shown=catalog.SERVED_CODES):
         return None
     category = catalog.CATEGORIES[code]
     if not category.sent_by_provider:
