@@ -19,12 +19,10 @@ from werkzeug.routing import Map, Rule
 
 from . import catalog
 from . import descriptor as descriptors
-from .auth import AUTH_TYPES, TOKEN_PATH
-from .catalog import DEFAULT_SCOPE, Context
+from .auth import TOKEN_PATH
+from .catalog import Context
+from .credentials import read_credentials, read_requirement
 from .model import (
-    Client,
-    Credentials,
-    Lifetime,
     Outage,
     Position,
     Reply,
@@ -43,8 +41,6 @@ from .steps import StepContext, read_sequence, read_step, single_step
 from .versions import Range, parse_version
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
-AUTH_KEYS = ("tokens", "api_keys", "clients", "token_lifetime")
-REQUIRES_KEYS = ("type", "scopes")
 SKILL_KEYS = (
     "id",
     "descriptor",
@@ -220,7 +216,7 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
     )
     seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
     outage = _read_outage(r, raw.get("outage"), ("outage",))
-    credentials = _read_credentials(r, raw.get("auth"), ("auth",))
+    credentials = read_credentials(r, raw.get("auth"), ("auth",))
     if len(r.problems) > before or name is None:
         return None
     return Scenario(
@@ -234,94 +230,6 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
         outage=outage,
         credentials=credentials,
     )
-
-
-def _read_credentials(r: Reader, value: Any, path: Path) -> Credentials:
-    """``auth: {tokens, api_keys, clients, token_lifetime}``: who may call, with which scopes."""
-    if value is None:
-        return Credentials()
-    raw = r.mapping(value, path, "{tokens: [...], api_keys: [...], clients: [...]}")
-    if raw is None or not r.keys(raw, path, AUTH_KEYS):
-        return Credentials()
-    tokens = _secrets(r, raw, path, "tokens", ("token", "scopes"))
-    keys = _secrets(r, raw, path, "api_keys", ("key", "scopes"))
-    clients = {}
-    for item, where in _items(r, raw, path, "clients"):
-        if r.keys(
-            item, where, ("client_id", "client_secret", "scopes"), ("client_id", "client_secret")
-        ):
-            client_id = r.string(item, "client_id", where)
-            secret = r.string(item, "client_secret", where)
-            scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
-            if client_id is not None and secret is not None and scopes is not None:
-                clients[client_id] = Client(client_id, secret, scopes)
-    lifetime = Lifetime()
-    if raw.get("token_lifetime") is not None:
-        life = r.mapping(raw["token_lifetime"], (*path, "token_lifetime"), "{seconds: N, uses: N}")
-        if life is not None and r.keys(life, (*path, "token_lifetime"), ("seconds", "uses")):
-            where = (*path, "token_lifetime")
-            seconds = (
-                r.integer(life, "seconds", where, default=0, minimum=1)
-                if "seconds" in life
-                else None
-            )
-            uses = r.integer(life, "uses", where, default=0, minimum=1) if "uses" in life else None
-            lifetime = Lifetime(seconds, uses)
-    return Credentials(tokens, keys, clients, lifetime)
-
-
-def _items(
-    r: Reader, raw: dict[str, Any], path: Path, key: str
-) -> list[tuple[dict[str, Any], Path]]:
-    items = raw.get(key, [])
-    if not isinstance(items, list):
-        r.bad((*path, key), f"a list of {key}", describe(items))
-        return []
-    out = []
-    for i, item in enumerate(items):
-        where = (*path, key, i)
-        mapping = r.mapping(item, where, f"one of the {key} (a mapping)")
-        if mapping is not None:
-            out.append((mapping, where))
-    return out
-
-
-def _secrets(
-    r: Reader, raw: dict[str, Any], path: Path, key: str, keys: tuple[str, str]
-) -> dict[str, frozenset[str]]:
-    out = {}
-    name = keys[0]
-    for item, where in _items(r, raw, path, key):
-        if r.keys(item, where, keys, required=(name,)):
-            secret = r.string(item, name, where)
-            scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
-            if secret is not None and scopes is not None:
-                out[secret] = scopes
-    return out
-
-
-def _scopes(r: Reader, value: Any, path: Path) -> frozenset[str] | None:
-    if isinstance(value, list) and all(isinstance(s, str) and s and " " not in s for s in value):
-        return frozenset(value)
-    r.bad(path, "a list of scopes (strings without spaces)", describe(value))
-    return None
-
-
-def _requirement(r: Reader, value: Any, path: Path) -> Requirement | None:
-    """``requires: true`` or ``{type: oauth2|bearer|api_key, scopes: [...]}``."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return Requirement("oauth2", (DEFAULT_SCOPE,))
-    raw = r.mapping(value, path, "true, or {type: oauth2|bearer|api_key, scopes: [...]}")
-    if raw is None or not r.keys(raw, path, REQUIRES_KEYS):
-        return None
-    kind = raw.get("type", "oauth2")
-    if not r.among(kind, (*path, "type"), AUTH_TYPES):
-        return None
-    listed = raw.get("scopes", [DEFAULT_SCOPE])
-    scopes = _scopes(r, listed, (*path, "scopes"))
-    return None if scopes is None else Requirement(kind, tuple(listed))
 
 
 def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
@@ -365,7 +273,7 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     if skill_id is not None and not _NAME.fullmatch(skill_id):
         r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
-    requires = _requirement(r, raw.get("requires"), (*path, "requires"))
+    requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
     unreachable = raw.get("unreachable", False)
     if not isinstance(unreachable, bool):
         r.bad((*path, "unreachable"), "true or false", describe(unreachable))
