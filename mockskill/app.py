@@ -9,7 +9,8 @@ client that left), and its routing would only repeat the engine's.
 
 The dispatcher also enforces the safe defaults (docs/security.md) for
 both paths at once: bodies over a limit are refused with 413, ``/__admin``
-asks for the admin token when one is set, and CORS headers are added only
+asks for the admin token when one is set (not for the dashboard's static
+files, which hold no data), and CORS headers are added only
 when enabled.
 
 There is no module-level app: each server (and each test) builds its own.
@@ -28,10 +29,11 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin
+from . import admin, dashboard
 from .catalog import tool_error
 from .engine import SESSION_HEADER, Engine
 from .model import ScenarioSet
+from .registry import Registry
 from .state import DEFAULT_SESSION, Entry, State
 
 if TYPE_CHECKING:
@@ -87,7 +89,12 @@ class SkillSurface:
                 self._record_refusal(environ, started, response)
             return response(environ, start_response)
         if admin:
-            if self.admin_token is not None and not _has_token(environ, self.admin_token):
+            # The dashboard's static files hold no data: served without the token, the
+            # page can ask for it (every request it then makes for data carries it).
+            method = environ.get("REQUEST_METHOD", "")
+            public = dashboard.is_public(path[len(ADMIN_PREFIX) :], method)
+            token = self.admin_token
+            if token is not None and not public and not _has_token(environ, token):
                 return _token_required()(environ, start_response)
             return self.admin_app(environ, start_response)
         req = Request(environ)
@@ -203,24 +210,33 @@ def _with_cors(start_response: StartResponse) -> StartResponse:
 def create_app(
     engine: Engine | None = None,
     *,
+    registry: Registry | None = None,
     admin_token: str | None = None,
     max_body_bytes: int | None = DEFAULT_MAX_BODY,
     cors: bool = False,
 ) -> Flask:
     """A Flask app serving *engine* (by default: no scenarios, a fresh state).
 
+    *registry* is what changes the engine's scenarios (``/__admin/scenarios``);
+    given one, *engine* is its engine; without, one is made for *engine*.
     *admin_token*, *max_body_bytes* and *cors* are the safe defaults of
     docs/security.md (None for *max_body_bytes*: no limit).
 
     An engine made here is opened here; one passed in is opened by its owner
     (:class:`~mockskill.server.Server` does, when it binds its port).
     """
+    if registry is not None:
+        if engine is not None and engine is not registry.engine:
+            raise ValueError("create_app: the engine is not the registry's engine")
+        engine = registry.engine
     if engine is None:
         engine = Engine(ScenarioSet(), State())
         engine.open()
+    if registry is None:
+        registry = Registry(engine)
     app = Flask("mockskill")
     app.extensions["mockskill"] = engine
-    app.register_blueprint(admin.blueprint(engine), url_prefix=ADMIN_PREFIX)
+    app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
         engine, app.wsgi_app, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
     )

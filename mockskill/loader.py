@@ -58,8 +58,8 @@ OUTAGE_KEYS = ("start", "duration", "step")
 ROUTE_KEYS = ("path", "method", "steps", "end")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
-_NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
+SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
+NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
 
 
 def bundled_path() -> FsPath:
@@ -205,8 +205,8 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
     r.keys(raw, (), SCENARIO_KEYS, required=() if single else ("name",))
     stem = re.sub(r"[^A-Za-z0-9._~-]+", "-", FsPath(r.doc.file).stem).strip("-._~") or "scenario"
     name = r.string(raw, "name", (), default=stem if single else None)
-    if name is not None and not _NAME.fullmatch(name):
-        r.bad(("name",), _NAME_TEXT, describe(name))
+    if name is not None and not SCENARIO_NAME.fullmatch(name):
+        r.bad(("name",), NAME_TEXT, describe(name))
     description = r.string(raw, "description", (), default="") or ""
     if "skills" not in raw and "routes" not in raw:
         r.bad((), "at least one of skills or routes", describe(raw))
@@ -270,8 +270,8 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     before = len(r.problems)
     r.keys(raw, path, SKILL_KEYS, required=("id",))
     skill_id = r.string(raw, "id", path)
-    if skill_id is not None and not _NAME.fullmatch(skill_id):
-        r.bad((*path, "id"), _NAME_TEXT, describe(skill_id))
+    if skill_id is not None and not SCENARIO_NAME.fullmatch(skill_id):
+        r.bad((*path, "id"), NAME_TEXT, describe(skill_id))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
     requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
     unreachable = raw.get("unreachable", False)

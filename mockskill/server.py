@@ -14,6 +14,11 @@ Two things differ from ``werkzeug.serving.make_server``:
 - the accept loop waits on the socket *and* a wake-up pipe, so that
   :meth:`Server.stop` (and SIGTERM) take effect at once instead of at the
   next 0.5 s poll.
+
+Which scenarios are loaded and served, and every change to them (add,
+remove, activate, reload …), is :mod:`mockskill.registry`'s: a Server
+builds one :class:`~mockskill.registry.Registry` around its engine, shares
+it with the admin API, and its scenario methods delegate to it.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import ipaddress
+import itertools
 import os
 import selectors
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
@@ -41,14 +46,14 @@ from werkzeug.serving import (
 
 from . import __version__
 from .app import DEFAULT_MAX_BODY, create_app
+from .audit import Policy
+from .audit import report as audit_report
 from .engine import Engine
-from .loader import Scenarios, Source, combine, load_any, load_paths
-from .matching import sequence_keys
-from .model import ScenarioSet
-from .problems import ScenarioError, did_you_mean
+from .loader import Scenarios, Source, load_any
 from .reader import MAX_DELAY_MS
+from .registry import LoadedScenario, Registry
 from .state import DEFAULT_JOURNAL_SIZE, Entry, State
-from .watch import DEFAULT_INTERVAL, HEALTH_KEY, ReloadResult, Watcher
+from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -245,15 +250,19 @@ class Server:
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
+        self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
+        """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
         self.app: Flask = create_app(
-            self.engine, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
+            registry=self.registry,
+            admin_token=admin_token,
+            max_body_bytes=max_body_bytes,
+            cors=cors,
         )
         self.max_body_bytes = max_body_bytes
         self.cors = cors
         self._admin_token = admin_token
         self._max_delay_ms = max_delay_ms
-        self._changes = threading.Lock()
-        self._added = 0
+        self._added = itertools.count(1)
         self._port = port
         self._quiet = quiet
         self._server: _WSGIServer | None = None
@@ -289,43 +298,61 @@ class Server:
         """Whether ``/__admin`` asks for a token (the token itself is not exposed)."""
         return self._admin_token is not None
 
-    # -- scenarios and state, from Python ------------------------------------
+    # -- scenarios and state, from Python (mockskill/registry.py does the work) --------
 
     @property
     def scenario_names(self) -> list[str]:
-        """The names of the scenarios served, in order."""
+        """The names of the scenarios served (the active ones), in order."""
         return [s.name for s in self.engine.scenarios.scenarios]
 
-    def add(self, scenarios: Source | Iterable[Source]) -> None:
+    @property
+    def scenarios(self) -> tuple[LoadedScenario, ...]:
+        """Every loaded scenario, active or not, in order: name, origin, active, times."""
+        return self.registry.scenarios
+
+    def add(
+        self,
+        scenarios: Source | Iterable[Source],
+        *,
+        active: bool = True,
+        replace: bool = False,
+    ) -> tuple[LoadedScenario, ...]:
         """Serve *scenarios* beside the current ones, from the next request on.
 
         YAML text, a dict, a path or a ScenarioSet (or a list of them),
         checked whole first: a problem, or a scenario name, skill id or route
         that clashes with one served, raises ScenarioError and changes
         nothing. Requests in flight finish on the scenarios they started on.
+        With *replace*, a scenario takes the place of the loaded one of its
+        name (its sequences restart); with ``active=False`` it is loaded but
+        not served until :meth:`activate`, and may then share skill ids and
+        routes with served ones. Returns the scenarios as loaded.
         """
-        with self._changes:
-            self._added += 1
-            new = load_any(
-                scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {self._added}>"
-            )
-            self.engine.load(combine([self.engine.scenarios, new]))
+        new = load_any(
+            scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
+        )
+        return self.registry.add(new, active=active, replace=replace)
 
     def remove(self, name: str) -> None:
-        """Stop serving scenario *name* (its skills and routes) from the next request on."""
-        with self._changes:
-            current = self.engine.scenarios.scenarios
-            kept = tuple(s for s in current if s.name != name)
-            if len(kept) == len(current):
-                names = [s.name for s in current]
-                hint = did_you_mean(name, names)
-                served = ", ".join(repr(n) for n in names) or "none"
-                raise KeyError(
-                    f"no scenario named {name!r} is served"
-                    + (f"; {hint}" if hint else "")
-                    + f" (served: {served})"
-                )
-            self.engine.load(ScenarioSet(kept))
+        """Stop serving scenario *name* (its skills and routes) from the next request on.
+
+        It is unloaded, served or not; an unknown name raises KeyError
+        saying which are loaded, with a did-you-mean.
+        """
+        self.registry.remove(name)
+
+    def activate(self, name: str) -> LoadedScenario:
+        """Serve the loaded scenario *name* from the next request on, from its first steps.
+
+        Its sequences and outage window restart. Raises ScenarioError if an
+        active scenario serves one of its skill ids or routes (deactivate
+        that one first), KeyError if no scenario of that name is loaded.
+        """
+        return self.registry.activate(name)
+
+    def deactivate(self, name: str) -> LoadedScenario:
+        """Stop serving scenario *name* from the next request on; it stays loaded (KeyError)."""
+        return self.registry.deactivate(name)
 
     def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
         """Serve the scenarios in *paths* instead of the ones served, from the next request on.
@@ -333,37 +360,15 @@ class Server:
         The files are loaded whole first. If they have problems, nothing
         changes: the last good scenarios go on being served, and the
         result (also shown by ``/__admin/health``) has status ``failed``
-        and every problem. Otherwise they replace everything served
+        and every problem. Otherwise they replace everything loaded
         (scenarios added with :meth:`add` included). A scenario equal to
         the one served under its name is kept as it was: its sequence
-        positions and outage window go on. A new or changed scenario's
-        sequences restart, for every session. Requests in flight finish
-        on the scenarios they started on.
+        positions and outage window go on (and it stays inactive if it
+        was deactivated). A new or changed scenario's sequences restart,
+        for every session. Requests in flight finish on the scenarios
+        they started on.
         """
-        paths = list(paths)
-        with self._changes:
-            try:
-                loaded = load_paths(paths, max_delay_ms=self._max_delay_ms)
-                old = {s.name: s for s in self.engine.scenarios.scenarios}
-                kept = tuple(old[s.name] if old.get(s.name) == s else s for s in loaded.scenarios)
-                self.engine.load(ScenarioSet(kept))
-            except ScenarioError as exc:
-                result = ReloadResult.failed(exc.problems)
-            else:
-                changed = [s for s in kept if not any(s is o for o in old.values())]
-                names = {s.name for s in kept}
-                removed = [s for s in old.values() if s.name not in names]
-                restarted = changed + removed + [old[s.name] for s in changed if s.name in old]
-                self.state.reset(keys=sequence_keys(restarted))
-                result = ReloadResult(
-                    "ok",
-                    time.time(),
-                    scenarios=tuple(s.name for s in kept),
-                    changed=tuple(s.name for s in changed),
-                    removed=tuple(s.name for s in removed),
-                )
-            self.app.extensions[HEALTH_KEY] = result
-            return result
+        return self.registry.reload(paths)
 
     def watch(
         self,
@@ -387,7 +392,7 @@ class Server:
             if on_reload is not None:
                 on_reload(result)
 
-        self.app.extensions.setdefault(HEALTH_KEY, ReloadResult("none"))
+        self.registry.watched()
         self._watcher = Watcher(paths, changed, interval=interval).start()
         return self._watcher
 
@@ -400,8 +405,7 @@ class Server:
     @property
     def last_reload(self) -> ReloadResult | None:
         """What the last :meth:`reload` did (None: never reloaded, nor watching)."""
-        result = self.app.extensions.get(HEALTH_KEY)
-        return result if isinstance(result, ReloadResult) else None
+        return self.registry.last_reload
 
     def reset(self, session: str | None = None) -> None:
         """Forget positions, random draws and journal: all of them, or one session's."""
@@ -410,6 +414,15 @@ class Server:
     def journal(self, session: str | None = None) -> list[Entry]:
         """The requests answered, oldest first; all of them, or one session's."""
         return self.state.journal(session)
+
+    def report(self, session: str | None = None, policy: Policy | None = None) -> dict[str, Any]:
+        """The retry audit and category coverage (docs/audit.md): every session's, or *session*'s.
+
+        The same document as ``GET /__admin/report``; pass it to
+        :func:`mockskill.audit.assert_clean` to fail a test on findings.
+        """
+        sessions = None if session is None else [session]
+        return audit_report(self.state.journal(), policy or Policy(), sessions=sessions)
 
     # -- serving ---------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 This module owns noticing that scenario files changed (:class:`Watcher`)
 and the record of the last reload (:class:`ReloadResult`, shown by
 ``/__admin/health``). Loading and swapping the scenarios is
-:meth:`mockskill.server.Server.reload`'s job; this module never touches a
+:meth:`mockskill.registry.Registry.reload`'s job; this module never touches a
 server.
 
 The watcher polls: every *interval* seconds it lists the watched files
@@ -29,9 +29,6 @@ from .problems import Problem
 
 DEFAULT_INTERVAL = 0.5
 """Seconds between two looks at the watched files."""
-
-HEALTH_KEY = "mockskill.reload"
-"""Where a server keeps its last :class:`ReloadResult` (in its Flask app's ``extensions``)."""
 
 Snapshot = frozenset[tuple[str, int, int]]
 
