@@ -37,6 +37,8 @@ MAX_DELAY = click.option(
     default=MAX_DELAY_MS,
     show_default=True,
     metavar="MS",
+    envvar="MOCKSKILL_MAX_DELAY",
+    show_envvar=True,
     help="Longest wait a step may script (delay, hang, execution); longer ones are refused.",
 )
 
@@ -48,23 +50,48 @@ def cli() -> None:
 
 
 @cli.command()
-@PATHS
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+# Every serve setting can come from the environment too (MOCKSKILL_*), so that
+# a container is configured the way containers are: the Docker image sets
+# some of them (docs/docker.md). A command-line value wins over the variable.
+@click.argument(
+    "paths",
+    nargs=-1,
+    type=click.Path(path_type=Path),
+    envvar="MOCKSKILL_SCENARIOS",  # several joined with ':' (os.pathsep)
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="MOCKSKILL_HOST",
+    show_envvar=True,
+    help="Address to bind.",
+)
 @click.option(
     "--port",
     default=8080,
     show_default=True,
     type=click.IntRange(0, 65535),
+    envvar="MOCKSKILL_PORT",
+    show_envvar=True,
     help="Port to listen on (0: any free port).",
 )
 @click.option(
     "--seed",
     type=int,
     default=None,
+    envvar="MOCKSKILL_SEED",
+    show_envvar=True,
     help="Seed for random outcomes (printed at start when not given).",
 )
 @MAX_DELAY
-@click.option("--quiet", is_flag=True, help="Do not log each request.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    envvar="MOCKSKILL_QUIET",
+    show_envvar=True,
+    help="Do not log each request.",
+)
 @click.option(
     "--admin-token",
     metavar="TOKEN",
@@ -77,6 +104,8 @@ def cli() -> None:
 @click.option(
     "--insecure-admin",
     is_flag=True,
+    envvar="MOCKSKILL_INSECURE_ADMIN",
+    show_envvar=True,
     help="Allow a non-loopback --host without an admin token (anyone can use /__admin).",
 )
 @click.option(
@@ -85,20 +114,32 @@ def cli() -> None:
     default=DEFAULT_MAX_BODY,
     show_default=True,
     metavar="BYTES",
+    envvar="MOCKSKILL_MAX_BODY",
+    show_envvar=True,
     help="Refuse request bodies longer than this with 413.",
 )
-@click.option("--cors", is_flag=True, help="Send CORS headers and answer preflight requests.")
+@click.option(
+    "--cors",
+    is_flag=True,
+    envvar="MOCKSKILL_CORS",
+    show_envvar=True,
+    help="Send CORS headers and answer preflight requests.",
+)
 @click.option(
     "--journal-size",
     type=click.IntRange(1),
     default=DEFAULT_JOURNAL_SIZE,
     show_default=True,
     metavar="N",
+    envvar="MOCKSKILL_JOURNAL_SIZE",
+    show_envvar=True,
     help="Keep the newest N requests in the journal (GET /__admin/journal).",
 )
 @click.option(
     "--watch",
     is_flag=True,
+    envvar="MOCKSKILL_WATCH",
+    show_envvar=True,
     help="Reload PATHS when a file in them changes; an invalid edit keeps the last good"
     " scenarios serving (docs/reload.md).",
 )
@@ -116,11 +157,14 @@ def serve(
     journal_size: int,
     watch: bool,
 ) -> None:
-    """Serve the scenarios in PATHS (files or folders; the bundled ones if none)."""
+    """Serve the scenarios in PATHS (files or folders; the bundled ones if none).
+
+    PATHS may also come from MOCKSKILL_SCENARIOS (several joined with ':').
+    """
     if watch and not paths:
         raise click.UsageError(
-            "--watch reloads the scenario files you name: give their PATHs"
-            " (the bundled scenarios do not change while serving)"
+            "--watch reloads the scenario files you name: give their PATHs (or set"
+            " MOCKSKILL_SCENARIOS; the bundled scenarios do not change while serving)"
         )
     if not is_loopback(host) and admin_token is None and insecure_admin:
         click.echo(
@@ -204,6 +248,70 @@ def _read_source(source: str) -> str:
 def schema() -> None:
     """Print the JSON Schema of scenario files (for editors and other tools)."""
     click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
+
+
+@cli.command()
+@click.argument("url", required=False, default="http://127.0.0.1:8080")
+@click.option(
+    "--session",
+    "sessions",
+    multiple=True,
+    metavar="NAME",
+    help="Only this session (repeatable); one that sent nothing is reported too.",
+)
+@click.option("--skill", metavar="ID", default=None, help="Only the requests of this skill.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead.")
+@click.option("--fail-on-findings", is_flag=True, help="Exit 1 if the audit has any finding.")
+@click.option(
+    "--require-coverage",
+    is_flag=True,
+    help="Exit 1 unless each session has met all seven categories and all transport faults.",
+)
+@click.option(
+    "--require",
+    "required",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Exit 1 unless each session has met these categories or faults (repeatable).",
+)
+@click.option(
+    "--admin-token",
+    metavar="TOKEN",
+    envvar="MOCKSKILL_ADMIN_TOKEN",
+    show_envvar=True,
+    default=None,
+    help="The server's admin token, if it has one.",
+)
+def report(
+    url: str,
+    sessions: tuple[str, ...],
+    skill: str | None,
+    as_json: bool,
+    fail_on_findings: bool,
+    require_coverage: bool,
+    required: tuple[str, ...],
+    admin_token: str | None,
+) -> None:
+    """Print the retry audit and category coverage of the server at URL.
+
+    URL is the server's base URL (default http://127.0.0.1:8080). Exit code
+    0; 1 when a gate asked for fails (--fail-on-findings, --require-coverage,
+    --require); 3 when no report could be had (docs/audit.md).
+    """
+    from .report import command  # the audit's reading side lives with the audit
+
+    raise SystemExit(
+        command(
+            url,
+            sessions=sessions,
+            skill=skill,
+            as_json=as_json,
+            fail_on_findings=fail_on_findings,
+            require_coverage=require_coverage,
+            required=required,
+            admin_token=admin_token,
+        )
+    )
 
 
 def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:

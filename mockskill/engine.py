@@ -9,8 +9,13 @@ finishes on the configuration it started with.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import hmac
+import json
 import random
 import re
+import secrets
 import time
 from typing import Any
 
@@ -23,6 +28,7 @@ from .model import Reply, ScenarioSet, Step
 from .ports import RefusedPort
 from .problems import Problem, ScenarioError, did_you_mean
 from .state import DEFAULT_SESSION, Entry, State
+from .validator import validate as validate_descriptor
 from .versions import parse_version
 
 SESSION_HEADER = "Mockskill-Session"
@@ -52,6 +58,9 @@ class Engine:
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
         self._open = False
+        # Keys the journal's body digests: a short body (a PIN, a password)
+        # cannot be guessed back from its digest without it.
+        self._digest_key = secrets.token_bytes(32)
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
         self.load(scenarios)
@@ -113,8 +122,10 @@ class Engine:
             assert isinstance(target, Target)
             response, fields = self._play(request, target, session, urls)
         else:
-            response = respond(urls.fill(reply))
+            reply = urls.fill(reply)
+            response = respond(reply)
             fields.update(error_code=reply.error_code, retry=reply.retry)
+        served = fields.pop("served", reply)
         connection = fields.pop("connection", None)
         entry = Entry(
             id=self.state.next_id(),
@@ -129,13 +140,24 @@ class Engine:
             scenario=None if isinstance(target, Miss) else target.scenario,
             near_misses=target.near_misses if isinstance(target, Miss) else (),
             credential=_credential(request),
+            protocol_version=request.headers.get(VERSION_HEADER),
+            body_digest=self._digest(request),
             **fields,
         )
+        if entry.endpoint == "describe" and entry.status == 200 and served is not None:
+            entry = dataclasses.replace(entry, invalid_descriptor=_invalid_descriptor(served.body))
         if connection is None:
             self.state.record(entry)
         else:  # a dribbled body: record once the last byte is out (or the client left)
             response.call_on_close(lambda: self.state.record(_finished(entry, connection)))
         return response
+
+    def _digest(self, request: Request) -> str | None:
+        """``hmac-sha256:…`` of the request body (keyed per server); None for no body."""
+        body = request.get_data(cache=True)
+        if not body:
+            return None
+        return "hmac-sha256:" + hmac.new(self._digest_key, body, hashlib.sha256).hexdigest()[:16]
 
     def _refusal(self, request: Request, target: Target) -> Reply | None:
         """401 or 403 for a caller without the credentials, 422 for an incompatible one."""
@@ -219,6 +241,7 @@ class Engine:
             error_code=played.reply.error_code,
             retry=played.reply.retry,
             client_left=connection.left_at,
+            served=played.reply,
         )
         if isinstance(response, Cut):
             fields["status"] = None  # nothing was answered
@@ -255,6 +278,20 @@ def _draw(
     delay = round(step.delay.draw(rng), 3) if step.delay else None
     execution = round(step.execution.draw(rng), 3) if step.execution else None
     return step, choice, delay, execution, rng.getrandbits(32)
+
+
+@functools.lru_cache(maxsize=256)
+def _invalid_descriptor(body: bytes) -> bool:
+    """Whether *body*, served as a Skill Descriptor, fails the reference validator.
+
+    Cached: a scenario serves few distinct descriptors, so the hot path
+    validates each once (per base URL), not per request.
+    """
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return True  # not even JSON: no validator can accept it
+    return bool(validate_descriptor(document))
 
 
 def _credential(request: Request) -> str | None:

@@ -10,6 +10,8 @@ server of its own), the ``--mockskill-scenarios`` option and the
 of the test's session that matched nothing, or that mockskill itself refused
 (``MOCKSKILL_*`` errors, such as an exhausted sequence), fail a test that
 passed, and are shown beside the failure of a test that failed already.
+A session can also be audited: :meth:`MockskillSession.assert_clean_audit`
+fails the test with every finding of the retry audit (docs/audit.md).
 
 It is registered as the ``pytest11`` entry point ``mockskill``; no server
 starts until a test asks for one of its fixtures.
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import audit
 from .loader import bundled_path, load_any, load_paths
 from .problems import ScenarioError
 from .server import Server
@@ -79,6 +82,28 @@ class MockskillSession:
     def reset(self) -> None:
         """Start this session afresh: positions, random draws and journal entries."""
         self.server.state.reset(self.name)
+
+    def report(self, policy: audit.Policy | None = None) -> dict[str, Any]:
+        """This session's retry audit and category coverage (docs/audit.md)."""
+        return audit.report(self.journal(), policy or audit.Policy(), sessions=[self.name])
+
+    def assert_clean_audit(
+        self,
+        *,
+        require_coverage: bool | Iterable[str] = False,
+        policy: audit.Policy | None = None,
+    ) -> dict[str, Any]:
+        """Fail unless this session's consumer retried as the protocol asks; the report if so.
+
+        The failure names every finding: the rule, the attempts with their
+        timings, what was expected and how to fix it. *require_coverage*:
+        also require every category and transport fault (True), or those
+        named, to have been met. A session without a request fails too.
+        """
+        __tracebackhide__ = True  # the failure points at the test's line
+        report = self.report(policy)
+        audit.assert_clean(report, require_coverage=require_coverage)
+        return report
 
     def problems(self) -> list[Entry]:
         """Journal entries that show a problem: nothing matched, or mockskill refused."""

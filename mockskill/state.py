@@ -68,6 +68,15 @@ class Entry:
     """The credential the request carried, as its kind and a fingerprint
     (``bearer sha256:…``, ``api_key sha256:…``; ``client ID`` at the token
     endpoint); never the secret. None: no credential was presented."""
+    protocol_version: str | None = None
+    """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
+    body_digest: str | None = None
+    """The request body as a digest keyed per server (``hmac-sha256:…``), so that
+    the retry audit can tell an unchanged retry from a changed one; never the
+    body. None: no body."""
+    invalid_descriptor: bool = False
+    """Whether the answer was a Skill Descriptor that the reference validator
+    rejects: the consumer's own ``VALIDATION_ERROR``."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -224,3 +224,123 @@ def test_check_descriptor_says_what_it_could_not_read(tmp_path: Path) -> None:
         assert result.exit_code == 1
         assert f"cannot read a descriptor from {source}" in result.output
         assert "Traceback" not in result.output
+
+
+# -- serve's settings from the environment (how the Docker image is configured) --
+
+
+def test_serve_takes_every_setting_from_the_environment(tmp_path: Path) -> None:
+    one = tmp_path / "one.yaml"
+    one.write_text("name: one\nskills: [{id: a}]\n")
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "b.yaml").write_text("name: two\nskills: [{id: b}]\n")
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "MOCKSKILL_SCENARIOS": f"{one}{os.pathsep}{tmp_path / 'two'}",
+        "MOCKSKILL_HOST": "127.0.0.1",
+        "MOCKSKILL_PORT": str(port),
+        "MOCKSKILL_SEED": "31",
+        "MOCKSKILL_WATCH": "1",
+        "MOCKSKILL_QUIET": "1",
+        "MOCKSKILL_CORS": "true",
+        "MOCKSKILL_MAX_BODY": "100",
+        "MOCKSKILL_JOURNAL_SIZE": "3",
+        "MOCKSKILL_ADMIN_TOKEN": "env-token",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    admin = {"Authorization": "Bearer env-token"}
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                health = requests.get(f"{base}/__admin/health", headers=admin, timeout=1)
+                break
+            except requests.ConnectionError:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert health.json()["seed"] == 31
+        assert health.json()["scenarios"] == ["one", "two"]
+        assert health.json()["reload"]["status"] == "none"  # watching
+        assert requests.get(f"{base}/__admin/health", timeout=5).status_code == 401
+        listing = requests.get(f"{base}/skills", timeout=5)
+        assert listing.headers["Access-Control-Allow-Origin"] == "*"
+        assert (
+            requests.post(f"{base}/skills/a/invoke", data=b"x" * 101, timeout=5).status_code == 413
+        )
+        for _ in range(4):
+            requests.post(f"{base}/skills/b/invoke", timeout=5)
+        journal = requests.get(f"{base}/__admin/journal", headers=admin, timeout=5).json()
+        assert journal["capacity"] == 3
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=10)
+    assert process.returncode == 0, err
+    assert f"at {base}" in out
+    assert "watching" in out
+    assert "POST /skills/b/invoke" not in err  # quiet
+
+
+def test_the_command_line_wins_over_the_environment() -> None:
+    with socket.socket() as first, socket.socket() as second:
+        for holder in (first, second):
+            holder.bind(("127.0.0.1", 0))
+            holder.listen()
+        env_port, cli_port = first.getsockname()[1], second.getsockname()[1]
+        result = CliRunner().invoke(
+            cli, ["serve", "--port", str(cli_port)], env={"MOCKSKILL_PORT": str(env_port)}
+        )
+    assert result.exit_code == 1
+    assert f"port {cli_port} is in use" in result.output
+
+
+def test_a_host_from_the_environment_needs_a_token_or_insecure_admin() -> None:
+    refused = CliRunner().invoke(cli, ["serve"], env={"MOCKSKILL_HOST": "0.0.0.0"})
+    assert refused.exit_code == 1
+    assert "refusing to serve on 0.0.0.0" in refused.output
+    with socket.socket() as holder:  # a busy port: it stops after the warning
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        env = {
+            "MOCKSKILL_HOST": "0.0.0.0",
+            "MOCKSKILL_INSECURE_ADMIN": "1",
+            "MOCKSKILL_PORT": str(holder.getsockname()[1]),
+        }
+        insecure = CliRunner().invoke(cli, ["serve"], env=env)
+    assert insecure.exit_code == 1
+    assert "WARNING: --insecure-admin: /__admin on 0.0.0.0 takes no token" in insecure.output
+    assert "is in use" in insecure.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("MOCKSKILL_PORT", "eighty"), ("MOCKSKILL_WATCH", "maybe"), ("MOCKSKILL_SEED", "1.5")],
+)
+def test_a_bad_value_in_a_variable_names_the_variable(variable: str, value: str) -> None:
+    result = CliRunner().invoke(cli, ["serve"], env={variable: value})
+    assert result.exit_code == 2
+    assert variable in result.output
+    assert repr(value) in result.output
+
+
+def test_watch_from_the_environment_needs_paths() -> None:
+    result = CliRunner().invoke(cli, ["serve"], env={"MOCKSKILL_WATCH": "1"})
+    assert result.exit_code == 2
+    assert "MOCKSKILL_SCENARIOS" in result.output
+
+
+def test_max_delay_from_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "slow.yaml"
+    path.write_text("skills:\n  - id: s\n    invoke: {delay: 5000, json: 1}\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)], env={"MOCKSKILL_MAX_DELAY": "1000"})
+    assert result.exit_code == 1
+    assert "expected a whole number from 0 to 1000 ms" in result.output

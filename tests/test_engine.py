@@ -421,3 +421,79 @@ def test_admin_reset_starts_one_session_or_all_sessions_afresh(serve: Serve) -> 
     assert requests.post(f"{server.url}/__admin/reset", timeout=10).json()["reset"] == "all"
     assert invoke(server, "flaky", headers=b).status_code == 503
     assert [e.session for e in server.state.journal()] == ["b"]
+
+
+# -- what the retry audit compares: version, body digest, invalid descriptors -------------
+
+
+def test_the_journal_records_the_consumers_protocol_version(bundled: Server) -> None:
+    session = {"Mockskill-Session": f"v-{time.time_ns()}"}
+    invoke(bundled, "translate", headers={**session, "Skill-Protocol-Version": "1.4.0"})
+    invoke(bundled, "translate", headers=session)
+    stated, unstated = bundled.state.journal(session["Mockskill-Session"])
+    assert stated.protocol_version == "1.4.0"
+    assert unstated.protocol_version is None
+
+
+def test_the_journal_records_a_keyed_digest_of_the_body_never_the_body(serve: Serve) -> None:
+    text = "skills: [{id: echo}]"
+    server, other = serve(text), serve(text)
+    secret = {"password": "hunter2"}
+    for target in (server, server, other):
+        invoke(target, "echo", json=secret)
+    invoke(server, "echo", json={"password": "hunter3"})
+    invoke(server, "echo")
+    first, again, changed, empty = server.state.journal()
+    (elsewhere,) = other.state.journal()
+    assert first.body_digest is not None
+    assert first.body_digest.startswith("hmac-sha256:")
+    assert again.body_digest == first.body_digest  # the same body, the same digest
+    assert changed.body_digest != first.body_digest
+    assert empty.body_digest is None
+    assert elsewhere.body_digest != first.body_digest  # keyed per server
+    listed = requests.get(f"{server.url}/__admin/journal", timeout=10).text
+    assert "hunter2" not in listed
+    assert first.body_digest in listed
+
+
+@pytest.mark.parametrize(
+    ("skill", "invalid"),
+    [
+        ("translate", False),
+        ("invalid-descriptor", True),
+        ("version-incompatible", False),  # another version, but a valid descriptor
+    ],
+)
+def test_a_descriptor_the_reference_validator_rejects_is_marked(
+    bundled: Server, skill: str, invalid: bool
+) -> None:
+    session = f"d-{time.time_ns()}"
+    response = requests.get(
+        bundled.skill_url(skill), headers={"Mockskill-Session": session}, timeout=10
+    )
+    assert response.status_code == 200
+    (entry,) = bundled.state.journal(session)
+    assert entry.invalid_descriptor is invalid
+
+
+def test_raw_and_scripted_descriptors_are_checked_as_served(serve: Serve) -> None:
+    server = serve(
+        """
+        skills:
+          - id: raw
+            raw_descriptor: [not, a, descriptor]
+          - id: scripted
+            describe: [{json: {status: ok}}, {text: not json}, {descriptor: true}]
+        """
+    )
+    requests.get(server.skill_url("raw"), timeout=10)
+    for _ in range(3):
+        requests.get(server.skill_url("scripted"), timeout=10)
+    requests.post(server.invoke_url("raw"), timeout=10)  # not a descriptor request
+    assert [e.invalid_descriptor for e in server.state.journal()] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]

@@ -758,6 +758,7 @@ BUNDLED_SKILLS = {
         "invalid-descriptor",
     ],
     "flaky": ["flaky", "flaky-cycle"],
+    "retries": ["retry-recovers", "retry-timeout", "retry-down"],
     "faults": [
         "connection-reset",
         "empty-response",

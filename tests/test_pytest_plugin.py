@@ -327,3 +327,92 @@ def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(test_example=example)
     result = pytester.runpytest(*QUIET, "--strict-markers")
     result.assert_outcomes(passed=3)
+
+
+# -- the retry audit -----------------------------------------------------------------------
+
+
+def test_assert_clean_audit_passes_a_consumer_that_backs_off(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        import time
+
+        def test_backs_off(mockskill):
+            statuses = []
+            for wait in (0, 0.2, 0.4):  # the advice is 200 ms: initial * 2^(n-1)
+                time.sleep(wait)
+                response = requests.post(
+                    mockskill.invoke_url("retry-recovers"), headers=mockskill.headers
+                )
+                statuses.append(response.status_code)
+            assert statuses == [503, 503, 200]
+            report = mockskill.assert_clean_audit(require_coverage=["ENDPOINT_UNREACHABLE"])
+            (session,) = report["sessions"]
+            assert session["session"] == mockskill.name
+            assert session["clean"] is True
+            assert len(session["chains"][0]["attempts"]) == 3
+        """,
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_assert_clean_audit_fails_with_every_finding_spelt_out(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_hammers(mockskill):
+            for _ in range(2):
+                requests.post(mockskill.invoke_url("auth-required"), headers=mockskill.headers)
+            mockskill.assert_clean_audit()
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "    def test_hammers(mockskill):",
+            ">       mockskill.assert_clean_audit()",  # the test's own line, not the plugin's
+            "E       AssertionError: mockskill retry audit: 1 finding in session 'test_inner.py-"
+            "test_hammers-*':",
+            "E         1. non-retryable-retried: AUTH_REQUIRED retried unchanged (1 retry)",
+            "E            at:       POST /skills/auth-required/invoke (journal #*, #*)",
+            "E            found:    #* * ms after #* (401 AUTH_REQUIRED), with the same credential"
+            " (none)",
+            "E            expected: AUTH_REQUIRED is not retryable: retry only with new*",
+            "E            fix:      stop retrying on AUTH_REQUIRED: credentials must be supplied*",
+        ]
+    )
+    assert "pytest_plugin.py" not in result.stdout.str()
+
+
+def test_assert_clean_audit_fails_a_test_that_sent_nothing_to_its_session(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_forgot_the_header(mockskill):
+            requests.post(mockskill.invoke_url("translate"))  # no Mockskill-Session
+            mockskill.assert_clean_audit()
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E       AssertionError: mockskill retry audit: session '*' made no request*"]
+    )
+
+
+def test_the_audit_example_in_the_docs_fails_as_shown(pytester: pytest.Pytester) -> None:
+    text = (ROOT / "docs" / "audit.md").read_text()
+    (example,) = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    (shown,) = [
+        b
+        for b in re.findall(r"^```text\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+        if b.startswith(">")
+    ]
+    pytester.makepyfile(test_client=example)
+    result = pytester.runpytest(*QUIET)
+    result.assert_outcomes(passed=1, failed=1)
+    # The same lines, but for what changes from run to run: session suffix, ids, timings.
+    patterns = [re.sub(r"-[0-9a-f]{8}'|#\d+|\d+ ms", "*", line) for line in shown.splitlines()]
+    result.stdout.fnmatch_lines([p.replace("[", "[[]") for p in patterns])

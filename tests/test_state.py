@@ -229,6 +229,10 @@ def test_entry_as_json_is_plain_data() -> None:
     assert data["retry"] == {"suggested_delay_ms": 2000, "max_attempts": 5}
     assert data["near_misses"] == [{"route": "GET /skills", "reasons": ["r"]}]
     assert data["error_code"] == "ENDPOINT_UNREACHABLE"
+    # What the retry audit compares, absent by default.
+    assert data["protocol_version"] is None
+    assert data["body_digest"] is None
+    assert data["invalid_descriptor"] is False
 
 
 # -- random -------------------------------------------------------------------------

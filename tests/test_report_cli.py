@@ -1,0 +1,213 @@
+"""``mockskill report [URL]``: the audit on a terminal, and its exit codes, against real servers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+
+import pytest
+import requests
+from click.testing import CliRunner, Result
+
+from mockskill import Server
+from mockskill.cli import cli
+
+Serve = Callable[..., Server]
+
+SCENARIO = """
+    name: cli
+    skills:
+      - id: down
+        invoke: {error: ENDPOINT_UNREACHABLE, retry: {suggested_delay_ms: 300, max_attempts: 2}}
+      - id: locked
+        invoke: {error: AUTH_REQUIRED}
+      - id: fine
+"""
+
+
+@pytest.fixture
+def server(serve: Serve) -> Server:
+    return serve(SCENARIO)
+
+
+def new_session() -> str:
+    return f"cli-{uuid.uuid4().hex[:10]}"
+
+
+def play(server: Server, session: str, *skills: str) -> list[int]:
+    headers = {"Mockskill-Session": session}
+    return [
+        requests.post(server.invoke_url(skill), headers=headers, timeout=10).status_code
+        for skill in skills
+    ]
+
+
+def report(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, ["report", *args], env=env)
+
+
+def test_the_table_shows_coverage_retries_and_findings(server: Server) -> None:
+    session = new_session()
+    assert play(server, session, "down", "down", "down", "locked", "fine") == [503] * 3 + [401, 200]
+    result = report(server.url, "--session", session)
+    assert result.exit_code == 0, result.output  # findings fail only when asked to
+    out = result.stdout
+    ids = [e.id for e in server.state.journal(session)]
+    assert f"mockskill retry audit of {server.url}" in out
+    assert f"session '{session}': 5 requests, 1 retried chain, 2 findings" in out
+    assert "coverage: 2 of 7 categories, 0 of 5 transport faults" in out
+    assert "met:     AUTH_REQUIRED x1, ENDPOINT_UNREACHABLE x3" in out
+    assert "missing: VALIDATION_ERROR, PERMISSION_DENIED" in out
+    assert "POST /skills/down/invoke" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith("      ")]
+    by_id = {int(r[0]): r for r in rows if r[0].isdigit()}
+    assert by_id[ids[0]][2:5] == ["503", "ENDPOINT_UNREACHABLE", "-"]
+    assert by_id[ids[1]][-1] == "1:retry-too-soon"  # owed 300 ms, waited a few
+    assert by_id[ids[1]][-2] == "300"
+    assert by_id[ids[2]][-2:] == ["1:retry-too-soon", "2:too-many-attempts"]
+    assert "1. retry-too-soon: 2 retries sooner than the advised delay" in out
+    assert "2. too-many-attempts: 3 attempts where the advice allows 2" in out
+    for label in ("at:", "found:", "expected:", "fix:"):
+        assert sum(line.strip().startswith(label) for line in out.splitlines()) == 2
+    assert out.rstrip().endswith("1 session, 2 findings; coverage complete in 0 of 1")
+
+
+def test_fail_on_findings_exits_1_only_with_findings(server: Server) -> None:
+    bad, good = new_session(), new_session()
+    play(server, bad, "locked", "locked")
+    play(server, good, "locked", "fine")
+    failed = report(server.url, "--session", bad, "--fail-on-findings")
+    assert failed.exit_code == 1
+    assert "mockskill: 1 finding (--fail-on-findings)" in failed.stderr
+    assert "non-retryable-retried" in failed.stdout
+    passed = report(server.url, "--session", good, "--fail-on-findings")
+    assert passed.exit_code == 0, passed.output
+    assert f"session '{good}': 2 requests, 0 retried chains, clean" in passed.stdout
+
+
+def test_require_coverage_exits_1_until_everything_was_met(server: Server, bundled: Server) -> None:
+    session = new_session()
+    play(server, session, "locked")
+    partial = report(server.url, "--session", session, "--require-coverage")
+    assert partial.exit_code == 1
+    assert f"session '{session}' has not met VALIDATION_ERROR, PERMISSION_DENIED" in partial.stderr
+    assert "TRUNCATED_BODY" in partial.stderr
+    # The bundled scenarios have a skill for every category and fault: walk them all.
+    walker = new_session()
+    headers = {"Mockskill-Session": walker, "Skill-Protocol-Version": "1.0.0"}
+    requests.get(bundled.skill_url("invalid-descriptor"), headers=headers, timeout=10)
+    skills = [
+        "auth-required",
+        "permission-denied",
+        "skill-not-found",
+        "execution-timeout",
+        "endpoint-unreachable",
+        "version-incompatible",
+        "connection-reset",
+        "empty-response",
+        "malformed-chunk",
+        "random-data",
+        "truncated-body",
+    ]
+    for skill in skills:  # the transport faults raise: what a consumer meets
+        with contextlib.suppress(requests.RequestException):
+            _ = requests.post(bundled.invoke_url(skill), headers=headers, timeout=10).content
+    complete = report(bundled.url, "--session", walker, "--require-coverage")
+    assert complete.exit_code == 0, complete.output
+    assert "coverage: 7 of 7 categories, 5 of 5 transport faults (complete)" in complete.stdout
+
+
+def test_require_names_the_categories_and_faults_a_gate_needs(server: Server) -> None:
+    session = new_session()
+    play(server, session, "locked", "down")
+    met = report(
+        server.url, "--session", session, "--require", "AUTH_REQUIRED,ENDPOINT_UNREACHABLE"
+    )
+    assert met.exit_code == 0, met.output
+    unmet = report(
+        server.url,
+        "--session",
+        session,
+        "--require",
+        "AUTH_REQUIRED",
+        "--require",
+        "EMPTY_RESPONSE",
+    )
+    assert unmet.exit_code == 1
+    assert f"session '{session}' has not met EMPTY_RESPONSE" in unmet.stderr
+    typo = report(server.url, "--require", "AUTH_REQUIRD")
+    assert typo.exit_code == 2
+    assert "not a category or a transport fault: AUTH_REQUIRD" in typo.output
+
+
+def test_a_gate_on_a_session_that_sent_nothing_fails(server: Server) -> None:
+    result = report(server.url, "--session", "nobody", "--require", "AUTH_REQUIRED")
+    assert result.exit_code == 1
+    assert "session 'nobody': 0 requests" in result.stdout
+
+
+def test_json_prints_the_admin_report(server: Server) -> None:
+    session = new_session()
+    play(server, session, "locked", "locked")
+    result = report(server.url, "--session", session, "--json")
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    served = requests.get(
+        f"{server.url}/__admin/report", params={"session": session}, timeout=10
+    ).json()
+    assert {**printed, "generated": 0} == {**served, "generated": 0}
+    assert printed["sessions"][0]["findings"][0]["rule"] == "non-retryable-retried"
+
+
+def test_a_server_that_cannot_be_reached_exits_3() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        result = report(f"http://127.0.0.1:{port}")
+    assert result.exit_code == 3
+    assert f"mockskill: cannot reach http://127.0.0.1:{port}/__admin/report" in result.stderr
+
+
+def test_the_admin_token_is_sent_from_the_option_or_the_environment(serve: Serve) -> None:
+    server = serve(SCENARIO, admin_token="sesame")
+    refused = report(server.url)
+    assert refused.exit_code == 3
+    assert "answered 401" in refused.stderr
+    assert "--admin-token or MOCKSKILL_ADMIN_TOKEN" in refused.stderr
+    assert report(server.url, "--admin-token", "sesame").exit_code == 0
+    assert report(server.url, env={"MOCKSKILL_ADMIN_TOKEN": "sesame"}).exit_code == 0
+
+
+def test_the_command_in_a_real_process_exits_1_on_findings(server: Server) -> None:
+    session = new_session()
+    play(server, session, "down", "down")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mockskill",
+            "report",
+            server.url,
+            "--session",
+            session,
+            "--fail-on-findings",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "retry-too-soon" in done.stdout
+    assert "mockskill: 1 finding (--fail-on-findings)" in done.stderr
+
+
+def test_the_url_defaults_to_the_default_port_of_serve() -> None:
+    result = CliRunner().invoke(cli, ["report", "--help"])
+    assert result.exit_code == 0
+    assert "http://127.0.0.1:8080" in result.output
