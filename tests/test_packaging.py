@@ -35,6 +35,12 @@ def test_the_wheel_carries_scenarios_schema_and_type_marker(wheel: Path) -> None
     assert bundled
     assert {f"mockskill/scenarios/{name}" for name in bundled} <= names
     assert "mockskill/py.typed" in names
+    # the JSON files the package reads at run time
+    assert {"mockskill/openapi.json", "mockskill/descriptor.schema.json"} <= names
+    assert "mockskill/scenario.schema.json" in names
+    dashboard = {p.name for p in (ROOT / "mockskill" / "dashboard").iterdir()}
+    assert {"index.html", "dashboard.js", "dashboard.css"} <= dashboard
+    assert {f"mockskill/dashboard/{name}" for name in dashboard} <= names
     assert not any(name.startswith(("tests/", "scenarios/")) for name in names)
 
 
@@ -86,6 +92,8 @@ def test_a_non_editable_install_serves_the_bundled_scenarios_from_elsewhere(
                 time.sleep(0.1)
         assert response.status_code == 200
         assert response.json()["id"] == "translate"
+        page = requests.get(f"http://127.0.0.1:{port}/__admin/dashboard/dashboard.js", timeout=5)
+        assert page.status_code == 200  # the dashboard's files come from the installed wheel
     finally:
         process.terminate()
         process.communicate(timeout=10)

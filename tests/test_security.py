@@ -59,6 +59,29 @@ def test_a_token_in_the_query_string_is_not_accepted(guarded: Server) -> None:
     assert response.status_code == 401
 
 
+def test_the_dashboards_files_alone_are_served_without_the_token(guarded: Server) -> None:
+    """They hold no data: the page asks for the token and sends it with every fetch."""
+    public = ("/__admin/", "/__admin/dashboard/dashboard.js", "/__admin/dashboard/dashboard.css")
+    for path in public:
+        response = requests.get(f"{guarded.url}{path}", timeout=10)
+        assert response.status_code == 200, path
+        assert TOKEN not in response.text
+    bare = requests.get(f"{guarded.url}/__admin", allow_redirects=False, timeout=10)
+    assert bare.status_code == 308
+    # Anything else still needs it: another method, another file, a path climbing out.
+    assert requests.post(f"{guarded.url}/__admin/", timeout=10).status_code == 401
+    assert requests.get(f"{guarded.url}/__admin/dashboard/x.js", timeout=10).status_code == 401
+    for path in (
+        "/__admin/dashboard/../health",
+        "/__admin/dashboard/%2e%2e/journal",
+        "/__admin/dashboard/dashboard.js/../../health",
+        "/__admin//health",
+    ):
+        request = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+        answer = raw(guarded, request)
+        assert answer.startswith(b"HTTP/1.1 401 "), (path, answer[:60])
+
+
 def test_the_skill_surface_and_token_endpoint_ignore_the_admin_token(guarded: Server) -> None:
     assert requests.get(f"{guarded.url}/skills", timeout=10).status_code == 200
     assert requests.post(guarded.invoke_url("echo"), timeout=10).status_code == 200

@@ -1,0 +1,595 @@
+// mockskill's dashboard: polls the /__admin JSON endpoints and draws them.
+// Plain JS, no dependencies, no build step. Data is only ever put in the page
+// as text (textContent, SVG attributes), never as markup: session names and
+// paths come from whoever sends requests to the server.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "mockskill-admin-token";
+  const POLL_MS = 1000;
+  const JOURNAL_ROWS = 200; // rows kept in the live journal
+  // The journal is asked for entries started since the newest one seen, less
+  // this much: an entry is recorded when it finishes, so a slow request shows
+  // up after quicker ones that started later.
+  const JOURNAL_SLACK_S = 60;
+  // Ticks between two reports on every session (a big one: all chains of all sessions), or
+  // at the next tick when the journal shows a new session.
+  const SESSIONS_EVERY = 5;
+  const HEALTH_EVERY = 5; // ticks between two looks at health and scenarios
+  const CHAINS_SHOWN = 20; // the newest chains of a session drawn
+  const CATEGORIES = [
+    "VALIDATION_ERROR", "AUTH_REQUIRED", "PERMISSION_DENIED", "SKILL_NOT_FOUND",
+    "EXECUTION_TIMEOUT", "ENDPOINT_UNREACHABLE", "VERSION_INCOMPATIBLE",
+  ];
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  const $ = (id) => document.getElementById(id);
+
+  /** An HTML element: el("li", {class: "x"}, "text", child, ...). */
+  function el(tag, attrs, ...children) {
+    return build(document.createElement(tag), attrs, children);
+  }
+
+  /** An SVG element, the same way. */
+  function sv(tag, attrs, ...children) {
+    return build(document.createElementNS(SVG_NS, tag), attrs, children);
+  }
+
+  function build(node, attrs, children) {
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(typeof child === "string" || typeof child === "number" ? String(child) : child);
+    }
+    return node;
+  }
+
+  const state = {
+    tick: 0,
+    paused: false,
+    waitingForToken: false,
+    selected: null,
+    journal: new Map(), // id -> entry
+    newestStarted: null,
+    journalSize: -1,
+    sessions: new Map(), // name -> {requests, findings, clean}
+    reportMissing: false,
+    scenariosEndpoint: true,
+    newSession: false, // the journal showed a session the last report did not have
+    drawn: "", // the session report last drawn, as JSON
+  };
+
+  class TokenNeeded extends Error {}
+
+  class Missing extends Error {}
+
+  async function api(path) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(path, { headers, cache: "no-store" });
+    if (response.status === 401) throw new TokenNeeded();
+    if (response.status === 404) throw new Missing(path);
+    if (!response.ok) {
+      let message = response.statusText;
+      try {
+        message = (await response.json()).error.message;
+      } catch (_) {
+        // not the unified error body: keep the status text
+      }
+      throw new Error(`${path.split("?")[0]}: ${response.status} ${message}`);
+    }
+    return response.json();
+  }
+
+  // -- formatting ---------------------------------------------------------------------------
+
+  function ms(value) {
+    if (value === null || value === undefined) return "–";
+    if (Math.abs(value) >= 1000) return `${(value / 1000).toFixed(value % 1000 === 0 ? 0 : 2)} s`;
+    return `${Math.round(value)} ms`;
+  }
+
+  function plural(count, noun) {
+    return `${count} ${noun}${count === 1 ? "" : "s"}`;
+  }
+
+  function clock(epoch) {
+    const d = new Date(epoch * 1000);
+    const pad = (n, w = 2) => String(n).padStart(w, "0");
+    const time = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => pad(n)).join(":");
+    return `${time}.${pad(d.getMilliseconds(), 3)}`;
+  }
+
+  function outcome(attempt) {
+    if (attempt.fault) return attempt.fault;
+    if (attempt.status === null || attempt.status === undefined) {
+      return attempt.client_timeout_ms !== null && attempt.client_timeout_ms !== undefined
+        ? "client left" : "no answer";
+    }
+    return String(attempt.status);
+  }
+
+  // -- status line, pause, token ------------------------------------------------------------
+
+  function setStatus(kind, text) {
+    const node = $("status");
+    node.className = `status ${kind}`;
+    node.textContent = text;
+  }
+
+  function askForToken(refused) {
+    state.waitingForToken = true;
+    setStatus("error", "admin token needed");
+    $("token-error").hidden = !refused;
+    $("token-error").textContent = refused ? "That token was refused; try again." : "";
+    $("token-dialog").hidden = false;
+    $("token").focus();
+  }
+
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (!token) return;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $("token").value = "";
+    $("token-dialog").hidden = true;
+    $("forget-token").hidden = false;
+    state.waitingForToken = false;
+    state.tick = 0; // everything again, now that it can be read
+    poll();
+  });
+
+  $("forget-token").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    $("forget-token").hidden = true;
+    askForToken(false);
+  });
+
+  $("pause").addEventListener("click", () => {
+    state.paused = !state.paused;
+    $("pause").textContent = state.paused ? "Resume" : "Pause";
+    if (state.paused) setStatus("paused", "paused");
+    else poll();
+  });
+
+  // -- polling ------------------------------------------------------------------------------
+
+  let timer = null;
+
+  async function poll() {
+    clearTimeout(timer);
+    if (state.paused || state.waitingForToken) return;
+    const tick = state.tick++;
+    try {
+      const jobs = [pollJournal()];
+      if (tick % HEALTH_EVERY === 0) jobs.push(pollHealth());
+      if (tick % SESSIONS_EVERY === 0 || state.newSession) {
+        state.newSession = false;
+        jobs.push(pollSessions());
+      }
+      await Promise.all(jobs);
+      await pollSession(); // after the others: they may have chosen the session
+      setStatus("live", `live · ${clock(Date.now() / 1000).slice(0, 8)}`);
+    } catch (error) {
+      if (error instanceof TokenNeeded) {
+        const refused = sessionStorage.getItem(TOKEN_KEY) !== null;
+        sessionStorage.removeItem(TOKEN_KEY); // a wrong one is not kept for the next visit
+        $("forget-token").hidden = true;
+        askForToken(refused);
+        return;
+      }
+      setStatus("error", error.message || String(error));
+      console.error("mockskill dashboard:", error); // with its stack, for the developer tools
+    }
+    if (!state.paused && !state.waitingForToken) timer = setTimeout(poll, POLL_MS);
+  }
+
+  async function pollHealth() {
+    const health = await api("health");
+    $("server").textContent = `v${health.version} · seed ${health.seed}`;
+    let scenarios = (health.scenarios || []).map((name) => ({ name, active: true }));
+    if (state.scenariosEndpoint) {
+      try {
+        const listing = await api("scenarios");
+        scenarios = (listing.scenarios || listing).map((s) =>
+          typeof s === "string" ? { name: s, active: true } : s);
+      } catch (error) {
+        if (!(error instanceof Missing)) throw error;
+        state.scenariosEndpoint = false; // an older server: health's list it is
+      }
+    }
+    const list = $("scenarios");
+    list.replaceChildren(...scenarios.map((s) => {
+      const active = s.active !== false;
+      return el("li", { class: active ? "active" : "inactive", title: s.description || null },
+        el("span", { class: "dot" }), s.name,
+        active ? null : el("span", { class: "muted" }, " (inactive)"));
+    }));
+    if (!scenarios.length) list.replaceChildren(el("li", { class: "muted" }, "none served"));
+    if (health.reload && health.reload.status === "failed") {
+      list.append(el("li", { class: "bad" },
+        "last reload failed: the previous scenarios are served"));
+    }
+  }
+
+  async function pollJournal() {
+    let query = `limit=${JOURNAL_ROWS}`;
+    if (state.newestStarted !== null) query += `&since=${state.newestStarted - JOURNAL_SLACK_S}`;
+    const answer = await api(`journal?${query}`);
+    if (answer.size < state.journalSize) {
+      // The journal shrank (a reset, of everything or of one session): start again.
+      state.journal.clear();
+      state.sessions.clear();
+      state.newestStarted = null;
+      state.journalSize = answer.size;
+      state.tick = 0;
+      return pollJournal();
+    }
+    state.journalSize = answer.size;
+    let added = false;
+    for (const entry of answer.entries) {
+      if (state.journal.has(entry.id)) continue;
+      state.journal.set(entry.id, entry);
+      added = true;
+      if (state.newestStarted === null || entry.started > state.newestStarted) {
+        state.newestStarted = entry.started;
+      }
+      const known = state.sessions.get(entry.session);
+      if (!known) {
+        state.newSession = true;
+        state.sessions.set(entry.session,
+          { requests: null, findings: null, clean: null, last: entry.id });
+      } else {
+        known.last = Math.max(known.last || 0, entry.id);
+      }
+    }
+    if (!added && $("journal").tBodies[0].rows.length) return;
+    const newest = [...state.journal.values()].sort((a, b) => b.id - a.id).slice(0, JOURNAL_ROWS);
+    state.journal = new Map(newest.map((e) => [e.id, e]));
+    $("journal-count").textContent = `(${answer.size} recorded)`;
+    $("journal").tBodies[0].replaceChildren(...newest.map(journalRow));
+    if (state.selected === null && newest.length) select(newest[0].session);
+    drawSessions();
+  }
+
+  function journalRow(entry) {
+    const status = entry.status === null ? "" : String(entry.status);
+    const kind = entry.fault || entry.status === null ? "fault"
+      : entry.status >= 400 ? "err" : "ok";
+    const took = (entry.finished - entry.started) * 1000;
+    const row = el("tr", { class: kind, "data-id": entry.id, "data-session": entry.session },
+      el("td", { class: "mono" }, clock(entry.started)),
+      el("td", {}, entry.session),
+      el("td", { class: "mono" }, `${entry.method} ${entry.path}`),
+      el("td", { class: "mono" }, status),
+      el("td", { class: "mono" }, entry.fault || entry.error_code || ""),
+      el("td", { class: "num mono" }, took < 10 ? took.toFixed(1) : Math.round(took)));
+    row.addEventListener("click", () => select(entry.session));
+    return row;
+  }
+
+  async function pollSessions() {
+    let report;
+    try {
+      report = await api("report");
+    } catch (error) {
+      if (!(error instanceof Missing)) throw error;
+      state.reportMissing = true;
+      return;
+    }
+    state.reportMissing = false;
+    const known = new Map();
+    for (const s of report.sessions || []) known.set(s.session, summarize(s));
+    // Sessions the journal has shown since the report was made stay listed.
+    for (const [name, summary] of state.sessions) {
+      const fresh = known.get(name);
+      if (!fresh) known.set(name, summary);
+      else fresh.last = Math.max(fresh.last, summary.last || 0);
+    }
+    state.sessions = known;
+    drawSessions();
+  }
+
+  /** What the sessions list shows of a session's report; last: its newest journal id. */
+  function summarize(session) {
+    const ids = (session.chains || []).flatMap((c) => c.attempts.map((a) => a.id));
+    return {
+      requests: session.requests, findings: (session.findings || []).length, clean: session.clean,
+      last: Math.max(0, ...ids),
+    };
+  }
+
+  function drawSessions() {
+    // The most recently active first.
+    const names = [...state.sessions.keys()].sort((a, b) =>
+      (state.sessions.get(b).last || 0) - (state.sessions.get(a).last || 0) || a.localeCompare(b));
+    $("no-sessions").hidden = names.length > 0;
+    $("sessions").replaceChildren(...names.map((name) => {
+      const s = state.sessions.get(name);
+      const badge = s.findings ? el("span", { class: "badge bad", title: "findings" }, s.findings)
+        : s.clean ? el("span", { class: "badge good", title: "no findings" }, "✓") : null;
+      const selected = name === state.selected ? "selected" : null;
+      const item = el("li", { "data-session": name, class: selected },
+        el("span", { class: "name" }, name),
+        s.requests === null ? null : el("span", { class: "muted" }, ` ${s.requests} req`), badge);
+      item.addEventListener("click", () => select(name));
+      return item;
+    }));
+  }
+
+  function select(name) {
+    if (name === state.selected) return;
+    state.selected = name;
+    state.drawn = "";
+    history.replaceState(null, "", `#session=${encodeURIComponent(name)}`);
+    drawSessions();
+    pollSession().catch(() => {}); // the next tick reports what failed
+  }
+
+  async function pollSession() {
+    const name = state.selected;
+    if (name === null) return;
+    $("session-title").textContent = `Session ${name}`;
+    if (state.reportMissing) {
+      $("session-summary").textContent =
+        "This server has no retry audit (GET /__admin/report): only the journal is shown.";
+      return;
+    }
+    let report;
+    try {
+      report = await api(`report?session=${encodeURIComponent(name)}`);
+    } catch (error) {
+      if (!(error instanceof Missing)) throw error;
+      state.reportMissing = true;
+      return;
+    }
+    if (name !== state.selected) return; // another was chosen meanwhile
+    const session = (report.sessions || []).find((s) => s.session === name);
+    const drawn = JSON.stringify(session || null);
+    if (drawn === state.drawn) return; // unchanged: keep the page (and any tooltip) still
+    state.drawn = drawn;
+    if (session) {
+      const summary = summarize(session);
+      summary.last = Math.max(summary.last, (state.sessions.get(name) || {}).last || 0);
+      state.sessions.set(name, summary);
+      drawSessions();
+    }
+    drawSession(session, report.policy || {});
+  }
+
+  // -- one session: summary, findings, timeline, coverage -----------------------------------
+
+  function drawSession(session, policy) {
+    const summary = $("session-summary");
+    if (!session) {
+      summary.textContent = "No requests in this session (yet).";
+      for (const id of ["findings", "timeline", "coverage"]) $(id).replaceChildren();
+      $("legend").hidden = true;
+      return;
+    }
+    const findings = session.findings || [];
+    summary.replaceChildren(
+      `${plural(session.requests, "request")} · `,
+      `${plural(session.chains.length, "retry chain")} · `,
+      findings.length
+        ? el("span", { class: "bad" }, plural(findings.length, "finding"))
+        : el("span", { class: "good" }, "clean: no findings"),
+      policy.tolerance_ms !== undefined
+        ? ` · tolerance ${ms(policy.tolerance_ms)} or ${Math.round(policy.tolerance_ratio * 100)}%`
+        : "");
+    const numbers = new Map(); // attempt id -> finding numbers (1-based)
+    findings.forEach((f, i) => {
+      for (const id of f.attempts || []) numbers.set(id, [...(numbers.get(id) || []), i + 1]);
+    });
+    drawFindings(findings);
+    drawTimeline(session, findings, numbers);
+    drawCoverage(session.coverage);
+  }
+
+  function drawFindings(findings) {
+    const box = $("findings");
+    if (!findings.length) {
+      box.replaceChildren();
+      return;
+    }
+    const items = findings.map((f, i) => {
+      const item = el("li", { "data-rule": f.rule, "data-finding": i + 1 },
+        el("span", { class: "rule" }, f.rule), " ", el("strong", {}, f.message),
+        el("dl", {},
+          el("dt", {}, "expected"), el("dd", {}, f.expected || ""),
+          el("dt", {}, "found"), el("dd", {}, f.found || ""),
+          el("dt", {}, "fix"), el("dd", {}, f.fix || "")));
+      const marks = () => document.querySelectorAll((f.attempts || [])
+        .map((id) => `#timeline [data-id="${Number(id)}"]`).join(",") || "#none");
+      item.addEventListener("mouseenter", () => marks().forEach((m) => m.classList.add("hl")));
+      item.addEventListener("mouseleave", () => marks().forEach((m) => m.classList.remove("hl")));
+      return item;
+    });
+    box.replaceChildren(el("h3", {}, "Findings"), el("ol", { class: "findings" }, ...items));
+  }
+
+  /** Round steps for an axis of *span* ms: 1, 2 or 5 times a power of ten. */
+  function step(span) {
+    const rough = span / 6;
+    const power = 10 ** Math.floor(Math.log10(rough));
+    return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough);
+  }
+
+  function drawTimeline(session, findings, numbers) {
+    const box = $("timeline");
+    const chains = session.chains || [];
+    const shown = chains.slice(-CHAINS_SHOWN);
+    const parts = [el("h3", {}, "Retry timeline")];
+    if (chains.length > shown.length) {
+      const note = `The newest ${shown.length} of ${chains.length} chains.`;
+      parts.push(el("p", { class: "muted" }, note));
+    }
+    shown.forEach((chain, index) =>
+      parts.push(drawChain(chain, findings, numbers, chains.length - shown.length + index)));
+    box.replaceChildren(...parts);
+    $("legend").hidden = false;
+    $("legend").replaceChildren(legend());
+  }
+
+  function drawChain(chain, findings, numbers, index) {
+    // Rows, top down: labels, the attempts' lane, two rows of waits (consecutive waits may
+    // overlap when a retry came early), the axis.
+    const attempts = chain.attempts.map((a, i) => {
+      const duration = Math.max(0, (a.finished - a.started) * 1000);
+      return { ...a, n: i + 1, duration, end: a.offset_ms + duration };
+    });
+    // Where the protocol allows each retry: the previous answer's end plus the wait it asked for.
+    attempts.forEach((a, i) => {
+      if (i > 0 && a.expected_wait_ms !== null && a.expected_wait_ms !== undefined) {
+        a.waitFrom = attempts[i - 1].end;
+        a.earliest = a.waitFrom + a.expected_wait_ms;
+      }
+    });
+    const waits = attempts.filter((a) => a.earliest !== undefined).length;
+    const W = 900, left = 14, right = 24, lane = 36, waitRows = [52, 64];
+    const axis = waits ? (waits > 1 ? 78 : 66) : 50, H = axis + 22;
+    const span = Math.max(100, ...attempts.map((a) => Math.max(a.end, a.earliest || 0))) * 1.04;
+    const x = (t) => left + (t / span) * (W - left - right);
+    const g = sv("svg", {
+      viewBox: `0 0 ${W} ${H}`, class: "chain-plot", role: "img",
+      "aria-label": `${chain.endpoint}: ${attempts.length} attempts`,
+    });
+    // Axis and ticks.
+    const tick = step(span);
+    g.append(sv("line", { x1: left, x2: W - right, y1: lane, y2: lane, class: "lane" }),
+      sv("line", { x1: left, x2: W - right, y1: axis, y2: axis, class: "axis" }));
+    for (let t = 0; t <= span; t += tick) {
+      g.append(sv("line", { x1: x(t), x2: x(t), y1: axis, y2: axis + 4, class: "tick" }),
+        sv("text", { x: x(t), y: axis + 16, class: "tick-label" }, ms(t)));
+    }
+    // The waits the protocol asks for: from the previous answer's end to the earliest retry.
+    let waitIndex = 0;
+    for (const a of attempts) {
+      if (a.earliest === undefined) continue;
+      const y = waitRows[waitIndex++ % waitRows.length];
+      const x0 = x(a.waitFrom), x1 = x(a.earliest);
+      const title = `attempt ${a.n} should wait at least ${ms(a.expected_wait_ms)}`
+        + ` after attempt ${a.n - 1} ended: not before +${ms(a.earliest)}`;
+      g.append(sv("rect", {
+        x: x0, y: y - 5, width: Math.max(1, x1 - x0), height: 10, class: "wait", "data-for": a.id,
+      }, sv("title", {}, title)));
+      if (numbers.has(a.id) && a.offset_ms < a.earliest) {
+        // A retry a finding is about, started inside its wait: how much too soon, in red.
+        const short = `attempt ${a.n} came ${ms(a.earliest - a.offset_ms)} too soon`;
+        g.append(sv("rect", {
+          x: x(a.offset_ms), y: y - 5, width: Math.max(1, x1 - x(a.offset_ms)), height: 10,
+          class: "short", "data-for": a.id,
+        }, sv("title", {}, short)));
+      }
+      if (x1 - x0 > 70) {
+        const text = `wait ≥ ${ms(a.expected_wait_ms)}`;
+        g.append(sv("text", { x: x0 + 4, y: y + 3.5, class: "wait-label" }, text));
+      }
+      g.append(sv("line", {
+        x1, x2: x1, y1: lane - 12, y2: y + 5, class: "expected", "data-for": a.id,
+      }, sv("title", {}, title)));
+    }
+    // The attempts: a bar for how long each took, a mark where it started.
+    const taken = [-Infinity, -Infinity]; // the right end of the last label on each label row
+    for (const a of attempts) {
+      const found = numbers.get(a.id);
+      const kind = a.fault || a.status === null ? "fault"
+        : a.status < 400 ? "ok" : a.retryable ? "retryable" : "fatal";
+      const lines = [
+        `attempt ${a.n} (journal #${a.id}) at +${ms(a.offset_ms)}: ${outcome(a)}`
+          + `${a.error_code ? ` ${a.error_code}` : ""}, took ${ms(a.duration)}`,
+      ];
+      if (a.wait_ms !== null && a.wait_ms !== undefined) {
+        lines.push(`waited ${ms(a.wait_ms)}`
+          + (a.expected_wait_ms !== null && a.expected_wait_ms !== undefined
+            ? ` (the protocol asked for at least ${ms(a.expected_wait_ms)})` : ""));
+      }
+      if (a.stands_for && a.stands_for !== a.error_code) lines.push(`counts as ${a.stands_for}`);
+      if (a.client_timeout_ms !== null && a.client_timeout_ms !== undefined) {
+        lines.push(`the client left after ${ms(a.client_timeout_ms)}`);
+      }
+      for (const n of found || []) {
+        lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+      }
+      const cls = `attempt ${kind}${found ? " finding" : ""}`;
+      g.append(sv("rect", {
+        x: x(a.offset_ms), y: lane - 4, width: Math.max(2, x(a.end) - x(a.offset_ms)), height: 8,
+        class: `bar ${kind}`,
+      }));
+      g.append(sv("circle", {
+        cx: x(a.offset_ms), cy: lane, r: found ? 7 : 6, class: cls, "data-id": a.id,
+        "data-attempt": a.n,
+      }, sv("title", {}, lines.join("\n"))));
+      // A label above the mark, on the first of two rows where it fits; none when neither
+      // has room (the mark's tooltip says it all anyway).
+      const label = `${a.fault ? "fault" : outcome(a)}${found ? ` ⚑${found.join(",")}` : ""}`;
+      const half = label.length * 3.4 + 2; // 11 px monospace: about 6.7 px a character
+      const at = Math.max(half, Math.min(W - half, x(a.offset_ms)));
+      const row = [0, 1].find((r) => at - half > taken[r]);
+      if (row !== undefined) {
+        taken[row] = at + half;
+        g.append(sv("text", {
+          x: at, y: lane - 12 - row * 11, class: `mark-label${found ? " finding" : ""}`,
+        }, label));
+      }
+    }
+    const last = attempts[attempts.length - 1];
+    const head = el("div", { class: "chain-head" },
+      el("span", { class: "mono" }, chain.endpoint),
+      el("span", { class: "muted" },
+        ` · chain ${index + 1} · ${plural(attempts.length, "attempt")}`
+        + ` · ended ${outcome(last)}${last.error_code ? ` ${last.error_code}` : ""}`));
+    return el("div", { class: "chain", "data-endpoint": chain.endpoint }, head, g);
+  }
+
+  function legend() {
+    const item = (shape, text) => el("span", { class: "legend-item" },
+      sv("svg", { viewBox: "0 0 24 16", width: 24, height: 16 }, shape), text);
+    return el("div", { class: "legend-row" },
+      item(sv("circle", { cx: 12, cy: 8, r: 5, class: "attempt ok" }), "success"),
+      item(sv("circle", { cx: 12, cy: 8, r: 5, class: "attempt retryable" }), "retryable error"),
+      item(sv("circle", { cx: 12, cy: 8, r: 5, class: "attempt fatal" }), "error not to retry"),
+      item(sv("circle", { cx: 12, cy: 8, r: 5, class: "attempt fault" }),
+        "transport fault / no answer"),
+      item(sv("circle", { cx: 12, cy: 8, r: 6, class: "attempt finding" }), "finding"),
+      item(sv("rect", { x: 1, y: 3, width: 22, height: 10, class: "wait" }),
+        "backoff the protocol asks for"),
+      item(sv("line", { x1: 12, x2: 12, y1: 0, y2: 16, class: "expected" }), "earliest retry"),
+      item(sv("rect", { x: 1, y: 3, width: 22, height: 10, class: "short" }), "too soon by"));
+  }
+
+  function drawCoverage(coverage) {
+    const box = $("coverage");
+    if (!coverage) {
+      box.replaceChildren();
+      return;
+    }
+    const chips = (counts, order) => el("div", { class: "chips" }, ...order.map((name) => {
+      const count = counts[name] || 0;
+      return el("span", { class: `chip ${count ? "seen" : "missing"}`, "data-name": name },
+        name, el("b", {}, count));
+    }));
+    const categories = coverage.categories || {};
+    const others = Object.keys(categories).filter((c) => !CATEGORIES.includes(c));
+    const order = [...CATEGORIES, ...others];
+    const faults = coverage.faults || {};
+    box.replaceChildren(
+      el("h3", {}, "Coverage ", coverage.complete
+        ? el("span", { class: "badge good" }, "complete")
+        : el("span", { class: "badge warn" }, "incomplete")),
+      el("p", { class: "muted" }, "Error categories this session has been answered with:"),
+      chips(categories, order),
+      el("p", { class: "muted" }, "Transport faults it has met:"),
+      chips(faults, Object.keys(faults).sort()));
+  }
+
+  // -- start ----------------------------------------------------------------------------------
+
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (wanted) select(wanted);
+  if (sessionStorage.getItem(TOKEN_KEY)) $("forget-token").hidden = false;
+  poll();
+})();
