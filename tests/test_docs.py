@@ -60,6 +60,7 @@ def test_console_examples_print_what_they_show(doc: Path) -> None:
         for command, expected in steps:
             result = subprocess.run(
                 ["bash", "-c", command.replace("localhost:8080", here)],
+                cwd=ROOT,  # commands name files by their paths in the repository
                 capture_output=True,
                 text=True,
                 timeout=30,
