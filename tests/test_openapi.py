@@ -32,7 +32,7 @@ import schemathesis
 from schemathesis import checks as st_checks
 
 from mockskill import Server
-from mockskill.admin import BODY_TYPES
+from mockskill.admin_scenarios import BODY_TYPES
 from mockskill.app import ADMIN_PREFIX
 
 # Hypothesis keeps caches (even with no example database) in ./.hypothesis: not in the
