@@ -1,4 +1,4 @@
-"""The ``mockskill`` command: serve and validate scenario files.
+"""The ``mockskill`` command: serve, validate, report, check-descriptor, schema.
 
 Every failure the user can fix ends in a message and an exit code, never a
 traceback: 1 for invalid scenarios or a port that cannot be used, 2 for a
@@ -12,8 +12,10 @@ import json
 import signal
 import sys
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 import click
 
@@ -30,6 +32,8 @@ from .validator import validate as validate_descriptor
 from .validator import validation_error
 from .watch import ReloadResult
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 MAX_DELAY = click.option(
     "--max-delay",
@@ -41,6 +45,18 @@ MAX_DELAY = click.option(
     show_envvar=True,
     help="Longest wait a step may script (delay, hang, execution); longer ones are refused.",
 )
+
+
+def admin_token(text: str) -> Callable[[F], F]:
+    """``--admin-token`` (or MOCKSKILL_ADMIN_TOKEN): what serve asks for, and report sends."""
+    return click.option(
+        "--admin-token",
+        metavar="TOKEN",
+        envvar="MOCKSKILL_ADMIN_TOKEN",
+        show_envvar=True,
+        default=None,
+        help=text,
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,14 +108,9 @@ def cli() -> None:
     show_envvar=True,
     help="Do not log each request.",
 )
-@click.option(
-    "--admin-token",
-    metavar="TOKEN",
-    envvar="MOCKSKILL_ADMIN_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="Ask every /__admin request for this token (Authorization: Bearer TOKEN);"
-    " needed to bind an address other than loopback.",
+@admin_token(
+    "Ask every /__admin request for this token (Authorization: Bearer TOKEN);"
+    " needed to bind an address other than loopback."
 )
 @click.option(
     "--insecure-admin",
@@ -274,14 +285,7 @@ def schema() -> None:
     metavar="NAME[,NAME]",
     help="Exit 1 unless each session has met these categories or faults (repeatable).",
 )
-@click.option(
-    "--admin-token",
-    metavar="TOKEN",
-    envvar="MOCKSKILL_ADMIN_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="The server's admin token, if it has one.",
-)
+@admin_token("The server's admin token, if it has one.")
 def report(
     url: str,
     sessions: tuple[str, ...],

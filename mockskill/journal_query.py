@@ -21,7 +21,11 @@ from .state import Entry
 
 
 class BadFilter(Exception):
-    """A query parameter the journal does not take, or a value it cannot use."""
+    """A query parameter an admin listing does not take, or a value it cannot use (a 400).
+
+    The journal's filters raise it, and so do the scenarios' and the report's
+    options: one shape for every bad query parameter of ``/__admin``.
+    """
 
     def __init__(self, parameter: str, message: str, expected: Any) -> None:
         super().__init__(message)

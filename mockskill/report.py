@@ -21,23 +21,13 @@ import click
 from flask import Blueprint, request
 
 from . import audit
-from .catalog import unified_body
+from .journal_query import BadFilter
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 PARAMETERS = ("session", "skill", "initial_delay_ms", "tolerance_ms", "tolerance_ratio")
-
-
-class BadParameter(Exception):
-    def __init__(self, parameter: str, message: str, expected: Any) -> None:
-        super().__init__(message)
-        self.parameter, self.message, self.expected = parameter, message, expected
-
-    def body(self) -> dict[str, Any]:
-        details = {"parameter": self.parameter, "expected": self.expected}
-        return unified_body("MOCKSKILL_BAD_REQUEST", self.message, details)
 
 
 def register(bp: Blueprint, engine: Engine) -> None:
@@ -48,7 +38,7 @@ def register(bp: Blueprint, engine: Engine) -> None:
         """The retry audit and category coverage of every session, or of ``session=`` ones."""
         try:
             policy, sessions, skill = _query(request.args)
-        except BadParameter as exc:
+        except BadFilter as exc:
             return exc.body(), 400
         entries = engine.state.journal()
         if skill is not None:
@@ -63,7 +53,7 @@ def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
             message = f"{name!r} is not a parameter of the report; it takes {', '.join(PARAMETERS)}"
             if hint:
                 message += f" (did you mean {hint[0]!r}?)"
-            raise BadParameter(name, message, list(PARAMETERS))
+            raise BadFilter(name, message, list(PARAMETERS))
     sessions = args.getlist("session") or None
     skill = args.get("skill")
     default = audit.Policy()
@@ -85,9 +75,7 @@ def _number(args: Any, name: str, default: float, below: float | None = None) ->
         value = math.nan
     if not math.isfinite(value) or value < 0 or (below is not None and value >= below):
         bound = f"below {below}" if below is not None else "finite"
-        raise BadParameter(
-            name, f"{name}={text!r} is not a number of at least 0 ({bound})", "number"
-        )
+        raise BadFilter(name, f"{name}={text!r} is not a number of at least 0 ({bound})", "number")
     return value
 
 

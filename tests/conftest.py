@@ -10,6 +10,23 @@ import pytest
 
 from mockskill import Server, load_text
 
+EVERY_FAILURE = (
+    "auth-required",
+    "permission-denied",
+    "skill-not-found",
+    "execution-timeout",
+    "endpoint-unreachable",
+    "version-incompatible",
+    "connection-reset",
+    "empty-response",
+    "malformed-chunk",
+    "random-data",
+    "truncated-body",
+)
+"""Bundled skills that answer each error category but VALIDATION_ERROR (the
+``invalid-descriptor`` skill's descriptor stands for that one), then each
+transport fault: invoking them all covers every failure."""
+
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., Server]]:

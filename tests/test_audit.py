@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import EVERY_FAILURE
 
 from mockskill import Server
 from mockskill.audit import RULES, Policy, assert_clean, chains, report
@@ -472,19 +473,7 @@ def test_coverage_lists_what_a_session_met_and_what_it_missed(consumer: Consumer
 def test_walking_the_bundled_catalog_and_faults_covers_everything(bundled: Server) -> None:
     walker = Consumer(bundled)
     walker.describe("invalid-descriptor")
-    for skill in (
-        "auth-required",
-        "permission-denied",
-        "skill-not-found",
-        "execution-timeout",
-        "endpoint-unreachable",
-        "version-incompatible",
-        "connection-reset",
-        "empty-response",
-        "malformed-chunk",
-        "random-data",
-        "truncated-body",
-    ):
+    for skill in EVERY_FAILURE:
         with contextlib.suppress(requests.RequestException):
             _ = walker.invoke(skill, headers={"Skill-Protocol-Version": "1.0.0"}).content
     coverage = walker.report()["coverage"]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 import requests
 from click.testing import CliRunner, Result
+from conftest import EVERY_FAILURE
 
 from mockskill import Server
 from mockskill.cli import cli
@@ -101,20 +102,7 @@ def test_require_coverage_exits_1_until_everything_was_met(server: Server, bundl
     walker = new_session()
     headers = {"Mockskill-Session": walker, "Skill-Protocol-Version": "1.0.0"}
     requests.get(bundled.skill_url("invalid-descriptor"), headers=headers, timeout=10)
-    skills = [
-        "auth-required",
-        "permission-denied",
-        "skill-not-found",
-        "execution-timeout",
-        "endpoint-unreachable",
-        "version-incompatible",
-        "connection-reset",
-        "empty-response",
-        "malformed-chunk",
-        "random-data",
-        "truncated-body",
-    ]
-    for skill in skills:  # the transport faults raise: what a consumer meets
+    for skill in EVERY_FAILURE:  # the transport faults raise: what a consumer meets
         with contextlib.suppress(requests.RequestException):
             _ = requests.post(bundled.invoke_url(skill), headers=headers, timeout=10).content
     complete = report(bundled.url, "--session", walker, "--require-coverage")
