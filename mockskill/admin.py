@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request, url_for
 
-from . import __version__, admin_scenarios, dashboard, report
+from . import __version__, admin_scenarios, dashboard
 from .catalog import render, unified_body
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
@@ -173,7 +173,16 @@ def blueprint(registry: Registry) -> Blueprint:
     admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin_scenarios.py)
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/dashboard.py)
-    report.register(bp, engine)  # GET /__admin/report: the retry audit (mockskill/report.py)
+
+    @bp.get("/report")
+    def report() -> tuple[dict[str, Any], int]:
+        """The retry audit and category coverage of every session, or of ``session=`` ones."""
+        # Imported on first use, not at start-up: the audit is ~10 ms of imports
+        # (bench/startup.py) that serving skills never needs.
+        from .report import answer
+
+        return answer(engine)
+
     return bp
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
-from flask import Blueprint, request
+from flask import request
 
 from . import audit
 from .journal_query import BadFilter
@@ -30,20 +30,16 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 PARAMETERS = ("session", "skill", "initial_delay_ms", "tolerance_ms", "tolerance_ratio")
 
 
-def register(bp: Blueprint, engine: Engine) -> None:
-    """Add ``GET /report`` to the admin blueprint *bp*."""
-
-    @bp.get("/report")
-    def report() -> tuple[dict[str, Any], int]:
-        """The retry audit and category coverage of every session, or of ``session=`` ones."""
-        try:
-            policy, sessions, skill = _query(request.args)
-        except BadFilter as exc:
-            return exc.body(), 400
-        entries = engine.state.journal()
-        if skill is not None:
-            entries = [e for e in entries if e.skill == skill]
-        return audit.report(entries, policy, sessions=sessions), 200
+def answer(engine: Engine) -> tuple[dict[str, Any], int]:
+    """``GET /__admin/report`` for the request being served: the report, or a 400."""
+    try:
+        policy, sessions, skill = _query(request.args)
+    except BadFilter as exc:
+        return exc.body(), 400
+    entries = engine.state.journal()
+    if skill is not None:
+        entries = [e for e in entries if e.skill == skill]
+    return audit.report(entries, policy, sessions=sessions), 200
 
 
 def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:

@@ -46,8 +46,6 @@ from werkzeug.serving import (
 
 from . import __version__
 from .app import DEFAULT_MAX_BODY, create_app
-from .audit import Policy
-from .audit import report as audit_report
 from .engine import Engine
 from .loader import Scenarios, Source, load_any
 from .reader import MAX_DELAY_MS
@@ -57,6 +55,8 @@ from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
+
+    from . import audit
 
 BACKLOG = 4096
 """Pending connections the kernel queues (capped by net.core.somaxconn)."""
@@ -415,14 +415,18 @@ class Server:
         """The requests answered, oldest first; all of them, or one session's."""
         return self.state.journal(session)
 
-    def report(self, session: str | None = None, policy: Policy | None = None) -> dict[str, Any]:
+    def report(
+        self, session: str | None = None, policy: audit.Policy | None = None
+    ) -> dict[str, Any]:
         """The retry audit and category coverage (docs/audit.md): every session's, or *session*'s.
 
         The same document as ``GET /__admin/report``; pass it to
         :func:`mockskill.audit.assert_clean` to fail a test on findings.
         """
+        from . import audit  # on first use: start-up does not pay for it
+
         sessions = None if session is None else [session]
-        return audit_report(self.state.journal(), policy or Policy(), sessions=sessions)
+        return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
 
     # -- serving ---------------------------------------------------------------
 
