@@ -1,11 +1,14 @@
 """The pytest plugin: a mockskill server for a test run, and a session of it per test.
 
 It owns the fixtures ``mockskill_server`` (one :class:`~mockskill.server.Server`
-for the whole run, per xdist worker) and ``mockskill`` (a
+for the whole run, per xdist worker; or, given ``--mockskill-url`` or
+``MOCKSKILL_URL``, a :class:`~mockskill.remote.RemoteServer` on a server
+already running, shared by every worker and suite) and ``mockskill`` (a
 :class:`MockskillSession`: the test's own ``Mockskill-Session``, so that tests
 sharing the server never see each other's sequence positions or journal
 entries), the ``mockskill`` marker (scenarios of a test's own, served by a
-server of its own), the ``--mockskill-scenarios`` option and the
+server of its own), the ``--mockskill-scenarios``, ``--mockskill-url`` and
+``--mockskill-admin-token`` options, the
 ``mockskill_scenarios`` ini setting, and the check after each test: requests
 of the test's session that matched nothing, or that mockskill itself refused
 (``MOCKSKILL_*`` errors, such as an exhausted sequence), fail a test that
@@ -19,17 +22,19 @@ starts until a test asks for one of its fixtures.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from . import audit
 from .loader import bundled_path, load_any, load_paths
 from .problems import ScenarioError
+from .remote import RemoteError, RemoteServer
 from .server import Server
 
 if TYPE_CHECKING:
@@ -39,10 +44,31 @@ if TYPE_CHECKING:
 SESSION_HEADER = "Mockskill-Session"
 MARKER_KEYS = ("scenarios", "check")
 _MAX_NAME = 100
+URL_ENV = "MOCKSKILL_URL"
+TOKEN_ENV = "MOCKSKILL_ADMIN_TOKEN"
 
 _scenarios_key = pytest.StashKey["ScenarioSet | None"]()
 _session_key = pytest.StashKey["MockskillSession"]()
 _reports_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+class SessionServer(Protocol):
+    """What a :class:`MockskillSession` uses of its server: a Server, or a RemoteServer."""
+
+    @property
+    def url(self) -> str: ...
+
+    def skill_url(self, skill_id: str) -> str: ...
+
+    def invoke_url(self, skill_id: str) -> str: ...
+
+    def journal(self, session: str | None = None) -> list[Entry]: ...
+
+    def reset(self, session: str | None = None) -> None: ...
+
+    def report(
+        self, session: str | None = None, policy: audit.Policy | None = None
+    ) -> dict[str, Any]: ...
 
 
 class MockskillSession:
@@ -53,7 +79,7 @@ class MockskillSession:
     test, and :meth:`journal` holds this test's requests and nobody else's.
     """
 
-    def __init__(self, server: Server, name: str, *, check: bool = True) -> None:
+    def __init__(self, server: SessionServer, name: str, *, check: bool = True) -> None:
         self.server = server
         self.name = name
         self.check = check
@@ -77,15 +103,15 @@ class MockskillSession:
 
     def journal(self) -> list[Entry]:
         """This session's requests, oldest first."""
-        return self.server.state.journal(self.name)
+        return self.server.journal(self.name)
 
     def reset(self) -> None:
         """Start this session afresh: positions, random draws and journal entries."""
-        self.server.state.reset(self.name)
+        self.server.reset(self.name)
 
     def report(self, policy: audit.Policy | None = None) -> dict[str, Any]:
         """This session's retry audit and category coverage (docs/audit.md)."""
-        return audit.report(self.journal(), policy or audit.Policy(), sessions=[self.name])
+        return self.server.report(self.name, policy)
 
     def assert_clean_audit(
         self,
@@ -175,6 +201,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="scenario file or folder for the mockskill_server fixture (repeatable; "
         "default: the ini setting mockskill_scenarios, else the bundled scenarios)",
     )
+    group.addoption(
+        "--mockskill-url",
+        dest="mockskill_url",
+        metavar="URL",
+        default=None,
+        help=f"use the mockskill server already running at URL instead of starting one "
+        f"(default: the environment variable {URL_ENV}); its own scenarios are served",
+    )
+    group.addoption(
+        "--mockskill-admin-token",
+        dest="mockskill_admin_token",
+        metavar="TOKEN",
+        default=None,
+        help=f"the admin token of the server at --mockskill-url (default: {TOKEN_ENV})",
+    )
     parser.addini(
         "mockskill_scenarios",
         type="linelist",
@@ -207,9 +248,43 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{label}: the scenarios cannot be served:\n{exc}") from None
 
 
+def remote_server(config: pytest.Config) -> RemoteServer | None:
+    """The server of ``--mockskill-url`` (else ``MOCKSKILL_URL``), checked; None if neither.
+
+    Fails the test asking for it when the server cannot be used, naming the
+    URL and why.
+    """
+    url = config.getoption("mockskill_url", None) or os.environ.get(URL_ENV) or None
+    if url is None:
+        return None
+    token = config.getoption("mockskill_admin_token", None) or os.environ.get(TOKEN_ENV) or None
+    try:
+        remote = RemoteServer(url, admin_token=token)
+        remote.health()
+    except RemoteError as exc:
+        message = f"mockskill: the server at {url} (--mockskill-url or {URL_ENV}) cannot be used: "
+        message += str(exc)
+        if exc.status == 401:
+            message += f"; give it with --mockskill-admin-token or {TOKEN_ENV}"
+        failure = message
+    else:
+        return remote
+    pytest.fail(failure, pytrace=False)  # outside the handler: no "during handling" chain
+
+
 @pytest.fixture(scope="session")
-def mockskill_server(pytestconfig: pytest.Config) -> Generator[Server, None, None]:
-    """One mockskill server for the run: the configured scenarios, else the bundled ones."""
+def mockskill_server(
+    pytestconfig: pytest.Config,
+) -> Generator[Server | RemoteServer, None, None]:
+    """One mockskill server for the run: the configured scenarios, else the bundled ones.
+
+    With ``--mockskill-url`` (or ``MOCKSKILL_URL``): the server running
+    there, as a :class:`~mockskill.remote.RemoteServer`; nothing is started.
+    """
+    remote = remote_server(pytestconfig)
+    if remote is not None:
+        yield remote
+        return
     scenarios = pytestconfig.stash.get(_scenarios_key, None)
     server = Server(scenarios if scenarios is not None else load_paths([bundled_path()]))
     server.start()
@@ -233,6 +308,7 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
             pytrace=False,
         )
     own: Server | None = None
+    server: SessionServer
     if kwargs.get("scenarios") is not None:
         items = kwargs["scenarios"]
         if isinstance(items, (str, Path)):

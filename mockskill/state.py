@@ -13,8 +13,8 @@ import random
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, TypeVar
 
 from .catalog import Retry
@@ -83,6 +83,30 @@ class Entry:
         data["retry"] = None if self.retry is None else self.retry.as_json()
         data["near_misses"] = list(self.near_misses)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        """The entry :meth:`as_json` gave (also after a JSON round trip, as the journal serves it).
+
+        Keys it does not know are left out, so that a newer server's journal
+        still reads; a missing field raises ValueError naming it.
+        """
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        required = [
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+        ]
+        missing = [name for name in required if name not in values]
+        if missing:
+            raise ValueError(
+                f"a journal entry needs the fields {', '.join(required)}; "
+                f"found none for {', '.join(missing)}"
+            )
+        retry = values.get("retry")
+        if retry is not None:
+            values["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
+        values["near_misses"] = tuple(dict(m) for m in values.get("near_misses") or ())
+        return cls(**values)
 
 
 @dataclass

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+import socket
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests  # noqa: F401  # imported once here: in-process inner runs then share it
+import requests  # imported once here: in-process inner runs then share it
+
+from mockskill import Server
 
 pytest_plugins = ["pytester"]
 
@@ -19,6 +23,13 @@ HEADER = """
 import pytest
 import requests
 """
+
+
+@pytest.fixture(autouse=True)
+def _no_remote_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs start their own server unless a test says otherwise, whatever the shell says."""
+    monkeypatch.delenv("MOCKSKILL_URL", raising=False)
+    monkeypatch.delenv("MOCKSKILL_ADMIN_TOKEN", raising=False)
 
 
 def module(body: str) -> str:
@@ -327,6 +338,180 @@ def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(test_example=example)
     result = pytester.runpytest(*QUIET, "--strict-markers")
     result.assert_outcomes(passed=3)
+
+
+# -- sharing one running server (--mockskill-url) -------------------------------------------
+
+SHARED_FLAKY = """
+names = []
+
+@pytest.mark.parametrize("n", range({count}))
+def test_flaky(mockskill, mockskill_server, n):
+    assert type(mockskill_server).__name__ == "RemoteServer"
+    assert mockskill.server is mockskill_server
+    assert mockskill.url == {url!r}
+    statuses = [
+        requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers).status_code
+        for _ in range(3)
+    ]
+    assert statuses == [503, 503, 200]
+    journal = mockskill.journal()
+    assert [(e.status, e.error_code, e.session) for e in journal] == [
+        (503, "ENDPOINT_UNREACHABLE", mockskill.name),
+        (503, "ENDPOINT_UNREACHABLE", mockskill.name),
+        (200, None, mockskill.name),
+    ]
+    assert journal[0].retry.max_attempts >= 1
+    (audited,) = mockskill.report()["sessions"]
+    assert audited["session"] == mockskill.name
+"""
+
+
+@pytest.fixture
+def outer() -> Iterator[Server]:
+    """A server of the outer test, on the bundled scenarios, for inner runs to share."""
+    with Server() as server:
+        yield server
+
+
+def sessions_of(server: Server) -> dict[str, list[int | None]]:
+    """The statuses answered to each test session, in order."""
+    seen: dict[str, list[int | None]] = {}
+    for entry in server.journal():
+        seen.setdefault(entry.session, []).append(entry.status)
+    return seen
+
+
+def test_inner_tests_share_a_running_server_each_from_its_own_start(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    result = run(
+        pytester, SHARED_FLAKY.format(count=3, url=outer.url), "--mockskill-url", outer.url
+    )
+    result.assert_outcomes(passed=3)
+    seen = sessions_of(outer)
+    assert len(seen) == 3
+    assert all(re.fullmatch(r"test_inner\.py-test_flaky-\d-[0-9a-f]{8}", n) for n in seen)
+    assert list(seen.values()) == [[503, 503, 200]] * 3
+
+
+def test_under_xdist_the_workers_share_one_running_server(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    pytester.makepyfile(test_inner=module(SHARED_FLAKY.format(count=6, url=outer.url)))
+    result = pytester.runpytest_subprocess(
+        *QUIET, "-n", "2", "--mockskill-url", outer.url, timeout=120
+    )
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*2 workers*"])
+    seen = sessions_of(outer)
+    assert sorted(n.split("-")[2] for n in seen) == [str(i) for i in range(6)]
+    assert list(seen.values()) == [[503, 503, 200]] * 6
+
+
+def test_the_check_fails_a_test_on_the_shared_server_too(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_typo(mockskill):
+            requests.get(mockskill.invoke_url("flaky"), headers=mockskill.headers)
+
+        def test_reset_forgets(mockskill):
+            requests.get(mockskill.url + "/nowhere", headers=mockskill.headers)
+            assert [e.endpoint for e in mockskill.problems()] == ["unmatched"]
+            mockskill.reset()
+
+        @pytest.mark.mockskill(scenarios="name: own\\nskills:\\n  - id: echo\\n")
+        def test_the_marker_still_starts_a_server_of_its_own(mockskill, mockskill_server):
+            assert type(mockskill.server).__name__ == "Server"
+            assert mockskill.url != mockskill_server.url
+            assert requests.post(mockskill.invoke_url("echo")).status_code == 200
+        """,
+        "--mockskill-url",
+        outer.url,
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "mockskill: 1 request of session 'test_inner.py-test_typo-*' went wrong:",
+            "  GET /skills/flaky/invoke matched nothing (404)",
+            "    near miss POST /skills/<id>/invoke: method GET is not POST",
+            "FAILED test_inner.py::test_typo - mockskill: 1 request*",
+        ]
+    )
+    assert [e.path for e in outer.journal()] == ["/skills/flaky/invoke"]  # reset forgot one
+
+
+def test_an_unreachable_server_fails_the_tests_that_use_it_naming_url_and_error(
+    pytester: pytest.Pytester,
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on: bound, then let go
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    result = run(
+        pytester,
+        """
+        def test_one(mockskill):
+            pass
+
+        def test_two(mockskill_server):
+            pass
+
+        def test_without():
+            pass
+        """,
+        "--mockskill-url",
+        url,
+    )
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"*mockskill: the server at {url} (--mockskill-url or MOCKSKILL_URL) cannot be used: "
+            f"cannot reach {url}/__admin/health: *Connection refused*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "During handling" not in result.stdout.str()
+
+
+def test_the_environment_names_the_server_and_the_option_wins(
+    pytester: pytest.Pytester, outer: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOCKSKILL_URL", outer.url)
+    run(pytester, SHARED_FLAKY.format(count=2, url=outer.url)).assert_outcomes(passed=2)
+    assert len(sessions_of(outer)) == 2
+    with Server() as other:
+        body = SHARED_FLAKY.format(count=2, url=other.url)
+        run(pytester, body, "--mockskill-url", other.url).assert_outcomes(passed=2)
+        assert len(sessions_of(other)) == 2
+    assert len(sessions_of(outer)) == 2
+
+
+def test_the_admin_token_is_sent_to_a_server_that_asks_for_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Server(admin_token="s3cret") as guarded:
+        pytester.makepyfile(test_inner=module(SHARED_FLAKY.format(count=2, url=guarded.url)))
+        without = pytester.runpytest(*QUIET, "--mockskill-url", guarded.url)
+        without.assert_outcomes(errors=2)
+        without.stdout.fnmatch_lines(
+            [
+                f"*the server at {guarded.url} (--mockskill-url or MOCKSKILL_URL) cannot be used: "
+                "GET */__admin/health answered 401: *; give it with --mockskill-admin-token or "
+                "MOCKSKILL_ADMIN_TOKEN"
+            ]
+        )
+        args = ("--mockskill-url", guarded.url)
+        pytester.runpytest(*QUIET, *args, "--mockskill-admin-token", "s3cret").assert_outcomes(
+            passed=2
+        )
+        monkeypatch.setenv("MOCKSKILL_ADMIN_TOKEN", "s3cret")
+        pytester.runpytest(*QUIET, *args).assert_outcomes(passed=2)
+        assert len(sessions_of(guarded)) == 4
+        # Without the token, the server's admin API refuses: the runs above did send it.
+        assert requests.get(guarded.url + "/__admin/health").status_code == 401
 
 
 # -- the retry audit -----------------------------------------------------------------------

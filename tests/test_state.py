@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections import Counter
@@ -233,6 +234,47 @@ def test_entry_as_json_is_plain_data() -> None:
     assert data["protocol_version"] is None
     assert data["body_digest"] is None
     assert data["invalid_descriptor"] is False
+
+
+def test_entry_from_json_gives_back_the_entry_also_through_json_text() -> None:
+    full = Entry(
+        id=7,
+        started=1795987706.837128,
+        finished=1795987706.937306,
+        session="s",
+        method="GET",
+        path="/skills/x/invoke",
+        status=None,
+        endpoint="unmatched",
+        skill="x",
+        scenario="sc",
+        step=2,
+        position=3,
+        error_code="MOCKSKILL_SEQUENCE_EXHAUSTED",
+        retry=Retry(2000, 5),
+        forced=True,
+        outage=True,
+        choice=1,
+        delay_ms=12.5,
+        execution_ms=3.25,
+        fault="connection_reset",
+        client_left=1795987707.1,
+        near_misses=({"route": "POST /skills/<id>/invoke", "reasons": ["method GET is not POST"]},),
+        credential="bearer sha256:ba7816bf8f01",
+        protocol_version="1.0",
+        body_digest="hmac-sha256:00ff",
+        invalid_descriptor=True,
+    )
+    bare = Entry(1, 1.0, 2.0, "s", "GET", "/skills", 200, "list")
+    for e in (full, bare):
+        assert Entry.from_json(e.as_json()) == e
+        assert Entry.from_json(json.loads(json.dumps(e.as_json()))) == e
+    # A newer server's extra field is left out; a missing one is named.
+    assert Entry.from_json({**bare.as_json(), "new_field": 1}) == bare
+    data = bare.as_json()
+    del data["session"], data["endpoint"]
+    with pytest.raises(ValueError, match="found none for session, endpoint"):
+        Entry.from_json(data)
 
 
 # -- random -------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""A handle on a mockskill server that is already running elsewhere, through its admin API.
+
+:class:`RemoteServer` has the part of :class:`~mockskill.server.Server`'s
+interface that a test session needs (its URLs, one session's journal, reset
+and retry audit), done over HTTP with ``/__admin`` (docs/admin.md), so that
+the pytest plugin can share one server between xdist workers, suites or a
+container. Only the standard library is used: a consumer's test run needs
+no HTTP client of mockskill's choosing.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from .state import Entry
+
+if TYPE_CHECKING:
+    from . import audit
+
+
+class RemoteError(Exception):
+    """The remote server could not be asked: unreachable, refused, or not mockskill."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status of a refusal (401: the admin token is missing or wrong)."""
+
+
+class RemoteServer:
+    """The mockskill server at *url* (its base URL), asked through ``/__admin``.
+
+    *admin_token* is sent with every admin request (as
+    ``Authorization: Bearer``) when the server asks for one. Every failure
+    raises :class:`RemoteError` naming the address and what went wrong.
+    """
+
+    def __init__(self, url: str, *, admin_token: str | None = None, timeout: float = 30) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise RemoteError(f"the mockskill URL must be http(s)://HOST[:PORT], found {url!r}")
+        self._url = url.rstrip("/")
+        self._admin_token = admin_token or None
+        self.timeout = timeout
+
+    @property
+    def url(self) -> str:
+        """The base URL, as given (no trailing slash)."""
+        return self._url
+
+    def skill_url(self, skill_id: str) -> str:
+        return f"{self._url}/skills/{skill_id}"
+
+    def invoke_url(self, skill_id: str) -> str:
+        return f"{self._url}/skills/{skill_id}/invoke"
+
+    def health(self) -> dict[str, Any]:
+        """``GET /__admin/health``: what the server serves (raises RemoteError if it cannot)."""
+        return self._admin("GET", "health")
+
+    def journal(self, session: str | None = None) -> list[Entry]:
+        """The requests answered, oldest first; all of them, or one session's."""
+        query = [] if session is None else [("session", session)]
+        body = self._admin("GET", "journal", query)
+        try:
+            return [Entry.from_json(e) for e in body["entries"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RemoteError(f"{self._url}/__admin/journal answered no journal: {exc}") from None
+
+    def reset(self, session: str | None = None) -> None:
+        """Forget positions, random draws and journal: all of them, or one session's."""
+        self._admin("POST", "reset", [] if session is None else [("session", session)])
+
+    def report(
+        self, session: str | None = None, policy: audit.Policy | None = None
+    ) -> dict[str, Any]:
+        """The retry audit and category coverage (``GET /__admin/report``), as on Server."""
+        query = [] if session is None else [("session", session)]
+        if policy is not None:
+            query += [(k, repr(v)) for k, v in policy.as_json().items()]
+        return self._admin("GET", "report", query)
+
+    def _admin(
+        self, method: str, endpoint: str, query: list[tuple[str, str]] | None = None
+    ) -> dict[str, Any]:
+        address = f"{self._url}/__admin/{endpoint}"
+        if query:
+            address += "?" + urllib.parse.urlencode(query)
+        headers = {"Accept": "application/json"}
+        if self._admin_token is not None:
+            headers["Authorization"] = f"Bearer {self._admin_token}"
+        request = urllib.request.Request(address, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:
+            hint = " (the server asks for its admin token)" if exc.code == 401 else ""
+            raise RemoteError(
+                f"{method} {address} answered {exc.code}: {_error_message(exc)}{hint}",
+                status=exc.code,
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise RemoteError(f"cannot reach {address}: {reason}") from None
+        except ValueError as exc:
+            raise RemoteError(f"{address} did not answer JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise RemoteError(f"{address} answered {type(body).__name__}, not a JSON object")
+        return body
+
+    def __repr__(self) -> str:
+        return f"<RemoteServer {self._url}>"
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(json.load(exc)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(exc.reason)
