@@ -60,12 +60,12 @@ class RemoteServer:
 
     def health(self) -> dict[str, Any]:
         """``GET /__admin/health``: what the server serves (raises RemoteError if it cannot)."""
-        return self._admin("GET", "health")
+        return self.admin("GET", "health")
 
     def journal(self, session: str | None = None) -> list[Entry]:
         """The requests answered, oldest first; all of them, or one session's."""
         query = [] if session is None else [("session", session)]
-        body = self._admin("GET", "journal", query)
+        body = self.admin("GET", "journal", query)
         try:
             return [Entry.from_json(e) for e in body["entries"]]
         except (KeyError, TypeError, ValueError) as exc:
@@ -73,7 +73,7 @@ class RemoteServer:
 
     def reset(self, session: str | None = None) -> None:
         """Forget positions, random draws and journal: all of them, or one session's."""
-        self._admin("POST", "reset", [] if session is None else [("session", session)])
+        self.admin("POST", "reset", [] if session is None else [("session", session)])
 
     def report(
         self, session: str | None = None, policy: audit.Policy | None = None
@@ -82,11 +82,12 @@ class RemoteServer:
         query = [] if session is None else [("session", session)]
         if policy is not None:
             query += [(k, repr(v)) for k, v in policy.as_json().items()]
-        return self._admin("GET", "report", query)
+        return self.admin("GET", "report", query)
 
-    def _admin(
+    def admin(
         self, method: str, endpoint: str, query: list[tuple[str, str]] | None = None
     ) -> dict[str, Any]:
+        """``METHOD /__admin/ENDPOINT?QUERY``: its JSON object, or RemoteError saying why not."""
         address = f"{self._url}/__admin/{endpoint}"
         if query:
             address += "?" + urllib.parse.urlencode(query)

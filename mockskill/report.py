@@ -11,9 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +19,7 @@ from flask import request
 
 from . import audit
 from .journal_query import BadFilter
+from .remote import RemoteError, RemoteServer
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -94,37 +92,12 @@ def fetch(
     query = [("session", s) for s in sessions]
     if skill is not None:
         query.append(("skill", skill))
-    address = url.rstrip("/") + "/__admin/report"
-    if query:
-        address += "?" + urllib.parse.urlencode(query)
-    headers = {"Accept": "application/json"}
-    if admin_token:
-        headers["Authorization"] = f"Bearer {admin_token}"
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(address, headers=headers), timeout=timeout
-        ) as response:
-            body: dict[str, Any] = json.load(response)
-            return body
-    except urllib.error.HTTPError as exc:
-        detail = _error_message(exc)
-        hint = " (give the admin token: --admin-token or MOCKSKILL_ADMIN_TOKEN)"
-        raise Unavailable(
-            f"{address} answered {exc.code}: {detail}" + (hint if exc.code == 401 else "")
-        ) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise Unavailable(f"cannot reach {address}: {reason}") from None
-    except ValueError as exc:
-        raise Unavailable(f"{address} did not answer JSON: {exc}") from None
-
-
-def _error_message(exc: urllib.error.HTTPError) -> str:
-    try:
-        body = json.load(exc)
-        return str(body["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return str(exc.reason)
+        server = RemoteServer(url, admin_token=admin_token, timeout=timeout)
+        return server.admin("GET", "report", query)
+    except RemoteError as exc:
+        hint = " (give it: --admin-token or MOCKSKILL_ADMIN_TOKEN)" if exc.status == 401 else ""
+        raise Unavailable(f"{exc}{hint}") from None
 
 
 # -- the command ``mockskill report`` -------------------------------------------------
