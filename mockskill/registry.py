@@ -56,6 +56,10 @@ class LoadedScenario:
     """When it was loaded (or last replaced), in seconds since the epoch."""
     activated: float | None
     """When it was last activated (loaded active counts); None while inactive."""
+    added: bool = False
+    """Whether it was loaded at run time (:meth:`Registry.add`: ``Server.add``, the
+    admin API) rather than from the server's scenario files: a reload of the
+    files keeps it."""
 
     @property
     def name(self) -> str:
@@ -160,7 +164,7 @@ class Registry:
                 if scenario.name in incoming or (old is not None and not replace):
                     _name_clash(scenario, old, problems, reasons)
                 incoming[scenario.name] = LoadedScenario(
-                    scenario, active, now, now if active else None
+                    scenario, active, now, now if active else None, added=True
                 )
             if problems:
                 raise Conflict(problems, reasons)
@@ -212,20 +216,25 @@ class Registry:
             return deactivated
 
     def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
-        """Load the scenarios in *paths* instead of every loaded one (see Server.reload).
+        """Load the scenarios in *paths* instead of the ones the files gave (see Server.reload).
 
         A scenario equal to the one loaded under its name is kept as it was
         (positions, outage window, active or not). A changed one is replaced,
-        keeping whether it was active; a new one is active. On problems
-        nothing changes and the result says ``failed``. The result is kept
-        as :attr:`last_reload` (``/__admin/health`` shows it).
+        keeping whether it was active; a new one is active. Scenarios
+        :meth:`add` loaded at run time are kept, so a file must not take
+        their names, nor serve their skill ids or routes while they are
+        active. On problems nothing changes and the result says
+        ``failed``. The result is kept as :attr:`last_reload`
+        (``/__admin/health`` shows it).
         """
         paths = list(paths)
         with self._changes:
             try:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
                 now = time.time()
-                old = {e.name: e for e in self._loaded}
+                added = [e for e in self._loaded if e.added]
+                _check_names_free(files, added)
+                old = {e.name: e for e in self._loaded if not e.added}
                 loaded = []
                 for scenario in files.scenarios:
                     before = old.get(scenario.name)
@@ -245,7 +254,11 @@ class Registry:
                 restarted += [
                     old[e.name].scenario for e in changed if e.name in old and old[e.name].active
                 ]
-                self._swap(tuple(loaded), restarted)
+                _check_served_once(
+                    [e.scenario for e in loaded if e.active],
+                    [e.scenario for e in added if e.active],
+                )
+                self._swap(tuple(loaded + added), restarted)
             except ScenarioError as exc:
                 result = ReloadResult.failed(exc.problems)
             else:
@@ -303,6 +316,19 @@ def _name_clash(
         )
     )
     reasons.append(reason)
+
+
+def _check_names_free(files: ScenarioSet, added: Sequence[LoadedScenario]) -> None:
+    """Raise :class:`Conflict` if the files name a scenario loaded at run time."""
+    names = {e.name: e for e in added}
+    problems: list[Problem] = []
+    reasons: list[str] = []
+    for scenario in files.scenarios:
+        old = names.get(scenario.name)
+        if old is not None:
+            _name_clash(scenario, old, problems, reasons)
+    if problems:
+        raise Conflict(problems, reasons)
 
 
 def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario]) -> None:

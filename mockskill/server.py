@@ -360,8 +360,10 @@ class Server:
         The files are loaded whole first. If they have problems, nothing
         changes: the last good scenarios go on being served, and the
         result (also shown by ``/__admin/health``) has status ``failed``
-        and every problem. Otherwise they replace everything loaded
-        (scenarios added with :meth:`add` included). A scenario equal to
+        and every problem. Otherwise they replace the scenarios the files
+        gave before; those loaded at run time (:meth:`add`, the admin API)
+        stay, so the files must not take their names, nor serve their
+        skill ids or routes while they are active. A scenario equal to
         the one served under its name is kept as it was: its sequence
         positions and outage window go on (and it stays inactive if it
         was deactivated). A new or changed scenario's sequences restart,

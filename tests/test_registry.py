@@ -263,16 +263,70 @@ def test_reload_keeps_whether_each_scenario_is_active(tmp_path: Path) -> None:
         result = server.reload([a, b])
         assert result.ok
         assert result.changed == ("b",)
-        assert result.removed == ("c",)
-        assert [(e.name, e.active) for e in server.scenarios] == [("a", False), ("b", True)]
-        assert server.scenario_names == ["b"]
+        assert result.removed == ()
+        listed = [(e.name, e.active) for e in server.scenarios]
+        assert listed == [("a", False), ("b", True), ("c", True)]
+        assert server.scenario_names == ["b", "c"]
         server.deactivate("b")
         b.write_text("name: b\nskills: [{id: b, invoke: [{json: 20}]}]\n")
         server.reload([a, b])
-        assert [(e.name, e.active) for e in server.scenarios] == [("a", False), ("b", False)]
+        listed = [(e.name, e.active) for e in server.scenarios]
+        assert listed == [("a", False), ("b", False), ("c", True)]
         a.write_text("name: a\nskills: oops\n")
         before = server.scenarios
         failed = server.reload([a, b])
         assert failed.status == "failed"
         assert server.scenarios is before
         assert server.last_reload is failed
+
+
+def test_reload_keeps_what_was_loaded_at_run_time_and_replaces_only_the_files(
+    tmp_path: Path,
+) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("name: a\nskills: [{id: a, invoke: {json: 1}}]\n")
+    with Server([a]) as server:
+        server.add(COUNTER)
+        assert count(server) == 1
+        a.write_text("name: a2\nskills: [{id: a, invoke: {json: 2}}]\n")
+        result = server.reload([a])
+        assert result.ok
+        assert result.removed == ("a",)
+        assert result.changed == ("a2",)
+        assert server.scenario_names == ["a2", "counter"]
+        assert count(server) == 2  # its sequence went on: the reload did not touch it
+        assert next(e for e in server.scenarios if e.name == "counter").added
+
+
+@pytest.mark.parametrize(
+    ("text", "clash"),
+    [
+        ("name: counter\nskills: [{id: other}]\n", "'counter', loaded already (from <added 1>)"),
+        ("name: a\nskills: [{id: count}]\n", "'count', served by active scenario 'counter'"),
+    ],
+    ids=["name", "skill-id"],
+)
+def test_a_reload_that_clashes_with_a_scenario_loaded_at_run_time_fails_and_changes_nothing(
+    tmp_path: Path, text: str, clash: str
+) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("name: a\nskills: [{id: a}]\n")
+    with Server([a]) as server:
+        server.add(COUNTER)
+        before = server.scenarios
+        a.write_text(text)
+        result = server.reload([a])
+        assert result.status == "failed"
+        assert any(clash in p.found for p in result.problems), result.problems
+        assert server.scenarios is before
+
+
+def test_a_file_may_serve_the_skill_of_an_inactive_run_time_scenario(tmp_path: Path) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("name: a\nskills: [{id: a}]\n")
+    with Server([a]) as server:
+        server.add(COUNTER, active=False)
+        a.write_text("name: a\nskills: [{id: count, invoke: {json: {n: 9}}}]\n")
+        assert server.reload([a]).ok
+        assert count(server) == 9
+        assert [(e.name, e.active) for e in server.scenarios] == [("a", True), ("counter", False)]

@@ -105,6 +105,28 @@ def test_an_edit_is_served_within_moments(tmp_path: Path, watched: Callable[...,
     assert abs(reload["at"] - time.time()) < 60
 
 
+def test_scenarios_loaded_over_http_outlive_an_edit_of_the_files(
+    tmp_path: Path, watched: Callable[..., Server]
+) -> None:
+    # A suite loads its own scenario into a watching server (a container with
+    # MOCKSKILL_WATCH=1, say): editing the mounted files must not wipe it.
+    file = tmp_path / "a.yaml"
+    write(file, scenario("a", "old"))
+    server = watched(file)
+    loaded = requests.post(
+        f"{server.url}/__admin/scenarios",
+        data=scenario("mine", 1, 2, 3),
+        headers={"Content-Type": "application/yaml"},
+        timeout=10,
+    )
+    assert loaded.status_code == 201
+    assert answer(server, "mine") == {"n": 1}
+    write(file, scenario("a", "new"))
+    eventually(lambda: answer(server, "a", "fresh") == {"n": "new"})
+    assert answer(server, "mine") == {"n": 2}  # still served, its position kept
+    assert health(server)["scenarios"] == ["a", "mine"]
+
+
 def test_an_invalid_edit_keeps_the_last_good_scenarios_and_health_shows_why(
     tmp_path: Path, watched: Callable[..., Server]
 ) -> None:
