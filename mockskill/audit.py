@@ -2,8 +2,8 @@
 
 Pure functions over journal entries (:class:`~mockskill.state.Entry`): no
 I/O, no clock but the one the caller passes, no server. :func:`report`
-groups each session's requests into **retry chains** — consecutive attempts
-at one endpoint (method and path) for as long as the previous attempt
+groups each session's requests into **retry chains** — the same request
+(method, path and body) sent again for as long as the previous attempt
 failed — and checks every retry against the protocol's error chapter:
 
 - ``non-retryable-retried``: a category that must not be retried
@@ -14,7 +14,8 @@ failed — and checks every retry against the protocol's error chapter:
 - ``retry-too-soon``: a retry came before the delay the previous answer
   advised (``retry.suggested_delay_ms``; ``Retry-After`` is that, rounded up);
 - ``backoff-not-growing``: the waits did not grow as
-  ``initial * 2^(retry - 1)``;
+  ``initial * 2^(retry - 1)`` (initial: the run's first advice, or the
+  latest when lower);
 - ``too-many-attempts``: more attempts than ``retry.max_attempts``.
 
 It also counts the categories and transport faults each session has met
@@ -137,24 +138,52 @@ def overlaps(entry: Entry, previous: Entry) -> bool:
 def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
     """One session's requests as retry chains, in order of their first attempt.
 
-    An attempt joins the chain of its endpoint (method and path) while the
-    chain's last attempt failed; a success ends a chain. Requests at other
-    endpoints in between (a token request, a descriptor) do not break it. An
-    attempt that :func:`overlaps` the previous one is concurrent, not a
-    retry: it starts a chain of its own.
+    A retry is the same request sent again: an attempt joins a chain of the
+    same endpoint (method and path) and the same body whose last attempt
+    failed; a success ends a chain. Requests at other endpoints in between
+    (a token request, a descriptor) do not break it, and a retry may change
+    its credential or protocol version (what a 401 or a 422 asks). A request
+    with another body is another operation (a batch's next item): a chain of
+    its own. So is an attempt that :func:`overlaps` the last one of every
+    chain it could continue: it is concurrent, not a retry. When it could
+    continue several (identical requests in parallel), it goes with the
+    :func:`likeliest`.
     """
     ordered = sorted(entries, key=lambda e: (e.started, e.id))
-    open_chains: dict[str, list[Entry]] = {}
+    waiting: dict[tuple[str, str | None], list[list[Entry]]] = {}  # chains whose last failed
     out: list[list[Entry]] = []
     for entry in ordered:
-        key = endpoint_of(entry)
-        chain = open_chains.get(key)
-        if chain is None or not outcome(chain[-1]).failed or overlaps(entry, chain[-1]):
+        key = (endpoint_of(entry), entry.body_digest)
+        open_chains = [c for c in waiting.get(key, []) if outcome(c[-1]).failed]
+        chain = likeliest(entry, [c for c in open_chains if not overlaps(entry, c[-1])])
+        if chain is None:
             chain = []
             out.append(chain)
-            open_chains[key] = chain
+            open_chains.append(chain)
         chain.append(entry)
+        waiting[key] = open_chains
     return out
+
+
+def likeliest(entry: Entry, candidates: Sequence[list[Entry]]) -> list[Entry] | None:
+    """Of the chains *entry* could continue, the one it most likely retries (None: none).
+
+    The one whose last attempt had the same credential and protocol version,
+    then the one whose last attempt started last. A consumer that sends one
+    request at a time has a single candidate at most: the choice only
+    matters for identical requests sent in parallel.
+    """
+
+    def score(chain: list[Entry]) -> tuple[bool, bool, float, int]:
+        last = chain[-1]
+        return (
+            last.credential == entry.credential,
+            last.protocol_version == entry.protocol_version,
+            last.started,
+            last.id,
+        )
+
+    return max(candidates, key=score, default=None)
 
 
 # -- one chain ------------------------------------------------------------------------
@@ -238,7 +267,9 @@ def _audit_chain(
                 retry = i - run_start  # 1 for the first retry of the run
                 initial = _advised_ms(attempts[run_start].outcome, policy)
                 advised = _advised_ms(previous, policy) if previous.advice else initial
-                required = max(advised, initial * 2 ** (retry - 1))
+                # The base of the backoff: the run's first advice, or the latest when the
+                # provider has lowered it since (a consumer may follow either).
+                required = max(advised, min(initial, advised) * 2 ** (retry - 1))
                 attempt.expected_wait_ms = required
                 if attempt.wait_ms < policy.least(advised):
                     too_soon.append(i)
@@ -403,7 +434,7 @@ def _not_growing(
         attempts=_ids(attempts, indexes, with_previous=True),
         message=f"{n} {_plural(n, 'retry', 'retries')} without exponential backoff",
         expected="the n-th retry waits at least initial * 2^(n-1), initial being the first"
-        " error's suggested_delay_ms (the chapter's"
+        " error's suggested_delay_ms, or the latest one when smaller (the chapter's"
         f" {_ms(policy.initial_delay_ms)} when none was given) ({_tolerance(policy)})",
         found="; ".join(steps),
         fix="double the wait after every failed retry (e.g. tenacity: wait_exponential("

@@ -76,6 +76,12 @@ SCENARIO = """
         invoke: {dribble: {chunks: 2, over: 4000}, json: {result: slowly}}
       - id: slow-fail
         invoke: {delay: 300, error: ENDPOINT_UNREACHABLE}
+      - id: lowers-advice
+        invoke:
+          - error: EXECUTION_TIMEOUT
+            retry: {suggested_delay_ms: 400, max_attempts: 5}
+          - error: ENDPOINT_UNREACHABLE
+            retry: {suggested_delay_ms: 100, max_attempts: 5}
 """
 
 
@@ -195,6 +201,29 @@ def test_overlapping_requests_are_not_retries_of_each_other(
     assert session["findings"] == []
 
 
+def test_a_retry_is_paired_with_the_attempt_it_does_not_overlap(consumer: Consumer) -> None:
+    # A (slow, 300 ms) and B (while A runs) in parallel; then A again, right after A ended but
+    # while B still runs: a retry of A, too soon. B's overlap does not hide it.
+    first = threading.Thread(target=consumer.invoke, args=("slow-fail",))
+    first.start()
+    time.sleep(0.1)
+    second = threading.Thread(target=consumer.invoke, args=("slow-fail",))
+    second.start()
+    first.join(timeout=10)
+    consumer.invoke("slow-fail")
+    second.join(timeout=10)
+    a, b, again = sorted(consumer.server.state.journal(consumer.session), key=lambda e: e.started)
+    assert again.started < b.finished  # it did overlap B
+    session = consumer.report()
+    assert [[x["id"] for x in c["attempts"]] for c in session["chains"]] == [
+        [a.id, again.id],
+        [b.id],
+    ]
+    (finding,) = session["findings"]
+    assert finding["rule"] == "retry-too-soon"
+    assert finding["attempts"] == [a.id, again.id]
+
+
 # -- retry-too-soon, backoff-not-growing, too-many-attempts --------------------------------
 
 
@@ -240,6 +269,22 @@ def test_waits_within_the_tolerance_pass_and_waits_outside_do_not(consumer: Cons
     prompt = Consumer(consumer.server)
     prompt.retry("down", [0.0])
     assert rules(prompt.findings()) == ["retry-too-soon"]
+
+
+def test_the_backoff_may_grow_from_advice_the_provider_lowered(consumer: Consumer) -> None:
+    # 504 advising 400 ms, then 503s advising 100 ms: a consumer that doubles the latest advice
+    # waits 400, then 100 * 2 = 200 ms. It followed the provider; the first advice doubled
+    # (800 ms) is not owed.
+    consumer.retry("lowers-advice", [0.45, 0.25, 0.45])
+    assert consumer.findings() == []
+    attempts = consumer.report()["chains"][0]["attempts"]
+    assert [a["expected_wait_ms"] for a in attempts] == [None, 400, 200, 400]
+    # Still doubling from the lowered advice: the advice alone (120 ms of 200) is not enough.
+    hasty = Consumer(consumer.server)
+    hasty.retry("lowers-advice", [0.45, 0.12])
+    (finding,) = hasty.findings()
+    assert finding["rule"] == "backoff-not-growing"
+    assert "owed 200 ms" in finding["found"]
 
 
 def test_more_attempts_than_max_attempts_is_too_many_attempts(consumer: Consumer) -> None:
@@ -305,13 +350,21 @@ def test_auth_required_retried_with_credentials_is_fine(consumer: Consumer) -> N
     assert session["chains"][0]["attempts"][1]["changed"] == ["credential"]
 
 
-def test_a_new_body_is_not_new_credentials(consumer: Consumer) -> None:
+def test_a_request_with_another_body_is_another_operation_not_a_retry(
+    consumer: Consumer,
+) -> None:
+    # A retry is the same request again: a batch's next item is not a retry of the last one.
     consumer.invoke("guarded", json={"text": "one"})
     consumer.invoke("guarded", json={"text": "two"})
+    assert [len(c["attempts"]) for c in consumer.report()["chains"]] == [1, 1]
+    assert consumer.findings() == []
+    consumer.invoke("guarded", json={"text": "one"})  # the first one again, unchanged
     (finding,) = consumer.findings()
     assert finding["rule"] == "non-retryable-retried"
+    first, _, again = consumer.ids()
+    assert finding["attempts"] == [first, again]
     attempts = consumer.report()["chains"][0]["attempts"]
-    assert attempts[1]["changed"] == ["body"]
+    assert attempts[1]["changed"] == []
 
 
 def test_permission_denied_retried_with_the_same_token_is_a_finding(consumer: Consumer) -> None:
