@@ -7,6 +7,7 @@ if [[ "${1:-}" == "--quick" ]]; then
   python bench/startup.py --rounds 5
   python bench/throughput.py --rounds 2 --duration 3
   python bench/burst.py --rounds 1
+  python bench/burst_floor.py --rounds 1
   python bench/delay_accuracy.py --rounds 1 --sequential 5 --skip-bare
   python bench/hang_flood.py --rounds 1
   python bench/memory.py --total 20000 --unique-sessions
@@ -14,6 +15,7 @@ else
   python bench/startup.py --rounds 15
   python bench/throughput.py --rounds 5 --duration 5
   python bench/burst.py --rounds 3
+  python bench/burst_floor.py --rounds 3
   python bench/delay_accuracy.py --rounds 3 --sequential 20
   python bench/hang_flood.py --rounds 3
   python bench/memory.py --total 100000 --step 10000 --unique-sessions
