@@ -9,6 +9,23 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from mockskill import Server, load_text
+from mockskill.problems import Problem
+
+
+def assert_problem(
+    problem: Problem, path: str, line: int, column: int, expected: str, found: str, hint: str
+) -> None:
+    """*problem* is at *path*, *line*:*column*, says *expected* and *found* (their
+    beginnings), and has *hint* in its hint (none when *hint* is empty)."""
+    assert problem.path == path
+    assert (problem.line, problem.column) == (line, column)
+    assert problem.expected.startswith(expected)
+    assert problem.found.startswith(found)
+    if hint:
+        assert hint in problem.hint
+    else:
+        assert problem.hint == ""
+
 
 EVERY_FAILURE = (
     "auth-required",

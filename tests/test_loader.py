@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import assert_problem
 
 from mockskill import ScenarioError, bundled_path, load_data, load_paths, load_text
 from mockskill.catalog import SERVED_CODES
@@ -378,14 +379,7 @@ def test_a_bad_scenario_is_one_positioned_problem_saying_what_was_expected_and_f
 ) -> None:
     [problem] = problems_in(text)
     assert problem.file == "s.yaml"
-    assert problem.path == path
-    assert (problem.line, problem.column) == (line, column)
-    assert problem.expected.startswith(expected)
-    assert problem.found.startswith(found)
-    if hint:
-        assert hint in problem.hint
-    else:
-        assert problem.hint == ""
+    assert_problem(problem, path, line, column, expected, found, hint)
 
 
 @pytest.mark.parametrize("route_path", ["/skillset", "/admin", "/x/skills", "/orders/<int:id>"])

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 import pytest
+from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
 from mockskill.delays import Fixed
@@ -475,14 +476,7 @@ def test_a_bad_step_is_one_positioned_problem_saying_what_was_expected_and_found
     invoke: str, path: str, line: int, column: int, expected: str, found: str, hint: str
 ) -> None:
     [problem] = problems_in(skill_yaml(invoke))
-    assert problem.path == path
-    assert (problem.line, problem.column) == (line, column)
-    assert problem.expected.startswith(expected)
-    assert problem.found.startswith(found)
-    if hint:
-        assert hint in problem.hint
-    else:
-        assert problem.hint == ""
+    assert_problem(problem, path, line, column, expected, found, hint)
 
 
 def test_a_step_of_a_later_list_item_is_placed_at_its_own_line() -> None:
