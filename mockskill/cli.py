@@ -34,7 +34,10 @@ from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+# readable=False: whether a path can be read is the loader's to say, positioned and with
+# the fix (mockskill.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+PATH = click.Path(path_type=Path, readable=False)
+PATHS = click.argument("paths", nargs=-1, type=PATH)
 MAX_DELAY = click.option(
     "--max-delay",
     type=click.IntRange(1),
@@ -72,7 +75,7 @@ def cli() -> None:
 @click.argument(
     "paths",
     nargs=-1,
-    type=click.Path(path_type=Path),
+    type=PATH,
     envvar="MOCKSKILL_SCENARIOS",  # several joined with ':' (os.pathsep)
 )
 @click.option(
