@@ -226,12 +226,13 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
 
     def stream() -> Iterator[bytes]:
         try:
+            # Taken before the write: a client acting on the status line at once may be
+            # answered on another thread before this one runs again.
+            connection.headers_sent = time.time()
             if not body:  # the status line and headers are the whole answer
-                connection.headers_sent = time.time()
                 connection.done()
             # Werkzeug sends the status line and headers now: a slow body, not a slow start.
             yield b""
-            connection.headers_sent = connection.headers_sent or time.time()
             for i, piece in enumerate(pieces):
                 if not connection.wait(pause):
                     return
