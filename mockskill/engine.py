@@ -148,8 +148,9 @@ class Engine:
             entry = dataclasses.replace(entry, invalid_descriptor=_invalid_descriptor(served.body))
         if connection is None:
             self.state.record(entry)
-        else:  # a dribbled body: record once the last byte is out (or the client left)
-            response.call_on_close(lambda: self.state.record(_finished(entry, connection)))
+        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
+            connection.on_done = lambda: self.state.record(_finished(entry, connection))
+            response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
     def _digest(self, request: Request) -> str | None:
@@ -314,7 +315,12 @@ def _client(request: Request) -> str | None:
 
 
 def _finished(entry: Entry, connection: Connection) -> Entry:
-    return dataclasses.replace(entry, finished=time.time(), client_left=connection.left_at)
+    return dataclasses.replace(
+        entry,
+        finished=time.time(),
+        client_left=connection.left_at,
+        headers_sent=connection.headers_sent,
+    )
 
 
 def _check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:

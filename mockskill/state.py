@@ -62,7 +62,12 @@ class Entry:
     fault: str | None = None
     """The transport fault done to the connection."""
     client_left: float | None = None
-    """Wall-clock time the client closed the connection before the answer (its timeout)."""
+    """Wall-clock time the client closed the connection before the answer was complete."""
+    headers_sent: float | None = None
+    """For a slow body (a dribble): wall-clock time its status line and headers (with
+    any ``Retry-After``) went out, what a client can act on before the body; then
+    ``finished`` is when its last byte went out or, with ``client_left``, when the
+    client abandoned it. None for an answer sent whole (at ``finished``) or not at all."""
     near_misses: tuple[dict[str, Any], ...] = ()
     credential: str | None = None
     """The credential the request carried, as its kind and a fingerprint
