@@ -138,8 +138,10 @@ def command(
     if require_coverage or names:
         gaps = audit.coverage_gaps(got, wanted)
         failed.extend(f"session {n!r} has not met {', '.join(g)}" for n, g in gaps.items())
-        if not got["sessions"]:
-            failed.append("no session to cover (no request recorded)")
+    if fail_on_findings or require_coverage or names:
+        # Every gate fails on a session that sent nothing: an empty audit has
+        # no findings and would otherwise pass, green, on a mistyped name.
+        failed.extend(audit.silent_sessions(got))
     for line in failed:
         click.echo(f"mockskill: {line}", err=True)
     return 1 if failed else 0

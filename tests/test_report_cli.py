@@ -139,6 +139,23 @@ def test_a_gate_on_a_session_that_sent_nothing_fails(server: Server) -> None:
     assert "session 'nobody': 0 requests" in result.stdout
 
 
+def test_fail_on_findings_fails_on_a_session_that_sent_nothing(server: Server) -> None:
+    session = new_session()
+    play(server, session, "fine")
+    mistyped = report(server.url, "--session", session[:-1] + "x", "--fail-on-findings")
+    assert mistyped.exit_code == 1
+    assert f"session {session[:-1] + 'x'!r} made no request" in mistyped.stderr
+    assert "is the Mockskill-Session header sent?" in mistyped.stderr
+    assert f"did you mean {session!r}?" in mistyped.stderr
+    assert report(server.url, "--session", session, "--fail-on-findings").exit_code == 0
+
+
+def test_fail_on_findings_fails_on_a_server_that_recorded_nothing(serve: Serve) -> None:
+    result = report(serve(SCENARIO).url, "--fail-on-findings")
+    assert result.exit_code == 1
+    assert "mockskill: no session made a request" in result.stderr
+
+
 def test_json_prints_the_admin_report(server: Server) -> None:
     session = new_session()
     play(server, session, "locked", "locked")
