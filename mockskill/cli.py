@@ -1,8 +1,11 @@
 """The ``mockskill`` command: serve, validate, report, check-descriptor, schema.
 
 Every failure the user can fix ends in a message and an exit code, never a
-traceback: 1 for invalid scenarios or a port that cannot be used, 2 for a
-mistyped command line (click's convention).
+traceback, and each exit code means one thing in every command (the table in
+the README's "The command line"): 0 yes (valid, clean, served); 1 no
+(invalid scenarios or descriptor, a failed gate, a port that cannot be used);
+2 a mistyped command line (click's convention); 3 the thing to check could
+not be read (unreachable, an HTTP error, not JSON).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import json
 import signal
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +29,7 @@ from .loader import bundled_path, load_paths
 from .model import ScenarioSet
 from .problems import ScenarioError, format_report
 from .reader import MAX_DELAY_MS
+from .remote import http_url, looks_like_url
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
 from .state import DEFAULT_JOURNAL_SIZE
@@ -33,6 +38,9 @@ from .validator import validation_error
 from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+UNREADABLE = 3
+"""Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 MAX_DELAY = click.option(
@@ -230,14 +238,21 @@ def validate(paths: tuple[Path, ...], max_delay: int) -> None:
 def check_descriptor(source: str) -> None:
     """Validate a Skill Descriptor; print VALIDATION_ERROR with every violation, exit 1 if any.
 
-    SOURCE is a JSON file, an http(s) URL (fetched with GET), or - for
-    standard input.
+    SOURCE is a JSON file, an http(s) URL fetched with GET (HOST:PORT/PATH
+    without a scheme is http, as in curl), or - for standard input. Exit
+    code 0 valid, 1 invalid, 2 a mistyped command line, 3 could not read
+    (no such file, connection refused, an HTTP error, not JSON).
     """
     try:
         text = _read_source(source)
+    except _Unreadable as exc:
+        click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
+    try:
         document = json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"mockskill: cannot read a descriptor from {source}: {exc}") from None
+    except ValueError as exc:
+        click.echo(f"mockskill: {source} is not JSON: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
     violations = validate_descriptor(document)
     if violations:
         click.echo(json.dumps(validation_error(violations), indent=2))
@@ -245,14 +260,43 @@ def check_descriptor(source: str) -> None:
     click.echo(f"{source}: a valid Skill Descriptor")
 
 
+class _Unreadable(Exception):
+    """The source could not be read; the message says why (an HTTP error with its body)."""
+
+
+_ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a unified body
+
+
 def _read_source(source: str) -> str:
     if source == "-":
         return sys.stdin.read()
-    if source.startswith(("http://", "https://")):
-        with urllib.request.urlopen(source, timeout=30) as response:
+    if "://" in source or (looks_like_url(source) and not Path(source).exists()):
+        try:
+            url = http_url(source)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="FILE|URL|-") from None
+        return _fetch(url)
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Unreadable(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def _fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
             body: bytes = response.read()
-            return body.decode("utf-8")
-    return Path(source).read_text(encoding="utf-8")
+    except urllib.error.HTTPError as exc:
+        # What the server said is the useful part: a unified error body names
+        # the skill, a did-you-mean, the reason.
+        shown = exc.read().decode("utf-8", "replace")[:_ERROR_BODY_SHOWN]
+        raise _Unreadable(f"GET {url} answered {exc.code} {exc.reason}\n{shown}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise _Unreadable(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"GET {url} answered a body that is not UTF-8: {exc}") from None
 
 
 @cli.command()
@@ -262,7 +306,7 @@ def schema() -> None:
 
 
 @cli.command()
-@click.argument("url", required=False, default="http://127.0.0.1:8080")
+@click.argument("url", required=False, default="http://127.0.0.1:8080", envvar="MOCKSKILL_URL")
 @click.option(
     "--session",
     "sessions",
@@ -298,9 +342,11 @@ def report(
 ) -> None:
     """Print the retry audit and category coverage of the server at URL.
 
-    URL is the server's base URL (default http://127.0.0.1:8080). Exit code
-    0; 1 when a gate asked for fails (--fail-on-findings, --require-coverage,
-    --require); 3 when no report could be had (docs/audit.md).
+    URL is the server's base URL (else MOCKSKILL_URL, as for the pytest
+    plugin; default http://127.0.0.1:8080; HOST:PORT without a scheme is
+    http, as in curl). Exit code 0; 1 when a gate asked for fails
+    (--fail-on-findings, --require-coverage, --require); 2 for a mistyped
+    command line or URL; 3 when no report could be had (docs/audit.md).
     """
     from .report import command  # the audit's reading side lives with the audit
 

@@ -19,7 +19,7 @@ from flask import request
 
 from . import audit
 from .journal_query import BadFilter
-from .remote import RemoteError, RemoteServer
+from .remote import RemoteError, RemoteServer, http_url
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -118,6 +118,10 @@ def command(
     admin_token: str | None = None,
 ) -> int:
     """Print the report of the server at *url*; the exit code, after the gates asked for."""
+    try:
+        url = http_url(url)
+    except ValueError as exc:  # a usage error (2), not an unreachable server (3)
+        raise click.BadParameter(str(exc), param_hint="URL") from None
     names = [n.strip() for item in required for n in item.split(",") if n.strip()]
     wanted: list[str] | None = None if require_coverage else names
     try:

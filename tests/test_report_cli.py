@@ -212,6 +212,32 @@ def test_the_command_in_a_real_process_exits_1_on_findings(server: Server) -> No
     assert "mockskill: 1 finding (--fail-on-findings)" in done.stderr
 
 
+def test_the_url_may_come_without_a_scheme_as_curl_takes_it(server: Server) -> None:
+    result = report(f"localhost:{server.port}")
+    assert result.exit_code == 0, result.output
+    assert f"mockskill retry audit of http://localhost:{server.port}" in result.stdout
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:8080", "localhost:99999", "http://"])
+def test_a_url_that_is_not_http_is_a_usage_error(url: str) -> None:
+    result = report(url)
+    assert result.exit_code == 2, result.output
+    assert "expected an http(s) URL" in result.output
+
+
+def test_a_mistyped_option_is_a_usage_error(server: Server) -> None:
+    assert report(server.url, "--fail-on-finding").exit_code == 2
+
+
+def test_the_url_comes_from_mockskill_url_as_for_the_pytest_plugin(server: Server) -> None:
+    session = new_session()
+    play(server, session, "down", "down")
+    result = report("--session", session, "--fail-on-findings", env={"MOCKSKILL_URL": server.url})
+    assert result.exit_code == 1, result.output
+    assert f"mockskill retry audit of {server.url}" in result.stdout
+    assert "retry-too-soon" in result.stdout
+
+
 def test_the_url_defaults_to_the_default_port_of_serve() -> None:
     result = CliRunner().invoke(cli, ["report", "--help"])
     assert result.exit_code == 0
