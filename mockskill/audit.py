@@ -738,9 +738,9 @@ def silent_sessions(report: dict[str, Any]) -> list[str]:
             continue
         others = session.get("did_you_mean") or []
         hint = (
-            f"; did you mean {' or '.join(repr(o) for o in others)}?"
+            f" did you mean {' or '.join(repr(o) for o in others)}?"
             if others
-            else "; no session has made a request"
+            else " no session has made a request"
         )
         lines.append(f"session {session['session']!r} made no request ({header}{hint})")
     return lines

@@ -7,6 +7,8 @@
 - ``python`` blocks run as they are.
 - The problem report shown in the README is what ``mockskill validate`` prints.
 - Every option the README's CLI summary names exists.
+- The README's two commands (serve it, test it) are what ``.ci/run`` and
+  the docs use, and the serve command works as written in a fresh checkout.
 
 (``yaml`` blocks are loaded and checked against the JSON Schema in
 ``test_schema.py``.)
@@ -14,12 +16,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import requests
 from click.testing import CliRunner
 
 from mockskill import Server
@@ -55,6 +63,9 @@ def test_console_blocks_are_split_into_commands_and_output() -> None:
 def test_console_examples_print_what_they_show(doc: Path) -> None:
     steps = [step for block in blocks("console", doc) for step in console_steps(block)]
     assert steps
+    # `mockskill` in an example is the one of the environment running the
+    # tests (.venv/bin/mockskill with the README's test command).
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with Server() as server:  # a fresh one per page: sessions and sequences start afresh
         here = f"localhost:{server.port}"
         for command, expected in steps:
@@ -65,6 +76,7 @@ def test_console_examples_print_what_they_show(doc: Path) -> None:
                 text=True,
                 timeout=30,
                 check=True,
+                env=env,
             )
             for line in expected:
                 assert line.replace("localhost:8080", here) in result.stdout, (command, line)
@@ -108,3 +120,89 @@ def test_every_option_in_the_readme_cli_summary_exists() -> None:
                 assert runner.invoke(cli, [option]).exit_code == 0
             else:
                 assert option in help_text, (command, option)
+
+
+# -- the README's two commands --------------------------------------------------------
+
+
+def readme_commands() -> tuple[str, str]:
+    """The README's first two ``sh`` blocks: how to serve it, how to test it."""
+    serve, test = blocks("sh")[:2]
+    assert len(serve.splitlines()) == len(test.splitlines()) == 1
+    return serve.strip(), test.strip()
+
+
+def test_the_readme_commands_make_and_use_a_virtual_environment() -> None:
+    serve, test = readme_commands()
+    for command in (serve, test):
+        # Debian and Ubuntu refuse `pip install` into the system's Python.
+        assert command.startswith("python3 -m venv .venv && .venv/bin/pip install ")
+        assert not re.search(r"(?<![/\w])(pip|python3? -m pip) install", command)
+    assert serve.endswith(" && .venv/bin/mockskill serve")
+    assert test.endswith(" && .venv/bin/python -m pytest")
+    assert "After cloning, in the checkout" in (ROOT / "README.md").read_text()
+
+
+def test_ci_runs_the_readme_test_command_and_its_linters_from_that_environment() -> None:
+    _, test = readme_commands()
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    calls = [line for line in lines if line == test or line.startswith(test + " ||")]
+    assert len(calls) == 1, f".ci/run does not run the README's test command: {test}"
+    linters = [line for line in lines if re.search(r"\b(ruff|mypy)\b", line)]
+    linters = [line for line in linters if not line.startswith(("#", "echo"))]
+    assert len(linters) == 3
+    assert all(line.startswith(".venv/bin/python -m ") for line in linters), linters
+
+
+def test_every_doc_installs_mockskill_with_the_readme_commands() -> None:
+    serve, test = readme_commands()
+    installs = [
+        (doc.name, line.strip())
+        for doc in DOCS
+        for line in doc.read_text().splitlines()
+        if re.search(r"pip install (-e )?['\"]?\.(\[|\s|$|['\"])", line)
+    ]
+    assert installs
+    assert all(line in (serve, test) for _, line in installs), installs
+
+
+@pytest.mark.timeout(600)
+def test_the_readme_serve_command_works_as_written_in_a_fresh_checkout(tmp_path: Path) -> None:
+    serve, _ = readme_commands()
+    checkout = tmp_path / "mockskill"
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, tracked.split("\0")):
+        if (ROOT / name).is_file():  # a file deleted in the work tree is not in a clone
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "MOCKSKILL_PORT": str(port), "MOCKSKILL_QUIET": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    process = subprocess.Popen(
+        ["bash", "-c", serve],
+        cwd=checkout,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # the command's children go with it at the end
+    )
+    try:
+        deadline = time.monotonic() + 540  # a fresh environment installs Flask & co.
+        while True:
+            try:
+                response = requests.get(f"http://127.0.0.1:{port}/skills/translate", timeout=2)
+                break
+            except requests.ConnectionError:
+                assert process.poll() is None, process.communicate()[0].decode()
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert response.json()["id"] == "translate"
+        assert (checkout / ".venv" / "bin" / "mockskill").exists()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.communicate(timeout=30)
