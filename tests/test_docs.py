@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
 import re
 import shutil
@@ -32,6 +34,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.cli import cli
+from mockskill.state import Entry
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -206,3 +209,35 @@ def test_the_readme_serve_command_works_as_written_in_a_fresh_checkout(tmp_path:
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.communicate(timeout=30)
+
+
+# -- the Python API as the docs show it -----------------------------------------------
+
+
+def test_the_readme_server_signature_lists_every_parameter() -> None:
+    parts: list[str] = []
+    for parameter in inspect.signature(Server).parameters.values():
+        if parameter.kind is parameter.KEYWORD_ONLY and "*" not in parts:
+            parts.append("*")
+        default = parameter.default
+        shown = f'"{default}"' if isinstance(default, str) else repr(default)
+        parts.append(f"{parameter.name}={shown}")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"`Server({', '.join(parts)})`" in readme
+
+
+def test_the_docs_read_the_journal_one_way() -> None:
+    # server.journal(session) is the public way; server.state is the inside.
+    for doc in DOCS:
+        assert ".state." not in doc.read_text(), doc.name
+
+
+def test_the_journal_entry_table_lists_every_field_an_entry_has() -> None:
+    text = (ROOT / "docs" / "admin.md").read_text()
+    table = text[text.index("### What an entry holds") :].split("\n\n")[1]
+    documented = {
+        name
+        for row in table.splitlines()[2:]
+        for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])
+    }
+    assert documented == {f.name for f in dataclasses.fields(Entry)}
