@@ -26,7 +26,7 @@ import click
 from . import __version__
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
-from .model import ScenarioSet
+from .model import Scenario, ScenarioSet
 from .problems import ScenarioError, format_report
 from .reader import MAX_DELAY_MS
 from .remote import http_url, looks_like_url
@@ -211,7 +211,7 @@ def serve(
         raise SystemExit(f"mockskill: {exc}") from None
     click.echo(_banner(server, scenarios, paths))
     if watch:
-        server.watch(paths, on_reload=_report_reload)
+        server.watch(paths, on_reload=lambda result: _report_reload(server, result))
         click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -229,8 +229,8 @@ def serve(
 def validate(paths: tuple[Path, ...], max_delay: int) -> None:
     """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
     scenarios = _load_or_exit(paths, max_delay)
-    skills = len(scenarios.skills)
-    click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
+    counts = _count(len(scenarios.scenarios), "scenario"), _count(len(scenarios.skills), "skill")
+    click.echo(f"ok: {', '.join(counts)}")
 
 
 @cli.command("check-descriptor")
@@ -372,14 +372,27 @@ def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
         raise SystemExit(1) from None
 
 
-def _report_reload(result: ReloadResult) -> None:
-    """One line to stderr per reload; a failed one with every problem first."""
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n == 1 else noun + 's'}"
+
+
+def _report_reload(server: Server, result: ReloadResult) -> None:
+    """To stderr per reload: what changed, and the URLs of new skills; a failed one's problems."""
     if result.ok:
-        changed = ", ".join(result.changed) or "none"
-        removed = f"; removed: {', '.join(result.removed)}" if result.removed else ""
-        count = len(result.scenarios)
-        noun = "scenario" if count == 1 else "scenarios"
-        click.echo(f"mockskill: reloaded {count} {noun} (changed: {changed}{removed})", err=True)
+        added = set(result.added)
+        changed = [name for name in result.changed if name not in added]
+        parts = [f"added: {', '.join(result.added)}"] if result.added else []
+        if changed or not parts:
+            parts.append(f"changed: {', '.join(changed) or 'none'}")
+        if result.removed:
+            parts.append(f"removed: {', '.join(result.removed)}")
+        summary = f"reloaded {_count(len(result.scenarios), 'scenario')} ({'; '.join(parts)})"
+        lines = [f"mockskill: {summary}"]
+        new = [e.scenario for e in server.scenarios if e.name in added]
+        width = max((len(skill.id) for scenario in new for skill in scenario.skills), default=0)
+        for scenario in new:  # as the banner shows them at start
+            lines.extend(_scenario_lines(server.url, scenario, width))
+        click.echo("\n".join(lines), err=True)
     else:
         click.echo(format_report(result.problems), err=True)
         click.echo("mockskill: reload failed; still serving the last good scenarios", err=True)
@@ -398,13 +411,18 @@ def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> 
         lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
     width = max((len(s.id) for s in scenarios.skills), default=0)
     for scenario in scenarios.scenarios:
-        lines.append(f"{scenario.name}  ({scenario.file})")
-        for skill in scenario.skills:
-            lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
-            lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
-        for route in scenario.routes:
-            lines.append(f"  {route.label}  {url}{route.path}")
+        lines.extend(_scenario_lines(url, scenario, width))
     return "\n".join(lines)
+
+
+def _scenario_lines(url: str, scenario: Scenario, width: int) -> list[str]:
+    lines = [f"{scenario.name}  ({scenario.file})"]
+    for skill in scenario.skills:
+        lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
+        lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
+    for route in scenario.routes:
+        lines.append(f"  {route.label}  {url}{route.path}")
+    return lines
 
 
 def main() -> None:

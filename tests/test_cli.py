@@ -44,6 +44,14 @@ def test_validate_accepts_the_bundled_scenarios() -> None:
     assert re.match(r"ok: \d+ scenarios, \d+ skills", result.output)
 
 
+def test_validate_counts_in_the_singular_too(tmp_path: Path) -> None:
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\nskills:\n  - id: echo\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output == "ok: 1 scenario, 1 skill\n"
+
+
 def test_validate_prints_every_problem_and_exits_1(bad_file: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(bad_file)])
     assert result.exit_code == 1
