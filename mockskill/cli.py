@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__
+from . import __version__, jsonstyle
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
 from .model import Scenario, ScenarioSet
@@ -255,7 +255,7 @@ def check_descriptor(source: str) -> None:
         raise SystemExit(UNREADABLE) from None
     violations = validate_descriptor(document)
     if violations:
-        click.echo(json.dumps(validation_error(violations), indent=2))
+        click.echo(jsonstyle.dumps(validation_error(violations)))
         raise SystemExit(1)
     click.echo(f"{source}: a valid Skill Descriptor")
 

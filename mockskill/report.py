@@ -9,7 +9,6 @@ three.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from flask import request
 
-from . import audit
+from . import audit, jsonstyle
 from .journal_query import BadFilter
 from .remote import RemoteError, RemoteServer, http_url
 
@@ -134,7 +133,7 @@ def command(
     except Unavailable as exc:
         click.echo(f"mockskill: {exc}", err=True)
         return UNAVAILABLE
-    click.echo(json.dumps(got, indent=2) if as_json else table(got, url))
+    click.echo(jsonstyle.dumps(got) if as_json else table(got, url))
     failed = []
     findings = sum(len(s["findings"]) for s in got["sessions"])
     if fail_on_findings and findings:
