@@ -219,6 +219,9 @@ def test_every_doc_installs_mockskill_with_the_readme_commands() -> None:
 @pytest.mark.timeout(600)
 def test_the_readme_serve_command_works_as_written_in_a_fresh_checkout(tmp_path: Path) -> None:
     serve, _ = readme_commands()
+    # Run only a command that installs into its own environment: anything else
+    # would install into the Python running the tests.
+    assert serve.startswith("python3 -m venv .venv && .venv/bin/pip install ")
     checkout = tmp_path / "mockskill"
     tracked = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
