@@ -29,7 +29,7 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin, dashboard
+from . import admin, dashboard, jsonstyle
 from .catalog import tool_error
 from .engine import SESSION_HEADER, Engine
 from .model import ScenarioSet
@@ -235,6 +235,7 @@ def create_app(
     if registry is None:
         registry = Registry(engine)
     app = Flask("mockskill")
+    app.json = jsonstyle.Provider(app)  # one JSON style for every answer
     app.extensions["mockskill"] = engine
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]

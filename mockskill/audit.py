@@ -29,6 +29,7 @@ dashboard; docs/audit.md documents every rule and the tolerance.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -704,16 +705,29 @@ def report(
     grouped: dict[str, list[Entry]] = {}
     for entry in entries:
         grouped.setdefault(entry.session, []).append(entry)
+    active = list(grouped)
     if sessions is not None:
         wanted = list(dict.fromkeys(sessions))
         grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
     reports = [session_report(name, items, policy) for name, items in grouped.items()]
+    for r in reports:
+        if not r["requests"]:
+            # A session that sent nothing is most often a mistyped name or a
+            # consumer that does not send Mockskill-Session: name the sessions
+            # that did send something, so the gate's failure says where to look.
+            r["did_you_mean"] = _nearest_sessions(r["session"], active)
     return {
         "clean": all(r["clean"] for r in reports),
         "generated": time.time() if now is None else now,
         "policy": policy.as_json(),
         "sessions": reports,
     }
+
+
+def _nearest_sessions(name: str, active: list[str], n: int = 3) -> list[str]:
+    """The sessions with requests closest to *name*; when none is close, the latest ones."""
+    close = difflib.get_close_matches(name, active, n=n, cutoff=0.6)
+    return close or active[::-1][:n]
 
 
 # -- reading it ---------------------------------------------------------------------
@@ -772,26 +786,46 @@ def finding_lines(findings: Iterable[dict[str, Any]], indent: str = "") -> list[
     return lines
 
 
+def silent_sessions(report: dict[str, Any]) -> list[str]:
+    """Why *report* proves nothing, one line per session that sent no request (or for none).
+
+    A gate must never pass on an empty audit: a mistyped session name, or a
+    consumer that does not send ``Mockskill-Session``, would otherwise show
+    green. Both ``assert_clean`` and ``mockskill report``'s gates fail on it.
+    """
+    header = "is the Mockskill-Session header sent?"
+    if not report["sessions"]:
+        return [f"no session made a request ({header})"]
+    lines = []
+    for session in report["sessions"]:
+        if session["requests"]:
+            continue
+        others = session.get("did_you_mean") or []
+        hint = (
+            f" did you mean {' or '.join(repr(o) for o in others)}?"
+            if others
+            else " no session has made a request"
+        )
+        lines.append(f"session {session['session']!r} made no request ({header}{hint})")
+    return lines
+
+
 def assert_clean(report: dict[str, Any], *, require_coverage: bool | Iterable[str] = False) -> None:
     """Raise AssertionError, with every finding spelt out, unless *report* is clean.
 
     *require_coverage*: also require every category and fault (True), or
     these ones (names), to have been met in each session of the report. A
-    session without a single request fails too: its consumer most likely
-    did not send the ``Mockskill-Session`` header, and an empty audit proves
-    nothing.
+    session without a single request fails too, and so does a report with
+    no session at all: the consumer most likely did not send the
+    ``Mockskill-Session`` header (or the name is mistyped), and an empty
+    audit proves nothing.
     """
     __tracebackhide__ = True  # pytest: show the caller's line, not this one
     problems = []
     text = format_findings(report)
     if text:
         problems.append(text)
-    for session in report["sessions"]:
-        if not session["requests"]:
-            problems.append(
-                f"mockskill retry audit: session {session['session']!r} made no request"
-                " (is the Mockskill-Session header sent?)"
-            )
+    problems.extend(f"mockskill retry audit: {line}" for line in silent_sessions(report))
     if require_coverage is not False:
         required = None if require_coverage is True else list(require_coverage)
         for name, lacking in coverage_gaps(report, required).items():

@@ -428,10 +428,6 @@ def _version_reply(target: Target, header: str | None) -> Reply | None:
     if accepted is None or consumer in accepted:
         return None
     descriptor_version = skill.protocol_version or "unknown"
-    message = (
-        f"Protocol version {descriptor_version} is not compatible with consumer version"
-        f" {header.strip()}"
-    )
     details = {
         "descriptor_version": descriptor_version,
         "consumer_supported_range": f"{consumer[0]}.x.x",
@@ -439,7 +435,8 @@ def _version_reply(target: Target, header: str | None) -> Reply | None:
         "accepted_consumer_versions": accepted.text,
     }
     return Reply.error(
-        catalog.render("VERSION_INCOMPATIBLE", target.context, message=message, details=details)
+        # The catalog's message, as the chapter words it: "... with consumer version 1.x".
+        catalog.render("VERSION_INCOMPATIBLE", target.context, details=details)
     )
 
 

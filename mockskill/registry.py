@@ -268,6 +268,7 @@ class Registry:
                     scenarios=tuple(e.name for e in loaded),
                     changed=tuple(e.name for e in changed),
                     removed=tuple(e.name for e in removed),
+                    added=tuple(e.name for e in changed if e.name not in old),
                 )
             self.last_reload = result
             return result

@@ -808,6 +808,23 @@ def test_a_named_session_without_requests_is_reported_empty(server: Server) -> N
         assert_clean(empty)
 
 
+def test_assert_clean_fails_on_a_report_of_no_session_at_all(server: Server) -> None:
+    # The journal of a session that sent nothing is empty: so is its report.
+    nothing = report(server.journal(f"nobody-{uuid.uuid4().hex}"))
+    assert nothing["sessions"] == []
+    with pytest.raises(AssertionError, match="no session made a request"):
+        assert_clean(nothing)
+
+
+def test_a_mistyped_session_is_told_the_sessions_that_exist(consumer: Consumer) -> None:
+    consumer.invoke("down")
+    typo = consumer.session + "x"
+    (empty,) = report(consumer.server.journal(), sessions=[typo])["sessions"]
+    assert empty["did_you_mean"][0] == consumer.session
+    with pytest.raises(AssertionError, match=rf"did you mean {consumer.session!r}\?"):
+        assert_clean(report(consumer.server.journal(), sessions=[typo]))
+
+
 def test_assert_clean_spells_out_every_finding(consumer: Consumer) -> None:
     consumer.retry("guarded", [0.0])
     consumer.retry("strict", [0.0, 0.0])
