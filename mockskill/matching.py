@@ -10,7 +10,7 @@ its near misses: the closest routes, each with the reasons it missed.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -81,6 +81,9 @@ class RoutingTable:
 
     def __init__(self, scenarios: ScenarioSet) -> None:
         self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
+        self.generations: Mapping[str, int] = {}
+        """The generation of each sequence key in :class:`~mockskill.state.State`
+        this table plays (set by the engine before it serves the table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {

@@ -119,10 +119,13 @@ class _Token:
 class _Session:
     """What one session has done: positions in sequences, and its random generators."""
 
-    __slots__ = ("positions", "streams")
+    __slots__ = ("positions", "retired", "streams")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
+        self.retired: dict[str, tuple[int, int]] = {}
+        """Per key, the generation restarted last and the next position in it: requests
+        matched before the restart (still in flight) count on here, not in the new one."""
         self.streams: dict[str, random.Random] = {}
 
 
@@ -153,6 +156,7 @@ class State:
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
+        self._generations: dict[str, int] = {}
         self._tokens: OrderedDict[str, _Token] = OrderedDict()
 
     def _session(self, name: str) -> _Session:
@@ -166,13 +170,50 @@ class State:
             self._sessions.move_to_end(name)
         return session
 
-    def advance(self, session: str, key: str) -> int:
-        """Take the next position of sequence *key* for *session* (0 for the first request)."""
+    def advance(self, session: str, key: str, generation: int | None = None) -> int:
+        """Take the next position of sequence *key* for *session* (0 for the first request).
+
+        *generation* is the key's generation (:meth:`restart`) that the
+        caller matched the request on; None: the current one. A request
+        matched before a restart of *key* counts on in the sequence it
+        matched, so it never takes a position of the restarted one.
+        """
         with self._lock:
-            positions = self._session(session).positions
+            record = self._session(session)
+            if generation is not None and generation != self._generations.get(key, 0):
+                last, position = record.retired.get(key, (generation, 0))
+                position = position if last == generation else 0
+                record.retired[key] = (generation, position + 1)
+                return position
+            positions = record.positions
             position = positions.get(key, 0)
             positions[key] = position + 1
             return position
+
+    def restart(self, keys: Iterable[str]) -> dict[str, int]:
+        """Restart sequences *keys* for every session: a new generation of each; return all.
+
+        The engine builds each routing table on the generations this
+        returns (:meth:`advance` takes them), so that a request matched on
+        an older table cannot take position 0 of a restarted sequence.
+        """
+        with self._lock:
+            self._restart(set(keys), None)
+            return dict(self._generations)
+
+    def _restart(self, keys: set[str], session: str | None) -> None:
+        """Positions of *keys* start afresh, for *session* or every one (hold the lock)."""
+        if session is None:
+            for key in keys:
+                self._generations[key] = self._generations.get(key, 0) + 1
+        for name, record in self._sessions.items():
+            if session is None or name == session:
+                for key in keys & (record.positions.keys() | record.retired.keys()):
+                    position = record.positions.pop(key, None)
+                    if session is None and position is not None:
+                        record.retired[key] = (self._generations[key] - 1, position)
+                    else:
+                        record.retired.pop(key, None)
 
     def next_id(self) -> int:
         with self._lock:
@@ -205,11 +246,7 @@ class State:
         """
         with self._lock:
             if keys is not None:
-                wanted = set(keys)
-                for name, record in self._sessions.items():
-                    if session is None or name == session:
-                        for key in wanted & record.positions.keys():
-                            del record.positions[key]
+                self._restart(set(keys), session)
             elif session is None:
                 self._sessions.clear()
                 self._journal.clear()

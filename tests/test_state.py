@@ -52,6 +52,21 @@ def test_positions_are_per_key() -> None:
     assert state.advance("a", "skill/x/invoke") == 3
 
 
+def test_a_restart_gives_new_requests_position_zero_and_old_ones_their_own_count() -> None:
+    state = State(seed=1)
+    before = state.restart([]).get("k", 0)
+    assert [state.advance("a", "k", before) for _ in range(2)] == [0, 1]
+    after = state.restart(["k"])["k"]
+    assert after != before
+    # Matched on the old generation (in flight over the restart): counts on in the old one.
+    assert state.advance("a", "k", before) == 2
+    assert state.advance("a", "k", after) == 0  # the restarted sequence starts afresh
+    assert state.advance("a", "k", after) == 1
+    assert state.advance("a", "k", before) == 3
+    state.restart(["other"])  # another key's restart leaves this one be
+    assert state.advance("a", "k", after) == 2
+
+
 @pytest.fixture
 def eager_switching() -> Iterator[None]:
     """Switch threads as often as the interpreter allows, so that a missing lock shows."""
