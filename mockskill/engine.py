@@ -28,7 +28,7 @@ from .matching import Miss, RoutingTable, Target
 from .model import Reply, ScenarioSet, Step
 from .ports import RefusedPort
 from .problems import Problem, ScenarioError, did_you_mean
-from .state import DEFAULT_SESSION, Entry, State
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .validator import validate as validate_descriptor
 from .versions import parse_version
 
@@ -113,6 +113,8 @@ class Engine:
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+        if len(session) > MAX_SESSION_NAME:
+            return self._session_too_long(request, session, started)
         if path == auth.TOKEN_PATH:
             return self._token(request, session, started)
         target = table.match(method, path)
@@ -183,6 +185,29 @@ class Engine:
             if refused is not None:
                 return refused
         return _version_reply(target, request.headers.get(VERSION_HEADER))
+
+    def _session_too_long(self, request: Request, session: str, started: float) -> Response:
+        """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
+        message = (
+            f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
+            f" has at most {MAX_SESSION_NAME}: send a shorter one"
+        )
+        details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
+        reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+        self.state.record(  # kept cut to the limit, so the journal shows what was refused
+            Entry(
+                id=self.state.next_id(),
+                started=started,
+                finished=time.time(),
+                session=session,
+                method=request.method,
+                path=request.path,
+                status=reply.status,
+                endpoint="refused",
+                error_code=reply.error_code,
+            )
+        )
+        return respond(reply)
 
     def _token(self, request: Request, session: str, started: float) -> Response:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""

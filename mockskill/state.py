@@ -8,6 +8,7 @@ could replace memory when several processes serve one scenario set.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import threading
@@ -23,6 +24,24 @@ T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
+MAX_SESSION_NAME = 256
+"""The longest session name served (characters); a longer one is refused with 400."""
+MAX_PATH = 512
+"""The longest request path an entry keeps (characters); a longer one is kept cut, marked."""
+MAX_TEXT = 128
+"""The longest of any other text a client chose that an entry keeps (the method, a
+skill id from the path, header values, the path and method quoted in a near miss)."""
+MAX_ENTRY_BYTES = 16 * 1024
+"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
+MASK = "***"
+"""What a hidden secret (:meth:`State.hide`) reads as in the journal."""
+
+
+def shorten(text: str, limit: int = MAX_TEXT) -> str:
+    """*text*, or its first *limit* characters and a marker saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +59,7 @@ class Entry:
     """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
     endpoint: str
     """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``unmatched``, or
-    ``refused`` (turned away before matching: a body over the limit)."""
+    ``refused`` (turned away before matching: a body or a session name over the limit)."""
     skill: str | None = None
     scenario: str | None = None
     step: int | None = None
@@ -109,6 +128,17 @@ class Entry:
         return cls(**values)
 
 
+_BOUNDED = (
+    ("session", MAX_SESSION_NAME),
+    ("method", MAX_TEXT),
+    ("path", MAX_PATH),
+    ("skill", MAX_TEXT),
+    ("credential", MAX_TEXT),
+    ("protocol_version", MAX_TEXT),
+)
+"""The entry fields a client's text goes into, and how much of it each keeps."""
+
+
 @dataclass
 class _Token:
     scopes: frozenset[str]
@@ -157,6 +187,7 @@ class State:
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
         self._generations: dict[str, int] = {}
+        self._hidden: tuple[str, ...] = ()
         self._tokens: OrderedDict[str, _Token] = OrderedDict()
 
     def _session(self, name: str) -> _Session:
@@ -220,8 +251,47 @@ class State:
             return next(self._ids)
 
     def record(self, entry: Entry) -> None:
+        """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden."""
+        entry = self._kept(entry)
         with self._lock:
             self._journal.append(entry)
+
+    def hide(self, secret: str) -> None:
+        """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`."""
+        if secret and secret not in self._hidden:
+            self._hidden = (*self._hidden, secret)
+
+    def _kept(self, entry: Entry) -> Entry:
+        """*entry* as the journal keeps it: what one request can make it hold is bounded.
+
+        A client chooses the session name, method, path and header values;
+        kept whole, a 60 KB value times the journal's entries would be
+        gigabytes. Cut ones end with a marker saying how much was cut.
+        """
+        changes: dict[str, Any] = {}
+        for name, limit in _BOUNDED:
+            value = getattr(entry, name)
+            if value is not None:
+                kept = shorten(self._masked(value), limit)
+                if kept != value:
+                    changes[name] = kept
+        if entry.near_misses:
+            near = tuple(
+                {
+                    **miss,
+                    "reasons": [shorten(self._masked(r), MAX_PATH) for r in miss["reasons"]],
+                }
+                for miss in entry.near_misses
+            )
+            if near != entry.near_misses:
+                changes["near_misses"] = near
+        return dataclasses.replace(entry, **changes) if changes else entry
+
+    def _masked(self, text: str) -> str:
+        for secret in self._hidden:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
 
     @property
     def capacity(self) -> int:
