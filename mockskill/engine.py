@@ -62,6 +62,7 @@ class Engine:
         # Keys the journal's body digests: a short body (a PIN, a password)
         # cannot be guessed back from its digest without it.
         self._digest_key = secrets.token_bytes(32)
+        self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
         self.matched: Callable[[Request, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
@@ -152,7 +153,7 @@ class Engine:
             skill=_skill_id(target),
             scenario=None if isinstance(target, Miss) else target.scenario,
             near_misses=target.near_misses if isinstance(target, Miss) else (),
-            credential=_credential(request),
+            credential=_credential(request, self._credential_key),
             protocol_version=request.headers.get(VERSION_HEADER),
             body_digest=self._digest(request),
             **fields,
@@ -336,8 +337,9 @@ def _invalid_descriptor(body: bytes) -> bool:
     return bool(validate_descriptor(document))
 
 
-def _credential(request: Request) -> str | None:
-    """``KIND sha256:…`` for the credential *request* carries; never the secret itself."""
+def _credential(request: Request, key: bytes) -> str | None:
+    """``KIND hmac-sha256:…`` for the credential *request* carries (keyed by *key*); never
+    the secret itself."""
     headers = request.headers
     if "Authorization" not in headers and auth.API_KEY_HEADER not in headers:
         return None  # the common case: nothing to hash
@@ -345,7 +347,7 @@ def _credential(request: Request) -> str | None:
     if presented is None:
         return None
     kind, secret = presented
-    return f"{kind} {auth.fingerprint(secret)}"
+    return f"{kind} {auth.fingerprint(secret, key)}"
 
 
 def _client(request: Request) -> str | None:

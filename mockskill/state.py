@@ -84,9 +84,9 @@ class Entry:
     """Wall-clock time the client closed the connection before the answer (its timeout)."""
     near_misses: tuple[dict[str, Any], ...] = ()
     credential: str | None = None
-    """The credential the request carried, as its kind and a fingerprint
-    (``bearer sha256:…``, ``api_key sha256:…``; ``client ID`` at the token
-    endpoint); never the secret. None: no credential was presented."""
+    """The credential the request carried, as its kind and a fingerprint keyed per
+    server (``bearer hmac-sha256:…``, ``api_key hmac-sha256:…``; ``client ID`` at the
+    token endpoint); never the secret. None: no credential was presented."""
     protocol_version: str | None = None
     """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
     body_digest: str | None = None

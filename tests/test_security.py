@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -117,6 +118,63 @@ def test_the_token_is_in_neither_the_journal_nor_the_request_log(
     assert "/__admin/health" in logged
     assert "token=***" in logged
     assert TOKEN not in logged
+
+
+def test_secrets_in_a_query_string_are_masked_in_the_request_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    with Server(SCENARIO, quiet=False) as server:
+        query = (
+            "client_secret=cs-1&api_key=ak-2&access_token=at-3&keep=visible"
+            "&client%5Fsecret=cs-4&API_KEY=ak-5&refresh_token=rt-6"
+        )
+        requests.post(f"{server.url}/skills/echo/invoke?{query}", timeout=10)
+        requests.get(f"{server.url}/a%20b?access_token=at-7", timeout=10)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for secret in ("cs-1", "ak-2", "at-3", "cs-4", "ak-5", "rt-6", "at-7"):
+        assert secret not in logged
+    for shown in ("client_secret=***", "api_key=***", "access_token=***", "API_KEY=***"):
+        assert shown in logged
+    assert logged.count("client_secret=***") == 2  # also spelt client%5Fsecret
+    assert "keep=visible" in logged
+    assert "/a%20b?access_token=***" in logged  # and a percent sign logs as itself
+
+
+def test_the_admin_token_in_a_request_path_is_masked_in_the_journal(guarded: Server) -> None:
+    session = {"Mockskill-Session": f"ci-{TOKEN}"}
+    requests.get(f"{guarded.url}/{TOKEN}", headers=session, timeout=10)
+    requests.post(f"{guarded.url}/skills/{TOKEN}/invoke", timeout=10)
+    requests.get(f"{guarded.url}/skills/x{TOKEN}x", timeout=10)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    journal = requests.get(f"{guarded.url}/__admin/journal", headers=auth, timeout=10)
+    entries = journal.json()["entries"]
+    assert [e["path"] for e in entries] == ["/***", "/skills/***/invoke", "/skills/x***x"]
+    assert entries[0]["session"] == "ci-***"
+    assert entries[1]["skill"] == "***"
+    assert TOKEN not in journal.text
+    assert TOKEN not in repr(guarded.journal())
+
+
+def test_credential_fingerprints_are_keyed_per_server() -> None:
+    scenario = load_text(
+        "auth: {tokens: [{token: weak, scopes: [run]}]}\n"
+        "skills: [{id: echo, requires: {scopes: [run]}}]",
+        "weak.yaml",
+    )
+    seen = []
+    for _ in range(2):
+        with Server(scenario) as server:
+            for _ in range(2):
+                headers = {"Authorization": "Bearer weak"}
+                assert requests.post(server.invoke_url("echo"), headers=headers, timeout=10).ok
+            first, second = (e.credential for e in server.journal())
+            assert first == second  # within a server: the same secret, the same fingerprint
+            seen.append(first)
+    assert seen[0] != seen[1]  # keyed per server: no table of weak tokens matches it
+    unkeyed = hashlib.sha256(b"weak").hexdigest()
+    assert all(fingerprint is not None for fingerprint in seen)
+    assert not any(unkeyed[:12] in str(fingerprint) for fingerprint in seen)
 
 
 # -- where it listens -----------------------------------------------------------------------

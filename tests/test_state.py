@@ -275,7 +275,7 @@ def test_entry_from_json_gives_back_the_entry_also_through_json_text() -> None:
         fault="connection_reset",
         client_left=1795987707.1,
         near_misses=({"route": "POST /skills/<id>/invoke", "reasons": ["method GET is not POST"]},),
-        credential="bearer sha256:ba7816bf8f01",
+        credential="bearer hmac-sha256:6f1ed002ab5595ae",
         protocol_version="1.0",
         body_digest="hmac-sha256:00ff",
         invalid_descriptor=True,
