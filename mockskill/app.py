@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
@@ -152,6 +153,22 @@ class SkillSurface:
         )
 
 
+class StrictJSON(DefaultJSONProvider):
+    """Flask's JSON, read strictly: ``NaN`` and ``Infinity`` (JavaScript, not JSON) are not JSON.
+
+    Python's reader takes them by default, so a body holding them would be
+    read as a number no JSON client could have sent.
+    """
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        kwargs.setdefault("parse_constant", _not_json)
+        return super().loads(s, **kwargs)
+
+
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
+
 def _has_token(environ: WSGIEnvironment, token: str) -> bool:
     """Whether the request carries *token* (Authorization: Bearer, or Mockskill-Admin-Token)."""
     wanted = token.encode("utf-8")
@@ -237,6 +254,7 @@ def create_app(
     if admin_token is not None:
         engine.state.hide(admin_token)  # a client may put it in a path: never journalled
     app = Flask("mockskill")
+    app.json = StrictJSON(app)
     app.extensions["mockskill"] = engine
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
