@@ -229,19 +229,26 @@ class State:
         an older table cannot take position 0 of a restarted sequence.
         """
         with self._lock:
-            self._restart(set(keys), None)
+            self._restart(set(keys), None, new_generation=True)
             return dict(self._generations)
 
-    def _restart(self, keys: set[str], session: str | None) -> None:
-        """Positions of *keys* start afresh, for *session* or every one (hold the lock)."""
-        if session is None:
+    def _restart(
+        self, keys: set[str], session: str | None, *, new_generation: bool = False
+    ) -> None:
+        """Positions of *keys* start afresh, for *session* or every one (hold the lock).
+
+        With *new_generation* (for every session: a new table is served), the
+        positions taken so far are kept for the requests still in flight on the
+        old generation; else the table served stays, and so does its generation.
+        """
+        if new_generation:
             for key in keys:
                 self._generations[key] = self._generations.get(key, 0) + 1
         for name, record in self._sessions.items():
             if session is None or name == session:
                 for key in keys & (record.positions.keys() | record.retired.keys()):
                     position = record.positions.pop(key, None)
-                    if session is None and position is not None:
+                    if new_generation and position is not None:
                         record.retired[key] = (self._generations[key] - 1, position)
                     else:
                         record.retired.pop(key, None)

@@ -67,6 +67,14 @@ def test_a_restart_gives_new_requests_position_zero_and_old_ones_their_own_count
     assert state.advance("a", "k", after) == 2
 
 
+def test_a_reset_of_some_keys_restarts_them_on_the_generation_served() -> None:
+    state = State(seed=1)
+    served = state.restart([]).get("k", 0)
+    assert [state.advance("a", "k", served) for _ in range(3)] == [0, 1, 2]
+    state.reset(keys=["k"])  # no new table: the one served keeps its generation
+    assert state.advance("a", "k", served) == 0
+
+
 @pytest.fixture
 def eager_switching() -> Iterator[None]:
     """Switch threads as often as the interpreter allows, so that a missing lock shows."""
