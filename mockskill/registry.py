@@ -285,15 +285,16 @@ class Registry:
         return tuple(new if e is old else e for e in self._loaded)
 
     def _swap(self, loaded: tuple[LoadedScenario, ...], restart: Sequence[Scenario]) -> None:
-        """Serve the active ones of *loaded*, then restart *restart*'s sequences (hold the lock).
+        """Serve the active ones of *loaded*, *restart*'s sequences afresh (hold the lock).
 
         The engine checks first and raises ScenarioError if it cannot play
         them; then nothing changed.
         """
-        self.engine.load(ScenarioSet(tuple(e.scenario for e in loaded if e.active)))
+        served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
+        # The engine restarts them as it swaps tables: afterwards would let a
+        # request matched on the old table take position 0 of the new sequences.
+        self.engine.load(served, restart=sequence_keys(restart))
         self._loaded = loaded
-        if restart:
-            self.engine.state.reset(keys=sequence_keys(restart))
 
 
 def _name_clash(
