@@ -89,6 +89,18 @@ class Claim:
         )
 
 
+class InvalidScenarios(ScenarioError):
+    """Scenarios with problems, and what each of them claims (:class:`Claim`).
+
+    Whoever loads them beside others (the registry) checks the claims for
+    clashes too, so that those are reported with the problems, not after.
+    """
+
+    def __init__(self, problems: Iterable[Problem], claims: Iterable[Claim]) -> None:
+        super().__init__(list(problems))
+        self.claims = tuple(claims)
+
+
 def bundled_path() -> FsPath:
     """The scenarios that ship with mockskill (inside the wheel, or beside the source)."""
     here = FsPath(__file__).resolve().parent
@@ -245,7 +257,7 @@ def _finish(
             claims.append(claim)
     problems.extend(clashes(claims))
     if problems:
-        raise ScenarioError(problems)
+        raise InvalidScenarios(problems, claims)
     return ScenarioSet(tuple(scenarios))
 
 
