@@ -179,18 +179,31 @@ class _Builder:
                 f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
             )
             return value
-        return self.constructor.construct_object(node)
+        return self._scalar(node, path)
 
-    def _key(self, node: yaml.ScalarNode) -> Any:
+    def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
+        try:
+            return self.constructor.construct_object(node)
+        except ValueError:  # an integer of more digits than Python converts (4300)
+            self._bad(
+                path,
+                node,
+                "a number Python can read (at most 4300 digits)",
+                f"a number of {len(node.value)} characters",
+                "quote it if it is text",
+            )
+            return None
+
+    def _key(self, node: yaml.ScalarNode, path: Path) -> Any:
         # A key is a name: "on:" means the word, never True (YAML 1.2 agrees).
-        return node.value if _is_yaml11_word(node) else self.constructor.construct_object(node)
+        return node.value if _is_yaml11_word(node) else self._scalar(node, path)
 
     def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
                 continue
-            key = self._key(key_node)
+            key = self._key(key_node, path)
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 self._bad(
@@ -211,7 +224,7 @@ class _Builder:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALARS:
                 self._bad(path, key_node, "a plain scalar as a mapping key", "a complex key")
                 continue
-            key = self._key(key_node)
+            key = self._key(key_node, path)
             key_path = (*path, key)
             mark = key_node.start_mark
             self.doc.key_positions[key_path] = (mark.line + 1, mark.column + 1)
@@ -244,6 +257,10 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
         problems.append(_syntax(file, explain(exc, text)))
     except yaml.reader.ReaderError as exc:
         problems.append(_syntax(file, explain_reader(exc, text)))
+    except ValueError as exc:  # pure PyYAML's chr() on an escape beyond U+10FFFF
+        sentence = f"an escape YAML cannot read ({exc})"
+        hint = "Unicode ends at \\U0010FFFF"
+        problems.append(Problem(file, 1, 1, "(YAML syntax)", "", sentence, hint))
     except yaml.YAMLError as exc:
         problems.append(_whole_file(file, "valid YAML", str(exc)))
     return documents, problems

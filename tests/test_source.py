@@ -361,6 +361,21 @@ def test_syntax_errors_say_what_is_wrong_in_a_sentence_where_it_is(
     assert "cannot start any token" not in text_shown
 
 
+def test_an_escape_beyond_unicode_is_a_problem_with_pure_pyyaml_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(source, "_Loader", yaml.SafeLoader)  # its chr() raises ValueError
+    [problem] = read_text('a: "x\\U0011FFFF"\n', "bad.yaml")[1]
+    assert problem.path == "(YAML syntax)"
+    assert problem.hint == "Unicode ends at \\U0010FFFF"
+
+
+def test_an_integer_python_will_not_convert_is_a_problem_not_a_crash() -> None:
+    problem = only_problem(f"a: {'1' * 5000}\n")
+    assert (problem.path, problem.found) == ("a", "a number of 5000 characters")
+    assert problem.hint == "quote it if it is text"
+
+
 def test_a_tab_in_indentation_reads_as_the_issue_asks() -> None:
     [problem] = read_text("name: x\nskills:\n\t- id: a\n", "bad.yaml")[1]
     assert (
