@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
 from mockskill.catalog import retry_after_seconds
+from mockskill.cli import cli
 from mockskill.delays import Fixed
 from mockskill.model import JSON_TYPE, TEXT_TYPE, Position, Reply, Sequence, Step
 from mockskill.problems import Problem
@@ -806,6 +809,19 @@ def test_retry_advice_follows_a_raised_max_delay() -> None:
 )
 def test_retry_after_is_computed_in_integers(delay_ms: int, seconds: int) -> None:
     assert retry_after_seconds(delay_ms) == seconds
+
+
+def test_validate_refuses_headers_that_cannot_go_on_the_wire(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        skill_yaml('json: 1\nheaders:\n  X-A: "\u65e5\u672c"\n  Transfer-Encoding: chunked\n'),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:6:14: skills[0].invoke.headers.X-A: expected a header value" in result.output
+    assert f"{path}:7:9: skills[0].invoke.headers.Transfer-Encoding:" in result.output
+    assert "2 problems in 1 file" in result.output
 
 
 def test_retry_null_removes_the_advice_and_the_header() -> None:
