@@ -193,10 +193,8 @@ def load_any(
         return load_paths([bundled_path()], max_delay_ms=max_delay_ms)
     if isinstance(source, ScenarioSet):
         return source
-    items: list[Source] = (
-        [source] if isinstance(source, (ScenarioSet, str, FsPath, Mapping)) else list(source)
-    )
-    single = isinstance(source, (ScenarioSet, str, FsPath, Mapping))
+    single = isinstance(source, (str, FsPath, Mapping))
+    items: list[Source] = [source] if isinstance(source, (str, FsPath, Mapping)) else list(source)
     documents: list[Document] = []
     problems: list[Problem] = []
     given: list[Scenario] = []
