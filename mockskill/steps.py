@@ -351,14 +351,14 @@ def _header_value_problem(text: str) -> tuple[str, str, str] | None:
             return "a header value on one line", "a line break", ""
         return (
             _WIRE,
-            f"the control character U+{ord(char):04X} at {control.start()}",
+            f"the control character U+{ord(char):04X} at position {control.start() + 1}",
             "header values hold visible characters, spaces and tabs",
         )
     for i, char in enumerate(text):
         if ord(char) > 0xFF:
             return (
                 _WIRE,
-                f"{char!r} (U+{ord(char):04X}) at {i}, which is not Latin-1",
+                f"{char!r} (U+{ord(char):04X}) at position {i + 1}, which is not Latin-1",
                 "header values are bytes; percent-encode the text (RFC 8187: "
                 "filename*=UTF-8''%E6%97%A5), or put it in the body",
             )
