@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from .problems import Path, Problem, format_path
-from .syntax import Explained, explain, explain_reader
+from .syntax import Explained, explain, explain_reader, explain_surrogate
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES = 100_000
@@ -257,6 +257,8 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
         problems.append(_syntax(file, explain(exc, text)))
     except yaml.reader.ReaderError as exc:
         problems.append(_syntax(file, explain_reader(exc, text)))
+    except UnicodeEncodeError as exc:  # libyaml reads UTF-8: a lone surrogate has none
+        problems.append(_syntax(file, explain_surrogate(text, exc.start)))
     except ValueError as exc:  # pure PyYAML's chr() on an escape beyond U+10FFFF
         sentence = f"an escape YAML cannot read ({exc})"
         hint = "Unicode ends at \\U0010FFFF"

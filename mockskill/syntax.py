@@ -129,6 +129,24 @@ _RULES: tuple[_Rule, ...] = (
         False,
     ),
     (
+        r"while scanning an? (%YAML |%TAG )?directive|unknown directive",
+        _say("a directive (a line beginning with %) that is malformed or unknown"),
+        "only %YAML and %TAG exist; quote a value that begins with %",
+        False,
+    ),
+    (
+        r"while scanning an? (anchor|alias)",
+        _say("an anchor or alias without a name of letters, digits, - and _"),
+        "name it (&defaults, *defaults), or quote the value if it is text",
+        False,
+    ),
+    (
+        r"while (scanning|parsing) an? tag|tag URI|expected URI|URI escape",
+        _say("a malformed tag (!...)"),
+        _NO_TAGS,
+        False,
+    ),
+    (
         r"unknown escape character",
         _say("an escape YAML does not know, in a double-quoted string"),
         "write \\\\ for a backslash, or use single quotes (no escapes)",
@@ -183,24 +201,6 @@ _RULES: tuple[_Rule, ...] = (
         False,
     ),
     (
-        r"while scanning a directive|unknown directive",
-        _say("a directive (a line beginning with %) that is malformed or unknown"),
-        "only %YAML and %TAG exist; quote a value that begins with %",
-        False,
-    ),
-    (
-        r"while scanning an? (anchor|alias)",
-        _say("an anchor or alias without a name of letters, digits, - and _"),
-        "name it (&defaults, *defaults), or quote the value if it is text",
-        False,
-    ),
-    (
-        r"(while scanning|while parsing) an? (tag|%TAG)|tag URI|expected URI",
-        _say("a malformed tag (!...)"),
-        _NO_TAGS,
-        False,
-    ),
-    (
         r"indentation indicator",
         _say("an indentation indicator of 0 after | or >"),
         "use 1 to 9, or leave it out",
@@ -239,17 +239,29 @@ def explain(exc: yaml.MarkedYAMLError, text: str) -> Explained:
 
 def explain_reader(exc: yaml.reader.ReaderError, text: str) -> Explained:
     """A character YAML refuses anywhere in a file (control characters, U+FFFE ...)."""
-    position = max(0, min(int(exc.position), len(text)))
-    line = text.count("\n", 0, position)
-    column = position - (text.rfind("\n", 0, position) + 1)
+    line, column = _line_column(text, int(exc.position))
     code = exc.character if isinstance(exc.character, int) else -1
     if code < 0:
-        return Explained(line + 1, column + 1, f"{exc.reason}", "")
+        return Explained(line, column, f"{exc.reason}", "")
     sentence = f"the character U+{code:04X} cannot be written as it is in a YAML file"
     hint = f'write it as an escape in a double-quoted string: "\\x{code:02X}"'
     if code > 0xFF:
         hint = f'write it as an escape in a double-quoted string: "\\u{code:04X}"'
-    return Explained(line + 1, column + 1, sentence, hint)
+    return Explained(line, column, sentence, hint)
+
+
+def explain_surrogate(text: str, position: int) -> Explained:
+    """A lone surrogate (from Python text, never from a UTF-8 file): not a character."""
+    line, column = _line_column(text, position)
+    code = ord(text[position]) if 0 <= position < len(text) else 0
+    sentence = f"U+{code:04X} (half of a surrogate pair) is not a character"
+    return Explained(line, column, sentence, "remove it, or write the whole character")
+
+
+def _line_column(text: str, position: int) -> tuple[int, int]:
+    """1-based line and column of *position* in *text*."""
+    position = max(0, min(position, len(text)))
+    return text.count("\n", 0, position) + 1, position - (text.rfind("\n", 0, position) + 1) + 1
 
 
 def _tab(text: str, line: int, column: int, problem: str) -> Explained | None:

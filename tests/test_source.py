@@ -318,6 +318,11 @@ SYNTAX_ERRORS = [
     pytest.param("%YAML 1.1\n%YAML 1.1\n---\na: 1\n", 2, 1, "given twice", id="directive"),
     pytest.param("a: \x07\n", 1, 4, "the character U+0007 cannot be written", id="control"),
 ]
+SYNTAX_ERRORS += [
+    pytest.param("%YAML a\n---\na: 1\n", 1, 7, "a directive (a line beginning", id="version-text"),
+    pytest.param("a: !x%zz 1\n", 1, (6, 7), "a malformed tag", id="tag-uri-escape"),
+    pytest.param("x: 1\na: \ud800\n", 2, 4, "U+D800", id="lone-surrogate"),
+]
 # Messages only one of the two implementations gives (the other accepts the text).
 LIBYAML_ONLY = {"a: |x\n", "%FOO\n---\na\n", 'a: "x\\U0011FFFF"\n'}
 SYNTAX_ERRORS += [
