@@ -148,10 +148,12 @@ def register(bp: Blueprint, registry: Registry) -> None:
         allowed = {"file": "text", "active": "boolean", "replace": "boolean"}
         options = _options(request.args, allowed)
         file = label(options)
-        loaded = load_text(body_text(file), file, max_delay_ms=registry.max_delay_ms)
-        entries = registry.add(
-            loaded, active=bool(options.get("active", True)), replace=bool(options.get("replace"))
-        )
+        active, replace = bool(options.get("active", True)), bool(options.get("replace"))
+        try:
+            loaded = load_text(body_text(file), file, max_delay_ms=registry.max_delay_ms)
+        except ScenarioError as exc:  # with the clashes it would have too: all at once
+            raise registry.refused(exc, active=active, replace=replace) from None
+        entries = registry.add(loaded, active=active, replace=replace)
         return created(entries, {"scenarios": [view(e) for e in entries]})
 
     @bp.get("/scenarios/<name>")

@@ -15,7 +15,6 @@ mappings and proxies.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -230,8 +229,10 @@ class Rendered:
 
 
 def retry_after_seconds(delay_ms: int) -> int:
-    """``Retry-After`` for a suggested delay: whole seconds, rounded up."""
-    return math.ceil(delay_ms / 1000)
+    """``Retry-After`` for a suggested delay: whole seconds, rounded up.
+
+    In integers: a float quotient loses digits above 2**53 ms."""
+    return -(-delay_ms // 1000)
 
 
 def unified_body(

@@ -50,6 +50,7 @@ from . import __version__
 from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
 from .loader import Scenarios, Source, load_any
+from .problems import ScenarioError
 from .reader import MAX_DELAY_MS
 from .registry import LoadedScenario, Registry
 from .state import DEFAULT_JOURNAL_SIZE, Entry, State
@@ -358,9 +359,12 @@ class Server:
         not served until :meth:`activate`, and may then share skill ids and
         routes with served ones. Returns the scenarios as loaded.
         """
-        new = load_any(
-            scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
-        )
+        try:
+            new = load_any(
+                scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
+            )
+        except ScenarioError as exc:  # with the clashes it would have too: all at once
+            raise self.registry.refused(exc, active=active, replace=replace) from None
         return self.registry.add(new, active=active, replace=replace)
 
     def remove(self, name: str) -> None:

@@ -283,6 +283,27 @@ def test_a_skill_id_an_active_scenario_serves_is_a_409_unless_loaded_inactive(
     assert count(server) == 1
 
 
+def test_a_broken_body_is_told_its_clashes_with_loaded_scenarios_in_the_same_answer(
+    serve: Serve,
+) -> None:
+    server = serve(COUNTER)
+    broken = "name: counter\nskills:\n  - id: count\n    invok: {json: 1}\n"
+    response = load(server, broken, file="broken.yaml")
+    assert response.status_code == 422
+    problems = response.json()["error"]["details"]["problems"]
+    assert [(p["line"], p["path"], p["found"]) for p in problems] == [
+        (1, "name", "'counter', loaded already (from test.yaml)"),
+        (3, "skills[0].id", "'count', served by active scenario 'counter' (from test.yaml)"),
+        (4, "skills[0].invok", "unknown key 'invok'"),
+    ]
+    assert listed(server) == [("counter", True)]
+    # Replacing it, only the key is wrong; loaded inactive, no skill clashes either.
+    replaced = load(server, broken, file="broken.yaml", replace="true", active="false")
+    assert [p["path"] for p in replaced.json()["error"]["details"]["problems"]] == [
+        "skills[0].invok"
+    ]
+
+
 def test_activate_and_deactivate_change_what_is_listed_and_served(serve: Serve) -> None:
     server = serve(COUNTER)
     variant = COUNTER.replace("name: counter", "name: variant").replace("{n: 1}", "{n: 100}")

@@ -412,6 +412,36 @@ def test_a_reload_that_clashes_with_a_scenario_loaded_at_run_time_fails_and_chan
         assert server.scenarios is before
 
 
+def test_a_broken_add_reports_its_clashes_with_the_loaded_scenarios_too(serve: Serve) -> None:
+    server = serve(COUNTER)
+    before = server.scenarios
+    with pytest.raises(ScenarioError) as caught:
+        server.add("name: other\nskills:\n  - id: count\n    timeout_ms: soon\n")
+    assert [(p.path, p.found.split(",")[0]) for p in caught.value.problems] == [
+        ("skills[0].id", "'count'"),
+        ("skills[0].timeout_ms", "'soon' (a string)"),
+    ]
+    assert "served by active scenario 'counter'" in caught.value.problems[0].found
+    assert server.scenarios is before
+
+
+def test_a_broken_reload_reports_its_clashes_with_run_time_scenarios_too(tmp_path: Path) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("name: a\nskills: [{id: a}]\n")
+    with Server([a]) as server:
+        server.add(COUNTER)
+        before = server.scenarios
+        a.write_text("name: counter\nskills:\n  - id: count\n    invok: {json: 1}\n")
+        result = server.reload([a])
+        assert result.status == "failed"
+        assert [(p.path, p.found.split(",")[0]) for p in result.problems] == [
+            ("name", "'counter'"),
+            ("skills[0].id", "'count'"),
+            ("skills[0].invok", "unknown key 'invok'"),
+        ]
+        assert server.scenarios is before
+
+
 def test_a_file_may_serve_the_skill_of_an_inactive_run_time_scenario(tmp_path: Path) -> None:
     a = tmp_path / "a.yaml"
     a.write_text("name: a\nskills: [{id: a}]\n")
