@@ -15,7 +15,7 @@ scenario. Each round:
    server's thread count every 5 ms until it is back to where it was: that
    is the time to free them. The server's journal (read in-process: the
    server runs ``mockskill.Server`` in a child interpreter that prints
-   ``state.journal()`` when asked on stdin) says when each hang ended,
+   ``server.journal()`` when asked on stdin) says when each hang ended,
    relative to the close, and whether it saw the client leave.
 
 The client raises its RLIMIT_NOFILE; all traffic goes to 127.0.0.1; every
@@ -54,7 +54,7 @@ server = Server(sys.argv[1:], port=0, quiet=True).start()
 print(server.port, flush=True)
 for line in sys.stdin:
     if line.strip() == "journal":
-        entries = [e.as_json() for e in server.state.journal()]
+        entries = [e.as_json() for e in server.journal()]
         print(json.dumps(entries), flush=True)
     else:
         break

@@ -14,6 +14,13 @@ acts them out on the connection and hands back a Werkzeug response:
 Every wait watches the connection: when the client gives up (closes), the
 wait ends at once, the thread is freed, and :attr:`Connection.left_at`
 records when — that is the consumer's real timeout.
+
+A dribbled answer is two moments to the consumer: its status line (with
+any ``Retry-After``), on which a client may act at once, and its last byte.
+:attr:`Connection.headers_sent` records the first; :meth:`Connection.done`
+is called just *before* the byte that completes the answer is written, so
+that whoever records the request has it in the journal by the time the
+client holds the whole answer (or when the body is abandoned).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import random
 import select
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +52,23 @@ class Connection:
         self.sock: socket.socket | None = environ.get("werkzeug.socket")
         self.left_at: float | None = None
         """Wall-clock time the client was seen to close the connection."""
+        self.headers_sent: float | None = None
+        """Wall-clock time the status line and headers of a slow body went out."""
+        self.on_done: Callable[[], None] | None = None
+        """Called once by :meth:`done`: the engine's recording of the request."""
+        self._done = False
+
+    @property
+    def is_done(self) -> bool:
+        return self._done
+
+    def done(self) -> None:
+        """The answer is complete (its last byte is about to go) or abandoned; once only."""
+        if self._done:
+            return
+        self._done = True
+        if self.on_done is not None:
+            self.on_done()
 
     def wait(self, seconds: float) -> bool:
         """Wait *seconds*; False as soon as the client has closed the connection.
@@ -201,11 +225,27 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
     pause = over_ms / 1000 / len(pieces)
 
     def stream() -> Iterator[bytes]:
-        yield b""  # Werkzeug sends the status line and headers now: a slow body, not a slow start
-        for piece in pieces:
-            if not connection.wait(pause):
-                return
-            yield piece
+        try:
+            # Taken before the write: a client acting on the status line at once may be
+            # answered on another thread before this one runs again.
+            connection.headers_sent = time.time()
+            if not body:  # the status line and headers are the whole answer
+                connection.done()
+            # Werkzeug sends the status line and headers now: a slow body, not a slow start.
+            yield b""
+            for i, piece in enumerate(pieces):
+                if not connection.wait(pause):
+                    return
+                if i == len(pieces) - 1:
+                    # Recorded before the last byte leaves, so a client holding the whole
+                    # answer finds it in the journal: Werkzeug closes the iterable only
+                    # after lingering on the socket, milliseconds after that byte.
+                    connection.done()
+                yield piece
+        finally:
+            if connection.left_at is None and not connection.is_done:
+                connection.left_at = time.time()  # Werkzeug stopped: a write failed, it is gone
+            connection.done()
 
     response = Response(
         stream(),

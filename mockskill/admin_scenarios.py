@@ -12,12 +12,15 @@ import dataclasses
 import difflib
 import itertools
 import json
+import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
+from . import jsonstyle
 from .catalog import unified_body
 from .journal_query import BadFilter
 from .loader import NAME_TEXT, SCENARIO_NAME, load_text
@@ -26,6 +29,12 @@ from .problems import Problem, ScenarioError, describe
 from .registry import Conflict, LoadedScenario, Registry, UnknownScenario
 from .source import read_text
 
+MAX_LABEL = 200
+"""The longest ``?file=`` label (characters)."""
+LABEL_TEXT = (
+    f"a file name of at most {MAX_LABEL} characters, without control characters,"
+    " line breaks or ':' before a digit (a problem's position is FILE:LINE:COLUMN)"
+)
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
 JSON_TYPES = ("application/json",)
 BODY_TYPES = (*YAML_TYPES, *JSON_TYPES)
@@ -93,7 +102,7 @@ def register(bp: Blueprint, registry: Registry) -> None:
             # Read by the same YAML loader as files below (JSON is YAML), for the same
             # problems with the same positions; but said to be JSON, it must be JSON.
             try:
-                json.loads(text)
+                jsonstyle.loads(text)
             except json.JSONDecodeError as exc:
                 where = (exc.lineno, exc.colno)
                 problem = Problem(file, *where, "(JSON syntax)", "valid JSON", exc.msg)
@@ -101,7 +110,28 @@ def register(bp: Blueprint, registry: Registry) -> None:
             except RecursionError:
                 problem = Problem(file, 1, 1, "(JSON nesting)", "valid JSON", "nesting too deep")
                 raise ScenarioError([problem]) from None
+            except jsonstyle.NotJSON as exc:
+                found = f"{exc.word}, which is JavaScript, not JSON"
+                hint = "give a number, null, or a quoted string"
+                line, column = _position(text, exc.word)
+                problem = Problem(file, line, column, "(JSON syntax)", "valid JSON", found, hint)
+                raise ScenarioError([problem]) from None
         return text
+
+    def label(options: Mapping[str, str | bool]) -> str:
+        """The ``?file=`` label problems will name (BadFilter: one that could forge them)."""
+        given = str(options.get("file") or "")
+        if not given:
+            return f"<request body {next(bodies)}>"
+        if (
+            len(given) > MAX_LABEL
+            or _FORGES_POSITION.search(given)
+            or any(unicodedata.category(c) in _UNPRINTABLE for c in given)
+        ):
+            shown = given if len(given) <= MAX_LABEL else given[:MAX_LABEL] + "..."
+            message = f"file={shown!r} is not a label problems can name: expected {LABEL_TEXT}"
+            raise BadFilter("file", message, LABEL_TEXT)
+        return given
 
     def created(entries: tuple[LoadedScenario, ...], body: Any) -> tuple[Any, int, dict[str, str]]:
         location = url_for("admin.scenario", name=entries[0].name, _external=True)
@@ -117,11 +147,13 @@ def register(bp: Blueprint, registry: Registry) -> None:
         """Load the scenarios of a YAML or JSON body, checked whole (docs/admin.md)."""
         allowed = {"file": "text", "active": "boolean", "replace": "boolean"}
         options = _options(request.args, allowed)
-        file = str(options.get("file") or f"<request body {next(bodies)}>")
-        loaded = load_text(body_text(file), file, max_delay_ms=registry.max_delay_ms)
-        entries = registry.add(
-            loaded, active=bool(options.get("active", True)), replace=bool(options.get("replace"))
-        )
+        file = label(options)
+        active, replace = bool(options.get("active", True)), bool(options.get("replace"))
+        try:
+            loaded = load_text(body_text(file), file, max_delay_ms=registry.max_delay_ms)
+        except ScenarioError as exc:  # with the clashes it would have too: all at once
+            raise registry.refused(exc, active=active, replace=replace) from None
+        entries = registry.add(loaded, active=active, replace=replace)
         return created(entries, {"scenarios": [view(e) for e in entries]})
 
     @bp.get("/scenarios/<name>")
@@ -136,7 +168,7 @@ def register(bp: Blueprint, registry: Registry) -> None:
             message = f"{name!r} is not a scenario name: expected {NAME_TEXT}"
             details = {"parameter": "name", "expected": NAME_TEXT}
             raise Refused(400, "MOCKSKILL_BAD_REQUEST", message, details)
-        file = str(options.get("file") or f"<request body {next(bodies)}>")
+        file = label(options)
         text = body_text(file)
         loaded = load_text(text, file, max_delay_ms=registry.max_delay_ms)
         if len(loaded.scenarios) != 1:
@@ -224,6 +256,21 @@ def _options(args: MultiDict[str, str], allowed: Mapping[str, str]) -> dict[str,
         else:
             options[name] = text
     return options
+
+
+_FORGES_POSITION = re.compile(r":\d")
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+"""Unicode categories a label must not hold: controls and line breaks (a forged
+line in a report), format characters (text that reads other than it is)."""
+
+
+def _position(text: str, word: str) -> tuple[int, int]:
+    """Line and column (1-based) of the first *word* outside a string in JSON *text*."""
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN', text):
+        if match.group(0).lstrip("-") == word.lstrip("-"):
+            before = text[: match.start()]
+            return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
+    return 1, 1
 
 
 def _named(scenario: Scenario, name: str) -> Scenario:

@@ -29,7 +29,7 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin, dashboard
+from . import admin, dashboard, jsonstyle
 from .catalog import tool_error
 from .engine import SESSION_HEADER, Engine
 from .model import ScenarioSet
@@ -234,7 +234,10 @@ def create_app(
         engine.open()
     if registry is None:
         registry = Registry(engine)
+    if admin_token is not None:
+        engine.state.hide(admin_token)  # a client may put it in a path: never journalled
     app = Flask("mockskill")
+    app.json = jsonstyle.Provider(app)  # one JSON style for every answer, read strictly
     app.extensions["mockskill"] = engine
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]

@@ -19,13 +19,17 @@ failed — and checks every retry against the protocol's error chapter:
 - ``too-many-attempts``: more attempts than ``retry.max_attempts``.
 
 It also counts the categories and transport faults each session has met
-(coverage), and the consumer's real timeouts (when it hung up). The shape
+(coverage), and the consumer's real timeouts (when it hung up). A slow body
+is judged by what the consumer had when it acted: a failure's status line
+(and its advice) as soon as it went out, the whole answer once its last
+byte did (:func:`acted_on`). The shape
 of the report is the contract of ``GET /__admin/report`` and of the
 dashboard; docs/audit.md documents every rule and the tolerance.
 """
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -103,7 +107,7 @@ def outcome(entry: Entry) -> Outcome:
     """How the protocol classifies *entry*'s answer."""
     if entry.fault is not None:
         return Outcome(True, FAULT_STANDS_FOR, True)
-    if entry.client_left is not None or entry.status is None:
+    if entry.status is None or not answered(entry):
         return Outcome(True, TIMEOUT_STANDS_FOR, True)
     if entry.invalid_descriptor:
         return Outcome(True, VALIDATION_ERROR, False)
@@ -113,6 +117,20 @@ def outcome(entry: Entry) -> Outcome:
     if entry.status >= 400:
         return Outcome(True)
     return Outcome(False)
+
+
+def answered(entry: Entry) -> bool:
+    """Whether the consumer got an answer it could act on (a fault aside).
+
+    A whole answer, or the status line of a failure whose slow body it did
+    not read to the end: a failure status says what it needs to know (a
+    client may retry on it alone, as aiohttp-retry does), and the advice is
+    in its headers too (``Retry-After``). A success whose body it abandoned
+    gave it nothing to use: to it, that request timed out.
+    """
+    if entry.status is None:
+        return False
+    return entry.client_left is None or entry.status >= 400
 
 
 def endpoint_of(entry: Entry) -> str:
@@ -129,10 +147,35 @@ HANGUP_SLACK = 0.05
 that arrives up to this much before the hang-up was seen still follows it."""
 
 
-def overlaps(entry: Entry, previous: Entry) -> bool:
-    """Whether *entry* started before *previous* had ended: concurrent, not a retry."""
+def acted_on(previous: Entry, entry: Entry) -> float | None:
+    """When the consumer had what it acted on in sending *entry* after *previous*.
+
+    That is when *previous* ended (answered, or hung up on) — except for a
+    failure whose slow body went out after its status line: a retry sent
+    once the status line was out, before the last byte, acted on the status
+    line (and its advice), and so did one sent after the client abandoned
+    the body. None: *entry* started before the consumer had anything of
+    *previous*: it is concurrent, not a retry.
+    """
+    acted = _acted_on(previous, entry)
+    return None if acted is None else acted[0]
+
+
+def _acted_on(previous: Entry, entry: Entry) -> tuple[float, bool] | None:
+    """:func:`acted_on`, and whether that was a status line alone."""
+    sent = previous.headers_sent
+    if sent is not None and previous.status is not None and previous.status >= 400:
+        if previous.client_left is None and entry.started >= previous.finished:
+            return previous.finished, False  # it had the whole answer
+        return (sent, True) if entry.started >= sent else None
     slack = HANGUP_SLACK if previous.client_left is not None else 0.0
-    return entry.started < ended(previous) - slack
+    end = ended(previous)
+    return (end, False) if entry.started >= end - slack else None
+
+
+def overlaps(entry: Entry, previous: Entry) -> bool:
+    """Whether *entry* started before the consumer had anything of *previous*: concurrent."""
+    return acted_on(previous, entry) is None
 
 
 def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
@@ -196,6 +239,10 @@ class _Attempt:
     wait_ms: float | None = None
     expected_wait_ms: float | None = None
     changed: tuple[str, ...] | None = None
+    wait_from: float | None = None
+    """When the wait before this attempt began (see :func:`acted_on`)."""
+    on_status_line: bool = False
+    """Whether it was sent on the previous answer's status line, its body unread."""
 
 
 @dataclass
@@ -256,7 +303,10 @@ def _audit_chain(
     for i, attempt in enumerate(attempts):
         if i > 0:
             before = attempts[i - 1]
-            attempt.wait_ms = max(0.0, attempt.entry.started - ended(before.entry)) * 1000
+            acted = _acted_on(before.entry, attempt.entry)
+            # chains() puts no concurrent attempt in a chain; a chain made by hand may have one.
+            attempt.wait_from, attempt.on_status_line = acted or (ended(before.entry), False)
+            attempt.wait_ms = max(0.0, attempt.entry.started - attempt.wait_from) * 1000
             attempt.changed = _changed(before.entry, attempt.entry)
             previous = before.outcome
             if previous.retryable is False:
@@ -308,8 +358,10 @@ def _label(attempt: _Attempt) -> str:
     e = attempt.entry
     if e.fault is not None:
         return e.fault
-    if e.client_left is not None or e.status is None:
+    if e.status is None:
         return "no answer (client left)"
+    if not answered(e):
+        return f"{e.status} with a body the client left unread"
     code = attempt.outcome.code
     return f"{e.status} {code}" if code else str(e.status)
 
@@ -326,7 +378,7 @@ def _non_retryable(
         same = _MUST_CHANGE.get(before.outcome.code or "", _FINGERPRINT)
         kept = ", ".join(_describe_field(f, after.entry) for f in same)
         steps.append(
-            f"#{after.entry.id} {_ms(after.wait_ms or 0)} after #{before.entry.id}"
+            f"#{after.entry.id} {_ms(after.wait_ms or 0)} after {_what(attempts, i)}"
             f" ({_label(before)}), with the same {kept}"
         )
     fixes = [CATEGORIES[c].fix for c in codes if c in CATEGORIES]
@@ -378,8 +430,14 @@ def _tolerance(policy: Policy) -> str:
 
 
 def _waited(attempts: list[_Attempt], i: int) -> str:
-    after, before = attempts[i], attempts[i - 1]
-    return f"#{after.entry.id} waited {_ms(after.wait_ms or 0)} after #{before.entry.id}"
+    after = attempts[i]
+    return f"#{after.entry.id} waited {_ms(after.wait_ms or 0)} after {_what(attempts, i)}"
+
+
+def _what(attempts: list[_Attempt], i: int) -> str:
+    """What attempt *i* waited after: the previous attempt, or its status line alone."""
+    before = f"#{attempts[i - 1].entry.id}"
+    return f"{before}'s status line" if attempts[i].on_status_line else before
 
 
 def _cause(before: _Attempt, policy: Policy) -> str:
@@ -469,7 +527,8 @@ def _offset(attempts: list[_Attempt], i: int) -> float:
 
 
 def _client_timeout_ms(entry: Entry) -> float | None:
-    if entry.client_left is None:
+    """After how long the client gave up without an answer it could act on (None: it did not)."""
+    if entry.client_left is None or answered(entry):
         return None
     return round((entry.client_left - entry.started) * 1000, 1)
 
@@ -487,6 +546,8 @@ def _attempt_json(attempts: list[_Attempt], i: int) -> dict[str, Any]:
         "fault": e.fault,
         "retryable": a.outcome.retryable if a.outcome.failed else None,
         "wait_ms": None if a.wait_ms is None else round(a.wait_ms, 1),
+        "wait_from": a.wait_from,
+        "headers_sent": e.headers_sent,
         "expected_wait_ms": a.expected_wait_ms,
         "client_timeout_ms": _client_timeout_ms(e),
         "stands_for": a.outcome.code,
@@ -548,8 +609,8 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
         if entry.fault is not None:
             if entry.fault in faults:
                 faults[entry.fault] += 1
-        elif entry.client_left is not None or entry.status is None:
-            continue  # the answer never reached the consumer
+        elif not answered(entry):
+            continue  # no answer reached the consumer
         elif entry.invalid_descriptor:
             categories[VALIDATION_ERROR] += 1
         elif entry.error_code in categories:
@@ -570,7 +631,7 @@ def timeout_kind(entry: Entry) -> str:
     """What the client was waiting through when it hung up (inferred from the entry)."""
     elapsed = (entry.client_left or entry.finished) - entry.started
     if entry.status is not None:
-        return "dribble"  # the status line was out: the body was coming slowly
+        return "dribble"  # the status line (a success) was out: the body was coming slowly
     if entry.delay_ms and elapsed * 1000 <= entry.delay_ms:
         return "delay"
     if entry.execution_ms is not None:
@@ -579,7 +640,11 @@ def timeout_kind(entry: Entry) -> str:
 
 
 def timeouts(entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """The requests the client gave up on: when, and through what."""
+    """The requests the client gave up on before it had an answer: when, and through what.
+
+    A failure whose slow body the client left unread is not one: it had its
+    answer (the status line), and may well have left because it acted on it.
+    """
     return [
         {
             "id": e.id,
@@ -589,7 +654,7 @@ def timeouts(entries: Iterable[Entry]) -> list[dict[str, Any]]:
             "client_timeout_ms": _client_timeout_ms(e),
         }
         for e in sorted(entries, key=lambda e: (e.started, e.id))
-        if e.client_left is not None
+        if _client_timeout_ms(e) is not None
     ]
 
 
@@ -640,16 +705,29 @@ def report(
     grouped: dict[str, list[Entry]] = {}
     for entry in entries:
         grouped.setdefault(entry.session, []).append(entry)
+    active = list(grouped)
     if sessions is not None:
         wanted = list(dict.fromkeys(sessions))
         grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
     reports = [session_report(name, items, policy) for name, items in grouped.items()]
+    for r in reports:
+        if not r["requests"]:
+            # A session that sent nothing is most often a mistyped name or a
+            # consumer that does not send Mockskill-Session: name the sessions
+            # that did send something, so the gate's failure says where to look.
+            r["did_you_mean"] = _nearest_sessions(r["session"], active)
     return {
         "clean": all(r["clean"] for r in reports),
         "generated": time.time() if now is None else now,
         "policy": policy.as_json(),
         "sessions": reports,
     }
+
+
+def _nearest_sessions(name: str, active: list[str], n: int = 3) -> list[str]:
+    """The sessions with requests closest to *name*; when none is close, the latest ones."""
+    close = difflib.get_close_matches(name, active, n=n, cutoff=0.6)
+    return close or active[::-1][:n]
 
 
 # -- reading it ---------------------------------------------------------------------
@@ -708,26 +786,46 @@ def finding_lines(findings: Iterable[dict[str, Any]], indent: str = "") -> list[
     return lines
 
 
+def silent_sessions(report: dict[str, Any]) -> list[str]:
+    """Why *report* proves nothing, one line per session that sent no request (or for none).
+
+    A gate must never pass on an empty audit: a mistyped session name, or a
+    consumer that does not send ``Mockskill-Session``, would otherwise show
+    green. Both ``assert_clean`` and ``mockskill report``'s gates fail on it.
+    """
+    header = "is the Mockskill-Session header sent?"
+    if not report["sessions"]:
+        return [f"no session made a request ({header})"]
+    lines = []
+    for session in report["sessions"]:
+        if session["requests"]:
+            continue
+        others = session.get("did_you_mean") or []
+        hint = (
+            f" did you mean {' or '.join(repr(o) for o in others)}?"
+            if others
+            else " no session has made a request"
+        )
+        lines.append(f"session {session['session']!r} made no request ({header}{hint})")
+    return lines
+
+
 def assert_clean(report: dict[str, Any], *, require_coverage: bool | Iterable[str] = False) -> None:
     """Raise AssertionError, with every finding spelt out, unless *report* is clean.
 
     *require_coverage*: also require every category and fault (True), or
     these ones (names), to have been met in each session of the report. A
-    session without a single request fails too: its consumer most likely
-    did not send the ``Mockskill-Session`` header, and an empty audit proves
-    nothing.
+    session without a single request fails too, and so does a report with
+    no session at all: the consumer most likely did not send the
+    ``Mockskill-Session`` header (or the name is mistyped), and an empty
+    audit proves nothing.
     """
     __tracebackhide__ = True  # pytest: show the caller's line, not this one
     problems = []
     text = format_findings(report)
     if text:
         problems.append(text)
-    for session in report["sessions"]:
-        if not session["requests"]:
-            problems.append(
-                f"mockskill retry audit: session {session['session']!r} made no request"
-                " (is the Mockskill-Session header sent?)"
-            )
+    problems.extend(f"mockskill retry audit: {line}" for line in silent_sessions(report))
     if require_coverage is not False:
         required = None if require_coverage is True else list(require_coverage)
         for name, lacking in coverage_gaps(report, required).items():

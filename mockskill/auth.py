@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
 import secrets
 from typing import Any
@@ -42,9 +43,15 @@ API_KEY_HEADER = "X-API-Key"
 AUTH_TYPES = ("oauth2", "bearer", "api_key")
 
 
-def fingerprint(secret: str) -> str:
-    """A short, stable stand-in for a secret (for logs and the journal; never the secret)."""
-    return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()[:12]
+def fingerprint(secret: str, key: bytes) -> str:
+    """A short stand-in for a secret (for the journal; never the secret): ``hmac-sha256:…``.
+
+    Keyed per server (*key*): the same secret reads the same within one
+    server, so the retry audit can tell a changed credential from an
+    unchanged one; without the key, a weak token cannot be brute-forced back
+    from an exported journal.
+    """
+    return "hmac-sha256:" + hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def presented(request: Request) -> tuple[str, str] | None:

@@ -15,7 +15,6 @@ mappings and proxies.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -205,7 +204,7 @@ CATEGORIES: Mapping[str, Category] = {
             retryable=False,
             message=(
                 "Protocol version {descriptor_version} is not compatible with consumer"
-                " version {consumer_supported_range}"
+                " version {consumer_version}"
             ),
             when="the descriptor's protocol version is incompatible with the consumer",
             fix="the consumer must be upgraded (details.upgrade_url)",
@@ -230,8 +229,10 @@ class Rendered:
 
 
 def retry_after_seconds(delay_ms: int) -> int:
-    """``Retry-After`` for a suggested delay: whole seconds, rounded up."""
-    return math.ceil(delay_ms / 1000)
+    """``Retry-After`` for a suggested delay: whole seconds, rounded up.
+
+    In integers: a float quotient loses digits above 2**53 ms."""
+    return -(-delay_ms // 1000)
 
 
 def unified_body(
@@ -252,6 +253,25 @@ def unified_body(
 class _KeepMissing(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
+
+
+def consumer_version(supported_range: object) -> object:
+    """The chapter's way to name a consumer in a message: ``1.x`` for the range ``1.x.x``.
+
+    (The chapter's example message says "consumer version 1.x" while its
+    details say ``consumer_supported_range: 1.x.x``.) Other values are kept.
+    """
+    if isinstance(supported_range, str) and supported_range.endswith(".x.x"):
+        return supported_range[: -len(".x")]
+    return supported_range
+
+
+def _message_fields(details: Mapping[str, Any]) -> _KeepMissing:
+    """What a default message may name: the details, and the consumer_version derived from them."""
+    fields = _KeepMissing(details)
+    if "consumer_supported_range" in details:
+        fields.setdefault("consumer_version", consumer_version(details["consumer_supported_range"]))
+    return fields
 
 
 KEEP: Any = object()
@@ -279,7 +299,7 @@ def render(
     if details:
         final_details.update(details)
     if message is None:
-        message = category.message.format_map(_KeepMissing(final_details))
+        message = category.message.format_map(_message_fields(final_details))
     advice = category.retry if retry is KEEP else retry
     assert advice is None or isinstance(advice, Retry)
     out_headers = dict(category.default_headers(final_details)) if category.default_headers else {}

@@ -1,8 +1,11 @@
 """The ``mockskill`` command: serve, validate, report, check-descriptor, schema.
 
 Every failure the user can fix ends in a message and an exit code, never a
-traceback: 1 for invalid scenarios or a port that cannot be used, 2 for a
-mistyped command line (click's convention).
+traceback, and each exit code means one thing in every command (the table in
+the README's "The command line"): 0 yes (valid, clean, served); 1 no
+(invalid scenarios or descriptor, a failed gate, a port that cannot be used);
+2 a mistyped command line (click's convention); 3 the thing to check could
+not be read (unreachable, an HTTP error, not JSON).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import json
 import signal
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -19,12 +23,13 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__
+from . import __version__, jsonstyle
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
-from .model import ScenarioSet
+from .model import Scenario, ScenarioSet
 from .problems import ScenarioError, format_report
 from .reader import MAX_DELAY_MS
+from .remote import http_url, looks_like_url
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
 from .state import DEFAULT_JOURNAL_SIZE
@@ -33,6 +38,9 @@ from .validator import validation_error
 from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+UNREADABLE = 3
+"""Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
 
 # readable=False: whether a path can be read is the loader's to say, positioned and with
 # the fix (mockskill.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
@@ -206,7 +214,7 @@ def serve(
         raise SystemExit(f"mockskill: {exc}") from None
     click.echo(_banner(server, scenarios, paths))
     if watch:
-        server.watch(paths, on_reload=_report_reload)
+        server.watch(paths, on_reload=lambda result: _report_reload(server, result))
         click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -224,8 +232,8 @@ def serve(
 def validate(paths: tuple[Path, ...], max_delay: int) -> None:
     """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
     scenarios = _load_or_exit(paths, max_delay)
-    skills = len(scenarios.skills)
-    click.echo(f"ok: {len(scenarios.scenarios)} scenarios, {skills} skills")
+    counts = _count(len(scenarios.scenarios), "scenario"), _count(len(scenarios.skills), "skill")
+    click.echo(f"ok: {', '.join(counts)}")
 
 
 @cli.command("check-descriptor")
@@ -233,29 +241,65 @@ def validate(paths: tuple[Path, ...], max_delay: int) -> None:
 def check_descriptor(source: str) -> None:
     """Validate a Skill Descriptor; print VALIDATION_ERROR with every violation, exit 1 if any.
 
-    SOURCE is a JSON file, an http(s) URL (fetched with GET), or - for
-    standard input.
+    SOURCE is a JSON file, an http(s) URL fetched with GET (HOST:PORT/PATH
+    without a scheme is http, as in curl), or - for standard input. Exit
+    code 0 valid, 1 invalid, 2 a mistyped command line, 3 could not read
+    (no such file, connection refused, an HTTP error, not JSON).
     """
     try:
         text = _read_source(source)
+    except _Unreadable as exc:
+        click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
+    try:
         document = json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"mockskill: cannot read a descriptor from {source}: {exc}") from None
+    except ValueError as exc:
+        click.echo(f"mockskill: {source} is not JSON: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
     violations = validate_descriptor(document)
     if violations:
-        click.echo(json.dumps(validation_error(violations), indent=2))
+        click.echo(jsonstyle.dumps(validation_error(violations)))
         raise SystemExit(1)
     click.echo(f"{source}: a valid Skill Descriptor")
+
+
+class _Unreadable(Exception):
+    """The source could not be read; the message says why (an HTTP error with its body)."""
+
+
+_ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a unified body
 
 
 def _read_source(source: str) -> str:
     if source == "-":
         return sys.stdin.read()
-    if source.startswith(("http://", "https://")):
-        with urllib.request.urlopen(source, timeout=30) as response:
+    if "://" in source or (looks_like_url(source) and not Path(source).exists()):
+        try:
+            url = http_url(source)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="FILE|URL|-") from None
+        return _fetch(url)
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Unreadable(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def _fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
             body: bytes = response.read()
-            return body.decode("utf-8")
-    return Path(source).read_text(encoding="utf-8")
+    except urllib.error.HTTPError as exc:
+        # What the server said is the useful part: a unified error body names
+        # the skill, a did-you-mean, the reason.
+        shown = exc.read().decode("utf-8", "replace")[:_ERROR_BODY_SHOWN]
+        raise _Unreadable(f"GET {url} answered {exc.code} {exc.reason}\n{shown}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise _Unreadable(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"GET {url} answered a body that is not UTF-8: {exc}") from None
 
 
 @cli.command()
@@ -265,7 +309,7 @@ def schema() -> None:
 
 
 @cli.command()
-@click.argument("url", required=False, default="http://127.0.0.1:8080")
+@click.argument("url", required=False, default="http://127.0.0.1:8080", envvar="MOCKSKILL_URL")
 @click.option(
     "--session",
     "sessions",
@@ -301,9 +345,11 @@ def report(
 ) -> None:
     """Print the retry audit and category coverage of the server at URL.
 
-    URL is the server's base URL (default http://127.0.0.1:8080). Exit code
-    0; 1 when a gate asked for fails (--fail-on-findings, --require-coverage,
-    --require); 3 when no report could be had (docs/audit.md).
+    URL is the server's base URL (else MOCKSKILL_URL, as for the pytest
+    plugin; default http://127.0.0.1:8080; HOST:PORT without a scheme is
+    http, as in curl). Exit code 0; 1 when a gate asked for fails
+    (--fail-on-findings, --require-coverage, --require); 2 for a mistyped
+    command line or URL; 3 when no report could be had (docs/audit.md).
     """
     from .report import command  # the audit's reading side lives with the audit
 
@@ -329,14 +375,27 @@ def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
         raise SystemExit(1) from None
 
 
-def _report_reload(result: ReloadResult) -> None:
-    """One line to stderr per reload; a failed one with every problem first."""
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n == 1 else noun + 's'}"
+
+
+def _report_reload(server: Server, result: ReloadResult) -> None:
+    """To stderr per reload: what changed, and the URLs of new skills; a failed one's problems."""
     if result.ok:
-        changed = ", ".join(result.changed) or "none"
-        removed = f"; removed: {', '.join(result.removed)}" if result.removed else ""
-        count = len(result.scenarios)
-        noun = "scenario" if count == 1 else "scenarios"
-        click.echo(f"mockskill: reloaded {count} {noun} (changed: {changed}{removed})", err=True)
+        added = set(result.added)
+        changed = [name for name in result.changed if name not in added]
+        parts = [f"added: {', '.join(result.added)}"] if result.added else []
+        if changed or not parts:
+            parts.append(f"changed: {', '.join(changed) or 'none'}")
+        if result.removed:
+            parts.append(f"removed: {', '.join(result.removed)}")
+        summary = f"reloaded {_count(len(result.scenarios), 'scenario')} ({'; '.join(parts)})"
+        lines = [f"mockskill: {summary}"]
+        new = [e.scenario for e in server.scenarios if e.name in added]
+        width = max((len(skill.id) for scenario in new for skill in scenario.skills), default=0)
+        for scenario in new:  # as the banner shows them at start
+            lines.extend(_scenario_lines(server.url, scenario, width))
+        click.echo("\n".join(lines), err=True)
     else:
         click.echo(format_report(result.problems), err=True)
         click.echo("mockskill: reload failed; still serving the last good scenarios", err=True)
@@ -355,13 +414,18 @@ def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> 
         lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
     width = max((len(s.id) for s in scenarios.skills), default=0)
     for scenario in scenarios.scenarios:
-        lines.append(f"{scenario.name}  ({scenario.file})")
-        for skill in scenario.skills:
-            lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
-            lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
-        for route in scenario.routes:
-            lines.append(f"  {route.label}  {url}{route.path}")
+        lines.extend(_scenario_lines(url, scenario, width))
     return "\n".join(lines)
+
+
+def _scenario_lines(url: str, scenario: Scenario, width: int) -> list[str]:
+    lines = [f"{scenario.name}  ({scenario.file})"]
+    for skill in scenario.skills:
+        lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
+        lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
+    for route in scenario.routes:
+        lines.append(f"  {route.label}  {url}{route.path}")
+    return lines
 
 
 def main() -> None:

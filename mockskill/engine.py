@@ -17,6 +17,7 @@ import random
 import re
 import secrets
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
@@ -27,7 +28,7 @@ from .matching import Miss, RoutingTable, Target
 from .model import Reply, ScenarioSet, Step
 from .ports import RefusedPort
 from .problems import Problem, ScenarioError, did_you_mean
-from .state import DEFAULT_SESSION, Entry, State
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .validator import validate as validate_descriptor
 from .versions import parse_version
 
@@ -61,16 +62,22 @@ class Engine:
         # Keys the journal's body digests: a short body (a PIN, a password)
         # cannot be guessed back from its digest without it.
         self._digest_key = secrets.token_bytes(32)
+        self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
+        self.matched: Callable[[Request, Target | Miss], None] | None = None
+        """Called with each request once matched, before it is answered (None: nothing).
+        Tests use it to land a change of scenarios between the two."""
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
         self.load(scenarios)
 
-    def load(self, scenarios: ScenarioSet) -> None:
+    def load(self, scenarios: ScenarioSet, restart: Iterable[str] = ()) -> None:
         """Serve *scenarios* from the next request on (requests in flight keep theirs).
 
-        Raises ScenarioError, and keeps serving what it served, if this
-        server cannot play them. Outage windows of newly loaded scenarios
-        start now.
+        Sequences *restart* (their keys) start afresh for the requests that
+        arrive from then on; a request in flight finishes on the table and
+        sequence positions it matched. Raises ScenarioError, and keeps
+        serving what it served, if this server cannot play them. Outage
+        windows of newly loaded scenarios start now.
         """
         _check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
@@ -84,6 +91,9 @@ class Engine:
                 if s.outage and not any(s is old for old in served)
             ]
         )
+        # Restarted before the table is served, and the table built on the new
+        # generations: no request can take a restarted position from the old one.
+        table.generations = self.state.restart(restart)
         self.scenarios, self.table = scenarios, table
         if self._open:
             self.open()
@@ -104,9 +114,13 @@ class Engine:
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+        if len(session) > MAX_SESSION_NAME:
+            return self._session_too_long(request, session, started)
         if path == auth.TOKEN_PATH:
             return self._token(request, session, started)
         target = table.match(method, path)
+        if self.matched is not None:
+            self.matched(request, target)
         if isinstance(target, Miss) and path == auth.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
             return self._authorize(request, session, started)
@@ -120,10 +134,10 @@ class Engine:
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
-            reply = self._refusal(request, target)
+            reply = self._refusal(request, table, target)
         if reply is None:
             assert isinstance(target, Target)
-            response, fields = self._play(request, target, session, urls)
+            response, fields = self._play(request, table, target, session, urls)
         else:
             reply = urls.fill(reply)
             response = respond(reply)
@@ -142,7 +156,7 @@ class Engine:
             skill=_skill_id(target),
             scenario=None if isinstance(target, Miss) else target.scenario,
             near_misses=target.near_misses if isinstance(target, Miss) else (),
-            credential=_credential(request),
+            credential=_credential(request, self._credential_key),
             protocol_version=request.headers.get(VERSION_HEADER),
             body_digest=self._digest(request),
             **fields,
@@ -151,8 +165,9 @@ class Engine:
             entry = dataclasses.replace(entry, invalid_descriptor=_invalid_descriptor(served.body))
         if connection is None:
             self.state.record(entry)
-        else:  # a dribbled body: record once the last byte is out (or the client left)
-            response.call_on_close(lambda: self.state.record(_finished(entry, connection)))
+        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
+            connection.on_done = lambda: self.state.record(_finished(entry, connection))
+            response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
     def _digest(self, request: Request) -> str | None:
@@ -162,16 +177,42 @@ class Engine:
             return None
         return "hmac-sha256:" + hmac.new(self._digest_key, body, hashlib.sha256).hexdigest()[:16]
 
-    def _refusal(self, request: Request, target: Target) -> Reply | None:
-        """401 or 403 for a caller without the credentials, 422 for an incompatible one."""
+    def _refusal(self, request: Request, table: RoutingTable, target: Target) -> Reply | None:
+        """401 or 403 for a caller without the credentials, 422 for an incompatible one.
+
+        *table* is the one *target* was matched on (a change of scenarios
+        since must not change the credentials it is judged by)."""
         skill = target.skill
         if skill is not None and skill.requires is not None and target.kind == "invoke":
             refused = auth.check(
-                request, skill.requires, self.table.credentials, self.state, target.context
+                request, skill.requires, table.credentials, self.state, target.context
             )
             if refused is not None:
                 return refused
         return _version_reply(target, request.headers.get(VERSION_HEADER))
+
+    def _session_too_long(self, request: Request, session: str, started: float) -> Response:
+        """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
+        message = (
+            f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
+            f" has at most {MAX_SESSION_NAME}: send a shorter one"
+        )
+        details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
+        reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+        self.state.record(  # kept cut to the limit, so the journal shows what was refused
+            Entry(
+                id=self.state.next_id(),
+                started=started,
+                finished=time.time(),
+                session=session,
+                method=request.method,
+                path=request.path,
+                status=reply.status,
+                endpoint="refused",
+                error_code=reply.error_code,
+            )
+        )
+        return respond(reply)
 
     def _token(self, request: Request, session: str, started: float) -> Response:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
@@ -209,17 +250,20 @@ class Engine:
         return response
 
     def _play(
-        self, request: Request, target: Target, session: str, urls: Urls
+        self, request: Request, table: RoutingTable, target: Target, session: str, urls: Urls
     ) -> tuple[Response, dict[str, Any]]:
+        """Play *target*'s next step, all of it on *table*, the table it was matched on."""
         assert target.sequence is not None
-        scenario = self.table.scenarios[target.scenario] if target.scenario else None
+        # Not the live table: a scenario removed or deactivated since the match is not in it.
+        scenario = table.scenarios[target.scenario] if target.scenario else None
         seed = scenario.seed if scenario else None
         fields: dict[str, Any] = {}
         outage = scenario.outage if scenario else None
         if outage and scenario and outage.covers(self.state.since_activated(scenario.name) * 1000):
             step, fields["outage"] = outage.step, True
         else:
-            position = self.state.advance(session, target.key)
+            generation = table.generations.get(target.key, 0)
+            position = self.state.advance(session, target.key, generation)
             index = target.sequence.step_at(position)
             fields.update(position=position, step=index)
             if index is None:
@@ -314,8 +358,9 @@ def _invalid_descriptor(body: bytes) -> bool:
     return bool(validate_descriptor(document))
 
 
-def _credential(request: Request) -> str | None:
-    """``KIND sha256:…`` for the credential *request* carries; never the secret itself."""
+def _credential(request: Request, key: bytes) -> str | None:
+    """``KIND hmac-sha256:…`` for the credential *request* carries (keyed by *key*); never
+    the secret itself."""
     headers = request.headers
     if "Authorization" not in headers and auth.API_KEY_HEADER not in headers:
         return None  # the common case: nothing to hash
@@ -323,7 +368,7 @@ def _credential(request: Request) -> str | None:
     if presented is None:
         return None
     kind, secret = presented
-    return f"{kind} {auth.fingerprint(secret)}"
+    return f"{kind} {auth.fingerprint(secret, key)}"
 
 
 def _client(request: Request) -> str | None:
@@ -334,7 +379,12 @@ def _client(request: Request) -> str | None:
 
 
 def _finished(entry: Entry, connection: Connection) -> Entry:
-    return dataclasses.replace(entry, finished=time.time(), client_left=connection.left_at)
+    return dataclasses.replace(
+        entry,
+        finished=time.time(),
+        client_left=connection.left_at,
+        headers_sent=connection.headers_sent,
+    )
 
 
 def _check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
@@ -442,10 +492,6 @@ def _version_reply(target: Target, header: str | None) -> Reply | None:
     if accepted is None or consumer in accepted:
         return None
     descriptor_version = skill.protocol_version or "unknown"
-    message = (
-        f"Protocol version {descriptor_version} is not compatible with consumer version"
-        f" {header.strip()}"
-    )
     details = {
         "descriptor_version": descriptor_version,
         "consumer_supported_range": f"{consumer[0]}.x.x",
@@ -453,7 +499,8 @@ def _version_reply(target: Target, header: str | None) -> Reply | None:
         "accepted_consumer_versions": accepted.text,
     }
     return Reply.error(
-        catalog.render("VERSION_INCOMPATIBLE", target.context, message=message, details=details)
+        # The catalog's message, as the chapter words it: "... with consumer version 1.x".
+        catalog.render("VERSION_INCOMPATIBLE", target.context, details=details)
     )
 
 

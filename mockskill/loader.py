@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -62,6 +63,44 @@ SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
 NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What one scenario takes in a served set, and where each part is written.
+
+    Read from a scenario even when it has problems (every name, id and route
+    that is right on its own), so that a clash is reported in the same run as
+    a misspelt key, not after it is fixed.
+    """
+
+    name: str | None
+    where: Position
+    skills: tuple[tuple[int, str, Position], ...] = ()
+    """(index in skills, id, where the skill is)."""
+    routes: tuple[tuple[int, tuple[str, ...], str, Position], ...] = ()
+    """(index in routes, methods, path, where the route is)."""
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> Claim:
+        return cls(
+            scenario.name,
+            scenario.where,
+            tuple((i, k.id, k.where) for i, k in enumerate(scenario.skills)),
+            tuple((i, r.methods, r.path, r.where) for i, r in enumerate(scenario.routes)),
+        )
+
+
+class InvalidScenarios(ScenarioError):
+    """Scenarios with problems, and what each of them claims (:class:`Claim`).
+
+    Whoever loads them beside others (the registry) checks the claims for
+    clashes too, so that those are reported with the problems, not after.
+    """
+
+    def __init__(self, problems: Iterable[Problem], claims: Iterable[Claim]) -> None:
+        super().__init__(list(problems))
+        self.claims = tuple(claims)
+
+
 def bundled_path() -> FsPath:
     """The scenarios that ship with mockskill (inside the wheel, or beside the source)."""
     here = FsPath(__file__).resolve().parent
@@ -98,22 +137,17 @@ def load_paths(paths: Iterable[str | FsPath], *, max_delay_ms: int = MAX_DELAY_M
 
     Waits longer than *max_delay_ms* (delays, hangs, execution times) are refused.
     """
-    files, problems = scenario_files(paths)
     documents: list[Document] = []
-    for file in files:
-        docs, found = read_file(file)
-        documents.extend(docs)
-        problems.extend(found)
-        if not docs and not found:
-            problems.append(Problem(str(file), 1, 1, "(file)", "at least one scenario", "nothing"))
+    problems: list[Problem] = []
+    _read_paths(paths, documents, problems)
     return _finish(documents, problems, max_delay_ms)
 
 
 def load_text(text: str, name: str = "<text>", *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
     """Load scenarios from YAML text; *name* stands for the file in problems."""
-    documents, problems = read_text(text, name)
-    if not documents and not problems:
-        problems.append(Problem(name, 1, 1, "(file)", "at least one scenario", "nothing"))
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    _read_text(text, name, documents, problems)
     return _finish(documents, problems, max_delay_ms)
 
 
@@ -122,6 +156,27 @@ def load_data(
 ) -> ScenarioSet:
     """Load one scenario given as Python data (as if it were a YAML document)."""
     return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
+
+
+def _read_paths(
+    paths: Iterable[str | FsPath], documents: list[Document], problems: list[Problem]
+) -> None:
+    files, found = scenario_files(paths)
+    problems.extend(found)
+    for file in files:
+        docs, found = read_file(file)
+        documents.extend(docs)
+        problems.extend(found)
+        if not docs and not found:
+            problems.append(Problem(str(file), 1, 1, "(file)", "at least one scenario", "nothing"))
+
+
+def _read_text(text: str, name: str, documents: list[Document], problems: list[Problem]) -> None:
+    docs, found = read_text(text, name)
+    documents.extend(docs)
+    problems.extend(found)
+    if not docs and not found:
+        problems.append(Problem(name, 1, 1, "(file)", "at least one scenario", "nothing"))
 
 
 Source = ScenarioSet | str | FsPath | Mapping[str, Any]
@@ -135,41 +190,36 @@ def load_any(
     """One set from any source: None (the bundled scenarios), one source, or a list of them.
 
     A list is checked as one set — every problem of every item at once, and
-    no clash between them. Texts and data in a list are named ``NAME[i]`` in
-    problems (and in default scenario names).
+    no clash between them (reported with the other problems). Texts and data
+    in a list are named ``NAME[i]`` in problems (and in default scenario names).
     """
     if source is None:
         return load_paths([bundled_path()], max_delay_ms=max_delay_ms)
-    if isinstance(source, (ScenarioSet, str, FsPath, Mapping)):
-        return _load_one(source, max_delay_ms, name)
-    items = list(source)
-    if all(isinstance(item, (str, FsPath)) and not _is_text(item) for item in items):
-        return load_paths(items, max_delay_ms=max_delay_ms)  # type: ignore[arg-type]
-    sets: list[ScenarioSet] = []
+    if isinstance(source, ScenarioSet):
+        return source
+    single = isinstance(source, (str, FsPath, Mapping))
+    items: list[Source] = [source] if isinstance(source, (str, FsPath, Mapping)) else list(source)
+    documents: list[Document] = []
     problems: list[Problem] = []
+    given: list[Scenario] = []
     for i, item in enumerate(items):
-        try:
-            sets.append(_load_one(item, max_delay_ms, f"{name}[{i}]"))
-        except ScenarioError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise ScenarioError(problems)
-    return combine(sets)
+        label = name if single else f"{name}[{i}]"
+        if isinstance(item, ScenarioSet):
+            given.extend(item.scenarios)
+        elif isinstance(item, Mapping):
+            _read_text(
+                json.dumps(item, indent=1), label.replace("text", "data", 1), documents, problems
+            )
+        elif _is_text(item):
+            assert isinstance(item, str)
+            _read_text(item, label, documents, problems)
+        else:
+            _read_paths([item], documents, problems)
+    return _finish(documents, problems, max_delay_ms, given)
 
 
 def _is_text(source: object) -> bool:
     return isinstance(source, str) and "\n" in source
-
-
-def _load_one(source: Source, max_delay_ms: int, name: str) -> ScenarioSet:
-    if isinstance(source, ScenarioSet):
-        return source
-    if isinstance(source, Mapping):
-        return load_data(source, name.replace("text", "data", 1), max_delay_ms=max_delay_ms)
-    if _is_text(source):
-        assert isinstance(source, str)
-        return load_text(source, name, max_delay_ms=max_delay_ms)
-    return load_paths([source], max_delay_ms=max_delay_ms)
 
 
 def combine(sets: Iterable[ScenarioSet]) -> ScenarioSet:
@@ -178,52 +228,72 @@ def combine(sets: Iterable[ScenarioSet]) -> ScenarioSet:
     Raises ScenarioError if scenario names, skill ids or routes clash.
     """
     scenarios = [scenario for each in sets for scenario in each.scenarios]
-    problems: list[Problem] = []
-    _check_unique(scenarios, problems)
+    problems = clashes(Claim.of(scenario) for scenario in scenarios)
     if problems:
         raise ScenarioError(problems)
     return ScenarioSet(tuple(scenarios))
 
 
-def _finish(documents: list[Document], problems: list[Problem], max_delay_ms: int) -> ScenarioSet:
+def _finish(
+    documents: list[Document],
+    problems: list[Problem],
+    max_delay_ms: int,
+    given: Iterable[Scenario] = (),
+) -> ScenarioSet:
+    """Read every document, then check the whole set (with *given*, loaded already) for clashes.
+
+    Clashes are checked over what every scenario claims, broken ones too, so
+    that one run reports both kinds of problem.
+    """
     per_file: dict[str, int] = {}
     for doc in documents:
         per_file[doc.file] = per_file.get(doc.file, 0) + 1
-    scenarios = []
+    scenarios = list(given)
+    claims = [Claim.of(scenario) for scenario in scenarios]
     for doc in documents:
         reader = Reader(doc, problems, max_delay_ms=max_delay_ms)
-        scenario = _read_scenario(reader, single=per_file[doc.file] == 1)
+        scenario, claim = _read_scenario(reader, single=per_file[doc.file] == 1)
         if scenario is not None:
             scenarios.append(scenario)
-    _check_unique(scenarios, problems)
+        if claim is not None:
+            claims.append(claim)
+    problems.extend(clashes(claims))
     if problems:
-        raise ScenarioError(problems)
+        raise InvalidScenarios(problems, claims)
     return ScenarioSet(tuple(scenarios))
 
 
-def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
+def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim | None]:
+    """The scenario (None after a problem) and what it claims (None if nothing can be read)."""
     raw = r.mapping(r.doc.data, (), "a scenario (a mapping with name, skills, routes)")
     if raw is None:
-        return None
+        return None, None
     before = len(r.problems)
     r.keys(raw, (), SCENARIO_KEYS, required=() if single else ("name",))
     stem = re.sub(r"[^A-Za-z0-9._~-]+", "-", FsPath(r.doc.file).stem).strip("-._~") or "scenario"
     name = r.string(raw, "name", (), default=stem if single else None)
+    claimed_name = name
     if name is not None and not SCENARIO_NAME.fullmatch(name):
         r.bad(("name",), NAME_TEXT, describe(name))
+        claimed_name = None
     description = r.string(raw, "description", (), default="") or ""
     if "skills" not in raw and "routes" not in raw:
         r.bad((), "at least one of skills or routes", describe(raw))
-    skills = _read_list(r, raw, "skills", lambda v, p: _read_skill(r, v, p, name or stem))
+    skill_claims: list[tuple[int, str, Position]] = []
+    route_claims: list[tuple[int, tuple[str, ...], str, Position]] = []
+    skills = _read_list(
+        r, raw, "skills", lambda v, p: _read_skill(r, v, p, name or stem, skill_claims)
+    )
     routes = _read_list(
-        r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]))
+        r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]), route_claims)
     )
     seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
     outage = _read_outage(r, raw.get("outage"), ("outage",))
     credentials = read_credentials(r, raw.get("auth"), ("auth",))
+    claim = Claim(claimed_name, r.position(()), tuple(skill_claims), tuple(route_claims))
     if len(r.problems) > before or name is None:
-        return None
-    return Scenario(
+        return None, claim
+    scenario = Scenario(
         name,
         description,
         r.doc.file,
@@ -234,6 +304,7 @@ def _read_scenario(r: Reader, *, single: bool) -> Scenario | None:
         outage=outage,
         credentials=credentials,
     )
+    return scenario, claim
 
 
 def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
@@ -267,7 +338,14 @@ def _read_list(r: Reader, raw: dict[str, Any], key: str, read: Any) -> list[Any]
     return out
 
 
-def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | None:
+def _read_skill(
+    r: Reader,
+    value: Any,
+    path: Path,
+    scenario: str,
+    claims: list[tuple[int, str, Position]],
+) -> Skill | None:
+    """One skill; its id goes into *claims* when the id itself is right."""
     raw = r.mapping(value, path, "a skill (a mapping with id, descriptor, invoke ...)")
     if raw is None:
         return None
@@ -276,6 +354,8 @@ def _read_skill(r: Reader, value: Any, path: Path, scenario: str) -> Skill | Non
     skill_id = r.string(raw, "id", path)
     if skill_id is not None and not SCENARIO_NAME.fullmatch(skill_id):
         r.bad((*path, "id"), NAME_TEXT, describe(skill_id))
+    elif skill_id is not None:
+        claims.append((int(path[-1]), skill_id, r.position(path)))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
     requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
     unreachable = raw.get("unreachable", False)
@@ -381,16 +461,25 @@ def _descriptor(
     return merged, r.json_bytes(merged, (*path, "descriptor"))
 
 
-def _read_route(r: Reader, value: Any, path: Path, scenario: str, index: int) -> Route | None:
+def _read_route(
+    r: Reader,
+    value: Any,
+    path: Path,
+    scenario: str,
+    index: int,
+    claims: list[tuple[int, tuple[str, ...], str, Position]],
+) -> Route | None:
+    """One route; its methods and path go into *claims* when they are right on their own."""
     raw = r.mapping(value, path, "a route (a mapping with path, method, steps)")
     if raw is None:
         return None
     before = len(r.problems)
     r.keys(raw, path, ROUTE_KEYS, required=("path", "steps"))
     route_path = r.string(raw, "path", path)
-    if route_path is not None:
-        _check_route_path(r, route_path, (*path, "path"))
+    path_ok = route_path is not None and _check_route_path(r, route_path, (*path, "path"))
     methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
+    if path_ok and methods is not None and route_path is not None:
+        claims.append((index, methods, route_path, r.position(path)))
     context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"))
     sequence_raw = {k: raw[k] for k in ("steps", "end") if k in raw}
     sequence = read_sequence(r, sequence_raw, path, context) if "steps" in raw else None
@@ -399,11 +488,12 @@ def _read_route(r: Reader, value: Any, path: Path, scenario: str, index: int) ->
     return Route(route_path, methods, sequence, scenario, index, r.position(path))
 
 
-def _check_route_path(r: Reader, route_path: str, path: Path) -> None:
+def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:
+    """Whether *route_path* is a route's path; a problem when it is not."""
     expected = "a path starting with / (Werkzeug rule syntax, e.g. /orders/<int:id>)"
     if not route_path.startswith("/"):
         r.bad(path, expected, describe(route_path))
-        return
+        return False
     for prefix in RESERVED_PREFIXES:
         if route_path == prefix or route_path.startswith(prefix + "/"):
             r.bad(
@@ -412,11 +502,13 @@ def _check_route_path(r: Reader, route_path: str, path: Path) -> None:
                 describe(route_path),
                 f"{prefix} belongs to mockskill; script skills under skills:",
             )
-            return
+            return False
     try:
         Map([Rule(route_path)])
     except (ValueError, LookupError, SyntaxError, TypeError) as exc:
         r.bad(path, expected, describe(route_path), str(exc))
+        return False
+    return True
 
 
 def _methods(r: Reader, value: Any, path: Path) -> tuple[str, ...] | None:
@@ -431,25 +523,28 @@ def _methods(r: Reader, value: Any, path: Path) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(v.upper() for v in values))
 
 
-def _check_unique(scenarios: list[Scenario], problems: list[Problem]) -> None:
-    """Scenario names, skill ids and route (method, path) pairs are unique across files."""
+def clashes(claims: Iterable[Claim]) -> list[Problem]:
+    """Scenario names, skill ids and route (method, path) pairs used twice across *claims*."""
+    problems: list[Problem] = []
     seen_names: dict[str, Position] = {}
     seen_skills: dict[str, Position] = {}
     seen_routes: dict[tuple[str, str], Position] = {}
-    for scenario in scenarios:
-        _unique(problems, seen_names, scenario.name, scenario.where, "name", "scenario name")
-        for i, skill in enumerate(scenario.skills):
-            _unique(problems, seen_skills, skill.id, skill.where, f"skills[{i}].id", "skill id")
-        for i, route in enumerate(scenario.routes):
-            for method in route.methods:
+    for claim in claims:
+        if claim.name is not None:
+            _unique(problems, seen_names, claim.name, claim.where, "name", "scenario name")
+        for i, skill_id, where in claim.skills:
+            _unique(problems, seen_skills, skill_id, where, f"skills[{i}].id", "skill id")
+        for i, methods, route_path, where in claim.routes:
+            for method in methods:
                 _unique(
                     problems,
                     seen_routes,
-                    (method, route.path),
-                    route.where,
+                    (method, route_path),
+                    where,
                     f"routes[{i}].path",
                     "method and path",
                 )
+    return problems
 
 
 def _unique(

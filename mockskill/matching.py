@@ -10,7 +10,7 @@ its near misses: the closest routes, each with the reasons it missed.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from werkzeug.routing import Map, MapAdapter, Rule
 from .catalog import BASE_URL, Context
 from .descriptor import descriptor_url, invoke_url
 from .model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from .state import MAX_PATH, shorten
 
 Kind = Literal["list", "describe", "invoke", "route"]
 _SURFACE = (
@@ -81,6 +82,9 @@ class RoutingTable:
 
     def __init__(self, scenarios: ScenarioSet) -> None:
         self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
+        self.generations: Mapping[str, int] = {}
+        """The generation of each sequence key in :class:`~mockskill.state.State`
+        this table plays (set by the engine before it serves the table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {
@@ -154,19 +158,23 @@ class RoutingTable:
     def near_misses(self, method: str, path: str) -> tuple[dict[str, Any], ...]:
         """The closest routes to a request that matched none, with why each missed."""
         scored = []
+        # Quoted shortened: each near miss would otherwise copy a hostile path whole.
+        shown_path, shown_method = shorten(path), shorten(method)
         for candidate in self._candidates:
             reasons = []
             try:
                 candidate.adapter.match(path)
             except HTTPException:
-                reasons.append(f"path {path} does not match {candidate.rule}")
+                reasons.append(f"path {shown_path} does not match {candidate.rule}")
             if method not in candidate.methods and not (
                 method == "HEAD" and "GET" in candidate.methods
             ):
-                reasons.append(f"method {method} is not {' or '.join(candidate.methods)}")
+                reasons.append(f"method {shown_method} is not {' or '.join(candidate.methods)}")
             if not reasons:  # matched the rule, but not the skill id: said elsewhere
                 continue
-            similarity = difflib.SequenceMatcher(None, path, candidate.rule).ratio()
+            # On the path's start only: SequenceMatcher is quadratic, and a path far
+            # longer than every rule is far from all of them anyway.
+            similarity = difflib.SequenceMatcher(None, path[:MAX_PATH], candidate.rule).ratio()
             # Fewest reasons first; then a right path with a wrong method
             # before a wrong path; then the most similar path.
             path_missed = reasons[0].startswith("path")

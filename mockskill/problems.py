@@ -64,12 +64,16 @@ class Problem:
     column: int
     path: str
     expected: str
+    """What was wanted; empty when *found* says it all (YAML syntax errors)."""
     found: str
     hint: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.file}:{self.line}:{self.column}: {self.path}: expected {self.expected}"
-        text += f", found {self.found}"
+        if not self.expected:  # a YAML syntax error: *found* is the whole sentence
+            text = f"{self.file}:{self.line}:{self.column}: {self.found}"
+        else:
+            text = f"{self.file}:{self.line}:{self.column}: {self.path}: expected {self.expected}"
+            text += f", found {self.found}"
         if self.hint:
             text += f"; {self.hint}"
         return text

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import Engine
-from .loader import load_paths
+from .loader import Claim, InvalidScenarios, load_paths
 from .matching import sequence_keys
 from .model import Position, Scenario, ScenarioSet
 from .problems import Problem, ScenarioError
@@ -162,7 +162,7 @@ class Registry:
             for scenario in scenarios.scenarios:
                 old = names.get(scenario.name)
                 if scenario.name in incoming or (old is not None and not replace):
-                    _name_clash(scenario, old, problems, reasons)
+                    _name_clash(scenario.name, scenario.where, old, problems, reasons)
                 incoming[scenario.name] = LoadedScenario(
                     scenario, active, now, now if active else None, added=True
                 )
@@ -179,6 +179,32 @@ class Registry:
             restart += [e.scenario for e in replaced if e.active]
             self._swap(loaded, restart)
             return tuple(incoming.values())
+
+    def refused(
+        self, exc: ScenarioError, *, active: bool = True, replace: bool = False
+    ) -> ScenarioError:
+        """*exc* (scenarios :meth:`add` was to load, with problems), with their clashes too.
+
+        What the broken scenarios claim (names, skill ids, routes) is checked
+        against the loaded ones as :meth:`add` would check it, so that one
+        answer has every problem. Nothing changes.
+        """
+        claims = exc.claims if isinstance(exc, InvalidScenarios) else ()
+        if not claims:
+            return exc
+        current = self._loaded
+        names = {e.name: e for e in current}
+        problems: list[Problem] = []
+        reasons: list[str] = []
+        for claim in claims:
+            old = names.get(claim.name) if claim.name is not None else None
+            if old is not None and not replace:
+                _name_clash(claim.name, claim.where, old, problems, reasons)
+        if active:  # against every active one but those it would replace
+            replaced = {claim.name for claim in claims} if replace else set()
+            served = [e.scenario for e in current if e.active and e.name not in replaced]
+            problems += _served_clashes(claims, served, among_incoming=False)[0]
+        return InvalidScenarios([*exc.problems, *problems], claims)
 
     def remove(self, name: str) -> LoadedScenario:
         """Unload scenario *name* (served or not); return it as it was."""
@@ -259,6 +285,8 @@ class Registry:
                     [e.scenario for e in added if e.active],
                 )
                 self._swap(tuple(loaded + added), restarted)
+            except InvalidScenarios as exc:
+                result = ReloadResult.failed(self._with_file_clashes(exc).problems)
             except ScenarioError as exc:
                 result = ReloadResult.failed(exc.problems)
             else:
@@ -268,6 +296,7 @@ class Registry:
                     scenarios=tuple(e.name for e in loaded),
                     changed=tuple(e.name for e in changed),
                     removed=tuple(e.name for e in removed),
+                    added=tuple(e.name for e in changed if e.name not in old),
                 )
             self.last_reload = result
             return result
@@ -280,30 +309,48 @@ class Registry:
 
     # -- inside ---------------------------------------------------------------
 
+    def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
+        """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""
+        added = [e for e in self._loaded if e.added]
+        names = {e.name: e for e in added}
+        problems: list[Problem] = []
+        reasons: list[str] = []
+        for claim in exc.claims:
+            old = names.get(claim.name) if claim.name is not None else None
+            if old is not None:
+                _name_clash(claim.name, claim.where, old, problems, reasons)
+        served = [e.scenario for e in added if e.active]
+        problems += _served_clashes(exc.claims, served, among_incoming=False)[0]
+        return InvalidScenarios([*exc.problems, *problems], exc.claims)
+
     def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
         return tuple(new if e is old else e for e in self._loaded)
 
     def _swap(self, loaded: tuple[LoadedScenario, ...], restart: Sequence[Scenario]) -> None:
-        """Serve the active ones of *loaded*, then restart *restart*'s sequences (hold the lock).
+        """Serve the active ones of *loaded*, *restart*'s sequences afresh (hold the lock).
 
         The engine checks first and raises ScenarioError if it cannot play
         them; then nothing changed.
         """
-        self.engine.load(ScenarioSet(tuple(e.scenario for e in loaded if e.active)))
+        served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
+        # The engine restarts them as it swaps tables: afterwards would let a
+        # request matched on the old table take position 0 of the new sequences.
+        self.engine.load(served, restart=sequence_keys(restart))
         self._loaded = loaded
-        if restart:
-            self.engine.state.reset(keys=sequence_keys(restart))
 
 
 def _name_clash(
-    scenario: Scenario, old: LoadedScenario | None, problems: list[Problem], reasons: list[str]
+    name: str | None,
+    where: Position,
+    old: LoadedScenario | None,
+    problems: list[Problem],
+    reasons: list[str],
 ) -> None:
-    where = scenario.where
     if old is None:  # twice in what was given
-        found, reason = f"{scenario.name!r} again", f"scenario {scenario.name!r} is given twice"
+        found, reason = f"{name!r} again", f"scenario {name!r} is given twice"
     else:
-        found = f"{scenario.name!r}, loaded already (from {old.origin})"
-        reason = f"a scenario named {scenario.name!r} is loaded already (from {old.origin})"
+        found = f"{name!r}, loaded already (from {old.origin})"
+        reason = f"a scenario named {name!r} is loaded already (from {old.origin})"
     problems.append(
         Problem(
             where.file,
@@ -326,19 +373,34 @@ def _check_names_free(files: ScenarioSet, added: Sequence[LoadedScenario]) -> No
     for scenario in files.scenarios:
         old = names.get(scenario.name)
         if old is not None:
-            _name_clash(scenario, old, problems, reasons)
+            _name_clash(scenario.name, scenario.where, old, problems, reasons)
     if problems:
         raise Conflict(problems, reasons)
 
 
 def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario]) -> None:
     """Raise :class:`Conflict` if *incoming* would serve a skill id or route *served* serve."""
-    skills = {k.id: s for s in served for k in s.skills}
-    routes = {(m, r.path): s for s in served for r in s.routes for m in r.methods}
+    problems, reasons = _served_clashes([Claim.of(s) for s in incoming], served)
+    if problems:
+        raise Conflict(problems, reasons)
+
+
+def _served_clashes(
+    incoming: Sequence[Claim], served: Sequence[Scenario], *, among_incoming: bool = True
+) -> tuple[list[Problem], list[str]]:
+    """The skill ids and routes *incoming* claim that *served* serve (or, unless
+    not *among_incoming*, that two of *incoming* claim: the loader reports those)."""
+    skills: dict[str, Scenario | Claim] = {k.id: s for s in served for k in s.skills}
+    routes: dict[tuple[str, str], Scenario | Claim] = {
+        (m, r.path): s for s in served for r in s.routes for m in r.methods
+    }
     problems: list[Problem] = []
     reasons: list[str] = []
 
-    def clash(owner: Scenario, what: str, shown: str, path: str, where: Position) -> None:
+    def clash(owner: Scenario | Claim, what: str, shown: str, path: str, where: Position) -> None:
+        if not among_incoming and not isinstance(owner, Scenario):
+            return
+        file = owner.file if isinstance(owner, Scenario) else owner.where.file
         problems.append(
             Problem(
                 where.file,
@@ -346,22 +408,20 @@ def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario])
                 where.column,
                 path,
                 f"a {what} no other active scenario serves",
-                f"{shown!r}, served by active scenario {owner.name!r} (from {owner.file})",
+                f"{shown!r}, served by active scenario {owner.name!r} (from {file})",
                 f"deactivate or remove {owner.name!r} first, or load this one inactive",
             )
         )
         reasons.append(f"{what} {shown!r} is served by active scenario {owner.name!r}")
 
-    for scenario in incoming:
-        for i, skill in enumerate(scenario.skills):
-            owner = skills.setdefault(skill.id, scenario)
-            if owner is not scenario:
-                clash(owner, "skill id", skill.id, f"skills[{i}].id", skill.where)
-        for i, route in enumerate(scenario.routes):
-            for method in route.methods:
-                owner = routes.setdefault((method, route.path), scenario)
-                if owner is not scenario:
-                    label = f"{method} {route.path}"
-                    clash(owner, "route", label, f"routes[{i}].path", route.where)
-    if problems:
-        raise Conflict(problems, reasons)
+    for claim in incoming:
+        for i, skill_id, where in claim.skills:
+            owner = skills.setdefault(skill_id, claim)
+            if owner is not claim:
+                clash(owner, "skill id", skill_id, f"skills[{i}].id", where)
+        for i, methods, route_path, where in claim.routes:
+            for method in methods:
+                owner = routes.setdefault((method, route_path), claim)
+                if owner is not claim:
+                    clash(owner, "route", f"{method} {route_path}", f"routes[{i}].path", where)
+    return problems, reasons

@@ -11,6 +11,7 @@ no HTTP client of mockskill's choosing.
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,6 +21,39 @@ from .state import Entry
 
 if TYPE_CHECKING:
     from . import audit
+
+
+# HOST:PORT, [v6]:PORT or localhost, then a path, a query or nothing: what curl
+# takes as an http URL without a scheme. (A scheme-less word alone could be a
+# file's name, so without a port only localhost counts.)
+_SCHEMELESS = re.compile(
+    r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d+(?=[/?#]|$)"  # HOST:PORT
+    r"|^localhost(?=[/?#]|$)"
+)
+
+
+def looks_like_url(text: str) -> bool:
+    """Whether *text* is an http(s) URL, or a scheme-less ``HOST:PORT/...`` curl would fetch."""
+    return text.startswith(("http://", "https://")) or bool(_SCHEMELESS.match(text))
+
+
+def http_url(text: str) -> str:
+    """*text* as an http(s) URL: a scheme-less ``HOST:PORT/...`` gets ``http://``, as in curl.
+
+    Raises ValueError, saying what is accepted, for another scheme or no host.
+    """
+    url = text if "://" in text else f"http://{text}"
+    parsed = urllib.parse.urlsplit(url)
+    try:
+        port_ok = parsed.port is None or parsed.port > 0
+    except ValueError:  # not a number, or out of range
+        port_ok = False
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok:
+        raise ValueError(
+            f"expected an http(s) URL (http://HOST[:PORT][/PATH], or HOST:PORT/PATH as curl"
+            f" takes it), found {text!r}"
+        )
+    return url
 
 
 class RemoteError(Exception):
@@ -40,16 +74,17 @@ class RemoteServer:
     """
 
     def __init__(self, url: str, *, admin_token: str | None = None, timeout: float = 30) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise RemoteError(f"the mockskill URL must be http(s)://HOST[:PORT], found {url!r}")
+        try:
+            url = http_url(url)
+        except ValueError as exc:
+            raise RemoteError(f"the mockskill URL: {exc}") from None
         self._url = url.rstrip("/")
         self._admin_token = admin_token or None
         self.timeout = timeout
 
     @property
     def url(self) -> str:
-        """The base URL, as given (no trailing slash)."""
+        """The base URL, as given (no trailing slash; ``http://`` added to a scheme-less one)."""
         return self._url
 
     def skill_url(self, skill_id: str) -> str:

@@ -9,7 +9,6 @@ three.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -17,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from flask import request
 
-from . import audit
+from . import audit, jsonstyle
 from .journal_query import BadFilter
-from .remote import RemoteError, RemoteServer
+from .remote import RemoteError, RemoteServer, http_url
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -118,6 +117,10 @@ def command(
     admin_token: str | None = None,
 ) -> int:
     """Print the report of the server at *url*; the exit code, after the gates asked for."""
+    try:
+        url = http_url(url)
+    except ValueError as exc:  # a usage error (2), not an unreachable server (3)
+        raise click.BadParameter(str(exc), param_hint="URL") from None
     names = [n.strip() for item in required for n in item.split(",") if n.strip()]
     wanted: list[str] | None = None if require_coverage else names
     try:
@@ -130,7 +133,7 @@ def command(
     except Unavailable as exc:
         click.echo(f"mockskill: {exc}", err=True)
         return UNAVAILABLE
-    click.echo(json.dumps(got, indent=2) if as_json else table(got, url))
+    click.echo(jsonstyle.dumps(got) if as_json else table(got, url))
     failed = []
     findings = sum(len(s["findings"]) for s in got["sessions"])
     if fail_on_findings and findings:
@@ -138,8 +141,10 @@ def command(
     if require_coverage or names:
         gaps = audit.coverage_gaps(got, wanted)
         failed.extend(f"session {n!r} has not met {', '.join(g)}" for n, g in gaps.items())
-        if not got["sessions"]:
-            failed.append("no session to cover (no request recorded)")
+    if fail_on_findings or require_coverage or names:
+        # Every gate fails on a session that sent nothing: an empty audit has
+        # no findings and would otherwise pass, green, on a mistyped name.
+        failed.extend(audit.silent_sessions(got))
     for line in failed:
         click.echo(f"mockskill: {line}", err=True)
     return 1 if failed else 0

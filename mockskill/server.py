@@ -28,6 +28,7 @@ import errno
 import ipaddress
 import itertools
 import os
+import re
 import selectors
 import socket
 import threading
@@ -35,6 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_plus
 
 from flask import Flask
 from werkzeug.serving import (
@@ -48,6 +50,7 @@ from . import __version__
 from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
 from .loader import Scenarios, Source, load_any
+from .problems import ScenarioError
 from .reader import MAX_DELAY_MS
 from .registry import LoadedScenario, Registry
 from .state import DEFAULT_JOURNAL_SIZE, Entry, State
@@ -84,12 +87,10 @@ class _Handler(WSGIRequestHandler):
 
     def log(self, type: str, message: str, *args: Any) -> None:
         # Never log the admin token, wherever a client put it (the request
-        # line, a bad header echoed in an error): it is masked.
-        token = getattr(self.server, "secret", None)
-        if token:
-            message = (message % args).replace(token, "***").replace("%", "%%")
-            args = ()
-        super().log(type, message, *args)
+        # line, a bad header echoed in an error), nor a secret a client put
+        # in a query string: they are masked.
+        text = masked(message % args if args else message, getattr(self.server, "secret", None))
+        super().log(type, "%s", text)
 
 
 class _QuietHandler(_Handler):
@@ -149,6 +150,36 @@ class _WSGIServer(ThreadedWSGIServer):
         wake, self._wake = self._wake, None
         for fd in wake or ():
             os.close(fd)
+
+
+SECRET_PARAMETERS = frozenset(
+    {
+        "access_token",
+        "api_key",
+        "apikey",
+        "client_secret",
+        "id_token",
+        "password",
+        "refresh_token",
+        "token",
+    }
+)
+"""Query parameters whose values the request log masks (names compared decoded, in any case)."""
+_PARAMETER = re.compile(r"([?&;])([^=&;#\s\"']+)=([^&;#\s\"']*)")
+
+
+def masked(text: str, token: str | None) -> str:
+    """*text* (a request-log line) with the admin *token* and secret query values as ``***``."""
+    if token:
+        text = text.replace(token, "***")
+    return _PARAMETER.sub(_masked_parameter, text)
+
+
+def _masked_parameter(match: re.Match[str]) -> str:
+    separator, name, _ = match.groups()
+    if unquote_plus(name).strip().lower() in SECRET_PARAMETERS:
+        return f"{separator}{name}=***"
+    return match.group(0)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -328,9 +359,12 @@ class Server:
         not served until :meth:`activate`, and may then share skill ids and
         routes with served ones. Returns the scenarios as loaded.
         """
-        new = load_any(
-            scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
-        )
+        try:
+            new = load_any(
+                scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
+            )
+        except ScenarioError as exc:  # with the clashes it would have too: all at once
+            raise self.registry.refused(exc, active=active, replace=replace) from None
         return self.registry.add(new, active=active, replace=replace)
 
     def remove(self, name: str) -> None:

@@ -10,7 +10,10 @@ Hostile input is refused with a clear problem rather than a crash or a hang:
 files over :data:`MAX_FILE_BYTES`, documents that expand (through aliases) to
 more than :data:`MAX_NODES` values — the "billion laughs" — or that nest
 deeper than :data:`MAX_DEPTH`, tags outside the safe set, and duplicate keys
-(which YAML would otherwise resolve silently, last one wins).
+(which YAML would otherwise resolve silently, last one wins). YAML 1.1's
+surprise is caught too: an unquoted ``yes``, ``no``, ``on`` or ``off`` is a
+problem as a value (it would be a boolean: ``country: NO`` is ``false``) and
+the word as a key. Syntax errors are said in words (:mod:`mockskill.syntax`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 import yaml
 
 from .problems import Path, Problem, format_path
+from .syntax import Explained, explain, explain_reader, explain_surrogate
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES = 100_000
@@ -43,6 +47,9 @@ _SCALARS = {
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
 _NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
+"""Booleans to YAML 1.1 (and PyYAML), words to YAML 1.2 and to people: refused as values."""
 _COLLECTIONS: dict[type[yaml.Node], str] = {
     yaml.MappingNode: "tag:yaml.org,2002:map",
     yaml.SequenceNode: "tag:yaml.org,2002:seq",
@@ -162,14 +169,41 @@ class _Builder:
         if node.tag not in _SCALARS:
             self._bad_tag(path, node)
             return None
-        return self.constructor.construct_object(node)
+        if _is_yaml11_word(node):
+            value = self.constructor.construct_object(node)
+            self._bad(
+                path,
+                node,
+                "true or false, or a quoted string",
+                f"{node.value} unquoted, which YAML 1.1 reads as the boolean {str(value).lower()}",
+                f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
+            )
+            return value
+        return self._scalar(node, path)
+
+    def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
+        try:
+            return self.constructor.construct_object(node)
+        except ValueError:  # an integer of more digits than Python converts (4300)
+            self._bad(
+                path,
+                node,
+                "a number Python can read (at most 4300 digits)",
+                f"a number of {len(node.value)} characters",
+                "quote it if it is text",
+            )
+            return None
+
+    def _key(self, node: yaml.ScalarNode, path: Path) -> Any:
+        # A key is a name: "on:" means the word, never True (YAML 1.2 agrees).
+        return node.value if _is_yaml11_word(node) else self._scalar(node, path)
 
     def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
                 continue
-            key = self.constructor.construct_object(key_node)
+            key = self._key(key_node, path)
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 self._bad(
@@ -190,7 +224,7 @@ class _Builder:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALARS:
                 self._bad(path, key_node, "a plain scalar as a mapping key", "a complex key")
                 continue
-            key = self.constructor.construct_object(key_node)
+            key = self._key(key_node, path)
             key_path = (*path, key)
             mark = key_node.start_mark
             self.doc.key_positions[key_path] = (mark.line + 1, mark.column + 1)
@@ -220,14 +254,24 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
                 documents.append(document)
             problems.extend(builder.problems)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        found = exc.problem or "something else"
-        context = f" ({exc.context})" if exc.context else ""
-        problems.append(Problem(file, line, column, "(YAML syntax)", f"valid YAML{context}", found))
+        problems.append(_syntax(file, explain(exc, text)))
+    except yaml.reader.ReaderError as exc:
+        problems.append(_syntax(file, explain_reader(exc, text)))
+    except UnicodeEncodeError as exc:  # libyaml reads UTF-8: a lone surrogate has none
+        problems.append(_syntax(file, explain_surrogate(text, exc.start)))
+    except ValueError as exc:  # pure PyYAML's chr() on an escape beyond U+10FFFF
+        sentence = f"an escape YAML cannot read ({exc})"
+        hint = "Unicode ends at \\U0010FFFF"
+        problems.append(Problem(file, 1, 1, "(YAML syntax)", "", sentence, hint))
     except yaml.YAMLError as exc:
         problems.append(_whole_file(file, "valid YAML", str(exc)))
     return documents, problems
+
+
+def _syntax(file: str, said: Explained) -> Problem:
+    # No "expected": PyYAML's messages say what is wrong, not what was wanted,
+    # so the problem reads as the one sentence (problems.Problem.__str__).
+    return Problem(file, said.line, said.column, "(YAML syntax)", "", said.sentence, said.hint)
 
 
 def _too_deep(text: str) -> Any:
@@ -247,6 +291,16 @@ def _too_deep(text: str) -> Any:
             return exc.problem_mark
         raise
     return None
+
+
+def _is_yaml11_word(node: yaml.Node) -> bool:
+    """An unquoted yes, no, on or off (any case YAML knows): YAML 1.1 makes it a boolean."""
+    return (
+        isinstance(node, yaml.ScalarNode)
+        and node.tag == _BOOL
+        and not node.style
+        and node.value.lower() in _YAML11_WORDS
+    )
 
 
 def _is_empty(node: yaml.Node) -> bool:

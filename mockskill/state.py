@@ -8,6 +8,7 @@ could replace memory when several processes serve one scenario set.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import threading
@@ -23,6 +24,24 @@ T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
+MAX_SESSION_NAME = 256
+"""The longest session name served (characters); a longer one is refused with 400."""
+MAX_PATH = 512
+"""The longest request path an entry keeps (characters); a longer one is kept cut, marked."""
+MAX_TEXT = 128
+"""The longest of any other text a client chose that an entry keeps (the method, a
+skill id from the path, header values, the path and method quoted in a near miss)."""
+MAX_ENTRY_BYTES = 16 * 1024
+"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
+MASK = "***"
+"""What a hidden secret (:meth:`State.hide`) reads as in the journal."""
+
+
+def shorten(text: str, limit: int = MAX_TEXT) -> str:
+    """*text*, or its first *limit* characters and a marker saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +58,8 @@ class Entry:
     status: int | None
     """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
     endpoint: str
-    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``,
-    ``unmatched``, or ``refused`` (turned away before matching: a body over the limit)."""
+    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``, ``unmatched``,
+    or ``refused`` (turned away before matching: a body or a session name over the limit)."""
     skill: str | None = None
     scenario: str | None = None
     step: int | None = None
@@ -62,12 +81,17 @@ class Entry:
     fault: str | None = None
     """The transport fault done to the connection."""
     client_left: float | None = None
-    """Wall-clock time the client closed the connection before the answer (its timeout)."""
+    """Wall-clock time the client closed the connection before the answer was complete."""
+    headers_sent: float | None = None
+    """For a slow body (a dribble): wall-clock time its status line and headers (with
+    any ``Retry-After``) went out, what a client can act on before the body; then
+    ``finished`` is when its last byte went out or, with ``client_left``, when the
+    client abandoned it. None for an answer sent whole (at ``finished``) or not at all."""
     near_misses: tuple[dict[str, Any], ...] = ()
     credential: str | None = None
-    """The credential the request carried, as its kind and a fingerprint
-    (``bearer sha256:…``, ``api_key sha256:…``; ``client ID`` at the token
-    endpoint); never the secret. None: no credential was presented."""
+    """The credential the request carried, as its kind and a fingerprint keyed per
+    server (``bearer hmac-sha256:…``, ``api_key hmac-sha256:…``; ``client ID`` at the
+    token endpoint); never the secret. None: no credential was presented."""
     protocol_version: str | None = None
     """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
     body_digest: str | None = None
@@ -109,6 +133,17 @@ class Entry:
         return cls(**values)
 
 
+_BOUNDED = (
+    ("session", MAX_SESSION_NAME),
+    ("method", MAX_TEXT),
+    ("path", MAX_PATH),
+    ("skill", MAX_TEXT),
+    ("credential", MAX_TEXT),
+    ("protocol_version", MAX_TEXT),
+)
+"""The entry fields a client's text goes into, and how much of it each keeps."""
+
+
 @dataclass
 class _Token:
     scopes: frozenset[str]
@@ -119,10 +154,13 @@ class _Token:
 class _Session:
     """What one session has done: positions in sequences, and its random generators."""
 
-    __slots__ = ("positions", "streams")
+    __slots__ = ("positions", "retired", "streams")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
+        self.retired: dict[str, tuple[int, int]] = {}
+        """Per key, the generation restarted last and the next position in it: requests
+        matched before the restart (still in flight) count on here, not in the new one."""
         self.streams: dict[str, random.Random] = {}
 
 
@@ -153,6 +191,8 @@ class State:
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
+        self._generations: dict[str, int] = {}
+        self._hidden: tuple[str, ...] = ()
         self._tokens: OrderedDict[str, _Token] = OrderedDict()
 
     def _session(self, name: str) -> _Session:
@@ -166,21 +206,104 @@ class State:
             self._sessions.move_to_end(name)
         return session
 
-    def advance(self, session: str, key: str) -> int:
-        """Take the next position of sequence *key* for *session* (0 for the first request)."""
+    def advance(self, session: str, key: str, generation: int | None = None) -> int:
+        """Take the next position of sequence *key* for *session* (0 for the first request).
+
+        *generation* is the key's generation (:meth:`restart`) that the
+        caller matched the request on; None: the current one. A request
+        matched before a restart of *key* counts on in the sequence it
+        matched, so it never takes a position of the restarted one.
+        """
         with self._lock:
-            positions = self._session(session).positions
+            record = self._session(session)
+            if generation is not None and generation != self._generations.get(key, 0):
+                last, position = record.retired.get(key, (generation, 0))
+                position = position if last == generation else 0
+                record.retired[key] = (generation, position + 1)
+                return position
+            positions = record.positions
             position = positions.get(key, 0)
             positions[key] = position + 1
             return position
+
+    def restart(self, keys: Iterable[str]) -> dict[str, int]:
+        """Restart sequences *keys* for every session: a new generation of each; return all.
+
+        The engine builds each routing table on the generations this
+        returns (:meth:`advance` takes them), so that a request matched on
+        an older table cannot take position 0 of a restarted sequence.
+        """
+        with self._lock:
+            self._restart(set(keys), None, new_generation=True)
+            return dict(self._generations)
+
+    def _restart(
+        self, keys: set[str], session: str | None, *, new_generation: bool = False
+    ) -> None:
+        """Positions of *keys* start afresh, for *session* or every one (hold the lock).
+
+        With *new_generation* (for every session: a new table is served), the
+        positions taken so far are kept for the requests still in flight on the
+        old generation; else the table served stays, and so does its generation.
+        """
+        if new_generation:
+            for key in keys:
+                self._generations[key] = self._generations.get(key, 0) + 1
+        for name, record in self._sessions.items():
+            if session is None or name == session:
+                for key in keys & (record.positions.keys() | record.retired.keys()):
+                    position = record.positions.pop(key, None)
+                    if new_generation and position is not None:
+                        record.retired[key] = (self._generations[key] - 1, position)
+                    else:
+                        record.retired.pop(key, None)
 
     def next_id(self) -> int:
         with self._lock:
             return next(self._ids)
 
     def record(self, entry: Entry) -> None:
+        """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden."""
+        entry = self._kept(entry)
         with self._lock:
             self._journal.append(entry)
+
+    def hide(self, secret: str) -> None:
+        """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`."""
+        if secret and secret not in self._hidden:
+            self._hidden = (*self._hidden, secret)
+
+    def _kept(self, entry: Entry) -> Entry:
+        """*entry* as the journal keeps it: what one request can make it hold is bounded.
+
+        A client chooses the session name, method, path and header values;
+        kept whole, a 60 KB value times the journal's entries would be
+        gigabytes. Cut ones end with a marker saying how much was cut.
+        """
+        changes: dict[str, Any] = {}
+        for name, limit in _BOUNDED:
+            value = getattr(entry, name)
+            if value is not None:
+                kept = shorten(self._masked(value), limit)
+                if kept != value:
+                    changes[name] = kept
+        if entry.near_misses:
+            near = tuple(
+                {
+                    **miss,
+                    "reasons": [shorten(self._masked(r), MAX_PATH) for r in miss["reasons"]],
+                }
+                for miss in entry.near_misses
+            )
+            if near != entry.near_misses:
+                changes["near_misses"] = near
+        return dataclasses.replace(entry, **changes) if changes else entry
+
+    def _masked(self, text: str) -> str:
+        for secret in self._hidden:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
 
     @property
     def capacity(self) -> int:
@@ -205,11 +328,7 @@ class State:
         """
         with self._lock:
             if keys is not None:
-                wanted = set(keys)
-                for name, record in self._sessions.items():
-                    if session is None or name == session:
-                        for key in wanted & record.positions.keys():
-                            del record.positions[key]
+                self._restart(set(keys), session)
             elif session is None:
                 self._sessions.clear()
                 self._journal.clear()

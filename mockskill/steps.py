@@ -301,13 +301,68 @@ def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
         where = (*path, "headers", name)
         if not isinstance(name, str) or not _TOKEN.fullmatch(name):
             r.bad(where, "a header name (letters, digits, -)", describe(name), at_key=True)
+        elif name.lower() in SERVER_HEADERS:
+            r.bad(
+                where,
+                "a header a step may set",
+                f"{name}, which {SERVER_HEADERS[name.lower()]}",
+                "remove it (transport faults: fault: TRUNCATED_BODY, MALFORMED_RESPONSE_CHUNK ...)",
+                at_key=True,
+            )
         elif isinstance(value, (dict, list)) or value is None:
             r.bad(where, "a header value (string or number)", describe(value))
-        elif isinstance(value, str) and ("\n" in value or "\r" in value):
-            r.bad(where, "a header value on one line", "a line break")
         else:
-            out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            problem = _header_value_problem(text)
+            if problem:
+                r.bad(where, *problem)
+            else:
+                out[name] = text
     return out
+
+
+SERVER_HEADERS = {
+    "content-length": "the server sets from the body it sends",
+    "transfer-encoding": "the server sets from how it sends the body",
+    "connection": "is the server's, about this connection (hop-by-hop)",
+    "keep-alive": "is the server's, about this connection (hop-by-hop)",
+    "proxy-connection": "is about one connection (hop-by-hop)",
+    "te": "a client sends, not a server",
+    "trailer": "announces trailers the server never sends",
+    "upgrade": "switches protocols, which the server never does",
+}
+"""Framing and hop-by-hop headers (RFC 9110 §7.6.1, RFC 9112 §6): a step cannot set them
+without the answer contradicting how it is sent (two framings, a connection that lies)."""
+
+_WIRE = "a header value that can go on the wire (Latin-1 text, no control characters)"
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _header_value_problem(text: str) -> tuple[str, str, str] | None:
+    """(expected, found, hint) when *text* cannot be sent as a header value, else None.
+
+    HTTP/1.1 header values are bytes; the server writes them as Latin-1
+    (RFC 9110 §5.5: visible characters, spaces and tabs, and obs-text).
+    """
+    control = _CONTROL.search(text)
+    if control is not None:
+        char = control.group()
+        if char in "\r\n":
+            return "a header value on one line", "a line break", ""
+        return (
+            _WIRE,
+            f"the control character U+{ord(char):04X} at position {control.start() + 1}",
+            "header values hold visible characters, spaces and tabs",
+        )
+    for i, char in enumerate(text):
+        if ord(char) > 0xFF:
+            return (
+                _WIRE,
+                f"{char!r} (U+{ord(char):04X}) at position {i + 1}, which is not Latin-1",
+                "header values are bytes; percent-encode the text (RFC 8187: "
+                "filename*=UTF-8''%E6%97%A5), or put it in the body",
+            )
+    return None
 
 
 def _error_reply(
@@ -391,8 +446,16 @@ def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | obje
         return _BAD
     default = catalog.CATEGORIES[code].retry
     assert default is not None
+    # At most the longest wait the server may script: advice a consumer follows
+    # is a wait in its test run too, and a bound keeps Retry-After a sane number.
     delay = r.integer(
-        value, "suggested_delay_ms", path, default=default.suggested_delay_ms, minimum=0, unit="ms"
+        value,
+        "suggested_delay_ms",
+        path,
+        default=default.suggested_delay_ms,
+        minimum=0,
+        maximum=r.max_delay_ms,
+        unit="ms",
     )
     attempts = r.integer(value, "max_attempts", path, default=default.max_attempts, minimum=1)
     if delay is None or attempts is None:

@@ -41,7 +41,9 @@ class ReloadResult:
     were loaded and are served) or ``failed`` (they have problems; the last
     good scenarios are still served). *at* is when, in seconds since the
     epoch; *changed* names the scenarios that are new or differ from before
-    (their sequence positions restarted), *removed* those no longer served.
+    (their sequence positions restarted), *added* the new ones among them
+    (a file or a document that was not there), *removed* those no longer
+    served.
     """
 
     status: Literal["none", "ok", "failed"]
@@ -50,6 +52,7 @@ class ReloadResult:
     changed: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = field(default=())
+    added: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -61,6 +64,7 @@ class ReloadResult:
             "at": self.at,
             "scenarios": list(self.scenarios),
             "changed": list(self.changed),
+            "added": list(self.added),
             "removed": list(self.removed),
             "problems": [p.as_json() for p in self.problems],
         }

@@ -320,6 +320,28 @@ def test_a_client_that_gives_up_mid_body_is_recorded(
     assert entry.finished - entry.started < 1.5
 
 
+def test_a_dribbled_answer_is_in_the_journal_once_its_client_has_it(
+    serve: Serve, session: dict[str, str]
+) -> None:
+    # A CI gate reads the report as soon as the consumer returns: the entry must be
+    # there by then, not when the server has finished lingering on the socket.
+    server = serve("skills: [{id: drip, invoke: {dribble: {chunks: 2, over: 10}, json: [1, 2]}}]")
+    name = session["Mockskill-Session"]
+    with httpx.Client(headers=session, timeout=10) as client:
+        for attempt in range(200):
+            if attempt % 2:
+                body = client.post(server.invoke_url("drip")).content
+            else:
+                body = requests.post(server.invoke_url("drip"), headers=session, timeout=10).content
+            assert body == b"[1, 2]"
+            journal = server.state.journal(name)
+            assert len(journal) == attempt + 1, f"try {attempt + 1}: the last answer is missing"
+            entry = journal[-1]
+            assert (entry.status, entry.client_left) == (200, None)
+            assert entry.headers_sent is not None
+            assert entry.started <= entry.headers_sent <= entry.finished
+
+
 # -- execution and the skill's timeout -------------------------------------------------
 
 

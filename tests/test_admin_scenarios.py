@@ -283,6 +283,27 @@ def test_a_skill_id_an_active_scenario_serves_is_a_409_unless_loaded_inactive(
     assert count(server) == 1
 
 
+def test_a_broken_body_is_told_its_clashes_with_loaded_scenarios_in_the_same_answer(
+    serve: Serve,
+) -> None:
+    server = serve(COUNTER)
+    broken = "name: counter\nskills:\n  - id: count\n    invok: {json: 1}\n"
+    response = load(server, broken, file="broken.yaml")
+    assert response.status_code == 422
+    problems = response.json()["error"]["details"]["problems"]
+    assert [(p["line"], p["path"], p["found"]) for p in problems] == [
+        (1, "name", "'counter', loaded already (from test.yaml)"),
+        (3, "skills[0].id", "'count', served by active scenario 'counter' (from test.yaml)"),
+        (4, "skills[0].invok", "unknown key 'invok'"),
+    ]
+    assert listed(server) == [("counter", True)]
+    # Replacing it, only the key is wrong; loaded inactive, no skill clashes either.
+    replaced = load(server, broken, file="broken.yaml", replace="true", active="false")
+    assert [p["path"] for p in replaced.json()["error"]["details"]["problems"]] == [
+        "skills[0].invok"
+    ]
+
+
 def test_activate_and_deactivate_change_what_is_listed_and_served(serve: Serve) -> None:
     server = serve(COUNTER)
     variant = COUNTER.replace("name: counter", "name: variant").replace("{n: 1}", "{n: 100}")
@@ -366,6 +387,67 @@ def test_a_bad_parameter_is_a_400_naming_it(
     assert listed(server) == [("counter", True)]
     if parameter == "activ":
         assert "did you mean 'active'?" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "a.yaml\nb.yaml:1:1: skills: expected nothing, found a forged problem",
+        "a.yaml:3:4: all is well",
+        "a.yaml:12",
+        "a.yaml\r",
+        "tab\there.yaml",
+        "line\u2028break.yaml",
+        "right-to-left\u202e.yaml",
+        "x" * 201,
+    ],
+    ids=["newline", "position", "line-number", "cr", "tab", "u2028", "bidi", "too-long"],
+)
+@pytest.mark.parametrize("method", ["POST", "PUT"])
+def test_a_file_label_that_could_forge_a_report_is_a_400(
+    serve: Serve, label: str, method: str
+) -> None:
+    server = serve(COUNTER)
+    path = "/scenarios" if method == "POST" else "/scenarios/extra"
+    response = admin(
+        server,
+        method,
+        path,
+        data="skills: [{id: x, invok: 1}]",
+        headers=YAML,
+        params={"file": label},
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["details"]["parameter"]) == ("MOCKSKILL_BAD_REQUEST", "file")
+    assert "FILE:LINE:COLUMN" in error["message"]
+    assert listed(server) == [("counter", True)]
+
+
+def test_a_plain_file_label_names_the_problems(serve: Serve) -> None:
+    server = serve(COUNTER)
+    for label in ("scenarios/orders v2.yaml", "C:\\scenarios\\é.yaml", "x" * 200):
+        response = load(server, "skills: [{id: x, invok: 1}]", file=label)
+        assert response.status_code == 422
+        (problem,) = response.json()["error"]["details"]["problems"]
+        assert problem["file"] == label
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_a_json_body_with_nan_or_infinity_is_not_json(serve: Serve, word: str) -> None:
+    server = serve(COUNTER)
+    headers = {"Content-Type": "application/json"}
+    body = '{"name": "NaN is fine in a string",\n "skills": [{"id": "x", "invoke": {"json": %s}}]}'
+    response = admin(server, "POST", "/scenarios", data=body % word, headers=headers)
+    assert response.status_code == 422
+    (problem,) = response.json()["error"]["details"]["problems"]
+    assert (problem["path"], problem["expected"]) == ("(JSON syntax)", "valid JSON")
+    assert problem["found"] == f"{word}, which is JavaScript, not JSON"
+    assert (problem["line"], problem["column"]) == (2, 44)
+    assert listed(server) == [("counter", True)]
+    validate = admin(server, "POST", "/validate", data=f'{{"version": {word}}}', headers=headers)
+    assert validate.status_code == 400
+    assert validate.json()["error"]["code"] == "MOCKSKILL_BAD_REQUEST"
 
 
 def test_a_request_in_flight_finishes_on_the_scenario_it_started_on(serve: Serve) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import socket
 import threading
 import time
 import uuid
@@ -20,12 +21,24 @@ from typing import Any
 
 import pytest
 import requests
+import tenacity
+import urllib3
 from conftest import EVERY_FAILURE
 
 from mockskill import Server
-from mockskill.audit import RULES, Policy, assert_clean, chains, report
+from mockskill.audit import (
+    RULES,
+    Outcome,
+    Policy,
+    acted_on,
+    assert_clean,
+    chains,
+    outcome,
+    report,
+)
 from mockskill.catalog import CODES
 from mockskill.faults import FAULTS
+from mockskill.state import Entry
 
 Serve = Callable[..., Server]
 
@@ -502,6 +515,236 @@ def test_a_retry_right_after_the_client_timed_out_is_too_soon(consumer: Consumer
     assert len(session["timeouts"]) == 2
 
 
+# -- slow bodies: judged by what the consumer had when it acted ---------------------------
+
+SLOW = """
+    name: slow
+    skills:
+      - id: slow-down
+        invoke:
+          error: ENDPOINT_UNREACHABLE
+          retry: {suggested_delay_ms: 700, max_attempts: 2}
+          dribble: {chunks: 4, over: 400}
+"""
+"""A 503 whose status line (with ``Retry-After: 1``) comes at once and whose body takes
+400 ms; advice other than the defaults of what a no-answer would stand for."""
+
+
+def slow_consumer(serve: Serve) -> Consumer:
+    return Consumer(serve(SLOW))
+
+
+def status_line_waits(consumer: Consumer) -> list[float]:
+    """Each retry's wait_ms, checked to be measured from the previous status line."""
+    entries = consumer.server.state.journal(consumer.session)
+    ((_, *retries),) = [c["attempts"] for c in consumer.report()["chains"]]
+    assert len(retries) == len(entries) - 1
+    for before, attempt in zip(entries, retries, strict=False):
+        assert before.headers_sent is not None
+        assert attempt["wait_from"] == before.headers_sent
+    return [a["wait_ms"] for a in retries]
+
+
+def assert_too_soon_and_too_many(consumer: Consumer, *, on_status_line: bool) -> None:
+    """Exactly what three quick attempts at slow-down deserve: both findings, no timeout."""
+    consumer.wait_for(3)
+    session = consumer.report()
+    ids = consumer.ids()
+    assert [[a["id"] for a in c["attempts"]] for c in session["chains"]] == [ids]
+    too_soon, too_many = session["findings"]
+    assert too_soon["rule"] == "retry-too-soon"
+    assert too_soon["attempts"] == ids
+    assert "(each after 503 ENDPOINT_UNREACHABLE, which advised 700 ms)" in too_soon["found"]
+    assert ("'s status line" in too_soon["found"]) is on_status_line
+    assert "no answer" not in too_soon["found"]
+    assert too_many["rule"] == "too-many-attempts"
+    assert too_many["message"] == "3 attempts where the advice allows 2"
+    assert too_many["attempts"] == ids[2:]
+    assert session["timeouts"] == []  # it had its answer: it did not time out
+    assert session["coverage"]["categories"]["ENDPOINT_UNREACHABLE"] == 3
+    attempts = session["chains"][0]["attempts"]
+    assert [a["stands_for"] for a in attempts] == ["ENDPOINT_UNREACHABLE"] * 3
+    assert [a["client_timeout_ms"] for a in attempts] == [None] * 3
+
+
+def test_a_retry_on_the_status_line_of_a_slow_failure_is_judged_from_that_line(
+    serve: Serve,
+) -> None:
+    # A client that reads the status line, drops the connection, waits 100 ms and retries:
+    # it waited 100 ms after a 503 (not 0 ms after "no answer"), too soon, once too often.
+    consumer = slow_consumer(serve)
+    for attempt in range(3):
+        if attempt:
+            time.sleep(0.1)
+        response = consumer.invoke("slow-down", stream=True)
+        assert (response.status_code, response.headers["Retry-After"]) == (503, "1")
+        response.close()  # the body unread
+    assert_too_soon_and_too_many(consumer, on_status_line=True)
+    assert all(100 <= wait < 2000 for wait in status_line_waits(consumer))
+
+
+def test_a_retrier_that_leaves_slow_bodies_open_is_not_read_as_concurrent(
+    serve: Serve,
+) -> None:
+    # As aiohttp-retry does: retry on the status, leaving the unread response open, so
+    # each body is still coming (and then complete) when the next attempt starts.
+    consumer = slow_consumer(serve)
+    opened: list[requests.Response] = []
+
+    def attempt() -> requests.Response:
+        opened.append(consumer.invoke("slow-down", stream=True))
+        return opened[-1]
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_result(lambda r: r.status_code == 503),
+        wait=tenacity.wait_fixed(0.05),
+        stop=tenacity.stop_after_attempt(3),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+    )
+    last = retrying(attempt)
+    assert last.status_code == 503
+    assert len(opened) == 3
+    consumer.wait_for(3)
+    for response in opened:
+        response.close()
+    entries = consumer.server.state.journal(consumer.session)
+    assert all(e.client_left is None for e in entries)  # each body was sent whole...
+    assert entries[1].started < entries[0].finished  # ...after the next attempt began
+    assert_too_soon_and_too_many(consumer, on_status_line=True)
+    assert all(50 <= wait < 2000 for wait in status_line_waits(consumer))
+
+
+def test_a_client_that_reads_a_slow_failure_whole_is_judged_from_its_last_byte(
+    serve: Serve,
+) -> None:
+    # urllib3 reads (drains) the body of a status it retries, then retries at once.
+    consumer = slow_consumer(serve)
+    retries = urllib3.Retry(
+        total=2,
+        status_forcelist=[503],
+        allowed_methods=None,
+        backoff_factor=0,
+        respect_retry_after_header=False,
+        raise_on_status=False,
+    )
+    with urllib3.PoolManager(retries=retries) as pool:
+        response = pool.request(
+            "POST", consumer.server.invoke_url("slow-down"), headers=consumer.headers
+        )
+    assert response.status == 503
+    assert response.json()["error"]["code"] == "ENDPOINT_UNREACHABLE"
+    assert_too_soon_and_too_many(consumer, on_status_line=False)
+    entries = consumer.server.state.journal(consumer.session)
+    assert all(e.client_left is None for e in entries)
+    retried = consumer.report()["chains"][0]["attempts"][1:]
+    assert [a["wait_from"] for a in retried] == [e.finished for e in entries[:2]]
+    # From the last byte: a few ms. From the status line it would be over 400 ms.
+    assert all(a["wait_ms"] < 300 for a in retried)
+
+
+def read_whole_answer(port: int, session: str) -> socket.socket:
+    """POST slow-down on a bare socket and read the answer to its last byte; the socket."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(
+        "POST /skills/slow-down/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        f"Mockskill-Session: {session}\r\n\r\n".encode()
+    )
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(4096)
+    head, body = received.split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        body += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 503")
+    return sock
+
+
+def test_a_client_that_keeps_the_connection_after_a_whole_slow_body_is_judged_from_it(
+    serve: Serve,
+) -> None:
+    # A pooling client may hold the connection after the last byte (the server closes it
+    # later): a retry 1 ms after that byte is still a retry of the 503, not concurrent.
+    consumer = slow_consumer(serve)
+    held = []
+    for attempt in range(3):
+        if attempt:
+            time.sleep(0.001)
+        held.append(read_whole_answer(consumer.server.port, consumer.session))
+    consumer.wait_for(3)
+    for sock in held:
+        sock.close()
+    assert_too_soon_and_too_many(consumer, on_status_line=False)
+    retried = consumer.report()["chains"][0]["attempts"][1:]
+    assert all(a["wait_ms"] < 300 for a in retried)
+
+
+def test_a_client_that_honours_a_slow_failures_advice_from_its_status_line_is_clean(
+    serve: Serve,
+) -> None:
+    consumer = slow_consumer(serve)
+    for attempt in range(2):
+        if attempt:
+            time.sleep(0.8)  # the advice: 700 ms (Retry-After: 1, rounded up)
+        response = consumer.invoke("slow-down", stream=True)
+        assert response.status_code == 503
+        response.close()
+    consumer.wait_for(2)
+    session = consumer.report()
+    assert session["findings"] == []
+    assert session["timeouts"] == []
+    (chain,) = session["chains"]
+    assert [a["expected_wait_ms"] for a in chain["attempts"]] == [None, 700]
+    assert session["coverage"]["categories"]["ENDPOINT_UNREACHABLE"] == 2
+
+
+def attempt_at(started: float, **fields: Any) -> Entry:
+    """A journal entry of an invoke at *started* (seconds), answered at once unless told."""
+    values: dict[str, Any] = {
+        "id": 1,
+        "started": started,
+        "finished": started,
+        "session": "s",
+        "method": "POST",
+        "path": "/skills/x/invoke",
+        "status": 503,
+        "endpoint": "invoke",
+    }
+    return Entry(**{**values, **fields})
+
+
+# A slow 503: status line at 1.0, last byte at 2.0 (or the client left at 1.5).
+_SLOW_503 = {"headers_sent": 1.0, "finished": 2.0}
+_LEFT_503 = {"headers_sent": 1.0, "finished": 1.5, "client_left": 1.5}
+_LEFT_200 = {"headers_sent": 1.0, "finished": 1.5, "client_left": 1.5, "status": 200}
+
+
+@pytest.mark.parametrize(
+    ("previous", "retry_at", "acted"),
+    [
+        pytest.param({"finished": 1.0}, 0.5, None, id="before a whole answer: concurrent"),
+        pytest.param({"finished": 1.0}, 1.2, 1.0, id="after a whole answer: from its end"),
+        pytest.param(_SLOW_503, 0.5, None, id="before a slow 503's status line: concurrent"),
+        pytest.param(_SLOW_503, 1.2, 1.0, id="during a slow 503's body: from its status line"),
+        pytest.param(_SLOW_503, 2.1, 2.0, id="after a slow 503's last byte: from that byte"),
+        pytest.param(_LEFT_503, 1.7, 1.0, id="after leaving a slow 503: from its status line"),
+        pytest.param(_LEFT_200, 1.2, None, id="during a slow 200's body: concurrent"),
+        pytest.param(_LEFT_200, 1.7, 1.5, id="after leaving a slow 200: from the hang-up"),
+    ],
+)
+def test_a_retry_is_timed_from_what_the_consumer_had_of_the_previous_answer(
+    previous: dict[str, Any], retry_at: float, acted: float | None
+) -> None:
+    assert acted_on(attempt_at(0.0, **previous), attempt_at(retry_at, id=2)) == acted
+
+
+def test_only_a_success_whose_body_was_left_unread_is_no_answer() -> None:
+    assert outcome(attempt_at(0.0, **_LEFT_503, error_code="ENDPOINT_UNREACHABLE")) == Outcome(
+        True, "ENDPOINT_UNREACHABLE", True
+    )
+    assert outcome(attempt_at(0.0, **_LEFT_200)) == Outcome(True, "EXECUTION_TIMEOUT", True)
+
+
 # -- coverage --------------------------------------------------------------------------
 
 
@@ -563,6 +806,23 @@ def test_a_named_session_without_requests_is_reported_empty(server: Server) -> N
     assert session["coverage"]["complete"] is False
     with pytest.raises(AssertionError, match="session 'nobody' made no request"):
         assert_clean(empty)
+
+
+def test_assert_clean_fails_on_a_report_of_no_session_at_all(server: Server) -> None:
+    # The journal of a session that sent nothing is empty: so is its report.
+    nothing = report(server.journal(f"nobody-{uuid.uuid4().hex}"))
+    assert nothing["sessions"] == []
+    with pytest.raises(AssertionError, match="no session made a request"):
+        assert_clean(nothing)
+
+
+def test_a_mistyped_session_is_told_the_sessions_that_exist(consumer: Consumer) -> None:
+    consumer.invoke("down")
+    typo = consumer.session + "x"
+    (empty,) = report(consumer.server.journal(), sessions=[typo])["sessions"]
+    assert empty["did_you_mean"][0] == consumer.session
+    with pytest.raises(AssertionError, match=rf"did you mean {consumer.session!r}\?"):
+        assert_clean(report(consumer.server.journal(), sessions=[typo]))
 
 
 def test_assert_clean_spells_out_every_finding(consumer: Consumer) -> None:

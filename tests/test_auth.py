@@ -195,8 +195,11 @@ def test_secrets_stay_out_of_the_journal(serve: Serve) -> None:
     text = repr(server.state.journal())
     for secret in ("s3cret", issued, "static-token"):
         assert secret not in text
-    assert fingerprint("s3cret") != fingerprint("s3cre7")
-    assert "s3cret" not in fingerprint("s3cret")
+    key = b"k" * 32
+    assert fingerprint("s3cret", key) == fingerprint("s3cret", key)
+    assert fingerprint("s3cret", key) != fingerprint("s3cre7", key)
+    assert fingerprint("s3cret", key) != fingerprint("s3cret", b"l" * 32)  # keyed
+    assert "s3cret" not in fingerprint("s3cret", key)
 
 
 @pytest.mark.parametrize(

@@ -153,9 +153,7 @@ def test_default_version_incompatible_body_is_the_chapters_example() -> None:
     rendered = render("VERSION_INCOMPATIBLE", TRANSLATE)
     error = error_of(rendered)
     assert rendered.status == 422
-    assert error["message"].startswith(
-        "Protocol version 2.0.0 is not compatible with consumer version 1.x"
-    )
+    assert error["message"] == "Protocol version 2.0.0 is not compatible with consumer version 1.x"
     assert set(error["details"]) == {
         "descriptor_version",
         "consumer_supported_range",
@@ -190,9 +188,7 @@ def test_timeout_message_follows_an_overridden_timeout() -> None:
 def test_version_message_follows_overridden_versions() -> None:
     details = {"descriptor_version": "3.1.0", "consumer_supported_range": "2.x.x"}
     error = error_of(render("VERSION_INCOMPATIBLE", details=details))
-    assert "3.1.0" in error["message"]
-    assert "2.x.x" in error["message"]
-    assert "2.0.0" not in error["message"]
+    assert error["message"] == "Protocol version 3.1.0 is not compatible with consumer version 2.x"
 
 
 def test_an_explicit_message_is_sent_as_written() -> None:

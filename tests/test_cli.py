@@ -44,6 +44,14 @@ def test_validate_accepts_the_bundled_scenarios() -> None:
     assert re.match(r"ok: \d+ scenarios, \d+ skills", result.output)
 
 
+def test_validate_counts_in_the_singular_too(tmp_path: Path) -> None:
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\nskills:\n  - id: echo\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output == "ok: 1 scenario, 1 skill\n"
+
+
 def test_validate_prints_every_problem_and_exits_1(bad_file: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(bad_file)])
     assert result.exit_code == 1
@@ -217,13 +225,52 @@ def test_check_descriptor_fetches_a_url(bundled: Server) -> None:
     assert good.exit_code == 0, good.output
 
 
-def test_check_descriptor_says_what_it_could_not_read(tmp_path: Path) -> None:
+def test_check_descriptor_exits_3_when_it_could_not_read(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
-    for source in (str(tmp_path / "missing.json"), str(tmp_path / "bad.json")):
+    for source, why in [
+        (str(tmp_path / "missing.json"), "No such file or directory"),
+        (str(tmp_path / "bad.json"), "is not JSON"),
+    ]:
         result = CliRunner().invoke(cli, ["check-descriptor", source])
-        assert result.exit_code == 1
-        assert f"cannot read a descriptor from {source}" in result.output
+        assert result.exit_code == 3, result.output
+        assert source in result.stderr
+        assert why in result.stderr
         assert "Traceback" not in result.output
+
+
+def test_check_descriptor_exits_3_on_a_refused_connection() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/skills/translate"
+        result = CliRunner().invoke(cli, ["check-descriptor", url])
+    assert result.exit_code == 3
+    assert f"cannot reach {url}" in result.stderr
+    assert "Connection refused" in result.stderr
+
+
+def test_check_descriptor_shows_the_body_of_an_http_error(bundled: Server) -> None:
+    result = CliRunner().invoke(cli, ["check-descriptor", bundled.skill_url("transalte")])
+    assert result.exit_code == 3
+    assert f"GET {bundled.skill_url('transalte')} answered 404" in result.stderr
+    assert '"code": "SKILL_NOT_FOUND"' in result.stderr
+    assert '"did_you_mean": ["translate"]' in result.stderr
+
+
+def test_check_descriptor_takes_a_url_without_a_scheme_as_curl_does(bundled: Server) -> None:
+    schemeless = f"localhost:{bundled.port}/skills/translate"
+    result = CliRunner().invoke(cli, ["check-descriptor", schemeless])
+    assert result.exit_code == 0, result.output
+    assert f"{schemeless}: a valid Skill Descriptor" in result.stdout
+    invalid = CliRunner().invoke(
+        cli, ["check-descriptor", f"localhost:{bundled.port}/skills/invalid-descriptor"]
+    )
+    assert invalid.exit_code == 1
+
+
+@pytest.mark.parametrize("args", [[], ["ftp://localhost/descriptor.json"], ["a", "b"]])
+def test_check_descriptor_exits_2_on_a_mistyped_command_line(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["check-descriptor", *args])
+    assert result.exit_code == 2, result.output
 
 
 # -- serve's settings from the environment (how the Docker image is configured) --

@@ -205,7 +205,7 @@ def test_error_overrides_are_served(serve: Serve) -> None:
               error: EXECUTION_TIMEOUT
               status: 408
               message: Took too long
-              details: {timeout_ms: 100, elapsed_ms: 150, extra: yes}
+              details: {timeout_ms: 100, elapsed_ms: 150, extra: true}
               retry: {suggested_delay_ms: 2500, max_attempts: 2}
         """
     )

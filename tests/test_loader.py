@@ -12,6 +12,7 @@ from conftest import assert_problem
 from mockskill import ScenarioError, bundled_path, load_data, load_paths, load_text
 from mockskill.catalog import SERVED_CODES
 from mockskill.descriptor import default as default_descriptor
+from mockskill.loader import load_any
 from mockskill.model import ScenarioSet
 from mockskill.problems import Problem
 
@@ -494,6 +495,94 @@ def test_the_same_method_and_path_twice_is_reported() -> None:
     assert problem.found == "'POST /x' again (first at s.yaml:2:5)"
 
 
+def test_a_misspelt_key_and_a_duplicate_skill_id_in_one_file_are_reported_together() -> None:
+    text = """\
+        skills:
+          - id: same
+            invok: {json: 1}
+          - id: same
+        """
+    problems = problems_in(text)
+    assert [(p.path, p.line, p.found) for p in problems] == [
+        ("skills[0].invok", 3, "unknown key 'invok'"),
+        ("skills[1].id", 4, "'same' again (first at s.yaml:2:5)"),
+    ]
+
+
+def test_a_broken_file_still_clashes_with_another_file_by_name_and_skill_id(
+    tmp_path: Path,
+) -> None:
+    first = write(tmp_path / "a.yaml", "name: shop\nskills:\n  - id: orders\n")
+    second = write(
+        tmp_path / "b.yaml",
+        "name: shop\nskils: []\nskills:\n  - id: orders\n    invoke: {error: NOPE}\n",
+    )
+    problems = path_problems(first, second)
+    assert [(p.file, p.path, p.expected.split(",")[0]) for p in problems] == [
+        (str(second), "name", "a scenario name used once"),
+        (str(second), "skils", "a known key"),
+        (str(second), "skills[0].id", "a skill id used once"),
+        (str(second), "skills[0].invoke.error", "one of AUTH_REQUIRED"),
+    ]
+
+
+def test_a_route_with_a_bad_step_still_clashes_by_method_and_path() -> None:
+    text = """\
+        routes:
+          - {path: /x, steps: [{json: 1}]}
+          - {path: /x, method: get, steps: [{jsn: 2}]}
+        """
+    problems = problems_in(text)
+    assert [(p.path, p.found) for p in problems] == [
+        ("routes[1].path", "'GET /x' again (first at s.yaml:2:5)"),
+        ("routes[1].steps[0]", "a mapping with keys jsn"),  # a step needs a body
+        ("routes[1].steps[0].jsn", "unknown key 'jsn'"),
+    ]
+
+
+def test_what_is_wrong_in_itself_claims_nothing() -> None:
+    text = """\
+        name: a
+        skills: [{id: "bad id"}, {id: ok}]
+        routes: [{path: nope, steps: [json: 1]}, {path: /ok, method: FETCH, steps: [json: 1]}]
+        ---
+        name: "bad name"
+        skills: [{id: "bad id"}]
+        routes: [{path: nope, steps: [json: 1]}, {path: /ok, method: FETCH, steps: [json: 1]}]
+        """
+    problems = problems_in(text)
+    assert [p.path for p in problems] == [
+        "skills[0].id",
+        "routes[0].path",
+        "routes[1].method",
+        "name",
+        "skills[0].id",
+        "routes[0].path",
+        "routes[1].method",
+    ]
+    assert not [p for p in problems if "used once" in p.expected]
+
+
+def test_a_list_of_sources_reports_its_problems_and_its_clashes_together() -> None:
+    broken = "name: one\nskills:\n  - id: same\n    invok: {json: 1}\n"
+    with pytest.raises(ScenarioError) as caught:
+        load_any([broken, {"name": "two", "skills": [{"id": "same"}]}], name="<added>")
+    assert [(p.file, p.path, p.found.split(" (")[0]) for p in caught.value.problems] == [
+        ("<added>[0]", "skills[0].invok", "unknown key 'invok'"),
+        ("<added>[1]", "skills[0].id", "'same' again"),
+    ]
+
+
+def test_a_list_of_sources_checks_a_loaded_set_against_the_rest() -> None:
+    loaded = load_text("name: one\nskills: [{id: same}]\n", "one.yaml")
+    with pytest.raises(ScenarioError) as caught:
+        load_any([loaded, "name: two\nskills: [{id: same}]\nseed: -1\n"])
+    assert [(p.path, p.found.split(" (")[0]) for p in caught.value.problems] == [
+        ("skills[0].id", "'same' again"),
+        ("seed", "-1"),
+    ]
+
+
 def test_the_same_path_with_other_methods_is_fine() -> None:
     text = """\
         routes:
@@ -820,3 +909,23 @@ def test_the_catalog_uses_both_statuses_of_the_retryable_codes(bundled_set: Scen
         ("ENDPOINT_UNREACHABLE", 503),
         ("ENDPOINT_UNREACHABLE", 502),
     } <= statuses
+
+
+# -- YAML 1.1's booleans, as a scenario meets them -----------------------------------
+
+
+def test_an_unquoted_no_in_a_body_is_refused_instead_of_served_as_false() -> None:
+    [problem] = problems_in("skills:\n  - id: a\n    invoke: {json: {country: NO}}\n")
+    assert str(problem) == (
+        "s.yaml:3:30: skills[0].invoke.json.country: expected true or false, or a quoted"
+        " string, found NO unquoted, which YAML 1.1 reads as the boolean false;"
+        " quote it ('NO') for the word, or write false"
+    )
+    served = load_text("skills:\n  - id: a\n    invoke: {json: {country: 'NO'}}\n")
+    assert json.loads(served.skills[0].invoke.steps[0].reply.body) == {"country": "NO"}
+
+
+def test_a_boolean_word_as_a_key_is_reported_as_the_word() -> None:
+    [problem] = problems_in("skills:\n  - id: a\n    on: {json: 1}\n")
+    assert problem.path == "skills[0].on"
+    assert problem.found == "unknown key 'on'"

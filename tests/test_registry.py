@@ -239,6 +239,97 @@ def test_concurrent_changes_are_never_lost_nor_mixed(serve: Serve) -> None:
     assert served_names == {e.name for e in server.scenarios if e.active}
 
 
+class Hold:
+    """An engine hook that holds the first request matched to *path* until released.
+
+    A test lands a change of scenarios while that request is matched but not
+    yet answered: the race, made deterministic.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.matched = threading.Event()
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+        self._held = False
+
+    def __call__(self, request: Any, target: Any) -> None:
+        with self._lock:
+            if request.path != self.path or self._held:
+                return
+            self._held = True
+        self.matched.set()
+        assert self.release.wait(30), "the test never released the held request"
+
+
+def held_invoke(server: Server, skill: str, **kwargs: Any) -> tuple[Hold, Callable[[], Any]]:
+    """Invoke *skill* on a thread, held once matched; returns the hold and the answer's getter."""
+    hold = Hold(f"/skills/{skill}/invoke")
+    server.engine.matched = hold
+    answers: list[requests.Response] = []
+    thread = threading.Thread(
+        target=lambda: answers.append(requests.post(server.invoke_url(skill), timeout=30, **kwargs))
+    )
+    thread.start()
+    assert hold.matched.wait(30), "the request never reached the engine"
+
+    def answer() -> requests.Response:
+        hold.release.set()
+        thread.join(timeout=30)
+        (response,) = answers
+        return response
+
+    return hold, answer
+
+
+@pytest.mark.parametrize("change", ["deactivate", "remove"])
+def test_a_request_matched_before_its_scenario_goes_finishes_on_the_table_it_matched(
+    serve: Serve, change: str
+) -> None:
+    server = serve(COUNTER)
+    _, answer = held_invoke(server, "count")
+    getattr(server.registry, change)("counter")  # lands between the match and the answer
+    response = answer()
+    assert (response.status_code, response.json()) == (200, {"n": 1})
+    (entry,) = server.state.journal()
+    assert (entry.scenario, entry.position, entry.status) == ("counter", 0, 200)
+    assert invoke(server, "count").status_code == 404  # and the next request sees it gone
+
+
+def test_a_protected_request_matched_before_its_scenario_goes_keeps_its_credentials(
+    serve: Serve,
+) -> None:
+    server = serve(
+        """
+        name: guarded
+        auth: {tokens: [{token: t0k3n, scopes: [run]}]}
+        skills: [{id: count, requires: {scopes: [run]}, invoke: {json: {n: 1}}}]
+        """
+    )
+    _, answer = held_invoke(server, "count", headers={"Authorization": "Bearer t0k3n"})
+    server.registry.remove("guarded")
+    response = answer()
+    assert (response.status_code, response.json()) == (200, {"n": 1})
+
+
+def test_a_request_in_flight_over_a_replace_does_not_take_the_new_sequences_first_step(
+    serve: Serve,
+) -> None:
+    server = serve(COUNTER)
+    _, answer = held_invoke(server, "count")
+    replacement = COUNTER.replace("{n: 1}", "{n: 10}").replace("{n: 2}", "{n: 20}")
+    put = requests.put(
+        f"{server.url}/__admin/scenarios/counter",
+        data=replacement,
+        headers={"Content-Type": "application/yaml"},
+        timeout=10,
+    )
+    assert put.status_code == 200  # the swap has answered
+    assert answer().json() == {"n": 1}  # the old sequence's first step, as it matched
+    # Every request after the swap answered starts the new sequence afresh.
+    assert [count(server), count(server)] == [10, 20]
+
+
 def test_a_scenario_the_engine_cannot_play_is_refused_and_changes_nothing() -> None:
     engine = Engine(ScenarioSet(), State())  # no raw socket: no transport faults
     registry = Registry(engine)
@@ -318,6 +409,36 @@ def test_a_reload_that_clashes_with_a_scenario_loaded_at_run_time_fails_and_chan
         result = server.reload([a])
         assert result.status == "failed"
         assert any(clash in p.found for p in result.problems), result.problems
+        assert server.scenarios is before
+
+
+def test_a_broken_add_reports_its_clashes_with_the_loaded_scenarios_too(serve: Serve) -> None:
+    server = serve(COUNTER)
+    before = server.scenarios
+    with pytest.raises(ScenarioError) as caught:
+        server.add("name: other\nskills:\n  - id: count\n    timeout_ms: soon\n")
+    assert [(p.path, p.found.split(",")[0]) for p in caught.value.problems] == [
+        ("skills[0].id", "'count'"),
+        ("skills[0].timeout_ms", "'soon' (a string)"),
+    ]
+    assert "served by active scenario 'counter'" in caught.value.problems[0].found
+    assert server.scenarios is before
+
+
+def test_a_broken_reload_reports_its_clashes_with_run_time_scenarios_too(tmp_path: Path) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("name: a\nskills: [{id: a}]\n")
+    with Server([a]) as server:
+        server.add(COUNTER)
+        before = server.scenarios
+        a.write_text("name: counter\nskills:\n  - id: count\n    invok: {json: 1}\n")
+        result = server.reload([a])
+        assert result.status == "failed"
+        assert [(p.path, p.found.split(",")[0]) for p in result.problems] == [
+            ("name", "'counter'"),
+            ("skills[0].id", "'count'"),
+            ("skills[0].invok", "unknown key 'invok'"),
+        ]
         assert server.scenarios is before
 
 

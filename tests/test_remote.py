@@ -83,8 +83,14 @@ def test_an_unreachable_server_is_named_with_the_reason() -> None:
 
 
 def test_a_url_that_is_not_http_is_refused() -> None:
-    with pytest.raises(RemoteError, match=r"http\(s\)://HOST\[:PORT\], found 'localhost:8080'"):
-        RemoteServer("localhost:8080")
+    with pytest.raises(RemoteError, match=r"expected an http\(s\) URL .*, found 'ftp://h:21'"):
+        RemoteServer("ftp://h:21")
+
+
+def test_a_url_without_a_scheme_is_http_as_curl_takes_it(bundled: Server) -> None:
+    remote = RemoteServer(f"localhost:{bundled.port}")
+    assert remote.url == f"http://localhost:{bundled.port}"
+    assert remote.health()["status"] == "ok"
 
 
 def test_a_url_that_is_not_a_mockskill_server_is_named(bundled: Server) -> None:

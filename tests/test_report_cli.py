@@ -139,6 +139,23 @@ def test_a_gate_on_a_session_that_sent_nothing_fails(server: Server) -> None:
     assert "session 'nobody': 0 requests" in result.stdout
 
 
+def test_fail_on_findings_fails_on_a_session_that_sent_nothing(server: Server) -> None:
+    session = new_session()
+    play(server, session, "fine")
+    mistyped = report(server.url, "--session", session[:-1] + "x", "--fail-on-findings")
+    assert mistyped.exit_code == 1
+    assert f"session {session[:-1] + 'x'!r} made no request" in mistyped.stderr
+    assert "is the Mockskill-Session header sent?" in mistyped.stderr
+    assert f"did you mean {session!r}?" in mistyped.stderr
+    assert report(server.url, "--session", session, "--fail-on-findings").exit_code == 0
+
+
+def test_fail_on_findings_fails_on_a_server_that_recorded_nothing(serve: Serve) -> None:
+    result = report(serve(SCENARIO).url, "--fail-on-findings")
+    assert result.exit_code == 1
+    assert "mockskill: no session made a request" in result.stderr
+
+
 def test_json_prints_the_admin_report(server: Server) -> None:
     session = new_session()
     play(server, session, "locked", "locked")
@@ -193,6 +210,32 @@ def test_the_command_in_a_real_process_exits_1_on_findings(server: Server) -> No
     assert done.returncode == 1, done.stderr
     assert "retry-too-soon" in done.stdout
     assert "mockskill: 1 finding (--fail-on-findings)" in done.stderr
+
+
+def test_the_url_may_come_without_a_scheme_as_curl_takes_it(server: Server) -> None:
+    result = report(f"localhost:{server.port}")
+    assert result.exit_code == 0, result.output
+    assert f"mockskill retry audit of http://localhost:{server.port}" in result.stdout
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:8080", "localhost:99999", "http://"])
+def test_a_url_that_is_not_http_is_a_usage_error(url: str) -> None:
+    result = report(url)
+    assert result.exit_code == 2, result.output
+    assert "expected an http(s) URL" in result.output
+
+
+def test_a_mistyped_option_is_a_usage_error(server: Server) -> None:
+    assert report(server.url, "--fail-on-finding").exit_code == 2
+
+
+def test_the_url_comes_from_mockskill_url_as_for_the_pytest_plugin(server: Server) -> None:
+    session = new_session()
+    play(server, session, "down", "down")
+    result = report("--session", session, "--fail-on-findings", env={"MOCKSKILL_URL": server.url})
+    assert result.exit_code == 1, result.output
+    assert f"mockskill retry audit of {server.url}" in result.stdout
+    assert "retry-too-soon" in result.stdout
 
 
 def test_the_url_defaults_to_the_default_port_of_serve() -> None:

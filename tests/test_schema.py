@@ -156,6 +156,7 @@ def test_wait_limits_are_the_default_max_delay() -> None:
         "hang": defs["step"]["properties"]["hang"]["anyOf"][1],
         "dribble over": defs["dribble"]["properties"]["over"],
         "timeout_ms": defs["skill"]["properties"]["timeout_ms"],
+        "suggested_delay_ms": defs["retry"]["properties"]["suggested_delay_ms"],
     }
     assert {name: w["maximum"] for name, w in waits.items()} == dict.fromkeys(
         waits, steps.MAX_DELAY_MS
@@ -274,8 +275,34 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             ("{}", True),
             ("{suggested_delay_ms: 0, max_attempts: 1}", True),
             ("{suggested_delay_ms: -1}", False),
+            ("{suggested_delay_ms: 300000}", True),
+            ("{suggested_delay_ms: 300001}", False),
+            (f"{{suggested_delay_ms: {10**32}}}", False),
             ("{max_attempts: 0}", False),
             ("5000", False),
+        ]
+    },
+    **{
+        f"header {header}": (ok, _invoke(f"{{json: 1, headers: {{{header}}}}}"))
+        for header, ok in [
+            ("X-A: abc", True),
+            ('X-A: "caf\u00e9\tau lait"', True),
+            ("X-A: 5", True),
+            ('X-A: "\u65e5\u672c"', False),
+            ('X-A: "a\\0b"', False),
+            ('X-A: "a\\vb"', False),
+            ('X-A: "a\\x7fb"', False),
+            ('X-A: "a\\r\\nb"', False),
+            ("Transfer-Encoding: chunked", False),
+            ("content-length: 5", False),
+            ("Connection: close", False),
+            ("KEEP-ALIVE: x", False),
+            ("Proxy-Connection: x", False),
+            ("TE: trailers", False),
+            ("Trailer: X", False),
+            ("Upgrade: h2c", False),
+            ("Tea: yes please", True),
+            ("X-Connection: x", True),
         ]
     },
     **{

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
+import os
+import re
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
@@ -12,6 +19,7 @@ from click.testing import CliRunner
 
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
+from mockskill.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
 SCENARIO = load_text("skills: [{id: echo}]", "sec.yaml")
@@ -110,6 +118,63 @@ def test_the_token_is_in_neither_the_journal_nor_the_request_log(
     assert "/__admin/health" in logged
     assert "token=***" in logged
     assert TOKEN not in logged
+
+
+def test_secrets_in_a_query_string_are_masked_in_the_request_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    with Server(SCENARIO, quiet=False) as server:
+        query = (
+            "client_secret=cs-1&api_key=ak-2&access_token=at-3&keep=visible"
+            "&client%5Fsecret=cs-4&API_KEY=ak-5&refresh_token=rt-6"
+        )
+        requests.post(f"{server.url}/skills/echo/invoke?{query}", timeout=10)
+        requests.get(f"{server.url}/a%20b?access_token=at-7", timeout=10)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for secret in ("cs-1", "ak-2", "at-3", "cs-4", "ak-5", "rt-6", "at-7"):
+        assert secret not in logged
+    for shown in ("client_secret=***", "api_key=***", "access_token=***", "API_KEY=***"):
+        assert shown in logged
+    assert logged.count("client_secret=***") == 2  # also spelt client%5Fsecret
+    assert "keep=visible" in logged
+    assert "/a%20b?access_token=***" in logged  # and a percent sign logs as itself
+
+
+def test_the_admin_token_in_a_request_path_is_masked_in_the_journal(guarded: Server) -> None:
+    session = {"Mockskill-Session": f"ci-{TOKEN}"}
+    requests.get(f"{guarded.url}/{TOKEN}", headers=session, timeout=10)
+    requests.post(f"{guarded.url}/skills/{TOKEN}/invoke", timeout=10)
+    requests.get(f"{guarded.url}/skills/x{TOKEN}x", timeout=10)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    journal = requests.get(f"{guarded.url}/__admin/journal", headers=auth, timeout=10)
+    entries = journal.json()["entries"]
+    assert [e["path"] for e in entries] == ["/***", "/skills/***/invoke", "/skills/x***x"]
+    assert entries[0]["session"] == "ci-***"
+    assert entries[1]["skill"] == "***"
+    assert TOKEN not in journal.text
+    assert TOKEN not in repr(guarded.journal())
+
+
+def test_credential_fingerprints_are_keyed_per_server() -> None:
+    scenario = load_text(
+        "auth: {tokens: [{token: weak, scopes: [run]}]}\n"
+        "skills: [{id: echo, requires: {scopes: [run]}}]",
+        "weak.yaml",
+    )
+    seen = []
+    for _ in range(2):
+        with Server(scenario) as server:
+            for _ in range(2):
+                headers = {"Authorization": "Bearer weak"}
+                assert requests.post(server.invoke_url("echo"), headers=headers, timeout=10).ok
+            first, second = (e.credential for e in server.journal())
+            assert first == second  # within a server: the same secret, the same fingerprint
+            seen.append(first)
+    assert seen[0] != seen[1]  # keyed per server: no table of weak tokens matches it
+    unkeyed = hashlib.sha256(b"weak").hexdigest()
+    assert all(fingerprint is not None for fingerprint in seen)
+    assert not any(unkeyed[:12] in str(fingerprint) for fingerprint in seen)
 
 
 # -- where it listens -----------------------------------------------------------------------
@@ -280,3 +345,135 @@ def test_cors_adds_the_origin_header_and_answers_preflight() -> None:
             "X-API-Key",
         ):
             assert header in allowed
+
+
+# -- what one request can make the server keep ---------------------------------------------
+
+
+def footprint(value: object, seen: set[int] | None = None) -> int:
+    """Bytes *value* holds in memory, with everything it refers to (each object once)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        size += sum(footprint(k, seen) + footprint(v, seen) for k, v in value.items())
+    elif isinstance(value, list | tuple | set | frozenset):
+        size += sum(footprint(v, seen) for v in value)
+    elif dataclasses.is_dataclass(value):
+        size += sum(footprint(getattr(value, f.name), seen) for f in dataclasses.fields(value))
+    return size
+
+
+def test_an_over_long_session_name_is_refused_with_400_and_kept_cut() -> None:
+    with Server(SCENARIO) as server:
+        longest = "s" * MAX_SESSION_NAME
+        served = requests.post(
+            server.invoke_url("echo"), headers={"Mockskill-Session": longest}, timeout=10
+        )
+        assert served.status_code == 200
+        response = requests.post(
+            server.invoke_url("echo"), headers={"Mockskill-Session": "s" * 60_000}, timeout=10
+        )
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["code"] == "MOCKSKILL_BAD_REQUEST"
+        assert f"at most {MAX_SESSION_NAME}" in error["message"]
+        assert error["details"] == {
+            "header": "Mockskill-Session",
+            "length": 60_000,
+            "limit": MAX_SESSION_NAME,
+        }
+        ok, refused = server.journal()
+        assert ok.session == longest
+        assert (refused.endpoint, refused.status) == ("refused", 400)
+        assert refused.session == "s" * MAX_SESSION_NAME + "...[59744 more characters]"
+
+
+def test_a_hostile_request_leaves_an_entry_of_bounded_size_its_texts_marked_cut() -> None:
+    wide = "\U0001f600" * 4_000  # four bytes a character in memory: the worst case
+    scenario = load_text(
+        "name: auth\nauth: {clients: [{client_id: c, client_secret: s}]}\nskills: [{id: echo}]"
+    )
+    with Server(scenario) as server:
+        hostile = {
+            "Mockskill-Session": "s" * MAX_SESSION_NAME,
+            "Skill-Protocol-Version": "v" * 60_000,
+            "Authorization": "Bearer " + "t" * 60_000,
+        }
+        requests.get(f"{server.url}/{wide}", headers=hostile, timeout=30)
+        requests.get(f"{server.url}/skills/{wide}", headers=hostile, timeout=30)
+        requests.post(f"{server.url}/skills/{wide}/invoke", headers=hostile, timeout=30)
+        requests.request("X" * 50_000, f"{server.url}/{wide[:300]}", timeout=30)
+        requests.post(
+            f"{server.url}/oauth/token",
+            data={"grant_type": "client_credentials", "client_id": wide},
+            headers=hostile,
+            timeout=30,
+        )
+        entries = server.journal()
+    assert len(entries) == 5
+    for entry in entries:
+        assert footprint(entry) <= MAX_ENTRY_BYTES, entry.path[:50]
+        assert len(entry.path) <= MAX_PATH + 40
+    unmatched = entries[0]
+    assert unmatched.endpoint == "unmatched"
+    assert unmatched.path.endswith(f"...[{len(wide) + 1 - MAX_PATH} more characters]")
+    reasons = [r for miss in unmatched.near_misses for r in miss["reasons"]]
+    assert len(reasons) >= 3
+    assert all(len(r) < 2 * MAX_PATH for r in reasons)
+    assert any(f"...[{len(wide) + 1 - MAX_TEXT} more characters]" in r for r in reasons)
+    cut = f"...[{len(wide) - MAX_TEXT} more characters]"
+    assert [entries[1].skill, entries[2].skill] == [wide[:MAX_TEXT] + cut] * 2
+    assert entries[1].protocol_version == "v" * MAX_TEXT + "...[59872 more characters]"
+    assert entries[3].method == "X" * MAX_TEXT + "...[49872 more characters]"
+    assert (
+        entries[4].credential
+        == f"client {wide[: MAX_TEXT - 7]}...[{len(wide) - 121} more characters]"
+    )
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")  # pragma: no cover
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
+def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: Path) -> None:
+    scenario = tmp_path / "echo.yaml"
+    scenario.write_text("skills: [{id: echo}]\n", encoding="utf-8")
+    command = [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--quiet"]
+    process = subprocess.Popen(
+        [*command, str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        url = re.search(r"at (http://\S+)", process.stdout.readline())
+        assert url, "mockskill serve printed no URL"
+        base = url.group(1)
+        with requests.Session() as client:
+            for _ in range(50):  # warm up: what any server allocates once
+                client.post(f"{base}/skills/echo/invoke", timeout=10)
+                client.get(f"{base}/{'a' * 30_000}", timeout=10)
+            before = rss_kib(process.pid)
+            for i in range(500):
+                session = f"{i:05d}" + "s" * 60_000
+                client.post(
+                    f"{base}/skills/echo/invoke", headers={"Mockskill-Session": session}, timeout=10
+                )
+                client.get(f"{base}/{i:05d}{'a' * 30_000}", timeout=10)
+            grown = rss_kib(process.pid) - before
+            journal = client.get(f"{base}/__admin/journal", timeout=30).json()
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert journal["size"] == 1_100
+    # 1 000 hostile requests, each keeping under MAX_ENTRY_BYTES (unbounded: ~90 MB).
+    assert grown < 1_000 * MAX_ENTRY_BYTES // 1024 + 20_000, f"RSS grew {grown} KiB"

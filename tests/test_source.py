@@ -278,24 +278,10 @@ def test_a_value_max_depth_levels_below_the_top_is_fine() -> None:
     assert value == []
 
 
-@pytest.mark.parametrize(
-    ("text", "line", "column", "found"),
-    [
-        pytest.param("a: [1, 2\n", 2, 1, "expected ',' or ']'", id="unclosed-flow"),
-        pytest.param("a: 1\n b: 2\n", 2, 3, "mapping values are not allowed", id="bad-indent"),
-        pytest.param("a: *nowhere\n", 1, 4, "found undefined alias", id="undefined-alias"),
-        pytest.param("a: 'open\n", 2, 1, "found unexpected end of stream", id="unclosed-quote"),
-        pytest.param("a:\n\tb: 1\n", 2, 1, "cannot start any token", id="tab"),
-    ],
-)
-def test_syntax_errors_are_placed_where_yaml_found_them(
-    text: str, line: int, column: int, found: str
-) -> None:
-    problem = only_problem(text)
-    assert problem.path == "(YAML syntax)"
-    assert problem.expected.startswith("valid YAML")
-    assert found in problem.found
-    assert (problem.line, problem.column) == (line, column)
+def test_an_integer_python_will_not_convert_is_a_problem_not_a_crash() -> None:
+    problem = only_problem(f"a: {'1' * 5000}\n")
+    assert (problem.path, problem.found) == ("a", "a number of 5000 characters")
+    assert problem.hint == "quote it if it is text"
 
 
 def test_a_syntax_error_in_a_later_document_is_placed_in_that_document() -> None:
@@ -353,3 +339,48 @@ def test_an_unreadable_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     docs, [problem] = read_file(tmp_path / "missing.yaml")
     assert docs == []
     assert problem.expected == "a readable file"
+
+
+# -- YAML 1.1's booleans ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "word", ["no", "No", "NO", "yes", "Yes", "YES", "on", "On", "ON", "off", "Off", "OFF"]
+)
+def test_an_unquoted_yaml_1_1_boolean_word_as_a_value_is_a_problem_saying_to_quote_it(
+    word: str,
+) -> None:
+    meaning = "true" if word.lower() in ("yes", "on") else "false"
+    problem = only_problem(f"country: {word}\n")
+    assert (problem.path, problem.line, problem.column) == ("country", 1, 10)
+    assert problem.found == f"{word} unquoted, which YAML 1.1 reads as the boolean {meaning}"
+    assert f"quote it ('{word}')" in problem.hint
+
+
+def test_boolean_words_are_caught_in_lists_and_flow_mappings_too() -> None:
+    _, problems = read("tags: [fr, NO, 'no', \"off\", off]\nflags: {a: On}\n")
+    assert [(p.path, p.found.split()[0]) for p in problems] == [
+        ("tags[1]", "NO"),
+        ("tags[4]", "off"),
+        ("flags.a", "On"),
+    ]
+
+
+@pytest.mark.parametrize("text", ["a: 'no'\n", 'a: "ON"\n', "a: true\n", "a: False\n", "a: nO\n"])
+def test_quoted_words_true_false_and_words_yaml_does_not_read_as_booleans_are_fine(
+    text: str,
+) -> None:
+    _, problems = read(text)
+    assert problems == []
+
+
+def test_a_boolean_word_as_a_key_is_the_word() -> None:
+    [doc], problems = read("on: 1\nOFF: 2\nyes: {no: 3}\n")
+    assert problems == []
+    assert doc.data == {"on": 1, "OFF": 2, "yes": {"no": 3}}
+    assert doc.key_positions[("yes", "no")] == (3, 7)
+
+
+def test_a_boolean_word_key_and_its_quoted_twin_are_one_key_twice() -> None:
+    problem = only_problem("on: 1\n'on': 2\n")
+    assert problem.found == "'on' again (first on line 1)"

@@ -52,6 +52,29 @@ def test_positions_are_per_key() -> None:
     assert state.advance("a", "skill/x/invoke") == 3
 
 
+def test_a_restart_gives_new_requests_position_zero_and_old_ones_their_own_count() -> None:
+    state = State(seed=1)
+    before = state.restart([]).get("k", 0)
+    assert [state.advance("a", "k", before) for _ in range(2)] == [0, 1]
+    after = state.restart(["k"])["k"]
+    assert after != before
+    # Matched on the old generation (in flight over the restart): counts on in the old one.
+    assert state.advance("a", "k", before) == 2
+    assert state.advance("a", "k", after) == 0  # the restarted sequence starts afresh
+    assert state.advance("a", "k", after) == 1
+    assert state.advance("a", "k", before) == 3
+    state.restart(["other"])  # another key's restart leaves this one be
+    assert state.advance("a", "k", after) == 2
+
+
+def test_a_reset_of_some_keys_restarts_them_on_the_generation_served() -> None:
+    state = State(seed=1)
+    served = state.restart([]).get("k", 0)
+    assert [state.advance("a", "k", served) for _ in range(3)] == [0, 1, 2]
+    state.reset(keys=["k"])  # no new table: the one served keeps its generation
+    assert state.advance("a", "k", served) == 0
+
+
 @pytest.fixture
 def eager_switching() -> Iterator[None]:
     """Switch threads as often as the interpreter allows, so that a missing lock shows."""
@@ -260,7 +283,7 @@ def test_entry_from_json_gives_back_the_entry_also_through_json_text() -> None:
         fault="connection_reset",
         client_left=1795987707.1,
         near_misses=({"route": "POST /skills/<id>/invoke", "reasons": ["method GET is not POST"]},),
-        credential="bearer sha256:ba7816bf8f01",
+        credential="bearer hmac-sha256:6f1ed002ab5595ae",
         protocol_version="1.0",
         body_digest="hmac-sha256:00ff",
         invalid_descriptor=True,

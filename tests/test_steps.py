@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
+from mockskill.catalog import retry_after_seconds
+from mockskill.cli import cli
 from mockskill.delays import Fixed
 from mockskill.model import JSON_TYPE, TEXT_TYPE, Position, Reply, Sequence, Step
 from mockskill.problems import Problem
@@ -171,7 +175,7 @@ BAD_STEPS = [
         "skills[0].invoke.retry.suggested_delay_ms",
         5,
         35,
-        "a whole number of at least 0 ms",
+        "a whole number from 0 to 300000 ms",
         "-5 (an integer)",
         "",
         id="retry-negative-delay",
@@ -385,6 +389,86 @@ BAD_STEPS = [
         "a line break",
         "",
         id="header-value-with-line-break",
+    ),
+    pytest.param(
+        'json: {}\nheaders:\n  X-A: "\u65e5\u672c"\n',
+        "skills[0].invoke.headers.X-A",
+        6,
+        14,
+        "a header value that can go on the wire",
+        "'\u65e5' (U+65E5) at position 1, which is not Latin-1",
+        "percent-encode",
+        id="header-value-not-latin-1",
+    ),
+    pytest.param(
+        'json: {}\nheaders:\n  X-A: "a\\0b"\n',
+        "skills[0].invoke.headers.X-A",
+        6,
+        14,
+        "a header value that can go on the wire",
+        "the control character U+0000 at position 2",
+        "visible characters",
+        id="header-value-nul",
+    ),
+    pytest.param(
+        'json: {}\nheaders:\n  X-A: "a\\vb"\n',
+        "skills[0].invoke.headers.X-A",
+        6,
+        14,
+        "a header value that can go on the wire",
+        "the control character U+000B at position 2",
+        "visible characters",
+        id="header-value-vertical-tab",
+    ),
+    pytest.param(
+        'json: {}\nheaders:\n  X-A: "a\\x7f"\n',
+        "skills[0].invoke.headers.X-A",
+        6,
+        14,
+        "a header value that can go on the wire",
+        "the control character U+007F at position 2",
+        "visible characters",
+        id="header-value-delete",
+    ),
+    pytest.param(
+        "json: {}\nheaders:\n  Transfer-Encoding: chunked\n",
+        "skills[0].invoke.headers.Transfer-Encoding",
+        6,
+        9,
+        "a header a step may set",
+        "Transfer-Encoding, which the server sets",
+        "remove it",
+        id="header-transfer-encoding",
+    ),
+    pytest.param(
+        "json: {}\nheaders:\n  content-length: 5\n",
+        "skills[0].invoke.headers.content-length",
+        6,
+        9,
+        "a header a step may set",
+        "content-length, which the server sets",
+        "remove it",
+        id="header-content-length",
+    ),
+    pytest.param(
+        "error: ENDPOINT_UNREACHABLE\nheaders:\n  Connection: close\n",
+        "skills[0].invoke.headers.Connection",
+        6,
+        9,
+        "a header a step may set",
+        "Connection, which is the server's",
+        "remove it",
+        id="header-connection-on-an-error",
+    ),
+    pytest.param(
+        "error: ENDPOINT_UNREACHABLE\nretry: {suggested_delay_ms: 300001}\n",
+        "skills[0].invoke.retry.suggested_delay_ms",
+        5,
+        35,
+        "a whole number from 0 to 300000 ms",
+        "300001 (an integer)",
+        "refused, not clamped",
+        id="retry-delay-above-the-longest-wait",
     ),
     pytest.param(
         "json: {}\nheaders: [X-A]\n",
@@ -674,6 +758,70 @@ def test_retry_replaces_the_advice_and_retry_after_is_rounded_up(
     retry = body_of(reply)["error"]["retry"]
     assert retry == {"suggested_delay_ms": delay_ms, "max_attempts": 5}  # attempts kept
     assert dict(reply.headers)["Retry-After"] == seconds
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Connection",
+        "TE",
+        "Trailer",
+        "Upgrade",
+        "TRANSFER-ENCODING",
+    ],
+)
+def test_hop_by_hop_and_framing_headers_are_refused_in_any_case(name: str) -> None:
+    [problem] = problems_in(skill_yaml(f"json: {{}}\nheaders: {{{name}: x}}\n"))
+    assert (problem.path, problem.expected) == (
+        f"skills[0].invoke.headers.{name}",
+        "a header a step may set",
+    )
+
+
+def test_latin_1_text_and_tabs_are_header_values_that_go_on_the_wire() -> None:
+    reply = reply_of('json: {}\nheaders: {X-A: "caf\u00e9\tau lait", X-N: 5}\n')
+    assert dict(reply.headers)["X-A"] == "caf\u00e9\tau lait"
+    assert dict(reply.headers)["X-N"] == "5"
+
+
+def test_the_longest_retry_advice_is_the_longest_wait_and_retry_after_stays_exact() -> None:
+    reply = reply_of("error: ENDPOINT_UNREACHABLE\nretry: {suggested_delay_ms: 300000}\n")
+    assert dict(reply.headers)["Retry-After"] == "300"
+    [problem] = problems_in(
+        skill_yaml(f"error: ENDPOINT_UNREACHABLE\nretry: {{suggested_delay_ms: {10**32}}}\n")
+    )
+    assert problem.found == f"{10**32} (an integer)"
+
+
+def test_retry_advice_follows_a_raised_max_delay() -> None:
+    text = skill_yaml("error: EXECUTION_TIMEOUT\nretry: {suggested_delay_ms: 600000}\n")
+    [skill] = load_text(text, "s.yaml", max_delay_ms=600_000).skills
+    assert dict(skill.invoke.steps[0].reply.headers)["Retry-After"] == "600"
+    with pytest.raises(ScenarioError):
+        load_text(text, "s.yaml")
+
+
+@pytest.mark.parametrize(
+    ("delay_ms", "seconds"),
+    [(10**32, 10**29), (10**32 + 1, 10**29 + 1), (2**53 + 1, 2**53 // 1000 + 1), (999, 1)],
+)
+def test_retry_after_is_computed_in_integers(delay_ms: int, seconds: int) -> None:
+    assert retry_after_seconds(delay_ms) == seconds
+
+
+def test_validate_refuses_headers_that_cannot_go_on_the_wire(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        skill_yaml('json: 1\nheaders:\n  X-A: "\u65e5\u672c"\n  Transfer-Encoding: chunked\n'),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:6:14: skills[0].invoke.headers.X-A: expected a header value" in result.output
+    assert f"{path}:7:9: skills[0].invoke.headers.Transfer-Encoding:" in result.output
+    assert "2 problems in 1 file" in result.output
 
 
 def test_retry_null_removes_the_advice_and_the_header() -> None:

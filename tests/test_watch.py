@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -294,6 +295,57 @@ def test_serve_watch_prints_each_reload(tmp_path: Path) -> None:
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+    assert process.returncode == 0
+
+
+def test_a_reload_names_the_scenarios_it_added(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", scenario("a", 1))
+    with Server([tmp_path / "a.yaml"]) as server:
+        write(tmp_path / "b.yaml", scenario("b", 1))
+        result = server.reload([tmp_path])
+        assert result.ok
+        assert result.added == ("b",)
+        assert result.changed == ("b",)
+        health = requests.get(f"{server.url}/__admin/health", timeout=10).json()
+        assert health["reload"]["added"] == ["b"]
+
+
+def test_serve_watch_says_added_and_prints_the_new_skills_urls(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", scenario("a", "old"))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", str(tmp_path), "--watch", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stderr is not None
+    stderr = process.stderr
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+    reader.start()
+    try:
+        eventually(lambda: _up(f"http://127.0.0.1:{port}/skills/a/invoke"))
+        write(tmp_path / "orders.yaml", scenario("orders", 1))
+        seen: list[str] = []
+        deadline = time.monotonic() + DEADLINE
+        while not any("/skills/orders/invoke" in line for line in seen):
+            assert time.monotonic() < deadline, seen
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=0.1))
+        url = f"http://127.0.0.1:{port}/skills/orders"
+        assert seen[-4:] == [
+            "mockskill: reloaded 2 scenarios (added: orders)\n",
+            f"orders  ({tmp_path / 'orders.yaml'})\n",
+            f"  orders  GET  {url}\n",
+            f"          POST {url}/invoke\n",
+        ]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        reader.join(timeout=10)
+        stderr.close()
     assert process.returncode == 0
 
 
