@@ -121,6 +121,9 @@ class Engine:
         target = table.match(method, path)
         if self.matched is not None:
             self.matched(request, target)
+        if isinstance(target, Miss) and path == auth.AUTHORIZE_PATH:
+            # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
+            return self._authorize(request, session, started)
         urls = self._urls(request)
         fields: dict[str, Any] = {}
         reply: Reply | None
@@ -225,6 +228,23 @@ class Engine:
                 status=response.status_code,
                 endpoint="token",
                 credential=_client(request),
+            )
+        )
+        return response
+
+    def _authorize(self, request: Request, session: str, started: float) -> Response:
+        """The mock OAuth2 authorization endpoint; recorded like any request."""
+        response = auth.authorization_endpoint(request, _base_url(request))
+        self.state.record(
+            Entry(
+                id=self.state.next_id(),
+                started=started,
+                finished=time.time(),
+                session=session,
+                method=request.method,
+                path=request.path,
+                status=response.status_code,
+                endpoint="authorize",
             )
         )
         return response
