@@ -143,6 +143,7 @@ def collected(*args: str) -> list[str]:
     return [line for line in result.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.timeout(240)  # four child pytest runs, each importing schemathesis: slow on busy cores
 def test_each_operations_cases_have_a_node_id_of_their_own() -> None:
     ids = [i for i in collected() if "::test_answers_" in i]
     assert len(ids) == len(set(ids)) == len(operations())
