@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import select
 import subprocess
 import sys
 import time
@@ -54,6 +55,16 @@ HANG_PATH = "/skills/hang/invoke"
 TARGET_P99_MS = 20.0
 TARGET_RSS_HELD_MB = 150
 RSS_BACK_KB = 10 * 1024
+BUDGET_S = 30.0
+"""Longest a series of sequential requests may take."""
+JOURNAL_WAIT_S = 30.0
+
+
+def _log(message: str) -> None:
+    """Progress on stderr (the table goes to stdout)."""
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 SCENARIO = """\
 name: bench-hang
 description: A step that holds the connection for a minute (bench/hang_flood.py).
@@ -95,10 +106,18 @@ class Round:
     settled_s: float = float("nan")
 
 
-async def _sequential(port: int, count: int) -> tuple[list[float], Counter[str]]:
+async def _sequential(
+    port: int, count: int, budget: float = BUDGET_S
+) -> tuple[list[float], Counter[str]]:
+    """*count* requests one after another, stopping after *budget* seconds (the rest
+    count as failures: a server that thrashes must not make the bench run for ever)."""
     request = c.request_bytes("GET", c.DESCRIBE_PATH, port)
     times, failures = [], Counter[str]()
-    for _ in range(count):
+    stop_at = time.perf_counter() + budget
+    for n in range(count):
+        if time.perf_counter() > stop_at:
+            failures[f"not sent (over {budget:.0f} s)"] += count - n
+            break
         t = await c.timed_request(port, request, timeout=10.0)
         if t.outcome == "ok":
             times.append((t.done - t.connect) * 1000)
@@ -178,11 +197,14 @@ async def _round(port: int, pid: int, clients: int, requests: int, settle: float
     return r
 
 
-def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
+def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]] | None:
+    """The server's journal, or None if it does not answer within JOURNAL_WAIT_S."""
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write("journal\n")
     proc.stdin.flush()
+    if not select.select([proc.stdout], [], [], JOURNAL_WAIT_S)[0]:
+        return None
     return list(json.loads(proc.stdout.readline()))
 
 
@@ -210,33 +232,27 @@ def main() -> None:
             port = int(proc.stdout.readline())
             c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
             for n in range(args.rounds):
+                _log(f"round {n + 1}: {args.clients} hanging connections")
                 r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
+                _log(f"round {n + 1}: done; reading the journal")
+                entries = journal(proc)
+                if entries is None:
+                    _log(f"the server did not give its journal within {JOURNAL_WAIT_S:.0f} s")
+                    rows.append((n + 1, *_cells(r, "no journal", "n/a")))
+                    break
                 ended = [
                     e
-                    for e in journal(proc)
-                    if e["path"] == HANG_PATH and float(e["finished"]) >= r.close_wall - 1
+                    for e in entries
+                    if e["path"] == HANG_PATH and float(str(e["finished"])) >= r.close_wall - 1
                 ]
-                after_close = [(float(e["finished"]) - r.close_wall) * 1000 for e in ended]
+                after_close = [(float(str(e["finished"])) - r.close_wall) * 1000 for e in ended]
                 saw_leave = sum(1 for e in ended if e["client_left"] is not None)
                 frees.append(r.freed_s)
-                fails = sum(r.busy_failures.values())
-                rows.append(
-                    (
-                        n + 1,
-                        f"{r.setup_s:.2f}",
-                        f"{r.threads_before}/{r.threads_during}/{r.threads_after}",
-                        f"{c.percentile(r.idle_ms, 50):.1f} / {c.percentile(r.idle_ms, 99):.1f}",
-                        f"{c.percentile(r.busy_ms, 50):.1f} / {c.percentile(r.busy_ms, 99):.1f}",
-                        f"{fails} {dict(r.busy_failures) or ''}".strip(),
-                        f"{r.dropped_early} {dict(r.not_hanging) or ''}".strip(),
-                        f"{r.freed_s * 1000:.0f}",
-                        f"{len(ended)} ({saw_leave} client_left)",
-                        f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}",
-                        f"{r.rss_idle_kb / 1024:.0f} / {r.rss_held_kb / 1024:.0f}"
-                        f" / {r.rss_after_kb / 1024:.0f}",
-                        _verdict(r),
-                    )
+                journal_cell = f"{len(ended)} ({saw_leave} client_left)"
+                after_cell = (
+                    f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}"
                 )
+                rows.append((n + 1, *_cells(r, journal_cell, after_cell)))
                 time.sleep(1.0)
         finally:
             if proc.stdin is not None:
@@ -271,6 +287,23 @@ def main() -> None:
         f"targets (issue 13): p99 during <= {TARGET_P99_MS:.0f} ms; RSS held <="
         f" {TARGET_RSS_HELD_MB} MB; RSS after within {RSS_BACK_KB // 1024} MB of idle"
         f" (polled up to --settle {args.settle:.0f} s after the threads are freed)"
+    )
+
+
+def _cells(r: Round, journal_cell: str, after_cell: str) -> tuple[str, ...]:
+    fails = sum(r.busy_failures.values())
+    return (
+        f"{r.setup_s:.2f}",
+        f"{r.threads_before}/{r.threads_during}/{r.threads_after}",
+        f"{c.percentile(r.idle_ms, 50):.1f} / {c.percentile(r.idle_ms, 99):.1f}",
+        f"{c.percentile(r.busy_ms, 50):.1f} / {c.percentile(r.busy_ms, 99):.1f}",
+        f"{fails} {dict(r.busy_failures) or ''}".strip(),
+        f"{r.dropped_early} {dict(r.not_hanging) or ''}".strip(),
+        f"{r.freed_s * 1000:.0f}",
+        journal_cell,
+        after_cell,
+        f"{r.rss_idle_kb / 1024:.0f} / {r.rss_held_kb / 1024:.0f} / {r.rss_after_kb / 1024:.0f}",
+        _verdict(r),
     )
 
 
