@@ -19,12 +19,10 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .problems import Path, describe, did_you_mean
-
-if TYPE_CHECKING:  # the reader needs the model, which needs these shapes
-    from .reader import Reader
+from .reader import Reader
 
 MAX_REDRAWS = 1000
 """Draws of a capped lognormal before giving up (at cap): about never reached."""

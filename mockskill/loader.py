@@ -25,7 +25,6 @@ from .catalog import Context
 from .credentials import read_credentials, read_requirement
 from .model import (
     Outage,
-    Position,
     Reply,
     Requirement,
     Route,
@@ -37,7 +36,7 @@ from .model import (
 )
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
-from .source import Document, read_file, read_text
+from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
 from .versions import Range, parse_version
 

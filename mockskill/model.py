@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from .catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
 from .delays import Delay, LogNormal, Uniform
+from .source import Position
 from .versions import Range, parse_version
 
 JSON_TYPE = "application/json"
@@ -26,18 +27,6 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 EndRule = Literal["last", "cycle", "fail"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
 Endpoint = Literal["describe", "invoke", "route"]
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where something was written: file, line and column (1-based)."""
-
-    file: str
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass(frozen=True)

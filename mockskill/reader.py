@@ -12,9 +12,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from .model import Position
 from .problems import Path, Problem, describe, did_you_mean
-from .source import Document
+from .source import Document, Position
 
 
 class _Missing:

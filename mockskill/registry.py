@@ -39,9 +39,10 @@ from pathlib import Path
 from .engine import Engine
 from .loader import Claim, InvalidScenarios, load_paths
 from .matching import sequence_keys
-from .model import Position, Scenario, ScenarioSet
+from .model import Scenario, ScenarioSet
 from .problems import Problem, ScenarioError
 from .reader import MAX_DELAY_MS
+from .source import Position
 from .watch import ReloadResult
 
 

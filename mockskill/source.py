@@ -28,6 +28,19 @@ import yaml
 from .problems import Path, Problem, format_path
 from .syntax import Explained, explain, explain_reader, explain_surrogate
 
+
+@dataclass(frozen=True)
+class Position:
+    """Where something was written: file, line and column (1-based)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
 MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES = 100_000
 MAX_DEPTH = 64
