@@ -6,8 +6,7 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .app import create_app
 from .loader import bundled_path, load_data, load_paths, load_text
 from .model import ScenarioSet

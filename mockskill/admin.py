@@ -21,7 +21,8 @@ from typing import Any
 
 from flask import Blueprint, Response, request, url_for
 
-from . import __version__, admin_scenarios, dashboard
+from . import admin_scenarios, dashboard
+from ._version import __version__
 from .catalog import render, unified_body
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry

@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, jsonstyle
+from . import jsonstyle
+from ._version import __version__
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
 from .model import Scenario, ScenarioSet

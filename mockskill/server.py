@@ -46,7 +46,7 @@ from werkzeug.serving import (
     select_address_family,
 )
 
-from . import __version__
+from ._version import __version__
 from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
 from .loader import Scenarios, Source, load_any
