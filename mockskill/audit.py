@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .catalog import CATEGORIES, CODES, Retry, retry_after_seconds
-from .faults import FAULTS
+from .model import FAULTS
 from .state import Entry
 
 RULES = ("non-retryable-retried", "retry-too-soon", "backoff-not-growing", "too-many-attempts")

@@ -1,9 +1,11 @@
 """Transport faults: failures below HTTP, done to the raw connection.
 
-Each fault is a small function registered under the name WireMock users
-already know, plus ``TRUNCATED_BODY``. It takes the connection from
-Werkzeug's server (so that nothing else writes to it or closes it in an
-orderly way), does its damage, and closes it:
+The names are the scenario model's (:data:`mockskill.model.FAULTS`): a step
+names one at load; this module plays it. Each fault is a small function
+registered under the name WireMock users already know, plus
+``TRUNCATED_BODY``. It takes the connection from Werkzeug's server (so that
+nothing else writes to it or closes it in an orderly way), does its damage,
+and closes it:
 
 | name | on the wire |
 |---|---|
@@ -25,6 +27,7 @@ from collections.abc import Callable
 
 from werkzeug.http import HTTP_STATUS_CODES
 
+from . import model
 from .model import Reply
 
 Fault = Callable[[socket.socket, Reply, random.Random], None]
@@ -88,3 +91,7 @@ FAULTS: dict[str, Fault] = {
     "RANDOM_DATA_THEN_CLOSE": random_data_then_close,
     "TRUNCATED_BODY": truncated_body,
 }
+# The names are the scenario model's (a step is read against them, the audit counts them);
+# playing them is this module's: a name without a player would load and then fail to play.
+if tuple(FAULTS) != model.FAULTS:  # pragma: no cover - a programming error, caught on import
+    raise RuntimeError(f"faults played {tuple(FAULTS)} differ from the model's {model.FAULTS}")

@@ -26,6 +26,14 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 
 EndRule = Literal["last", "cycle", "fail"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
+FAULTS: tuple[str, ...] = (
+    "CONNECTION_RESET_BY_PEER",
+    "EMPTY_RESPONSE",
+    "MALFORMED_RESPONSE_CHUNK",
+    "RANDOM_DATA_THEN_CLOSE",
+    "TRUNCATED_BODY",
+)
+"""The transport faults a step may name (``fault:``); the engine's faults module plays each."""
 Endpoint = Literal["describe", "invoke", "route"]
 
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import catalog, delays
-from .faults import FAULTS
-from .model import END_RULES, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
+from .model import END_RULES, FAULTS, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
 from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
 

@@ -37,7 +37,7 @@ from mockskill.audit import (
     report,
 )
 from mockskill.catalog import CODES
-from mockskill.faults import FAULTS
+from mockskill.model import FAULTS
 from mockskill.state import Entry
 
 Serve = Callable[..., Server]

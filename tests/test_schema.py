@@ -23,8 +23,7 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill import catalog, delays, loader, steps
-from mockskill.faults import FAULTS
-from mockskill.model import END_RULES
+from mockskill.model import END_RULES, FAULTS
 from mockskill.problems import format_path
 from mockskill.schema import SCHEMA_PATH, scenario_schema
 from mockskill.source import read_text
