@@ -33,14 +33,12 @@ from urllib.parse import unquote
 from werkzeug.wrappers import Request, Response
 
 from . import catalog
+from .catalog import AUTHORIZE_PATH, TOKEN_PATH
 from .model import JSON_TYPE, Credentials, Reply, Requirement
 from .state import State
 
-TOKEN_PATH = "/oauth/token"
-AUTHORIZE_PATH = "/oauth/authorize"
 GRANT_TYPES = ("client_credentials",)
 API_KEY_HEADER = "X-API-Key"
-AUTH_TYPES = ("oauth2", "bearer", "api_key")
 
 
 def fingerprint(secret: str, key: bytes) -> str:

@@ -24,6 +24,11 @@ BASE_URL = "{base_url}"
 REFUSED_BASE_URL = "{refused_base_url}"
 """Placeholder for a base URL on this host where nothing listens (connections are refused)."""
 
+TOKEN_PATH = "/oauth/token"
+"""Where this provider's OAuth2 clients get tokens (a descriptor's ``token_url``)."""
+AUTHORIZE_PATH = "/oauth/authorize"
+"""Where ``AUTH_REQUIRED`` details send a consumer (``authorization_url``)."""
+
 DEFAULT_SCOPE = "skill:invoke"
 UPGRADE_URL = "https://skill-sharing.org/upgrade-guide"
 
@@ -98,7 +103,7 @@ def _validation_details(ctx: Context) -> dict[str, Any]:
 def _auth_details(ctx: Context) -> dict[str, Any]:
     return {
         "required_auth_type": "oauth2",
-        "authorization_url": f"{BASE_URL}/oauth/authorize",
+        "authorization_url": f"{BASE_URL}{AUTHORIZE_PATH}",
         "scopes": [DEFAULT_SCOPE],
     }
 

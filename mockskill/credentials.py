@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .auth import AUTH_TYPES
 from .catalog import DEFAULT_SCOPE
 from .model import Client, Credentials, Lifetime, Requirement
 from .problems import Path, describe
@@ -20,6 +19,8 @@ from .reader import Reader
 
 AUTH_KEYS = ("tokens", "api_keys", "clients", "token_lifetime")
 REQUIRES_KEYS = ("type", "scopes")
+AUTH_TYPES = ("oauth2", "bearer", "api_key")
+"""What a skill may require (``requires: {type}``); the engine's auth module checks each."""
 
 
 def read_credentials(r: Reader, value: Any, path: Path) -> Credentials:

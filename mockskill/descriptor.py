@@ -17,7 +17,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from .catalog import BASE_URL, REFUSED_BASE_URL
+from .catalog import BASE_URL, REFUSED_BASE_URL, TOKEN_PATH
 
 PROTOCOL_VERSION = "1.0.0"
 CAPABILITY_TYPES = ("plugin", "api", "knowledge", "task")
@@ -48,7 +48,7 @@ def default(skill_id: str, *, unreachable: bool = False) -> dict[str, Any]:
 
 def auth_section(kind: str, scopes: tuple[str, ...]) -> dict[str, Any]:
     """The descriptor's ``auth`` for a skill that requires credentials of *kind*."""
-    token_url = f"{BASE_URL}/oauth/token"
+    token_url = f"{BASE_URL}{TOKEN_PATH}"
     if kind == "oauth2":  # the client-credentials flow: the token endpoint is where to go
         return {
             "type": "oauth2",

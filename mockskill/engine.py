@@ -116,12 +116,12 @@ class Engine:
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return self._session_too_long(request, session, started)
-        if path == auth.TOKEN_PATH:
+        if path == catalog.TOKEN_PATH:
             return self._token(request, session, started)
         target = table.match(method, path)
         if self.matched is not None:
             self.matched(request, target)
-        if isinstance(target, Miss) and path == auth.AUTHORIZE_PATH:
+        if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
             return self._authorize(request, session, started)
         urls = self._urls(request)

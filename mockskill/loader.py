@@ -20,8 +20,7 @@ from werkzeug.routing import Map, Rule
 
 from . import access, catalog
 from . import descriptor as descriptors
-from .auth import TOKEN_PATH
-from .catalog import Context
+from .catalog import TOKEN_PATH, Context
 from .credentials import read_credentials, read_requirement
 from .model import (
     Outage,
