@@ -36,10 +36,10 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from . import catalog
-from .catalog import BASE_URL, REFUSED_BASE_URL
 from .faults import FAULTS, take
 from .model import Reply, Step
+from .protocol import catalog
+from .protocol.catalog import BASE_URL, REFUSED_BASE_URL
 
 _BASE = BASE_URL.encode()
 _REFUSED = REFUSED_BASE_URL.encode()

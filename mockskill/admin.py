@@ -23,11 +23,11 @@ from flask import Blueprint, Response, request, url_for
 
 from . import admin_scenarios, dashboard
 from ._version import __version__
-from .catalog import render, unified_body
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
+from .protocol.catalog import render, unified_body
+from .protocol.validator import validate as validate_descriptor
+from .protocol.validator import validation_error
 from .registry import Registry
-from .validator import validate as validate_descriptor
-from .validator import validation_error
 
 
 def blueprint(registry: Registry) -> Blueprint:
@@ -103,7 +103,7 @@ def blueprint(registry: Registry) -> Blueprint:
             return validation_error(violations), 422
         return {"valid": True}, 200
 
-    # -- the corpus of invalid descriptors (mockskill/corpus.py, docs/corpus.md) ----------
+    # -- the corpus of invalid descriptors (mockskill/protocol/corpus.py, docs/corpus.md) ----------
 
     def corpus_urls(name: str) -> tuple[str, str]:
         return (
@@ -117,7 +117,7 @@ def blueprint(registry: Registry) -> Blueprint:
 
     def corpus_miss(name: str) -> Response:
         """SKILL_NOT_FOUND: the descriptor URL asked for does not exist."""
-        from . import corpus  # built on first use: not every start-up should pay for it
+        from .protocol import corpus  # built on first use: not every start-up should pay for it
 
         rendered = render(
             "SKILL_NOT_FOUND",
@@ -137,7 +137,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus")
     def corpus_listing() -> dict[str, Any]:
         """Every case of the corpus, with the absolute URLs of its descriptor and violations."""
-        from . import corpus
+        from .protocol import corpus
 
         cases = []
         for case in corpus.CASES:
@@ -156,7 +156,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus/<name>")
     def corpus_descriptor(name: str) -> Response:
         """The case's descriptor, exactly (any JSON value)."""
-        from . import corpus
+        from .protocol import corpus
 
         case = corpus.get(name)
         return corpus_miss(name) if case is None else json_response(case.descriptor)
@@ -164,7 +164,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus/<name>/violations")
     def corpus_violations(name: str) -> Response:
         """``{"violations": [...]}``: what a correct validator reports (empty when valid)."""
-        from . import corpus
+        from .protocol import corpus
 
         case = corpus.get(name)
         if case is None:

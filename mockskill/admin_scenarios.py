@@ -20,12 +20,12 @@ from typing import Any
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
-from . import jsonstyle
-from .catalog import unified_body
 from .journal_query import BadFilter
 from .loader import NAME_TEXT, SCENARIO_NAME, load_text
 from .model import Scenario, ScenarioSet
 from .problems import Problem, ScenarioError, describe
+from .protocol import jsonstyle
+from .protocol.catalog import unified_body
 from .registry import Conflict, LoadedScenario, Registry, UnknownScenario
 from .source import read_text
 

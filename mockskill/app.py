@@ -29,10 +29,11 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin, dashboard, jsonstyle
-from .catalog import tool_error
+from . import admin, dashboard
 from .engine import SESSION_HEADER, Engine
 from .model import ScenarioSet
+from .protocol import jsonstyle
+from .protocol.catalog import tool_error
 from .registry import Registry
 from .state import DEFAULT_SESSION, Entry, State
 

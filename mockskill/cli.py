@@ -23,19 +23,19 @@ from typing import Any, TypeVar
 
 import click
 
-from . import jsonstyle
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY
 from .loader import bundled_path, load_paths
 from .model import Scenario, ScenarioSet
 from .problems import ScenarioError, format_report
+from .protocol import jsonstyle
+from .protocol.validator import validate as validate_descriptor
+from .protocol.validator import validation_error
 from .reader import MAX_DELAY_MS
 from .remote import http_url, looks_like_url
 from .schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
 from .state import DEFAULT_JOURNAL_SIZE
-from .validator import validate as validate_descriptor
-from .validator import validation_error
 from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])

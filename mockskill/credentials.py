@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import DEFAULT_SCOPE
 from .model import Client, Credentials, Lifetime, Requirement
 from .problems import Path, describe
+from .protocol.catalog import DEFAULT_SCOPE
 from .reader import Reader
 
 AUTH_KEYS = ("tokens", "api_keys", "clients", "token_lifetime")

@@ -20,7 +20,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from .catalog import unified_body
+from .protocol.catalog import unified_body
 
 ASSETS = {
     "index.html": "text/html; charset=utf-8",

@@ -16,7 +16,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from .catalog import unified_body
+from .protocol.catalog import unified_body
 from .state import Entry
 
 

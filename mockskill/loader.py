@@ -18,26 +18,17 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
-from . import access, catalog
-from . import descriptor as descriptors
-from .catalog import TOKEN_PATH, Context
+from . import access
 from .credentials import read_credentials, read_requirement
-from .model import (
-    Outage,
-    Reply,
-    Requirement,
-    Route,
-    Scenario,
-    ScenarioSet,
-    Sequence,
-    Skill,
-    Step,
-)
+from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe
+from .protocol import catalog
+from .protocol import descriptor as descriptors
+from .protocol.catalog import TOKEN_PATH, Context
+from .protocol.versions import Range, parse_version
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
-from .versions import Range, parse_version
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
 SKILL_KEYS = (

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
 from .delays import Delay, LogNormal, Uniform
+from .protocol.catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
+from .protocol.versions import Range, parse_version
 from .source import Position
-from .versions import Range, parse_version
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"

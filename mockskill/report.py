@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from flask import request
 
-from . import audit, jsonstyle
+from . import audit
 from .journal_query import BadFilter
+from .protocol import jsonstyle
 from .remote import RemoteError, RemoteServer, http_url
 
 if TYPE_CHECKING:

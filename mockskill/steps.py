@@ -8,7 +8,7 @@ and a ``json`` or ``text`` body), or the skill's descriptor
 (``times``). Each is rendered here, once, into a :class:`~mockskill.model.Reply`.
 
 Every rule of the error chapter that a step could break is checked through
-:mod:`mockskill.catalog`, so a scenario cannot make the server speak a
+:mod:`mockskill.protocol.catalog`, so a scenario cannot make the server speak a
 protocol it does not know.
 """
 
@@ -19,9 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import catalog, delays
+from . import delays
 from .model import END_RULES, FAULTS, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
 from .problems import Path, describe
+from .protocol import catalog
 from .reader import MAX_DELAY_MS, Reader
 
 __all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]

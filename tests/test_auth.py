@@ -10,9 +10,10 @@ import pytest
 import requests
 from conftest import EVERY_FAILURE
 
-from mockskill import ScenarioError, Server, catalog, load_text
+from mockskill import ScenarioError, Server, load_text
 from mockskill.auth import fingerprint
-from mockskill.validator import validate
+from mockskill.protocol import catalog
+from mockskill.protocol.validator import validate
 
 Serve = Callable[..., Server]
 

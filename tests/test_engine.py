@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from mockskill import Server, load_text
-from mockskill.catalog import CATEGORIES, SERVED_CODES
+from mockskill.protocol.catalog import CATEGORIES, SERVED_CODES
 
 Serve = Callable[..., Server]
 

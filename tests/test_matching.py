@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from mockskill import load_text
-from mockskill.catalog import BASE_URL
 from mockskill.matching import MAX_NEAR_MISSES, Miss, RoutingTable, Target
+from mockskill.protocol.catalog import BASE_URL
 
 SCENARIO = """\
 name: shop

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from mockskill.catalog import BASE_URL, Retry, render
 from mockskill.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from mockskill.protocol.catalog import BASE_URL, Retry, render
 from mockskill.source import Position
 
 HERE = Position("test.yaml", 3, 5)

@@ -22,9 +22,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 import mockskill
-from mockskill import catalog, delays, loader, steps
+from mockskill import delays, loader, steps
 from mockskill.model import END_RULES, FAULTS
 from mockskill.problems import format_path
+from mockskill.protocol import catalog
 from mockskill.schema import SCHEMA_PATH, scenario_schema
 from mockskill.source import read_text
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mockskill.catalog import Retry
+from mockskill.protocol.catalog import Retry
 from mockskill.state import DEFAULT_SESSION, Entry, State
 
 

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
-from mockskill.catalog import retry_after_seconds
 from mockskill.cli import cli
 from mockskill.delays import Fixed
 from mockskill.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
 from mockskill.problems import Problem
+from mockskill.protocol.catalog import retry_after_seconds
 from mockskill.source import Position
 from mockskill.steps import MAX_DELAY_MS
 

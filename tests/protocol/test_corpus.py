@@ -1,6 +1,6 @@
 """The corpus of invalid descriptors: its answers, its names, and serving it over the wire.
 
-The expected violations are what :func:`mockskill.validator.validate` reports,
+The expected violations are what :func:`mockskill.protocol.validator.validate` reports,
 and for a handful of cases they are also written out here by hand, in the
 error chapter's words, so that the corpus cannot silently follow a validator
 bug. The schema file must reject exactly the invalid cases. Over the wire, a
@@ -21,9 +21,10 @@ import requests
 from jsonschema import Draft202012Validator
 
 import mockskill
-from mockskill import Server, corpus
-from mockskill.corpus import CASES, Case
-from mockskill.validator import validate
+from mockskill import Server
+from mockskill.protocol import corpus
+from mockskill.protocol.corpus import CASES, Case
+from mockskill.protocol.validator import validate
 
 SCHEMA_PATH = Path(mockskill.__file__).resolve().parent / "descriptor.schema.json"
 SCHEMA_VALIDATOR = Draft202012Validator(
@@ -355,14 +356,14 @@ def test_an_unknown_case_with_nothing_near_suggests_nothing(bundled: Server) -> 
 
 # -- the loop the docs show ----------------------------------------------------------------
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "corpus.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "corpus.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def test_the_docs_loop_runs_against_a_server() -> None:
     (loop,) = [body for lang, body in FENCE.findall(DOC.read_text()) if lang == "python"]
     assert "Server()" in loop
-    assert "from mockskill.validator import validate" in loop
+    assert "from mockskill.protocol.validator import validate" in loop
     namespace: dict[str, Any] = {"__name__": "docs_example"}
     exec(compile(loop, str(DOC), "exec"), namespace)
     assert namespace["checked"] == len(CASES)
@@ -371,13 +372,13 @@ def test_the_docs_loop_runs_against_a_server() -> None:
 def test_the_docs_loop_catches_a_wrong_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     # A validator that stops at the first violation must fail the loop.
     (loop,) = [body for lang, body in FENCE.findall(DOC.read_text()) if lang == "python"]
-    import mockskill.validator
+    import mockskill.protocol.validator
 
     def first_only(document: Any) -> tuple[Any, ...]:
         return validate(document)[:1]
 
     first_caught = next(case.name for case in CASES if len(case.violations) > 1)
-    monkeypatch.setattr(mockskill.validator, "validate", first_only)
+    monkeypatch.setattr(mockskill.protocol.validator, "validate", first_only)
     with pytest.raises(AssertionError, match=re.escape(first_caught)):
         exec(compile(loop, str(DOC), "exec"), {"__name__": "docs_example"})
 

@@ -1,4 +1,4 @@
-"""One JSON style for every answer mockskill writes itself (mockskill/jsonstyle.py).
+"""One JSON style for every answer mockskill writes itself (mockskill/protocol/jsonstyle.py).
 
 Each answer is fetched with a real client from a real server; its body must
 be exactly what ``jsonstyle.dumps`` makes of the document it holds: one
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.cli import cli
-from mockskill.jsonstyle import dumps
+from mockskill.protocol.jsonstyle import dumps
 
 SESSION = {"Mockskill-Session": "jsonstyle"}
 

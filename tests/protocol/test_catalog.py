@@ -7,8 +7,16 @@ from typing import Any
 
 import pytest
 
-from mockskill import catalog
-from mockskill.catalog import BASE_URL, CATEGORIES, CODES, SERVED_CODES, Context, Retry, render
+from mockskill.protocol import catalog
+from mockskill.protocol.catalog import (
+    BASE_URL,
+    CATEGORIES,
+    CODES,
+    SERVED_CODES,
+    Context,
+    Retry,
+    render,
+)
 
 # The chapter's table, restated here rather than read back from the module.
 CHAPTER_STATUSES: dict[str, set[int]] = {

@@ -22,8 +22,8 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 import mockskill
-from mockskill import descriptor
-from mockskill.validator import (
+from mockskill.protocol import descriptor
+from mockskill.protocol.validator import (
     AUTH_TYPES,
     METHODS,
     SEMVER_PATTERN,

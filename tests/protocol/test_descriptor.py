@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from mockskill import descriptor
-from mockskill.catalog import BASE_URL
-from mockskill.descriptor import chapter_invalid, default, merge
+from mockskill.protocol import descriptor
+from mockskill.protocol.catalog import BASE_URL
+from mockskill.protocol.descriptor import chapter_invalid, default, merge
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
 

@@ -3,7 +3,7 @@
 This module owns the corpus: a deterministic tuple of :class:`Case`, each a
 descriptor (any JSON value) beside the violations that a correct validator
 must report for it (the entries of ``VALIDATION_ERROR``'s
-``details.violations``, as :func:`mockskill.validator.validate` reports them).
+``details.violations``, as :func:`mockskill.protocol.validator.validate` reports them).
 The admin blueprint serves it under ``/__admin/corpus`` so that a consumer can
 run its own validator over every case in a loop (``docs/corpus.md``).
 

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from mockskill import ScenarioError, Server, load_text
-from mockskill.versions import Range, parse_version
+from mockskill.protocol.versions import Range, parse_version
 
 Serve = Callable[..., Server]
 

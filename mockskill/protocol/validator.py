@@ -12,7 +12,7 @@ The chapter does not define the descriptor's full schema; the rules here are
 the documented inference also published, for people and tools, as
 ``descriptor.schema.json`` beside this module (each inference is explained in
 its descriptions). The two are written separately — jsonschema is not a
-runtime dependency — and ``tests/test_validator.py`` proves that they agree.
+runtime dependency — and ``tests/protocol/test_validator.py`` proves that they agree.
 
 Every field has one ``expected`` text, whatever went wrong with it: the
 message says what went wrong (missing, wrong type, bad format, not in the
