@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ._version import __version__
 from .app import create_app
-from .loader import bundled_path, load_data, load_paths, load_text
-from .model import ScenarioSet
-from .problems import Problem, ScenarioError
+from .scenario.loader import bundled_path, load_data, load_paths, load_text
+from .scenario.model import ScenarioSet
+from .scenario.problems import Problem, ScenarioError
 from .server import Server, ServerError
 
 __all__ = [

@@ -21,13 +21,13 @@ from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
 from .journal_query import BadFilter
-from .loader import NAME_TEXT, SCENARIO_NAME, load_text
-from .model import Scenario, ScenarioSet
-from .problems import Problem, ScenarioError, describe
 from .protocol import jsonstyle
 from .protocol.catalog import unified_body
 from .registry import Conflict, LoadedScenario, Registry, UnknownScenario
-from .source import read_text
+from .scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
+from .scenario.model import Scenario, ScenarioSet
+from .scenario.problems import Problem, ScenarioError, describe
+from .scenario.source import read_text
 
 MAX_LABEL = 200
 """The longest ``?file=`` label (characters)."""

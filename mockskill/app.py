@@ -31,10 +31,10 @@ from werkzeug.wrappers import Request, Response
 
 from . import admin, dashboard
 from .engine import SESSION_HEADER, Engine
-from .model import ScenarioSet
 from .protocol import jsonstyle
 from .protocol.catalog import tool_error
 from .registry import Registry
+from .scenario.model import ScenarioSet
 from .state import DEFAULT_SESSION, Entry, State
 
 if TYPE_CHECKING:

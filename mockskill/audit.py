@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import FAULTS
 from .protocol.catalog import CATEGORIES, CODES, Retry, retry_after_seconds
+from .scenario.model import FAULTS
 from .state import Entry
 
 RULES = ("non-retryable-retried", "retry-too-soon", "backoff-not-growing", "too-many-attempts")

@@ -25,15 +25,15 @@ import click
 
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY
-from .loader import bundled_path, load_paths
-from .model import Scenario, ScenarioSet
-from .problems import ScenarioError, format_report
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
-from .reader import MAX_DELAY_MS
 from .remote import http_url, looks_like_url
-from .schema import SCHEMA_PATH
+from .scenario.loader import bundled_path, load_paths
+from .scenario.model import Scenario, ScenarioSet
+from .scenario.problems import ScenarioError, format_report
+from .scenario.reader import MAX_DELAY_MS
+from .scenario.schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
 from .state import DEFAULT_JOURNAL_SIZE
 from .watch import ReloadResult
@@ -44,7 +44,7 @@ UNREADABLE = 3
 """Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
 
 # readable=False: whether a path can be read is the loader's to say, positioned and with
-# the fix (mockskill.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+# the fix (mockskill.scenario.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
 PATH = click.Path(path_type=Path, readable=False)
 PATHS = click.argument("paths", nargs=-1, type=PATH)
 MAX_DELAY = click.option(

@@ -1,6 +1,6 @@
 """Transport faults: failures below HTTP, done to the raw connection.
 
-The names are the scenario model's (:data:`mockskill.model.FAULTS`): a step
+The names are the scenario model's (:data:`mockskill.scenario.model.FAULTS`): a step
 names one at load; this module plays it. Each fault is a small function
 registered under the name WireMock users already know, plus
 ``TRUNCATED_BODY``. It takes the connection from Werkzeug's server (so that
@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 from werkzeug.http import HTTP_STATUS_CODES
 
-from . import model
-from .model import Reply
+from .scenario import model
+from .scenario.model import Reply
 
 Fault = Callable[[socket.socket, Reply, random.Random], None]
 

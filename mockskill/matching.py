@@ -17,9 +17,9 @@ from typing import Any, Literal
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, MapAdapter, Rule
 
-from .model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
 from .protocol.catalog import BASE_URL, Context
 from .protocol.descriptor import descriptor_url, invoke_url
+from .scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
 from .state import MAX_PATH, shorten
 
 Kind = Literal["list", "describe", "invoke", "route"]

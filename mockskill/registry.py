@@ -5,7 +5,7 @@ with its name, origin, whether it is active, and when it was loaded and
 activated — and is the only way to change them: add, replace, remove,
 activate, deactivate, reload from files. Each change is checked whole first,
 then applied at once by handing the engine a new
-:class:`~mockskill.model.ScenarioSet` of the *active* scenarios
+:class:`~mockskill.scenario.model.ScenarioSet` of the *active* scenarios
 (:meth:`Engine.load <mockskill.engine.Engine.load>`). A request sees the
 scenarios from before a change or from after it, never a mix; one in flight
 finishes on what it started with; a change that is refused changes nothing.
@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import Engine
-from .loader import Claim, InvalidScenarios, load_paths
 from .matching import sequence_keys
-from .model import Scenario, ScenarioSet
-from .problems import Problem, ScenarioError
-from .reader import MAX_DELAY_MS
-from .source import Position
+from .scenario.loader import Claim, InvalidScenarios, load_paths
+from .scenario.model import Scenario, ScenarioSet
+from .scenario.problems import Problem, ScenarioError
+from .scenario.reader import MAX_DELAY_MS
+from .scenario.source import Position
 from .watch import ReloadResult
 
 

@@ -49,10 +49,10 @@ from werkzeug.serving import (
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY, create_app
 from .engine import Engine
-from .loader import Scenarios, Source, load_any
-from .problems import ScenarioError
-from .reader import MAX_DELAY_MS
 from .registry import LoadedScenario, Registry
+from .scenario.loader import Scenarios, Source, load_any
+from .scenario.problems import ScenarioError
+from .scenario.reader import MAX_DELAY_MS
 from .state import DEFAULT_JOURNAL_SIZE, Entry, State
 from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
@@ -239,7 +239,7 @@ def _exposed_without_token(host: str) -> str:
 class Server:
     """mockskill on a port, served from a background thread.
 
-    ``scenarios`` is a :class:`~mockskill.model.ScenarioSet`, YAML text, a
+    ``scenarios`` is a :class:`~mockskill.scenario.model.ScenarioSet`, YAML text, a
     path, one scenario as a dict, a list of any of these (served together),
     or None for the bundled scenarios. Port 0 picks a free port; :attr:`url`
     tells which. Use as a context manager, or call :meth:`start` and

@@ -7,7 +7,7 @@ and the record of the last reload (:class:`ReloadResult`, shown by
 server.
 
 The watcher polls: every *interval* seconds it lists the watched files
-(:func:`mockskill.loader.scenario_files`: files as given, folders searched
+(:func:`mockskill.scenario.loader.scenario_files`: files as given, folders searched
 for YAML) and compares their ``(path, mtime_ns, size)`` with the last
 listing. Polling is portable (no inotify, FSEvents or kqueue to pick
 between), needs no ``watchdog`` dependency, and is cheap for the handful of
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .loader import scenario_files
-from .problems import Problem
+from .scenario.loader import scenario_files
+from .scenario.problems import Problem
 
 DEFAULT_INTERVAL = 0.5
 """Seconds between two looks at the watched files."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockskill.problems import (
+from mockskill.scenario.problems import (
     Problem,
     ScenarioError,
     describe,

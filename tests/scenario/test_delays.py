@@ -17,10 +17,10 @@ import textwrap
 import pytest
 
 from mockskill import ScenarioError, load_text
-from mockskill.delays import Delay, Fixed, LogNormal, Uniform
-from mockskill.model import Step
-from mockskill.problems import Problem
-from mockskill.reader import MAX_DELAY_MS
+from mockskill.scenario.delays import Delay, Fixed, LogNormal, Uniform
+from mockskill.scenario.model import Step
+from mockskill.scenario.problems import Problem
+from mockskill.scenario.reader import MAX_DELAY_MS
 
 SHAPES_TEXT = "{fixed: MS}, {uniform: [MIN, MAX]} or {lognormal: {median: MS, sigma: S, cap: MS}}"
 

@@ -22,14 +22,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 import mockskill
-from mockskill import delays, loader, steps
-from mockskill.model import END_RULES, FAULTS
-from mockskill.problems import format_path
 from mockskill.protocol import catalog
-from mockskill.schema import SCHEMA_PATH, scenario_schema
-from mockskill.source import read_text
+from mockskill.scenario import delays, loader, steps
+from mockskill.scenario.model import END_RULES, FAULTS
+from mockskill.scenario.problems import format_path
+from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
+from mockskill.scenario.source import read_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = scenario_schema()
 VALIDATOR = Draft202012Validator(SCHEMA)  # no format_checker: formats are not asserted
 

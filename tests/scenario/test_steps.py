@@ -13,12 +13,12 @@ from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
 from mockskill.cli import cli
-from mockskill.delays import Fixed
-from mockskill.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
-from mockskill.problems import Problem
 from mockskill.protocol.catalog import retry_after_seconds
-from mockskill.source import Position
-from mockskill.steps import MAX_DELAY_MS
+from mockskill.scenario.delays import Fixed
+from mockskill.scenario.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from mockskill.scenario.problems import Problem
+from mockskill.scenario.source import Position
+from mockskill.scenario.steps import MAX_DELAY_MS
 
 
 def skill_yaml(invoke: str) -> str:

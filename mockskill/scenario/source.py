@@ -13,7 +13,7 @@ deeper than :data:`MAX_DEPTH`, tags outside the safe set, and duplicate keys
 (which YAML would otherwise resolve silently, last one wins). YAML 1.1's
 surprise is caught too: an unquoted ``yes``, ``no``, ``on`` or ``off`` is a
 problem as a value (it would be a boolean: ``country: NO`` is ``false``) and
-the word as a key. Syntax errors are said in words (:mod:`mockskill.syntax`).
+the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syntax`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Scenario files → a checked :class:`~mockskill.model.ScenarioSet`, or every problem.
+"""Scenario files → a checked :class:`~mockskill.scenario.model.ScenarioSet`, or every problem.
 
 A file holds one scenario, or several as YAML documents separated by
 ``---``. Paths may be files or folders (``*.yaml`` and ``*.yml`` below them,
 in sorted order). Everything is checked before anything is returned: a
-problem anywhere raises one :class:`~mockskill.problems.ScenarioError` that
+problem anywhere raises one :class:`~mockskill.scenario.problems.ScenarioError` that
 lists them all, so a server never serves half a configuration.
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
+from ..protocol import catalog
+from ..protocol import descriptor as descriptors
+from ..protocol.catalog import TOKEN_PATH, Context
+from ..protocol.versions import Range, parse_version
 from . import access
 from .credentials import read_credentials, read_requirement
 from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe
-from .protocol import catalog
-from .protocol import descriptor as descriptors
-from .protocol.catalog import TOKEN_PATH, Context
-from .protocol.versions import Range, parse_version
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_sequence, read_step, single_step
@@ -92,7 +92,7 @@ class InvalidScenarios(ScenarioError):
 
 def bundled_path() -> FsPath:
     """The scenarios that ship with mockskill (inside the wheel, or beside the source)."""
-    here = FsPath(__file__).resolve().parent
+    here = FsPath(__file__).resolve().parent.parent  # the package: mockskill/scenario/..
     installed = here / "scenarios"
     return installed if installed.is_dir() else here.parent / "scenarios"
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
+from ..protocol.versions import Range, parse_version
 from .delays import Delay, LogNormal, Uniform
-from .protocol.catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
-from .protocol.versions import Range, parse_version
 from .source import Position
 
 JSON_TYPE = "application/json"

@@ -1,4 +1,4 @@
-"""YAML syntax errors said in words (mockskill/syntax.py), as read_text reports them.
+"""YAML syntax errors said in words (mockskill/scenario/syntax.py), as read_text reports them.
 
 Every message PyYAML's scanner, parser, composer and reader can give a
 scenario file is read with libyaml (the default, when PyYAML has it) and with
@@ -12,8 +12,8 @@ import re
 import pytest
 import yaml
 
-from mockskill import source
-from mockskill.source import read_text
+from mockskill.scenario import source
+from mockskill.scenario.source import read_text
 
 # (text, line, column, what the problem says): one of each message PyYAML's scanner,
 # parser, composer and reader can give a scenario file (libyaml's wording and the

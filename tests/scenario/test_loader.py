@@ -10,11 +10,11 @@ import pytest
 from conftest import assert_problem
 
 from mockskill import ScenarioError, bundled_path, load_data, load_paths, load_text
-from mockskill.loader import load_any
-from mockskill.model import ScenarioSet
-from mockskill.problems import Problem
 from mockskill.protocol.catalog import SERVED_CODES
 from mockskill.protocol.descriptor import default as default_descriptor
+from mockskill.scenario.loader import load_any
+from mockskill.scenario.model import ScenarioSet
+from mockskill.scenario.problems import Problem
 
 
 def problems_in(text: str, name: str = "s.yaml") -> list[Problem]:

@@ -5,7 +5,7 @@ An endpoint's behaviour is written as one step, a list of steps, or
 (``error: CODE`` with optional overrides), a result (``status``, ``headers``
 and a ``json`` or ``text`` body), or the skill's descriptor
 (``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
-(``times``). Each is rendered here, once, into a :class:`~mockskill.model.Reply`.
+(``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`.
 
 Every rule of the error chapter that a step could break is checked through
 :mod:`mockskill.protocol.catalog`, so a scenario cannot make the server speak a
@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol import catalog
 from . import delays
 from .model import END_RULES, FAULTS, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
 from .problems import Path, describe
-from .protocol import catalog
 from .reader import MAX_DELAY_MS, Reader
 
 __all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]

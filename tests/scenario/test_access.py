@@ -20,7 +20,7 @@ import pytest
 if not hasattr(os, "getuid"):
     pytest.skip("file modes and uids are POSIX's", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AS_ROOT = os.getuid() == 0
 UID = 10001 if AS_ROOT else os.getuid()
 SCENARIO = "name: {name}\nskills: [{{id: {name}}}]\n"

@@ -2,9 +2,9 @@
 
 ``auth`` lists who may call (bearer tokens, API keys, OAuth2 clients, each
 with scopes) and how long issued tokens live; ``requires`` says what a skill
-asks for. Both become model values (:class:`~mockskill.model.Credentials`,
-:class:`~mockskill.model.Requirement`) that ``auth`` checks at request time.
-Problems go to the :class:`~mockskill.reader.Reader`, like the rest of the
+asks for. Both become model values (:class:`~mockskill.scenario.model.Credentials`,
+:class:`~mockskill.scenario.model.Requirement`) that ``auth`` checks at request time.
+Problems go to the :class:`~mockskill.scenario.reader.Reader`, like the rest of the
 loader's.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.catalog import DEFAULT_SCOPE
 from .model import Client, Credentials, Lifetime, Requirement
 from .problems import Path, describe
-from .protocol.catalog import DEFAULT_SCOPE
 from .reader import Reader
 
 AUTH_KEYS = ("tokens", "api_keys", "clients", "token_lifetime")

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from mockskill.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
 from mockskill.protocol.catalog import BASE_URL, Retry, render
-from mockskill.source import Position
+from mockskill.scenario.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from mockskill.scenario.source import Position
 
 HERE = Position("test.yaml", 3, 5)
 

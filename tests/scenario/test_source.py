@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mockskill import source
-from mockskill.problems import Problem
-from mockskill.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, read_file, read_text
+from mockskill.scenario import source
+from mockskill.scenario.problems import Problem
+from mockskill.scenario.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, read_file, read_text
 
 
 def read(text: str) -> tuple[list[source.Document], list[Problem]]:
