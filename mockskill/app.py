@@ -1,7 +1,7 @@
 """``create_app``: the Flask application around an engine.
 
 Flask owns ``/__admin`` (the admin blueprint); every other request goes
-straight to the :class:`~mockskill.engine.Engine`, through a small WSGI
+straight to the :class:`~mockskill.engine.engine.Engine`, through a small WSGI
 dispatcher in front of Flask's own. Not through a Flask catch-all route:
 Flask re-types every response a view returns (``force_type``), which would
 strip the answers that act on the raw connection (transport faults, a
@@ -30,12 +30,12 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
 from . import admin, dashboard
-from .engine import SESSION_HEADER, Engine
+from .engine.engine import SESSION_HEADER, Engine
+from .engine.state import DEFAULT_SESSION, Entry, State
 from .protocol import jsonstyle
 from .protocol.catalog import tool_error
 from .registry import Registry
 from .scenario.model import ScenarioSet
-from .state import DEFAULT_SESSION, Entry, State
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

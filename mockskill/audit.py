@@ -1,6 +1,6 @@
 """The retry audit and category coverage: the journal turned into a verdict.
 
-Pure functions over journal entries (:class:`~mockskill.state.Entry`): no
+Pure functions over journal entries (:class:`~mockskill.engine.state.Entry`): no
 I/O, no clock but the one the caller passes, no server. :func:`report`
 groups each session's requests into **retry chains** — the same request
 (method, path and body) sent again for as long as the previous attempt
@@ -35,9 +35,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .engine.state import Entry
 from .protocol.catalog import CATEGORIES, CODES, Retry, retry_after_seconds
 from .scenario.model import FAULTS
-from .state import Entry
 
 RULES = ("non-retryable-retried", "retry-too-soon", "backoff-not-growing", "too-many-attempts")
 FAULT_NAMES: tuple[str, ...] = tuple(FAULTS)

@@ -25,6 +25,7 @@ import click
 
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY
+from .engine.state import DEFAULT_JOURNAL_SIZE
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
@@ -35,7 +36,6 @@ from .scenario.problems import ScenarioError, format_report
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
-from .state import DEFAULT_JOURNAL_SIZE
 from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -16,8 +16,8 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
+from .engine.state import Entry
 from .protocol.catalog import unified_body
-from .state import Entry
 
 
 class BadFilter(Exception):
@@ -73,7 +73,7 @@ ENDPOINT_KINDS = (
     "unmatched",
     "refused",
 )
-"""What an entry's ``endpoint`` may be (:attr:`mockskill.state.Entry.endpoint`)."""
+"""What an entry's ``endpoint`` may be (:attr:`mockskill.engine.state.Entry.endpoint`)."""
 
 
 def _endpoint(name: str, text: str) -> Test:

@@ -38,8 +38,8 @@ from .scenario.problems import ScenarioError
 from .server import Server
 
 if TYPE_CHECKING:
+    from .engine.state import Entry
     from .scenario.model import ScenarioSet
-    from .state import Entry
 
 SESSION_HEADER = "Mockskill-Session"
 MARKER_KEYS = ("scenarios", "check")

@@ -6,7 +6,7 @@ activated — and is the only way to change them: add, replace, remove,
 activate, deactivate, reload from files. Each change is checked whole first,
 then applied at once by handing the engine a new
 :class:`~mockskill.scenario.model.ScenarioSet` of the *active* scenarios
-(:meth:`Engine.load <mockskill.engine.Engine.load>`). A request sees the
+(:meth:`Engine.load <mockskill.engine.engine.Engine.load>`). A request sees the
 scenarios from before a change or from after it, never a mix; one in flight
 finishes on what it started with; a change that is refused changes nothing.
 
@@ -36,8 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine import Engine
-from .matching import sequence_keys
+from .engine.engine import Engine
+from .engine.matching import sequence_keys
 from .scenario.loader import Claim, InvalidScenarios, load_paths
 from .scenario.model import Scenario, ScenarioSet
 from .scenario.problems import Problem, ScenarioError

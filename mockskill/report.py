@@ -22,7 +22,7 @@ from .protocol import jsonstyle
 from .remote import RemoteError, RemoteServer, http_url
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine.engine import Engine
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 PARAMETERS = ("session", "skill", "initial_delay_ms", "tolerance_ms", "tolerance_ratio")

@@ -48,12 +48,12 @@ from werkzeug.serving import (
 
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY, create_app
-from .engine import Engine
+from .engine.engine import Engine
+from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
 from .registry import LoadedScenario, Registry
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
-from .state import DEFAULT_JOURNAL_SIZE, Entry, State
 from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
 if TYPE_CHECKING:

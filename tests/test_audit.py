@@ -27,9 +27,9 @@ from conftest import EVERY_FAILURE
 
 from mockskill import Server
 from mockskill.audit import RULES, Outcome, Policy, acted_on, assert_clean, chains, outcome, report
+from mockskill.engine.state import Entry
 from mockskill.protocol.catalog import CODES
 from mockskill.scenario.model import FAULTS
-from mockskill.state import Entry
 
 Serve = Callable[..., Server]
 

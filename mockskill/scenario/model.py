@@ -111,7 +111,7 @@ class Step:
     """Hold the connection without answering for this long (or until the client leaves)."""
     dribble: Dribble | None = None
     fault: str | None = None
-    """A transport fault's name (see :mod:`mockskill.faults`)."""
+    """A transport fault's name (see :mod:`mockskill.engine.faults`)."""
     choices: tuple[Choice, ...] = ()
 
     @property
@@ -245,7 +245,7 @@ class Client:
 
 @dataclass(frozen=True)
 class Credentials:
-    """Credentials and the scopes they grant (see :mod:`mockskill.auth`)."""
+    """Credentials and the scopes they grant (see :mod:`mockskill.engine.auth`)."""
 
     tokens: Mapping[str, frozenset[str]] = field(default_factory=dict)
     api_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)

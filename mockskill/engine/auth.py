@@ -32,9 +32,9 @@ from urllib.parse import unquote
 
 from werkzeug.wrappers import Request, Response
 
-from .protocol import catalog
-from .protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
-from .scenario.model import JSON_TYPE, Credentials, Reply, Requirement
+from ..protocol import catalog
+from ..protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
+from ..scenario.model import JSON_TYPE, Credentials, Reply, Requirement
 from .state import State
 
 GRANT_TYPES = ("client_credentials",)

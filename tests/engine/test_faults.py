@@ -41,8 +41,8 @@ import urllib3.exceptions
 
 import mockskill
 from mockskill import Server, load_text
-from mockskill.engine import Engine
-from mockskill.state import State
+from mockskill.engine.engine import Engine
+from mockskill.engine.state import State
 
 FAULTS = {
     "reset": "CONNECTION_RESET_BY_PEER",

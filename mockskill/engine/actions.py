@@ -36,10 +36,10 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
+from ..protocol import catalog
+from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL
+from ..scenario.model import Reply, Step
 from .faults import FAULTS, take
-from .protocol import catalog
-from .protocol.catalog import BASE_URL, REFUSED_BASE_URL
-from .scenario.model import Reply, Step
 
 _BASE = BASE_URL.encode()
 _REFUSED = REFUSED_BASE_URL.encode()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, TypeVar
 
-from .protocol.catalog import Retry
+from ..protocol.catalog import Retry
 
 T = TypeVar("T")
 DEFAULT_SESSION = "default"

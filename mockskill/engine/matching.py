@@ -17,9 +17,9 @@ from typing import Any, Literal
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, MapAdapter, Rule
 
-from .protocol.catalog import BASE_URL, Context
-from .protocol.descriptor import descriptor_url, invoke_url
-from .scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from ..protocol.catalog import BASE_URL, Context
+from ..protocol.descriptor import descriptor_url, invoke_url
+from ..scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
 from .state import MAX_PATH, shorten
 
 Kind = Literal["list", "describe", "invoke", "route"]
@@ -37,7 +37,7 @@ class Target:
 
     kind: Kind
     key: str
-    """Names the sequence in :class:`~mockskill.state.State` (unique per scenario set)."""
+    """Names the sequence in :class:`~mockskill.engine.state.State` (unique per scenario set)."""
     context: Context
     sequence: Sequence | None = None
     skill: Skill | None = None
@@ -83,7 +83,7 @@ class RoutingTable:
     def __init__(self, scenarios: ScenarioSet) -> None:
         self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
         self.generations: Mapping[str, int] = {}
-        """The generation of each sequence key in :class:`~mockskill.state.State`
+        """The generation of each sequence key in :class:`~mockskill.engine.state.State`
         this table plays (set by the engine before it serves the table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
@@ -186,12 +186,12 @@ class RoutingTable:
 
 
 def skill_key(skill_id: str, endpoint: str) -> str:
-    """The key of a skill endpoint's sequence in :class:`~mockskill.state.State`."""
+    """The key of a skill endpoint's sequence in :class:`~mockskill.engine.state.State`."""
     return f"skill/{skill_id}/{endpoint}"
 
 
 def route_key(route: Route) -> str:
-    """The key of a free route's sequence in :class:`~mockskill.state.State`."""
+    """The key of a free route's sequence in :class:`~mockskill.engine.state.State`."""
     return f"route/{route.scenario}/{route.index}"
 
 

@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 from werkzeug.http import HTTP_STATUS_CODES
 
-from .scenario import model
-from .scenario.model import Reply
+from ..scenario import model
+from ..scenario.model import Reply
 
 Fault = Callable[[socket.socket, Reply, random.Random], None]
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from mockskill import load_text
-from mockskill.matching import MAX_NEAR_MISSES, Miss, RoutingTable, Target
+from mockskill.engine.matching import MAX_NEAR_MISSES, Miss, RoutingTable, Target
 from mockskill.protocol.catalog import BASE_URL
 
 SCENARIO = """\

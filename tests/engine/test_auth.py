@@ -11,7 +11,7 @@ import requests
 from conftest import EVERY_FAILURE
 
 from mockskill import ScenarioError, Server, load_text
-from mockskill.auth import fingerprint
+from mockskill.engine.auth import fingerprint
 from mockskill.protocol import catalog
 from mockskill.protocol.validator import validate
 

@@ -22,15 +22,15 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
+from ..protocol import catalog, descriptor
+from ..protocol.validator import validate as validate_descriptor
+from ..protocol.versions import parse_version
+from ..scenario.model import Reply, ScenarioSet, Step
+from ..scenario.problems import Problem, ScenarioError, did_you_mean
 from . import auth
 from .actions import Connection, Cut, Urls, play, respond
 from .matching import Miss, RoutingTable, Target
 from .ports import RefusedPort
-from .protocol import catalog, descriptor
-from .protocol.validator import validate as validate_descriptor
-from .protocol.versions import parse_version
-from .scenario.model import Reply, ScenarioSet, Step
-from .scenario.problems import Problem, ScenarioError, did_you_mean
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 
 SESSION_HEADER = "Mockskill-Session"

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from mockskill.engine.state import DEFAULT_SESSION, Entry, State
 from mockskill.protocol.catalog import Retry
-from mockskill.state import DEFAULT_SESSION, Entry, State
 
 
 def entry(state: State, session: str = DEFAULT_SESSION, path: str = "/skills") -> Entry:
