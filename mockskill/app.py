@@ -29,12 +29,13 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin, dashboard
+from .admin import blueprint as admin
+from .admin import dashboard
+from .admin.registry import Registry
 from .engine.engine import SESSION_HEADER, Engine
 from .engine.state import DEFAULT_SESSION, Entry, State
 from .protocol import jsonstyle
 from .protocol.catalog import tool_error
-from .registry import Registry
 from .scenario.model import ScenarioSet
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from ._version import __version__
+from .admin.watch import ReloadResult
 from .app import DEFAULT_MAX_BODY
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .protocol import jsonstyle
@@ -36,7 +37,6 @@ from .scenario.problems import ScenarioError, format_report
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
 from .server import Server, ServerError, is_loopback
-from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 

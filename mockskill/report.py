@@ -17,7 +17,7 @@ import click
 from flask import request
 
 from . import audit
-from .journal_query import BadFilter
+from .admin.journal_query import BadFilter
 from .protocol import jsonstyle
 from .remote import RemoteError, RemoteServer, http_url
 

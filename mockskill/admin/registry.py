@@ -36,13 +36,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine.engine import Engine
-from .engine.matching import sequence_keys
-from .scenario.loader import Claim, InvalidScenarios, load_paths
-from .scenario.model import Scenario, ScenarioSet
-from .scenario.problems import Problem, ScenarioError
-from .scenario.reader import MAX_DELAY_MS
-from .scenario.source import Position
+from ..engine.engine import Engine
+from ..engine.matching import sequence_keys
+from ..scenario.loader import Claim, InvalidScenarios, load_paths
+from ..scenario.model import Scenario, ScenarioSet
+from ..scenario.problems import Problem, ScenarioError
+from ..scenario.reader import MAX_DELAY_MS
+from ..scenario.source import Position
 from .watch import ReloadResult
 
 

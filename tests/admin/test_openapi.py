@@ -35,7 +35,7 @@ import schemathesis
 from schemathesis import checks as st_checks
 
 from mockskill import Server
-from mockskill.admin_scenarios import BODY_TYPES
+from mockskill.admin.scenarios import BODY_TYPES
 from mockskill.app import ADMIN_PREFIX
 
 # Hypothesis keeps caches (even with no example database) in ./.hypothesis: not in the
@@ -46,7 +46,7 @@ hypothesis.configuration.set_hypothesis_home_dir(
 
 TOKEN = "openapi-test-token"
 DOCUMENT: dict[str, Any] = json.loads(
-    resources.files("mockskill").joinpath("openapi.json").read_text(encoding="utf-8")
+    resources.files("mockskill.admin").joinpath("openapi.json").read_text(encoding="utf-8")
 )
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT)
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
@@ -105,8 +105,10 @@ def test_every_admin_rule_is_documented_and_every_documented_operation_exists() 
             path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
             served.update((m, path) for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
     assert served, "no rule under /__admin: the test looks in the wrong place"
-    assert served - operations() == set(), "served under /__admin, not in mockskill/openapi.json"
-    assert operations() - served == set(), "in mockskill/openapi.json, not served"
+    assert served - operations() == set(), (
+        "served under /__admin, not in mockskill/admin/openapi.json"
+    )
+    assert operations() - served == set(), "in mockskill/admin/openapi.json, not served"
 
 
 def test_the_scenario_bodies_documented_are_the_ones_taken() -> None:
@@ -137,7 +139,7 @@ def collected(*args: str) -> list[str]:
         text=True,
         timeout=120,
         check=False,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return [line for line in result.stdout.splitlines() if "::" in line]

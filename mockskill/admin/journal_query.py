@@ -16,8 +16,8 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from .engine.state import Entry
-from .protocol.catalog import unified_body
+from ..engine.state import Entry
+from ..protocol.catalog import unified_body
 
 
 class BadFilter(Exception):

@@ -12,9 +12,9 @@ import pytest
 import requests
 
 from mockskill import ScenarioError, ScenarioSet, Server, load_text
+from mockskill.admin.registry import Conflict, Registry, UnknownScenario
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
-from mockskill.registry import Conflict, Registry, UnknownScenario
 
 Serve = Callable[..., Server]
 

@@ -2,7 +2,7 @@
 
 List, load (a YAML or JSON body, checked whole and refused with the same
 problem list as ``mockskill validate``), replace, activate, deactivate and
-remove, each through the :class:`~mockskill.registry.Registry`, which owns
+remove, each through the :class:`~mockskill.admin.registry.Registry`, which owns
 the scenarios and applies every change at once (docs/admin.md).
 """
 
@@ -20,14 +20,14 @@ from typing import Any
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
+from ..protocol import jsonstyle
+from ..protocol.catalog import unified_body
+from ..scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
+from ..scenario.model import Scenario, ScenarioSet
+from ..scenario.problems import Problem, ScenarioError, describe
+from ..scenario.source import read_text
 from .journal_query import BadFilter
-from .protocol import jsonstyle
-from .protocol.catalog import unified_body
 from .registry import Conflict, LoadedScenario, Registry, UnknownScenario
-from .scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
-from .scenario.model import Scenario, ScenarioSet
-from .scenario.problems import Problem, ScenarioError, describe
-from .scenario.source import read_text
 
 MAX_LABEL = 200
 """The longest ``?file=`` label (characters)."""

@@ -20,12 +20,12 @@ import pytest
 import requests
 
 from mockskill import Server
-from mockskill.dashboard import ASSETS, LINKED
+from mockskill.admin.dashboard import ASSETS, LINKED
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Page
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MOCKSKILL_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a shared machine: no sandbox (containers), no GPU, and
 # none of the background traffic (updates, sync, QUIC probes) that would only time out.

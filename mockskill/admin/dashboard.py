@@ -1,6 +1,6 @@
 """The dashboard: a page at ``/__admin/`` that draws what the admin API answers.
 
-This module owns serving its three static files (``mockskill/dashboard/``:
+This module owns serving its three static files (``mockskill/admin/dashboard/``:
 HTML, JS, CSS; no build step, nothing fetched from elsewhere) and saying
 which admin paths are those files. The page itself holds no data: it polls
 the JSON endpoints (health, scenarios, journal, report) from the browser,
@@ -20,14 +20,14 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from .protocol.catalog import unified_body
+from ..protocol.catalog import unified_body
 
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "dashboard.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
 }
-"""The dashboard's files (in ``mockskill/dashboard/``) and their content types."""
+"""The dashboard's files (in ``mockskill/admin/dashboard/``) and their content types."""
 
 PAGE = "index.html"
 """The page, served at ``/__admin/``; the other files at ``/__admin/dashboard/NAME``."""
@@ -71,7 +71,7 @@ class _Asset:
 
 def _load() -> dict[str, _Asset]:
     """The files, read once: they ship in the package (a wheel included)."""
-    folder = resources.files("mockskill") / "dashboard"
+    folder = resources.files("mockskill.admin") / "dashboard"
     assets = {}
     for name, content_type in ASSETS.items():
         body = (folder / name).read_bytes()

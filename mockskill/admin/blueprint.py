@@ -1,13 +1,13 @@
 """The ``/__admin`` blueprint: mockskill's own control surface.
 
 Health, reset (all state, or one session's), the request journal
-(``/journal``, filtered by :mod:`mockskill.journal_query`) and the requests
+(``/journal``, filtered by :mod:`mockskill.admin.journal_query`) and the requests
 nothing matched (``/unmatched``), the reference descriptor validator, the
 corpus of invalid descriptors (``/corpus``) and the OpenAPI document
-describing all of it (``/openapi.json``, kept true by tests/test_openapi.py).
+describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
 It gathers the routes other modules own: the loaded scenarios
-(:mod:`mockskill.admin_scenarios`), the retry audit (:mod:`mockskill.report`)
-and the dashboard (:mod:`mockskill.dashboard`). Its answers are JSON; its
+(:mod:`mockskill.admin.scenarios`), the retry audit (:mod:`mockskill.report`)
+and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
 errors use the unified shape (docs/admin.md).
 """
 
@@ -21,12 +21,13 @@ from typing import Any
 
 from flask import Blueprint, Response, request, url_for
 
-from . import admin_scenarios, dashboard
-from ._version import __version__
+from .._version import __version__
+from ..protocol.catalog import render, unified_body
+from ..protocol.validator import validate as validate_descriptor
+from ..protocol.validator import validation_error
+from . import dashboard
+from . import scenarios as admin_scenarios
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
-from .protocol.catalog import render, unified_body
-from .protocol.validator import validate as validate_descriptor
-from .protocol.validator import validation_error
 from .registry import Registry
 
 
@@ -117,7 +118,7 @@ def blueprint(registry: Registry) -> Blueprint:
 
     def corpus_miss(name: str) -> Response:
         """SKILL_NOT_FOUND: the descriptor URL asked for does not exist."""
-        from .protocol import corpus  # built on first use: not every start-up should pay for it
+        from ..protocol import corpus  # built on first use: not every start-up should pay for it
 
         rendered = render(
             "SKILL_NOT_FOUND",
@@ -137,7 +138,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus")
     def corpus_listing() -> dict[str, Any]:
         """Every case of the corpus, with the absolute URLs of its descriptor and violations."""
-        from .protocol import corpus
+        from ..protocol import corpus
 
         cases = []
         for case in corpus.CASES:
@@ -156,7 +157,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus/<name>")
     def corpus_descriptor(name: str) -> Response:
         """The case's descriptor, exactly (any JSON value)."""
-        from .protocol import corpus
+        from ..protocol import corpus
 
         case = corpus.get(name)
         return corpus_miss(name) if case is None else json_response(case.descriptor)
@@ -164,35 +165,35 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/corpus/<name>/violations")
     def corpus_violations(name: str) -> Response:
         """``{"violations": [...]}``: what a correct validator reports (empty when valid)."""
-        from .protocol import corpus
+        from ..protocol import corpus
 
         case = corpus.get(name)
         if case is None:
             return corpus_miss(name)
         return json_response({"violations": list(case.violations)})
 
-    admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin_scenarios.py)
+    admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
     openapi_route(bp)
-    dashboard.register(bp)  # the page at /__admin/ (mockskill/dashboard.py)
+    dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 
     @bp.get("/report")
     def report() -> tuple[dict[str, Any], int]:
         """The retry audit and category coverage of every session, or of ``session=`` ones."""
         # Imported on first use, not at start-up: the audit is ~10 ms of imports
         # (bench/startup.py) that serving skills never needs.
-        from .report import answer
+        from ..report import answer
 
         return answer(engine)
 
     return bp
 
 
-# -- the OpenAPI document (mockskill/openapi.json) --------------------------------------------
+# -- the OpenAPI document (mockskill/admin/openapi.json) ------------------------------------
 
 
 @functools.cache
 def _openapi() -> bytes:
-    return resources.files("mockskill").joinpath("openapi.json").read_bytes()
+    return resources.files("mockskill.admin").joinpath("openapi.json").read_bytes()
 
 
 def openapi_route(bp: Blueprint) -> None:

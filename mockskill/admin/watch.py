@@ -3,7 +3,7 @@
 This module owns noticing that scenario files changed (:class:`Watcher`)
 and the record of the last reload (:class:`ReloadResult`, shown by
 ``/__admin/health``). Loading and swapping the scenarios is
-:meth:`mockskill.registry.Registry.reload`'s job; this module never touches a
+:meth:`mockskill.admin.registry.Registry.reload`'s job; this module never touches a
 server.
 
 The watcher polls: every *interval* seconds it lists the watched files
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .scenario.loader import scenario_files
-from .scenario.problems import Problem
+from ..scenario.loader import scenario_files
+from ..scenario.problems import Problem
 
 DEFAULT_INTERVAL = 0.5
 """Seconds between two looks at the watched files."""
