@@ -352,7 +352,7 @@ def report(
     (--fail-on-findings, --require-coverage, --require); 2 for a mistyped
     command line or URL; 3 when no report could be had (docs/audit.md).
     """
-    from .report import command  # the audit's reading side lives with the audit
+    from .cli_report import command  # the audit read from a running server
 
     raise SystemExit(
         command(

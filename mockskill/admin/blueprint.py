@@ -6,7 +6,7 @@ nothing matched (``/unmatched``), the reference descriptor validator, the
 corpus of invalid descriptors (``/corpus``) and the OpenAPI document
 describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
 It gathers the routes other modules own: the loaded scenarios
-(:mod:`mockskill.admin.scenarios`), the retry audit (:mod:`mockskill.report`)
+(:mod:`mockskill.admin.scenarios`), the retry audit (:mod:`mockskill.admin.report`)
 and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
 errors use the unified shape (docs/admin.md).
 """
@@ -181,7 +181,7 @@ def blueprint(registry: Registry) -> Blueprint:
         """The retry audit and category coverage of every session, or of ``session=`` ones."""
         # Imported on first use, not at start-up: the audit is ~10 ms of imports
         # (bench/startup.py) that serving skills never needs.
-        from ..report import answer
+        from .report import answer
 
         return answer(engine)
 

@@ -1,7 +1,8 @@
 """/__admin over the wire: health, reset, validate.
 
 The journal's filters are in test_journal_query.py, the scenarios in
-test_admin_scenarios.py, the report in test_audit.py and test_report_cli.py.
+test_scenarios.py, the report in tests/audit/test_audit.py and
+tests/test_cli_report.py.
 """
 
 from __future__ import annotations
