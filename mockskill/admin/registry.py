@@ -38,7 +38,8 @@ from pathlib import Path
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
-from ..scenario.loader import Claim, InvalidScenarios, load_paths
+from ..scenario.claims import Claim
+from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -23,6 +22,7 @@ from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
 from ..protocol.versions import Range, parse_version
 from . import access
+from .claims import Claim, clashes
 from .credentials import read_credentials, read_requirement
 from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe
@@ -50,32 +50,6 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
 SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
 NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What one scenario takes in a served set, and where each part is written.
-
-    Read from a scenario even when it has problems (every name, id and route
-    that is right on its own), so that a clash is reported in the same run as
-    a misspelt key, not after it is fixed.
-    """
-
-    name: str | None
-    where: Position
-    skills: tuple[tuple[int, str, Position], ...] = ()
-    """(index in skills, id, where the skill is)."""
-    routes: tuple[tuple[int, tuple[str, ...], str, Position], ...] = ()
-    """(index in routes, methods, path, where the route is)."""
-
-    @classmethod
-    def of(cls, scenario: Scenario) -> Claim:
-        return cls(
-            scenario.name,
-            scenario.where,
-            tuple((i, k.id, k.where) for i, k in enumerate(scenario.skills)),
-            tuple((i, r.methods, r.path, r.where) for i, r in enumerate(scenario.routes)),
-        )
 
 
 class InvalidScenarios(ScenarioError):
@@ -510,50 +484,3 @@ def _methods(r: Reader, value: Any, path: Path) -> tuple[str, ...] | None:
         )
         return None
     return tuple(dict.fromkeys(v.upper() for v in values))
-
-
-def clashes(claims: Iterable[Claim]) -> list[Problem]:
-    """Scenario names, skill ids and route (method, path) pairs used twice across *claims*."""
-    problems: list[Problem] = []
-    seen_names: dict[str, Position] = {}
-    seen_skills: dict[str, Position] = {}
-    seen_routes: dict[tuple[str, str], Position] = {}
-    for claim in claims:
-        if claim.name is not None:
-            _unique(problems, seen_names, claim.name, claim.where, "name", "scenario name")
-        for i, skill_id, where in claim.skills:
-            _unique(problems, seen_skills, skill_id, where, f"skills[{i}].id", "skill id")
-        for i, methods, route_path, where in claim.routes:
-            for method in methods:
-                _unique(
-                    problems,
-                    seen_routes,
-                    (method, route_path),
-                    where,
-                    f"routes[{i}].path",
-                    "method and path",
-                )
-    return problems
-
-
-def _unique(
-    problems: list[Problem],
-    seen: dict[Any, Position],
-    key: Any,
-    where: Position,
-    path: str,
-    what: str,
-) -> None:
-    first = seen.setdefault(key, where)
-    if first is not where:
-        shown = " ".join(key) if isinstance(key, tuple) else key
-        problems.append(
-            Problem(
-                where.file,
-                where.line,
-                where.column,
-                path,
-                f"a {what} used once",
-                f"{shown!r} again (first at {first})",
-            )
-        )
