@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
-from mockskill.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
+from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
 SCENARIO = load_text("skills: [{id: echo}]", "sec.yaml")
