@@ -156,6 +156,18 @@ def test_the_admin_token_in_a_request_path_is_masked_in_the_journal(guarded: Ser
     assert TOKEN not in repr(guarded.journal())
 
 
+def test_a_path_cannot_forge_a_line_of_a_report_printed_from_the_journal(
+    bundled: Server,
+) -> None:
+    # %0A is a line break once decoded, U+202E turns the text after it around.
+    requests.get(f"{bundled.url}/x%0Aforged%E2%80%AEevil", timeout=10)
+    (entry,) = [e for e in bundled.journal() if e.endpoint == "unmatched"]
+    assert entry.path == "/x%0Aforged%E2%80%AEevil"
+    reasons = [r for miss in entry.near_misses for r in miss["reasons"]]
+    assert reasons
+    assert not any(c in r for r in reasons for c in "\n\u202e")
+
+
 def test_credential_fingerprints_are_keyed_per_server() -> None:
     scenario = load_text(
         "auth: {tokens: [{token: weak, scopes: [run]}]}\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+import re
 import threading
 import time
 from collections import OrderedDict, deque
@@ -42,6 +43,16 @@ def shorten(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}...[{len(text) - limit} more characters]"
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Controls, line and paragraph separators, and bidi overrides: text that prints
+other than it reads (a client's ``/x%0Aforged`` would add a line to a report)."""
+
+
+def escaped(text: str) -> str:
+    """*text* with every character of :data:`_UNPRINTABLE` percent-escaped (UTF-8), as in a URL."""
+    return _UNPRINTABLE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,19 +290,23 @@ class State:
         A client chooses the session name, method, path and header values;
         kept whole, a 60 KB value times the journal's entries would be
         gigabytes. Cut ones end with a marker saying how much was cut.
+        Characters that print other than they read are kept escaped, so that
+        no client text can forge a line of a report printed from the journal.
         """
         changes: dict[str, Any] = {}
         for name, limit in _BOUNDED:
             value = getattr(entry, name)
             if value is not None:
-                kept = shorten(self._masked(value), limit)
+                kept = shorten(escaped(self._masked(value)), limit)
                 if kept != value:
                     changes[name] = kept
         if entry.near_misses:
             near = tuple(
                 {
                     **miss,
-                    "reasons": [shorten(self._masked(r), MAX_PATH) for r in miss["reasons"]],
+                    "reasons": [
+                        shorten(escaped(self._masked(r)), MAX_PATH) for r in miss["reasons"]
+                    ],
                 }
                 for miss in entry.near_misses
             )
