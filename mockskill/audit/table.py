@@ -127,6 +127,9 @@ def _answer(attempt: dict[str, Any]) -> str:
         return str(attempt["fault"])
     if attempt["status"] is None:
         return "no answer: client left"
+    if attempt["status"] < 400 and attempt["client_timeout_ms"] is not None:
+        # A success is no answer until its body is whole: to the consumer it timed out.
+        return f"{attempt['status']}, body unread: client left"
     if attempt.get("invalid_descriptor"):
         return f"{attempt['status']} invalid descriptor"
     code = attempt["error_code"]
