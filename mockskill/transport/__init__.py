@@ -1,0 +1,49 @@
+"""The transport: one asyncio event loop that parses HTTP/1.1 and plays plans.
+
+It does the I/O and decides nothing: a :class:`~.handler.Handler` turns each
+parsed :class:`~.handler.Request` into a :class:`~.plan.Plan` (what to answer,
+and how: waits, cuts, dribbles, faults, keep-alive behaviour), the transport
+plays it with loop timers and reports an :class:`~.handler.Outcome`. It
+imports nothing else from mockskill.
+
+| module | owns |
+|---|---|
+| :mod:`.plan` | the plan type (frozen data) |
+| :mod:`.handler` | request, refusal, outcome; the handler interface; routing by prefix |
+| :mod:`.connection` | one connection: parsing, framing rules, limits, playing plans |
+| :mod:`.faults` | the five transport faults, done to an asyncio transport |
+| :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
+| :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
+"""
+
+from __future__ import annotations
+
+from .connection import Limits
+from .handler import Handler, Outcome, Refusal, Request, Routes
+from .plan import Answer, Cut, Dribble, Fault, KeepAlive, Plan, Stale, Wait, WaitKind
+from .server import DEFAULT_GRACE, Server, ThreadedServer, new_loop, run
+from .wsgi import WSGIHandler
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "Answer",
+    "Cut",
+    "Dribble",
+    "Fault",
+    "Handler",
+    "KeepAlive",
+    "Limits",
+    "Outcome",
+    "Plan",
+    "Refusal",
+    "Request",
+    "Routes",
+    "Server",
+    "Stale",
+    "ThreadedServer",
+    "WSGIHandler",
+    "Wait",
+    "WaitKind",
+    "new_loop",
+    "run",
+]
