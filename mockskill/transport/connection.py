@@ -45,6 +45,9 @@ log = logging.getLogger("mockskill.transport")
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
+LINGER_BYTES = 1024 * 1024
+"""Bytes a refused or closing connection reads and discards before it closes outright."""
+
 LEFT = "left"
 STOP = "stop"
 
@@ -105,6 +108,7 @@ class Shared:
         self.draining = False
         self._quiet: asyncio.Future[None] | None = None
         self._hurry: asyncio.Future[None] | None = None
+        self._empty: asyncio.Future[None] | None = None
         self._sweeper: asyncio.TimerHandle | None = None
         self._interval = max(0.005, min(0.25, limits.header_timeout / 10, limits.keep_alive / 10))
 
@@ -118,6 +122,8 @@ class Shared:
     def unregister(self, connection: Connection) -> None:
         self.connections.discard(connection)
         self.check_quiet()
+        if not self.connections and self._empty is not None:
+            _resolve(self._empty, None)
 
     def _sweep(self) -> None:
         now = self.loop.time()
@@ -157,6 +163,11 @@ class Shared:
         tasks = [t for c in list(self.connections) if (t := c.cut()) is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=1.0)
+        if self.connections:
+            # A transport closes its socket in a callback of its own: run the loop
+            # until every one has, so that none is left open when the loop ends.
+            self._empty = self.loop.create_future()
+            await asyncio.wait({self._empty}, timeout=1.0)
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
@@ -203,6 +214,7 @@ class Connection(asyncio.Protocol):
         self._eof = False
         self._closed = False
         self._dead_parser = False
+        self._discarded = 0
         self._want_close = False
         self._lingering = False
         self._linger_handle: asyncio.TimerHandle | None = None
@@ -274,7 +286,13 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._dead_parser:
-            return  # refused or closing: what follows is discarded, unread
+            # Refused or closing: what follows is discarded unread — up to a bound, so
+            # that a client streaming a refused body meets a closed connection soon.
+            self._discarded += len(data)
+            if self._discarded > LINGER_BYTES and self._transport is not None:
+                self._closed = True
+                self._transport.close()
+            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -544,7 +562,8 @@ class Connection(asyncio.Protocol):
         waited_ms: float = 0.0,
     ) -> None:
         assert self._transport is not None
-        close = close or plan.close
+        # Decided now, not when the request was queued: a stop may have begun meanwhile.
+        close = close or plan.close or self._shared.draining
         silent = self._closes_silently(item, plan)
         now = time.time()
         # Reported before the bytes go: a client holding the answer finds it journaled.
@@ -673,7 +692,7 @@ class Connection(asyncio.Protocol):
     ) -> None:
         assert self._transport is not None
         assert plan.dribble is not None
-        close = close or plan.close
+        close = close or plan.close or self._shared.draining
         silent = self._closes_silently(item, plan)
         pieces = plan.dribble.pieces(answer.body)
         if isinstance(item, Request) and item.method == "HEAD":

@@ -113,6 +113,10 @@ class Server:
         if self._server is None or self._shared is None:
             return True
         self._server.close()  # the listening socket: no new connection from here on
+        for _ in range(3):
+            # Connections the loop accepted just before are still being made (a task
+            # on asyncio's loop): let them in, so that the drain closes them in order.
+            await asyncio.sleep(0)
         drained = await self._shared.drain(grace) if grace > 0 else False
         await self._shared.cut()
         self._server = None
@@ -137,6 +141,7 @@ class ThreadedServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Future[None] | None = None
+        self._stopping = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -193,6 +198,10 @@ class ThreadedServer:
 
     def stop(self, grace: float = DEFAULT_GRACE) -> bool:
         """Stop (see :meth:`Server.stop`) and wait for the thread; True if nothing was cut."""
+        with self._stopping:  # a second stop() waits for the first, then finds it done
+            return self._stop(grace)
+
+    def _stop(self, grace: float) -> bool:
         thread, loop = self._thread, self._loop
         if thread is None or loop is None:
             return True
