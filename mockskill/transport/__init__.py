@@ -10,7 +10,9 @@ imports nothing else from mockskill.
 |---|---|
 | :mod:`.plan` | the plan type (frozen data) |
 | :mod:`.handler` | request, refusal, outcome; the handler interface; routing by prefix |
-| :mod:`.connection` | one connection: parsing, framing rules, limits, playing plans |
+| :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
+| :mod:`.connection` | one connection: queueing, playing plans, keep-alive, closing |
+| :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
 | :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
 | :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
@@ -18,9 +20,9 @@ imports nothing else from mockskill.
 
 from __future__ import annotations
 
-from .connection import Limits
 from .handler import Handler, Outcome, Refusal, Request, Routes
 from .plan import Answer, Cut, Dribble, Fault, KeepAlive, Plan, Stale, Wait, WaitKind
+from .reading import Limits
 from .server import DEFAULT_GRACE, Server, ThreadedServer, new_loop, run
 from .wsgi import WSGIHandler
 

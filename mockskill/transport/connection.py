@@ -9,9 +9,8 @@ order, one at a time), asks the handler for each one's plan and plays it:
 - any other plan is played by a task whose waits are loop timers that end
   early when the client leaves (EOF or connection lost) or the server stops.
 
-Framing is strict (llhttp, under httptools, refuses negative, non-decimal
-and duplicate ``Content-Length``, ``Content-Length`` with
-``Transfer-Encoding`` and bad chunk sizes; this module adds the limits): a
+Reading requests, and refusing those that break the framing rules or the
+limits, is :class:`~.reading.RequestReader`'s, which a connection is: a
 request that cannot be read becomes a :class:`~.handler.Refusal`, answered
 through the handler, after which the connection closes. Every close the
 server starts on its own is a *lingering* close (FIN, then unread bytes
@@ -19,8 +18,7 @@ discarded until the client closes or :attr:`Limits.linger` passes), so that
 a client still sending a body reads the refusal instead of a reset.
 
 Timeouts (head, idle keep-alive) are deadlines checked by one sweep per
-server (:class:`Shared`), so that a request costs an assignment, not a
-timer.
+server (:class:`~.shared.Shared`).
 """
 
 from __future__ import annotations
@@ -32,18 +30,15 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Any, cast
 
-import httptools
-
 from .faults import FAULTS
-from .handler import Handler, Outcome, Refusal, Request
+from .handler import Outcome, Refusal, Request
 from .plan import Answer, Plan, Stale
+from .reading import CONTINUE, RequestReader
+from .shared import Shared, resolve
 
 log = logging.getLogger("mockskill.transport")
-
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 LINGER_BYTES = 1024 * 1024
 """Bytes a refused or closing connection reads and discards before it closes outright."""
@@ -58,151 +53,13 @@ _FALLBACK = Plan(
 """Answered when the handler itself raises: a bug, logged with its traceback."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What a connection accepts, and for how long it waits."""
-
-    max_target: int = 8190
-    """Longest request target, in bytes (→ 414)."""
-    max_head: int = 32 * 1024
-    """Most bytes of request headers (→ 431)."""
-    max_headers: int = 100
-    """Most request header fields (→ 431)."""
-    max_body: int = 1024 * 1024
-    """Largest request body, counted while it is read, whatever its framing (→ 413)."""
-    header_timeout: float = 10.0
-    """Seconds a request head may take from its first byte, and a body may pause (→ 408)."""
-    keep_alive: float = 75.0
-    """Seconds an idle kept-alive connection stays open. Longer than the idle
-    expiry of the common client pools (httpx 5 s, Node's fetch 4 s, aiohttp
-    15 s; requests never expires), so that the server closing an idle
-    connection under a client about to reuse it — a real fault, scripted with
-    :class:`~.plan.KeepAlive` — never happens unasked."""
-    max_pipeline: int = 32
-    """Requests queued on one connection before it stops reading."""
-    linger: float = 2.0
-    """Seconds a closing connection waits for the client to close, discarding what it sends."""
-
-
-class _Refused(Exception):
-    """Raised inside a parser callback: the request is refused with *status*."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status, self.reason = status, reason
-
-
-def _resolve(future: asyncio.Future[Any], value: Any) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
-class Shared:
-    """What the connections of one server share: handler, limits, bookkeeping."""
-
-    def __init__(self, handler: Handler, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
-        self.handler, self.limits, self.loop = handler, limits, loop
-        self.connections: set[Connection] = set()
-        self.accepted = 0
-        """Connections accepted since the start: what keep-alive saves."""
-        self.draining = False
-        self._quiet: asyncio.Future[None] | None = None
-        self._hurry: asyncio.Future[None] | None = None
-        self._empty: asyncio.Future[None] | None = None
-        self._sweeper: asyncio.TimerHandle | None = None
-        self._interval = max(0.005, min(0.25, limits.header_timeout / 10, limits.keep_alive / 10))
-
-    def register(self, connection: Connection) -> int:
-        self.accepted += 1
-        self.connections.add(connection)
-        if self._sweeper is None:
-            self._sweeper = self.loop.call_later(self._interval, self._sweep)
-        return self.accepted
-
-    def unregister(self, connection: Connection) -> None:
-        self.connections.discard(connection)
-        self.check_quiet()
-        if not self.connections and self._empty is not None:
-            _resolve(self._empty, None)
-
-    def _sweep(self) -> None:
-        now = self.loop.time()
-        for connection in [c for c in self.connections if 0 < c.deadline <= now]:
-            connection.expire()
-        self._sweeper = (
-            self.loop.call_later(self._interval, self._sweep) if self.connections else None
-        )
-
-    def check_quiet(self) -> None:
-        """Called when a connection may have finished its last exchange."""
-        if self._quiet is not None and not any(c.in_flight for c in self.connections):
-            _resolve(self._quiet, None)
-
-    async def drain(self, grace: float) -> bool:
-        """Let the exchanges in flight finish, up to *grace* seconds; True if all did."""
-        self.draining = True
-        for connection in list(self.connections):
-            connection.drain()
-        self._quiet = self.loop.create_future()
-        self.check_quiet()
-        if self._hurry is None:
-            self._hurry = self.loop.create_future()
-        await asyncio.wait(
-            {self._quiet, self._hurry}, timeout=grace, return_when=asyncio.FIRST_COMPLETED
-        )
-        return self._quiet.done() and not self._hurry.done()
-
-    def hurry(self) -> None:
-        """End a drain under way now."""
-        if self._hurry is None:
-            self._hurry = self.loop.create_future()
-        _resolve(self._hurry, None)
-
-    async def cut(self) -> None:
-        """End every connection now; exchanges still in flight are reported as stopped."""
-        tasks = [t for c in list(self.connections) if (t := c.cut()) is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=1.0)
-        if self.connections:
-            # A transport closes its socket in a callback of its own: run the loop
-            # until every one has, so that none is left open when the loop ends.
-            self._empty = self.loop.create_future()
-            await asyncio.wait({self._empty}, timeout=1.0)
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-
-
-class Connection(asyncio.Protocol):
+class Connection(RequestReader, asyncio.Protocol):
     """One client connection (see the module's docstring)."""
 
     def __init__(self, shared: Shared) -> None:
+        super().__init__(shared.limits, shared.loop)
         self._shared = shared
         self._handler = shared.handler
-        self._limits = shared.limits
-        self._loop = shared.loop
-        self._transport: asyncio.Transport | None = None
-        self._parser = httptools.HttpRequestParser(self)
-        self.serial = 0
-        self._peer: tuple[str, int] = ("", 0)
-        self._local: tuple[str, int] = ("", 0)
-        # The request being parsed.
-        self._in_message = False
-        self._head_complete = False
-        self._head_raw = 0
-        self._url: list[bytes] = []
-        self._url_len = 0
-        self._headers: list[tuple[str, str]] = []
-        self._head_size = 0
-        self._content_length: int | None = None
-        self._host_seen = False
-        self._body: list[bytes] = []
-        self._body_len = 0
-        self._method = ""
-        self._version = "1.1"
-        self._close_asked = False
-        self._index = 0
-        # The exchanges.
         self._queue: deque[Request | Refusal] = deque()
         self._busy = False
         self._task: asyncio.Task[None] | None = None
@@ -213,19 +70,15 @@ class Connection(asyncio.Protocol):
         self._left_at: float | None = None
         self._eof = False
         self._closed = False
-        self._dead_parser = False
         self._discarded = 0
         self._want_close = False
         self._lingering = False
         self._linger_handle: asyncio.TimerHandle | None = None
-        self._continue_pending = False
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
         self._stale_handle: asyncio.TimerHandle | None = None
         self._drop_next = False
-        self.deadline = 0.0
-        """Loop time at which :meth:`expire` is due; 0 for none."""
 
     # -- state the server looks at -------------------------------------------------
 
@@ -293,32 +146,7 @@ class Connection(asyncio.Protocol):
                 self._closed = True
                 self._transport.close()
             return
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade as upgrade:
-            # No protocol is upgraded to (curl asks for h2c, for one): the request
-            # was answered as HTTP/1.1, and what follows it is the next request.
-            self._parser = httptools.HttpRequestParser(self)
-            rest = data[int(upgrade.args[0]) :]
-            if rest and not self._dead_parser:
-                self.data_received(rest)
-                return
-        except httptools.HttpParserCallbackError as error:
-            refused = error.__context__
-            if isinstance(refused, _Refused):
-                self._refuse(refused.status, refused.reason)
-            else:  # a bug in a callback here: refuse the request, keep the trace
-                log.error("parser callback failed", exc_info=refused)
-                self._refuse(400, "the request could not be read")
-        except httptools.HttpParserError as error:
-            self._refuse(400, str(error) or type(error).__name__)
-        if self._in_message and not self._head_complete:
-            self._head_raw += len(data)
-            if self._head_raw > self._limits.max_target + self._limits.max_head:
-                if self._headers:
-                    self._refuse(431, f"the request headers exceed {self._limits.max_head} bytes")
-                else:
-                    self._refuse(414, f"the request target exceeds {self._limits.max_target} bytes")
+        self._feed(data)
         self._advance()
 
     def eof_received(self) -> bool:
@@ -362,133 +190,20 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_paused = False
         if self._drain_waiter is not None:
-            _resolve(self._drain_waiter, None)
+            resolve(self._drain_waiter, None)
         if not self._busy:
             self._advance()
 
-    # -- httptools callbacks -------------------------------------------------------
+    # -- what the reader hands over ------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        self._in_message = True
-        self._head_complete = False
-        self._head_raw = 0
-        self._index += 1
-        self._url = []
-        self._url_len = 0
-        self._headers = []
-        self._head_size = 0
-        self._content_length = None
-        self._host_seen = False
-        self._body = []
-        self._body_len = 0
-        self._close_asked = False
-        self.deadline = self._loop.time() + self._limits.header_timeout
-        if self._stale_handle is not None:  # not idle any more: it cannot go stale now
-            self._stale_handle.cancel()
-            self._stale_handle = None
-
-    def on_url(self, url: bytes) -> None:
-        self._url_len += len(url)
-        if self._url_len > self._limits.max_target:
-            raise _Refused(414, f"the request target exceeds {self._limits.max_target} bytes")
-        self._url.append(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value) + 4
-        if self._head_size > self._limits.max_head:
-            raise _Refused(431, f"the request headers exceed {self._limits.max_head} bytes")
-        if len(self._headers) >= self._limits.max_headers:
-            raise _Refused(431, f"the request has more than {self._limits.max_headers} headers")
-        key, text = name.decode("latin-1"), value.decode("latin-1")
-        lower = key.lower()
-        if lower == "content-length":
-            # llhttp refuses these already; said again here so that the rule does
-            # not hang on a parser's leniency.
-            if self._content_length is not None:
-                raise _Refused(400, "Duplicate Content-Length")
-            if not text or text.strip("0123456789"):
-                raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
-            self._content_length = int(text)
-        elif lower == "host":
-            if self._host_seen:
-                raise _Refused(400, "more than one Host header")
-            self._host_seen = True
-        elif lower == "connection":
-            self._close_asked = self._close_asked or "close" in text.lower()
-        self._headers.append((key, text))
-
-    def on_headers_complete(self) -> None:
-        self._head_complete = True
-        self._method = self._parser.get_method().decode("latin-1")
-        self._version = self._parser.get_http_version()
-        limit = self._limits.max_body
-        if self._content_length is not None and self._content_length > limit:
-            raise _Refused(413, f"the request body is larger than {limit} bytes")
-        self.deadline = 0.0
-        chunked = any(k.lower() == "transfer-encoding" for k, _ in self._headers)
-        if not chunked and not self._content_length:
-            return  # no body to wait for
-        expect = next((v for k, v in self._headers if k.lower() == "expect"), None)
-        if expect is not None and expect.lower() == "100-continue" and self._version == "1.1":
-            if self._busy or self._queue:
-                self._continue_pending = True  # sent in order, once those are answered
-                return
-            assert self._transport is not None
-            self._transport.write(CONTINUE)
-        self.deadline = self._loop.time() + self._limits.header_timeout
-
-    def on_body(self, body: bytes) -> None:
-        self._body_len += len(body)
-        if self._body_len > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
-        self._body.append(body)
-        if not self._continue_pending:
-            self.deadline = self._loop.time() + self._limits.header_timeout
-
-    def on_message_complete(self) -> None:
-        if self._dead_parser:
-            return
-        self._in_message = False
-        self._head_complete = False
-        self.deadline = 0.0
-        request = Request(
-            self._method,
-            b"".join(self._url).decode("latin-1"),
-            self._version,
-            tuple(self._headers),
-            b"".join(self._body),
-            self._peer,
-            self._local,
-            time.time(),
-            self.serial,
-            self._index,
-        )
-        if self._version != "1.1" or self._close_asked:
-            # HTTP/1.0 (keep-alive is not offered to it) or Connection: close:
-            # this is the connection's last request.
+    def _read(self, request: Request, last: bool) -> None:
+        if last:
             self._want_close = True
-            self._dead_parser = True
         self._queue.append(request)
         if len(self._queue) >= self._limits.max_pipeline and not self._reading_paused:
             assert self._transport is not None
             self._transport.pause_reading()
             self._reading_paused = True
-
-    # -- refusing ------------------------------------------------------------------
-
-    def _refusal(self, status: int, reason: str) -> Refusal:
-        return Refusal(
-            status,
-            reason,
-            self._peer,
-            self._local,
-            time.time(),
-            self.serial,
-            max(self._index, 1),
-            self._method if self._head_complete else None,
-            b"".join(self._url).decode("latin-1") if self._url else None,
-            tuple(self._headers),
-        )
 
     def _refuse(self, status: int, reason: str) -> None:
         """Queue a refusal of the request being read; nothing after it is read."""
@@ -500,6 +215,14 @@ class Connection(asyncio.Protocol):
         self._continue_pending = False
         self.deadline = 0.0
         self._queue.append(refusal)
+
+    def _may_continue(self) -> bool:
+        return not self._busy and not self._queue
+
+    def _began(self) -> None:
+        if self._stale_handle is not None:  # not idle any more: it cannot go stale now
+            self._stale_handle.cancel()
+            self._stale_handle = None
 
     # -- answering -----------------------------------------------------------------
 
@@ -755,7 +478,7 @@ class Connection(asyncio.Protocol):
         if self._eof:
             return LEFT
         waiter: asyncio.Future[str | None] = self._loop.create_future()
-        handle = self._loop.call_later(seconds, _resolve, waiter, None)
+        handle = self._loop.call_later(seconds, resolve, waiter, None)
         self._waiter, self._waiter_ends_on_eof = waiter, True
         try:
             return await waiter
@@ -780,7 +503,7 @@ class Connection(asyncio.Protocol):
             return self._interrupted, None
         future = asyncio.ensure_future(planned)
         waiter: asyncio.Future[str | None] = self._loop.create_future()
-        future.add_done_callback(lambda _: _resolve(waiter, None))
+        future.add_done_callback(lambda _: resolve(waiter, None))
         self._waiter, self._waiter_ends_on_eof = waiter, False
         try:
             reason = await waiter
@@ -800,7 +523,7 @@ class Connection(asyncio.Protocol):
             self._interrupted = reason
         for waiter in (self._waiter, self._drain_waiter):
             if waiter is not None:
-                _resolve(waiter, reason)
+                resolve(waiter, reason)
 
     # -- closing -------------------------------------------------------------------
 

@@ -27,8 +27,10 @@ import threading
 from collections.abc import Callable
 from typing import Literal
 
-from .connection import Connection, Limits, Shared
+from .connection import Connection
 from .handler import Handler
+from .reading import Limits
+from .shared import Shared
 
 LoopKind = Literal["auto", "asyncio", "uvloop"]
 

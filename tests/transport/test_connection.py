@@ -239,3 +239,65 @@ def test_a_keep_alive_connection_closes_when_idle_and_a_session_reconnects(loop:
             assert is_closed(probe, timeout=3.0)  # (any idle connection: this one)
         session.get(server.url, timeout=10)  # the pool sees the close, reconnects silently
         assert server.server.accepted == 3
+
+
+def test_a_bad_request_behind_a_waiting_one_is_refused_after_it(loop: str) -> None:
+    def plans(request: Request) -> Plan:
+        return Plan(Answer(200, JSON, b"{}"), waits=(Wait(200),))
+
+    with serving(Recorder(plans), loop=loop) as (server, _):
+        answers = exchange(
+            server, b"GET /wait HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n"
+        )
+        assert [a.status for a in answers] == [200, 400]
+
+
+def test_a_100_continue_behind_a_waiting_request_comes_after_its_answer(loop: str) -> None:
+    def plans(request: Request) -> Plan:
+        waits = (Wait(200),) if request.target == "/wait" else ()
+        return Plan(Answer(200, JSON, json.dumps({"t": request.target}).encode()), waits)
+
+    with serving(Recorder(plans), loop=loop) as (server, _), connect(server) as sock:
+        sock.sendall(
+            b"GET /wait HTTP/1.1\r\n\r\n"
+            b"POST /up HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        first = b""
+        while b"100 Continue" not in first:
+            chunk = sock.recv(65536)
+            assert chunk, "closed before the 100"
+            first += chunk
+        # The first answer, whole, then the 100: never a 100 inside another answer.
+        assert first.index(b'{"t": "/wait"}') < first.index(b"HTTP/1.1 100 Continue")
+        sock.sendall(b"hi")
+        rest = first[first.index(b"HTTP/1.1 100 Continue") + 25 :] + read_until_closed(sock)
+        assert parse(rest)[0].json() == {"t": "/up"}
+
+
+def test_a_client_that_half_closes_after_its_request_still_gets_the_answer(loop: str) -> None:
+    with serving(loop=loop) as (server, _), connect(server) as sock:
+        sock.sendall(b"GET /half HTTP/1.1\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)  # as `printf ... | nc -N` does
+        assert [a.json()["target"] for a in parse(read_until_closed(sock))] == ["/half"]
+
+
+def test_an_absolute_form_target_is_passed_as_sent(loop: str) -> None:
+    with serving(loop=loop) as (server, _):
+        answers = exchange(
+            server, b"GET http://example.test/skills?x=1 HTTP/1.1\r\nConnection: close\r\n\r\n"
+        )
+        assert answers[0].json()["target"] == "http://example.test/skills?x=1"
+
+
+def test_a_request_knows_its_headers_by_any_case(loop: str) -> None:
+    seen: list[str | None] = []
+
+    def plans(request: Request) -> Plan:
+        seen.append(request.header("x-session"))
+        seen.append(request.header("X-Missing"))
+        return Plan(Answer(200))
+
+    with serving(Recorder(plans), loop=loop) as (server, _):
+        requests.get(server.url, headers={"X-Session": "s1"}, timeout=5)
+        assert seen == ["s1", None]
