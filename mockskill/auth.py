@@ -11,6 +11,12 @@ after some seconds or some uses, so a consumer's refresh can be exercised.
 
 The token endpoint answers errors in OAuth2's own format (RFC 6749 §5.2),
 not the skill protocol's: it is OAuth2 that a consumer talks to there.
+
+``GET /oauth/authorize`` is where the default ``AUTH_REQUIRED`` details send
+a consumer (``authorization_url``). The mock has no interactive flow to offer
+there, so the endpoint says what it does offer: the token endpoint and its
+one grant, client credentials — and refuses an authorization request
+(``response_type=...``) as OAuth2 does, ``unsupported_response_type``.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from .model import JSON_TYPE, Credentials, Reply, Requirement
 from .state import State
 
 TOKEN_PATH = "/oauth/token"
+AUTHORIZE_PATH = "/oauth/authorize"
+GRANT_TYPES = ("client_credentials",)
 API_KEY_HEADER = "X-API-Key"
 AUTH_TYPES = ("oauth2", "bearer", "api_key")
 
@@ -158,6 +166,45 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
     }
     if lifetime.seconds is not None:
         body["expires_in"] = lifetime.seconds
+    return _json(200, body)
+
+
+def authorization_endpoint(request: Request, base_url: str) -> Response:
+    """``GET /oauth/authorize``: what this OAuth2 server supports, named honestly.
+
+    The fields follow RFC 8414's server metadata, so a consumer (or a person
+    with curl) that followed ``authorization_url`` learns where tokens come
+    from. An authorization request proper (``response_type``) is refused with
+    RFC 6749 §4.1.2.1's ``unsupported_response_type``: no redirect is made,
+    as no client has a registered redirect URI here.
+    """
+    if request.method not in ("GET", "HEAD"):
+        response = _oauth_error(405, "invalid_request", "the authorization endpoint takes GET")
+        response.headers["Allow"] = "GET, HEAD"
+        return response
+    body: dict[str, Any] = {
+        "authorization_endpoint": base_url + AUTHORIZE_PATH,
+        "token_endpoint": base_url + TOKEN_PATH,
+        "grant_types_supported": list(GRANT_TYPES),
+        "response_types_supported": [],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "description": (
+            "mockskill's mock OAuth2 server has no interactive authorization: get a token"
+            f" with the client-credentials grant, POST {base_url}{TOKEN_PATH}"
+            " grant_type=client_credentials (client_id and client_secret by HTTP Basic or"
+            " in the form), then send it as 'Authorization: Bearer TOKEN'"
+        ),
+    }
+    response_type = request.args.get("response_type")
+    if response_type is not None:
+        error = {
+            "error": "unsupported_response_type",
+            "error_description": (
+                f"response_type {response_type!r} is not supported here; only the"
+                " client-credentials grant is, at the token endpoint"
+            ),
+        }
+        return _json(400, {**error, **body})
     return _json(200, body)
 
 

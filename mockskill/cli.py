@@ -42,7 +42,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 UNREADABLE = 3
 """Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
 
-PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+# readable=False: whether a path can be read is the loader's to say, positioned and with
+# the fix (mockskill.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+PATH = click.Path(path_type=Path, readable=False)
+PATHS = click.argument("paths", nargs=-1, type=PATH)
 MAX_DELAY = click.option(
     "--max-delay",
     type=click.IntRange(1),
@@ -80,7 +83,7 @@ def cli() -> None:
 @click.argument(
     "paths",
     nargs=-1,
-    type=click.Path(path_type=Path),
+    type=PATH,
     envvar="MOCKSKILL_SCENARIOS",  # several joined with ':' (os.pathsep)
 )
 @click.option(

@@ -121,6 +121,9 @@ class Engine:
         target = table.match(method, path)
         if self.matched is not None:
             self.matched(request, target)
+        if isinstance(target, Miss) and path == auth.AUTHORIZE_PATH:
+            # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
+            return self._authorize(request, session, started)
         urls = self._urls(request)
         fields: dict[str, Any] = {}
         reply: Reply | None
@@ -196,38 +199,46 @@ class Engine:
         )
         details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
         reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
-        self.state.record(  # kept cut to the limit, so the journal shows what was refused
-            Entry(
-                id=self.state.next_id(),
-                started=started,
-                finished=time.time(),
-                session=session,
-                method=request.method,
-                path=request.path,
-                status=reply.status,
-                endpoint="refused",
-                error_code=reply.error_code,
-            )
-        )
+        # Kept cut to the limit, so the journal shows what was refused.
+        code = reply.error_code
+        self._record(request, session, started, reply.status, "refused", error_code=code)
         return respond(reply)
 
     def _token(self, request: Request, session: str, started: float) -> Response:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
         response = auth.token_endpoint(request, self.table.credentials, self.state)
-        self.state.record(
-            Entry(
-                id=self.state.next_id(),
-                started=started,
-                finished=time.time(),
-                session=session,
-                method=request.method,
-                path=request.path,
-                status=response.status_code,
-                endpoint="token",
-                credential=_client(request),
-            )
-        )
+        status, credential = response.status_code, _client(request)
+        self._record(request, session, started, status, "token", credential=credential)
         return response
+
+    def _authorize(self, request: Request, session: str, started: float) -> Response:
+        """The mock OAuth2 authorization endpoint; recorded like any request."""
+        response = auth.authorization_endpoint(request, _base_url(request))
+        self._record(request, session, started, response.status_code, "authorize")
+        return response
+
+    def _record(
+        self,
+        request: Request,
+        session: str,
+        started: float,
+        status: int,
+        endpoint: str,
+        **fields: Any,
+    ) -> None:
+        """Journal an answer mockskill gave itself, outside any scenario, finished now."""
+        entry = Entry(
+            id=self.state.next_id(),
+            started=started,
+            finished=time.time(),
+            session=session,
+            method=request.method,
+            path=request.path,
+            status=status,
+            endpoint=endpoint,
+            **fields,
+        )
+        self.state.record(entry)
 
     def _play(
         self, request: Request, table: RoutingTable, target: Target, session: str, urls: Urls

@@ -63,7 +63,16 @@ def _equal(field: str) -> Callable[[str, str], Test]:
     return lambda name, text: lambda e: getattr(e, field) == text
 
 
-ENDPOINT_KINDS = ("list", "describe", "invoke", "route", "token", "unmatched", "refused")
+ENDPOINT_KINDS = (
+    "list",
+    "describe",
+    "invoke",
+    "route",
+    "token",
+    "authorize",
+    "unmatched",
+    "refused",
+)
 """What an entry's ``endpoint`` may be (:attr:`mockskill.state.Entry.endpoint`)."""
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from werkzeug.routing import Map, Rule
 
-from . import catalog
+from . import access, catalog
 from . import descriptor as descriptors
 from .auth import TOKEN_PATH
 from .catalog import Context
@@ -114,11 +114,15 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
     problems: list[Problem] = []
     for item in paths:
         path = FsPath(item)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-            if not found:
+        refused = access.unreadable(path)
+        if refused is not None:  # said so, rather than read as empty (or a traceback)
+            problems.append(refused)
+        elif path.is_dir():
+            found, unreadable = access.scenario_files(path)
+            if not found and not unreadable:
                 problems.append(Problem(str(path), 1, 1, "(folder)", "*.yaml files", "none"))
             files.extend(found)
+            problems.extend(unreadable)
         elif path.is_file():
             files.append(path)
         else:

@@ -58,8 +58,8 @@ class Entry:
     status: int | None
     """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
     endpoint: str
-    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``unmatched``, or
-    ``refused`` (turned away before matching: a body or a session name over the limit)."""
+    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``, ``unmatched``,
+    or ``refused`` (turned away before matching: a body or a session name over the limit)."""
     skill: str | None = None
     scenario: str | None = None
     step: int | None = None

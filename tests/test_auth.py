@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import pytest
 import requests
+from conftest import EVERY_FAILURE
 
-from mockskill import ScenarioError, Server, load_text
+from mockskill import ScenarioError, Server, catalog, load_text
 from mockskill.auth import fingerprint
 from mockskill.validator import validate
 
@@ -237,3 +239,136 @@ def test_the_bundled_flow_from_401_to_200(bundled: Server) -> None:
     assert keyed.ok
     old = {"Skill-Protocol-Version": "1.4.0"}
     assert requests.post(bundled.invoke_url("next-gen"), headers=old, timeout=10).status_code == 422
+
+
+# -- the authorization endpoint, and every URL a consumer is handed -----------------------
+
+
+def test_the_default_authorization_url_answers_what_the_mock_supports(serve: Serve) -> None:
+    server = serve(SCENARIO)
+    session = {"Mockskill-Session": "follows-the-details"}
+    forced = requests.post(
+        server.invoke_url("open"),
+        headers={**session, "Mockskill-Error": "AUTH_REQUIRED"},
+        timeout=10,
+    )
+    url = forced.json()["error"]["details"]["authorization_url"]
+    assert url == f"{server.url}/oauth/authorize"
+    answer = requests.get(url, headers=session, timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["Content-Type"] == "application/json"
+    metadata = answer.json()
+    assert metadata["token_endpoint"] == f"{server.url}/oauth/token"
+    assert metadata["grant_types_supported"] == ["client_credentials"]
+    assert metadata["response_types_supported"] == []  # no interactive flow, said so
+    assert "client-credentials grant" in metadata["description"]
+    # What it names works: a token from there opens the protected skill.
+    token = requests.post(
+        metadata["token_endpoint"],
+        data={"grant_type": "client_credentials"},
+        auth=("consumer", "s3cret"),
+        timeout=10,
+    ).json()["access_token"]
+    assert invoke(server, "protected", token).status_code == 200
+    # Journalled as what it is, so a consumer's teardown finds nothing unmatched.
+    journal = requests.get(
+        f"{server.url}/__admin/journal", params={"session": "follows-the-details"}, timeout=10
+    ).json()["entries"]
+    assert [(e["endpoint"], e["status"]) for e in journal][:2] == [
+        ("invoke", 401),
+        ("authorize", 200),
+    ]
+    assert requests.get(f"{server.url}/__admin/unmatched", timeout=10).json()["requests"] == []
+
+
+def test_the_authorization_endpoint_refuses_what_it_cannot_do(serve: Serve) -> None:
+    server = serve(SCENARIO)
+    url = f"{server.url}/oauth/authorize"
+    code_flow = requests.get(
+        url, params={"response_type": "code", "client_id": "consumer"}, timeout=10
+    )
+    assert code_flow.status_code == 400
+    assert code_flow.json()["error"] == "unsupported_response_type"
+    assert code_flow.json()["token_endpoint"] == f"{server.url}/oauth/token"
+    posted = requests.post(url, timeout=10)
+    assert posted.status_code == 405
+    assert posted.headers["Allow"] == "GET, HEAD"
+    assert posted.json()["error"] == "invalid_request"
+
+
+def test_a_scenario_route_at_the_authorization_path_wins(serve: Serve) -> None:
+    server = serve("""
+        name: own-authorize
+        skills: [{id: open}]
+        routes: [{path: /oauth/authorize, steps: [{json: {mine: true}}]}]
+    """)
+    assert requests.get(f"{server.url}/oauth/authorize", timeout=10).json() == {"mine": True}
+
+
+def _urls_in(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.startswith(("http://", "https://")) else []
+    if isinstance(value, dict):
+        return [u for v in value.values() for u in _urls_in(v)]
+    if isinstance(value, list):
+        return [u for v in value for u in _urls_in(v)]
+    return []
+
+
+def test_every_url_in_the_bundled_descriptors_and_error_details_answers(
+    bundled: Server, session: dict[str, str]
+) -> None:
+    """Every URL a consumer is handed, followed with GET, is not a 404.
+
+    URLs on the skill surface (``/skills/...``) are left out: a scenario may
+    script a descriptor or an invocation to 404 on purpose. URLs elsewhere
+    (the chapter's upgrade guide) are not this server's to answer.
+    """
+    skills = requests.get(f"{bundled.url}/skills", timeout=10).json()["skills"]
+    handed: dict[str, str] = {}  # URL -> where it was handed out
+
+    def collect(where: str, answer: requests.Response, part: str) -> None:
+        try:
+            body = answer.json()
+        except ValueError:
+            return  # a scripted non-JSON answer hands out no URL
+        if part == "details":
+            body = body.get("error", {}).get("details", {}) if isinstance(body, dict) else {}
+        for url in _urls_in(body):
+            handed.setdefault(url, where)
+
+    for skill in skills:
+        sid = skill["id"]
+        described = requests.get(skill["descriptor_url"], headers=session, timeout=10)
+        collect(f"{sid}'s descriptor", described, "all")
+        for code in catalog.SERVED_CODES:
+            for url, method in ((skill["descriptor_url"], "GET"), (skill["invoke_url"], "POST")):
+                forced = requests.request(
+                    method, url, headers={**session, "Mockskill-Error": code}, timeout=10
+                )
+                collect(f"{code} forced on {method} {sid}", forced, "details")
+    for sid in (*EVERY_FAILURE[:6], "guarded", "admin", "keyed", "auth-required"):
+        scripted = requests.post(bundled.invoke_url(sid), headers=session, timeout=10)
+        assert scripted.status_code >= 400, sid
+        collect(f"{sid}'s scripted error", scripted, "details")
+
+    ours = {
+        url: where
+        for url, where in handed.items()
+        if urlsplit(url).netloc == urlsplit(bundled.url).netloc
+        and not urlsplit(url).path.startswith("/skills")
+    }
+    assert f"{bundled.url}/oauth/authorize" in ours  # the default AUTH_REQUIRED details
+    assert f"{bundled.url}/oauth/token" in ours  # the protected skills' descriptors
+    not_found = {}
+    for url, where in sorted(ours.items()):
+        answer = requests.get(url, headers=session, timeout=10)
+        if answer.status_code == 404:
+            not_found[url] = where
+    assert not_found == {}
+    unmatched = requests.get(
+        f"{bundled.url}/__admin/unmatched",
+        params={"session": session["Mockskill-Session"]},
+        timeout=10,
+    ).json()["requests"]
+    assert unmatched == []

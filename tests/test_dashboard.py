@@ -269,3 +269,81 @@ def test_with_an_admin_token_the_page_asks_for_it(serve: Callable[..., Server], 
     # The 401s that made the page ask are the only errors it logged.
     assert console.errors
     assert all("status of 401" in error for error in console.errors), console.errors
+
+
+STUBBORN = """
+name: stubborn-demo
+skills:
+  - id: stubborn
+    invoke:
+      - error: ENDPOINT_UNREACHABLE
+        times: 5
+        retry: {suggested_delay_ms: 150}
+      - json: {result: ok}
+  - id: echo
+"""
+
+
+def overlaps(boxes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The pairs of *boxes* (``{text, x, y, width, height}``) whose areas intersect."""
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if (
+                a["x"] < b["x"] + b["width"]
+                and b["x"] < a["x"] + a["width"]
+                and a["y"] < b["y"] + b["height"]
+                and b["y"] < a["y"] + a["height"]
+            ):
+                found.append((a["text"], b["text"]))
+    return found
+
+
+def test_single_attempts_fold_into_one_row_and_no_labels_overlap(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STUBBORN)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    for _ in range(4):
+        assert invoke(server, "echo", session) == 200  # four chains of one attempt
+    # Retried at once, every time: each wait the protocol asks for (150, 300, 600, 1200,
+    # 2400 ms) overlaps the ones before it, and so would their labels.
+    statuses = [invoke(server, "stubborn", session) for _ in range(6)]
+    assert statuses == [503] * 5 + [200]
+    for _ in range(2):
+        assert invoke(server, "echo", session) == 200
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_selector("#timeline .singles")
+    # One compact row for the six single-attempt chains; a plot for the one that retried.
+    assert page.locator("#timeline .singles").count() == 1
+    singles = page.locator("#timeline .singles .single")
+    assert singles.count() == 6
+    assert page.locator("#timeline .chain-plot").count() == 1
+    # Every attempt still has its mark, the single ones in the compact row.
+    ids = sorted(m["id"] for m in marks(page, "circle.attempt"))
+    assert ids == sorted(str(entry.id) for entry in server.journal(session))
+    assert "6 single-attempt chains" in page.inner_text("#timeline .singles")
+
+    plots = page.eval_on_selector_all(
+        "#timeline svg.chain-plot",
+        """svgs => svgs.map(svg => [...svg.querySelectorAll("text")].map(t => {
+            const b = t.getBBox();
+            return {text: t.textContent, x: b.x, y: b.y, width: b.width, height: b.height};
+        }))""",
+    )
+    labels = [box for plot in plots for box in plot]
+    assert [b["text"] for b in labels if b["text"].startswith("wait")], "no wait label drawn"
+    for plot in plots:
+        assert overlaps(plot) == []
+    chips = page.eval_on_selector_all(
+        "#timeline .singles .single",
+        """nodes => nodes.map(n => {
+            const b = n.getBoundingClientRect();
+            return {text: n.textContent, x: b.x, y: b.y, width: b.width, height: b.height};
+        })""",
+    )
+    assert overlaps(chips) == []
+    page.screenshot(path=str(artifacts() / "dashboard-timeline.png"), full_page=True)
+    assert console.errors == []

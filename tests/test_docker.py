@@ -2,7 +2,7 @@
 
 The image is built once per test session, under a tag of its own, from the
 Dockerfile at the root on ``BASE_IMAGE`` (``python:3.12-slim`` unless set;
-CI's docker sandbox gives a local stand-in, see ``.ci/setup-docker``). Then
+the private engine gives a local stand-in, see ``.ci/setup-docker``). Then
 every test runs it as a user would, and talks to it through its port with
 real clients: the health check, each error category, a transport fault, a
 hot reload through the mounted folder, ``docker stop`` with a request in
@@ -12,9 +12,15 @@ containers, the compose project) is removed at the end.
 
 Containers share the host's network (``--network host``: the sandbox's
 engine has no default bridge), each on a free port passed as
-``MOCKSKILL_PORT``. Without a Docker engine these tests skip with the
-reason, unless ``MOCKSKILL_REQUIRE_DOCKER=1`` (CI) makes that a failure.
-The Dockerfile lint (hadolint, from the test extras) needs no engine.
+``MOCKSKILL_PORT``.
+
+The engine is whichever one ``docker`` reaches (``DOCKER_HOST``, or the
+default socket). Only where none answers do they fall back to the private
+engine of ``../shared/tools/docker-sandbox`` (started if it is there; it
+also gives ``BASE_IMAGE``). Without either they skip, with a reason that
+says how to run them, unless ``MOCKSKILL_REQUIRE_DOCKER=1`` (CI) makes that
+a failure. The Dockerfile lint (hadolint, from the test extras) needs no
+engine.
 """
 
 from __future__ import annotations
@@ -46,7 +52,12 @@ from mockskill.validator import validate
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 COMPOSE = EXAMPLES / "docker-compose.yml"
-BASE_IMAGE = os.environ.get("BASE_IMAGE") or "python:3.12-slim"
+DEFAULT_BASE_IMAGE = "python:3.12-slim"
+SANDBOX = Path(
+    os.environ.get("MOCKSKILL_DOCKER_SANDBOX")
+    or ROOT.parent / "shared" / "tools" / "docker-sandbox"
+)
+"""The private engine, where the project sits beside its shared tools (CI's machine)."""
 REQUIRED = os.environ.get("MOCKSKILL_REQUIRE_DOCKER") == "1"
 RUN_ID = uuid.uuid4().hex[:10]
 LABEL = f"mockskill-test={RUN_ID}"
@@ -124,22 +135,55 @@ def _engine_problem() -> str | None:
     return None
 
 
-def _unavailable(what: str) -> None:
-    """Skip with *what*, or fail where CI requires Docker."""
-    hint = (
-        'start one with: eval "$(.ci/setup-docker)"'
-        " (MOCKSKILL_REQUIRE_DOCKER=1 turns this skip into a failure)"
-    )
+HOW_TO_RUN = (
+    "to run them, start Docker (or set DOCKER_HOST to an engine that answers)"
+    " and run: python -m pytest tests/test_docker.py; the image builds on"
+    f" BASE_IMAGE ({DEFAULT_BASE_IMAGE} unless set), which the engine must have or pull."
+    " MOCKSKILL_REQUIRE_DOCKER=1 turns this skip into a failure"
+)
+
+
+def _unavailable(what: str, how: str = HOW_TO_RUN) -> None:
+    """Skip with *what* and how to run these tests, or fail where CI requires Docker."""
     if REQUIRED:
         pytest.fail(f"{what}, and MOCKSKILL_REQUIRE_DOCKER=1 requires it")
-    pytest.skip(f"{what}; {hint}")
+    pytest.skip(f"{what}; {how}")
+
+
+def _start_private_engine() -> str | None:
+    """Start the private engine and take its settings; None, or why it could not."""
+    try:
+        started = subprocess.run(
+            ["bash", str(SANDBOX), "start"], capture_output=True, text=True, timeout=900
+        )
+    except subprocess.TimeoutExpired:
+        return f"{SANDBOX} start did not finish within 900 s"
+    if started.returncode != 0:
+        reason = (started.stderr.strip().splitlines() or ["no reason given"])[-1]
+        return f"{SANDBOX} start failed: {reason}"
+    for line in started.stdout.splitlines():  # export NAME=VALUE
+        name, _, value = line.removeprefix("export ").partition("=")
+        if name == "DOCKER_HOST" or (name == "BASE_IMAGE" and not os.environ.get(name)):
+            os.environ[name] = value.strip("'\"")
+    return None
+
+
+@dataclass(frozen=True)
+class Engine:
+    base_image: str
+    """What the image is built on (``BASE_IMAGE``), and what stands in for python:3.12-slim."""
 
 
 @pytest.fixture(scope="session")
-def engine() -> None:
+def engine() -> Engine:
+    """The Docker engine ``docker`` reaches; the private one only where none answers."""
     problem = _engine_problem()
+    if problem and SANDBOX.is_file():
+        print(f"test_docker: {problem}; falling back to the private engine ({SANDBOX})")
+        problem = _start_private_engine() or _engine_problem()
     if problem:
         _unavailable(problem)
+    return Engine(os.environ.get("BASE_IMAGE") or DEFAULT_BASE_IMAGE)
 
 
 def _image_ids() -> set[str]:
@@ -147,7 +191,7 @@ def _image_ids() -> set[str]:
 
 
 @pytest.fixture(scope="session")
-def image(engine: None) -> Iterator[str]:
+def image(engine: Engine) -> Iterator[str]:
     """The image, built from the Dockerfile at the root; removed with what its build left."""
     tag = f"mockskill-test:{RUN_ID}"
     before = _image_ids()
@@ -156,7 +200,7 @@ def image(engine: None) -> Iterator[str]:
         "--network",
         "host",
         "--build-arg",
-        f"BASE_IMAGE={BASE_IMAGE}",
+        f"BASE_IMAGE={engine.base_image}",
         "--label",
         LABEL,
         "--tag",
@@ -364,15 +408,75 @@ def test_the_docker_docs_show_the_examples_as_they_are() -> None:
         assert any(_shown_in(block, text) for text in examples.values()), block
 
 
+def test_the_engine_answers(engine: Engine) -> None:
+    assert docker("info", "--format", "{{.ServerVersion}}").stdout.strip()
+    print(f"engine: {os.environ.get('DOCKER_HOST') or 'the default socket'}")
+
+
+def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """*test* of this file, run by a pytest of its own with *env* over this environment."""
+    environment = {k: v for k, v in os.environ.items() if k != "MOCKSKILL_REQUIRE_DOCKER"}
+    for name, value in env.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    options = ["-p", "no:cacheprovider", "-s", "-rs", "-q", "-k", test]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *options, __file__],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env=environment,
+        check=False,
+    )
+
+
+def test_without_any_engine_the_skip_says_how_to_run_them(tmp_path: Path) -> None:
+    nowhere = f"unix://{tmp_path}/no-docker.sock"
+    result = _this_file(
+        "test_the_engine_answers",
+        {"DOCKER_HOST": nowhere, "MOCKSKILL_DOCKER_SANDBOX": str(tmp_path / "no-sandbox")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 skipped" in result.stdout, result.stdout
+    reason = next(line for line in result.stdout.splitlines() if line.startswith("SKIPPED"))
+    assert "no Docker engine answers" in reason
+    assert "start Docker (or set DOCKER_HOST to an engine that answers)" in reason
+    assert "python -m pytest tests/test_docker.py" in reason
+
+
+def test_a_reachable_engine_is_used_and_the_private_one_only_where_none_is(
+    engine: Engine, tmp_path: Path
+) -> None:
+    reachable = os.environ.get("DOCKER_HOST")
+    # The engine DOCKER_HOST names answers: it is used, with no private engine to hand.
+    used = _this_file(
+        "test_the_engine_answers",
+        {"DOCKER_HOST": reachable, "MOCKSKILL_DOCKER_SANDBOX": str(tmp_path / "no-sandbox")},
+    )
+    assert "1 passed" in used.stdout, used.stdout + used.stderr
+    assert "falling back" not in used.stdout
+    if not SANDBOX.is_file():
+        pytest.skip(f"no private engine here ({SANDBOX}) to fall back to")
+    # None answers: the private one is started (or found running) and used.
+    fallen_back = _this_file(
+        "test_the_engine_answers", {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    )
+    assert "1 passed" in fallen_back.stdout, fallen_back.stdout + fallen_back.stderr
+    assert "falling back to the private engine" in fallen_back.stdout
+
+
 # -- the image -----------------------------------------------------------------
 
 
-def test_the_image_is_at_most_50_mb_over_its_base(image: str) -> None:
+def test_the_image_is_at_most_50_mb_over_its_base(image: str, engine: Engine) -> None:
     size, base = (
         int(docker("image", "inspect", "--format", "{{.Size}}", i).stdout)
-        for i in (image, BASE_IMAGE)
+        for i in (image, engine.base_image)
     )
-    assert size - base <= 50 * 1000**2, f"{(size - base) / 1e6:.1f} MB over {BASE_IMAGE}"
+    assert size - base <= 50 * 1000**2, f"{(size - base) / 1e6:.1f} MB over {engine.base_image}"
 
 
 def test_it_serves_the_mounted_scenarios_configured_by_environment(served: Container) -> None:
@@ -528,6 +632,26 @@ def test_an_empty_mount_is_refused_with_a_clear_message(run: Run, tmp_path: Path
     assert "Traceback" not in logs
 
 
+def test_a_mount_the_images_user_cannot_read_is_refused_with_the_fix(
+    run: Run, tmp_path: Path
+) -> None:
+    folder = readable_folder(tmp_path / "closed", {"docker-test.yaml": SCENARIO})
+    folder.chmod(0o700)  # its owner's only: not uid 10001's
+    owner = folder.stat()
+    container = run(mounts={folder: "/scenarios:ro"}, serve=False)
+    assert docker("wait", container.id, timeout=30).stdout.strip() == "1"
+    logs = container.logs()
+    assert (
+        "/scenarios:1:1: (folder): expected a folder uid 10001 (the user mockskill runs as)"
+        f" can read, found permission denied (owner uid {owner.st_uid}, mode drwx------);"
+        " make it readable by uid 10001: chmod -R a+rX /scenarios (for a Docker mount, on the"
+        " host's folder), or run mockskill as a user who can read it:"
+        f" docker run --user {owner.st_uid}:{owner.st_gid}"
+    ) in logs
+    assert "Invalid value" not in logs
+    assert "Traceback" not in logs
+
+
 @pytest.mark.parametrize("init", [False, True], ids=["mockskill-as-pid-1", "with-init"])
 def test_docker_stop_ends_it_within_2_s_with_a_request_in_flight(
     run: Run, folder: Path, init: bool
@@ -565,7 +689,10 @@ def _compose_command() -> list[str]:
         return ["docker-compose"]
     if shutil.which("docker") and docker("compose", "version", check=False).returncode == 0:
         return ["docker", "compose"]
-    _unavailable("neither docker-compose nor the docker compose plugin is installed")
+    _unavailable(
+        "neither docker-compose nor the docker compose plugin is installed",
+        "install one of them to run the compose tests",
+    )
     raise AssertionError("unreachable")
 
 
@@ -622,7 +749,7 @@ def _consumer_printed_every_outcome(output: str) -> None:
         assert expected in line, output
 
 
-def test_the_compose_consumer_retries_as_the_protocol_asks(run: Run) -> None:
+def test_the_compose_consumer_retries_as_the_protocol_asks(run: Run, engine: Engine) -> None:
     """The compose file's two services, run as it defines them, on the host's network."""
     # Read as written (docker-compose is not needed): sources are relative to examples/.
     services = yaml.safe_load(COMPOSE.read_text())["services"]
@@ -638,7 +765,7 @@ def test_the_compose_consumer_retries_as_the_protocol_asks(run: Run) -> None:
     for volume in _volumes(consumer):
         args += ["--volume", volume]
     # The consumer's image is python:3.12-slim; the build's base stands in for it.
-    result = docker(*args, BASE_IMAGE, *consumer["command"], timeout=60)
+    result = docker(*args, engine.base_image, *consumer["command"], timeout=60)
     _consumer_printed_every_outcome(result.stdout)
     # The provider's journal: the waits were really made, as long as advised.
     journal = requests.get(
@@ -653,7 +780,7 @@ def test_the_compose_consumer_retries_as_the_protocol_asks(run: Run) -> None:
     assert waits[1] >= 380, waits
 
 
-def test_docker_compose_up_runs_the_example(image: str, tmp_path: Path) -> None:
+def test_docker_compose_up_runs_the_example(image: str, engine: Engine, tmp_path: Path) -> None:
     """``docker compose up`` itself: the consumer reaches mockskill by its service name."""
     config = _compose_config()
     provider, consumer = config["services"]["mockskill"], config["services"]["consumer"]
@@ -661,7 +788,7 @@ def test_docker_compose_up_runs_the_example(image: str, tmp_path: Path) -> None:
     provider.pop("ports")  # published ports are not needed, and may be taken on this host
     provider["image"] = image
     provider["labels"] = {"mockskill-test": RUN_ID}
-    consumer["image"] = BASE_IMAGE  # stands in for python:3.12-slim
+    consumer["image"] = engine.base_image  # stands in for python:3.12-slim
     consumer["labels"] = {"mockskill-test": RUN_ID}
     file = tmp_path / "compose.yml"
     file.write_text(yaml.safe_dump(config))

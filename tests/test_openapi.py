@@ -9,7 +9,8 @@
   status, a documented content type, a body and headers that match the
   document, and requests that break the document refused. Bounded and
   derandomized (the same requests every run), with no example database on
-  disk.
+  disk. Each operation's cases are a test of their own
+  (``test_answers_get_journal``...), so ``-k`` picks or leaves out one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from importlib import resources
@@ -125,6 +128,35 @@ def test_without_the_token_every_operation_answers_the_documented_401() -> None:
             assert response.json()["error"]["code"] == "MOCKSKILL_ADMIN_TOKEN_REQUIRED"
 
 
+def collected(*args: str) -> list[str]:
+    """Node ids pytest collects from this file with *args* (``-k``, ``--deselect``)."""
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    result = subprocess.run(
+        [*command, *args, __file__],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+@pytest.mark.timeout(240)  # four child pytest runs, each importing schemathesis: slow on busy cores
+def test_each_operations_cases_have_a_node_id_of_their_own() -> None:
+    ids = [i for i in collected() if "::test_answers_" in i]
+    assert len(ids) == len(set(ids)) == len(operations())
+    # One can be picked by name, or left out, without touching the others.
+    assert [i.split("::")[1] for i in collected("-k", "answers_get_journal")] == [
+        "test_answers_get_journal"
+    ]
+    journal = next(i for i in ids if i.endswith("::test_answers_get_journal"))
+    left = [i for i in collected("--deselect", journal) if "::test_answers_" in i]
+    assert sorted(left) == sorted(set(ids) - {journal})
+    assert journal in collected(journal)
+
+
 # -- schemathesis against a real server ------------------------------------------------------
 
 
@@ -158,8 +190,7 @@ CHECKS = [
 ]
 
 
-@SCHEMA.parametrize()
-@hypothesis.settings(
+SETTINGS = hypothesis.settings(
     max_examples=25,
     derandomize=True,
     database=None,
@@ -171,10 +202,37 @@ CHECKS = [
         hypothesis.HealthCheck.filter_too_much,
     ],
 )
-def test_every_answer_is_what_the_document_says(case: schemathesis.Case, server: Server) -> None:
-    case.call_and_validate(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        checks=CHECKS,
-        timeout=10,
-    )
+
+
+def node_name(method: str, path: str) -> str:
+    """``POST /__admin/scenarios/{name}/activate``: ``test_answers_post_scenarios_name_activate``"""
+    words = re.findall(r"[a-z0-9]+", path.removeprefix(ADMIN_PREFIX).lower())
+    return "_".join(["test_answers", method.lower(), *(words or ["page"])])
+
+
+def answers_as_documented(method: str, path: str) -> Any:
+    """The schemathesis test of one operation, collected under a name of its own.
+
+    One test per operation, not one ``@SCHEMA.parametrize()`` for all: its
+    cases would share one node id (schemathesis names them ``test[GET /x]``
+    but pytest >= 9.2 builds node ids from the function's own name), so none
+    could be run, selected or told apart in a report by its id.
+    """
+
+    @SCHEMA.include(method=method, path=path).parametrize()
+    @SETTINGS
+    def test(case: schemathesis.Case, server: Server) -> None:
+        case.call_and_validate(
+            base_url=server.url,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            checks=CHECKS,
+            timeout=10,
+        )
+
+    test.__name__ = test.__qualname__ = node_name(method, path)
+    return test
+
+
+# Every answer is what the document says: one test per documented operation.
+for _method, _path in sorted(operations()):
+    globals()[node_name(_method, _path)] = answers_as_documented(_method, _path)

@@ -421,26 +421,89 @@
   function drawTimeline(session, findings, numbers) {
     const box = $("timeline");
     const chains = session.chains || [];
-    const shown = chains.slice(-CHAINS_SHOWN);
+    const first = Math.max(0, chains.length - CHAINS_SHOWN);
+    const shown = chains.slice(first).map((chain, i) => ({ chain, index: first + i }));
     const parts = [el("h3", {}, "Retry timeline")];
-    if (chains.length > shown.length) {
+    if (first > 0) {
       const note = `The newest ${shown.length} of ${chains.length} chains.`;
       parts.push(el("p", { class: "muted" }, note));
     }
-    shown.forEach((chain, index) =>
-      parts.push(drawChain(chain, findings, numbers, chains.length - shown.length + index)));
+    // A chain of one attempt has no retry to draw: all of them share one compact row, so
+    // that a session of many plain calls does not bury the chains that retried.
+    const singles = shown.filter(({ chain }) => chain.attempts.length === 1);
+    if (singles.length) parts.push(drawSingles(singles, findings, numbers));
+    for (const { chain, index } of shown) {
+      if (chain.attempts.length > 1) parts.push(drawChain(chain, findings, numbers, index));
+    }
     box.replaceChildren(...parts);
     $("legend").hidden = false;
     $("legend").replaceChildren(legend());
   }
 
-  function drawChain(chain, findings, numbers, index) {
-    // Rows, top down: labels, the attempts' lane, two rows of waits (consecutive waits may
-    // overlap when a retry came early), the axis.
-    const attempts = chain.attempts.map((a, i) => {
+  /** A chain's attempts, numbered, with how long each took and when it ended (ms). */
+  function attemptsOf(chain) {
+    return chain.attempts.map((a, i) => {
       const duration = Math.max(0, (a.finished - a.started) * 1000);
       return { ...a, n: i + 1, duration, end: a.offset_ms + duration };
     });
+  }
+
+  function kindOf(a) {
+    return a.fault || a.status === null ? "fault"
+      : a.status < 400 ? "ok" : a.retryable ? "retryable" : "fatal";
+  }
+
+  /** What a mark's tooltip says about attempt *a*. */
+  function describe(a, found, findings) {
+    const lines = [
+      `attempt ${a.n} (journal #${a.id}) at +${ms(a.offset_ms)}: ${outcome(a)}`
+        + `${a.error_code ? ` ${a.error_code}` : ""}, took ${ms(a.duration)}`,
+    ];
+    if (a.wait_ms !== null && a.wait_ms !== undefined) {
+      lines.push(`waited ${ms(a.wait_ms)}`
+        + (a.expected_wait_ms !== null && a.expected_wait_ms !== undefined
+          ? ` (the protocol asked for at least ${ms(a.expected_wait_ms)})` : ""));
+    }
+    if (a.stands_for && a.stands_for !== a.error_code) lines.push(`counts as ${a.stands_for}`);
+    if (a.client_timeout_ms !== null && a.client_timeout_ms !== undefined) {
+      lines.push(`the client left after ${ms(a.client_timeout_ms)}`);
+    }
+    for (const n of found || []) {
+      lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+    }
+    return lines.join("\n");
+  }
+
+  function drawSingles(singles, findings, numbers) {
+    const items = singles.map(({ chain, index }) => {
+      const a = attemptsOf(chain)[0];
+      const found = numbers.get(a.id);
+      const dot = sv("svg", { viewBox: "0 0 16 16", width: 14, height: 14, class: "single-dot" },
+        sv("circle", {
+          cx: 8, cy: 8, r: found ? 6 : 5, class: `attempt ${kindOf(a)}${found ? " finding" : ""}`,
+          "data-id": a.id, "data-attempt": 1,
+        }, sv("title", {}, describe(a, found, findings))));
+      return el("span", { class: `single${found ? " finding" : ""}`, "data-id": a.id },
+        dot, el("span", { class: "mono" }, chain.endpoint),
+        el("span", {}, `${outcome(a)}${a.error_code ? ` ${a.error_code}` : ""}`),
+        found ? el("b", { class: "bad" }, `⚑${found.join(",")}`) : null,
+        el("span", { class: "muted" }, `chain ${index + 1}`));
+    });
+    const head = el("div", { class: "chain-head" },
+      el("span", { class: "muted" }, `${plural(singles.length, "single-attempt chain")}`
+        + " (answered at the first attempt, or never retried)"));
+    return el("div", { class: "chain singles" }, head, el("div", { class: "single-list" }, ...items));
+  }
+
+  /** About how wide *text* is, drawn at *size* px (over-estimated: wide glyphs, fallbacks). */
+  function textWidth(text, size) {
+    return [...text].length * size * 0.62 + 2;
+  }
+
+  function drawChain(chain, findings, numbers, index) {
+    // Rows, top down: two rows of labels, the attempts' lane, the waits (as many rows as
+    // it takes for no two to overlap: waits overlap when retries come early), the axis.
+    const attempts = attemptsOf(chain);
     // Where the protocol allows each retry: the previous answer's end plus the wait it asked for.
     attempts.forEach((a, i) => {
       if (i > 0 && a.expected_wait_ms !== null && a.expected_wait_ms !== undefined) {
@@ -448,11 +511,21 @@
         a.earliest = a.waitFrom + a.expected_wait_ms;
       }
     });
-    const waits = attempts.filter((a) => a.earliest !== undefined).length;
-    const W = 900, left = 14, right = 24, lane = 36, waitRows = [52, 64];
-    const axis = waits ? (waits > 1 ? 78 : 66) : 50, H = axis + 22;
+    const W = 900, left = 14, right = 24, lane = 40, labelRows = [lane - 12, lane - 26];
     const span = Math.max(100, ...attempts.map((a) => Math.max(a.end, a.earliest || 0))) * 1.04;
     const x = (t) => left + (t / span) * (W - left - right);
+    // Each wait on the first row where it is clear of the waits before it (a gap of 4 px).
+    const rowEnds = [];
+    for (const a of attempts) {
+      if (a.earliest === undefined) continue;
+      const x0 = x(a.waitFrom), x1 = Math.max(x(a.earliest), x0 + 1);
+      let row = rowEnds.findIndex((end) => x0 >= end + 4);
+      if (row < 0) row = rowEnds.push(-Infinity) - 1;
+      rowEnds[row] = x1;
+      a.waitRow = row;
+    }
+    const waitY = (row) => lane + 16 + row * 12;
+    const axis = rowEnds.length ? waitY(rowEnds.length - 1) + 14 : lane + 14, H = axis + 22;
     const g = sv("svg", {
       viewBox: `0 0 ${W} ${H}`, class: "chain-plot", role: "img",
       "aria-label": `${chain.endpoint}: ${attempts.length} attempts`,
@@ -466,10 +539,9 @@
         sv("text", { x: x(t), y: axis + 16, class: "tick-label" }, ms(t)));
     }
     // The waits the protocol asks for: from the previous answer's end to the earliest retry.
-    let waitIndex = 0;
     for (const a of attempts) {
       if (a.earliest === undefined) continue;
-      const y = waitRows[waitIndex++ % waitRows.length];
+      const y = waitY(a.waitRow);
       const x0 = x(a.waitFrom), x1 = x(a.earliest);
       const title = `attempt ${a.n} should wait at least ${ms(a.expected_wait_ms)}`
         + ` after attempt ${a.n - 1} ended: not before +${ms(a.earliest)}`;
@@ -484,36 +556,21 @@
           class: "short", "data-for": a.id,
         }, sv("title", {}, short)));
       }
-      if (x1 - x0 > 70) {
-        const text = `wait ≥ ${ms(a.expected_wait_ms)}`;
+      // The label goes inside its band, or not at all: no two bands of a row overlap, so
+      // neither do their labels (the band's tooltip says the same).
+      const text = `wait ≥ ${ms(a.expected_wait_ms)}`;
+      if (x1 - x0 >= textWidth(text, 10) + 6) {
         g.append(sv("text", { x: x0 + 4, y: y + 3.5, class: "wait-label" }, text));
       }
       g.append(sv("line", {
-        x1, x2: x1, y1: lane - 12, y2: y + 5, class: "expected", "data-for": a.id,
+        x1, x2: x1, y1: lane - 8, y2: y + 5, class: "expected", "data-for": a.id,
       }, sv("title", {}, title)));
     }
     // The attempts: a bar for how long each took, a mark where it started.
-    const taken = [-Infinity, -Infinity]; // the right end of the last label on each label row
+    const taken = labelRows.map(() => -Infinity); // each label row's last label's right end
     for (const a of attempts) {
       const found = numbers.get(a.id);
-      const kind = a.fault || a.status === null ? "fault"
-        : a.status < 400 ? "ok" : a.retryable ? "retryable" : "fatal";
-      const lines = [
-        `attempt ${a.n} (journal #${a.id}) at +${ms(a.offset_ms)}: ${outcome(a)}`
-          + `${a.error_code ? ` ${a.error_code}` : ""}, took ${ms(a.duration)}`,
-      ];
-      if (a.wait_ms !== null && a.wait_ms !== undefined) {
-        lines.push(`waited ${ms(a.wait_ms)}`
-          + (a.expected_wait_ms !== null && a.expected_wait_ms !== undefined
-            ? ` (the protocol asked for at least ${ms(a.expected_wait_ms)})` : ""));
-      }
-      if (a.stands_for && a.stands_for !== a.error_code) lines.push(`counts as ${a.stands_for}`);
-      if (a.client_timeout_ms !== null && a.client_timeout_ms !== undefined) {
-        lines.push(`the client left after ${ms(a.client_timeout_ms)}`);
-      }
-      for (const n of found || []) {
-        lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
-      }
+      const kind = kindOf(a);
       const cls = `attempt ${kind}${found ? " finding" : ""}`;
       g.append(sv("rect", {
         x: x(a.offset_ms), y: lane - 4, width: Math.max(2, x(a.end) - x(a.offset_ms)), height: 8,
@@ -522,17 +579,17 @@
       g.append(sv("circle", {
         cx: x(a.offset_ms), cy: lane, r: found ? 7 : 6, class: cls, "data-id": a.id,
         "data-attempt": a.n,
-      }, sv("title", {}, lines.join("\n"))));
-      // A label above the mark, on the first of two rows where it fits; none when neither
-      // has room (the mark's tooltip says it all anyway).
+      }, sv("title", {}, describe(a, found, findings))));
+      // A label above the mark, on the first row where it is clear of the one before (a
+      // gap of 4 px); none when no row has room (the mark's tooltip says it all anyway).
       const label = `${a.fault ? "fault" : outcome(a)}${found ? ` ⚑${found.join(",")}` : ""}`;
-      const half = label.length * 3.4 + 2; // 11 px monospace: about 6.7 px a character
+      const half = textWidth(label, 11) / 2;
       const at = Math.max(half, Math.min(W - half, x(a.offset_ms)));
-      const row = [0, 1].find((r) => at - half > taken[r]);
-      if (row !== undefined) {
+      const row = labelRows.findIndex((_, r) => at - half > taken[r] + 4);
+      if (row >= 0) {
         taken[row] = at + half;
         g.append(sv("text", {
-          x: at, y: lane - 12 - row * 11, class: `mark-label${found ? " finding" : ""}`,
+          x: at, y: labelRows[row], class: `mark-label${found ? " finding" : ""}`,
         }, label));
       }
     }
