@@ -36,7 +36,7 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from . import catalog
+from . import catalog, transport
 from .catalog import BASE_URL, REFUSED_BASE_URL
 from .faults import FAULTS, take
 from .model import Reply, Step
@@ -255,3 +255,86 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
     )
     response.headers["Content-Length"] = str(len(body))
     return response
+
+
+# -- planning, for the event-loop transport ------------------------------------------
+#
+# The same step, not played but planned: what play() does with threads and sleeps
+# above becomes data the transport plays with timers (mockskill.transport.plan).
+
+
+def answer(reply: Reply) -> transport.Answer:
+    """The transport's answer for a filled-in reply (its Content-Type first)."""
+    return transport.Answer(
+        reply.status, (("Content-Type", reply.content_type), *reply.headers), reply.body
+    )
+
+
+def answer_of(response: Response) -> transport.Answer:
+    """The transport's answer for a Werkzeug response (read whole)."""
+    return transport.Answer(
+        response.status_code,
+        tuple(response.headers.items()),
+        response.get_data(),
+        response.status.partition(" ")[2],
+    )
+
+
+@dataclass
+class Planned:
+    """A step's plan, and what the journal needs to know once it is played."""
+
+    plan: transport.Plan
+    reply: Reply
+    """The reply the plan answers with unless its execution is cut."""
+    timed_out: list[Reply]
+    """Filled with the ``EXECUTION_TIMEOUT`` reply when the cut answers (at play time)."""
+
+
+def plan(
+    step: Step,
+    urls: Urls,
+    *,
+    delay_ms: float | None,
+    execution_ms: float | None,
+    fault_seed: int,
+    timeout: tuple[int, int, catalog.Context] | None,
+) -> Planned:
+    """What :func:`play` does, as a plan: waits, the execution's cut, then the answer."""
+    reply = urls.fill(step.reply)
+    waits: list[transport.Wait] = []
+    if delay_ms:
+        waits.append(transport.Wait(delay_ms))
+    if step.hang_ms:
+        waits.append(transport.Wait(step.hang_ms, transport.WaitKind.HANG))
+    timed_out: list[Reply] = []
+    if execution_ms is not None:
+        cut = None
+        if timeout is not None and execution_ms > timeout[0]:
+            limit, status, context = timeout
+
+            def timed_out_answer(elapsed_ms: float) -> transport.Answer:
+                details = {"timeout_ms": limit, "elapsed_ms": round(elapsed_ms)}
+                rendered = Reply.error(
+                    catalog.render("EXECUTION_TIMEOUT", context, status=status, details=details)
+                )
+                timed_out.append(urls.fill(rendered))
+                return answer(timed_out[-1])
+
+            cut = transport.Cut(limit, timed_out_answer)
+        waits.append(transport.Wait(execution_ms, transport.WaitKind.EXECUTION, cut))
+    fault = transport.Fault(step.fault) if step.fault is not None else None
+    dribble = None
+    if step.dribble is not None:
+        dribble = transport.Dribble(step.dribble.chunks, step.dribble.over_ms)
+    return Planned(
+        transport.Plan(
+            answer(reply),
+            waits=tuple(waits),
+            dribble=dribble,
+            fault=fault,
+            fault_seed=fault_seed,
+        ),
+        reply,
+        timed_out,
+    )
