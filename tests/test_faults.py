@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import httpx
@@ -297,18 +298,29 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _listing(server: Server) -> tuple[int, Any]:
+    """GET /skills; its status and JSON. The response does not outlive the call: one
+    on a kept-alive connection holds its socket open for as long as it lives."""
+    response = requests.get(f"{server.url}/skills", timeout=TIMEOUT)
+    try:
+        return response.status_code, response.json()
+    finally:
+        response.close()
+        del response
+
+
 def test_fifty_faults_in_a_row_leave_the_server_healthy(serve: Callable[..., Server]) -> None:
     server = serve(SCENARIO)
     # one answered request first: the accept loop's selector is open by then
-    assert requests.get(f"{server.url}/skills", timeout=TIMEOUT).status_code == 200
+    assert _listing(server)[0] == 200
     fds = _open_fds() if os.path.isdir("/proc/self/fd") else None
     for i in range(50):
         fault = list(FAULTS)[i % len(FAULTS)]
         with contextlib.suppress(ConnectionResetError):
             _raw(server, f"/skills/{fault}/invoke", "fifty")
-    listing = requests.get(f"{server.url}/skills", timeout=TIMEOUT)
-    assert listing.status_code == 200
-    assert {"reset", "truncated"} <= {s["id"] for s in listing.json()["skills"]}
+    status, listing = _listing(server)
+    assert status == 200
+    assert {"reset", "truncated"} <= {s["id"] for s in listing["skills"]}
     journal = server.state.journal("fifty")
     assert len(journal) == 50
     assert all(e.fault in FAULTS.values() and e.status is None for e in journal)

@@ -273,7 +273,10 @@ def test_the_default_limit_is_one_mebibyte(bundled: Server) -> None:
 
 
 def chunked(path: str, size: int, piece: int = 300) -> bytes:
-    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
     body = b""
     for start in range(0, size, piece):
         part = b"y" * min(piece, size - start)
