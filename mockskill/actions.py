@@ -264,19 +264,17 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
 
 
 def answer(reply: Reply) -> transport.Answer:
-    """The transport's answer for a filled-in reply (its Content-Type first)."""
+    """The transport's answer for a filled-in reply (its Content-Type last, as Werkzeug's)."""
     return transport.Answer(
-        reply.status, (("Content-Type", reply.content_type), *reply.headers), reply.body
+        reply.status, (*reply.headers, ("Content-Type", reply.content_type)), reply.body
     )
 
 
 def answer_of(response: Response) -> transport.Answer:
     """The transport's answer for a Werkzeug response (read whole)."""
+    # The standard reason phrase, as for every skill answer (Werkzeug's is upper case).
     return transport.Answer(
-        response.status_code,
-        tuple(response.headers.items()),
-        response.get_data(),
-        response.status.partition(" ")[2],
+        response.status_code, tuple(response.headers.items()), response.get_data()
     )
 
 

@@ -105,7 +105,7 @@ def test_without_a_token_admin_on_loopback_is_open() -> None:
 def test_the_token_is_in_neither_the_journal_nor_the_request_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="werkzeug")
+    caplog.set_level(logging.INFO, logger="mockskill.access")
     with Server(SCENARIO, admin_token=TOKEN, quiet=False) as server:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         requests.post(server.invoke_url("echo"), headers=auth, timeout=10)
@@ -123,7 +123,7 @@ def test_the_token_is_in_neither_the_journal_nor_the_request_log(
 def test_secrets_in_a_query_string_are_masked_in_the_request_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="werkzeug")
+    caplog.set_level(logging.INFO, logger="mockskill.access")
     with Server(SCENARIO, quiet=False) as server:
         query = (
             "client_secret=cs-1&api_key=ak-2&access_token=at-3&keep=visible"
