@@ -284,16 +284,31 @@ class Timed:
     """``ok`` (the expected status), ``HTTP nnn``, or the exception's name."""
 
 
-async def timed_request(port: int, request: bytes, timeout: float, expect: int = 200) -> Timed:
+async def timed_request(
+    port: int,
+    request: bytes,
+    timeout: float,
+    expect: int = 200,
+    connect_gate: asyncio.Semaphore | None = None,
+) -> Timed:
     """One request on a new connection, read to the last byte of the body.
 
     Stops at Content-Length rather than EOF, so the time does not include
-    Werkzeug's wait for the client to close after the response.
+    Werkzeug's wait for the client to close after the response. With
+    *connect_gate*, only the connect is done holding it (a bound on connects
+    in progress, so that a large burst does not overflow the listen queue).
     """
     connect = sent = time.perf_counter()
     writer = None
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), timeout)
+        opening = asyncio.open_connection(HOST, port)
+        if connect_gate is None:
+            reader, writer = await asyncio.wait_for(opening, timeout)
+        else:
+            async with connect_gate:
+                connect = time.perf_counter()
+                reader, connected = await asyncio.wait_for(opening, timeout)
+            writer = connected
         writer.write(request)
         await writer.drain()
         sent = time.perf_counter()

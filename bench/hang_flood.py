@@ -1,13 +1,19 @@
-"""1000 hanging connections: does the server still answer, and free them when they go? (issue 3)
+"""10 000 hanging connections: does the server still answer, and free them when they go?
+
+Issues 3 and 13. Issue 13's targets: other requests' p99 <= 20 ms while the
+connections are held; server RSS <= 150 MB while held and back within 10 MB
+of idle after they are released.
 
 mockskill serves a skill whose invoke step is ``{hang: 60000}`` (hold the
 connection without a byte for a minute) beside the bundled healthy
 scenario. Each round:
 
 1. 200 sequential ``GET /skills/translate`` on the idle server (baseline);
-2. ``--clients`` connections (1000) open at once and each POST to the hang
+2. ``--clients`` connections (10 000) open at once and each POST to the hang
    step; the script waits until the server has a thread for each
-   (``Threads:`` in /proc/PID/status);
+   (``Threads:`` in /proc/PID/status), or, for a server with no thread per
+   connection, until every request is sent and the thread count has been
+   stable for a second;
 3. while they hang, 200 sequential ``GET /skills/translate`` again: the
    server must keep answering (latency connect -> last byte, p50/p99, and
    failures); any hanging connection the server dropped early is counted;
@@ -18,12 +24,17 @@ scenario. Each round:
    ``server.journal()`` when asked on stdin) says when each hang ended,
    relative to the close, and whether it saw the client leave.
 
+The server's VmRSS is read when idle (after step 1), at its highest while
+the connections are held (sampled during steps 2-3), and after the release:
+once the threads are freed, polled every 50 ms for up to ``--settle``
+seconds (5) until it is within 10 MB of idle; the last value is shown.
+
 The client raises its RLIMIT_NOFILE; all traffic goes to 127.0.0.1; every
 wait is bounded and the server is stopped at the end.
 
 Run::
 
-    python bench/hang_flood.py [--clients 1000 --rounds 3 --requests 200]
+    python bench/hang_flood.py [--clients 10000 --rounds 3 --requests 200 --settle 5]
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import select
 import subprocess
 import sys
 import time
@@ -40,6 +52,19 @@ from dataclasses import dataclass, field
 import _common as c
 
 HANG_PATH = "/skills/hang/invoke"
+TARGET_P99_MS = 20.0
+TARGET_RSS_HELD_MB = 150
+RSS_BACK_KB = 10 * 1024
+BUDGET_S = 30.0
+"""Longest a series of sequential requests may take."""
+JOURNAL_WAIT_S = 30.0
+
+
+def _log(message: str) -> None:
+    """Progress on stderr (the table goes to stdout)."""
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 SCENARIO = """\
 name: bench-hang
 description: A step that holds the connection for a minute (bench/hang_flood.py).
@@ -75,12 +100,24 @@ class Round:
     freed_s: float = float("nan")
     threads_after: int = 0
     close_wall: float = 0.0
+    rss_idle_kb: int = 0
+    rss_held_kb: int = 0
+    rss_after_kb: int = 0
+    settled_s: float = float("nan")
 
 
-async def _sequential(port: int, count: int) -> tuple[list[float], Counter[str]]:
+async def _sequential(
+    port: int, count: int, budget: float = BUDGET_S
+) -> tuple[list[float], Counter[str]]:
+    """*count* requests one after another, stopping after *budget* seconds (the rest
+    count as failures: a server that thrashes must not make the bench run for ever)."""
     request = c.request_bytes("GET", c.DESCRIBE_PATH, port)
     times, failures = [], Counter[str]()
-    for _ in range(count):
+    stop_at = time.perf_counter() + budget
+    for n in range(count):
+        if time.perf_counter() > stop_at:
+            failures[f"not sent (over {budget:.0f} s)"] += count - n
+            break
         t = await c.timed_request(port, request, timeout=10.0)
         if t.outcome == "ok":
             times.append((t.done - t.connect) * 1000)
@@ -89,11 +126,12 @@ async def _sequential(port: int, count: int) -> tuple[list[float], Counter[str]]
     return times, failures
 
 
-async def _round(port: int, pid: int, clients: int, requests: int) -> Round:
+async def _round(port: int, pid: int, clients: int, requests: int, settle: float) -> Round:
     r = Round()
     r.idle_ms, _ = await _sequential(port, requests)
     await asyncio.sleep(0.2)  # the last handler thread exits
     r.threads_before = c.threads_of(pid)
+    r.rss_idle_kb = c.rss_kb(pid)
     request = c.request_bytes("POST", HANG_PATH, port, b"{}")
     writers: list[asyncio.StreamWriter] = []
     sent = 0
@@ -117,6 +155,7 @@ async def _round(port: int, pid: int, clients: int, requests: int) -> Round:
     deadline, stable_since = started + 30, started
     while time.perf_counter() < deadline:
         threads = c.threads_of(pid)
+        r.rss_held_kb = max(r.rss_held_kb, c.rss_kb(pid))
         if threads != r.threads_during:
             r.threads_during, stable_since = threads, time.perf_counter()
         if threads >= r.threads_before + clients or all(t.done() for t in tasks):
@@ -126,8 +165,10 @@ async def _round(port: int, pid: int, clients: int, requests: int) -> Round:
         await asyncio.sleep(0.01)
     r.setup_s = time.perf_counter() - started
     await asyncio.sleep(0.2)
+    r.rss_held_kb = max(r.rss_held_kb, c.rss_kb(pid))
     r.busy_ms, r.busy_failures = await _sequential(port, requests)
     r.threads_during = max(r.threads_during, c.threads_of(pid))
+    r.rss_held_kb = max(r.rss_held_kb, c.rss_kb(pid))
     r.not_hanging = Counter(t.result() for t in tasks if t.done())
     r.dropped_early = sum(r.not_hanging.values())
 
@@ -144,22 +185,35 @@ async def _round(port: int, pid: int, clients: int, requests: int) -> Round:
             break
         await asyncio.sleep(0.005)
     await asyncio.gather(*tasks, return_exceptions=True)
+    released = time.perf_counter()
+    while True:
+        r.rss_after_kb = c.rss_kb(pid)
+        if r.rss_after_kb - r.rss_idle_kb <= RSS_BACK_KB:
+            r.settled_s = time.perf_counter() - closed
+            break
+        if time.perf_counter() - released > settle:
+            break
+        await asyncio.sleep(0.05)
     return r
 
 
-def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
+def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]] | None:
+    """The server's journal, or None if it does not answer within JOURNAL_WAIT_S."""
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write("journal\n")
     proc.stdin.flush()
+    if not select.select([proc.stdout], [], [], JOURNAL_WAIT_S)[0]:
+        return None
     return list(json.loads(proc.stdout.readline()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=1000, help="hanging connections")
+    parser.add_argument("--clients", type=int, default=10_000, help="hanging connections")
     parser.add_argument("--requests", type=int, default=200, help="sequential requests")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait for RSS")
     args = parser.parse_args()
 
     nofile = c.raise_nofile()
@@ -178,30 +232,27 @@ def main() -> None:
             port = int(proc.stdout.readline())
             c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
             for n in range(args.rounds):
-                r = asyncio.run(_round(port, proc.pid, args.clients, args.requests))
+                _log(f"round {n + 1}: {args.clients} hanging connections")
+                r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
+                _log(f"round {n + 1}: done; reading the journal")
+                entries = journal(proc)
+                if entries is None:
+                    _log(f"the server did not give its journal within {JOURNAL_WAIT_S:.0f} s")
+                    rows.append((n + 1, *_cells(r, "no journal", "n/a")))
+                    break
                 ended = [
                     e
-                    for e in journal(proc)
-                    if e["path"] == HANG_PATH and float(e["finished"]) >= r.close_wall - 1
+                    for e in entries
+                    if e["path"] == HANG_PATH and float(str(e["finished"])) >= r.close_wall - 1
                 ]
-                after_close = [(float(e["finished"]) - r.close_wall) * 1000 for e in ended]
+                after_close = [(float(str(e["finished"])) - r.close_wall) * 1000 for e in ended]
                 saw_leave = sum(1 for e in ended if e["client_left"] is not None)
                 frees.append(r.freed_s)
-                fails = sum(r.busy_failures.values())
-                rows.append(
-                    (
-                        n + 1,
-                        f"{r.setup_s:.2f}",
-                        f"{r.threads_before}/{r.threads_during}/{r.threads_after}",
-                        f"{c.percentile(r.idle_ms, 50):.1f} / {c.percentile(r.idle_ms, 99):.1f}",
-                        f"{c.percentile(r.busy_ms, 50):.1f} / {c.percentile(r.busy_ms, 99):.1f}",
-                        f"{fails} {dict(r.busy_failures) or ''}".strip(),
-                        f"{r.dropped_early} {dict(r.not_hanging) or ''}".strip(),
-                        f"{r.freed_s * 1000:.0f}",
-                        f"{len(ended)} ({saw_leave} client_left)",
-                        f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}",
-                    )
+                journal_cell = f"{len(ended)} ({saw_leave} client_left)"
+                after_cell = (
+                    f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}"
                 )
+                rows.append((n + 1, *_cells(r, journal_cell, after_cell)))
                 time.sleep(1.0)
         finally:
             if proc.stdin is not None:
@@ -227,9 +278,41 @@ def main() -> None:
         "freed ms",
         "journal: hangs ended",
         "ended after close p50/max ms",
+        "RSS MB idle/held/after",
+        "issue 13 targets",
     )
     c.print_table(headers, rows)
     print(f"median time to free all threads after the close: {c.median(frees) * 1000:.0f} ms")
+    print(
+        f"targets (issue 13): p99 during <= {TARGET_P99_MS:.0f} ms; RSS held <="
+        f" {TARGET_RSS_HELD_MB} MB; RSS after within {RSS_BACK_KB // 1024} MB of idle"
+        f" (polled up to --settle {args.settle:.0f} s after the threads are freed)"
+    )
+
+
+def _cells(r: Round, journal_cell: str, after_cell: str) -> tuple[str, ...]:
+    fails = sum(r.busy_failures.values())
+    return (
+        f"{r.setup_s:.2f}",
+        f"{r.threads_before}/{r.threads_during}/{r.threads_after}",
+        f"{c.percentile(r.idle_ms, 50):.1f} / {c.percentile(r.idle_ms, 99):.1f}",
+        f"{c.percentile(r.busy_ms, 50):.1f} / {c.percentile(r.busy_ms, 99):.1f}",
+        f"{fails} {dict(r.busy_failures) or ''}".strip(),
+        f"{r.dropped_early} {dict(r.not_hanging) or ''}".strip(),
+        f"{r.freed_s * 1000:.0f}",
+        journal_cell,
+        after_cell,
+        f"{r.rss_idle_kb / 1024:.0f} / {r.rss_held_kb / 1024:.0f} / {r.rss_after_kb / 1024:.0f}",
+        _verdict(r),
+    )
+
+
+def _verdict(r: Round) -> str:
+    p99 = c.percentile(r.busy_ms, 99) <= TARGET_P99_MS and not r.busy_failures
+    held = r.rss_held_kb <= TARGET_RSS_HELD_MB * 1024
+    back = r.rss_after_kb - r.rss_idle_kb <= RSS_BACK_KB
+    marks = [("p99", p99), ("RSS held", held), ("RSS back", back)]
+    return ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in marks)
 
 
 if __name__ == "__main__":

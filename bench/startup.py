@@ -1,4 +1,4 @@
-"""Time from process start to the first correct response (target: <= 300 ms).
+"""Time from process start to the first correct response (target: <= 250 ms, issue 13).
 
 Each round spawns, in turn, ``python -m mockskill serve --port P --quiet``,
 the ``mockskill`` console script, and the bare Flask baseline
@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import _common as c
 
-TARGET_MS = 300.0
+TARGET_MS = 250.0
+"""Issue 13 (was 300 ms): p90 of the mockskill variants."""
 
 
 def time_python_floor() -> float:
@@ -85,7 +86,9 @@ def main() -> None:
                 target,
             )
         )
-    c.print_table(("command", "median ms", "p90 ms", "min ms", "max ms", "<= 300 ms"), rows)
+    c.print_table(
+        ("command", "median ms", "p90 ms", "min ms", "max ms", f"p90 <= {TARGET_MS:.0f} ms"), rows
+    )
 
 
 if __name__ == "__main__":

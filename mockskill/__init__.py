@@ -6,12 +6,11 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .app import create_app
-from .loader import bundled_path, load_data, load_paths, load_text
-from .model import ScenarioSet
-from .problems import Problem, ScenarioError
+from .scenario.loader import bundled_path, load_data, load_paths, load_text
+from .scenario.model import ScenarioSet
+from .scenario.problems import Problem, ScenarioError
 from .server import Server, ServerError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """``create_app``: the Flask application around an engine.
 
 Flask owns ``/__admin`` (the admin blueprint); every other request goes
-straight to the :class:`~mockskill.engine.Engine`, through a small WSGI
+straight to the :class:`~mockskill.engine.engine.Engine`, through a small WSGI
 dispatcher in front of Flask's own. Not through a Flask catch-all route:
 Flask re-types every response a view returns (``force_type``), which would
 strip the answers that act on the raw connection (transport faults, a
@@ -31,14 +31,17 @@ from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from . import admin, dashboard, jsonstyle
-from .actions import answer_of
-from .catalog import tool_error
-from .engine import SESSION_HEADER, Engine
-from .model import ScenarioSet
-from .registry import Registry
-from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
-from .transport import Answer, Outcome, Plan, Refusal, WSGIHandler
+from .admin import blueprint as admin
+from .admin import dashboard
+from .admin.registry import Registry
+from .engine.actions import answer_of
+from .engine.engine import SESSION_HEADER, Engine
+from .engine.plan import Answer, Outcome, Plan
+from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
+from .protocol import jsonstyle
+from .protocol.catalog import tool_error
+from .scenario.model import ScenarioSet
+from .transport import Refusal, WSGIHandler
 from .transport import Request as TransportRequest
 from .transport.wsgi import environ as wsgi_environ
 

@@ -20,20 +20,21 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, jsonstyle
+from ._version import __version__
+from .admin.watch import ReloadResult
 from .app import DEFAULT_MAX_BODY
-from .loader import bundled_path, load_paths
-from .model import Scenario, ScenarioSet
-from .problems import ScenarioError, format_report
-from .reader import MAX_DELAY_MS
+from .engine.state import DEFAULT_JOURNAL_SIZE
+from .protocol import jsonstyle
+from .protocol.validator import validate as validate_descriptor
+from .protocol.validator import validation_error
 from .remote import http_url, looks_like_url
-from .schema import SCHEMA_PATH
+from .scenario.loader import bundled_path, load_paths
+from .scenario.model import Scenario, ScenarioSet
+from .scenario.problems import ScenarioError, format_report
+from .scenario.reader import MAX_DELAY_MS
+from .scenario.schema import SCHEMA_PATH
 from .server import DEFAULT_KEEP_ALIVE, Server, ServerError, is_loopback
-from .state import DEFAULT_JOURNAL_SIZE
 from .transport import DEFAULT_GRACE
-from .validator import validate as validate_descriptor
-from .validator import validation_error
-from .watch import ReloadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,7 +42,7 @@ UNREADABLE = 3
 """Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
 
 # readable=False: whether a path can be read is the loader's to say, positioned and with
-# the fix (mockskill.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+# the fix (mockskill.scenario.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
 PATH = click.Path(path_type=Path, readable=False)
 PATHS = click.argument("paths", nargs=-1, type=PATH)
 MAX_DELAY = click.option(
@@ -371,7 +372,7 @@ def report(
     (--fail-on-findings, --require-coverage, --require); 2 for a mistyped
     command line or URL; 3 when no report could be had (docs/audit.md).
     """
-    from .report import command  # the audit's reading side lives with the audit
+    from .cli_report import command  # the audit read from a running server
 
     raise SystemExit(
         command(

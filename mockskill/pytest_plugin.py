@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from . import audit
-from .loader import bundled_path, load_any, load_paths
-from .problems import ScenarioError
 from .remote import RemoteError, RemoteServer
+from .scenario.loader import bundled_path, load_any, load_paths
+from .scenario.problems import ScenarioError
 from .server import Server
 
 if TYPE_CHECKING:
-    from .model import ScenarioSet
-    from .state import Entry
+    from .engine.state import Entry
+    from .scenario.model import ScenarioSet
 
 SESSION_HEADER = "Mockskill-Session"
 MARKER_KEYS = ("scenarios", "check")

@@ -17,7 +17,7 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from .state import Entry
+from .engine.state import Entry
 
 if TYPE_CHECKING:
     from . import audit

@@ -15,8 +15,8 @@ which drains on SIGTERM / Ctrl-C). Stopping stops accepting at once and
 lets requests in flight finish for up to :attr:`Server.grace` seconds.
 
 Which scenarios are loaded and served, and every change to them (add,
-remove, activate, reload …), is :mod:`mockskill.registry`'s: a Server
-builds one :class:`~mockskill.registry.Registry` around its engine, shares
+remove, activate, reload …), is :mod:`mockskill.admin.registry`'s: a Server
+builds one :class:`~mockskill.admin.registry.Registry` around its engine, shares
 it with the admin API, and its scenario methods delegate to it.
 """
 
@@ -40,16 +40,17 @@ from flask import Flask
 from werkzeug.serving import get_sockaddr, select_address_family
 
 from . import transport
+from .admin.registry import LoadedScenario, Registry
+from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
-from .engine import Engine
-from .loader import Scenarios, Source, load_any
-from .problems import ScenarioError
-from .reader import MAX_DELAY_MS
-from .registry import LoadedScenario, Registry
-from .state import DEFAULT_JOURNAL_SIZE, Entry, State
-from .transport import DEFAULT_GRACE, Limits, Outcome, Refusal, ThreadedServer
+from .engine.engine import Engine
+from .engine.plan import Outcome
+from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
+from .scenario.loader import Scenarios, Source, load_any
+from .scenario.problems import ScenarioError
+from .scenario.reader import MAX_DELAY_MS
+from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
-from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
 if TYPE_CHECKING:
     from . import audit
@@ -156,7 +157,7 @@ def _exposed_without_token(host: str) -> str:
 class Server:
     """mockskill on a port, served from a background thread.
 
-    ``scenarios`` is a :class:`~mockskill.model.ScenarioSet`, YAML text, a
+    ``scenarios`` is a :class:`~mockskill.scenario.model.ScenarioSet`, YAML text, a
     path, one scenario as a dict, a list of any of these (served together),
     or None for the bundled scenarios. Port 0 picks a free port; :attr:`url`
     tells which. Use as a context manager, or call :meth:`start` and
@@ -255,7 +256,7 @@ class Server:
         """Whether ``/__admin`` asks for a token (the token itself is not exposed)."""
         return self._admin_token is not None
 
-    # -- scenarios and state, from Python (mockskill/registry.py does the work) --------
+    # -- scenarios and state, from Python (mockskill/admin/registry.py does the work) --------
 
     @property
     def scenario_names(self) -> list[str]:
@@ -341,7 +342,7 @@ class Server:
     ) -> Watcher:
         """Reload *paths* (see :meth:`reload`) whenever a file in them changes, until :meth:`stop`.
 
-        The files are polled every *interval* seconds (mockskill/watch.py).
+        The files are polled every *interval* seconds (mockskill/admin/watch.py).
         *on_reload* is called with each result, on the watcher's thread.
         ``/__admin/health`` shows the last result under ``reload`` (status
         ``none`` until the first change).

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from mockskill import Server, load_text
-from mockskill.problems import Problem
+from mockskill.scenario.problems import Problem
 
 
 def assert_problem(

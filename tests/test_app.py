@@ -6,8 +6,8 @@ import pytest
 from werkzeug.test import Client
 
 from mockskill import create_app, load_text
-from mockskill.engine import Engine
-from mockskill.state import State
+from mockskill.engine.engine import Engine
+from mockskill.engine.state import State
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ import pytest
 import requests
 
 from mockskill import Server
-from mockskill.state import Entry
+from mockskill.engine.state import Entry
 
 Serve = Callable[..., Server]
 

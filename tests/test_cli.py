@@ -97,7 +97,7 @@ def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
 
 
 def test_schema_prints_the_published_json_schema() -> None:
-    from mockskill.schema import scenario_schema
+    from mockskill.scenario.schema import scenario_schema
 
     result = CliRunner().invoke(cli, ["schema"])
     assert result.exit_code == 0

@@ -47,7 +47,7 @@ import requests
 import yaml
 
 from mockskill.cli import serve
-from mockskill.validator import validate
+from mockskill.protocol.validator import validate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

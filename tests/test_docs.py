@@ -35,7 +35,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.cli import cli
-from mockskill.state import Entry
+from mockskill.engine.state import Entry
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

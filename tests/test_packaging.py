@@ -36,11 +36,11 @@ def test_the_wheel_carries_scenarios_schema_and_type_marker(wheel: Path) -> None
     assert {f"mockskill/scenarios/{name}" for name in bundled} <= names
     assert "mockskill/py.typed" in names
     # the JSON files the package reads at run time
-    assert {"mockskill/openapi.json", "mockskill/descriptor.schema.json"} <= names
+    assert {"mockskill/admin/openapi.json", "mockskill/descriptor.schema.json"} <= names
     assert "mockskill/scenario.schema.json" in names
-    dashboard = {p.name for p in (ROOT / "mockskill" / "dashboard").iterdir()}
+    dashboard = {p.name for p in (ROOT / "mockskill" / "admin" / "dashboard").iterdir()}
     assert {"index.html", "dashboard.js", "dashboard.css"} <= dashboard
-    assert {f"mockskill/dashboard/{name}" for name in dashboard} <= names
+    assert {f"mockskill/admin/dashboard/{name}" for name in dashboard} <= names
     assert not any(name.startswith(("tests/", "scenarios/")) for name in names)
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
-from mockskill.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
+from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
 SCENARIO = load_text("skills: [{id: echo}]", "sec.yaml")
@@ -154,6 +154,18 @@ def test_the_admin_token_in_a_request_path_is_masked_in_the_journal(guarded: Ser
     assert entries[1]["skill"] == "***"
     assert TOKEN not in journal.text
     assert TOKEN not in repr(guarded.journal())
+
+
+def test_a_path_cannot_forge_a_line_of_a_report_printed_from_the_journal(
+    bundled: Server,
+) -> None:
+    # %0A is a line break once decoded, U+202E turns the text after it around.
+    requests.get(f"{bundled.url}/x%0Aforged%E2%80%AEevil", timeout=10)
+    (entry,) = [e for e in bundled.journal() if e.endpoint == "unmatched"]
+    assert entry.path == "/x%0Aforged%E2%80%AEevil"
+    reasons = [r for miss in entry.near_misses for r in miss["reasons"]]
+    assert reasons
+    assert not any(c in r for r in reasons for c in "\n\u202e")
 
 
 def test_credential_fingerprints_are_keyed_per_server() -> None:

@@ -32,9 +32,9 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Any, cast
 
+from ..engine.plan import Answer, Outcome, Plan, Stale
 from .faults import FAULTS
-from .handler import Outcome, Refusal, Request
-from .plan import Answer, Plan, Stale
+from .handler import Refusal, Request
 from .reading import CONTINUE, RequestReader
 from .shared import Shared, resolve
 

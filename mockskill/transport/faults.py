@@ -14,7 +14,7 @@ import socket
 import struct
 from collections.abc import Callable
 
-from .plan import FRAMING_HEADERS, Answer, Fault
+from ..engine.plan import FRAMING_HEADERS, Answer, Fault
 
 _TRUNCATED_FILLER = b'{"result": "this body is cut short"}'
 

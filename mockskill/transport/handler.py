@@ -1,7 +1,7 @@
 """What the transport and whoever decides say to each other.
 
 The transport hands a parsed :class:`Request` to :meth:`Handler.plan` and
-plays the :class:`~mockskill.transport.plan.Plan` it gets back; a request it
+plays the :class:`~mockskill.engine.plan.Plan` it gets back; a request it
 cannot parse (bad framing, too long, too slow, too big) becomes a
 :class:`Refusal`, and :meth:`Handler.refuse` says what to answer to it (so the
 error body stays the handler's business; the transport closes the
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from .plan import Answer, Fault, Plan
+from ..engine.plan import Outcome, Plan
 
 Headers = tuple[tuple[str, str], ...]
 """Header names and values as sent (names keep their case), decoded as Latin-1."""
@@ -77,35 +77,6 @@ class Refusal:
     method: str | None = None
     target: str | None = None
     headers: Headers = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What happened on the wire, for the journal. Times are wall-clock."""
-
-    answer: Answer | None
-    """The answer sent (the cut's, when a cut happened), None when none was started."""
-    started: float
-    """When playing began."""
-    headers_at: float | None = None
-    """When the status line and headers went out."""
-    last_byte_at: float | None = None
-    """When the last byte of the answer was handed to the kernel."""
-    client_left_at: float | None = None
-    """When the client was seen to leave, if it left before the answer was complete."""
-    cut: bool = False
-    """A wait's :class:`~mockskill.transport.plan.Cut` answered instead of the plan."""
-    waited_ms: float = 0.0
-    """Time spent in the plan's waits, measured."""
-    fault: Fault | None = None
-    """The fault done to the connection (None if the client left first)."""
-    stopped: bool = False
-    """The server, stopping, cut the exchange after its grace period."""
-    closed: bool = False
-    """The connection was closed after this exchange (by the plan, the client, or a fault)."""
-    dropped: bool = False
-    """The request was read and dropped unanswered: its connection had gone stale
-    (:attr:`~mockskill.transport.plan.Stale.DROP_NEXT`); no plan was asked for."""
 
 
 class Handler(Protocol):

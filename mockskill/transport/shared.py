@@ -9,13 +9,25 @@ two halves of a stop — the drain, then the cut.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .handler import Handler
 from .reading import Limits
 
-if TYPE_CHECKING:
-    from .connection import Connection
+
+class Connection(Protocol):
+    """What the bookkeeping needs of a connection (:class:`.connection.Connection`)."""
+
+    deadline: float
+
+    @property
+    def in_flight(self) -> bool: ...
+
+    def drain(self) -> None: ...
+
+    def cut(self) -> asyncio.Task[None] | None: ...
+
+    def expire(self) -> None: ...
 
 
 def resolve(future: asyncio.Future[Any], value: Any) -> None:

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from .handler import Outcome, Refusal, Request
-from .plan import Answer, Plan
+from ..engine.plan import Answer, Outcome, Plan
+from .handler import Refusal, Request
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication, WSGIEnvironment

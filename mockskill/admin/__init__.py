@@ -1,0 +1,15 @@
+"""The control surface: ``/__admin``, the scenarios over HTTP, and the dashboard.
+
+This stage owns what a test harness or a person uses to steer a running
+server and look into it: the blueprint of the admin API (``blueprint``, with
+its OpenAPI document ``openapi.json``), scenarios added, replaced, activated
+and removed over HTTP (``scenarios``), the journal's query filters
+(``journal_query``), the registry that owns the loaded scenario files and
+swaps them into the engine (``registry``), watching files for changes
+(``watch``), the report served at ``/__admin/report`` (``report``) and the
+dashboard page and its static files (``dashboard``).
+
+It may import :mod:`mockskill.audit` (the report it serves), the transport
+(``mockskill/transport/``), :mod:`mockskill.engine`, :mod:`mockskill.scenario`
+and :mod:`mockskill.protocol`. Only the faces import it.
+"""

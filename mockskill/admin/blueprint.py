@@ -1,0 +1,204 @@
+"""The ``/__admin`` blueprint: mockskill's own control surface.
+
+Health, reset (all state, or one session's), the request journal
+(``/journal``, filtered by :mod:`mockskill.admin.journal_query`) and the requests
+nothing matched (``/unmatched``), the reference descriptor validator, the
+corpus of invalid descriptors (``/corpus``) and the OpenAPI document
+describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
+It gathers the routes other modules own: the loaded scenarios
+(:mod:`mockskill.admin.scenarios`), the retry audit (:mod:`mockskill.admin.report`)
+and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
+errors use the unified shape (docs/admin.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from flask import Blueprint, Response, request, url_for
+
+from .._version import __version__
+from ..protocol.catalog import render, unified_body
+from ..protocol.validator import validate as validate_descriptor
+from ..protocol.validator import validation_error
+from . import dashboard
+from . import scenarios as admin_scenarios
+from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
+from .registry import Registry
+
+
+def blueprint(registry: Registry) -> Blueprint:
+    bp = Blueprint("admin", __name__)
+    engine = registry.engine
+
+    @bp.get("/health")
+    def health() -> dict[str, Any]:
+        """What is served; with ``reload`` (docs/reload.md) once the server watches or reloads.
+
+        ``status`` is about serving, so it stays ``ok`` when a reload failed:
+        the last good scenarios are still served. ``reload.status`` says
+        ``failed`` and ``reload.problems`` lists what is wrong.
+        """
+        scenarios = engine.scenarios
+        body: dict[str, Any] = {
+            "status": "ok",
+            "version": __version__,
+            "seed": engine.state.seed,
+            "scenarios": [s.name for s in scenarios.scenarios],
+            "skills": len(scenarios.skills),
+        }
+        reload = registry.last_reload
+        if reload is not None:
+            body["reload"] = reload.as_json()
+        return body
+
+    @bp.post("/reset")
+    def reset() -> dict[str, Any]:
+        """Forget sequence positions, journal and random draws; ``?session=NAME``: one session's."""
+        session = request.args.get("session")
+        engine.state.reset(session)
+        return {"reset": "session" if session else "all", "session": session}
+
+    @bp.get("/journal")
+    def journal() -> tuple[dict[str, Any], int]:
+        """Recorded requests, oldest first, filtered by the query (docs/admin.md)."""
+        entries = engine.state.journal()
+        size = len(entries)
+        try:
+            selected = select(entries, request.args, JOURNAL_FILTERS)
+        except BadFilter as exc:
+            return exc.body(), 400
+        return {
+            "entries": [e.as_json() for e in selected],
+            "size": size,
+            "capacity": engine.state.capacity,
+        }, 200
+
+    @bp.get("/unmatched")
+    def unmatched() -> tuple[dict[str, Any], int]:
+        """The requests nothing served, oldest first, each with its near misses."""
+        entries = [e for e in engine.state.journal() if e.endpoint == "unmatched"]
+        try:
+            selected = select(entries, request.args, UNMATCHED_FILTERS)
+        except BadFilter as exc:
+            return exc.body(), 400
+        return {"requests": [e.as_json() for e in selected]}, 200
+
+    @bp.post("/validate")
+    def validate() -> tuple[dict[str, Any], int]:
+        """The reference validator over HTTP: a descriptor in, every violation out."""
+        document = request.get_json(silent=True)
+        if document is None and request.get_data().strip() != b"null":
+            body = unified_body(
+                "MOCKSKILL_BAD_REQUEST",
+                "POST /__admin/validate takes a Skill Descriptor as a JSON body",
+                {"content_type": request.content_type},
+            )
+            return body, 400
+        violations = validate_descriptor(document)
+        if violations:
+            return validation_error(violations), 422
+        return {"valid": True}, 200
+
+    # -- the corpus of invalid descriptors (mockskill/protocol/corpus.py, docs/corpus.md) ----------
+
+    def corpus_urls(name: str) -> tuple[str, str]:
+        return (
+            url_for("admin.corpus_descriptor", name=name, _external=True),
+            url_for("admin.corpus_violations", name=name, _external=True),
+        )
+
+    def json_response(document: Any, status: int = 200) -> Response:
+        # Any JSON value (null, an array, a string ...), exactly as the case holds it.
+        return Response(json.dumps(document), status=status, mimetype="application/json")
+
+    def corpus_miss(name: str) -> Response:
+        """SKILL_NOT_FOUND: the descriptor URL asked for does not exist."""
+        from ..protocol import corpus  # built on first use: not every start-up should pay for it
+
+        rendered = render(
+            "SKILL_NOT_FOUND",
+            message=f"No corpus case {name!r}",
+            details={
+                "url": request.url,
+                "did_you_mean": difflib.get_close_matches(name, corpus.NAMES, n=3, cutoff=0.6),
+            },
+        )
+        return Response(
+            rendered.body,
+            status=rendered.status,
+            headers=list(rendered.headers),
+            mimetype="application/json",
+        )
+
+    @bp.get("/corpus")
+    def corpus_listing() -> dict[str, Any]:
+        """Every case of the corpus, with the absolute URLs of its descriptor and violations."""
+        from ..protocol import corpus
+
+        cases = []
+        for case in corpus.CASES:
+            descriptor_url, violations_url = corpus_urls(case.name)
+            cases.append(
+                {
+                    "name": case.name,
+                    "description": case.description,
+                    "descriptor_url": descriptor_url,
+                    "violations_url": violations_url,
+                    "valid": case.valid,
+                }
+            )
+        return {"cases": cases}
+
+    @bp.get("/corpus/<name>")
+    def corpus_descriptor(name: str) -> Response:
+        """The case's descriptor, exactly (any JSON value)."""
+        from ..protocol import corpus
+
+        case = corpus.get(name)
+        return corpus_miss(name) if case is None else json_response(case.descriptor)
+
+    @bp.get("/corpus/<name>/violations")
+    def corpus_violations(name: str) -> Response:
+        """``{"violations": [...]}``: what a correct validator reports (empty when valid)."""
+        from ..protocol import corpus
+
+        case = corpus.get(name)
+        if case is None:
+            return corpus_miss(name)
+        return json_response({"violations": list(case.violations)})
+
+    admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
+    openapi_route(bp)
+    dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
+
+    @bp.get("/report")
+    def report() -> tuple[dict[str, Any], int]:
+        """The retry audit and category coverage of every session, or of ``session=`` ones."""
+        # Imported on first use, not at start-up: the audit is ~10 ms of imports
+        # (bench/startup.py) that serving skills never needs.
+        from .report import answer
+
+        return answer(engine)
+
+    return bp
+
+
+# -- the OpenAPI document (mockskill/admin/openapi.json) ------------------------------------
+
+
+@functools.cache
+def _openapi() -> bytes:
+    return resources.files("mockskill.admin").joinpath("openapi.json").read_bytes()
+
+
+def openapi_route(bp: Blueprint) -> None:
+    """Add ``/openapi.json`` to *bp*: the document describing every ``/__admin`` operation."""
+
+    @bp.get("/openapi.json")
+    def openapi() -> Response:
+        return Response(_openapi(), mimetype="application/json")

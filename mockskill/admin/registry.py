@@ -1,0 +1,429 @@
+"""The scenarios a server has loaded, and every change to them.
+
+A :class:`Registry` owns the loaded scenarios — each a :class:`LoadedScenario`
+with its name, origin, whether it is active, and when it was loaded and
+activated — and is the only way to change them: add, replace, remove,
+activate, deactivate, reload from files. Each change is checked whole first,
+then applied at once by handing the engine a new
+:class:`~mockskill.scenario.model.ScenarioSet` of the *active* scenarios
+(:meth:`Engine.load <mockskill.engine.engine.Engine.load>`). A request sees the
+scenarios from before a change or from after it, never a mix; one in flight
+finishes on what it started with; a change that is refused changes nothing.
+
+The rules (docs/admin.md):
+
+- scenario names are unique among the loaded scenarios, active or not;
+- skill ids and routes (method and path) are unique among the *active*
+  ones only: an inactive scenario may share them with an active one, and
+  activating it while the other is active is refused (:class:`Conflict`,
+  naming the clash) — so a variant can wait, loaded, for its turn;
+- an inactive scenario is listed but not served;
+- a scenario's sequences restart, in every session, when it starts being
+  served (added active, replaced, activated), and so does its outage
+  window (the engine restarts the window of any scenario it did not serve).
+
+The server (:class:`~mockskill.server.Server`), the admin API
+(``/__admin/scenarios``) and the watcher all change scenarios through here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.engine import Engine
+from ..engine.matching import sequence_keys
+from ..scenario.claims import Claim
+from ..scenario.loader import InvalidScenarios, load_paths
+from ..scenario.model import Scenario, ScenarioSet
+from ..scenario.problems import Problem, ScenarioError
+from ..scenario.reader import MAX_DELAY_MS
+from ..scenario.source import Position
+from .watch import ReloadResult
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """One loaded scenario and how it is served; replaced whole on every change."""
+
+    scenario: Scenario
+    active: bool
+    """Whether it is served (an inactive one is kept, listed, and not served)."""
+    loaded: float
+    """When it was loaded (or last replaced), in seconds since the epoch."""
+    activated: float | None
+    """When it was last activated (loaded active counts); None while inactive."""
+    added: bool = False
+    """Whether it was loaded at run time (:meth:`Registry.add`: ``Server.add``, the
+    admin API) rather than from the server's scenario files: a reload of the
+    files keeps it."""
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def origin(self) -> str:
+        """Where it came from: a file's path, or the name given to text
+        (``<added 2>`` for :meth:`Server.add <mockskill.server.Server.add>`,
+        ``<request body 3>`` or ``?file=`` for the admin API)."""
+        return self.scenario.file
+
+
+class UnknownScenario(KeyError):
+    """No scenario of that name is loaded; says which are, and the nearest names."""
+
+    def __init__(self, name: str, loaded: Sequence[str]) -> None:
+        self.name = name
+        self.loaded = list(loaded)
+        self.suggestions = difflib.get_close_matches(name, self.loaded, n=3, cutoff=0.6)
+        message = f"no scenario named {name!r} is loaded"
+        if self.suggestions:
+            message += f"; did you mean {self.suggestions[0]!r}?"
+        message += f" (loaded: {', '.join(repr(n) for n in self.loaded) or 'none'})"
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.message  # KeyError would show the repr of the message
+
+
+class Conflict(ScenarioError):
+    """A change that would load a name twice, or serve a skill id or route twice.
+
+    Its problems point at the scenario that was refused; :attr:`reasons`
+    says each clash in a short sentence. Nothing was changed.
+    """
+
+    def __init__(self, problems: Sequence[Problem], reasons: Sequence[str]) -> None:
+        super().__init__(problems)
+        self.reasons = tuple(reasons)
+
+
+class Registry:
+    """The loaded scenarios of one engine, and every change to them (thread-safe).
+
+    It starts with the scenarios the engine serves, all active.
+    *max_delay_ms* bounds the waits of scenarios :meth:`reload` reads.
+    """
+
+    def __init__(self, engine: Engine, *, max_delay_ms: int = MAX_DELAY_MS) -> None:
+        self.engine = engine
+        self.max_delay_ms = max_delay_ms
+        now = time.time()
+        # One lock for changes, so that two changes never interleave (each
+        # reads the current scenarios, checks, then swaps). The scenarios
+        # themselves are an immutable tuple, replaced whole under the lock:
+        # readers take it without the lock and always see one whole state,
+        # from before a change or from after it.
+        self._changes = threading.Lock()
+        self._loaded: tuple[LoadedScenario, ...] = tuple(
+            LoadedScenario(s, True, now, now) for s in engine.scenarios.scenarios
+        )
+        self.last_reload: ReloadResult | None = None
+        """What the last :meth:`reload` did; ``none`` once watching, None before."""
+
+    # -- reading --------------------------------------------------------------
+
+    @property
+    def scenarios(self) -> tuple[LoadedScenario, ...]:
+        """Every loaded scenario, active or not, in order."""
+        return self._loaded
+
+    def get(self, name: str) -> LoadedScenario:
+        """The loaded scenario *name*; raises :class:`UnknownScenario` (a KeyError)."""
+        loaded = self._loaded
+        for entry in loaded:
+            if entry.name == name:
+                return entry
+        raise UnknownScenario(name, [e.name for e in loaded])
+
+    # -- changing -------------------------------------------------------------
+
+    def add(
+        self, scenarios: ScenarioSet, *, active: bool = True, replace: bool = False
+    ) -> tuple[LoadedScenario, ...]:
+        """Load *scenarios* (active, or not), beside the loaded ones; return them as loaded.
+
+        A name already loaded is refused (:class:`Conflict`) unless *replace*:
+        then the new scenario takes the old one's place. Active ones must not
+        serve a skill id or route another active scenario serves.
+        """
+        with self._changes:
+            now = time.time()
+            current = self._loaded
+            names = {e.name: e for e in current}
+            problems: list[Problem] = []
+            reasons: list[str] = []
+            incoming: dict[str, LoadedScenario] = {}
+            for scenario in scenarios.scenarios:
+                old = names.get(scenario.name)
+                if scenario.name in incoming or (old is not None and not replace):
+                    _name_clash(scenario.name, scenario.where, old, problems, reasons)
+                incoming[scenario.name] = LoadedScenario(
+                    scenario, active, now, now if active else None, added=True
+                )
+            if problems:
+                raise Conflict(problems, reasons)
+            loaded = tuple(incoming.get(e.name, e) for e in current) + tuple(
+                e for name, e in incoming.items() if name not in names
+            )
+            replaced = [names[n] for n in incoming if n in names]
+            if active:
+                others = [e.scenario for e in loaded if e.active and e.name not in incoming]
+                _check_served_once(list(scenarios.scenarios), others)
+            restart = list(scenarios.scenarios) if active else []
+            restart += [e.scenario for e in replaced if e.active]
+            self._swap(loaded, restart)
+            return tuple(incoming.values())
+
+    def refused(
+        self, exc: ScenarioError, *, active: bool = True, replace: bool = False
+    ) -> ScenarioError:
+        """*exc* (scenarios :meth:`add` was to load, with problems), with their clashes too.
+
+        What the broken scenarios claim (names, skill ids, routes) is checked
+        against the loaded ones as :meth:`add` would check it, so that one
+        answer has every problem. Nothing changes.
+        """
+        claims = exc.claims if isinstance(exc, InvalidScenarios) else ()
+        if not claims:
+            return exc
+        current = self._loaded
+        names = {e.name: e for e in current}
+        problems: list[Problem] = []
+        reasons: list[str] = []
+        for claim in claims:
+            old = names.get(claim.name) if claim.name is not None else None
+            if old is not None and not replace:
+                _name_clash(claim.name, claim.where, old, problems, reasons)
+        if active:  # against every active one but those it would replace
+            replaced = {claim.name for claim in claims} if replace else set()
+            served = [e.scenario for e in current if e.active and e.name not in replaced]
+            problems += _served_clashes(claims, served, among_incoming=False)[0]
+        return InvalidScenarios([*exc.problems, *problems], claims)
+
+    def remove(self, name: str) -> LoadedScenario:
+        """Unload scenario *name* (served or not); return it as it was."""
+        with self._changes:
+            entry = self.get(name)
+            loaded = tuple(e for e in self._loaded if e is not entry)
+            # Positions of a served one restart, so that loading it again starts afresh.
+            self._swap(loaded, [entry.scenario] if entry.active else [])
+            return entry
+
+    def activate(self, name: str) -> LoadedScenario:
+        """Serve scenario *name* from the next request on, its sequences and outage restarted.
+
+        Refused (:class:`Conflict`) when an active scenario serves one of its
+        skill ids or routes. An active scenario is left as it is.
+        """
+        with self._changes:
+            entry = self.get(name)
+            if entry.active:
+                return entry
+            others = [e.scenario for e in self._loaded if e.active]
+            _check_served_once([entry.scenario], others)
+            activated = dataclasses.replace(entry, active=True, activated=time.time())
+            self._swap(self._replaced(entry, activated), [entry.scenario])
+            return activated
+
+    def deactivate(self, name: str) -> LoadedScenario:
+        """Stop serving scenario *name* from the next request on; it stays loaded."""
+        with self._changes:
+            entry = self.get(name)
+            if not entry.active:
+                return entry
+            deactivated = dataclasses.replace(entry, active=False, activated=None)
+            self._swap(self._replaced(entry, deactivated), [])
+            return deactivated
+
+    def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
+        """Load the scenarios in *paths* instead of the ones the files gave (see Server.reload).
+
+        A scenario equal to the one loaded under its name is kept as it was
+        (positions, outage window, active or not). A changed one is replaced,
+        keeping whether it was active; a new one is active. Scenarios
+        :meth:`add` loaded at run time are kept, so a file must not take
+        their names, nor serve their skill ids or routes while they are
+        active. On problems nothing changes and the result says
+        ``failed``. The result is kept as :attr:`last_reload`
+        (``/__admin/health`` shows it).
+        """
+        paths = list(paths)
+        with self._changes:
+            try:
+                files = load_paths(paths, max_delay_ms=self.max_delay_ms)
+                now = time.time()
+                added = [e for e in self._loaded if e.added]
+                _check_names_free(files, added)
+                old = {e.name: e for e in self._loaded if not e.added}
+                loaded = []
+                for scenario in files.scenarios:
+                    before = old.get(scenario.name)
+                    if before is not None and before.scenario == scenario:
+                        loaded.append(before)  # the very object: the engine keeps its window
+                    else:
+                        active = before.active if before is not None else True
+                        loaded.append(
+                            LoadedScenario(scenario, active, now, now if active else None)
+                        )
+                changed = [e for e in loaded if old.get(e.name) is not e]
+                names = {e.name for e in loaded}
+                removed = [e for e in old.values() if e.name not in names]
+                # Only what was or will be served: an inactive scenario may share
+                # skill ids (so sequence keys) with a served one.
+                restarted = [e.scenario for e in changed + removed if e.active]
+                restarted += [
+                    old[e.name].scenario for e in changed if e.name in old and old[e.name].active
+                ]
+                _check_served_once(
+                    [e.scenario for e in loaded if e.active],
+                    [e.scenario for e in added if e.active],
+                )
+                self._swap(tuple(loaded + added), restarted)
+            except InvalidScenarios as exc:
+                result = ReloadResult.failed(self._with_file_clashes(exc).problems)
+            except ScenarioError as exc:
+                result = ReloadResult.failed(exc.problems)
+            else:
+                result = ReloadResult(
+                    "ok",
+                    now,
+                    scenarios=tuple(e.name for e in loaded),
+                    changed=tuple(e.name for e in changed),
+                    removed=tuple(e.name for e in removed),
+                    added=tuple(e.name for e in changed if e.name not in old),
+                )
+            self.last_reload = result
+            return result
+
+    def watched(self) -> None:
+        """Note that reloads are coming: the health answer shows ``reload`` (``none`` at first)."""
+        with self._changes:
+            if self.last_reload is None:
+                self.last_reload = ReloadResult("none")
+
+    # -- inside ---------------------------------------------------------------
+
+    def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
+        """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""
+        added = [e for e in self._loaded if e.added]
+        names = {e.name: e for e in added}
+        problems: list[Problem] = []
+        reasons: list[str] = []
+        for claim in exc.claims:
+            old = names.get(claim.name) if claim.name is not None else None
+            if old is not None:
+                _name_clash(claim.name, claim.where, old, problems, reasons)
+        served = [e.scenario for e in added if e.active]
+        problems += _served_clashes(exc.claims, served, among_incoming=False)[0]
+        return InvalidScenarios([*exc.problems, *problems], exc.claims)
+
+    def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
+        return tuple(new if e is old else e for e in self._loaded)
+
+    def _swap(self, loaded: tuple[LoadedScenario, ...], restart: Sequence[Scenario]) -> None:
+        """Serve the active ones of *loaded*, *restart*'s sequences afresh (hold the lock).
+
+        The engine checks first and raises ScenarioError if it cannot play
+        them; then nothing changed.
+        """
+        served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
+        # The engine restarts them as it swaps tables: afterwards would let a
+        # request matched on the old table take position 0 of the new sequences.
+        self.engine.load(served, restart=sequence_keys(restart))
+        self._loaded = loaded
+
+
+def _name_clash(
+    name: str | None,
+    where: Position,
+    old: LoadedScenario | None,
+    problems: list[Problem],
+    reasons: list[str],
+) -> None:
+    if old is None:  # twice in what was given
+        found, reason = f"{name!r} again", f"scenario {name!r} is given twice"
+    else:
+        found = f"{name!r}, loaded already (from {old.origin})"
+        reason = f"a scenario named {name!r} is loaded already (from {old.origin})"
+    problems.append(
+        Problem(
+            where.file,
+            where.line,
+            where.column,
+            "name",
+            "a scenario name not loaded yet",
+            found,
+            "replace it, or remove it first",
+        )
+    )
+    reasons.append(reason)
+
+
+def _check_names_free(files: ScenarioSet, added: Sequence[LoadedScenario]) -> None:
+    """Raise :class:`Conflict` if the files name a scenario loaded at run time."""
+    names = {e.name: e for e in added}
+    problems: list[Problem] = []
+    reasons: list[str] = []
+    for scenario in files.scenarios:
+        old = names.get(scenario.name)
+        if old is not None:
+            _name_clash(scenario.name, scenario.where, old, problems, reasons)
+    if problems:
+        raise Conflict(problems, reasons)
+
+
+def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario]) -> None:
+    """Raise :class:`Conflict` if *incoming* would serve a skill id or route *served* serve."""
+    problems, reasons = _served_clashes([Claim.of(s) for s in incoming], served)
+    if problems:
+        raise Conflict(problems, reasons)
+
+
+def _served_clashes(
+    incoming: Sequence[Claim], served: Sequence[Scenario], *, among_incoming: bool = True
+) -> tuple[list[Problem], list[str]]:
+    """The skill ids and routes *incoming* claim that *served* serve (or, unless
+    not *among_incoming*, that two of *incoming* claim: the loader reports those)."""
+    skills: dict[str, Scenario | Claim] = {k.id: s for s in served for k in s.skills}
+    routes: dict[tuple[str, str], Scenario | Claim] = {
+        (m, r.path): s for s in served for r in s.routes for m in r.methods
+    }
+    problems: list[Problem] = []
+    reasons: list[str] = []
+
+    def clash(owner: Scenario | Claim, what: str, shown: str, path: str, where: Position) -> None:
+        if not among_incoming and not isinstance(owner, Scenario):
+            return
+        file = owner.file if isinstance(owner, Scenario) else owner.where.file
+        problems.append(
+            Problem(
+                where.file,
+                where.line,
+                where.column,
+                path,
+                f"a {what} no other active scenario serves",
+                f"{shown!r}, served by active scenario {owner.name!r} (from {file})",
+                f"deactivate or remove {owner.name!r} first, or load this one inactive",
+            )
+        )
+        reasons.append(f"{what} {shown!r} is served by active scenario {owner.name!r}")
+
+    for claim in incoming:
+        for i, skill_id, where in claim.skills:
+            owner = skills.setdefault(skill_id, claim)
+            if owner is not claim:
+                clash(owner, "skill id", skill_id, f"skills[{i}].id", where)
+        for i, methods, route_path, where in claim.routes:
+            for method in methods:
+                owner = routes.setdefault((method, route_path), claim)
+                if owner is not claim:
+                    clash(owner, "route", f"{method} {route_path}", f"routes[{i}].path", where)
+    return problems, reasons

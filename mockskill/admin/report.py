@@ -1,0 +1,69 @@
+"""``GET /__admin/report``: the retry audit of the journal, for the request being served.
+
+The audit itself (chains, rules, coverage) is :mod:`mockskill.audit`, pure
+over the journal; this module reads the report's query parameters (the
+sessions, the skill and the policy; a bad one is a :class:`BadFilter`, a
+400 like every admin listing's) and answers with the report. The blueprint
+imports it on first use: serving skills never pays for the audit's imports.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import TYPE_CHECKING, Any
+
+from flask import request
+
+from .. import audit
+from .journal_query import BadFilter
+
+if TYPE_CHECKING:
+    from ..engine.engine import Engine
+
+PARAMETERS = ("session", "skill", "initial_delay_ms", "tolerance_ms", "tolerance_ratio")
+
+
+def answer(engine: Engine) -> tuple[dict[str, Any], int]:
+    """``GET /__admin/report`` for the request being served: the report, or a 400."""
+    try:
+        policy, sessions, skill = _query(request.args)
+    except BadFilter as exc:
+        return exc.body(), 400
+    entries = engine.state.journal()
+    if skill is not None:
+        entries = [e for e in entries if e.skill == skill]
+    return audit.report(entries, policy, sessions=sessions), 200
+
+
+def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
+    for name in args:
+        if name not in PARAMETERS:
+            hint = difflib.get_close_matches(name, PARAMETERS, n=1)
+            message = f"{name!r} is not a parameter of the report; it takes {', '.join(PARAMETERS)}"
+            if hint:
+                message += f" (did you mean {hint[0]!r}?)"
+            raise BadFilter(name, message, list(PARAMETERS))
+    sessions = args.getlist("session") or None
+    skill = args.get("skill")
+    default = audit.Policy()
+    policy = audit.Policy(
+        initial_delay_ms=_number(args, "initial_delay_ms", default.initial_delay_ms),
+        tolerance_ms=_number(args, "tolerance_ms", default.tolerance_ms),
+        tolerance_ratio=_number(args, "tolerance_ratio", default.tolerance_ratio, below=1.0),
+    )
+    return policy, sessions, skill
+
+
+def _number(args: Any, name: str, default: float, below: float | None = None) -> float:
+    text = args.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (below is not None and value >= below):
+        bound = f"below {below}" if below is not None else "finite"
+        raise BadFilter(name, f"{name}={text!r} is not a number of at least 0 ({bound})", "number")
+    return value

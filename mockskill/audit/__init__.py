@@ -1,0 +1,84 @@
+"""Grading a consumer: the retry audit and category coverage, from the journal.
+
+Pure functions over journal entries (:class:`~mockskill.engine.state.Entry`):
+no I/O, no clock but the one the caller passes, no server. The stage is split
+by concept, in the order a report is made:
+
+- ``retries`` — what each answer meant to the consumer and the retry chains
+  of a session (the same request sent again while the previous one failed);
+- ``policy`` — what the error chapter asks of a retry, and the tolerance;
+- ``findings`` — the four rules (``non-retryable-retried``,
+  ``retry-too-soon``, ``backoff-not-growing``, ``too-many-attempts``) applied
+  to each chain;
+- ``covered`` — the categories and transport faults each session met, and
+  the consumer's real timeouts;
+- ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
+  the dashboard) and the gates that read it (:func:`assert_clean`);
+
+docs/audit.md documents every rule and the tolerance. ``mockskill.audit``
+keeps the names it has always had (``report``, ``assert_clean``, ``Policy``,
+``chains``, ...): import them from here.
+
+It may import :mod:`mockskill.engine` (the journal's entries),
+:mod:`mockskill.scenario` and :mod:`mockskill.protocol`; it serves nothing and
+controls nothing, so the admin API and the faces call it, never the reverse.
+"""
+
+from __future__ import annotations
+
+from .covered import FAULT_NAMES, coverage, timeout_kind, timeouts
+from .findings import RULES
+from .policy import Policy
+from .retries import (
+    FAULT_STANDS_FOR,
+    HANGUP_SLACK,
+    TIMEOUT_STANDS_FOR,
+    VALIDATION_ERROR,
+    Outcome,
+    acted_on,
+    answered,
+    chains,
+    ended,
+    endpoint_of,
+    likeliest,
+    outcome,
+    overlaps,
+)
+from .verdict import (
+    assert_clean,
+    coverage_gaps,
+    finding_lines,
+    format_findings,
+    report,
+    session_report,
+    silent_sessions,
+)
+
+__all__ = [
+    "FAULT_NAMES",
+    "FAULT_STANDS_FOR",
+    "HANGUP_SLACK",
+    "RULES",
+    "TIMEOUT_STANDS_FOR",
+    "VALIDATION_ERROR",
+    "Outcome",
+    "Policy",
+    "acted_on",
+    "answered",
+    "assert_clean",
+    "chains",
+    "coverage",
+    "coverage_gaps",
+    "ended",
+    "endpoint_of",
+    "finding_lines",
+    "format_findings",
+    "likeliest",
+    "outcome",
+    "overlaps",
+    "report",
+    "session_report",
+    "silent_sessions",
+    "timeout_kind",
+    "timeouts",
+]

@@ -1,0 +1,84 @@
+"""What the error chapter asks of a retry, and the tolerance the audit grants.
+
+:class:`Policy` holds the parameters the rules use (docs/audit.md); the rest
+says what must change before a non-retryable failure may be retried, the
+wait an answer advised, and the attempts its advice allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..protocol.catalog import CATEGORIES
+from .retries import VALIDATION_ERROR, Outcome
+
+# What must change before a non-retryable error can be retried; the other
+# categories (SKILL_NOT_FOUND, an invalid descriptor) accept any change at
+# all, so that the audit never flags a retry that might have been meant.
+MUST_CHANGE = {
+    "AUTH_REQUIRED": ("credential",),
+    "PERMISSION_DENIED": ("credential",),
+    "VERSION_INCOMPATIBLE": ("protocol_version",),
+}
+
+
+FINGERPRINT = ("credential", "protocol_version", "body_digest")
+
+
+FIELD_NAMES = {
+    "credential": "credential",
+    "protocol_version": "Skill-Protocol-Version",
+    "body_digest": "body",
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The parameters the rules use (docs/audit.md).
+
+    A wait passes when it is at least the required wait less the tolerance:
+    the smaller of *tolerance_ms* and *tolerance_ratio* times the required
+    wait. Both bound the noise of timers and clocks; neither lets a consumer
+    subtract jitter from what the protocol asks (add it instead).
+    """
+
+    initial_delay_ms: float = 1000.0
+    """The chapter's initial delay, for a failure whose answer gave no advice."""
+    tolerance_ms: float = 50.0
+    tolerance_ratio: float = 0.1
+
+    def least(self, required_ms: float) -> float:
+        """The shortest wait that still counts as *required_ms*."""
+        return required_ms - min(self.tolerance_ms, self.tolerance_ratio * required_ms)
+
+    def as_json(self) -> dict[str, float]:
+        return {
+            "initial_delay_ms": self.initial_delay_ms,
+            "tolerance_ms": self.tolerance_ms,
+            "tolerance_ratio": self.tolerance_ratio,
+        }
+
+
+def advised_ms(o: Outcome, policy: Policy) -> float:
+    return o.advice.suggested_delay_ms if o.advice is not None else policy.initial_delay_ms
+
+
+def max_attempts(o: Outcome) -> int | None:
+    if o.advice is not None:
+        return o.advice.max_attempts
+    category = CATEGORIES.get(o.code or "")
+    default = category.retry if category is not None else None
+    return default.max_attempts if default is not None else None
+
+
+_NEEDED = {
+    "AUTH_REQUIRED": "retry only with new credentials (details.authorization_url, details.scopes)",
+    "PERMISSION_DENIED": "retry only with credentials that grant the missing scopes",
+    "VERSION_INCOMPATIBLE": "retry only with another Skill-Protocol-Version",
+    "SKILL_NOT_FOUND": "do not ask again for what does not exist",
+    VALIDATION_ERROR: "do not fetch the same descriptor again: it must be fixed",
+}
+
+
+def needed(code: str) -> str:
+    return f"{code} is not retryable: {_NEEDED.get(code, 'do not retry it unchanged')}"

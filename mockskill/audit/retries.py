@@ -1,0 +1,173 @@
+"""Retry chains from the journal: what each answer meant, and which request was sent again.
+
+An entry's :func:`outcome` is how the protocol classifies its answer (a
+transport fault stands for ``ENDPOINT_UNREACHABLE``, a hang-up for
+``EXECUTION_TIMEOUT``); :func:`acted_on` is when the consumer had what it
+acted on; :func:`chains` groups one session's requests into retry chains —
+the same request (method, path and body) sent again for as long as the
+previous attempt failed. Pure functions over entries, like all of the audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..engine.state import Entry
+from ..protocol.catalog import CATEGORIES, Retry
+
+VALIDATION_ERROR = "VALIDATION_ERROR"
+
+
+FAULT_STANDS_FOR = "ENDPOINT_UNREACHABLE"
+"""A transport fault: the endpoint could not be reached properly (no answer to read)."""
+
+
+TIMEOUT_STANDS_FOR = "EXECUTION_TIMEOUT"
+"""The client hung up before the answer: to it, the execution timed out."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt's answer means to a consumer."""
+
+    failed: bool
+    code: str | None = None
+    """The category the failure is or stands for (a fault: ENDPOINT_UNREACHABLE)."""
+    retryable: bool | None = None
+    """None: a success, or a failure the protocol does not classify."""
+    advice: Retry | None = None
+    """The retry advice the answer carried (None: none was given)."""
+
+
+def outcome(entry: Entry) -> Outcome:
+    """How the protocol classifies *entry*'s answer."""
+    if entry.fault is not None:
+        return Outcome(True, FAULT_STANDS_FOR, True)
+    if entry.status is None or not answered(entry):
+        return Outcome(True, TIMEOUT_STANDS_FOR, True)
+    if entry.invalid_descriptor:
+        return Outcome(True, VALIDATION_ERROR, False)
+    category = CATEGORIES.get(entry.error_code or "")
+    if category is not None:
+        return Outcome(True, category.code, category.retryable, entry.retry)
+    if entry.status >= 400:
+        return Outcome(True)
+    return Outcome(False)
+
+
+def answered(entry: Entry) -> bool:
+    """Whether the consumer got an answer it could act on (a fault aside).
+
+    A whole answer, or the status line of a failure whose slow body it did
+    not read to the end: a failure status says what it needs to know (a
+    client may retry on it alone, as aiohttp-retry does), and the advice is
+    in its headers too (``Retry-After``). A success whose body it abandoned
+    gave it nothing to use: to it, that request timed out.
+    """
+    if entry.status is None:
+        return False
+    return entry.client_left is None or entry.status >= 400
+
+
+def endpoint_of(entry: Entry) -> str:
+    return f"{entry.method} {entry.path}"
+
+
+def ended(entry: Entry) -> float:
+    """When the attempt ended for the consumer: when it hung up, else when it was answered."""
+    return entry.client_left if entry.client_left is not None else entry.finished
+
+
+HANGUP_SLACK = 0.05
+"""Seconds: the server sees a hang-up a moment after it happens, so an attempt
+that arrives up to this much before the hang-up was seen still follows it."""
+
+
+def acted_on(previous: Entry, entry: Entry) -> float | None:
+    """When the consumer had what it acted on in sending *entry* after *previous*.
+
+    That is when *previous* ended (answered, or hung up on) — except for a
+    failure whose slow body went out after its status line: a retry sent
+    once the status line was out, before the last byte, acted on the status
+    line (and its advice), and so did one sent after the client abandoned
+    the body. None: *entry* started before the consumer had anything of
+    *previous*: it is concurrent, not a retry.
+    """
+    acted = acted_on_detail(previous, entry)
+    return None if acted is None else acted[0]
+
+
+def acted_on_detail(previous: Entry, entry: Entry) -> tuple[float, bool] | None:
+    """:func:`acted_on`, and whether that was a status line alone."""
+    sent = previous.headers_sent
+    if sent is not None and previous.status is not None and previous.status >= 400:
+        if previous.client_left is None and entry.started >= previous.finished:
+            return previous.finished, False  # it had the whole answer
+        return (sent, True) if entry.started >= sent else None
+    slack = HANGUP_SLACK if previous.client_left is not None else 0.0
+    end = ended(previous)
+    return (end, False) if entry.started >= end - slack else None
+
+
+def overlaps(entry: Entry, previous: Entry) -> bool:
+    """Whether *entry* started before the consumer had anything of *previous*: concurrent."""
+    return acted_on(previous, entry) is None
+
+
+def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
+    """One session's requests as retry chains, in order of their first attempt.
+
+    A retry is the same request sent again: an attempt joins a chain of the
+    same endpoint (method and path) and the same body whose last attempt
+    failed; a success ends a chain. Requests at other endpoints in between
+    (a token request, a descriptor) do not break it, and a retry may change
+    its credential or protocol version (what a 401 or a 422 asks). A request
+    with another body is another operation (a batch's next item): a chain of
+    its own. So is an attempt that :func:`overlaps` the last one of every
+    chain it could continue: it is concurrent, not a retry. When it could
+    continue several (identical requests in parallel), it goes with the
+    :func:`likeliest`.
+    """
+    ordered = sorted(entries, key=lambda e: (e.started, e.id))
+    waiting: dict[tuple[str, str | None], list[list[Entry]]] = {}  # chains whose last failed
+    out: list[list[Entry]] = []
+    for entry in ordered:
+        key = (endpoint_of(entry), entry.body_digest)
+        open_chains = [c for c in waiting.get(key, []) if outcome(c[-1]).failed]
+        chain = likeliest(entry, [c for c in open_chains if not overlaps(entry, c[-1])])
+        if chain is None:
+            chain = []
+            out.append(chain)
+            open_chains.append(chain)
+        chain.append(entry)
+        waiting[key] = open_chains
+    return out
+
+
+def likeliest(entry: Entry, candidates: Sequence[list[Entry]]) -> list[Entry] | None:
+    """Of the chains *entry* could continue, the one it most likely retries (None: none).
+
+    The one whose last attempt had the same credential and protocol version,
+    then the one whose last attempt started last. A consumer that sends one
+    request at a time has a single candidate at most: the choice only
+    matters for identical requests sent in parallel.
+    """
+
+    def score(chain: list[Entry]) -> tuple[bool, bool, float, int]:
+        last = chain[-1]
+        return (
+            last.credential == entry.credential,
+            last.protocol_version == entry.protocol_version,
+            last.started,
+            last.id,
+        )
+
+    return max(candidates, key=score, default=None)
+
+
+def client_timeout_ms(entry: Entry) -> float | None:
+    """After how long the client gave up without an answer it could act on (None: it did not)."""
+    if entry.client_left is None or answered(entry):
+        return None
+    return round((entry.client_left - entry.started) * 1000, 1)

@@ -1,0 +1,194 @@
+"""The report, and reading it: the journal turned into a verdict.
+
+:func:`report` audits every session (its chains, findings, coverage and
+timeouts) in the shape ``GET /__admin/report`` serves and the dashboard and
+``mockskill report`` read; :func:`assert_clean` and the helpers below it are
+the gates over a report (findings spelt out, coverage gaps, sessions that
+sent nothing).
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..engine.state import Entry
+from ..protocol.catalog import CODES
+from .covered import FAULT_NAMES, coverage, timeouts
+from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
+from .policy import Policy
+from .retries import chains, endpoint_of
+
+
+def session_report(
+    name: str, entries: Sequence[Entry], policy: Policy = Policy()
+) -> dict[str, Any]:
+    """The audit of one session's requests."""
+    chain_list = []
+    findings: list[Finding] = []
+    for chain in chains(entries):
+        attempts, found = audit_chain(name, chain, policy)
+        findings.extend(found)
+        chain_list.append(
+            {
+                "endpoint": endpoint_of(chain[0]),
+                "skill": chain[0].skill,
+                "attempts": [attempt_json(attempts, i) for i in range(len(attempts))],
+            }
+        )
+    findings.extend(used_invalid(name, entries))
+    findings.sort(key=lambda f: f.attempts[0])
+    return {
+        "session": name,
+        "requests": len(entries),
+        "clean": not findings,
+        "coverage": coverage(entries),
+        "chains": chain_list,
+        "timeouts": timeouts(entries),
+        "findings": [f.as_json() for f in findings],
+    }
+
+
+def report(
+    entries: Iterable[Entry],
+    policy: Policy = Policy(),
+    *,
+    sessions: Iterable[str] | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The audit of every session in *entries* (or of *sessions*, even those with no request).
+
+    Sessions come in the order of their first request in *entries*; named
+    ones that sent nothing come last, with empty coverage.
+    """
+    grouped: dict[str, list[Entry]] = {}
+    for entry in entries:
+        grouped.setdefault(entry.session, []).append(entry)
+    active = list(grouped)
+    if sessions is not None:
+        wanted = list(dict.fromkeys(sessions))
+        grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
+    reports = [session_report(name, items, policy) for name, items in grouped.items()]
+    for r in reports:
+        if not r["requests"]:
+            # A session that sent nothing is most often a mistyped name or a
+            # consumer that does not send Mockskill-Session: name the sessions
+            # that did send something, so the gate's failure says where to look.
+            r["did_you_mean"] = _nearest_sessions(r["session"], active)
+    return {
+        "clean": all(r["clean"] for r in reports),
+        "generated": time.time() if now is None else now,
+        "policy": policy.as_json(),
+        "sessions": reports,
+    }
+
+
+def _nearest_sessions(name: str, active: list[str], n: int = 3) -> list[str]:
+    """The sessions with requests closest to *name*; when none is close, the latest ones."""
+    close = difflib.get_close_matches(name, active, n=n, cutoff=0.6)
+    return close or active[::-1][:n]
+
+
+def coverage_gaps(
+    report: dict[str, Any], required: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """Per session, the required categories and faults it has not met (sessions with gaps only).
+
+    *required*: names of categories and faults (None: all of them).
+    """
+    wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
+    unknown = wanted - set(CODES) - set(FAULT_NAMES)
+    if unknown:
+        raise ValueError(
+            f"not a category or a transport fault: {', '.join(sorted(unknown))};"
+            f" expected some of {', '.join(CODES + FAULT_NAMES)}"
+        )
+    gaps = {}
+    for session in report["sessions"]:
+        missing = session["coverage"]["missing"]
+        lacking = [n for n in [*missing["categories"], *missing["faults"]] if n in wanted]
+        if lacking:
+            gaps[session["session"]] = lacking
+    return gaps
+
+
+def format_findings(report: dict[str, Any]) -> str:
+    """Every finding of *report* as readable lines (empty when clean)."""
+    lines: list[str] = []
+    for session in report["sessions"]:
+        findings = session["findings"]
+        if not findings:
+            continue
+        n = len(findings)
+        lines.append(
+            f"mockskill retry audit: {n} {plural(n, 'finding', 'findings')}"
+            f" in session {session['session']!r}:"
+        )
+        lines.extend(finding_lines(findings, "  "))
+    return "\n".join(lines)
+
+
+def finding_lines(findings: Iterable[dict[str, Any]], indent: str = "") -> list[str]:
+    """Findings (of one session) numbered, each with where, found, expected and fix."""
+    lines = []
+    for i, f in enumerate(findings, 1):
+        ids = ", ".join(f"#{a}" for a in f["attempts"])
+        pad = indent + " " * (len(str(i)) + 2)
+        lines.append(f"{indent}{i}. {f['rule']}: {f['message']}")
+        lines.append(f"{pad}at:       {f['endpoint']} (journal {ids})")
+        lines.append(f"{pad}found:    {f['found']}")
+        lines.append(f"{pad}expected: {f['expected']}")
+        lines.append(f"{pad}fix:      {f['fix']}")
+    return lines
+
+
+def silent_sessions(report: dict[str, Any]) -> list[str]:
+    """Why *report* proves nothing, one line per session that sent no request (or for none).
+
+    A gate must never pass on an empty audit: a mistyped session name, or a
+    consumer that does not send ``Mockskill-Session``, would otherwise show
+    green. Both ``assert_clean`` and ``mockskill report``'s gates fail on it.
+    """
+    header = "is the Mockskill-Session header sent?"
+    if not report["sessions"]:
+        return [f"no session made a request ({header})"]
+    lines = []
+    for session in report["sessions"]:
+        if session["requests"]:
+            continue
+        others = session.get("did_you_mean") or []
+        hint = (
+            f" did you mean {' or '.join(repr(o) for o in others)}?"
+            if others
+            else " no session has made a request"
+        )
+        lines.append(f"session {session['session']!r} made no request ({header}{hint})")
+    return lines
+
+
+def assert_clean(report: dict[str, Any], *, require_coverage: bool | Iterable[str] = False) -> None:
+    """Raise AssertionError, with every finding spelt out, unless *report* is clean.
+
+    *require_coverage*: also require every category and fault (True), or
+    these ones (names), to have been met in each session of the report. A
+    session without a single request fails too, and so does a report with
+    no session at all: the consumer most likely did not send the
+    ``Mockskill-Session`` header (or the name is mistyped), and an empty
+    audit proves nothing.
+    """
+    __tracebackhide__ = True  # pytest: show the caller's line, not this one
+    problems = []
+    text = format_findings(report)
+    if text:
+        problems.append(text)
+    problems.extend(f"mockskill retry audit: {line}" for line in silent_sessions(report))
+    if require_coverage is not False:
+        required = None if require_coverage is True else list(require_coverage)
+        for name, lacking in coverage_gaps(report, required).items():
+            problems.append(
+                f"mockskill coverage: session {name!r} has not met {', '.join(lacking)}"
+            )
+    if problems:
+        raise AssertionError("\n".join(problems))

@@ -1,0 +1,98 @@
+"""``mockskill report``: the retry audit of a running server, fetched and printed.
+
+The command fetches ``GET /__admin/report`` through
+:class:`~mockskill.remote.RemoteServer`, prints it as a table
+(:mod:`mockskill.audit.table`) or as JSON, and applies the gates asked for
+(``--fail-on-findings``, ``--require-coverage``, ``--require``). The audit is
+:mod:`mockskill.audit`; the server side of the report is
+:mod:`mockskill.admin.report`. docs/audit.md documents all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+from . import audit
+from .audit.table import plural, table
+from .protocol import jsonstyle
+from .remote import RemoteError, RemoteServer, http_url
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+class Unavailable(Exception):
+    """The report could not be had: the server is unreachable, or refused."""
+
+
+def fetch(
+    url: str = DEFAULT_URL,
+    *,
+    sessions: Iterable[str] = (),
+    skill: str | None = None,
+    admin_token: str | None = None,
+    timeout: float = 30,
+) -> dict[str, Any]:
+    """The report of the server at *url* (its base URL), as ``GET /__admin/report`` gives it."""
+    query = [("session", s) for s in sessions]
+    if skill is not None:
+        query.append(("skill", skill))
+    try:
+        server = RemoteServer(url, admin_token=admin_token, timeout=timeout)
+        return server.admin("GET", "report", query)
+    except RemoteError as exc:
+        hint = " (give it: --admin-token or MOCKSKILL_ADMIN_TOKEN)" if exc.status == 401 else ""
+        raise Unavailable(f"{exc}{hint}") from None
+
+
+# -- the command ``mockskill report`` -------------------------------------------------
+
+UNAVAILABLE = 3
+"""Exit code when no report could be had (1 is a failed gate, 2 a mistyped command)."""
+
+
+def command(
+    url: str,
+    *,
+    sessions: Iterable[str] = (),
+    skill: str | None = None,
+    as_json: bool = False,
+    fail_on_findings: bool = False,
+    require_coverage: bool = False,
+    required: Iterable[str] = (),
+    admin_token: str | None = None,
+) -> int:
+    """Print the report of the server at *url*; the exit code, after the gates asked for."""
+    try:
+        url = http_url(url)
+    except ValueError as exc:  # a usage error (2), not an unreachable server (3)
+        raise click.BadParameter(str(exc), param_hint="URL") from None
+    names = [n.strip() for item in required for n in item.split(",") if n.strip()]
+    wanted: list[str] | None = None if require_coverage else names
+    try:
+        if wanted:
+            audit.coverage_gaps({"sessions": []}, wanted)  # check the names first
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--require") from None
+    try:
+        got = fetch(url, sessions=sessions, skill=skill, admin_token=admin_token)
+    except Unavailable as exc:
+        click.echo(f"mockskill: {exc}", err=True)
+        return UNAVAILABLE
+    click.echo(jsonstyle.dumps(got) if as_json else table(got, url))
+    failed = []
+    findings = sum(len(s["findings"]) for s in got["sessions"])
+    if fail_on_findings and findings:
+        failed.append(f"{findings} {plural(findings, 'finding')} (--fail-on-findings)")
+    if require_coverage or names:
+        gaps = audit.coverage_gaps(got, wanted)
+        failed.extend(f"session {n!r} has not met {', '.join(g)}" for n, g in gaps.items())
+    if fail_on_findings or require_coverage or names:
+        # Every gate fails on a session that sent nothing: an empty audit has
+        # no findings and would otherwise pass, green, on a mistyped name.
+        failed.extend(audit.silent_sessions(got))
+    for line in failed:
+        click.echo(f"mockskill: {line}", err=True)
+    return 1 if failed else 0

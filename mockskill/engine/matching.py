@@ -1,0 +1,219 @@
+"""Which endpoint a request is for: the skill surface, free routes, or nothing.
+
+A :class:`RoutingTable` is compiled once per scenario set. The skill surface
+(``GET /skills``, ``GET /skills/{id}``, ``POST /skills/{id}/invoke``) is
+matched by splitting the path and one dict lookup; free routes by one
+Werkzeug :class:`~werkzeug.routing.Map`. A request that matches nothing gets
+its near misses: the closest routes, each with the reasons it missed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, MapAdapter, Rule
+
+from ..protocol.catalog import BASE_URL, Context
+from ..protocol.descriptor import descriptor_url, invoke_url
+from ..scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from .state import MAX_PATH, shorten
+
+Kind = Literal["list", "describe", "invoke", "route"]
+_SURFACE = (
+    ("GET", "/skills", "the list of skills"),
+    ("GET", "/skills/<id>", "a skill's descriptor"),
+    ("POST", "/skills/<id>/invoke", "invoking a skill"),
+)
+MAX_NEAR_MISSES = 3
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a request matched: an endpoint and the sequence it plays."""
+
+    kind: Kind
+    key: str
+    """Names the sequence in :class:`~mockskill.engine.state.State` (unique per scenario set)."""
+    context: Context
+    sequence: Sequence | None = None
+    skill: Skill | None = None
+    route: Route | None = None
+
+    @property
+    def scenario(self) -> str | None:
+        owner = self.skill or self.route
+        return owner.scenario if owner else None
+
+    @property
+    def label(self) -> str:
+        if self.skill is not None:
+            return f"the {self.kind} sequence of skill {self.skill.id!r}"
+        if self.route is not None:
+            return f"the sequence of route {self.route.label}"
+        return "the list of skills"
+
+
+@dataclass(frozen=True)
+class Miss:
+    """No endpoint: an unknown skill id, or a path nothing serves."""
+
+    method: str
+    path: str
+    skill_id: str | None = None
+    """Set when the path was the skill surface's, but the id is unknown."""
+    suggestions: tuple[str, ...] = ()
+    near_misses: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    label: str
+    methods: tuple[str, ...]
+    rule: str
+    adapter: MapAdapter
+
+
+class RoutingTable:
+    """The compiled routes of one scenario set; read-only once built."""
+
+    def __init__(self, scenarios: ScenarioSet) -> None:
+        self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
+        self.generations: Mapping[str, int] = {}
+        """The generation of each sequence key in :class:`~mockskill.engine.state.State`
+        this table plays (set by the engine before it serves the table)."""
+        self.credentials = scenarios.credentials
+        self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
+        self._describe = {
+            sid: Target(
+                "describe",
+                skill_key(sid, "describe"),
+                Context.for_skill(sid, "describe"),
+                s.describe,
+                s,
+            )
+            for sid, s in self.skills.items()
+        }
+        self._invoke = {
+            sid: Target("invoke", skill_key(sid, "invoke"), Context.for_skill(sid), s.invoke, s)
+            for sid, s in self.skills.items()
+        }
+        self._list = Target("list", "list", Context(None, f"{BASE_URL}/skills"))
+        self.listing = Reply.json(200, {"skills": [_listed(s) for s in self.skills.values()]})
+        self.routes = scenarios.routes
+        self._route_targets = [
+            Target(
+                "route",
+                route_key(r),
+                Context(None, BASE_URL + r.path),
+                r.sequence,
+                route=r,
+            )
+            for r in self.routes
+        ]
+        rules = [
+            Rule(r.path, methods=list(r.methods), endpoint=i) for i, r in enumerate(self.routes)
+        ]
+        self._adapter = _bind(rules)
+        self._candidates = [
+            _Candidate(f"{m} {rule}", (m,), rule, _bind([Rule(rule)])) for m, rule, _ in _SURFACE
+        ] + [_Candidate(r.label, r.methods, r.path, _bind([Rule(r.path)])) for r in self.routes]
+
+    def match(self, method: str, path: str) -> Target | Miss:
+        """The endpoint for *method* and *path*, or why there is none."""
+        if path == "/skills" or path.startswith("/skills/"):
+            target = self._match_surface(method, path)
+            if target is not None:
+                return target
+        elif self.routes:
+            try:
+                index, _ = self._adapter.match(path, method=method)
+            except HTTPException:
+                pass
+            else:
+                return self._route_targets[int(index)]
+        return Miss(method, path, near_misses=self.near_misses(method, path))
+
+    def _match_surface(self, method: str, path: str) -> Target | Miss | None:
+        parts = path[1:].rstrip("/").split("/")
+        is_get = method in ("GET", "HEAD")
+        if len(parts) == 1:
+            return self._list if is_get else None
+        skill_id = parts[1]
+        if len(parts) == 2 and is_get:
+            table = self._describe
+        elif len(parts) == 3 and parts[2] == "invoke" and method == "POST":
+            table = self._invoke
+        else:
+            return None
+        target = table.get(skill_id)
+        if target is not None:
+            return target
+        close = difflib.get_close_matches(skill_id, list(self.skills), n=3, cutoff=0.6)
+        return Miss(method, path, skill_id=skill_id, suggestions=tuple(close))
+
+    def near_misses(self, method: str, path: str) -> tuple[dict[str, Any], ...]:
+        """The closest routes to a request that matched none, with why each missed."""
+        scored = []
+        # Quoted shortened: each near miss would otherwise copy a hostile path whole.
+        shown_path, shown_method = shorten(path), shorten(method)
+        for candidate in self._candidates:
+            reasons = []
+            try:
+                candidate.adapter.match(path)
+            except HTTPException:
+                reasons.append(f"path {shown_path} does not match {candidate.rule}")
+            if method not in candidate.methods and not (
+                method == "HEAD" and "GET" in candidate.methods
+            ):
+                reasons.append(f"method {shown_method} is not {' or '.join(candidate.methods)}")
+            if not reasons:  # matched the rule, but not the skill id: said elsewhere
+                continue
+            # On the path's start only: SequenceMatcher is quadratic, and a path far
+            # longer than every rule is far from all of them anyway.
+            similarity = difflib.SequenceMatcher(None, path[:MAX_PATH], candidate.rule).ratio()
+            # Fewest reasons first; then a right path with a wrong method
+            # before a wrong path; then the most similar path.
+            path_missed = reasons[0].startswith("path")
+            scored.append((len(reasons), path_missed, -similarity, candidate.label, reasons))
+        scored.sort()
+        return tuple(
+            {"route": label, "reasons": reasons} for *_, label, reasons in scored[:MAX_NEAR_MISSES]
+        )
+
+
+def skill_key(skill_id: str, endpoint: str) -> str:
+    """The key of a skill endpoint's sequence in :class:`~mockskill.engine.state.State`."""
+    return f"skill/{skill_id}/{endpoint}"
+
+
+def route_key(route: Route) -> str:
+    """The key of a free route's sequence in :class:`~mockskill.engine.state.State`."""
+    return f"route/{route.scenario}/{route.index}"
+
+
+def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
+    """The keys of every sequence of *scenarios* (to restart them)."""
+    keys: set[str] = set()
+    for scenario in scenarios:
+        for skill in scenario.skills:
+            keys.update(skill_key(skill.id, endpoint) for endpoint in ("describe", "invoke"))
+        keys.update(route_key(route) for route in scenario.routes)
+    return keys
+
+
+def _bind(rules: list[Rule]) -> MapAdapter:
+    return Map(rules, strict_slashes=False, merge_slashes=False).bind("mockskill.local")
+
+
+def _listed(skill: Skill) -> dict[str, Any]:
+    return {
+        "id": skill.id,
+        "name": skill.name,
+        "scenario": skill.scenario,
+        "descriptor_url": descriptor_url(skill.id),
+        "invoke_url": invoke_url(skill.id),
+    }

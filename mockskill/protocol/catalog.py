@@ -1,0 +1,355 @@
+"""The protocol's error chapter: seven categories and one unified error body.
+
+This module is the only place that knows the chapter's rules — each
+category's code, the HTTP statuses it may use, whether a consumer may retry
+it, its default message, details and retry advice — and the only place that
+renders the unified body ``{"error": {code, message, details, retry}}`` and
+the ``Retry-After`` header that goes with retry advice. The loader asks it
+whether an override breaks the protocol; the engine asks it for bodies.
+
+Strings in default details may hold ``{base_url}``; the engine replaces it
+per request (see :mod:`mockskill.reply`), so that URLs are right behind port
+mappings and proxies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BASE_URL = "{base_url}"
+"""Placeholder for the server's base URL, filled in per request."""
+REFUSED_BASE_URL = "{refused_base_url}"
+"""Placeholder for a base URL on this host where nothing listens (connections are refused)."""
+
+TOKEN_PATH = "/oauth/token"
+"""Where this provider's OAuth2 clients get tokens (a descriptor's ``token_url``)."""
+AUTHORIZE_PATH = "/oauth/authorize"
+"""Where ``AUTH_REQUIRED`` details send a consumer (``authorization_url``)."""
+
+DEFAULT_SCOPE = "skill:invoke"
+UPGRADE_URL = "https://skill-sharing.org/upgrade-guide"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Retry advice, as carried in ``error.retry``."""
+
+    suggested_delay_ms: int
+    max_attempts: int
+
+    def as_json(self) -> dict[str, int]:
+        return {"suggested_delay_ms": self.suggested_delay_ms, "max_attempts": self.max_attempts}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a default body may mention: the skill asked for and its URLs."""
+
+    skill_id: str | None = None
+    url: str | None = None
+    """The URL that was asked for (descriptor or invoke), with ``{base_url}``."""
+    endpoint_base: str = BASE_URL
+    """Where the skill's descriptor says it is invoked (``{refused_base_url}`` if nowhere)."""
+
+    @classmethod
+    def for_skill(
+        cls, skill_id: str, endpoint: str = "invoke", *, unreachable: bool = False
+    ) -> Context:
+        suffix = "/invoke" if endpoint == "invoke" else ""
+        base = REFUSED_BASE_URL if unreachable else BASE_URL
+        return cls(skill_id, f"{BASE_URL}/skills/{skill_id}{suffix}", base)
+
+    @property
+    def invoke_url(self) -> str | None:
+        if self.skill_id is None:
+            return self.url
+        return f"{self.endpoint_base}/skills/{self.skill_id}/invoke"
+
+
+@dataclass(frozen=True)
+class Category:
+    """One row of the chapter's table, with its defaults."""
+
+    code: str
+    statuses: tuple[int, ...]
+    """Allowed HTTP statuses, default first; empty when never sent by a provider."""
+    retryable: bool
+    message: str
+    """Default message; ``{name}`` is filled from the final details."""
+    when: str
+    """When the protocol raises it (the chapter's words)."""
+    fix: str
+    """What must change before a retry can succeed (or how to retry)."""
+    default_details: Callable[[Context], dict[str, Any]]
+    retry: Retry | None = None
+    default_headers: Callable[[dict[str, Any]], dict[str, str]] | None = None
+
+    @property
+    def status(self) -> int:
+        return self.statuses[0]
+
+    @property
+    def sent_by_provider(self) -> bool:
+        return bool(self.statuses)
+
+
+def _validation_details(ctx: Context) -> dict[str, Any]:
+    return {"violations": []}
+
+
+def _auth_details(ctx: Context) -> dict[str, Any]:
+    return {
+        "required_auth_type": "oauth2",
+        "authorization_url": f"{BASE_URL}{AUTHORIZE_PATH}",
+        "scopes": [DEFAULT_SCOPE],
+    }
+
+
+def _auth_headers(details: dict[str, Any]) -> dict[str, str]:
+    # RFC 6750 §3: a 401 names the scheme; the scope helps a consumer ask for
+    # the right token without reading the body.
+    scopes = details.get("scopes")
+    scope = " ".join(str(s) for s in scopes) if isinstance(scopes, list) else DEFAULT_SCOPE
+    return {"WWW-Authenticate": f'Bearer realm="mockskill", scope="{scope}"'}
+
+
+def _permission_details(ctx: Context) -> dict[str, Any]:
+    return {"skill_id": ctx.skill_id, "missing_scopes": [DEFAULT_SCOPE]}
+
+
+def _not_found_details(ctx: Context) -> dict[str, Any]:
+    details: dict[str, Any] = {"skill_id": ctx.skill_id}
+    if ctx.url is not None:
+        details["url"] = ctx.url
+    return details
+
+
+def _timeout_details(ctx: Context) -> dict[str, Any]:
+    return {"timeout_ms": 30000, "elapsed_ms": 30001}
+
+
+def _unreachable_details(ctx: Context) -> dict[str, Any]:
+    return {"endpoint_url": ctx.invoke_url, "reason": "Connection refused"}
+
+
+def _version_details(ctx: Context) -> dict[str, Any]:
+    return {
+        "descriptor_version": "2.0.0",
+        "consumer_supported_range": "1.x.x",
+        "upgrade_url": UPGRADE_URL,
+    }
+
+
+CATEGORIES: Mapping[str, Category] = {
+    c.code: c
+    for c in (
+        Category(
+            code="VALIDATION_ERROR",
+            statuses=(),
+            retryable=False,
+            message="Skill descriptor validation failed",
+            when="the consumer's Schema Validator finds an invalid Skill Descriptor",
+            fix="the descriptor must be fixed (the consumer raises it; no provider sends it)",
+            default_details=_validation_details,
+        ),
+        Category(
+            code="AUTH_REQUIRED",
+            statuses=(401,),
+            retryable=False,
+            message="Authentication is required to invoke this skill",
+            when="no valid credentials when invoking a protected skill",
+            fix="credentials must be supplied (details.authorization_url, details.scopes)",
+            default_details=_auth_details,
+            default_headers=_auth_headers,
+        ),
+        Category(
+            code="PERMISSION_DENIED",
+            statuses=(403,),
+            retryable=False,
+            message="The credentials presented do not grant access to this skill",
+            when="valid credentials, but no access to this skill",
+            fix="permissions must be obtained (details.missing_scopes)",
+            default_details=_permission_details,
+        ),
+        Category(
+            code="SKILL_NOT_FOUND",
+            statuses=(404,),
+            retryable=False,
+            message="Skill not found",
+            when="the requested skill ID or descriptor URL does not exist",
+            fix="the skill ID or descriptor URL must be corrected",
+            default_details=_not_found_details,
+        ),
+        Category(
+            code="EXECUTION_TIMEOUT",
+            statuses=(504, 408),
+            retryable=True,
+            message="Skill execution exceeded the configured timeout of {timeout_ms}ms",
+            when="execution exceeded the configured timeout",
+            fix="retry with exponential backoff",
+            default_details=_timeout_details,
+            retry=Retry(suggested_delay_ms=5000, max_attempts=3),
+        ),
+        Category(
+            code="ENDPOINT_UNREACHABLE",
+            statuses=(503, 502),
+            retryable=True,
+            message="Failed to connect to skill endpoint",
+            when="the invocation endpoint cannot be reached",
+            fix="retry with exponential backoff",
+            default_details=_unreachable_details,
+            retry=Retry(suggested_delay_ms=2000, max_attempts=5),
+        ),
+        Category(
+            code="VERSION_INCOMPATIBLE",
+            statuses=(422,),
+            retryable=False,
+            message=(
+                "Protocol version {descriptor_version} is not compatible with consumer"
+                " version {consumer_version}"
+            ),
+            when="the descriptor's protocol version is incompatible with the consumer",
+            fix="the consumer must be upgraded (details.upgrade_url)",
+            default_details=_version_details,
+        ),
+    )
+}
+
+CODES: tuple[str, ...] = tuple(CATEGORIES)
+SERVED_CODES: tuple[str, ...] = tuple(c.code for c in CATEGORIES.values() if c.sent_by_provider)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """An error ready to send: status, headers and the JSON body (as text)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: str
+    code: str
+    retry: Retry | None
+
+
+def retry_after_seconds(delay_ms: int) -> int:
+    """``Retry-After`` for a suggested delay: whole seconds, rounded up.
+
+    In integers: a float quotient loses digits above 2**53 ms."""
+    return -(-delay_ms // 1000)
+
+
+def unified_body(
+    code: str,
+    message: str,
+    details: Mapping[str, Any] | None = None,
+    retry: Retry | None = None,
+) -> dict[str, Any]:
+    """The unified error body of the chapter, with the optional parts left out when unset."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = dict(details)
+    if retry is not None:
+        error["retry"] = retry.as_json()
+    return {"error": error}
+
+
+class _KeepMissing(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def consumer_version(supported_range: object) -> object:
+    """The chapter's way to name a consumer in a message: ``1.x`` for the range ``1.x.x``.
+
+    (The chapter's example message says "consumer version 1.x" while its
+    details say ``consumer_supported_range: 1.x.x``.) Other values are kept.
+    """
+    if isinstance(supported_range, str) and supported_range.endswith(".x.x"):
+        return supported_range[: -len(".x")]
+    return supported_range
+
+
+def _message_fields(details: Mapping[str, Any]) -> _KeepMissing:
+    """What a default message may name: the details, and the consumer_version derived from them."""
+    fields = _KeepMissing(details)
+    if "consumer_supported_range" in details:
+        fields.setdefault("consumer_version", consumer_version(details["consumer_supported_range"]))
+    return fields
+
+
+KEEP: Any = object()
+"""``retry=KEEP``: keep the category's default advice."""
+
+
+def render(
+    code: str,
+    context: Context = Context(),
+    *,
+    status: int | None = None,
+    message: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    retry: Retry | object | None = KEEP,
+    headers: Mapping[str, str] | None = None,
+) -> Rendered:
+    """Render category *code* from its defaults, with overrides.
+
+    *details* are merged over the defaults key by key; *retry* replaces the
+    advice (``None`` removes it). Overrides are assumed checked (see
+    :func:`status_problem` and :func:`retry_problem`).
+    """
+    category = CATEGORIES[code]
+    final_details = category.default_details(context)
+    if details:
+        final_details.update(details)
+    if message is None:
+        message = category.message.format_map(_message_fields(final_details))
+    advice = category.retry if retry is KEEP else retry
+    assert advice is None or isinstance(advice, Retry)
+    out_headers = dict(category.default_headers(final_details)) if category.default_headers else {}
+    if headers:
+        out_headers.update(headers)
+    if advice is not None:
+        out_headers["Retry-After"] = str(retry_after_seconds(advice.suggested_delay_ms))
+    body = json.dumps(unified_body(code, message, final_details, advice))
+    return Rendered(
+        status=status if status is not None else (category.status if category.statuses else 400),
+        headers=tuple(out_headers.items()),
+        body=body,
+        code=code,
+        retry=advice,
+    )
+
+
+def tool_error(status: int, code: str, message: str, details: Mapping[str, Any]) -> Rendered:
+    """An error of mockskill itself (not a protocol category), in the unified shape.
+
+    Codes start with ``MOCKSKILL_`` so that no consumer mistakes them for the
+    protocol's.
+    """
+    return Rendered(status, (), json.dumps(unified_body(code, message, details)), code, None)
+
+
+# -- checks the loader uses: one sentence each, for a problem report ---------
+
+
+def status_problem(code: str, status: int) -> str | None:
+    """Why *status* is not allowed for *code*, or None when it is."""
+    category = CATEGORIES[code]
+    if status in category.statuses:
+        return None
+    if not category.sent_by_provider:
+        return (
+            f"{code} is raised by the consumer, never sent by a provider (protocol error chapter)"
+        )
+    allowed = " or ".join(str(s) for s in category.statuses)
+    return f"{code} is sent with HTTP {allowed} (protocol error chapter)"
+
+
+def retry_problem(code: str) -> str | None:
+    """Why *code* may not carry retry advice, or None when it may."""
+    category = CATEGORIES[code]
+    if category.retryable:
+        return None
+    return f"{code} is not retryable ({category.fix}), so it carries no retry advice"

@@ -1,0 +1,16 @@
+"""Scenario files in, the frozen model out.
+
+This stage owns everything between a YAML file and a :class:`ScenarioSet`:
+finding and opening the files (``access``), reading YAML safely with the
+position of every value (``source``, syntax errors said in words by
+``syntax``), the problems a file can have (``problems``), the reader that
+checks values and collects those problems (``reader``), the parts of a
+scenario (``steps``, ``delays``, ``credentials``), putting one scenario set
+together (``loader``) and refusing clashes between scenarios (``claims``),
+the frozen values the engine plays (``model``) and the scenario JSON Schema
+for editors (``schema``; the file stays at the published
+``mockskill/scenario.schema.json``).
+
+It may import only :mod:`mockskill.protocol`: a scenario is read against what
+the protocol says, and knows nothing of requests being served.
+"""

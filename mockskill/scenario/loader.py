@@ -1,0 +1,486 @@
+"""Scenario files → a checked :class:`~mockskill.scenario.model.ScenarioSet`, or every problem.
+
+A file holds one scenario, or several as YAML documents separated by
+``---``. Paths may be files or folders (``*.yaml`` and ``*.yml`` below them,
+in sorted order). Everything is checked before anything is returned: a
+problem anywhere raises one :class:`~mockskill.scenario.problems.ScenarioError` that
+lists them all, so a server never serves half a configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path as FsPath
+from typing import Any
+
+from werkzeug.routing import Map, Rule
+
+from ..protocol import catalog
+from ..protocol import descriptor as descriptors
+from ..protocol.catalog import TOKEN_PATH, Context
+from ..protocol.versions import Range, parse_version
+from . import access
+from .claims import Claim, clashes
+from .credentials import read_credentials, read_requirement
+from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
+from .problems import Path, Problem, ScenarioError, describe
+from .reader import MAX_DELAY_MS, Reader
+from .source import Document, Position, read_file, read_text
+from .steps import StepContext, read_sequence, read_step, single_step
+
+SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
+SKILL_KEYS = (
+    "id",
+    "descriptor",
+    "raw_descriptor",
+    "unreachable",
+    "timeout_ms",
+    "timeout_status",
+    "accepts",
+    "upgrade_url",
+    "requires",
+    "describe",
+    "invoke",
+)
+OUTAGE_KEYS = ("start", "duration", "step")
+ROUTE_KEYS = ("path", "method", "steps", "end")
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
+SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
+NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
+
+
+class InvalidScenarios(ScenarioError):
+    """Scenarios with problems, and what each of them claims (:class:`Claim`).
+
+    Whoever loads them beside others (the registry) checks the claims for
+    clashes too, so that those are reported with the problems, not after.
+    """
+
+    def __init__(self, problems: Iterable[Problem], claims: Iterable[Claim]) -> None:
+        super().__init__(list(problems))
+        self.claims = tuple(claims)
+
+
+def bundled_path() -> FsPath:
+    """The scenarios that ship with mockskill (inside the wheel, or beside the source)."""
+    here = FsPath(__file__).resolve().parent.parent  # the package: mockskill/scenario/..
+    installed = here / "scenarios"
+    return installed if installed.is_dir() else here.parent / "scenarios"
+
+
+def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Problem]]:
+    """The files that *paths* name: files as given, folders searched for YAML."""
+    files: list[FsPath] = []
+    problems: list[Problem] = []
+    for item in paths:
+        path = FsPath(item)
+        refused = access.unreadable(path)
+        if refused is not None:  # said so, rather than read as empty (or a traceback)
+            problems.append(refused)
+        elif path.is_dir():
+            found, unreadable = access.scenario_files(path)
+            if not found and not unreadable:
+                problems.append(Problem(str(path), 1, 1, "(folder)", "*.yaml files", "none"))
+            files.extend(found)
+            problems.extend(unreadable)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(
+                Problem(str(path), 1, 1, "(file)", "a scenario file or folder", "nothing there")
+            )
+    return files, problems
+
+
+def load_paths(paths: Iterable[str | FsPath], *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+    """Load scenario files and folders; raise ScenarioError listing every problem.
+
+    Waits longer than *max_delay_ms* (delays, hangs, execution times) are refused.
+    """
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    _read_paths(paths, documents, problems)
+    return _finish(documents, problems, max_delay_ms)
+
+
+def load_text(text: str, name: str = "<text>", *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+    """Load scenarios from YAML text; *name* stands for the file in problems."""
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    _read_text(text, name, documents, problems)
+    return _finish(documents, problems, max_delay_ms)
+
+
+def load_data(
+    data: Mapping[str, Any], name: str = "<data>", *, max_delay_ms: int = MAX_DELAY_MS
+) -> ScenarioSet:
+    """Load one scenario given as Python data (as if it were a YAML document)."""
+    return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
+
+
+def _read_paths(
+    paths: Iterable[str | FsPath], documents: list[Document], problems: list[Problem]
+) -> None:
+    files, found = scenario_files(paths)
+    problems.extend(found)
+    for file in files:
+        docs, found = read_file(file)
+        documents.extend(docs)
+        problems.extend(found)
+        if not docs and not found:
+            problems.append(Problem(str(file), 1, 1, "(file)", "at least one scenario", "nothing"))
+
+
+def _read_text(text: str, name: str, documents: list[Document], problems: list[Problem]) -> None:
+    docs, found = read_text(text, name)
+    documents.extend(docs)
+    problems.extend(found)
+    if not docs and not found:
+        problems.append(Problem(name, 1, 1, "(file)", "at least one scenario", "nothing"))
+
+
+Source = ScenarioSet | str | FsPath | Mapping[str, Any]
+"""One source of scenarios: a set, YAML text (it has a newline), a path, or one scenario as data."""
+Scenarios = Source | Iterable[Source] | None
+
+
+def load_any(
+    source: Scenarios, *, max_delay_ms: int = MAX_DELAY_MS, name: str = "<text>"
+) -> ScenarioSet:
+    """One set from any source: None (the bundled scenarios), one source, or a list of them.
+
+    A list is checked as one set — every problem of every item at once, and
+    no clash between them (reported with the other problems). Texts and data
+    in a list are named ``NAME[i]`` in problems (and in default scenario names).
+    """
+    if source is None:
+        return load_paths([bundled_path()], max_delay_ms=max_delay_ms)
+    if isinstance(source, ScenarioSet):
+        return source
+    single = isinstance(source, (str, FsPath, Mapping))
+    items: list[Source] = [source] if isinstance(source, (str, FsPath, Mapping)) else list(source)
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    given: list[Scenario] = []
+    for i, item in enumerate(items):
+        label = name if single else f"{name}[{i}]"
+        if isinstance(item, ScenarioSet):
+            given.extend(item.scenarios)
+        elif isinstance(item, Mapping):
+            _read_text(
+                json.dumps(item, indent=1), label.replace("text", "data", 1), documents, problems
+            )
+        elif _is_text(item):
+            assert isinstance(item, str)
+            _read_text(item, label, documents, problems)
+        else:
+            _read_paths([item], documents, problems)
+    return _finish(documents, problems, max_delay_ms, given)
+
+
+def _is_text(source: object) -> bool:
+    return isinstance(source, str) and "\n" in source
+
+
+def combine(sets: Iterable[ScenarioSet]) -> ScenarioSet:
+    """Several scenario sets served together.
+
+    Raises ScenarioError if scenario names, skill ids or routes clash.
+    """
+    scenarios = [scenario for each in sets for scenario in each.scenarios]
+    problems = clashes(Claim.of(scenario) for scenario in scenarios)
+    if problems:
+        raise ScenarioError(problems)
+    return ScenarioSet(tuple(scenarios))
+
+
+def _finish(
+    documents: list[Document],
+    problems: list[Problem],
+    max_delay_ms: int,
+    given: Iterable[Scenario] = (),
+) -> ScenarioSet:
+    """Read every document, then check the whole set (with *given*, loaded already) for clashes.
+
+    Clashes are checked over what every scenario claims, broken ones too, so
+    that one run reports both kinds of problem.
+    """
+    per_file: dict[str, int] = {}
+    for doc in documents:
+        per_file[doc.file] = per_file.get(doc.file, 0) + 1
+    scenarios = list(given)
+    claims = [Claim.of(scenario) for scenario in scenarios]
+    for doc in documents:
+        reader = Reader(doc, problems, max_delay_ms=max_delay_ms)
+        scenario, claim = _read_scenario(reader, single=per_file[doc.file] == 1)
+        if scenario is not None:
+            scenarios.append(scenario)
+        if claim is not None:
+            claims.append(claim)
+    problems.extend(clashes(claims))
+    if problems:
+        raise InvalidScenarios(problems, claims)
+    return ScenarioSet(tuple(scenarios))
+
+
+def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim | None]:
+    """The scenario (None after a problem) and what it claims (None if nothing can be read)."""
+    raw = r.mapping(r.doc.data, (), "a scenario (a mapping with name, skills, routes)")
+    if raw is None:
+        return None, None
+    before = len(r.problems)
+    r.keys(raw, (), SCENARIO_KEYS, required=() if single else ("name",))
+    stem = re.sub(r"[^A-Za-z0-9._~-]+", "-", FsPath(r.doc.file).stem).strip("-._~") or "scenario"
+    name = r.string(raw, "name", (), default=stem if single else None)
+    claimed_name = name
+    if name is not None and not SCENARIO_NAME.fullmatch(name):
+        r.bad(("name",), NAME_TEXT, describe(name))
+        claimed_name = None
+    description = r.string(raw, "description", (), default="") or ""
+    if "skills" not in raw and "routes" not in raw:
+        r.bad((), "at least one of skills or routes", describe(raw))
+    skill_claims: list[tuple[int, str, Position]] = []
+    route_claims: list[tuple[int, tuple[str, ...], str, Position]] = []
+    skills = _read_list(
+        r, raw, "skills", lambda v, p: _read_skill(r, v, p, name or stem, skill_claims)
+    )
+    routes = _read_list(
+        r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]), route_claims)
+    )
+    seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
+    outage = _read_outage(r, raw.get("outage"), ("outage",))
+    credentials = read_credentials(r, raw.get("auth"), ("auth",))
+    claim = Claim(claimed_name, r.position(()), tuple(skill_claims), tuple(route_claims))
+    if len(r.problems) > before or name is None:
+        return None, claim
+    scenario = Scenario(
+        name,
+        description,
+        r.doc.file,
+        tuple(skills),
+        tuple(routes),
+        r.position(()),
+        seed=seed,
+        outage=outage,
+        credentials=credentials,
+    )
+    return scenario, claim
+
+
+def _read_outage(r: Reader, value: Any, path: Path) -> Outage | None:
+    """``outage: {start: MS, duration: MS, step: STEP}``: a window in which STEP answers all."""
+    if value is None:
+        return None
+    raw = r.mapping(value, path, "{start: MS, duration: MS, step: STEP}")
+    if raw is None or not r.keys(raw, path, OUTAGE_KEYS, required=("duration",)):
+        return None
+    start = r.integer(raw, "start", path, default=0, minimum=0, unit="ms")
+    duration = r.integer(raw, "duration", path, default=0, minimum=1, unit="ms")
+    step_raw = raw.get("step", {"error": "ENDPOINT_UNREACHABLE"})
+    if not single_step(r, step_raw, (*path, "step"), "an outage's step"):
+        return None
+    step = read_step(r, step_raw, (*path, "step"), StepContext(Context()))
+    if start is None or duration is None or step is None:
+        return None
+    return Outage(start, duration, step)
+
+
+def _read_list(r: Reader, raw: dict[str, Any], key: str, read: Any) -> list[Any]:
+    items = raw.get(key, [])
+    if not isinstance(items, list):
+        r.bad((key,), f"a list of {key}", describe(items))
+        return []
+    out = []
+    for i, item in enumerate(items):
+        value = read(item, (key, i))
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def _read_skill(
+    r: Reader,
+    value: Any,
+    path: Path,
+    scenario: str,
+    claims: list[tuple[int, str, Position]],
+) -> Skill | None:
+    """One skill; its id goes into *claims* when the id itself is right."""
+    raw = r.mapping(value, path, "a skill (a mapping with id, descriptor, invoke ...)")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, SKILL_KEYS, required=("id",))
+    skill_id = r.string(raw, "id", path)
+    if skill_id is not None and not SCENARIO_NAME.fullmatch(skill_id):
+        r.bad((*path, "id"), NAME_TEXT, describe(skill_id))
+    elif skill_id is not None:
+        claims.append((int(path[-1]), skill_id, r.position(path)))
+    checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
+    requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
+    unreachable = raw.get("unreachable", False)
+    if not isinstance(unreachable, bool):
+        r.bad((*path, "unreachable"), "true or false", describe(unreachable))
+        unreachable = False
+    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires)
+    body = served if served is not None else b"{}"
+    describe_ctx = StepContext(
+        Context.for_skill(checked_id, "describe", unreachable=unreachable), body
+    )
+    invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke", unreachable=unreachable), body)
+    where = r.position(path)
+    default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
+    if unreachable:  # asked here anyway, answer as a gateway that could not connect would
+        ok_reply = Reply.error(catalog.render("ENDPOINT_UNREACHABLE", invoke_ctx.error_context))
+    else:
+        ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
+    default_invoke = Sequence((Step(ok_reply, where),))
+    describe_seq = read_sequence(
+        r, raw.get("describe", Reader.MISSING), (*path, "describe"), describe_ctx, default_describe
+    )
+    invoke_seq = read_sequence(
+        r, raw.get("invoke", Reader.MISSING), (*path, "invoke"), invoke_ctx, default_invoke
+    )
+    timeout_ms = None
+    if raw.get("timeout_ms") is not None:
+        timeout_ms = r.integer(
+            raw, "timeout_ms", path, default=0, minimum=1, maximum=r.max_delay_ms, unit="ms"
+        )
+    timeout_status = r.integer(raw, "timeout_status", path, default=504)
+    if timeout_status is not None and catalog.status_problem("EXECUTION_TIMEOUT", timeout_status):
+        r.bad((*path, "timeout_status"), "408 or 504", describe(timeout_status))
+    accepts = None
+    if raw.get("accepts") is not None:
+        text = r.string(raw, "accepts", path)
+        accepts = Range.parse(text) if text is not None else None
+        if text is not None and accepts is None:
+            r.bad(
+                (*path, "accepts"),
+                "a range of consumer versions: 1.x, 1.2.x, >=1.2.0 <3.0.0, 1.x || 2.x",
+                describe(text),
+            )
+    upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
+    if describe_seq is None or invoke_seq is None or len(r.problems) > before:
+        return None
+    assert skill_id is not None  # a missing or wrong id is a problem
+    name = document.get("name") if isinstance(document, dict) else None
+    version = document.get("protocol_version") if isinstance(document, dict) else None
+    return Skill(
+        id=skill_id,
+        name=name if isinstance(name, str) else skill_id,
+        scenario=scenario,
+        descriptor=body,
+        raw="raw_descriptor" in raw,
+        describe=describe_seq,
+        invoke=invoke_seq,
+        where=where,
+        timeout_ms=timeout_ms,
+        timeout_status=timeout_status or 504,
+        unreachable=unreachable,
+        protocol_version=version if isinstance(version, str) and parse_version(version) else None,
+        accepts=accepts,
+        upgrade_url=upgrade_url or catalog.UPGRADE_URL,
+        requires=requires,
+    )
+
+
+def _descriptor(
+    r: Reader,
+    raw: dict[str, Any],
+    path: Path,
+    skill_id: str,
+    unreachable: bool,
+    requires: Requirement | None,
+) -> tuple[Any, bytes | None]:
+    """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
+    if "raw_descriptor" in raw:
+        if "descriptor" in raw:
+            r.bad(
+                (*path, "raw_descriptor"),
+                "descriptor (merged over the default) or raw_descriptor (served as is)",
+                "both",
+                "keep one",
+                at_key=True,
+            )
+            return None, None
+        document = raw["raw_descriptor"]
+        return document, r.json_bytes(document, (*path, "raw_descriptor"))
+    override = raw.get("descriptor", {})
+    if not isinstance(override, dict):
+        r.bad(
+            (*path, "descriptor"),
+            "a mapping merged over the default descriptor (null removes a field)",
+            describe(override),
+            "to serve something that is not a mapping, use raw_descriptor",
+        )
+        return None, None
+    base = descriptors.default(skill_id, unreachable=unreachable)
+    if requires is not None:
+        base["auth"] = descriptors.auth_section(requires.type, requires.scopes)
+    merged = descriptors.merge(base, override)
+    return merged, r.json_bytes(merged, (*path, "descriptor"))
+
+
+def _read_route(
+    r: Reader,
+    value: Any,
+    path: Path,
+    scenario: str,
+    index: int,
+    claims: list[tuple[int, tuple[str, ...], str, Position]],
+) -> Route | None:
+    """One route; its methods and path go into *claims* when they are right on their own."""
+    raw = r.mapping(value, path, "a route (a mapping with path, method, steps)")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, ROUTE_KEYS, required=("path", "steps"))
+    route_path = r.string(raw, "path", path)
+    path_ok = route_path is not None and _check_route_path(r, route_path, (*path, "path"))
+    methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
+    if path_ok and methods is not None and route_path is not None:
+        claims.append((index, methods, route_path, r.position(path)))
+    context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"))
+    sequence_raw = {k: raw[k] for k in ("steps", "end") if k in raw}
+    sequence = read_sequence(r, sequence_raw, path, context) if "steps" in raw else None
+    if sequence is None or route_path is None or methods is None or len(r.problems) > before:
+        return None
+    return Route(route_path, methods, sequence, scenario, index, r.position(path))
+
+
+def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:
+    """Whether *route_path* is a route's path; a problem when it is not."""
+    expected = "a path starting with / (Werkzeug rule syntax, e.g. /orders/<int:id>)"
+    if not route_path.startswith("/"):
+        r.bad(path, expected, describe(route_path))
+        return False
+    for prefix in RESERVED_PREFIXES:
+        if route_path == prefix or route_path.startswith(prefix + "/"):
+            r.bad(
+                path,
+                f"a path outside {prefix}",
+                describe(route_path),
+                f"{prefix} belongs to mockskill; script skills under skills:",
+            )
+            return False
+    try:
+        Map([Rule(route_path)])
+    except (ValueError, LookupError, SyntaxError, TypeError) as exc:
+        r.bad(path, expected, describe(route_path), str(exc))
+        return False
+    return True
+
+
+def _methods(r: Reader, value: Any, path: Path) -> tuple[str, ...] | None:
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, str) and v.upper() in HTTP_METHODS for v in values):
+        r.bad(
+            path,
+            "an HTTP method or a list of them (" + ", ".join(HTTP_METHODS) + ")",
+            describe(value),
+        )
+        return None
+    return tuple(dict.fromkeys(v.upper() for v in values))

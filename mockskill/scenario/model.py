@@ -1,0 +1,315 @@
+"""The scenario model: what the loaded scenario files say, frozen.
+
+Frozen dataclasses, no I/O, no Flask. The loader builds them once, checked
+and pre-rendered; the engine only reads them, so a model can be swapped in
+whole (on reload) while requests that started on the old one finish on it.
+
+Names follow the YAML keys one to one (``times``, ``end``, ``delay`` …) so a
+problem's path in a file points at the attribute here too.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
+from ..protocol.versions import Range, parse_version
+from .delays import Delay, LogNormal, Uniform
+from .source import Position
+
+JSON_TYPE = "application/json"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+EndRule = Literal["last", "cycle", "fail"]
+END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
+FAULTS: tuple[str, ...] = (
+    "CONNECTION_RESET_BY_PEER",
+    "EMPTY_RESPONSE",
+    "MALFORMED_RESPONSE_CHUNK",
+    "RANDOM_DATA_THEN_CLOSE",
+    "TRUNCATED_BODY",
+)
+"""The transport faults a step may name (``fault:``); the engine's faults module plays each."""
+Endpoint = Literal["describe", "invoke", "route"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A response, rendered at load time except for ``{base_url}``."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    content_type: str
+    error_code: str | None = None
+    """The protocol category (or ``MOCKSKILL_*`` code) when this is an error."""
+    retry: Retry | None = None
+    templated: bool = False
+    """Whether body or headers hold ``{base_url}`` to fill in per request."""
+
+    @classmethod
+    def make(
+        cls,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: Mapping[str, str] | tuple[tuple[str, str], ...] = (),
+        *,
+        error_code: str | None = None,
+        retry: Retry | None = None,
+    ) -> Reply:
+        pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
+        markers = (BASE_URL, REFUSED_BASE_URL)
+        templated = any(m.encode() in body or any(m in v for _, v in pairs) for m in markers)
+        return cls(status, pairs, body, content_type, error_code, retry, templated)
+
+    @classmethod
+    def json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:
+        return cls.make(status, json.dumps(value).encode(), JSON_TYPE, headers or {})
+
+    @classmethod
+    def error(cls, rendered: Rendered) -> Reply:
+        return cls.make(
+            rendered.status,
+            rendered.body.encode(),
+            JSON_TYPE,
+            rendered.headers,
+            error_code=rendered.code,
+            retry=rendered.retry,
+        )
+
+
+@dataclass(frozen=True)
+class Dribble:
+    """Send the body in *chunks* pieces spread over *over_ms*: a slow body, not a slow start."""
+
+    chunks: int
+    over_ms: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a sequence, played *times* requests in a row.
+
+    It answers with :attr:`reply` — after :attr:`delay`, spending
+    :attr:`execution` (which the skill's timeout cuts short), or after
+    holding the connection for :attr:`hang_ms` — unless it does
+    :attr:`fault` to the connection instead. A step with :attr:`choices`
+    stands for one of them, drawn per request.
+    """
+
+    reply: Reply
+    where: Position
+    times: int = 1
+    delay: Delay | None = None
+    execution: Delay | None = None
+    hang_ms: int | None = None
+    """Hold the connection without answering for this long (or until the client leaves)."""
+    dribble: Dribble | None = None
+    fault: str | None = None
+    """A transport fault's name (see :mod:`mockskill.engine.faults`)."""
+    choices: tuple[Choice, ...] = ()
+
+    @property
+    def random(self) -> bool:
+        """Whether playing it draws from the random generator."""
+        return (
+            bool(self.choices)
+            or self.fault == "RANDOM_DATA_THEN_CLOSE"
+            or any(isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution))
+        )
+
+    @property
+    def needs_socket(self) -> bool:
+        """Whether it acts on the raw connection (transport faults)."""
+        return self.fault is not None or any(c.step.needs_socket for c in self.choices)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One weighted outcome of a random step."""
+
+    weight: float
+    step: Step
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """The steps an endpoint plays, request after request, and what happens after the last."""
+
+    steps: tuple[Step, ...]
+    end: EndRule = "last"
+    _ends: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.steps:
+            raise ValueError("a sequence needs at least one step")
+        ends, total = [], 0
+        for step in self.steps:
+            total += step.times
+            ends.append(total)
+        object.__setattr__(self, "_ends", tuple(ends))
+
+    @property
+    def length(self) -> int:
+        """Requests the sequence answers before its end rule applies."""
+        return self._ends[-1]
+
+    def step_at(self, position: int) -> int | None:
+        """The index of the step that answers request number *position* (0-based).
+
+        None when the sequence is exhausted and its end rule is ``fail``.
+        """
+        if position >= self.length:
+            if self.end == "last":
+                return len(self.steps) - 1
+            if self.end == "fail":
+                return None
+            position %= self.length
+        return bisect.bisect_right(self._ends, position)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill: its descriptor and the two sequences of its endpoints."""
+
+    id: str
+    name: str
+    scenario: str
+    descriptor: bytes
+    """The descriptor as served (JSON, ``{base_url}`` unfilled); raw ones too."""
+    raw: bool
+    describe: Sequence
+    """``GET /skills/{id}``."""
+    invoke: Sequence
+    """``POST /skills/{id}/invoke``."""
+    where: Position
+    timeout_ms: int | None = None
+    """Execution longer than this is cut short with ``EXECUTION_TIMEOUT``."""
+    timeout_status: int = 504
+    unreachable: bool = False
+    """Whether the descriptor's ``endpoint.url`` names a port where nothing listens."""
+    protocol_version: str | None = None
+    """The descriptor's ``protocol_version``, when it has a semantic one."""
+    accepts: Range | None = None
+    """Consumer protocol versions it serves (default: the descriptor's major)."""
+    upgrade_url: str = UPGRADE_URL
+    requires: Requirement | None = None
+    """Credentials its invocation needs (None: none)."""
+
+    @property
+    def accepted(self) -> Range | None:
+        """The consumer versions this skill serves; None: any."""
+        if self.accepts is not None:
+            return self.accepts
+        version = parse_version(self.protocol_version) if self.protocol_version else None
+        return Range.same_major(version) if version else None
+
+
+@dataclass(frozen=True)
+class Route:
+    """A free route outside the skill surface (Werkzeug rule syntax)."""
+
+    path: str
+    methods: tuple[str, ...]
+    sequence: Sequence
+    scenario: str
+    index: int
+    where: Position
+
+    @property
+    def label(self) -> str:
+        return f"{'|'.join(self.methods)} {self.path}"
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """How long an issued token lasts: seconds, uses, either or both (None: no limit)."""
+
+    seconds: int | None = None
+    uses: int | None = None
+
+
+@dataclass(frozen=True)
+class Client:
+    """An OAuth2 client of the mock token endpoint."""
+
+    client_id: str
+    client_secret: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Credentials and the scopes they grant (see :mod:`mockskill.engine.auth`)."""
+
+    tokens: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    api_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    clients: Mapping[str, Client] = field(default_factory=dict)
+    lifetime: Lifetime = Lifetime()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a protected skill asks of a caller: an auth type and scopes."""
+
+    type: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario: a name, its skills and its free routes."""
+
+    name: str
+    description: str
+    file: str
+    skills: tuple[Skill, ...]
+    routes: tuple[Route, ...]
+    where: Position
+    seed: int | None = None
+    """Seeds this scenario's own random generator (else: the server's seed and the name)."""
+    outage: Outage | None = None
+    credentials: Credentials = Credentials()
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A time window, from when the scenario is activated, in which *step* answers everything."""
+
+    start_ms: int
+    duration_ms: int
+    step: Step
+
+    def covers(self, elapsed_ms: float) -> bool:
+        return self.start_ms <= elapsed_ms < self.start_ms + self.duration_ms
+
+
+@dataclass(frozen=True)
+class ScenarioSet:
+    """Everything that is served at once; replaced whole, never edited."""
+
+    scenarios: tuple[Scenario, ...] = ()
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        return tuple(s for scenario in self.scenarios for s in scenario.skills)
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        return tuple(r for scenario in self.scenarios for r in scenario.routes)
+
+    @property
+    def credentials(self) -> Credentials:
+        """Every scenario's credentials together (the loader keeps them unique)."""
+        parts = [s.credentials for s in self.scenarios]
+        return Credentials(
+            tokens={k: v for c in parts for k, v in c.tokens.items()},
+            api_keys={k: v for c in parts for k, v in c.api_keys.items()},
+            clients={k: v for c in parts for k, v in c.clients.items()},
+            lifetime=next((c.lifetime for c in parts if c.clients), Lifetime()),
+        )

@@ -1,0 +1,350 @@
+"""Reading YAML safely, keeping where every value came from.
+
+Scenario files are composed into YAML nodes (never constructed into
+arbitrary objects) and turned into plain data — dicts, lists, strings,
+numbers, booleans, null — with a map from each path in the document to the
+line and column it was written at. The loader reports problems with those
+positions.
+
+Hostile input is refused with a clear problem rather than a crash or a hang:
+files over :data:`MAX_FILE_BYTES`, documents that expand (through aliases) to
+more than :data:`MAX_NODES` values — the "billion laughs" — or that nest
+deeper than :data:`MAX_DEPTH`, tags outside the safe set, and duplicate keys
+(which YAML would otherwise resolve silently, last one wins). YAML 1.1's
+surprise is caught too: an unquoted ``yes``, ``no``, ``on`` or ``off`` is a
+problem as a value (it would be a boolean: ``country: NO`` is ``false``) and
+the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syntax`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+import yaml
+
+from .problems import Path, Problem, format_path
+from .syntax import Explained, explain, explain_reader, explain_surrogate
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where something was written: file, line and column (1-based)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+try:  # libyaml is ten times faster when present; both compose the same nodes
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+_SCALARS = {
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:str",
+}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
+"""Booleans to YAML 1.1 (and PyYAML), words to YAML 1.2 and to people: refused as values."""
+_COLLECTIONS: dict[type[yaml.Node], str] = {
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+}
+_PARSE_DEPTH = 4 * MAX_DEPTH
+"""Nesting refused before composing: the composer recurses, and would crash on deeper."""
+
+
+@dataclass
+class Document:
+    """One YAML document as plain data, with the position of every path."""
+
+    file: str
+    index: int
+    data: Any
+    positions: dict[Path, tuple[int, int]] = field(repr=False)
+    """Path of a value → (line, column) of the value, 1-based."""
+    key_positions: dict[Path, tuple[int, int]] = field(repr=False)
+    """Path of a mapping entry → (line, column) of its key."""
+
+    def problem(
+        self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
+    ) -> Problem:
+        """A problem at *path*, placed at its key (for key problems) or its value."""
+        line, column = self.position(path, at_key=at_key)
+        return Problem(self.file, line, column, format_path(path), expected, found, hint)
+
+    def position(self, path: Path, *, at_key: bool = False) -> tuple[int, int]:
+        """Where *path* was written; the nearest written ancestor when it was not."""
+        if at_key and path in self.key_positions:
+            return self.key_positions[path]
+        probe = path
+        while probe:
+            if probe in self.positions:
+                return self.positions[probe]
+            probe = probe[:-1]
+        return self.positions.get((), (1, 1))
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Constructor(yaml.constructor.SafeConstructor):
+    """Resolves merge keys keeping each key once, so that merges cannot multiply."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        super().flatten_mapping(node)
+        # PyYAML keeps every merged pair (the last one wins when constructed):
+        # nested "<<: [*a, *a, ...]" would grow exponentially before any
+        # value is counted, and a reused mapping would look like it repeats keys.
+        last = {_key_id(key): i for i, (key, _) in enumerate(node.value)}
+        if len(last) < len(node.value):
+            node.value = [pair for i, pair in enumerate(node.value) if last[_key_id(pair[0])] == i]
+
+
+def _key_id(node: yaml.Node) -> object:
+    return (node.tag, node.value) if isinstance(node, yaml.ScalarNode) else id(node)
+
+
+class _Builder:
+    """Turns one composed node tree into plain data, with positions."""
+
+    def __init__(self, file: str, index: int) -> None:
+        self.doc = Document(file, index, None, {}, {})
+        self.problems: list[Problem] = []
+        self.nodes = 0
+        self.constructor = _Constructor()
+
+    def build(self, node: yaml.Node) -> Document | None:
+        """The document, or None when it was refused whole (too big or too deep)."""
+        try:
+            self.doc.data = self._value(node, (), 0)
+        except _TooBig:
+            return None
+        return self.doc
+
+    def _bad(self, path: Path, node: yaml.Node, expected: str, found: str, hint: str = "") -> None:
+        line, column = node.start_mark.line + 1, node.start_mark.column + 1
+        self.problems.append(
+            Problem(self.doc.file, line, column, format_path(path), expected, found, hint)
+        )
+
+    def _bad_tag(self, path: Path, node: yaml.Node) -> None:
+        self._bad(
+            path,
+            node,
+            "a plain YAML value (string, number, boolean, null, list or mapping)",
+            f"the tag {node.tag}",
+            "scenario files are read as safe YAML; remove the tag",
+        )
+
+    def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self._bad(
+                path,
+                node,
+                f"a document of at most {MAX_NODES} values once aliases are expanded",
+                "more (an alias bomb?)",
+                "write the values out, or use fewer nested aliases",
+            )
+            raise _TooBig
+        if depth > MAX_DEPTH:
+            self._bad(path, node, f"nesting at most {MAX_DEPTH} levels deep", "deeper nesting")
+            raise _TooBig
+        self.doc.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if type(node) in _COLLECTIONS and node.tag != _COLLECTIONS[type(node)]:
+            self._bad_tag(path, node)  # then read as the plain collection it is written as
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self._value(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.tag == _TIMESTAMP:
+            return node.value  # a date in a body stays the text that was written
+        if node.tag not in _SCALARS:
+            self._bad_tag(path, node)
+            return None
+        if _is_yaml11_word(node):
+            value = self.constructor.construct_object(node)
+            self._bad(
+                path,
+                node,
+                "true or false, or a quoted string",
+                f"{node.value} unquoted, which YAML 1.1 reads as the boolean {str(value).lower()}",
+                f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
+            )
+            return value
+        return self._scalar(node, path)
+
+    def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
+        try:
+            return self.constructor.construct_object(node)
+        except ValueError:  # an integer of more digits than Python converts (4300)
+            self._bad(
+                path,
+                node,
+                "a number Python can read (at most 4300 digits)",
+                f"a number of {len(node.value)} characters",
+                "quote it if it is text",
+            )
+            return None
+
+    def _key(self, node: yaml.ScalarNode, path: Path) -> Any:
+        # A key is a name: "on:" means the word, never True (YAML 1.2 agrees).
+        return node.value if _is_yaml11_word(node) else self._scalar(node, path)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = self._key(key_node, path)
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                self._bad(
+                    (*path, key),
+                    key_node,
+                    "each key once in a mapping",
+                    f"{key!r} again (first on line {first})",
+                    "YAML would silently keep only the last one; remove one",
+                )
+            seen[key] = key_node
+        try:
+            self.constructor.flatten_mapping(node)  # resolves "<<: *defaults" merge keys
+        except yaml.constructor.ConstructorError as exc:
+            self._bad(path, node, "merge keys (<<) that name mappings", str(exc.problem))
+            return {}
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALARS:
+                self._bad(path, key_node, "a plain scalar as a mapping key", "a complex key")
+                continue
+            key = self._key(key_node, path)
+            key_path = (*path, key)
+            mark = key_node.start_mark
+            self.doc.key_positions[key_path] = (mark.line + 1, mark.column + 1)
+            self.doc.positions.pop(key_path, None)  # a later duplicate wins, as in YAML
+            out[key] = self._value(value_node, key_path, depth + 1)
+        return out
+
+
+def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
+    """Parse every document in *text*; *file* names it in problems."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        return [], [_whole_file(file, f"a file of at most {MAX_FILE_BYTES} bytes", "more")]
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    try:
+        deep = _too_deep(text)
+        if deep is not None:
+            line, column = deep.line + 1, deep.column + 1
+            expected = f"nesting at most {MAX_DEPTH} levels deep"
+            return [], [Problem(file, line, column, "(YAML nesting)", expected, "deeper nesting")]
+        for index, node in enumerate(_compose_all(text)):
+            if node is None or _is_empty(node):
+                continue  # nothing between two "---"
+            builder = _Builder(file, index)
+            document = builder.build(node)
+            if document is not None:
+                documents.append(document)
+            problems.extend(builder.problems)
+    except yaml.MarkedYAMLError as exc:
+        problems.append(_syntax(file, explain(exc, text)))
+    except yaml.reader.ReaderError as exc:
+        problems.append(_syntax(file, explain_reader(exc, text)))
+    except UnicodeEncodeError as exc:  # libyaml reads UTF-8: a lone surrogate has none
+        problems.append(_syntax(file, explain_surrogate(text, exc.start)))
+    except ValueError as exc:  # pure PyYAML's chr() on an escape beyond U+10FFFF
+        sentence = f"an escape YAML cannot read ({exc})"
+        hint = "Unicode ends at \\U0010FFFF"
+        problems.append(Problem(file, 1, 1, "(YAML syntax)", "", sentence, hint))
+    except yaml.YAMLError as exc:
+        problems.append(_whole_file(file, "valid YAML", str(exc)))
+    return documents, problems
+
+
+def _syntax(file: str, said: Explained) -> Problem:
+    # No "expected": PyYAML's messages say what is wrong, not what was wanted,
+    # so the problem reads as the one sentence (problems.Problem.__str__).
+    return Problem(file, said.line, said.column, "(YAML syntax)", "", said.sentence, said.hint)
+
+
+def _too_deep(text: str) -> Any:
+    """The mark where collections first nest deeper than :data:`_PARSE_DEPTH`, or None."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > _PARSE_DEPTH:
+                    return event.start_mark
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        # Newer libyaml (PyYAML >= 6.0.4) has a nesting limit of its own.
+        if "nesting depth" in str(exc.problem):
+            return exc.problem_mark
+        raise
+    return None
+
+
+def _is_yaml11_word(node: yaml.Node) -> bool:
+    """An unquoted yes, no, on or off (any case YAML knows): YAML 1.1 makes it a boolean."""
+    return (
+        isinstance(node, yaml.ScalarNode)
+        and node.tag == _BOOL
+        and not node.style
+        and node.value.lower() in _YAML11_WORDS
+    )
+
+
+def _is_empty(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == _NULL and node.value == ""
+
+
+def _compose_all(text: str) -> Iterator[yaml.Node | None]:
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    finally:
+        loader.dispose()
+
+
+def read_file(path: FsPath) -> tuple[list[Document], list[Problem]]:
+    """Read and parse one scenario file, refusing oversized ones before reading them."""
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return [], [_whole_file(name, f"a file of at most {MAX_FILE_BYTES} bytes", f"{size}")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [_whole_file(name, "a readable file", exc.strerror or str(exc))]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [], [_whole_file(name, "UTF-8 text", f"byte {exc.start} that is not UTF-8")]
+    return read_text(text, name)
+
+
+def _whole_file(file: str, expected: str, found: str) -> Problem:
+    return Problem(file, 1, 1, "(file)", expected, found)

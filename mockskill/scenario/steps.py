@@ -1,0 +1,511 @@
+"""Steps and sequences: the YAML of an endpoint's behaviour → checked model.
+
+An endpoint's behaviour is written as one step, a list of steps, or
+``{steps: [...], end: last|cycle|fail}``. A step is a protocol error
+(``error: CODE`` with optional overrides), a result (``status``, ``headers``
+and a ``json`` or ``text`` body), or the skill's descriptor
+(``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
+(``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`.
+
+Every rule of the error chapter that a step could break is checked through
+:mod:`mockskill.protocol.catalog`, so a scenario cannot make the server speak a
+protocol it does not know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import catalog
+from . import delays
+from .model import END_RULES, FAULTS, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
+from .problems import Path, describe
+from .reader import MAX_DELAY_MS, Reader
+
+__all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]
+
+STEP_KEYS = (
+    "error",
+    "status",
+    "message",
+    "details",
+    "retry",
+    "headers",
+    "json",
+    "text",
+    "descriptor",
+    "delay",
+    "execution",
+    "hang",
+    "dribble",
+    "fault",
+    "one_of",
+    "failure_rate",
+    "failure",
+    "times",
+)
+ERROR_ONLY = ("message", "details", "retry")
+BODY_KEYS = ("json", "text", "descriptor")
+SEQUENCE_KEYS = ("steps", "end")
+RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step may refer to: the skill (if any) and its descriptor."""
+
+    error_context: catalog.Context
+    descriptor: bytes | None = None
+    """The skill's descriptor, for ``descriptor: true``; None outside a skill."""
+
+
+def read_sequence(
+    r: Reader, value: Any, path: Path, ctx: StepContext, default: Sequence | None = None
+) -> Sequence | None:
+    """An endpoint's sequence, or *default* when the key was not given (*value* is missing)."""
+    if value is Reader.MISSING:
+        return default
+    if isinstance(value, list):
+        raw_steps, end, steps_path = value, "last", path
+    elif isinstance(value, dict) and "steps" in value:
+        if not r.keys(value, path, SEQUENCE_KEYS, required=("steps",)):
+            return None
+        raw_steps, steps_path = value["steps"], (*path, "steps")
+        end = value.get("end", "last")
+        r.among(end, (*path, "end"), END_RULES)
+        if not isinstance(raw_steps, list):
+            r.bad(steps_path, "a list of steps", describe(raw_steps))
+            return None
+    elif isinstance(value, dict):
+        raw_steps, end, steps_path = [value], "last", None
+    else:
+        r.bad(
+            path,
+            "a step (mapping), a list of steps, or {steps: [...], end: ...}",
+            describe(value),
+        )
+        return None
+    if not raw_steps:
+        r.bad(steps_path or path, "at least one step", "an empty list")
+        return None
+    steps = []
+    for i, raw in enumerate(raw_steps):
+        step = read_step(r, raw, path if steps_path is None else (*steps_path, i), ctx)
+        if step is not None:
+            steps.append(step)
+    if len(steps) != len(raw_steps) or end not in END_RULES:
+        return None
+    return Sequence(tuple(steps), end)
+
+
+def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
+    """One step, checked and rendered; None (with problems recorded) when it is wrong."""
+    if not isinstance(raw, dict):
+        r.bad(
+            path, "a step (a mapping such as {error: AUTH_REQUIRED} or {json: ...})", describe(raw)
+        )
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, STEP_KEYS)
+    times = r.integer(raw, "times", path, default=1, minimum=1)
+    if "one_of" in raw:
+        step = _one_of(r, raw, path, ctx)
+    elif "failure_rate" in raw:
+        step = _failure_rate(r, raw, path, ctx)
+    else:
+        step = _plain_step(r, raw, path, ctx)
+    if len(r.problems) > before or step is None or times is None:
+        return None
+    return dataclasses.replace(step, times=times)
+
+
+def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    kinds = [k for k in ("error", *BODY_KEYS) if k in raw]
+    if len(kinds) > 1:
+        r.bad(
+            (*path, kinds[1]),
+            "one of error, json, text or descriptor in a step",
+            f"{kinds[0]} and {kinds[1]} together",
+            "split them into two steps",
+            at_key=True,
+        )
+    elif not kinds and not any(k in raw for k in ("status", "fault", "hang")):
+        r.bad(
+            path, "a step with error, json, text, descriptor, status, fault or hang", describe(raw)
+        )
+    if "failure" in raw:
+        r.bad((*path, "failure"), "failure_rate beside failure", "failure alone", at_key=True)
+    headers = _headers(r, raw, path)
+    if "error" in raw:
+        reply = _error_reply(r, raw, path, ctx, headers)
+    else:
+        for key in ERROR_ONLY:
+            if key in raw:
+                r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
+        reply = _result_reply(r, raw, path, ctx, headers)
+    delay = _delay(r, raw, "delay", path)
+    execution = _delay(r, raw, "execution", path)
+    hang = _hang(r, raw, path)
+    dribble = _dribble(r, raw, path, has_body=bool(kinds))
+    fault = _fault(r, raw, path)
+    if reply is None or delay is _BAD or execution is _BAD or hang is _BAD:
+        return None
+    if dribble is _BAD or fault is _BAD:
+        return None
+    if hang is not None and not kinds and "status" not in raw:
+        fault = "EMPTY_RESPONSE"  # held, then closed without a word
+    return Step(
+        reply,
+        r.position(path),
+        delay=delay,
+        execution=execution,
+        hang_ms=hang,
+        dribble=dribble,
+        fault=fault,
+    )
+
+
+def _delay(r: Reader, raw: dict[str, Any], key: str, path: Path) -> Any:
+    if key not in raw:
+        return None
+    delay = delays.read_delay(r, raw[key], (*path, key), r.max_delay_ms)
+    return _BAD if delay is None else delay
+
+
+def _hang(r: Reader, raw: dict[str, Any], path: Path) -> Any:
+    if "hang" not in raw:
+        return None
+    value = raw["hang"]
+    if value is True:
+        return r.max_delay_ms
+    bound = r.number_at(value, (*path, "hang"), minimum=1, maximum=r.max_delay_ms, unit="ms")
+    return _BAD if bound is None else bound
+
+
+def _dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> Any:
+    if "dribble" not in raw:
+        return None
+    where = (*path, "dribble")
+    value = raw["dribble"]
+    if not isinstance(value, dict):
+        r.bad(where, "{chunks: N, over: MS}", describe(value))
+        return _BAD
+    if not r.keys(value, where, ("chunks", "over"), required=("chunks", "over")):
+        return _BAD
+    chunks = r.integer(value, "chunks", where, default=1, minimum=1, maximum=10_000)
+    over = r.integer(value, "over", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms")
+    if not has_body:
+        r.bad(where, "a body to dribble (json, text, descriptor or error)", "none in this step")
+        return _BAD
+    for other in ("fault", "hang"):
+        if other in raw:
+            r.bad(where, f"dribble or {other}", "both", "a step answers one way", at_key=True)
+            return _BAD
+    if chunks is None or over is None:
+        return _BAD
+    return Dribble(chunks, over)
+
+
+def _fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
+    if "fault" not in raw:
+        return None
+    name = raw["fault"]
+    if not r.among(name, (*path, "fault"), FAULTS):
+        return _BAD
+    if "hang" in raw:
+        r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)
+        return _BAD
+    return name
+
+
+def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    where = (*path, "one_of")
+    others = [k for k in raw if k not in ("one_of", "times")]
+    if others:
+        r.bad(
+            (*path, others[0]),
+            "only times beside one_of",
+            f"{others[0]} as well",
+            "put it in each outcome",
+            at_key=True,
+        )
+        return None
+    items = raw["one_of"]
+    if not isinstance(items, list) or not items:
+        r.bad(where, "a list of outcomes, each a step with a weight", describe(items))
+        return None
+    choices = []
+    for i, item in enumerate(items):
+        choice = _weighted(r, item, (*where, i), ctx)
+        if choice is not None:
+            choices.append(choice)
+    if len(choices) != len(items):
+        return None
+    return Step(choices[0].step.reply, r.position(path), choices=tuple(choices))
+
+
+def _weighted(r: Reader, item: Any, path: Path, ctx: StepContext) -> Choice | None:
+    if not isinstance(item, dict):
+        r.bad(path, "an outcome: a step with a weight", describe(item))
+        return None
+    weight = item.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < 1e9:
+        r.bad((*path, "weight"), "a positive number below 1000000000", describe(weight))
+        return None
+    inner = {k: v for k, v in item.items() if k != "weight"}
+    if not single_step(r, inner, path, "an outcome"):
+        return None
+    step = read_step(r, inner, path, ctx)
+    return None if step is None else Choice(float(weight), step)
+
+
+def single_step(r: Reader, raw: Any, path: Path, what: str) -> bool:
+    """Whether *raw* is one plain step: no nested randomness, no ``times``."""
+    if not isinstance(raw, dict):
+        return True  # read_step says what is wrong with it
+    for nested in ("one_of", "failure_rate", "times"):
+        if nested in raw:
+            r.bad((*path, nested), f"no {nested} in {what}", nested, at_key=True)
+            return False
+    return True
+
+
+def _failure_rate(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    rate = raw["failure_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1:
+        r.bad((*path, "failure_rate"), "a probability above 0 and below 1", describe(rate))
+        return None
+    failure_raw = raw.get("failure", {"error": "ENDPOINT_UNREACHABLE"})
+    if not single_step(r, failure_raw, (*path, "failure"), "the failure"):
+        return None
+    failure = read_step(r, failure_raw, (*path, "failure"), ctx)
+    success_raw = {k: v for k, v in raw.items() if k not in ("failure_rate", "failure", "times")}
+    success = read_step(r, success_raw, path, ctx)
+    if failure is None or success is None:
+        return None
+    choices = (Choice(float(rate), failure), Choice(1.0 - rate, success))
+    return Step(success.reply, r.position(path), choices=choices)
+
+
+def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
+    headers = raw.get("headers", {})
+    if not isinstance(headers, dict):
+        r.bad((*path, "headers"), "a mapping of header names to values", describe(headers))
+        return {}
+    out = {}
+    for name, value in headers.items():
+        where = (*path, "headers", name)
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            r.bad(where, "a header name (letters, digits, -)", describe(name), at_key=True)
+        elif name.lower() in SERVER_HEADERS:
+            r.bad(
+                where,
+                "a header a step may set",
+                f"{name}, which {SERVER_HEADERS[name.lower()]}",
+                "remove it (transport faults: fault: TRUNCATED_BODY, MALFORMED_RESPONSE_CHUNK ...)",
+                at_key=True,
+            )
+        elif isinstance(value, (dict, list)) or value is None:
+            r.bad(where, "a header value (string or number)", describe(value))
+        else:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            problem = _header_value_problem(text)
+            if problem:
+                r.bad(where, *problem)
+            else:
+                out[name] = text
+    return out
+
+
+SERVER_HEADERS = {
+    "content-length": "the server sets from the body it sends",
+    "transfer-encoding": "the server sets from how it sends the body",
+    "connection": "is the server's, about this connection (hop-by-hop)",
+    "keep-alive": "is the server's, about this connection (hop-by-hop)",
+    "proxy-connection": "is about one connection (hop-by-hop)",
+    "te": "a client sends, not a server",
+    "trailer": "announces trailers the server never sends",
+    "upgrade": "switches protocols, which the server never does",
+}
+"""Framing and hop-by-hop headers (RFC 9110 §7.6.1, RFC 9112 §6): a step cannot set them
+without the answer contradicting how it is sent (two framings, a connection that lies)."""
+
+_WIRE = "a header value that can go on the wire (Latin-1 text, no control characters)"
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _header_value_problem(text: str) -> tuple[str, str, str] | None:
+    """(expected, found, hint) when *text* cannot be sent as a header value, else None.
+
+    HTTP/1.1 header values are bytes; the server writes them as Latin-1
+    (RFC 9110 §5.5: visible characters, spaces and tabs, and obs-text).
+    """
+    control = _CONTROL.search(text)
+    if control is not None:
+        char = control.group()
+        if char in "\r\n":
+            return "a header value on one line", "a line break", ""
+        return (
+            _WIRE,
+            f"the control character U+{ord(char):04X} at position {control.start() + 1}",
+            "header values hold visible characters, spaces and tabs",
+        )
+    for i, char in enumerate(text):
+        if ord(char) > 0xFF:
+            return (
+                _WIRE,
+                f"{char!r} (U+{ord(char):04X}) at position {i + 1}, which is not Latin-1",
+                "header values are bytes; percent-encode the text (RFC 8187: "
+                "filename*=UTF-8''%E6%97%A5), or put it in the body",
+            )
+    return None
+
+
+def _error_reply(
+    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+) -> Reply | None:
+    code = raw["error"]
+    if not r.among(code, (*path, "error"), catalog.CODES, shown=catalog.SERVED_CODES):
+        return None
+    category = catalog.CATEGORIES[code]
+    if not category.sent_by_provider:
+        r.bad(
+            (*path, "error"),
+            "an error a provider sends (" + ", ".join(catalog.SERVED_CODES) + ")",
+            f"{code}, which the consumer's own Schema Validator raises",
+            "to exercise it, serve an invalid descriptor (raw_descriptor, or descriptor"
+            " with a broken field)",
+        )
+        return None
+    ok = True
+    for name in headers:
+        if name.lower() == "retry-after":
+            r.bad(
+                (*path, "headers", name),
+                "no Retry-After header in an error step",
+                describe(headers[name]),
+                "it is derived from retry.suggested_delay_ms (seconds, rounded up); set retry",
+                at_key=True,
+            )
+            ok = False
+    status = raw.get("status")
+    if status is not None:
+        problem = catalog.status_problem(code, status) if _is_int(status) else None
+        if not _is_int(status) or problem:
+            allowed = " or ".join(str(s) for s in category.statuses)
+            r.bad((*path, "status"), f"HTTP {allowed} for {code}", describe(status), problem or "")
+            ok = False
+    message = raw.get("message")
+    if message is not None and not isinstance(message, str):
+        r.bad((*path, "message"), "a string", describe(message))
+        ok = False
+    details = raw.get("details")
+    if details is not None and not isinstance(details, dict):
+        r.bad(
+            (*path, "details"), "a mapping (merged over the category's details)", describe(details)
+        )
+        ok = False
+    elif details is not None and r.json_bytes(details, (*path, "details")) is None:
+        ok = False
+    retry: catalog.Retry | object | None = catalog.KEEP
+    if "retry" in raw:
+        retry = _retry(r, raw["retry"], (*path, "retry"), code)
+        ok = ok and retry is not _BAD
+    if not ok:
+        return None
+    rendered = catalog.render(
+        code,
+        ctx.error_context,
+        status=status,
+        message=message,
+        details=details,
+        retry=retry,
+        headers=headers,
+    )
+    return Reply.error(rendered)
+
+
+_BAD = object()
+
+
+def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | object | None:
+    if value is None:
+        return None
+    problem = catalog.retry_problem(code)
+    if problem:
+        r.bad(path, "no retry advice (or retry: null)", describe(value), problem)
+        return _BAD
+    if not isinstance(value, dict):
+        r.bad(path, "a mapping {suggested_delay_ms: N, max_attempts: N}", describe(value))
+        return _BAD
+    if not r.keys(value, path, RETRY_KEYS):
+        return _BAD
+    default = catalog.CATEGORIES[code].retry
+    assert default is not None
+    # At most the longest wait the server may script: advice a consumer follows
+    # is a wait in its test run too, and a bound keeps Retry-After a sane number.
+    delay = r.integer(
+        value,
+        "suggested_delay_ms",
+        path,
+        default=default.suggested_delay_ms,
+        minimum=0,
+        maximum=r.max_delay_ms,
+        unit="ms",
+    )
+    attempts = r.integer(value, "max_attempts", path, default=default.max_attempts, minimum=1)
+    if delay is None or attempts is None:
+        return _BAD
+    return catalog.Retry(delay, attempts)
+
+
+def _result_reply(
+    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+) -> Reply | None:
+    status = r.integer(raw, "status", path, default=200, minimum=100, maximum=599)
+    content_type = headers.pop("Content-Type", None)
+    for name in list(headers):
+        if name.lower() == "content-type":
+            content_type = headers.pop(name)
+    body: bytes
+    if "json" in raw:
+        encoded = r.json_bytes(raw["json"], (*path, "json"))
+        if encoded is None:
+            return None
+        body, kind = encoded, JSON_TYPE
+    elif "text" in raw:
+        text = raw["text"]
+        if not isinstance(text, str):
+            r.bad((*path, "text"), "a string (use json: for structured bodies)", describe(text))
+            return None
+        body, kind = text.encode(), TEXT_TYPE
+    elif "descriptor" in raw:
+        if raw["descriptor"] is not True:
+            r.bad(
+                (*path, "descriptor"),
+                "true (serve the skill's descriptor)",
+                describe(raw["descriptor"]),
+            )
+            return None
+        if ctx.descriptor is None:
+            r.bad(
+                (*path, "descriptor"),
+                "a step of a skill's endpoint",
+                "a free route",
+                "routes have no descriptor; use json:",
+            )
+            return None
+        body, kind = ctx.descriptor, JSON_TYPE
+    else:
+        body, kind = b"", TEXT_TYPE
+    if status is None:
+        return None
+    return Reply.make(status, body, content_type or kind, headers)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,349 @@
+"""The dashboard at /__admin/: its files over HTTP, and the page in a real headless Chromium.
+
+The browser is Debian's chromium (``/usr/bin/chromium``, or ``MOCKSKILL_CHROMIUM``) driven
+by Playwright; no browser is downloaded. Without it the browser tests skip, unless
+``MOCKSKILL_REQUIRE_BROWSER=1`` (CI) makes that a failure. The page's screenshot is saved
+to ``test-artifacts/dashboard.png`` (the folder: ``MOCKSKILL_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import requests
+
+from mockskill import Server
+from mockskill.admin.dashboard import ASSETS, LINKED
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, ConsoleMessage, Page
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("MOCKSKILL_CHROMIUM", "/usr/bin/chromium")
+# Flags for a closed network and a shared machine: no sandbox (containers), no GPU, and
+# none of the background traffic (updates, sync, QUIC probes) that would only time out.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DELAY_MS = 200
+"""The retry advice of the scenario below: short, so that a correct retry is quick."""
+RETRYING = f"""
+name: retry-demo
+description: Unreachable twice, then answers.
+skills:
+  - id: flaky
+    invoke:
+      - error: ENDPOINT_UNREACHABLE
+        times: 2
+        retry: {{suggested_delay_ms: {DELAY_MS}}}
+      - json: {{result: ok}}
+  - id: echo
+"""
+TOKEN = "dashboard-token"
+WAIT_MS = 8000
+"""How long the page may take to show something (it polls every second; the machine is shared)."""
+
+
+def artifacts() -> Path:
+    folder = Path(os.environ.get("MOCKSKILL_ARTIFACTS", ROOT / "test-artifacts"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+# -- the files, over HTTP --------------------------------------------------------------------
+
+
+def test_the_page_and_its_files_are_served_with_their_types(bundled: Server) -> None:
+    page = requests.get(f"{bundled.url}/__admin/", timeout=10)
+    assert page.status_code == 200
+    assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+    linked = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert set(linked) == {"data:,", "dashboard/dashboard.css", "dashboard/dashboard.js"}
+    for name in LINKED:
+        content_type = ASSETS[name]
+        response = requests.get(f"{bundled.url}/__admin/dashboard/{name}", timeout=10)
+        assert response.status_code == 200, name
+        assert response.headers["Content-Type"] == content_type
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+        assert response.headers["Cache-Control"] == "no-cache"
+        again = requests.get(
+            f"{bundled.url}/__admin/dashboard/{name}",
+            headers={"If-None-Match": response.headers["ETag"]},
+            timeout=10,
+        )
+        assert again.status_code == 304
+        assert again.content == b""
+
+
+def test_nothing_is_fetched_from_elsewhere(bundled: Server) -> None:
+    """No CDN, no web font: the only absolute URL in the files is the SVG namespace."""
+    for path in ("", *(f"dashboard/{name}" for name in LINKED)):
+        text = requests.get(f"{bundled.url}/__admin/{path}", timeout=10).text
+        urls = set(re.findall(r"(?:https?:)?//[\w.-]+\.[a-z]{2,}[^\s\"')]*", text))
+        assert urls <= {"http://www.w3.org/2000/svg"}, (path, urls)
+        assert "@import" not in text
+        assert "@font-face" not in text
+
+
+def test_the_bare_prefix_redirects_to_the_page(bundled: Server) -> None:
+    response = requests.get(f"{bundled.url}/__admin", allow_redirects=False, timeout=10)
+    assert response.status_code == 308
+    assert response.headers["Location"].endswith("/__admin/")
+
+
+def test_an_unknown_file_is_a_404_naming_the_files(bundled: Server) -> None:
+    for name in ("app.js", "index.html"):  # the page is at /__admin/ only
+        response = requests.get(f"{bundled.url}/__admin/dashboard/{name}", timeout=10)
+        assert response.status_code == 404
+        error = response.json()["error"]
+        assert f"{name!r}" in error["message"]
+        assert error["details"]["expected"] == ["dashboard.js", "dashboard.css"]
+
+
+# -- the page, in Chromium -------------------------------------------------------------------
+
+
+def _no_browser() -> str | None:
+    if not Path(CHROMIUM).is_file():
+        return f"no chromium at {CHROMIUM} (apt-get install chromium, or set MOCKSKILL_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[test]')"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    reason = _no_browser()
+    if reason is not None:
+        if os.environ.get("MOCKSKILL_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"MOCKSKILL_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+class Console:
+    """What the page said on its console, and the errors it threw."""
+
+    def __init__(self, page: Page) -> None:
+        self.errors: list[str] = []
+        page.on("console", self._message)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+
+    def _message(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    yield opened
+    context.close()
+
+
+def invoke(server: Server, skill: str, session: str) -> int:
+    headers = {"Mockskill-Session": session}
+    return requests.post(server.invoke_url(skill), headers=headers, timeout=10).status_code
+
+
+def retry_too_soon_then_right(server: Server, session: str) -> None:
+    """A consumer's retries: the first one far too soon, the second after the backoff."""
+    assert invoke(server, "flaky", session) == 503
+    assert invoke(server, "flaky", session) == 503  # at once: the protocol asked 200 ms
+    time.sleep(3 * DELAY_MS / 1000)  # 600 ms: more than the 400 ms owed before the 2nd retry
+    assert invoke(server, "flaky", session) == 200
+
+
+def marks(page: Page, selector: str) -> list[dict[str, Any]]:
+    """Each SVG element *selector* matches in the timeline: its class and geometry."""
+    found: list[dict[str, Any]] = page.eval_on_selector_all(
+        f"#timeline {selector}",
+        """nodes => nodes.map(n => ({
+            cls: n.getAttribute("class"), id: n.dataset.id || n.dataset.for,
+            x: Number(n.getAttribute("cx") || n.getAttribute("x1")),
+        }))""",
+    )
+    return found
+
+
+def test_the_page_shows_scenarios_journal_and_a_sessions_timeline(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    retry_too_soon_then_right(server, session)
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin")
+    assert page.url == f"{server.url}/__admin/"
+    page.wait_for_selector("#scenarios li:has-text('retry-demo')")
+    page.wait_for_selector("#status.live")
+    rows = page.locator(f"#journal tbody tr[data-session='{session}']")
+    page.wait_for_function("n => document.querySelectorAll('#journal tbody tr').length >= n", arg=3)
+    assert rows.count() == 3
+
+    page.click(f"#sessions li[data-session='{session}']")
+    assert page.url.endswith(f"#session={session}")
+    page.wait_for_selector("#timeline circle.attempt")
+    attempts = marks(page, "circle.attempt")
+    journal_ids = [str(entry.id) for entry in server.journal(session)]
+    assert [mark["id"] for mark in attempts] == journal_ids  # one mark per attempt, in order
+    xs = [mark["x"] for mark in attempts]
+    assert xs == sorted(xs)
+    expected = marks(page, "line.expected")
+    assert [mark["id"] for mark in expected] == journal_ids[1:]  # one per retry
+    # The first retry came before the earliest time the protocol allows; the second after.
+    assert attempts[1]["x"] < expected[0]["x"]
+    assert attempts[2]["x"] > expected[1]["x"]
+    # The too-soon retry is marked, and the finding says why.
+    flagged = [mark["id"] for mark in attempts if "finding" in mark["cls"].split()]
+    assert journal_ids[1] in flagged
+    assert journal_ids[2] not in flagged
+    finding = page.locator("#findings li[data-rule='retry-too-soon']")
+    assert finding.count() == 1
+    assert "retry-too-soon" in finding.inner_text()
+    coverage = page.locator("#coverage .chip[data-name='ENDPOINT_UNREACHABLE'] b")
+    assert coverage.inner_text() == "2"
+    assert page.locator("#coverage .chip").count() >= 7
+
+    # Live: requests made after the page loaded appear without a reload.
+    later = f"dash-later-{uuid.uuid4().hex[:8]}"
+    assert invoke(server, "echo", later) == 200
+    assert invoke(server, "flaky", session) == 200
+    page.wait_for_selector(f"#journal tbody tr[data-session='{later}']")
+    page.wait_for_selector(f"#sessions li[data-session='{later}'] .badge.good")  # the audit's
+    page.wait_for_function(
+        "n => document.querySelectorAll('#timeline circle.attempt').length === n", arg=4
+    )
+    assert rows.count() == 4
+
+    page.screenshot(path=str(artifacts() / "dashboard.png"), full_page=True)
+    assert console.errors == []
+
+
+def test_with_an_admin_token_the_page_asks_for_it(serve: Callable[..., Server], page: Page) -> None:
+    server = serve(RETRYING, admin_token=TOKEN)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    assert invoke(server, "echo", session) == 200
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/")
+    page.wait_for_selector("#token-dialog:not([hidden])")
+    assert page.locator("#journal tbody tr").count() == 0  # nothing was read without it
+    page.fill("#token", "not-the-token")
+    page.click("#token-form button")
+    page.wait_for_selector("#token-error:not([hidden])")
+    assert "refused" in page.inner_text("#token-error")
+    assert page.evaluate("sessionStorage.getItem('mockskill-admin-token')") is None
+
+    page.fill("#token", TOKEN)
+    page.click("#token-form button")
+    page.wait_for_selector("#token-dialog", state="hidden")
+    page.wait_for_selector(f"#journal tbody tr[data-session='{session}']")
+    page.wait_for_selector("#scenarios li:has-text('retry-demo')")
+    assert page.evaluate("sessionStorage.getItem('mockskill-admin-token')") == TOKEN
+
+    # The 401s that made the page ask are the only errors it logged.
+    assert console.errors
+    assert all("status of 401" in error for error in console.errors), console.errors
+
+
+STUBBORN = """
+name: stubborn-demo
+skills:
+  - id: stubborn
+    invoke:
+      - error: ENDPOINT_UNREACHABLE
+        times: 5
+        retry: {suggested_delay_ms: 150}
+      - json: {result: ok}
+  - id: echo
+"""
+
+
+def overlaps(boxes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The pairs of *boxes* (``{text, x, y, width, height}``) whose areas intersect."""
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if (
+                a["x"] < b["x"] + b["width"]
+                and b["x"] < a["x"] + a["width"]
+                and a["y"] < b["y"] + b["height"]
+                and b["y"] < a["y"] + a["height"]
+            ):
+                found.append((a["text"], b["text"]))
+    return found
+
+
+def test_single_attempts_fold_into_one_row_and_no_labels_overlap(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STUBBORN)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    for _ in range(4):
+        assert invoke(server, "echo", session) == 200  # four chains of one attempt
+    # Retried at once, every time: each wait the protocol asks for (150, 300, 600, 1200,
+    # 2400 ms) overlaps the ones before it, and so would their labels.
+    statuses = [invoke(server, "stubborn", session) for _ in range(6)]
+    assert statuses == [503] * 5 + [200]
+    for _ in range(2):
+        assert invoke(server, "echo", session) == 200
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_selector("#timeline .singles")
+    # One compact row for the six single-attempt chains; a plot for the one that retried.
+    assert page.locator("#timeline .singles").count() == 1
+    singles = page.locator("#timeline .singles .single")
+    assert singles.count() == 6
+    assert page.locator("#timeline .chain-plot").count() == 1
+    # Every attempt still has its mark, the single ones in the compact row.
+    ids = sorted(m["id"] for m in marks(page, "circle.attempt"))
+    assert ids == sorted(str(entry.id) for entry in server.journal(session))
+    assert "6 single-attempt chains" in page.inner_text("#timeline .singles")
+
+    plots = page.eval_on_selector_all(
+        "#timeline svg.chain-plot",
+        """svgs => svgs.map(svg => [...svg.querySelectorAll("text")].map(t => {
+            const b = t.getBBox();
+            return {text: t.textContent, x: b.x, y: b.y, width: b.width, height: b.height};
+        }))""",
+    )
+    labels = [box for plot in plots for box in plot]
+    assert [b["text"] for b in labels if b["text"].startswith("wait")], "no wait label drawn"
+    for plot in plots:
+        assert overlaps(plot) == []
+    chips = page.eval_on_selector_all(
+        "#timeline .singles .single",
+        """nodes => nodes.map(n => {
+            const b = n.getBoundingClientRect();
+            return {text: n.textContent, x: b.x, y: b.y, width: b.width, height: b.height};
+        })""",
+    )
+    assert overlaps(chips) == []
+    page.screenshot(path=str(artifacts() / "dashboard-timeline.png"), full_page=True)
+    assert console.errors == []

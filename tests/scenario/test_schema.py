@@ -1,0 +1,832 @@
+"""The published scenario JSON Schema agrees with the loader.
+
+The schema (``mockskill/scenario.schema.json``) is for editors; the loader is
+the authority. These tests keep them in step: every bundled and documented
+scenario passes both, the schema knows exactly the loader's keys and
+constants, and a list of broken scenarios is refused by both.
+
+Documentation: every fenced block whose info string is ``yaml`` in README.md
+and docs/*.md must be a complete scenario file. Fence other YAML with another
+info string (``text``, ``console`` ...).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+import mockskill
+from mockskill.protocol import catalog
+from mockskill.scenario import delays, loader, steps
+from mockskill.scenario.model import END_RULES, FAULTS
+from mockskill.scenario.problems import format_path
+from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
+from mockskill.scenario.source import read_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = scenario_schema()
+VALIDATOR = Draft202012Validator(SCHEMA)  # no format_checker: formats are not asserted
+
+
+def documents(text: str, name: str = "<test>") -> list[Any]:
+    """Every YAML document in *text*, as the loader reads it (plain data)."""
+    docs, problems = read_text(text, name)
+    assert not problems, [str(p) for p in problems]
+    return [doc.data for doc in docs]
+
+
+def schema_errors(text: str) -> list[str]:
+    """What the schema finds wrong in each document of *text* (empty when valid)."""
+    return [
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(top)'}: {error.message}"
+        for data in documents(text)
+        for error in VALIDATOR.iter_errors(data)
+    ]
+
+
+# -- the schema itself ---------------------------------------------------------
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert SCHEMA["$id"].endswith("scenario.schema.json")
+    assert SCHEMA["title"]
+    assert SCHEMA["description"]
+
+
+def test_schema_ships_inside_the_package() -> None:
+    assert SCHEMA_PATH.parent == Path(mockskill.__file__).resolve().parent
+    assert SCHEMA_PATH.name == "scenario.schema.json"
+
+
+def test_scenario_schema_returns_a_fresh_copy() -> None:
+    first = scenario_schema()
+    first["title"] = "changed"
+    assert scenario_schema()["title"] != "changed"
+
+
+# -- keys and constants match the loader --------------------------------------
+
+# Keys the loader checks inline, without a constant (steps._dribble, delays._lognormal,
+# steps._weighted: an outcome is a step less what may not nest, plus its weight).
+DRIBBLE_KEYS = ("chunks", "over")
+LOGNORMAL_KEYS = ("median", "sigma", "cap")
+NOT_IN_OUTCOME = ("one_of", "failure_rate", "failure", "times")
+OUTCOME_KEYS = (*(k for k in steps.STEP_KEYS if k not in NOT_IN_OUTCOME), "weight")
+
+OBJECTS = {
+    "scenario": (SCHEMA, loader.SCENARIO_KEYS),
+    "outage": (SCHEMA["$defs"]["outage"], loader.OUTAGE_KEYS),
+    "skill": (SCHEMA["$defs"]["skill"], loader.SKILL_KEYS),
+    "route": (SCHEMA["$defs"]["route"], loader.ROUTE_KEYS),
+    "step": (SCHEMA["$defs"]["step"], steps.STEP_KEYS),
+    "outcome": (SCHEMA["$defs"]["outcome"], OUTCOME_KEYS),
+    "sequence": (SCHEMA["$defs"]["sequence"], steps.SEQUENCE_KEYS),
+    "retry": (SCHEMA["$defs"]["retry"], steps.RETRY_KEYS),
+    "dribble": (SCHEMA["$defs"]["dribble"], DRIBBLE_KEYS),
+    "lognormal": (SCHEMA["$defs"]["lognormal"], LOGNORMAL_KEYS),
+    **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
+}
+
+
+@pytest.mark.parametrize(("schema", "keys"), OBJECTS.values(), ids=OBJECTS.keys())
+def test_schema_keys_equal_loader_keys(schema: dict[str, Any], keys: tuple[str, ...]) -> None:
+    assert set(schema["properties"]) == set(keys)
+    assert schema["additionalProperties"] is False
+
+
+def _resolve(ref: str) -> dict[str, Any]:
+    """The part of the schema that a local ``$ref`` (a JSON pointer) names; {} for none."""
+    node: Any = SCHEMA
+    for part in ref.removeprefix("#").split("/")[1:] if ref.startswith("#/") else []:
+        node = node.get(part.replace("~1", "/").replace("~0", "~"), {})
+    return node if isinstance(node, dict) else {}
+
+
+def _description(schema: dict[str, Any]) -> str:
+    """A property's tooltip: its own description, or that of what it refers to."""
+    if schema.get("description"):
+        return str(schema["description"])
+    return _description(_resolve(schema["$ref"])) if "$ref" in schema else ""
+
+
+def test_every_local_reference_resolves() -> None:
+    refs = re.findall(r'"\$ref": "([^"]+)"', SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert refs
+    assert [ref for ref in refs if not _resolve(ref)] == []
+
+
+@pytest.mark.parametrize("schema", [schema for schema, _ in OBJECTS.values()], ids=OBJECTS.keys())
+def test_every_key_has_a_description(schema: dict[str, Any]) -> None:
+    undescribed = [k for k, sub in schema["properties"].items() if len(_description(sub)) < 10]
+    assert undescribed == []
+
+
+def test_every_definition_has_a_description() -> None:
+    assert [name for name, sub in SCHEMA["$defs"].items() if not sub.get("description")] == []
+
+
+def test_error_codes_are_the_served_codes() -> None:
+    assert SCHEMA["$defs"]["step"]["properties"]["error"]["enum"] == list(catalog.SERVED_CODES)
+    assert "VALIDATION_ERROR" not in catalog.SERVED_CODES
+
+
+def test_end_rules_and_limits_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    assert defs["end"]["enum"] == list(END_RULES)
+    lower = [method.lower() for method in loader.HTTP_METHODS]
+    assert defs["method"]["anyOf"][0]["enum"] == [*loader.HTTP_METHODS, *lower]
+
+
+def test_wait_limits_are_the_default_max_delay() -> None:
+    defs = SCHEMA["$defs"]
+    waits = {
+        "delay": defs["delay"]["oneOf"][0],
+        "fixed": defs["delay_fixed"]["properties"]["fixed"],
+        "uniform": defs["delay_uniform"]["properties"]["uniform"]["items"],
+        "median": defs["lognormal"]["properties"]["median"],
+        "cap": defs["lognormal"]["properties"]["cap"],
+        "hang": defs["step"]["properties"]["hang"]["anyOf"][1],
+        "dribble over": defs["dribble"]["properties"]["over"],
+        "timeout_ms": defs["skill"]["properties"]["timeout_ms"],
+        "suggested_delay_ms": defs["retry"]["properties"]["suggested_delay_ms"],
+    }
+    assert {name: w["maximum"] for name, w in waits.items()} == dict.fromkeys(
+        waits, steps.MAX_DELAY_MS
+    )
+    for name in ("delay", "execution"):
+        assert defs["step"]["properties"][name]["$ref"] == "#/$defs/delay"
+    shapes = [_resolve(s["$ref"]) for s in defs["delay"]["oneOf"][1:]]
+    assert [s["required"] for s in shapes] == [[shape] for shape in delays.SHAPES]
+
+
+def test_faults_and_timeout_statuses_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    assert defs["step"]["properties"]["fault"]["enum"] == list(FAULTS)
+    timeout_statuses = defs["skill"]["properties"]["timeout_status"]["enum"]
+    assert timeout_statuses == list(catalog.CATEGORIES["EXECUTION_TIMEOUT"].statuses)
+
+
+# -- scenario text builders ---------------------------------------------------
+
+
+def _invoke(step: str) -> str:
+    """A scenario whose one skill's invoke endpoint is *step* (YAML flow or block text)."""
+    return f"skills:\n  - id: s\n    invoke: {step}\n"
+
+
+def _route(extra: str) -> str:
+    """A scenario with one route at /a whose remaining keys are *extra* (flow mapping body)."""
+    return f"routes:\n  - {{path: /a, {extra}}}\n"
+
+
+# -- per-code statuses and retry: schema and loader decide alike ---------------
+
+STATUSES = sorted({s for c in catalog.CATEGORIES.values() for s in c.statuses} | {200, 400, 500})
+
+
+def _error_scenario(code: str, extra: str) -> str:
+    return f"skills:\n  - id: s\n    invoke: {{error: {code}, {extra}}}\n"
+
+
+def _loads(text: str) -> bool:
+    try:
+        mockskill.load_text(text, "test.yaml")
+    except mockskill.ScenarioError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("code", catalog.SERVED_CODES)
+def test_statuses_per_code_agree(code: str) -> None:
+    for status in STATUSES:
+        text = _error_scenario(code, f"status: {status}")
+        allowed = status in catalog.CATEGORIES[code].statuses
+        assert (not schema_errors(text)) is allowed, (code, status)
+        assert _loads(text) is allowed, (code, status)
+
+
+@pytest.mark.parametrize("code", catalog.SERVED_CODES)
+def test_retry_advice_per_code_agrees(code: str) -> None:
+    advice = _error_scenario(code, "retry: {suggested_delay_ms: 100, max_attempts: 2}")
+    retryable = catalog.CATEGORIES[code].retryable
+    assert (not schema_errors(advice)) is retryable
+    assert _loads(advice) is retryable
+    no_advice = _error_scenario(code, "retry: null")
+    assert schema_errors(no_advice) == []
+    assert _loads(no_advice)
+
+
+# id: (accepted?, scenario text); the schema and the loader must both say so
+BOUNDARIES: dict[str, tuple[bool, str]] = {
+    **{
+        f"skill id {name!r}": (ok, f"skills:\n  - id: {name!r}\n")
+        for name, ok in [
+            ("a", True),
+            ("A.b_c~d-9", True),
+            ("9lives", True),
+            ("-x", False),
+            ("_x", False),
+            ("a b", False),
+            ("a/b", False),
+            ("caf\u00e9", False),
+            ("", False),
+        ]
+    },
+    **{
+        f"scenario name {name!r}": (ok, f"name: {name!r}\nskills: []\n")
+        for name, ok in [("v1.2", True), ("~x", False), ("a:b", False)]
+    },
+    **{
+        f"method {method!r}": (ok, _route(f"method: {method!r}, steps: [json: 1]"))
+        for method, ok in [
+            ("GET", True),
+            ("head", True),
+            ("Patch", True),
+            ("oPtIoNs", True),
+            ("CONNECT", False),
+            ("TRACE", False),
+            ("GET ", False),
+            ("", False),
+        ]
+    },
+    **{
+        f"delay {delay}": (ok, _invoke(f"{{json: 1, delay: {delay}}}"))
+        for delay, ok in [(-1, False), (0, True), (300000, True), (300001, False)]
+    },
+    **{
+        f"times {times}": (ok, _invoke(f"{{json: 1, times: {times}}}"))
+        for times, ok in [(-1, False), (0, False), (1, True), (1000, True), ("true", False)]
+    },
+    **{
+        f"result status {status}": (ok, _invoke(f"{{status: {status}}}"))
+        for status, ok in [(99, False), (100, True), (599, True), (600, False), ("'200'", False)]
+    },
+    **{
+        f"retry {advice}": (ok, _invoke(f"{{error: EXECUTION_TIMEOUT, retry: {advice}}}"))
+        for advice, ok in [
+            ("{}", True),
+            ("{suggested_delay_ms: 0, max_attempts: 1}", True),
+            ("{suggested_delay_ms: -1}", False),
+            ("{suggested_delay_ms: 300000}", True),
+            ("{suggested_delay_ms: 300001}", False),
+            (f"{{suggested_delay_ms: {10**32}}}", False),
+            ("{max_attempts: 0}", False),
+            ("5000", False),
+        ]
+    },
+    **{
+        f"header {header}": (ok, _invoke(f"{{json: 1, headers: {{{header}}}}}"))
+        for header, ok in [
+            ("X-A: abc", True),
+            ('X-A: "caf\u00e9\tau lait"', True),
+            ("X-A: 5", True),
+            ('X-A: "\u65e5\u672c"', False),
+            ('X-A: "a\\0b"', False),
+            ('X-A: "a\\vb"', False),
+            ('X-A: "a\\x7fb"', False),
+            ('X-A: "a\\r\\nb"', False),
+            ("Transfer-Encoding: chunked", False),
+            ("content-length: 5", False),
+            ("Connection: close", False),
+            ("KEEP-ALIVE: x", False),
+            ("Proxy-Connection: x", False),
+            ("TE: trailers", False),
+            ("Trailer: X", False),
+            ("Upgrade: h2c", False),
+            ("Tea: yes please", True),
+            ("X-Connection: x", True),
+        ]
+    },
+    **{
+        f"seed {seed}": (ok, f"seed: {seed}\nskills: []\n")
+        for seed, ok in [("null", True), (0, True), (2**40, True), (-1, False), ("true", False)]
+    },
+    **{
+        f"outage {outage}": (ok, f"outage: {outage}\nskills: []\n")
+        for outage, ok in [
+            ("null", True),
+            ("{duration: 1}", True),
+            ("{duration: 0}", False),
+            ("{start: 0, duration: 1}", True),
+            ("{start: -1, duration: 1}", False),
+            ("{duration: 1, step: {fault: EMPTY_RESPONSE}}", True),
+            ("{duration: 1, step: null}", False),
+            ("[]", False),
+        ]
+    },
+    **{
+        f"unreachable {value}": (ok, f"skills:\n  - {{id: s, unreachable: {value}}}\n")
+        for value, ok in [("true", True), ("false", True), ("null", False), ("1", False)]
+    },
+    **{
+        f"timeout_ms {ms}": (ok, f"skills:\n  - {{id: s, timeout_ms: {ms}}}\n")
+        for ms, ok in [("null", True), (0, False), (1, True), (300000, True), (300001, False)]
+    },
+    **{
+        f"timeout_status {status}": (ok, f"skills:\n  - {{id: s, timeout_status: {status}}}\n")
+        for status, ok in [
+            (408, True),
+            (504, True),
+            (503, False),
+            ("null", False),
+            ("'504'", False),
+        ]
+    },
+    **{
+        f"delay shape {shape}": (ok, _invoke(f"{{json: 1, delay: {shape}}}"))
+        for shape, ok in [
+            ("{fixed: 0}", True),
+            ("{fixed: 300000}", True),
+            ("{fixed: 300001}", False),
+            ("{uniform: [0, 300000]}", True),
+            ("{uniform: [3, 3]}", True),
+            ("{uniform: [0]}", False),
+            ("{uniform: [0, 300001]}", False),
+            ("{uniform: 5}", False),
+            ("{lognormal: {median: 1, sigma: 0.01}}", True),
+            ("{lognormal: {median: 300000, sigma: 5, cap: 300000}}", True),
+            ("{lognormal: {median: 10, sigma: 5.01}}", False),
+            ("{lognormal: {median: 0, sigma: 1}}", False),
+            ("{lognormal: {median: 10, sigma: 1, cap: 300001}}", False),
+            ("{lognormal: [10, 1]}", False),
+            ("{fixed: 1, uniform: [1, 2]}", False),
+            ("{}", False),
+            ("{normal: 5}", False),
+            ("null", False),
+        ]
+    },
+    **{
+        f"execution {value}": (ok, _invoke(f"{{json: 1, execution: {value}}}"))
+        for value, ok in [(0, True), ("{uniform: [10, 20]}", True), (-1, False), ("'10'", False)]
+    },
+    **{
+        f"hang {value}": (ok, _invoke(f"{{hang: {value}}}"))
+        for value, ok in [
+            ("true", True),
+            ("false", False),
+            (0, False),
+            (1, True),
+            (300000, True),
+            (300001, False),
+        ]
+    },
+    **{
+        f"dribble {value}": (ok, _invoke(f"{{text: abc, dribble: {value}}}"))
+        for value, ok in [
+            ("{chunks: 1, over: 0}", True),
+            ("{chunks: 10000, over: 300000}", True),
+            ("{chunks: 0, over: 10}", False),
+            ("{chunks: 10001, over: 10}", False),
+            ("{chunks: 2, over: 300001}", False),
+            ("{chunks: 2, over: 10, every: 5}", False),
+            ("5", False),
+        ]
+    },
+    **{
+        f"fault {name} with {extra}": (ok, _invoke(f"{{fault: {name}{extra}}}"))
+        for name in FAULTS
+        for extra, ok in [("", True), (", json: 1", True), (", hang: 5", False)]
+    },
+    **{
+        f"failure_rate {rate}": (ok, _invoke(f"{{json: 1, failure_rate: {rate}}}"))
+        for rate, ok in [(0, False), (0.001, True), (0.999, True), (1, False), ("true", False)]
+    },
+    **{
+        f"weight {weight}": (ok, _invoke(f"{{one_of: [{{json: 1, weight: {weight}}}]}}"))
+        for weight, ok in [(0, False), (0.5, True), (999999999, True), (1000000000, False)]
+    },
+    "one_of with times": (True, _invoke("{one_of: [json: 1, json: 2], times: 3}")),
+    "one_of with failure_rate": (False, _invoke("{one_of: [json: 1], failure_rate: 0.5}")),
+    "outcome with times": (False, _invoke("{one_of: [{json: 1, times: 2}]}")),
+    "outcome with failure": (False, _invoke("{one_of: [{json: 1, failure: {json: 2}}]}")),
+    "outcome with only a weight": (False, _invoke("{one_of: [{weight: 2}]}")),
+    "weight outside one_of": (False, _invoke("{json: 1, weight: 2}")),
+    "failure_rate alone": (False, _invoke("{failure_rate: 0.5, failure: {json: 2}}")),
+    "dribble with error": (True, _invoke("{error: AUTH_REQUIRED, dribble: {chunks: 2, over: 1}}")),
+    "dribble with hang": (False, _invoke("{json: 1, hang: 5, dribble: {chunks: 2, over: 1}}")),
+    "dribble with fault": (
+        False,
+        _invoke("{json: 1, fault: EMPTY_RESPONSE, dribble: {chunks: 2, over: 1}}"),
+    ),
+    "hang with a body": (True, _invoke("{json: 1, hang: 5}")),
+    "only a wait": (False, _invoke("{delay: 5, execution: 5}")),
+    "descriptor in a skill's outcome": (True, _invoke("{one_of: [descriptor: true]}")),
+    "descriptor in a route's outcome": (False, _route("steps: [{one_of: [descriptor: true]}]")),
+    "descriptor in a route's failure": (
+        False,
+        _route("steps: [{json: 1, failure_rate: 0.5, failure: {descriptor: true}}]"),
+    ),
+    "descriptor in the outage step": (
+        False,
+        "outage: {duration: 5, step: {descriptor: true}}\nskills: []\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("ok", "text"), BOUNDARIES.values(), ids=BOUNDARIES.keys())
+def test_schema_and_loader_agree_at_the_boundaries(ok: bool, text: str) -> None:
+    assert (schema_errors(text) == []) is ok, schema_errors(text)
+    assert _loads(text) is ok
+
+
+# What the schema cannot say: refused by the loader, accepted by the schema. A
+# rule that the schema learns to express moves to BOUNDARIES or INVALID.
+LOADER_ONLY: dict[str, str] = {
+    "uniform MIN above MAX": _invoke("{json: 1, delay: {uniform: [5, 1]}}"),
+    "lognormal cap below median": _invoke(
+        "{json: 1, delay: {lognormal: {median: 200, sigma: 1, cap: 100}}}"
+    ),
+    # JSON Schema counts 1.0 as an integer; the loader wants a whole number written as one
+    "whole number written 1.0": "seed: 1.0\nskills: []\n",
+}
+
+
+@pytest.mark.parametrize("text", LOADER_ONLY.values(), ids=LOADER_ONLY.keys())
+def test_loader_only_rules(text: str) -> None:
+    assert schema_errors(text) == []
+    assert not _loads(text)
+
+
+# -- bundled scenarios ---------------------------------------------------------
+
+BUNDLED = sorted(
+    p for p in loader.bundled_path().rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+)
+
+
+def test_there_are_bundled_scenarios() -> None:
+    assert len(BUNDLED) >= 4
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
+def test_bundled_scenario_matches_schema(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert documents(text, str(path))
+    assert schema_errors(text) == []
+
+
+# -- YAML blocks in the documentation -----------------------------------------
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*)$")
+
+
+def yaml_blocks(markdown: str) -> list[tuple[int, str]]:
+    """(line, text) of every fenced block whose info string starts with the word ``yaml``."""
+    blocks = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        if opening is None:
+            i += 1
+            continue
+        fence = opening["fence"]
+        info = opening["info"].split()
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines):
+            closing = _FENCE.match(lines[j])
+            if (
+                closing is not None
+                and closing["fence"][0] == fence[0]
+                and len(closing["fence"]) >= len(fence)
+                and not closing["info"].strip()
+            ):
+                break
+            body.append(lines[j])
+            j += 1
+        if info and info[0].lower() == "yaml":
+            blocks.append((i + 1, textwrap.dedent("\n".join(body)) + "\n"))
+        i = j + 1
+    return blocks
+
+
+def test_yaml_blocks_are_found() -> None:
+    sample = textwrap.dedent(
+        """\
+        Intro.
+
+        ```yaml
+        name: one
+        ```
+
+        ```console
+        $ mockskill serve
+        ```
+
+        - a list item:
+
+          ````yaml title="two"
+          name: two
+          ```
+          still two
+          ````
+
+        ~~~yml
+        name: not-checked
+        ~~~
+        """
+    )
+    assert yaml_blocks(sample) == [(3, "name: one\n"), (13, "name: two\n```\nstill two\n")]
+    assert yaml_blocks("no code here\n") == []
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_BLOCKS = [
+    pytest.param(text, id=f"{path.relative_to(ROOT)}:{line}")
+    for path in DOCS
+    if path.is_file()
+    for line, text in yaml_blocks(path.read_text(encoding="utf-8"))
+]
+
+
+@pytest.mark.parametrize("text", DOC_BLOCKS)
+def test_documented_scenario_matches_schema_and_loads(text: str) -> None:
+    assert schema_errors(text) == []
+    assert mockskill.load_text(text, "doc.yaml").scenarios
+
+
+# -- broken scenarios: refused by both ----------------------------------------
+
+
+# id: (where the loader reports the problem, the scenario text)
+INVALID: dict[str, tuple[str, str]] = {
+    "unknown top-level key": ("skils", "name: x\nskils: []\n"),
+    "unknown step key": ("skills[0].invoke.dealy", _invoke("{json: 1, dealy: 5}")),
+    "misspelt error code": ("skills[0].invoke.error", _invoke("{error: AUTH_REQUIRE}")),
+    "validation error as a step": ("skills[0].invoke.error", _invoke("{error: VALIDATION_ERROR}")),
+    "wrong status for code": (
+        "skills[0].invoke.status",
+        _invoke("{error: SKILL_NOT_FOUND, status: 410}"),
+    ),
+    "retry on auth required": (
+        "skills[0].invoke.retry",
+        _invoke("{error: AUTH_REQUIRED, retry: {suggested_delay_ms: 10}}"),
+    ),
+    "unknown retry key": (
+        "skills[0].invoke.retry.delay_ms",
+        _invoke("{error: EXECUTION_TIMEOUT, retry: {delay_ms: 10}}"),
+    ),
+    "times zero": ("skills[0].invoke.times", _invoke("{json: 1, times: 0}")),
+    "fractional delay": ("skills[0].invoke.delay", _invoke("{json: 1, delay: 1.5}")),
+    "delay over max": ("skills[0].invoke.delay", _invoke("{json: 1, delay: 300001}")),
+    "json and text": ("skills[0].invoke.text", _invoke("{json: 1, text: one}")),
+    "error and json": ("skills[0].invoke.json", _invoke("{error: AUTH_REQUIRED, json: 1}")),
+    "end loop": ("skills[0].invoke.end", _invoke("{end: loop, steps: [{json: 1}]}")),
+    "empty steps list": ("skills[0].invoke.steps", _invoke("{steps: []}")),
+    "empty step list": ("skills[0].invoke", _invoke("[]")),
+    "message on a result step": ("skills[0].invoke.message", _invoke("{json: 1, message: hi}")),
+    "step with nothing to send": ("skills[0].invoke", _invoke("{delay: 10}")),
+    "one_of in failure": (
+        "skills[0].invoke.failure.one_of",
+        _invoke("{json: 1, failure_rate: 0.5, failure: {one_of: [{json: 2}]}}"),
+    ),
+    "times in failure": (
+        "skills[0].invoke.failure.times",
+        _invoke("{json: 1, failure_rate: 0.5, failure: {json: 2, times: 4}}"),
+    ),
+    "times in an outage step": (
+        "outage.step.times",
+        "name: x\noutage: {duration: 10, step: {json: 1, times: 2}}\nskills: [{id: a}]\n",
+    ),
+    "result status out of range": ("skills[0].invoke.status", _invoke("{status: 99}")),
+    "header value on two lines": (
+        "skills[0].invoke.headers.X-A",
+        _invoke('{json: 1, headers: {X-A: "a\\nb"}}'),
+    ),
+    "descriptor and raw_descriptor": (
+        "skills[0].raw_descriptor",
+        "skills:\n  - {id: s, descriptor: {name: S}, raw_descriptor: {name: S}}\n",
+    ),
+    "descriptor not a mapping": ("skills[0].descriptor", "skills:\n  - {id: s, descriptor: [1]}\n"),
+    "bad skill id": ("skills[0].id", "skills:\n  - id: has space\n"),
+    "bad scenario name": ("name", "name: -x\nskills: []\n"),
+    "neither skills nor routes": ("(top level)", "name: x\ndescription: nothing\n"),
+    "route path without slash": ("routes[0].path", "routes:\n  - {path: a, steps: [{json: 1}]}\n"),
+    "route under /skills": ("routes[0].path", "routes:\n  - {path: /skills/x, steps: [json: 1]}\n"),
+    "route with unknown method": ("routes[0].method", _route("method: FETCH, steps: [json: 1]")),
+    "route with no methods": ("routes[0].method", _route("method: [], steps: [json: 1]")),
+    "descriptor step on a route": (
+        "routes[0].steps[0].descriptor",
+        _route("steps: [{descriptor: true}]"),
+    ),
+    "unknown fault name": ("skills[0].invoke.fault", _invoke("{fault: CONNECTION_RESET}")),
+    "hang with fault": ("skills[0].invoke.fault", _invoke("{hang: 5, fault: EMPTY_RESPONSE}")),
+    "dribble without body": (
+        "skills[0].invoke.dribble",
+        _invoke("{status: 200, dribble: {chunks: 2, over: 10}}"),
+    ),
+    "dribble with missing over": (
+        "skills[0].invoke.dribble",
+        _invoke("{json: 1, dribble: {chunks: 2}}"),
+    ),
+    "uniform with 3 numbers": (
+        "skills[0].invoke.delay.uniform",
+        _invoke("{json: 1, delay: {uniform: [1, 2, 3]}}"),
+    ),
+    "lognormal without sigma": (
+        "skills[0].invoke.delay.lognormal",
+        _invoke("{json: 1, delay: {lognormal: {median: 200}}}"),
+    ),
+    "lognormal sigma 0": (
+        "skills[0].invoke.delay.lognormal.sigma",
+        _invoke("{json: 1, delay: {lognormal: {median: 200, sigma: 0}}}"),
+    ),
+    "lognormal unknown key": (
+        "skills[0].invoke.delay.lognormal.mean",
+        _invoke("{json: 1, delay: {lognormal: {median: 200, sigma: 1, mean: 250}}}"),
+    ),
+    "two delay shapes": (
+        "skills[0].invoke.execution",
+        _invoke("{json: 1, execution: {fixed: 1, uniform: [1, 2]}}"),
+    ),
+    "one_of empty": ("skills[0].invoke.one_of", _invoke("{one_of: []}")),
+    "one_of with delay beside it": (
+        "skills[0].invoke.delay",
+        _invoke("{one_of: [{json: 1}], delay: 5}"),
+    ),
+    "outcome with nested one_of": (
+        "skills[0].invoke.one_of[0].one_of",
+        _invoke("{one_of: [{one_of: [{json: 1}]}]}"),
+    ),
+    "failure_rate 1.5": ("skills[0].invoke.failure_rate", _invoke("{json: 1, failure_rate: 1.5}")),
+    "failure without failure_rate": (
+        "skills[0].invoke.failure",
+        _invoke("{json: 1, failure: {json: 2}}"),
+    ),
+    "timeout_status 500": (
+        "skills[0].timeout_status",
+        "skills:\n  - {id: s, timeout_status: 500}\n",
+    ),
+    "unreachable yes": ("skills[0].unreachable", "skills:\n  - {id: s, unreachable: 'yes'}\n"),
+    "outage without duration": ("outage", "outage: {start: 10}\nskills: []\n"),
+    "unknown outage key": ("outage.end", "outage: {duration: 10, end: 20}\nskills: []\n"),
+    "seed -1": ("seed", "seed: -1\nskills: []\n"),
+}
+
+
+VALID = {
+    "smallest skill": "skills:\n  - id: s\n",
+    "every endpoint form": textwrap.dedent(
+        """\
+        name: forms
+        skills:
+          - id: single
+            invoke: {json: {ok: true}, delay: 0, times: 1}
+          - id: listed
+            describe: [{error: SKILL_NOT_FOUND}, {descriptor: true}]
+            invoke: [{status: 204}, {text: done, status: 201, headers: {X-Count: 2}}]
+          - id: sequenced
+            invoke:
+              end: cycle
+              steps:
+                - {error: EXECUTION_TIMEOUT, status: 408, retry: null, times: 2}
+                - {json: null}
+        """
+    ),
+    "error overrides": textwrap.dedent(
+        """\
+        skills:
+          - id: s
+            invoke:
+              error: ENDPOINT_UNREACHABLE
+              status: 502
+              message: upstream is down
+              details: {reason: maintenance}
+              retry: {suggested_delay_ms: 0, max_attempts: 1}
+              headers: {X-Trace: abc, X-Flag: true}
+              delay: 300000
+        """
+    ),
+    "routes with methods in any case": textwrap.dedent(
+        """\
+        routes:
+          - path: /orders/<int:id>
+            method: [post, Put, DELETE]
+            end: fail
+            steps: [{json: {}}, {error: PERMISSION_DENIED, status: null}]
+          - path: /health
+            method: head
+            steps: [{status: 200}]
+        """
+    ),
+    "several documents": textwrap.dedent(
+        """\
+        name: one
+        skills:
+          - id: raw
+            raw_descriptor: [not, a, mapping]
+        ---
+        name: two
+        skills: []
+        routes: []
+        """
+    ),
+    "seed, outage and skill timing": textwrap.dedent(
+        """\
+        name: timing
+        seed: 42
+        outage:
+          start: 1000
+          duration: 5000
+          step: {error: ENDPOINT_UNREACHABLE, status: 502, delay: {uniform: [10, 50]}}
+        skills:
+          - id: down
+            unreachable: true
+          - id: slow
+            unreachable: false
+            timeout_ms: 1000
+            timeout_status: 408
+            invoke:
+              - {json: {ok: true}, execution: {lognormal: {median: 200, sigma: 0.8, cap: 5000}}}
+              - {json: {ok: true}, delay: {fixed: 5}, execution: 2000}
+          - id: patient
+            timeout_ms: null
+            invoke: {json: {ok: true}, execution: {lognormal: {median: 300000, sigma: 5}}}
+        routes:
+          - path: /down
+            steps: [{status: 503}]
+        ---
+        name: no-seed
+        seed: null
+        outage: null
+        routes: []
+        """
+    ),
+    "hangs, dribbles and faults": textwrap.dedent(
+        """\
+        skills:
+          - id: wire
+            describe: {descriptor: true, dribble: {chunks: 10000, over: 300000}}
+            invoke:
+              - {hang: true}
+              - {hang: 1, json: {late: true}}
+              - {hang: 300000, status: 204}
+              - {text: slowly, dribble: {chunks: 3, over: 0}, delay: 0}
+              - {error: EXECUTION_TIMEOUT, dribble: {chunks: 1, over: 10}}
+              - {fault: CONNECTION_RESET_BY_PEER}
+              - {fault: EMPTY_RESPONSE, delay: 10}
+              - {fault: MALFORMED_RESPONSE_CHUNK, json: {partial: true}}
+              - {fault: RANDOM_DATA_THEN_CLOSE, execution: {fixed: 0}}
+              - {fault: TRUNCATED_BODY, status: 200, text: cut short}
+        """
+    ),
+    "random steps": textwrap.dedent(
+        """\
+        name: random
+        seed: 0
+        skills:
+          - id: weighted
+            invoke:
+              steps:
+                - one_of:
+                    - {weight: 6, json: {result: ok}, delay: {uniform: [0, 10]}}
+                    - {weight: 0.5, error: ENDPOINT_UNREACHABLE, retry: null}
+                    - {error: EXECUTION_TIMEOUT, status: 408, hang: 10}
+                    - {fault: CONNECTION_RESET_BY_PEER}
+                    - {descriptor: true, dribble: {chunks: 2, over: 5}}
+                  times: 3
+                - {json: {result: ok}, failure_rate: 0.25}
+                - json: {result: ok}
+                  failure_rate: 0.5
+                  failure: {fault: TRUNCATED_BODY, json: {result: o}}
+                  times: 2
+              end: cycle
+        routes:
+          - path: /flaky
+            steps:
+              - {text: ok, failure_rate: 0.1, failure: {error: PERMISSION_DENIED, status: 403}}
+              - one_of: [{text: a}, {text: b, weight: 2}]
+        """
+    ),
+}
+
+
+def _within(path: str, where: str) -> bool:
+    """Whether problem path *where* is *path* or lies below it."""
+    return path in ("(top level)", where) or where.startswith((f"{path}.", f"{path}["))
+
+
+@pytest.mark.parametrize(("where", "text"), INVALID.values(), ids=INVALID.keys())
+def test_invalid_scenario_is_refused_by_schema_and_loader(where: str, text: str) -> None:
+    [data] = documents(text)
+    error = best_match(VALIDATOR.iter_errors(data))
+    assert error is not None, "the schema accepted it"
+    assert _within(format_path(tuple(error.absolute_path)), where), error.message
+    with pytest.raises(mockskill.ScenarioError) as raised:
+        mockskill.load_text(text, "test.yaml")
+    assert where in [problem.path for problem in raised.value.problems]
+
+
+@pytest.mark.parametrize("text", VALID.values(), ids=VALID.keys())
+def test_valid_scenario_is_accepted_by_schema_and_loader(text: str) -> None:
+    assert schema_errors(text) == []
+    assert mockskill.load_text(text, "test.yaml").scenarios

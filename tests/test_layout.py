@@ -1,0 +1,142 @@
+"""The package's layout stays true: imports only go down, and nothing imports in a circle.
+
+docs/architecture.md describes the stages; this file holds the package to
+them by reading every module's imports with ``ast`` (type-only imports and
+imports inside functions included: they are dependencies too). The stages,
+from the bottom:
+
+- ``protocol/`` — what the skill protocol says; imports nothing of mockskill;
+- ``scenario/`` — files in, the frozen model out; imports only ``protocol/``;
+- ``engine/`` — one request through the scenarios; imports the two below;
+- ``transport/`` — the serving layer (the transport rework lands here);
+  imports ``engine/`` and what is below it, and nothing below imports it;
+- ``audit/`` — grading a consumer from the journal; no serving, no control;
+- ``admin/`` — the control surface; may read the audit;
+- the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
+  ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
+  them imports a face. ``_version`` is a leaf everyone may read.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+# Found, not imported: the test reads the source, so a circle cannot break it before it reports.
+_SPEC = importlib.util.find_spec("mockskill")
+assert _SPEC is not None
+assert _SPEC.origin is not None
+PACKAGE = Path(_SPEC.origin).resolve().parent
+FACES = "faces"
+VERSION = "mockskill._version"
+
+# What each stage may import (besides itself and ``mockskill._version``).
+MAY_IMPORT: dict[str, set[str]] = {
+    "protocol": set(),
+    "scenario": {"protocol"},
+    "engine": {"scenario", "protocol"},
+    "transport": {"engine", "scenario", "protocol"},
+    "audit": {"engine", "scenario", "protocol"},
+    "admin": {"audit", "transport", "engine", "scenario", "protocol"},
+    FACES: {"admin", "audit", "transport", "engine", "scenario", "protocol"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve(name: str) -> str:
+    """The module of the package that *name* (a module, or a name in one) lives in."""
+    while name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports(module: str) -> set[str]:
+    """The package's modules that *module* imports, anywhere in its text."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                stem = node.module or ""
+            # ``from . import audit`` names a module, ``from .x import Y`` a name in x:
+            # resolve() takes either to the module.
+            targets = [f"{stem}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        for target in targets:
+            if target == "mockskill" or target.startswith("mockskill."):
+                found.add(resolve(target))
+    found.discard(module)
+    return found
+
+
+GRAPH: dict[str, set[str]] = {module: imports(module) for module in MODULES}
+
+
+def stage(module: str) -> str:
+    """``mockskill.scenario.loader`` is in ``scenario``; a top-level module is a face."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1] / "__init__.py").exists()):
+        return parts[1]
+    return FACES
+
+
+def test_no_module_imports_in_a_circle() -> None:
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            circles.append([*path[path.index(module) :], module])
+            return
+        if module in done:
+            return
+        for target in sorted(GRAPH[module]):
+            visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(GRAPH):
+        visit(module, [])
+    assert circles == [], "import circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+def test_imports_only_go_down() -> None:
+    stages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert stages <= set(MAY_IMPORT), f"a stage without rules: {stages - set(MAY_IMPORT)}"
+    wrong = []
+    for module, targets in sorted(GRAPH.items()):
+        if module == VERSION:
+            assert targets == set(), "mockskill._version is a leaf"
+            continue
+        here = stage(module)
+        for target in sorted(targets):
+            there = stage(target)
+            if target == VERSION or there == here or there in MAY_IMPORT[here]:
+                continue
+            wrong.append(f"{module} ({here}) imports {target} ({there})")
+    assert wrong == [], "imports against the layout:\n" + "\n".join(wrong)
+
+
+def test_every_stage_says_what_it_owns_and_may_import() -> None:
+    for name in MAY_IMPORT:
+        init = PACKAGE / name / "__init__.py"
+        if name == FACES or not init.exists():
+            continue  # the transport's room is built by the rework that follows
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"{init} has no docstring"
+        assert "may import" in doc.lower(), f"{init} does not say what it may import"
