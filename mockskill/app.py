@@ -337,8 +337,29 @@ class LoopSurface:
             record = self._pending.pop(id(exchange), None)
             if record is not None:
                 record(outcome)
+            elif outcome.dropped and not self._is_admin(exchange.target):
+                self._record_dropped(exchange, outcome)
         if self.on_played is not None:
             self.on_played(exchange, outcome)
+
+    def _record_dropped(self, request: TransportRequest, outcome: Outcome) -> None:
+        """A request read on a stale connection and dropped unanswered (keep_alive's
+        drop_next): turned away before matching, so no sequence moved for it."""
+        state = self.engine.state
+        session = request.header(SESSION_HEADER) or DEFAULT_SESSION
+        state.record(
+            Entry(
+                id=state.next_id(),
+                started=request.time,
+                finished=outcome.started,
+                session=session[:MAX_SESSION_NAME],
+                method=request.method,
+                path=unquote(request.target.split("?", 1)[0]) or "/",
+                status=None,
+                endpoint="refused",
+                error_code="MOCKSKILL_CONNECTION_STALE",
+            )
+        )
 
     def _record_refusal(self, refusal: Refusal, outcome: Outcome) -> None:
         state = self.engine.state

@@ -324,6 +324,15 @@ def plan(
     dribble = None
     if step.dribble is not None:
         dribble = plans.Dribble(step.dribble.chunks, step.dribble.over_ms)
+    keep_alive = None
+    if step.keep_alive is not None:
+        scripted = step.keep_alive
+        keep_alive = plans.KeepAlive(
+            stale_after_ms=scripted.stale_after_ms,
+            stale=plans.Stale(scripted.stale),
+            close_after=scripted.close_after,
+            max_requests=scripted.max_requests,
+        )
     return Planned(
         plans.Plan(
             answer(reply),
@@ -331,6 +340,7 @@ def plan(
             dribble=dribble,
             fault=fault,
             fault_seed=fault_seed,
+            keep_alive=keep_alive,
         ),
         reply,
         timed_out,
