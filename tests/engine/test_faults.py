@@ -16,6 +16,7 @@ without Werkzeug's raw socket refuses faults but serves the rest.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -141,6 +142,74 @@ def _curl(url: str, headers: dict[str, str]) -> subprocess.CompletedProcess[str]
     for name, value in headers.items():
         args += ["-H", f"{name}: {value}"]
     return subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT + 5, check=False)
+
+
+AIOHTTP: dict[str, tuple[str, str]] = {
+    # (the exception's class name in aiohttp.client_exceptions, a part of its message)
+    "reset": ("ClientOSError", "Connection reset by peer"),
+    "empty": ("ServerDisconnectedError", "Server disconnected"),
+    "malformed": ("ClientResponseError", "Invalid character in chunk size"),
+    "random": ("ClientResponseError", "Bad status line"),
+    "truncated": ("ClientPayloadError", "Not enough data to satisfy content length"),
+}
+NODE_FETCH: dict[str, str] = {
+    # the TypeError's message, and its cause's code
+    "reset": "fetch failed ECONNRESET",
+    "empty": "fetch failed UND_ERR_SOCKET",
+    "malformed": "terminated HPE_INVALID_CHUNK_SIZE",
+    "random": "fetch failed HPE_INVALID_CONSTANT",
+    "truncated": "terminated UND_ERR_SOCKET",
+}
+NODE = shutil.which("node")
+_FETCH_JS = """
+const [url, session] = [process.argv[2], process.argv[3]];
+(async () => {
+  try {
+    const r = await fetch(url, {method: "POST", headers: {"Mockskill-Session": session}});
+    await r.text();
+    console.log("answered");
+  } catch (e) { console.log(e.message + " " + (e.cause && e.cause.code)); }
+})();
+"""
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[f"{f}-aiohttp" for f in FAULTS])
+def test_aiohttp_raises(server: Server, session: dict[str, str], fault: str) -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+
+    async def post() -> BaseException:
+        async with aiohttp.ClientSession() as client:
+            try:
+                async with client.post(server.invoke_url(fault), headers=session) as answer:
+                    await answer.read()
+            except aiohttp.ClientError as exc:
+                return exc
+        raise AssertionError("answered")
+
+    raised = asyncio.run(post())
+    name, message = AIOHTTP[fault]
+    assert type(raised).__name__ == name, repr(raised)
+    assert type(raised).__module__ == "aiohttp.client_exceptions"
+    assert message in str(raised), repr(raised)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("fault", FAULTS, ids=[f"{f}-node-fetch" for f in FAULTS])
+def test_node_fetch_fails_with(
+    server: Server, session: dict[str, str], fault: str, tmp_path: Path
+) -> None:
+    assert NODE is not None
+    script = tmp_path / "fetch.js"
+    script.write_text(_FETCH_JS)
+    session_name = session.get("Mockskill-Session", "default")
+    done = subprocess.run(
+        [NODE, str(script), server.invoke_url(fault), session_name],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT + 25,
+        check=True,
+    )
+    assert done.stdout.strip() == NODE_FETCH[fault]
 
 
 @needs_curl
