@@ -102,6 +102,8 @@ def test_stop_without_grace_does_not_wait_for_delayed_requests(serve: Serve) -> 
     assert time.monotonic() - started < 0.4
     thread.join(timeout=5)
     assert len(failures) == 1
+    (entry,) = server.journal()
+    assert (entry.status, entry.stopped, entry.client_left) == (None, True, None)
 
 
 def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> None:

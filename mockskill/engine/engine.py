@@ -192,6 +192,8 @@ class Engine:
             status = outcome.answer.status if outcome.answer is not None else None
             if outcome.fault is not None:
                 status = None
+            if outcome.stopped:
+                played["stopped"] = True
             entry = self._entry(request, decided, status, shown, played)
             finished = outcome.last_byte_at or time.time()
             self.state.record(dataclasses.replace(entry, finished=finished))
