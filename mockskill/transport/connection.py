@@ -132,6 +132,10 @@ class Connection(RequestReader, asyncio.Protocol):
         if isinstance(local, tuple):
             self._local = (str(local[0]), int(local[1]))
         self.serial = self._shared.register(self)
+        if self._shared.cutting:
+            self._closed = True
+            self._transport.abort()
+            return
         if self._shared.draining:
             self._close_gracefully()
             return

@@ -33,6 +33,8 @@ class Shared:
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
         self.draining = False
+        self.cutting = False
+        """The grace is over: a connection that arrives now is aborted at once."""
         self._quiet: asyncio.Future[None] | None = None
         self._hurry: asyncio.Future[None] | None = None
         self._empty: asyncio.Future[None] | None = None
@@ -87,9 +89,15 @@ class Shared:
 
     async def cut(self) -> None:
         """End every connection now; exchanges still in flight are reported as stopped."""
+        self.cutting = True
         tasks = [t for c in list(self.connections) if (t := c.cut()) is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=1.0)
+        for _ in range(5):
+            # A connection accepted just before the listening socket closed may still
+            # be on its way to connection_made (a task, on asyncio's loop): let it
+            # arrive — it is aborted there, now that cutting is set.
+            await asyncio.sleep(0)
         if self.connections:
             # A transport closes its socket in a callback of its own: run the loop
             # until every one has, so that none is left open when the loop ends.

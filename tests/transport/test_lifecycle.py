@@ -96,6 +96,9 @@ def test_idle_connections_are_closed_at_once_on_stop(loop: str) -> None:
     with requests.Session() as session:
         session.get(server.url, timeout=5)
         with connect(server) as idle:
+            deadline = time.monotonic() + 5
+            while server.server.open_connections < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)  # until the loop has taken the connection in (pacing)
             started = time.monotonic()
             assert server.stop(grace=5) is True
             assert time.monotonic() - started < 0.5
