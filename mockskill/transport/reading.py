@@ -31,10 +31,11 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 class Limits:
     """What a connection accepts, and for how long it waits."""
 
-    max_target: int = 8190
-    """Longest request target, in bytes (→ 414)."""
-    max_head: int = 32 * 1024
-    """Most bytes of request headers (→ 431)."""
+    max_target: int = 64 * 1024
+    """Longest request target, in bytes (→ 414); http.server's line limit."""
+    max_head: int = 256 * 1024
+    """Most bytes of request headers (→ 431): roomy, so that a hostile header's
+    journal entry (bounded there) is tested rather than refused here."""
     max_headers: int = 100
     """Most request header fields (→ 431)."""
     max_body: int = 1024 * 1024
@@ -135,6 +136,12 @@ class RequestReader:
                 log.error("parser callback failed", exc_info=refused)
                 self._refuse(400, "the request could not be read")
         except httptools.HttpParserError as error:
+            if not self._url and not self._method:
+                # Refused at its method (llhttp knows a fixed set): keep what was sent,
+                # for the journal — the last head in *data* is the refused one.
+                heads = [h for h in data.split(b"\r\n\r\n") if h.strip()] or [b""]
+                method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
+                self._method = method.decode("latin-1")
             self._refuse(400, str(error) or type(error).__name__)
         if self._in_message and not self._head_complete:
             self._head_raw += len(data)
@@ -160,6 +167,7 @@ class RequestReader:
         self._body = []
         self._body_len = 0
         self._close_asked = False
+        self._method = ""
         self.deadline = self._loop.time() + self._limits.header_timeout
         self._began()
 
@@ -256,7 +264,7 @@ class RequestReader:
             time.time(),
             self.serial,
             max(self._index, 1),
-            self._method if self._head_complete else None,
+            self._method or None,
             b"".join(self._url).decode("latin-1") if self._url else None,
             tuple(self._headers),
         )

@@ -75,10 +75,13 @@ class Server:
         self._sock = sock
         self._server: asyncio.AbstractServer | None = None
         self._shared: Shared | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._on_stop_request: Callable[[], None] | None = None
 
     async def start(self) -> None:
         """Bind and start accepting; :attr:`port` is the bound port after this."""
         loop = asyncio.get_running_loop()
+        self._loop = loop
         shared = Shared(self.handler, self.limits, loop)
         self._shared = shared
         if self._sock is not None:
@@ -104,6 +107,12 @@ class Server:
     @property
     def open_connections(self) -> int:
         return len(self._shared.connections) if self._shared is not None else 0
+
+    def request_stop(self) -> None:
+        """Stop a :func:`run` as its first signal would; from any thread, or a signal handler."""
+        loop, stop = self._loop, self._on_stop_request
+        if loop is not None and stop is not None:
+            loop.call_soon_threadsafe(stop)
 
     def hurry(self) -> None:
         """End the drain of a :meth:`stop` under way now: what is in flight is cut."""
@@ -137,8 +146,9 @@ class ThreadedServer:
         limits: Limits | None = None,
         loop: LoopKind = "auto",
         sock: socket.socket | None = None,
+        server: Server | None = None,
     ) -> None:
-        self.server = Server(handler, host, port, limits=limits, sock=sock)
+        self.server = server or Server(handler, host, port, limits=limits, sock=sock)
         self._loop_kind: LoopKind = loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -254,8 +264,12 @@ def run(
                 cut_now.set()
             stopping.set()
 
-        for sig in signals:
+        # Signals reach the main thread only; elsewhere, request_stop() stops the run.
+        main = threading.current_thread() is threading.main_thread()
+        signals_: tuple[signal.Signals, ...] = signals if main else ()
+        for sig in signals_:
             running.add_signal_handler(sig, on_signal)
+        server._on_stop_request = on_signal
         try:
             await server.start()
             if on_started is not None:
@@ -269,7 +283,7 @@ def run(
             cut.cancel()
             return await stop
         finally:
-            for sig in signals:
+            for sig in signals_:
                 with contextlib.suppress(Exception):
                     running.remove_signal_handler(sig)
 
