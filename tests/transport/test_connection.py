@@ -19,7 +19,6 @@ from transport_helpers import (
     Recorder,
     connect,
     exchange,
-    is_closed,
     parse,
     read_until_closed,
     serving,
@@ -235,10 +234,11 @@ def test_the_handler_failing_is_a_500_and_the_server_lives(loop: str) -> None:
 def test_a_keep_alive_connection_closes_when_idle_and_a_session_reconnects(loop: str) -> None:
     with serving(loop=loop, keep_alive=0.3) as (server, _), requests.Session() as session:
         session.get(server.url, timeout=10)
-        with connect(server) as probe:
-            assert is_closed(probe, timeout=3.0)  # (any idle connection: this one)
+        # Well past the keep-alive: closed long before the next request (one sent as the
+        # close happens meets the stale-connection race, which is a fault of its own).
+        time.sleep(1.0)
         session.get(server.url, timeout=10)  # the pool sees the close, reconnects silently
-        assert server.server.accepted == 3
+        assert server.server.accepted == 2
 
 
 def test_a_bad_request_behind_a_waiting_one_is_refused_after_it(loop: str) -> None:
