@@ -26,6 +26,7 @@ client holds the whole answer (or when the body is abandoned).
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import select
 import socket
@@ -124,12 +125,23 @@ class Urls:
     def fill(self, reply: Reply) -> Reply:
         if not reply.templated:
             return reply
+        return _filled(self, reply)
+
+    def _fill(self, reply: Reply) -> Reply:
         body, headers = reply.body.replace(_BASE, self.base.encode()), reply.headers
         headers = tuple((k, v.replace(BASE_URL, self.base)) for k, v in headers)
         if self.refused is not None:
             body = body.replace(_REFUSED, self.refused.encode())
             headers = tuple((k, v.replace(REFUSED_BASE_URL, self.refused)) for k, v in headers)
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
+
+
+@functools.lru_cache(maxsize=4096)
+def _filled(urls: Urls, reply: Reply) -> Reply:
+    """*reply* filled in for *urls*, made once per pair: the same filled reply (and so the
+    same answer, its head rendered once) serves every request that reached the server
+    by the same address. Bounded: a client varying its Host only churns the cache."""
+    return urls._fill(reply)
 
 
 @dataclass
@@ -264,8 +276,13 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
 # above becomes data the transport plays with timers (mockskill.engine.plan).
 
 
+@functools.lru_cache(maxsize=4096)
 def answer(reply: Reply) -> plans.Answer:
-    """The transport's answer for a filled-in reply (its Content-Type last, as Werkzeug's)."""
+    """The transport's answer for a filled-in reply (its Content-Type last, as Werkzeug's).
+
+    Made once per reply (the model's are made at load time, filled ones once per
+    address): its status line and headers are then rendered once, not per request.
+    """
     return plans.Answer(
         reply.status, (*reply.headers, ("Content-Type", reply.content_type)), reply.body
     )
