@@ -122,12 +122,16 @@ class Urls:
     base: str
     refused: str | None = None
 
-    def fill(self, reply: Reply) -> Reply:
+    def fill_kept(self, reply: Reply) -> Reply:
+        """:meth:`fill` for a reply of the model (made at load time): the filled reply is
+        kept for the next request by the same address (see :func:`_filled`)."""
         if not reply.templated:
             return reply
         return _filled(self, reply)
 
-    def _fill(self, reply: Reply) -> Reply:
+    def fill(self, reply: Reply) -> Reply:
+        if not reply.templated:
+            return reply
         body, headers = reply.body.replace(_BASE, self.base.encode()), reply.headers
         headers = tuple((k, v.replace(BASE_URL, self.base)) for k, v in headers)
         if self.refused is not None:
@@ -136,12 +140,13 @@ class Urls:
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def _filled(urls: Urls, reply: Reply) -> Reply:
     """*reply* filled in for *urls*, made once per pair: the same filled reply (and so the
     same answer, its head rendered once) serves every request that reached the server
-    by the same address. Bounded: a client varying its Host only churns the cache."""
-    return urls._fill(reply)
+    by the same address. Bounded in count (the model's replies are few, and so are the
+    addresses a server is reached by): a client varying its Host only churns it."""
+    return urls.fill(reply)
 
 
 @dataclass
@@ -276,16 +281,21 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
 # above becomes data the transport plays with timers (mockskill.engine.plan).
 
 
-@functools.lru_cache(maxsize=4096)
 def answer(reply: Reply) -> plans.Answer:
     """The transport's answer for a filled-in reply (its Content-Type last, as Werkzeug's).
 
-    Made once per reply (the model's are made at load time, filled ones once per
-    address): its status line and headers are then rendered once, not per request.
+    Made once per reply and kept on it, so that its status line and headers render
+    once: the model's replies (made at load time) and the filled ones (once per
+    address) are answered from the same object every time; a reply made for one
+    request (a miss, a refusal) takes its answer with it when it goes.
     """
-    return plans.Answer(
-        reply.status, (*reply.headers, ("Content-Type", reply.content_type)), reply.body
-    )
+    made: plans.Answer | None = reply.__dict__.get("_answer")
+    if made is None:
+        made = plans.Answer(
+            reply.status, (*reply.headers, ("Content-Type", reply.content_type)), reply.body
+        )
+        object.__setattr__(reply, "_answer", made)  # a cache, not a field: frozen stays true
+    return made
 
 
 def answer_of(response: Response) -> plans.Answer:
@@ -315,7 +325,7 @@ def plan(
     timeout: tuple[int, int, catalog.Context] | None,
 ) -> Planned:
     """What :func:`play` does, as a plan: waits, the execution's cut, then the answer."""
-    reply = urls.fill(step.reply)
+    reply = urls.fill_kept(step.reply)
     waits: list[plans.Wait] = []
     if delay_ms:
         waits.append(plans.Wait(delay_ms))

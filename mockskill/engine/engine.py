@@ -201,7 +201,8 @@ class Engine:
 
     def _decide(self, request: Request) -> Response | _Decided:
         """Everything about *request* that needs no step: an answer, or what to play."""
-        started = time.time()
+        # When the transport had it whole (a busy loop may plan it later); else now.
+        started = request.environ.get("mockskill.arrived") or time.time()
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION

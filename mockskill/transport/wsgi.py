@@ -56,6 +56,7 @@ def environ(request: Request, *, url_scheme: str = "http") -> WSGIEnvironment:
         "wsgi.multiprocess": False,
         "wsgi.run_once": False,
         "mockskill.request": request,
+        "mockskill.arrived": request.time,
     }
     for name, value in request.headers:
         key = name.upper().replace("-", "_")
