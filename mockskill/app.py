@@ -18,12 +18,14 @@ There is no module-level app: each server (and each test) builds its own.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
@@ -32,11 +34,16 @@ from werkzeug.wrappers import Request, Response
 from .admin import blueprint as admin
 from .admin import dashboard
 from .admin.registry import Registry
+from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine
-from .engine.state import DEFAULT_SESSION, Entry, State
+from .engine.plan import Answer, Outcome, Plan
+from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .protocol import jsonstyle
 from .protocol.catalog import tool_error
 from .scenario.model import ScenarioSet
+from .transport import Refusal, WSGIHandler
+from .transport import Request as TransportRequest
+from .transport.wsgi import environ as wsgi_environ
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -241,6 +248,7 @@ def create_app(
     app = Flask("mockskill")
     app.json = jsonstyle.Provider(app)  # one JSON style for every answer, read strictly
     app.extensions["mockskill"] = engine
+    app.config["MOCKSKILL_MAX_BODY"] = max_body_bytes
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
         engine, app.wsgi_app, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
@@ -265,3 +273,123 @@ def _error_response(
 ) -> Response:
     rendered = tool_error(status, code, message, details or {})
     return Response(rendered.body, status=status, content_type="application/json")
+
+
+class LoopSurface:
+    """The event-loop transport's handler: what :class:`SkillSurface` does, planned.
+
+    Skill requests are planned on the loop by the engine (no I/O, no
+    sleeping); ``/__admin`` runs the whole Flask app (token check included)
+    in a small thread pool off the loop, so a slow report never holds a
+    skill request. CORS is added here as there. The body limit is the
+    transport's (it counts while reading); its refusal, like every framing
+    refusal, is answered in the unified body and journalled as ``refused``.
+    """
+
+    def __init__(self, app: Flask, *, cors: bool = False, workers: int = 4) -> None:
+        engine = app.extensions["mockskill"]
+        assert isinstance(engine, Engine)
+        self.engine = engine
+        self.cors = cors
+        self.admin = WSGIHandler(app.wsgi_app, workers=workers)
+        self.max_body_bytes = app.config.get("MOCKSKILL_MAX_BODY", DEFAULT_MAX_BODY)
+        self._pending: dict[int, Callable[[Outcome], None]] = {}
+        self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
+        """Called after each exchange is journalled (the request log)."""
+
+    def _is_admin(self, target: str) -> bool:
+        path = target.split("?", 1)[0]
+        return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+    def plan(self, request: TransportRequest) -> Plan | Awaitable[Plan]:
+        if self._is_admin(request.target):
+            return self.admin.plan(request)
+        if (
+            self.cors
+            and request.method == "OPTIONS"
+            and request.header("Access-Control-Request-Method")
+        ):
+            return Plan(answer_of(_preflight()))
+        req = Request(wsgi_environ(request))
+        try:
+            planned, record = self.engine.plan(req)
+        except Exception as exc:
+            log.exception("mockskill failed while answering %s %s", req.method, req.path)
+            message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
+            return Plan(answer_of(_error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)))
+        self._pending[id(request)] = record
+        return _with_cors_plan(planned) if self.cors else planned
+
+    def refuse(self, refusal: Refusal) -> Plan:
+        if refusal.status == 413:
+            response = _too_large(self.max_body_bytes)
+        else:
+            code = f"MOCKSKILL_HTTP_{refusal.status}"
+            response = _error_response(refusal.status, code, f"bad request: {refusal.reason}")
+        plan = Plan(answer_of(response))
+        return _with_cors_plan(plan) if self.cors else plan
+
+    def played(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
+        if isinstance(exchange, Refusal):
+            if not self._is_admin(exchange.target or ""):
+                self._record_refusal(exchange, outcome)
+        else:
+            record = self._pending.pop(id(exchange), None)
+            if record is not None:
+                record(outcome)
+            elif outcome.dropped and not self._is_admin(exchange.target):
+                self._record_dropped(exchange, outcome)
+        if self.on_played is not None:
+            self.on_played(exchange, outcome)
+
+    def _record_dropped(self, request: TransportRequest, outcome: Outcome) -> None:
+        """A request read on a stale connection and dropped unanswered (keep_alive's
+        drop_next): turned away before matching, so no sequence moved for it."""
+        state = self.engine.state
+        session = request.header(SESSION_HEADER) or DEFAULT_SESSION
+        state.record(
+            Entry(
+                id=state.next_id(),
+                started=request.time,
+                finished=outcome.started,
+                session=session[:MAX_SESSION_NAME],
+                method=request.method,
+                path=unquote(request.target.split("?", 1)[0]) or "/",
+                status=None,
+                endpoint="refused",
+                error_code="MOCKSKILL_CONNECTION_STALE",
+            )
+        )
+
+    def _record_refusal(self, refusal: Refusal, outcome: Outcome) -> None:
+        state = self.engine.state
+        session = next((v for k, v in refusal.headers if k.lower() == SESSION_HEADER.lower()), None)
+        code = "MOCKSKILL_BODY_TOO_LARGE" if refusal.status == 413 else None
+        path = unquote((refusal.target or "/").split("?", 1)[0]) or "/"
+        state.record(
+            Entry(
+                id=state.next_id(),
+                started=refusal.time,
+                finished=outcome.last_byte_at or time.time(),
+                session=(session or DEFAULT_SESSION)[:MAX_SESSION_NAME],
+                method=refusal.method or "GET",
+                path=path,
+                status=outcome.answer.status if outcome.answer is not None else None,
+                endpoint="refused",
+                error_code=code or f"MOCKSKILL_HTTP_{refusal.status}",
+                client_left=outcome.client_left_at,
+            )
+        )
+
+    def close(self) -> None:
+        self.admin.close()
+
+
+def _with_cors_plan(plan: Plan) -> Plan:
+    extra = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
+
+    def cors(answer: Answer) -> Answer:
+        kept = tuple(h for h in answer.headers if h[0].lower() != "access-control-allow-origin")
+        return dataclasses.replace(answer, headers=kept + extra)
+
+    return dataclasses.replace(plan, answer=cors(plan.answer))

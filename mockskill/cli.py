@@ -10,15 +10,12 @@ not be read (unreachable, an HTTP error, not JSON).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -36,7 +33,8 @@ from .scenario.model import Scenario, ScenarioSet
 from .scenario.problems import ScenarioError, format_report
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
-from .server import Server, ServerError, is_loopback
+from .server import DEFAULT_KEEP_ALIVE, Server, ServerError, is_loopback
+from .transport import DEFAULT_GRACE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,6 +157,28 @@ def cli() -> None:
     help="Keep the newest N requests in the journal (GET /__admin/journal).",
 )
 @click.option(
+    "--grace",
+    type=click.FloatRange(0),
+    default=DEFAULT_GRACE,
+    show_default=True,
+    metavar="SECONDS",
+    envvar="MOCKSKILL_GRACE",
+    show_envvar=True,
+    help="On SIGTERM or Ctrl-C, let requests in flight finish for this long (below"
+    " docker stop's 10 s), then cut them; a second signal stops at once.",
+)
+@click.option(
+    "--keep-alive",
+    type=click.FloatRange(0, min_open=True),
+    default=DEFAULT_KEEP_ALIVE,
+    show_default=True,
+    metavar="SECONDS",
+    envvar="MOCKSKILL_KEEP_ALIVE",
+    show_envvar=True,
+    help="Close idle kept-alive connections after this long (longer than client pools"
+    " keep theirs, so that no stale connection happens unscripted).",
+)
+@click.option(
     "--watch",
     is_flag=True,
     envvar="MOCKSKILL_WATCH",
@@ -178,6 +198,8 @@ def serve(
     max_body: int,
     cors: bool,
     journal_size: int,
+    grace: float,
+    keep_alive: float,
     watch: bool,
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none).
@@ -209,6 +231,8 @@ def serve(
             max_body_bytes=max_body,
             cors=cors,
             journal_size=journal_size,
+            grace=grace,
+            keep_alive=keep_alive,
         )
         server.bind()
     except ServerError as exc:
@@ -218,12 +242,8 @@ def serve(
         server.watch(paths, on_reload=lambda result: _report_reload(server, result))
         click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        server.shutdown()
-
-    signal.signal(signal.SIGTERM, stop)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
+    # SIGTERM and Ctrl-C drain (the transport's signal handlers); a second one cuts.
+    server.serve_forever()
     click.echo("mockskill stopped.", err=True)
 
 

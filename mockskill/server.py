@@ -1,19 +1,18 @@
-"""The HTTP server: Werkzeug's threaded server, started and stopped quickly.
+"""The HTTP server: mockskill's scenarios on the event-loop transport.
 
-One thread accepts connections and hands each to its own thread, so a
-delayed request never holds up another. Werkzeug's server is used (rather
-than any WSGI server) because it exposes the raw socket of each connection,
-which transport faults need.
+A :class:`Server` binds its port here (so that a busy port raises
+:class:`ServerError` with a hint instead of exiting the process), then
+serves through :mod:`mockskill.transport`: one asyncio loop (uvloop's when
+installed) that parses HTTP/1.1 with keep-alive and plays each request's
+plan — delays, hangs, dribbles, faults — with timers, no thread per
+connection or wait. Skill requests are planned by the engine on the loop;
+``/__admin`` runs the Flask app in a small thread pool
+(:class:`~mockskill.app.LoopSurface`).
 
-Two things differ from ``werkzeug.serving.make_server``:
-
-- the listening socket is made here, with a backlog of :data:`BACKLOG`, so
-  that a thousand clients connecting at once are queued, not refused
-  (Werkzeug listens with 128), and a busy port raises :class:`ServerError`
-  instead of exiting the process;
-- the accept loop waits on the socket *and* a wake-up pipe, so that
-  :meth:`Server.stop` (and SIGTERM) take effect at once instead of at the
-  next 0.5 s poll.
+It serves from a background thread (:meth:`Server.start`, for test
+suites) or the calling one (:meth:`Server.serve_forever`, for the CLI,
+which drains on SIGTERM / Ctrl-C). Stopping stops accepting at once and
+lets requests in flight finish for up to :attr:`Server.grace` seconds.
 
 Which scenarios are loaded and served, and every change to them (add,
 remove, activate, reload …), is :mod:`mockskill.admin.registry`'s: a Server
@@ -27,11 +26,10 @@ import contextlib
 import errno
 import ipaddress
 import itertools
-import os
+import logging
 import re
-import selectors
 import socket
-import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
@@ -39,27 +37,30 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from flask import Flask
-from werkzeug.serving import (
-    ThreadedWSGIServer,
-    WSGIRequestHandler,
-    get_sockaddr,
-    select_address_family,
-)
+from werkzeug.serving import get_sockaddr, select_address_family
 
-from ._version import __version__
+from . import transport
 from .admin.registry import LoadedScenario, Registry
 from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
-from .app import DEFAULT_MAX_BODY, create_app
+from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
+from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
+from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
+from .transport import Request as TransportRequest
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIEnvironment
-
     from . import audit
+
+DEFAULT_KEEP_ALIVE = Limits.keep_alive
+"""Seconds an idle kept-alive connection stays open (see :class:`mockskill.transport.Limits`)."""
+DEFAULT_HEADER_TIMEOUT = Limits.header_timeout
+"""Seconds a request head may take (slowloris → 408)."""
+access_log = logging.getLogger("mockskill.access")
+"""The request log (``quiet=False``): one line per exchange, secrets masked."""
 
 BACKLOG = 4096
 """Pending connections the kernel queues (capped by net.core.somaxconn)."""
@@ -67,89 +68,6 @@ BACKLOG = 4096
 
 class ServerError(Exception):
     """The server could not start; the message says why and what to do."""
-
-
-class _Handler(WSGIRequestHandler):
-    def connection_dropped(
-        self, error: BaseException, environ: WSGIEnvironment | None = None
-    ) -> None:
-        # The connection is gone (the client left, or a fault took it):
-        # read no further request from it.
-        self.close_connection = True
-
-    # An HTTP/1.1 status line, as real providers send; Werkzeug still closes
-    # each connection after its response (it cannot drain keep-alive streams).
-    protocol_version = "HTTP/1.1"
-
-    @property
-    def server_version(self) -> str:  # type: ignore[override]
-        return f"mockskill/{__version__}"
-
-    def log(self, type: str, message: str, *args: Any) -> None:
-        # Never log the admin token, wherever a client put it (the request
-        # line, a bad header echoed in an error), nor a secret a client put
-        # in a query string: they are masked.
-        text = masked(message % args if args else message, getattr(self.server, "secret", None))
-        super().log(type, "%s", text)
-
-
-class _QuietHandler(_Handler):
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        pass
-
-
-class _WSGIServer(ThreadedWSGIServer):
-    """Threaded Werkzeug server whose accept loop can be woken to stop."""
-
-    secret: str | None = None
-    """The admin token, masked in the request log."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._wake: tuple[int, int] | None = None
-        super().__init__(*args, **kwargs)  # (given a socket, it calls server_close once)
-        self._wake = os.pipe()
-        os.set_blocking(self._wake[1], False)
-        self._stopping = False
-
-    def run(self) -> None:
-        """Accept connections until :meth:`wake_to_stop`; each is served on its own thread."""
-        self.socket.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.socket, selectors.EVENT_READ)
-            assert self._wake is not None
-            selector.register(self._wake[0], selectors.EVENT_READ)
-            while not self._stopping:
-                for key, _ in selector.select():
-                    if key.fileobj is self.socket:
-                        self._accept_all()
-
-    def _accept_all(self) -> None:
-        # Drain the queue on each wake-up: a burst of connections costs one
-        # select, not one each.
-        while not self._stopping:
-            try:
-                conn, address = self.socket.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    return  # out of descriptors: leave the rest queued for a moment
-                raise
-            conn.setblocking(True)
-            self.process_request(conn, address)
-
-    def wake_to_stop(self) -> None:
-        """Make :meth:`run` return; safe from a signal handler."""
-        self._stopping = True
-        if self._wake is not None:
-            with contextlib.suppress(OSError):  # already woken: the pipe is full
-                os.write(self._wake[1], b"x")
-
-    def server_close(self) -> None:
-        super().server_close()
-        wake, self._wake = self._wake, None
-        for fd in wake or ():
-            os.close(fd)
 
 
 SECRET_PARAMETERS = frozenset(
@@ -267,6 +185,9 @@ class Server:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         cors: bool = False,
         journal_size: int = DEFAULT_JOURNAL_SIZE,
+        grace: float = DEFAULT_GRACE,
+        keep_alive: float = DEFAULT_KEEP_ALIVE,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -296,15 +217,21 @@ class Server:
         self._added = itertools.count(1)
         self._port = port
         self._quiet = quiet
-        self._server: _WSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self.grace = grace
+        """Seconds requests in flight get to finish when the server stops."""
+        self.keep_alive = keep_alive
+        self.header_timeout = header_timeout
+        self._sock: socket.socket | None = None
+        self._surface: LoopSurface | None = None
+        self._transport: transport.Server | None = None
+        self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if self._sock is None:
             raise ServerError("the server is not started; call start() or use it in a with block")
-        return int(self._server.server_address[1])
+        return int(self._sock.getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -468,61 +395,81 @@ class Server:
 
     def bind(self) -> None:
         """Listen on the port (without serving yet); raise ServerError if it cannot."""
-        if self._server is not None:
+        if self._transport is not None:
             return
         _raise_fd_limit()
         sock = _listen(self.host, self._port)
         self.engine.open()
-        try:
-            handler = _QuietHandler if self._quiet else _Handler
-            self._server = _WSGIServer(
-                self.host, self._port, self.app, handler=handler, fd=sock.fileno()
-            )
-            self._server.secret = self._admin_token
-        finally:
-            sock.close()  # Werkzeug holds a duplicate of the descriptor
+        surface = LoopSurface(self.app, cors=self.cors)
+        if not self._quiet:
+            _log_to_stderr()
+            surface.on_played = self._log_request
+        limits = Limits(
+            max_body=self.max_body_bytes,
+            keep_alive=self.keep_alive,
+            header_timeout=self.header_timeout,
+        )
+        self._sock, self._surface = sock, surface
+        self._transport = transport.Server(surface, self.host, limits=limits, sock=sock)
 
     def serve_forever(self) -> None:
-        """Serve on this thread until :meth:`shutdown` (e.g. from a signal handler)."""
+        """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.
+
+        The first signal stops accepting and lets requests in flight finish
+        for up to :attr:`grace` seconds; a second one stops at once.
+        """
         self.bind()
-        assert self._server is not None
+        assert self._transport is not None
         try:
-            self._server.run()
+            transport.run(self._transport, grace=self.grace)
         finally:
             self.stop_watching()
-            self._server.server_close()
-            self.engine.close()
-            self._server = None
+            self._closed()
 
     def shutdown(self) -> None:
-        """Ask :meth:`serve_forever` to return; safe from a signal handler."""
-        if self._server is not None:
-            self._server.wake_to_stop()
+        """Ask :meth:`serve_forever` to drain and return; safe from any thread."""
+        if self._transport is not None:
+            self._transport.request_stop()
 
     def start(self) -> Server:
         """Serve from a daemon thread; returns once the port accepts connections."""
-        if self._thread is not None:
+        if self._threaded is not None:
             return self
         self.bind()
-        assert self._server is not None
-        self._thread = threading.Thread(
-            target=self._server.run, name=f"mockskill:{self.port}", daemon=True
-        )
-        self._thread.start()
+        assert self._surface is not None
+        self._threaded = ThreadedServer(self._surface, server=self._transport).start()
         return self
 
-    def stop(self) -> None:
-        """Stop watching and accepting, close the port; requests in flight finish."""
+    def stop(self, grace: float | None = None) -> None:
+        """Stop watching and accepting at once; requests in flight finish for up to
+        *grace* seconds (:attr:`grace` by default), then what is left is cut."""
         self.stop_watching()
-        server, thread = self._server, self._thread
-        if server is None:
+        threaded = self._threaded
+        if threaded is None:
+            if self._transport is not None and self._sock is not None:
+                self._closed()  # bound, never started
             return
-        server.wake_to_stop()
-        if thread is not None:
-            thread.join()
-        server.server_close()
+        threaded.stop(self.grace if grace is None else grace)
+        self._threaded = None
+        self._closed()
+
+    def _closed(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        if self._surface is not None:
+            self._surface.close()
         self.engine.close()
-        self._server = self._thread = None
+        self._transport = self._sock = self._surface = None
+
+    def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
+        method = exchange.method or "-"
+        target = exchange.target or "-"
+        version = exchange.version if isinstance(exchange, TransportRequest) else "1.1"
+        status = outcome.answer.status if outcome.answer is not None else "-"
+        peer = exchange.peer[0]
+        when = time.strftime("%d/%b/%Y %H:%M:%S")
+        line = f'{peer} - - [{when}] "{method} {target} HTTP/{version}" {status} -'
+        access_log.info("%s", masked(line, self._admin_token))
 
     def __enter__(self) -> Server:
         return self.start()
@@ -534,3 +481,11 @@ class Server:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _log_to_stderr() -> None:
+    """Show the request log on stderr unless the application configured logging."""
+    if not access_log.handlers and not logging.getLogger().handlers:
+        access_log.addHandler(logging.StreamHandler())
+    if access_log.level == logging.NOTSET:
+        access_log.setLevel(logging.INFO)

@@ -49,12 +49,13 @@ def test_a_non_editable_install_serves_the_bundled_scenarios_from_elsewhere(
     wheel: Path, tmp_path: Path
 ) -> None:
     env_dir = tmp_path / "venv"
-    # System site-packages give Flask & co. without a download; the wheel's
-    # own copy of mockskill shadows the editable one of the checkout.
+    # System site-packages give Flask & co. without a download (pip installs only
+    # what they lack: httptools); the wheel's own copy of mockskill shadows the
+    # editable one of the checkout.
     venv.create(env_dir, system_site_packages=True, with_pip=True)
     python = env_dir / "bin" / "python"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)],
+        [str(python), "-m", "pip", "install", "--quiet", str(wheel)],
         check=True,
         timeout=120,
     )

@@ -105,7 +105,7 @@ def test_without_a_token_admin_on_loopback_is_open() -> None:
 def test_the_token_is_in_neither_the_journal_nor_the_request_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="werkzeug")
+    caplog.set_level(logging.INFO, logger="mockskill.access")
     with Server(SCENARIO, admin_token=TOKEN, quiet=False) as server:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         requests.post(server.invoke_url("echo"), headers=auth, timeout=10)
@@ -123,7 +123,7 @@ def test_the_token_is_in_neither_the_journal_nor_the_request_log(
 def test_secrets_in_a_query_string_are_masked_in_the_request_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="werkzeug")
+    caplog.set_level(logging.INFO, logger="mockskill.access")
     with Server(SCENARIO, quiet=False) as server:
         query = (
             "client_secret=cs-1&api_key=ak-2&access_token=at-3&keep=visible"
@@ -286,7 +286,10 @@ def test_the_default_limit_is_one_mebibyte(bundled: Server) -> None:
 
 
 def chunked(path: str, size: int, piece: int = 300) -> bytes:
-    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
     body = b""
     for start in range(0, size, piece):
         part = b"y" * min(piece, size - start)

@@ -68,17 +68,42 @@ def test_the_seed_is_kept_and_reported() -> None:
     assert isinstance(Server().seed, int)
 
 
-def test_stop_does_not_wait_for_delayed_requests(serve: Serve) -> None:
+def test_stop_lets_a_delayed_request_finish(serve: Serve) -> None:
+    """Server.stop drains: a request in flight is answered (saying Connection: close)."""
     server = serve(SLOW)
+    answers: list[requests.Response] = []
     thread = threading.Thread(
-        target=lambda: requests.post(server.invoke_url("slow"), timeout=10), daemon=True
+        target=lambda: answers.append(requests.post(server.invoke_url("slow"), timeout=10)),
+        daemon=True,
     )
     thread.start()
     time.sleep(0.2)
-    started = time.monotonic()
     server.stop()
+    thread.join(timeout=5)
+    assert [a.status_code for a in answers] == [200]
+    assert answers[0].headers["Connection"] == "close"
+
+
+def test_stop_without_grace_does_not_wait_for_delayed_requests(serve: Serve) -> None:
+    server = serve(SLOW)
+    failures: list[Exception] = []
+
+    def call() -> None:
+        try:
+            requests.post(server.invoke_url("slow"), timeout=10)
+        except requests.ConnectionError as exc:  # cut: the answer never came
+            failures.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    server.stop(grace=0)
     assert time.monotonic() - started < 0.4
     thread.join(timeout=5)
+    assert len(failures) == 1
+    (entry,) = server.journal()
+    assert (entry.status, entry.stopped, entry.client_left) == (None, True, None)
 
 
 def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> None:
@@ -90,7 +115,10 @@ def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> No
 
     def client(_: int) -> int:
         barrier.wait(timeout=30)
-        request = b"POST /skills/slow/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        request = (
+            b"POST /skills/slow/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n"
+        )
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
             sock.sendall(request)
             data = b""
@@ -112,7 +140,10 @@ def test_more_waiting_connections_than_select_can_watch_are_all_answered(serve: 
     # used it took them for clients that had left and cut them.
     server = serve("skills: [{id: wait, invoke: {delay: 1500, json: {ok: true}}}]")
     count = 1100
-    request = b"POST /skills/wait/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    request = (
+        b"POST /skills/wait/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+        b"Connection: close\r\n\r\n"
+    )
 
     async def one() -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)

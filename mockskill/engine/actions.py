@@ -26,6 +26,7 @@ client holds the whole answer (or when the body is abandoned).
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import select
 import socket
@@ -39,6 +40,7 @@ from werkzeug.wrappers import Response
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL
 from ..scenario.model import Reply, Step
+from . import plan as plans
 from .faults import FAULTS, take
 
 _BASE = BASE_URL.encode()
@@ -120,6 +122,13 @@ class Urls:
     base: str
     refused: str | None = None
 
+    def fill_kept(self, reply: Reply) -> Reply:
+        """:meth:`fill` for a reply of the model (made at load time): the filled reply is
+        kept for the next request by the same address (see :func:`_filled`)."""
+        if not reply.templated:
+            return reply
+        return _filled(self, reply)
+
     def fill(self, reply: Reply) -> Reply:
         if not reply.templated:
             return reply
@@ -129,6 +138,15 @@ class Urls:
             body = body.replace(_REFUSED, self.refused.encode())
             headers = tuple((k, v.replace(REFUSED_BASE_URL, self.refused)) for k, v in headers)
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
+
+
+@functools.lru_cache(maxsize=256)
+def _filled(urls: Urls, reply: Reply) -> Reply:
+    """*reply* filled in for *urls*, made once per pair: the same filled reply (and so the
+    same answer, its head rendered once) serves every request that reached the server
+    by the same address. Bounded in count (the model's replies are few, and so are the
+    addresses a server is reached by): a client varying its Host only churns it."""
+    return urls.fill(reply)
 
 
 @dataclass
@@ -255,3 +273,102 @@ def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -
     )
     response.headers["Content-Length"] = str(len(body))
     return response
+
+
+# -- planning, for the event-loop transport ------------------------------------------
+#
+# The same step, not played but planned: what play() does with threads and sleeps
+# above becomes data the transport plays with timers (mockskill.engine.plan).
+
+
+def answer(reply: Reply) -> plans.Answer:
+    """The transport's answer for a filled-in reply (its Content-Type last, as Werkzeug's).
+
+    Made once per reply and kept on it, so that its status line and headers render
+    once: the model's replies (made at load time) and the filled ones (once per
+    address) are answered from the same object every time; a reply made for one
+    request (a miss, a refusal) takes its answer with it when it goes.
+    """
+    made: plans.Answer | None = reply.__dict__.get("_answer")
+    if made is None:
+        made = plans.Answer(
+            reply.status, (*reply.headers, ("Content-Type", reply.content_type)), reply.body
+        )
+        object.__setattr__(reply, "_answer", made)  # a cache, not a field: frozen stays true
+    return made
+
+
+def answer_of(response: Response) -> plans.Answer:
+    """The transport's answer for a Werkzeug response (read whole)."""
+    # The standard reason phrase, as for every skill answer (Werkzeug's is upper case).
+    return plans.Answer(response.status_code, tuple(response.headers.items()), response.get_data())
+
+
+@dataclass
+class Planned:
+    """A step's plan, and what the journal needs to know once it is played."""
+
+    plan: plans.Plan
+    reply: Reply
+    """The reply the plan answers with unless its execution is cut."""
+    timed_out: list[Reply]
+    """Filled with the ``EXECUTION_TIMEOUT`` reply when the cut answers (at play time)."""
+
+
+def plan(
+    step: Step,
+    urls: Urls,
+    *,
+    delay_ms: float | None,
+    execution_ms: float | None,
+    fault_seed: int,
+    timeout: tuple[int, int, catalog.Context] | None,
+) -> Planned:
+    """What :func:`play` does, as a plan: waits, the execution's cut, then the answer."""
+    reply = urls.fill_kept(step.reply)
+    waits: list[plans.Wait] = []
+    if delay_ms:
+        waits.append(plans.Wait(delay_ms))
+    if step.hang_ms:
+        waits.append(plans.Wait(step.hang_ms, plans.WaitKind.HANG))
+    timed_out: list[Reply] = []
+    if execution_ms is not None:
+        cut = None
+        if timeout is not None and execution_ms > timeout[0]:
+            limit, status, context = timeout
+
+            def timed_out_answer(elapsed_ms: float) -> plans.Answer:
+                details = {"timeout_ms": limit, "elapsed_ms": round(elapsed_ms)}
+                rendered = Reply.error(
+                    catalog.render("EXECUTION_TIMEOUT", context, status=status, details=details)
+                )
+                timed_out.append(urls.fill(rendered))
+                return answer(timed_out[-1])
+
+            cut = plans.Cut(limit, timed_out_answer)
+        waits.append(plans.Wait(execution_ms, plans.WaitKind.EXECUTION, cut))
+    fault = plans.Fault(step.fault) if step.fault is not None else None
+    dribble = None
+    if step.dribble is not None:
+        dribble = plans.Dribble(step.dribble.chunks, step.dribble.over_ms)
+    keep_alive = None
+    if step.keep_alive is not None:
+        scripted = step.keep_alive
+        keep_alive = plans.KeepAlive(
+            stale_after_ms=scripted.stale_after_ms,
+            stale=plans.Stale(scripted.stale),
+            close_after=scripted.close_after,
+            max_requests=scripted.max_requests,
+        )
+    return Planned(
+        plans.Plan(
+            answer(reply),
+            waits=tuple(waits),
+            dribble=dribble,
+            fault=fault,
+            fault_seed=fault_seed,
+            keep_alive=keep_alive,
+        ),
+        reply,
+        timed_out,
+    )

@@ -28,7 +28,9 @@ from ..protocol.versions import parse_version
 from ..scenario.model import Reply, ScenarioSet, Step
 from ..scenario.problems import Problem, ScenarioError, did_you_mean
 from . import auth
-from .actions import Connection, Cut, Urls, play, respond
+from . import plan as plans
+from .actions import Connection, Cut, Planned, Urls, answer, answer_of, play, respond
+from .actions import plan as plan_step
 from .matching import Miss, RoutingTable, Target
 from .ports import RefusedPort
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
@@ -111,7 +113,96 @@ class Engine:
         self.refused.close()
 
     def handle(self, request: Request) -> Response:
-        started = time.time()
+        """Answer *request* on this thread: waits are slept (a WSGI server's way).
+
+        The event-loop transport asks :meth:`plan` instead and plays the waits
+        with timers; both decide through :meth:`_decide`.
+        """
+        decided = self._decide(request)
+        if isinstance(decided, Response):
+            return decided
+        reply, fields = decided.reply, decided.fields
+        if reply is None:
+            assert isinstance(decided.target, Target)
+            response, fields = self._play(
+                request, decided.table, decided.target, decided.session, decided.urls
+            )
+        else:
+            response = respond(reply)
+            fields.update(error_code=reply.error_code, retry=reply.retry)
+        served = fields.pop("served", reply)
+        connection = fields.pop("connection", None)
+        entry = self._entry(
+            request, decided, fields.pop("status", response.status_code), served, fields
+        )
+        if connection is None:
+            self.state.record(entry)
+        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
+            connection.on_done = lambda: self.state.record(_finished(entry, connection))
+            response.call_on_close(connection.done)  # a body never iterated (HEAD)
+        return response
+
+    def plan(self, request: Request) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
+        """What to answer to *request*, and how, as a plan the transport plays.
+
+        No I/O and no sleeping here. The second value records the request in
+        the journal once the transport says how the plan went (call it once).
+        """
+        decided = self._decide(request)
+        if isinstance(decided, Response):  # answered by mockskill itself, journalled already
+            return plans.Plan(answer_of(decided)), _nothing
+        reply, fields = decided.reply, decided.fields
+        planned: Planned | None = None
+        if reply is None:
+            assert isinstance(decided.target, Target)
+            chosen = self._choose(decided.table, decided.target, decided.session, decided.urls)
+            fields.update(chosen.fields)
+            if chosen.step is None:
+                reply = chosen.reply
+        if reply is not None:
+            fields.update(error_code=reply.error_code, retry=reply.retry)
+            the_plan, served = plans.Plan(answer(reply)), reply
+        else:
+            assert chosen.step is not None
+            planned = plan_step(
+                chosen.step,
+                decided.urls,
+                delay_ms=chosen.delay_ms,
+                execution_ms=chosen.execution_ms,
+                fault_seed=chosen.fault_seed,
+                timeout=chosen.timeout,
+            )
+            the_plan, served = planned.plan, planned.reply
+        dribbled = the_plan.dribble is not None
+
+        def record(outcome: plans.Outcome) -> None:
+            played = dict(fields)
+            shown = served
+            if planned is not None:
+                if planned.timed_out and outcome.cut:
+                    shown = planned.timed_out[-1]
+                played.update(
+                    fault=outcome.fault.value if outcome.fault is not None else None,
+                    error_code=shown.error_code,
+                    retry=shown.retry,
+                    client_left=outcome.client_left_at,
+                )
+                if dribbled and not outcome.cut:
+                    played["headers_sent"] = outcome.headers_at
+            status = outcome.answer.status if outcome.answer is not None else None
+            if outcome.fault is not None:
+                status = None
+            if outcome.stopped:
+                played["stopped"] = True
+            finished = outcome.last_byte_at or time.time()
+            self.state.record(self._entry(request, decided, status, shown, played, finished))
+
+        return the_plan, record
+
+    def _decide(self, request: Request) -> Response | _Decided:
+        """Everything about *request* that needs no step: an answer, or what to play."""
+        # When the transport had it whole (a busy loop may plan it later); else now.
+        started = request.environ.get("mockskill.arrived") or time.time()
         table = self.table
         method, path = request.method, request.path
         session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
@@ -136,23 +227,28 @@ class Engine:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
             reply = self._refusal(request, table, target)
-        if reply is None:
-            assert isinstance(target, Target)
-            response, fields = self._play(request, table, target, session, urls)
-        else:
+        if reply is not None:
             reply = urls.fill(reply)
-            response = respond(reply)
-            fields.update(error_code=reply.error_code, retry=reply.retry)
-        served = fields.pop("served", reply)
-        connection = fields.pop("connection", None)
+        return _Decided(started, session, table, target, urls, reply, fields)
+
+    def _entry(
+        self,
+        request: Request,
+        decided: _Decided,
+        status: int | None,
+        served: Reply | None,
+        fields: dict[str, Any],
+        finished: float | None = None,
+    ) -> Entry:
+        target = decided.target
         entry = Entry(
             id=self.state.next_id(),
-            started=started,
-            finished=time.time(),
-            session=session,
-            method=method,
-            path=path,
-            status=fields.pop("status", response.status_code),
+            started=decided.started,
+            finished=time.time() if finished is None else finished,
+            session=decided.session,
+            method=request.method,
+            path=request.path,
+            status=status,
             endpoint="unmatched" if isinstance(target, Miss) else target.kind,
             skill=_skill_id(target),
             scenario=None if isinstance(target, Miss) else target.scenario,
@@ -164,15 +260,13 @@ class Engine:
         )
         if entry.endpoint == "describe" and entry.status == 200 and served is not None:
             entry = dataclasses.replace(entry, invalid_descriptor=_invalid_descriptor(served.body))
-        if connection is None:
-            self.state.record(entry)
-        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(_finished(entry, connection))
-            response.call_on_close(connection.done)  # a body never iterated (HEAD)
-        return response
+        return entry
 
     def _digest(self, request: Request) -> str | None:
         """``hmac-sha256:…`` of the request body (keyed per server); None for no body."""
+        environ = request.environ
+        if environ.get("CONTENT_LENGTH") in (None, "", "0") and "mockskill.request" in environ:
+            return None  # the transport's requests say their length (a chunked one: whole)
         body = request.get_data(cache=True)
         if not body:
             return None
@@ -241,10 +335,9 @@ class Engine:
         )
         self.state.record(entry)
 
-    def _play(
-        self, request: Request, table: RoutingTable, target: Target, session: str, urls: Urls
-    ) -> tuple[Response, dict[str, Any]]:
-        """Play *target*'s next step, all of it on *table*, the table it was matched on."""
+    def _choose(self, table: RoutingTable, target: Target, session: str, urls: Urls) -> _Chosen:
+        """*target*'s next step and its random values, all of it on *table* (the one it
+        was matched on); or, when the sequence is exhausted, the reply saying so."""
         assert target.sequence is not None
         # Not the live table: a scenario removed or deactivated since the match is not in it.
         scenario = table.scenarios[target.scenario] if target.scenario else None
@@ -260,7 +353,7 @@ class Engine:
             fields.update(position=position, step=index)
             if index is None:
                 reply = urls.fill(_exhausted_reply(target, session, position))
-                return respond(reply), {**fields, "error_code": reply.error_code}
+                return _Chosen({**fields, "error_code": reply.error_code}, reply=reply)
             step = target.sequence.steps[index]
         if step.random:
             step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
@@ -270,29 +363,39 @@ class Engine:
             choice, fault_seed = None, 0
             delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
             execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
-        connection = Connection(request.environ)
-        if delay_ms or execution_ms or step.hang_ms or step.dribble or step.fault:
-            # Read the whole request first: a fault must not strike while the
-            # client is still sending, and during a wait a readable socket
-            # must mean the client's goodbye.
-            request.get_data()
         skill = target.skill
         timeout = None
         if skill is not None and skill.timeout_ms is not None:
             timeout = (skill.timeout_ms, skill.timeout_status, target.context)
+        fields.update(choice=choice, delay_ms=delay_ms, execution_ms=execution_ms)
+        return _Chosen(fields, step, delay_ms, execution_ms, fault_seed, timeout)
+
+    def _play(
+        self, request: Request, table: RoutingTable, target: Target, session: str, urls: Urls
+    ) -> tuple[Response, dict[str, Any]]:
+        """Play *target*'s next step on this thread (see :meth:`handle`)."""
+        chosen = self._choose(table, target, session, urls)
+        fields = chosen.fields
+        step = chosen.step
+        if step is None:
+            assert chosen.reply is not None
+            return respond(chosen.reply), fields
+        connection = Connection(request.environ)
+        if chosen.delay_ms or chosen.execution_ms or step.hang_ms or step.dribble or step.fault:
+            # Read the whole request first: a fault must not strike while the
+            # client is still sending, and during a wait a readable socket
+            # must mean the client's goodbye.
+            request.get_data()
         response, played = play(
             step,
             connection,
             urls,
-            delay_ms=delay_ms,
-            execution_ms=execution_ms,
-            fault_seed=fault_seed,
-            timeout=timeout,
+            delay_ms=chosen.delay_ms,
+            execution_ms=chosen.execution_ms,
+            fault_seed=chosen.fault_seed,
+            timeout=chosen.timeout,
         )
         fields.update(
-            choice=choice,
-            delay_ms=delay_ms,
-            execution_ms=execution_ms,
             fault=played.fault,
             error_code=played.reply.error_code,
             retry=played.reply.retry,
@@ -315,6 +418,36 @@ class Engine:
 
 _NO_RANDOM = random.Random(0)
 """Handed to fixed delays, which draw nothing from it."""
+
+
+@dataclasses.dataclass
+class _Decided:
+    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
+
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target | Miss
+    urls: Urls
+    reply: Reply | None
+    fields: dict[str, Any]
+
+
+@dataclasses.dataclass
+class _Chosen:
+    """The step to play and its random values, or (*step* None) the reply instead."""
+
+    fields: dict[str, Any]
+    step: Step | None = None
+    delay_ms: float | None = None
+    execution_ms: float | None = None
+    fault_seed: int = 0
+    timeout: tuple[int, int, catalog.Context] | None = None
+    reply: Reply | None = None
+
+
+def _nothing(outcome: plans.Outcome) -> None:
+    """Recording nothing: the answer was journalled when it was decided."""
 
 
 def _draw(

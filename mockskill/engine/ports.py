@@ -22,12 +22,13 @@ class RefusedPort:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
         self._sock: socket.socket | None = None
+        self._port: int | None = None
+        """The bound port, kept: read on every request, a system call each time otherwise."""
         self._lock = threading.Lock()
 
     @property
     def port(self) -> int | None:
-        sock = self._sock
-        return None if sock is None else int(sock.getsockname()[1])
+        return self._port
 
     def open(self) -> int:
         """Bind a free port (once); its number."""
@@ -36,12 +37,13 @@ class RefusedPort:
                 family = select_address_family(self.host, 0)
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 sock.bind(get_sockaddr(self.host, 0, family))
-                self._sock = sock
-            return int(self._sock.getsockname()[1])
+                self._sock, self._port = sock, int(sock.getsockname()[1])
+            assert self._port is not None
+            return self._port
 
     def close(self) -> None:
         with self._lock:
-            sock, self._sock = self._sock, None
+            sock, self._sock, self._port = self._sock, None, None
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.close()

@@ -112,6 +112,8 @@ class Entry:
     invalid_descriptor: bool = False
     """Whether the answer was a Skill Descriptor that the reference validator
     rejects: the consumer's own ``VALIDATION_ERROR``."""
+    stopped: bool = False
+    """Whether the server, stopping, cut the request after its grace period (no answer)."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)

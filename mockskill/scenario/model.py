@@ -91,6 +91,29 @@ class Dribble:
     over_ms: int
 
 
+STALE_MODES = ("close", "drop_next")
+"""What a connection kept open as if alive does once stale: close, or drop the next request."""
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Faults only keep-alive makes possible, done after the step's answer.
+
+    None says ``Connection: close``: the consumer's pool believes the
+    connection stays open.
+    """
+
+    close_after: bool = False
+    """Close the connection right after the answer."""
+    stale_after_ms: int | None = None
+    """After this long idle, the connection goes stale (:attr:`stale`)."""
+    stale: str = "close"
+    """``close`` (closed, unannounced) or ``drop_next`` (the next request on it is
+    read and the connection closed without a byte)."""
+    max_requests: int | None = None
+    """The connection serves at most this many requests; the last closes it."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a sequence, played *times* requests in a row.
@@ -112,6 +135,8 @@ class Step:
     dribble: Dribble | None = None
     fault: str | None = None
     """A transport fault's name (see :mod:`mockskill.engine.faults`)."""
+    keep_alive: KeepAlive | None = None
+    """What the connection does after the answer (only the event-loop transport plays it)."""
     choices: tuple[Choice, ...] = ()
 
     @property

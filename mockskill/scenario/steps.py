@@ -21,7 +21,19 @@ from typing import Any
 
 from ..protocol import catalog
 from . import delays
-from .model import END_RULES, FAULTS, JSON_TYPE, TEXT_TYPE, Choice, Dribble, Reply, Sequence, Step
+from .model import (
+    END_RULES,
+    FAULTS,
+    JSON_TYPE,
+    STALE_MODES,
+    TEXT_TYPE,
+    Choice,
+    Dribble,
+    KeepAlive,
+    Reply,
+    Sequence,
+    Step,
+)
 from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
 
@@ -42,6 +54,7 @@ STEP_KEYS = (
     "hang",
     "dribble",
     "fault",
+    "keep_alive",
     "one_of",
     "failure_rate",
     "failure",
@@ -51,6 +64,7 @@ ERROR_ONLY = ("message", "details", "retry")
 BODY_KEYS = ("json", "text", "descriptor")
 SEQUENCE_KEYS = ("steps", "end")
 RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
+KEEP_ALIVE_KEYS = ("close_after", "stale_after_ms", "stale", "max_requests")
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
@@ -152,9 +166,10 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
     hang = _hang(r, raw, path)
     dribble = _dribble(r, raw, path, has_body=bool(kinds))
     fault = _fault(r, raw, path)
+    keep_alive = _keep_alive(r, raw, path)
     if reply is None or delay is _BAD or execution is _BAD or hang is _BAD:
         return None
-    if dribble is _BAD or fault is _BAD:
+    if dribble is _BAD or fault is _BAD or keep_alive is _BAD:
         return None
     if hang is not None and not kinds and "status" not in raw:
         fault = "EMPTY_RESPONSE"  # held, then closed without a word
@@ -166,6 +181,7 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
         hang_ms=hang,
         dribble=dribble,
         fault=fault,
+        keep_alive=keep_alive,
     )
 
 
@@ -220,6 +236,55 @@ def _fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
         r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)
         return _BAD
     return name
+
+
+def _keep_alive(r: Reader, raw: dict[str, Any], path: Path) -> Any:
+    if "keep_alive" not in raw:
+        return None
+    where = (*path, "keep_alive")
+    value = raw["keep_alive"]
+    shape = "{close_after: true}, {stale_after_ms: MS, stale: close|drop_next} or {max_requests: N}"
+    if not isinstance(value, dict) or not value:
+        r.bad(where, shape, describe(value))
+        return _BAD
+    if not r.keys(value, where, KEEP_ALIVE_KEYS):
+        return _BAD
+    for other in ("fault", "hang"):
+        if other in raw:
+            r.bad(
+                where,
+                f"keep_alive or {other}",
+                "both",
+                "a fault closes the connection itself",
+                at_key=True,
+            )
+            return _BAD
+    close_after = value.get("close_after", False)
+    if close_after is not True and "close_after" in value:
+        r.bad((*where, "close_after"), "true", describe(close_after))
+        return _BAD
+    stale_after = None
+    if "stale_after_ms" in value:
+        stale_after = r.integer(
+            value, "stale_after_ms", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms"
+        )
+        if stale_after is None:
+            return _BAD
+    stale = value.get("stale", "close")
+    if "stale" in value:
+        if stale_after is None:
+            r.bad((*where, "stale"), "stale_after_ms beside stale", "stale alone", at_key=True)
+            return _BAD
+        if not r.among(stale, (*where, "stale"), STALE_MODES):
+            return _BAD
+    max_requests = None
+    if "max_requests" in value:
+        max_requests = r.integer(
+            value, "max_requests", where, default=1, minimum=1, maximum=1_000_000
+        )
+        if max_requests is None:
+            return _BAD
+    return KeepAlive(bool(close_after), stale_after, stale, max_requests)
 
 
 def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:

@@ -16,6 +16,7 @@ without Werkzeug's raw socket refuses faults but serves the rest.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -32,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import httpx
@@ -140,6 +142,74 @@ def _curl(url: str, headers: dict[str, str]) -> subprocess.CompletedProcess[str]
     for name, value in headers.items():
         args += ["-H", f"{name}: {value}"]
     return subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT + 5, check=False)
+
+
+AIOHTTP: dict[str, tuple[str, str]] = {
+    # (the exception's class name in aiohttp.client_exceptions, a part of its message)
+    "reset": ("ClientOSError", "Connection reset by peer"),
+    "empty": ("ServerDisconnectedError", "Server disconnected"),
+    "malformed": ("ClientResponseError", "Invalid character in chunk size"),
+    "random": ("ClientResponseError", "Bad status line"),
+    "truncated": ("ClientPayloadError", "Not enough data to satisfy content length"),
+}
+NODE_FETCH: dict[str, str] = {
+    # the TypeError's message, and its cause's code
+    "reset": "fetch failed ECONNRESET",
+    "empty": "fetch failed UND_ERR_SOCKET",
+    "malformed": "terminated HPE_INVALID_CHUNK_SIZE",
+    "random": "fetch failed HPE_INVALID_CONSTANT",
+    "truncated": "terminated UND_ERR_SOCKET",
+}
+NODE = shutil.which("node")
+_FETCH_JS = """
+const [url, session] = [process.argv[2], process.argv[3]];
+(async () => {
+  try {
+    const r = await fetch(url, {method: "POST", headers: {"Mockskill-Session": session}});
+    await r.text();
+    console.log("answered");
+  } catch (e) { console.log(e.message + " " + (e.cause && e.cause.code)); }
+})();
+"""
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[f"{f}-aiohttp" for f in FAULTS])
+def test_aiohttp_raises(server: Server, session: dict[str, str], fault: str) -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+
+    async def post() -> BaseException:
+        async with aiohttp.ClientSession() as client:
+            try:
+                async with client.post(server.invoke_url(fault), headers=session) as answer:
+                    await answer.read()
+            except aiohttp.ClientError as exc:
+                return exc
+        raise AssertionError("answered")
+
+    raised = asyncio.run(post())
+    name, message = AIOHTTP[fault]
+    assert type(raised).__name__ == name, repr(raised)
+    assert type(raised).__module__ == "aiohttp.client_exceptions"
+    assert message in str(raised), repr(raised)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("fault", FAULTS, ids=[f"{f}-node-fetch" for f in FAULTS])
+def test_node_fetch_fails_with(
+    server: Server, session: dict[str, str], fault: str, tmp_path: Path
+) -> None:
+    assert NODE is not None
+    script = tmp_path / "fetch.js"
+    script.write_text(_FETCH_JS)
+    session_name = session.get("Mockskill-Session", "default")
+    done = subprocess.run(
+        [NODE, str(script), server.invoke_url(fault), session_name],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT + 25,
+        check=True,
+    )
+    assert done.stdout.strip() == NODE_FETCH[fault]
 
 
 @needs_curl
@@ -297,18 +367,29 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _listing(server: Server) -> tuple[int, Any]:
+    """GET /skills; its status and JSON. The response does not outlive the call: one
+    on a kept-alive connection holds its socket open for as long as it lives."""
+    response = requests.get(f"{server.url}/skills", timeout=TIMEOUT)
+    try:
+        return response.status_code, response.json()
+    finally:
+        response.close()
+        del response
+
+
 def test_fifty_faults_in_a_row_leave_the_server_healthy(serve: Callable[..., Server]) -> None:
     server = serve(SCENARIO)
     # one answered request first: the accept loop's selector is open by then
-    assert requests.get(f"{server.url}/skills", timeout=TIMEOUT).status_code == 200
+    assert _listing(server)[0] == 200
     fds = _open_fds() if os.path.isdir("/proc/self/fd") else None
     for i in range(50):
         fault = list(FAULTS)[i % len(FAULTS)]
         with contextlib.suppress(ConnectionResetError):
             _raw(server, f"/skills/{fault}/invoke", "fifty")
-    listing = requests.get(f"{server.url}/skills", timeout=TIMEOUT)
-    assert listing.status_code == 200
-    assert {"reset", "truncated"} <= {s["id"] for s in listing.json()["skills"]}
+    status, listing = _listing(server)
+    assert status == 200
+    assert {"reset", "truncated"} <= {s["id"] for s in listing["skills"]}
     journal = server.state.journal("fifty")
     assert len(journal) == 50
     assert all(e.fault in FAULTS.values() and e.status is None for e in journal)

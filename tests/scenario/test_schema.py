@@ -91,6 +91,7 @@ OBJECTS = {
     "sequence": (SCHEMA["$defs"]["sequence"], steps.SEQUENCE_KEYS),
     "retry": (SCHEMA["$defs"]["retry"], steps.RETRY_KEYS),
     "dribble": (SCHEMA["$defs"]["dribble"], DRIBBLE_KEYS),
+    "keep_alive": (SCHEMA["$defs"]["keep_alive"], steps.KEEP_ALIVE_KEYS),
     "lognormal": (SCHEMA["$defs"]["lognormal"], LOGNORMAL_KEYS),
     **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }

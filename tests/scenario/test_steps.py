@@ -15,7 +15,7 @@ from mockskill import ScenarioError, load_text
 from mockskill.cli import cli
 from mockskill.protocol.catalog import retry_after_seconds
 from mockskill.scenario.delays import Fixed
-from mockskill.scenario.model import JSON_TYPE, TEXT_TYPE, Reply, Sequence, Step
+from mockskill.scenario.model import JSON_TYPE, TEXT_TYPE, KeepAlive, Reply, Sequence, Step
 from mockskill.scenario.problems import Problem
 from mockskill.scenario.source import Position
 from mockskill.scenario.steps import MAX_DELAY_MS
@@ -924,3 +924,62 @@ def test_a_step_model_is_frozen() -> None:
     step = Step(Reply.json(200, 1), Position("f", 1, 1))
     with pytest.raises(AttributeError):
         step.times = 2  # type: ignore[misc]
+
+
+# -- keep_alive: faults only keep-alive makes possible ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("{close_after: true}", KeepAlive(close_after=True)),
+        ("{stale_after_ms: 500}", KeepAlive(stale_after_ms=500)),
+        ("{stale_after_ms: 0, stale: drop_next}", KeepAlive(stale_after_ms=0, stale="drop_next")),
+        ("{max_requests: 3}", KeepAlive(max_requests=3)),
+        ("{max_requests: 2, stale_after_ms: 100}", KeepAlive(stale_after_ms=100, max_requests=2)),
+    ],
+    ids=["close-after", "stale", "stale-drop-next", "max-requests", "two-at-once"],
+)
+def test_keep_alive_is_read_into_the_step(block: str, expected: KeepAlive) -> None:
+    [step] = invoke_of(f"- json: {{ok: true}}\n  keep_alive: {block}\n").steps
+    assert step.keep_alive == expected
+
+
+@pytest.mark.parametrize(
+    ("block", "path", "expected", "found"),
+    [
+        ("{}", "keep_alive", "{close_after: true}", "an empty mapping"),
+        ("true", "keep_alive", "{close_after: true}", "true"),
+        ("{close_after: false}", "keep_alive.close_after", "true", "false"),
+        ("{stale_after_ms: -1}", "keep_alive.stale_after_ms", "a whole number", "-1"),
+        ("{stale: drop_next}", "keep_alive.stale", "stale_after_ms beside stale", "stale alone"),
+        ("{stale_after_ms: 5, stale: drop}", "keep_alive.stale", "one of", "'drop'"),
+        ("{max_requests: 0}", "keep_alive.max_requests", "a whole number", "0"),
+        ("{max_request: 2}", "keep_alive.max_request", "a known key", "unknown key"),
+    ],
+    ids=[
+        "empty",
+        "not-a-mapping",
+        "close-after-false",
+        "negative-stale",
+        "stale-alone",
+        "unknown-stale-mode",
+        "zero-max-requests",
+        "misspelt-key",
+    ],
+)
+def test_a_bad_keep_alive_is_refused_where_it_is(
+    block: str, path: str, expected: str, found: str
+) -> None:
+    [problem] = problems_in(skill_yaml(f"- json: {{ok: true}}\n  keep_alive: {block}\n"))
+    assert problem.path == f"skills[0].invoke[0].{path}"
+    assert expected in problem.expected
+    assert found in problem.found
+
+
+@pytest.mark.parametrize("other", ["fault: EMPTY_RESPONSE", "hang: 100"])
+def test_keep_alive_does_not_go_with_a_fault_or_a_hang(other: str) -> None:
+    problems = problems_in(
+        skill_yaml(f"- json: 1\n  {other}\n  keep_alive: {{close_after: true}}\n")
+    )
+    assert any(p.path.endswith("keep_alive") and p.found == "both" for p in problems)

@@ -1,0 +1,268 @@
+"""The plan the transport plays for one request: what to answer, and how; and how it went.
+
+A plan is data. Whoever decides (the engine) builds it without touching a
+socket or a clock; the transport (:mod:`mockskill.transport.connection`)
+plays it with timers on the event loop. That split is what makes the
+deciding side testable without a server, and lets one loop hold thousands of
+waiting requests without a thread each.
+
+A plan is, in the order it is played:
+
+1. :attr:`Plan.waits` — pauses before the answer (a delay, a hang, an
+   execution). A wait with a :class:`Cut` ends early, at ``after_ms``, with
+   the cut's answer instead of the plan's: the skill's ``timeout_ms``
+   cutting an execution short. Every wait ends at once when the client
+   leaves, and the client's departure is reported, not the answer.
+2. the answer — :attr:`Plan.answer`, sent whole, or :attr:`Plan.dribble`
+   (its body in timed chunks), or replaced by a transport :attr:`Plan.fault`;
+3. what the connection does after: stay open (HTTP/1.1 keep-alive), close
+   with ``Connection: close`` (:attr:`Plan.close`), or one of the faults that
+   only keep-alive makes possible (:class:`KeepAlive`).
+
+The transport reports back what happened as an :class:`Outcome` (client
+left at, headers sent at, last byte at, cut), which the engine journals.
+Both live here, in the engine, which produces the one and reads the other;
+the transport (:mod:`mockskill.transport`) imports them.
+
+The transport owns the framing headers (``Content-Length``,
+``Transfer-Encoding``, ``Connection``): the ones in :attr:`Answer.headers` are
+not sent, so a plan cannot frame its answer wrongly by accident; framing
+wrongly on purpose is what :class:`Fault` is for.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+"""Header names the transport writes itself; an answer's own are dropped."""
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: status, headers and body bytes.
+
+    Its status line and headers are rendered once, on first use, and kept:
+    a plan built at load time costs nothing to render per request.
+    """
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    reason: str = ""
+    """The reason phrase; the standard one for the status when empty."""
+    _heads: dict[bool, bytes] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 999:
+            raise ValueError(f"status must be 100..999, got {self.status}")
+        for name, value in self.headers:
+            if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:
+                raise ValueError(f"header {name!r}: {value!r} would break the framing")
+
+    @property
+    def phrase(self) -> str:
+        """The reason phrase sent."""
+        return self.reason or _reason(self.status)
+
+    @property
+    def has_body(self) -> bool:
+        """Whether the status allows a body (1xx, 204 and 304 do not)."""
+        return not (self.status < 200 or self.status in (204, 304))
+
+    def head(self, *, close: bool) -> bytes:
+        """The status line and headers, with the framing the transport owns."""
+        try:
+            return self._heads[close]
+        except KeyError:
+            pass
+        lines = [f"HTTP/1.1 {self.status} {self.phrase}"]
+        lines += [f"{k}: {v}" for k, v in self.headers if k.lower() not in FRAMING_HEADERS]
+        if self.has_body:
+            lines.append(f"Content-Length: {len(self.body)}")
+        if close:
+            lines.append("Connection: close")
+        rendered = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self._heads[close] = rendered
+        return rendered
+
+
+class WaitKind(str, enum.Enum):
+    """What a wait stands for, so that the journal can say which one was cut short."""
+
+    DELAY = "delay"
+    HANG = "hang"
+    EXECUTION = "execution"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The wait ends at *after_ms* with this answer instead of the plan's.
+
+    *answer* may be a function of the elapsed milliseconds measured when the
+    cut happens — the one thing about a plan decided at play time, because
+    an ``EXECUTION_TIMEOUT`` body reports the time measured, not the time
+    scripted.
+    """
+
+    after_ms: float
+    answer: Answer | Callable[[float], Answer]
+
+    def __post_init__(self) -> None:
+        if self.after_ms < 0:
+            raise ValueError(f"after_ms must be >= 0, got {self.after_ms}")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A pause before the answer; ended by the client leaving or by its cut."""
+
+    ms: float
+    kind: WaitKind = WaitKind.DELAY
+    cut: Cut | None = None
+
+    def __post_init__(self) -> None:
+        if self.ms < 0:
+            raise ValueError(f"ms must be >= 0, got {self.ms}")
+
+
+@dataclass(frozen=True)
+class Dribble:
+    """Send the body in *chunks* pieces, *over_ms* in all: a pause before each piece.
+
+    The status line and headers go at once (a slow body, not a slow start),
+    with the full ``Content-Length``.
+    """
+
+    chunks: int
+    over_ms: float
+
+    def __post_init__(self) -> None:
+        if self.chunks < 1:
+            raise ValueError(f"chunks must be >= 1, got {self.chunks}")
+        if self.over_ms < 0:
+            raise ValueError(f"over_ms must be >= 0, got {self.over_ms}")
+
+    def pieces(self, body: bytes) -> list[bytes]:
+        size = -(-len(body) // self.chunks) or 1
+        return [body[i : i + size] for i in range(0, len(body), size)] or [b""]
+
+
+class Fault(str, enum.Enum):
+    """Failures below HTTP, done to the connection instead of the answer.
+
+    The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``.
+    """
+
+    CONNECTION_RESET_BY_PEER = "CONNECTION_RESET_BY_PEER"
+    """A TCP reset (RST, by ``SO_LINGER`` 0 and abort) instead of any answer."""
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    """The connection closes without a byte."""
+    MALFORMED_RESPONSE_CHUNK = "MALFORMED_RESPONSE_CHUNK"
+    """A valid status line and headers, one good chunk, then a chunk size that is not hex."""
+    RANDOM_DATA_THEN_CLOSE = "RANDOM_DATA_THEN_CLOSE"
+    """Bytes that are not HTTP (seeded: a replay sends the same), then close."""
+    TRUNCATED_BODY = "TRUNCATED_BODY"
+    """A ``Content-Length`` longer than the body that is sent, then close."""
+
+
+class Stale(str, enum.Enum):
+    """How a connection kept open as if alive goes stale after its idle time."""
+
+    CLOSE = "close"
+    """Closed (FIN) without ``Connection: close``: a client that reuses it
+    without looking first sends into a closed connection."""
+    DROP_NEXT = "drop_next"
+    """Left open; the next request on it is read and the connection closed
+    without a byte — the race a real provider's idle timer loses with a
+    client's pooled request, made certain."""
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Faults that only keep-alive makes possible, done after the answer.
+
+    None of them sends ``Connection: close``: the consumer is told the
+    connection stays open, and its pool believes it.
+    """
+
+    stale_after_ms: float | None = None
+    """After this long idle, the connection goes stale (see :attr:`stale`)."""
+    stale: Stale = Stale.CLOSE
+    close_after: bool = False
+    """Close right after this answer."""
+    max_requests: int | None = None
+    """The connection serves at most this many requests; the last closes it."""
+
+    def __post_init__(self) -> None:
+        if self.stale_after_ms is not None and self.stale_after_ms < 0:
+            raise ValueError(f"stale_after_ms must be >= 0, got {self.stale_after_ms}")
+        if self.max_requests is not None and self.max_requests < 1:
+            raise ValueError(f"max_requests must be >= 1, got {self.max_requests}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to answer to one request, and how (see the module's docstring)."""
+
+    answer: Answer
+    waits: tuple[Wait, ...] = ()
+    dribble: Dribble | None = None
+    fault: Fault | None = None
+    fault_seed: int = 0
+    """Seeds the random bytes of ``RANDOM_DATA_THEN_CLOSE``."""
+    close: bool = False
+    """Close the connection after the answer, saying so (``Connection: close``)."""
+    keep_alive: KeepAlive | None = None
+    instant: bool = field(init=False, repr=False, compare=False)
+    """Nothing to wait for: the transport writes it at once, without a task."""
+
+    def __post_init__(self) -> None:
+        if self.fault is not None and self.dribble is not None:
+            raise ValueError("a plan has a fault or a dribble, not both")
+        if self.close and self.keep_alive is not None:
+            raise ValueError("a plan that closes saying so has no keep-alive fault")
+        object.__setattr__(
+            self, "instant", not self.waits and self.dribble is None and self.fault is None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened on the wire, for the journal. Times are wall-clock."""
+
+    answer: Answer | None
+    """The answer sent (the cut's, when a cut happened), None when none was started."""
+    started: float
+    """When playing began."""
+    headers_at: float | None = None
+    """When the status line and headers went out."""
+    last_byte_at: float | None = None
+    """When the last byte of the answer was handed to the kernel."""
+    client_left_at: float | None = None
+    """When the client was seen to leave, if it left before the answer was complete."""
+    cut: bool = False
+    """A wait's :class:`~mockskill.engine.plan.Cut` answered instead of the plan."""
+    waited_ms: float = 0.0
+    """Time spent in the plan's waits, measured."""
+    fault: Fault | None = None
+    """The fault done to the connection (None if the client left first)."""
+    stopped: bool = False
+    """The server, stopping, cut the exchange after its grace period."""
+    closed: bool = False
+    """The connection was closed after this exchange (by the plan, the client, or a fault)."""
+    dropped: bool = False
+    """The request was read and dropped unanswered: its connection had gone stale
+    (:attr:`~mockskill.engine.plan.Stale.DROP_NEXT`); no plan was asked for."""

@@ -1,0 +1,67 @@
+"""The transport: one asyncio event loop that parses HTTP/1.1 and plays plans.
+
+It does the I/O and decides nothing: a :class:`~.handler.Handler` turns each
+parsed :class:`~.handler.Request` into a :class:`~mockskill.engine.plan.Plan`
+(what to answer, and how: waits, cuts, dribbles, faults, keep-alive
+behaviour), the transport plays it with loop timers and reports an
+:class:`~mockskill.engine.plan.Outcome`. The plan type is the engine's
+(which produces it); the transport imports it, and nothing else of the
+engine.
+
+It may import ``engine/`` (the plan), ``scenario/`` and ``protocol/``; nothing
+below it imports it, and the faces (``server``, ``app``, ``cli``) serve
+through it.
+
+| module | owns |
+|---|---|
+| :mod:`.handler` | request, refusal, outcome; the handler interface; routing by prefix |
+| :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
+| :mod:`.connection` | one connection: queueing, playing plans, keep-alive, closing |
+| :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut |
+| :mod:`.faults` | the five transport faults, done to an asyncio transport |
+| :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
+| :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
+"""
+
+from __future__ import annotations
+
+from ..engine.plan import (
+    Answer,
+    Cut,
+    Dribble,
+    Fault,
+    KeepAlive,
+    Outcome,
+    Plan,
+    Stale,
+    Wait,
+    WaitKind,
+)
+from .handler import Handler, Refusal, Request, Routes
+from .reading import Limits
+from .server import DEFAULT_GRACE, Server, ThreadedServer, new_loop, run
+from .wsgi import WSGIHandler
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "Answer",
+    "Cut",
+    "Dribble",
+    "Fault",
+    "Handler",
+    "KeepAlive",
+    "Limits",
+    "Outcome",
+    "Plan",
+    "Refusal",
+    "Request",
+    "Routes",
+    "Server",
+    "Stale",
+    "ThreadedServer",
+    "WSGIHandler",
+    "Wait",
+    "WaitKind",
+    "new_loop",
+    "run",
+]

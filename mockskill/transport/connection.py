@@ -1,0 +1,561 @@
+"""One client connection: HTTP/1.1 parsed by httptools, plans played with loop timers.
+
+A :class:`Connection` is an :class:`asyncio.Protocol`. It parses requests
+as their bytes arrive, queues them (pipelined requests are answered in
+order, one at a time), asks the handler for each one's plan and plays it:
+
+- a plan with nothing to wait for is written at once, inside the callback
+  that completed the request — no task, no timer: the hot path;
+- any other plan is played by a task whose waits are loop timers that end
+  early when the client leaves (EOF or connection lost) or the server stops.
+
+Reading requests, and refusing those that break the framing rules or the
+limits, is :class:`~.reading.RequestReader`'s, which a connection is: a
+request that cannot be read becomes a :class:`~.handler.Refusal`, answered
+through the handler, after which the connection closes. Every close the
+server starts on its own is a *lingering* close (FIN, then unread bytes
+discarded until the client closes or :attr:`Limits.linger` passes), so that
+a client still sending a body reads the refusal instead of a reset.
+
+Timeouts (head, idle keep-alive) are deadlines checked by one sweep per
+server (:class:`~.shared.Shared`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections import deque
+from collections.abc import Awaitable
+from typing import Any, cast
+
+from ..engine.plan import Answer, Outcome, Plan, Stale
+from .faults import FAULTS
+from .handler import Refusal, Request
+from .reading import CONTINUE, RequestReader
+from .shared import Shared, resolve
+
+log = logging.getLogger("mockskill.transport")
+
+LINGER_BYTES = 1024 * 1024
+"""Bytes a refused or closing connection reads and discards before it closes outright."""
+
+LEFT = "left"
+STOP = "stop"
+
+_FALLBACK = Plan(
+    Answer(500, (("Content-Type", "text/plain; charset=utf-8"),), b"the handler failed\n"),
+    close=True,
+)
+"""Answered when the handler itself raises: a bug, logged with its traceback."""
+
+
+class Connection(RequestReader, asyncio.Protocol):
+    """One client connection (see the module's docstring)."""
+
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared.limits, shared.loop)
+        self._shared = shared
+        self._handler = shared.handler
+        self._queue: deque[Request | Refusal] = deque()
+        self._busy = False
+        self._task: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[str | None] | None = None
+        self._waiter_ends_on_eof = False
+        self._drain_waiter: asyncio.Future[str | None] | None = None
+        self._interrupted: str | None = None
+        self._left_at: float | None = None
+        self._eof = False
+        self._closed = False
+        self._discarded = 0
+        self._want_close = False
+        self._lingering = False
+        self._linger_handle: asyncio.TimerHandle | None = None
+        self._reading_paused = False
+        self._write_paused = False
+        self._stale: Stale | None = None
+        self._stale_handle: asyncio.TimerHandle | None = None
+        self._drop_next = False
+
+    # -- state the server looks at -------------------------------------------------
+
+    @property
+    def in_flight(self) -> bool:
+        """An exchange is under way: a request being read, queued or played."""
+        return not self._closed and (self._busy or bool(self._queue) or self._in_message)
+
+    def drain(self) -> None:
+        """The server stops: close now if idle, else after the exchange in flight."""
+        if not self.in_flight:
+            self._close_gracefully()
+
+    def cut(self) -> asyncio.Task[None] | None:
+        """The grace period is over: end the exchange in flight and the connection."""
+        task = self._task
+        self._interrupt(STOP)
+        if task is None and self._transport is not None:
+            if self._lingering:
+                self._transport.close()
+            else:
+                self._closed = True
+                self._transport.abort()
+        return task
+
+    def expire(self) -> None:
+        """The deadline passed: a head too slow (408) or a connection idle too long."""
+        self.deadline = 0.0
+        if self._closed:
+            return
+        if self._in_message:
+            what = "body paused" if self._head_complete else "head was not complete"
+            self._refuse(408, f"the request {what} for {self._limits.header_timeout:g} s")
+            self._advance()
+        elif not self._busy and not self._queue:
+            self._close_gracefully()
+
+    # -- asyncio callbacks ---------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # Answers are written whole: do not let Nagle hold their last segment.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        if isinstance(peer, tuple):
+            self._peer = (str(peer[0]), int(peer[1]))
+        if isinstance(local, tuple):
+            self._local = (str(local[0]), int(local[1]))
+        self.serial = self._shared.register(self)
+        if self._shared.cutting:
+            self._closed = True
+            self._transport.abort()
+            return
+        if self._shared.draining:
+            self._close_gracefully()
+            return
+        self.deadline = self._loop.time() + self._limits.keep_alive
+
+    def data_received(self, data: bytes) -> None:
+        if self._dead_parser:
+            # Refused or closing: what follows is discarded unread — up to a bound, so
+            # that a client streaming a refused body meets a closed connection soon.
+            self._discarded += len(data)
+            if self._discarded > LINGER_BYTES and self._transport is not None:
+                self._closed = True
+                self._transport.close()
+            return
+        self._feed(data)
+        self._advance()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        if self._left_at is None:
+            self._left_at = time.time()
+        if self._lingering:
+            return False  # the client has read our answer and closed: done
+        if self._in_message and not self._dead_parser:
+            what = "body" if self._head_complete else "head"
+            self._refuse(400, f"the request {what} was cut short")
+        if (self._waiter is not None and self._waiter_ends_on_eof) or self._drain_waiter:
+            self._interrupt(LEFT)
+        if not self._busy and not self._queue:
+            self._closed = True
+            return False
+        self._advance()
+        return True  # half-closed: the answers already asked for can still be written
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        now = time.time()
+        if self._left_at is None:
+            self._left_at = now
+        if self._in_message and not self._dead_parser:
+            # Nothing can be answered; the journal still hears of it.
+            what = "body" if self._head_complete else "head"
+            refusal = self._refusal(400, f"the request {what} was cut short")
+            self._in_message = False
+            self._report(refusal, Outcome(None, now, client_left_at=now, closed=True))
+        self._closed = True
+        self._dead_parser = True
+        self._interrupt(LEFT)
+        for handle in (self._linger_handle, self._stale_handle):
+            if handle is not None:
+                handle.cancel()
+        self._shared.unregister(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drain_waiter is not None:
+            resolve(self._drain_waiter, None)
+        if not self._busy:
+            self._advance()
+
+    # -- what the reader hands over ------------------------------------------------
+
+    def _read(self, request: Request, last: bool) -> None:
+        if last:
+            self._want_close = True
+        self._queue.append(request)
+        if len(self._queue) >= self._limits.max_pipeline and not self._reading_paused:
+            assert self._transport is not None
+            self._transport.pause_reading()
+            self._reading_paused = True
+
+    def _refuse(self, status: int, reason: str) -> None:
+        """Queue a refusal of the request being read; nothing after it is read."""
+        if self._dead_parser:
+            return
+        refusal = self._refusal(status, reason)
+        self._dead_parser = True
+        self._in_message = False
+        self._continue_pending = False
+        self.deadline = 0.0
+        self._queue.append(refusal)
+
+    def _may_continue(self) -> bool:
+        return not self._busy and not self._queue
+
+    def _began(self) -> None:
+        if self._stale_handle is not None:  # not idle any more: it cannot go stale now
+            self._stale_handle.cancel()
+            self._stale_handle = None
+
+    # -- answering -----------------------------------------------------------------
+
+    def _advance(self) -> None:
+        """Answer what is queued, in order, until a plan has to wait."""
+        while self._queue and not self._busy and not self._closed and not self._write_paused:
+            item = self._queue.popleft()
+            close = (
+                isinstance(item, Refusal)
+                or self._shared.draining
+                or (self._want_close and not self._queue)
+            )
+            if self._drop_next and isinstance(item, Request):
+                self._drop(item)
+                return
+            planned: Plan | Awaitable[Plan]
+            try:
+                if isinstance(item, Refusal):
+                    planned = self._handler.refuse(item)
+                else:
+                    planned = self._handler.plan(item)
+            except Exception:
+                log.exception("the handler failed to plan %r", item)
+                planned = _FALLBACK
+            if isinstance(planned, Plan) and planned.instant:
+                self._answer(item, planned, close, time.time())
+                continue
+            self._busy = True
+            self._task = self._loop.create_task(self._play(item, planned, close))
+            return
+        if self._closed or self._busy or self._queue:
+            return
+        if self._reading_paused and self._transport is not None:
+            self._reading_paused = False
+            self._transport.resume_reading()
+        if self._continue_pending and self._transport is not None:
+            self._continue_pending = False
+            self._transport.write(CONTINUE)
+            self.deadline = self._loop.time() + self._limits.header_timeout
+        if self._eof or (self._shared.draining and not self._in_message):
+            self._close_gracefully()
+        elif not self._in_message:
+            self.deadline = self._loop.time() + self._limits.keep_alive
+            self._shared.check_quiet()
+
+    def _answer(self, item: Request | Refusal, plan: Plan, close: bool, started: float) -> None:
+        """Write the plan's answer whole, now; the exchange is reported first."""
+        self._send(item, plan, plan.answer, close, Outcome(plan.answer, started), started)
+
+    def _send(
+        self,
+        item: Request | Refusal,
+        plan: Plan,
+        answer: Answer,
+        close: bool,
+        outcome: Outcome,
+        started: float,
+        *,
+        cut: bool = False,
+        waited_ms: float = 0.0,
+    ) -> None:
+        assert self._transport is not None
+        # Decided now, not when the request was queued: a stop may have begun meanwhile.
+        close = close or plan.close or self._shared.draining
+        silent = self._closes_silently(item, plan)
+        now = time.time()
+        # Reported before the bytes go: a client holding the answer finds it journaled.
+        self._report(
+            item,
+            Outcome(
+                answer,
+                started,
+                headers_at=now,
+                last_byte_at=now,
+                cut=cut,
+                waited_ms=waited_ms,
+                closed=close or silent,
+            ),
+        )
+        head = answer.head(close=close)
+        if answer.has_body and not (isinstance(item, Request) and item.method == "HEAD"):
+            self._transport.write(head + answer.body)
+        else:
+            self._transport.write(head)
+        self._after(plan, close or silent)
+
+    def _closes_silently(self, item: Request | Refusal, plan: Plan) -> bool:
+        keep = plan.keep_alive
+        if keep is None or isinstance(item, Refusal):
+            return False
+        return keep.close_after or (
+            keep.max_requests is not None and item.index >= keep.max_requests
+        )
+
+    def _after(self, plan: Plan, close: bool) -> None:
+        """What the connection does once the answer is written."""
+        if close:
+            self._close_gracefully()
+            return
+        keep = plan.keep_alive
+        if keep is not None and keep.stale_after_ms is not None:
+            self._stale = keep.stale
+            if self._stale_handle is not None:
+                self._stale_handle.cancel()
+            self._stale_handle = self._loop.call_later(keep.stale_after_ms / 1000, self._go_stale)
+
+    def _go_stale(self) -> None:
+        self._stale_handle = None
+        if self._closed or self.in_flight:
+            return
+        if self._stale is Stale.DROP_NEXT:
+            self._drop_next = True
+        else:
+            self._close_gracefully()
+
+    def _drop(self, request: Request) -> None:
+        """The connection went stale: the request is read, and the connection closed."""
+        now = time.time()
+        self._report(request, Outcome(None, now, closed=True, dropped=True))
+        self._closed = True
+        assert self._transport is not None
+        self._transport.close()
+
+    async def _play(
+        self, item: Request | Refusal, planned: Plan | Awaitable[Plan], close: bool
+    ) -> None:
+        started = time.time()
+        try:
+            if isinstance(planned, Plan):
+                plan = planned
+            else:
+                reason, got = await self._planned(planned)
+                if got is None:
+                    self._gone(item, reason or LEFT, Outcome(None, started))
+                    return
+                plan = got
+            await self._play_plan(item, plan, close, started)
+        finally:
+            self._busy = False
+            self._task = None
+            if not self._closed:
+                self._advance()
+            else:
+                self._shared.check_quiet()
+
+    async def _play_plan(
+        self, item: Request | Refusal, plan: Plan, close: bool, started: float
+    ) -> None:
+        answer, cut, waited = plan.answer, False, 0.0
+        for wait in plan.waits:
+            seconds, alternative = wait.ms / 1000, None
+            if wait.cut is not None and wait.cut.after_ms < wait.ms:
+                seconds, alternative = wait.cut.after_ms / 1000, wait.cut
+            begun = self._loop.time()
+            reason = await self._wait(seconds)
+            spent = (self._loop.time() - begun) * 1000
+            waited += spent
+            if reason is not None:
+                self._gone(item, reason, Outcome(None, started, waited_ms=waited))
+                return
+            if alternative is not None:
+                cut_answer = alternative.answer
+                answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
+                cut = True
+                break
+        assert self._transport is not None
+        if plan.fault is not None and not cut:
+            self._report(
+                item,
+                Outcome(answer, started, waited_ms=waited, fault=plan.fault, closed=True),
+            )
+            self._closed = True
+            FAULTS[plan.fault](self._transport, answer, plan.fault_seed)
+            return
+        if plan.dribble is not None and not cut and answer.has_body:
+            await self._dribble(item, plan, answer, close, started, waited)
+            return
+        self._send(
+            item, plan, answer, close, Outcome(answer, started), started, cut=cut, waited_ms=waited
+        )
+
+    async def _dribble(
+        self,
+        item: Request | Refusal,
+        plan: Plan,
+        answer: Answer,
+        close: bool,
+        started: float,
+        waited: float,
+    ) -> None:
+        assert self._transport is not None
+        assert plan.dribble is not None
+        close = close or plan.close or self._shared.draining
+        silent = self._closes_silently(item, plan)
+        pieces = plan.dribble.pieces(answer.body)
+        if isinstance(item, Request) and item.method == "HEAD":
+            pieces = [b""]
+        pause = plan.dribble.over_ms / 1000 / len(pieces)
+        headers_at = time.time()
+        self._transport.write(answer.head(close=close))
+        for i, piece in enumerate(pieces):
+            begun = self._loop.time()
+            reason = await self._wait(pause)
+            if reason is None and self._write_paused:
+                reason = await self._drained()
+            waited += (self._loop.time() - begun) * 1000
+            if reason is not None:
+                outcome = Outcome(answer, started, headers_at=headers_at, waited_ms=waited)
+                self._gone(item, reason, outcome)
+                return
+            if i == len(pieces) - 1:
+                self._report(
+                    item,
+                    Outcome(
+                        answer,
+                        started,
+                        headers_at=headers_at,
+                        last_byte_at=time.time(),
+                        waited_ms=waited,
+                        closed=close or silent,
+                    ),
+                )
+            self._transport.write(piece)
+        self._after(plan, close or silent)
+
+    def _gone(self, item: Request | Refusal, reason: str, outcome: Outcome) -> None:
+        """The client left, or the server stopping cut the exchange: report it, end it."""
+        stopped = reason == STOP
+        left_at = None if stopped else (self._left_at or time.time())
+        self._report(
+            item,
+            Outcome(
+                outcome.answer,
+                outcome.started,
+                headers_at=outcome.headers_at,
+                client_left_at=left_at,
+                waited_ms=outcome.waited_ms,
+                stopped=stopped,
+                closed=True,
+            ),
+        )
+        self._closed = True
+        self._dead_parser = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- waiting -------------------------------------------------------------------
+
+    async def _wait(self, seconds: float) -> str | None:
+        """Wait *seconds* on a loop timer; the reason if the client left or the server stops."""
+        if self._interrupted is not None:
+            return self._interrupted
+        if self._eof:
+            return LEFT
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        handle = self._loop.call_later(seconds, resolve, waiter, None)
+        self._waiter, self._waiter_ends_on_eof = waiter, True
+        try:
+            return await waiter
+        finally:
+            handle.cancel()
+            self._waiter = None
+
+    async def _drained(self) -> str | None:
+        """Wait until the client reads what was written (or leaves, or the server stops)."""
+        if self._interrupted is not None:
+            return self._interrupted
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        self._drain_waiter = waiter
+        try:
+            return await waiter
+        finally:
+            self._drain_waiter = None
+
+    async def _planned(self, planned: Awaitable[Plan]) -> tuple[str | None, Plan | None]:
+        """Await a plan made off the loop; a client's EOF does not end this wait."""
+        if self._interrupted is not None:
+            return self._interrupted, None
+        future = asyncio.ensure_future(planned)
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        future.add_done_callback(lambda _: resolve(waiter, None))
+        self._waiter, self._waiter_ends_on_eof = waiter, False
+        try:
+            reason = await waiter
+        finally:
+            self._waiter = None
+        if reason is not None:
+            future.add_done_callback(_consume)
+            return reason, None
+        try:
+            return None, future.result()
+        except Exception:
+            log.exception("the handler failed to plan %r", planned)
+            return None, _FALLBACK
+
+    def _interrupt(self, reason: str) -> None:
+        if self._interrupted is None:
+            self._interrupted = reason
+        for waiter in (self._waiter, self._drain_waiter):
+            if waiter is not None:
+                resolve(waiter, reason)
+
+    # -- closing -------------------------------------------------------------------
+
+    def _close_gracefully(self) -> None:
+        """FIN, then discard what the client still sends until it closes (or linger passes)."""
+        if self._closed or self._transport is None:
+            self._closed = True
+            return
+        self._closed = True
+        self._dead_parser = True
+        self.deadline = 0.0
+        transport = self._transport
+        if self._eof or not transport.can_write_eof():
+            transport.close()
+        else:
+            self._lingering = True
+            transport.write_eof()
+            self._linger_handle = self._loop.call_later(self._limits.linger, transport.close)
+        self._shared.check_quiet()
+
+    def _report(self, item: Request | Refusal, outcome: Outcome) -> None:
+        try:
+            self._handler.played(item, outcome)
+        except Exception:
+            log.exception("the handler failed to record %r", item)
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned future's exception, so that asyncio does not warn of it."""
+    if not future.cancelled():
+        future.exception()

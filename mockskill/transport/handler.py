@@ -1,0 +1,130 @@
+"""What the transport and whoever decides say to each other.
+
+The transport hands a parsed :class:`Request` to :meth:`Handler.plan` and
+plays the :class:`~mockskill.engine.plan.Plan` it gets back; a request it
+cannot parse (bad framing, too long, too slow, too big) becomes a
+:class:`Refusal`, and :meth:`Handler.refuse` says what to answer to it (so the
+error body stays the handler's business; the transport closes the
+connection after it). Either way, when the exchange is over the transport
+reports what happened on the wire as an :class:`Outcome` to
+:meth:`Handler.played` — exactly once per request or refusal, on the loop,
+so it must be quick (a journal append).
+
+A handler whose :meth:`~Handler.plan` returns an awaitable is awaited on
+the loop: that is how :class:`~mockskill.transport.wsgi.WSGIHandler` runs a
+WSGI app in a thread pool without blocking anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..engine.plan import Outcome, Plan
+
+Headers = tuple[tuple[str, str], ...]
+"""Header names and values as sent (names keep their case), decoded as Latin-1."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One parsed request."""
+
+    method: str
+    target: str
+    """The request target as sent (path and query, still percent-encoded)."""
+    version: str
+    """``"1.1"`` or ``"1.0"``."""
+    headers: Headers
+    body: bytes
+    peer: tuple[str, int]
+    local: tuple[str, int]
+    """The address the client connected to."""
+    time: float
+    """Wall-clock time the request's head was complete."""
+    connection: int
+    """The connection's serial number on this server, from 1."""
+    index: int
+    """The request's number on its connection, from 1."""
+
+    def header(self, name: str) -> str | None:
+        """The first value of header *name* (any case), or None."""
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request the transport refused before it was complete.
+
+    *status* is what HTTP prescribes (400 bad framing, 408 head too slow,
+    413 body too big, 414 request line too long, 431 headers too big); what
+    was parsed before the refusal is kept, for the journal.
+    """
+
+    status: int
+    reason: str
+    """What was wrong, in words (``"Duplicate Content-Length"``)."""
+    peer: tuple[str, int]
+    local: tuple[str, int]
+    time: float
+    connection: int
+    index: int
+    method: str | None = None
+    target: str | None = None
+    headers: Headers = ()
+
+
+class Handler(Protocol):
+    """Decides what to answer; the transport does all the I/O."""
+
+    def plan(self, request: Request) -> Plan | Awaitable[Plan]:
+        """The plan for *request*; no I/O, no sleeping (or an awaitable doing it off the loop)."""
+        ...
+
+    def refuse(self, refusal: Refusal) -> Plan:
+        """The plan for a request the transport refused; the connection closes after it."""
+        ...
+
+    def played(self, exchange: Request | Refusal, outcome: Outcome) -> None:
+        """The exchange is over: record it. Called once per exchange, on the loop."""
+        ...
+
+
+class Routes:
+    """A handler choosing another by the target's path prefix.
+
+    ``Routes(engine, {"/__admin": admin})`` sends ``/__admin`` and everything
+    under it to *admin*, all else (and every refusal) to *default*.
+    """
+
+    def __init__(self, default: Handler, prefixes: Mapping[str, Handler]) -> None:
+        self.default = default
+        # Longest prefix first, so that a nested mount wins over its parent.
+        self._prefixes = sorted(prefixes.items(), key=lambda item: -len(item[0]))
+
+    def route(self, target: str) -> Handler:
+        for prefix, handler in self._prefixes:
+            if target.startswith(prefix) and target[len(prefix) : len(prefix) + 1] in (
+                "",
+                "/",
+                "?",
+            ):
+                return handler
+        return self.default
+
+    def plan(self, request: Request) -> Plan | Awaitable[Plan]:
+        return self.route(request.target).plan(request)
+
+    def refuse(self, refusal: Refusal) -> Plan:
+        return self.default.refuse(refusal)
+
+    def played(self, exchange: Request | Refusal, outcome: Outcome) -> None:
+        if isinstance(exchange, Refusal):
+            self.default.played(exchange, outcome)
+        else:
+            self.route(exchange.target).played(exchange, outcome)

@@ -1,0 +1,270 @@
+"""Reading requests: httptools callbacks, the framing rules and the limits.
+
+:class:`RequestReader` is the half of a connection that turns bytes into
+:class:`~.handler.Request` objects — or into a refusal: llhttp (under
+httptools) refuses negative, non-decimal and duplicate ``Content-Length``,
+``Content-Length`` with ``Transfer-Encoding`` and bad chunk sizes; this
+module adds the limits of :class:`Limits` (target, headers, body counted as
+it is read whatever its framing) and a second, explicit check of the
+``Content-Length`` rules, so that they do not hang on a parser's leniency.
+What to do with a request read, or refused, is the connection's
+(:mod:`.connection`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import httptools
+
+from .handler import Refusal, Request
+
+log = logging.getLogger("mockskill.transport")
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a connection accepts, and for how long it waits."""
+
+    max_target: int = 64 * 1024
+    """Longest request target, in bytes (→ 414); http.server's line limit."""
+    max_head: int = 256 * 1024
+    """Most bytes of request headers (→ 431): roomy, so that a hostile header's
+    journal entry (bounded there) is tested rather than refused here."""
+    max_headers: int = 100
+    """Most request header fields (→ 431)."""
+    max_body: int = 1024 * 1024
+    """Largest request body, counted while it is read, whatever its framing (→ 413)."""
+    header_timeout: float = 10.0
+    """Seconds a request head may take from its first byte, and a body may pause (→ 408)."""
+    keep_alive: float = 75.0
+    """Seconds an idle kept-alive connection stays open. Longer than the idle
+    expiry of the common client pools (httpx 5 s, Node's fetch 4 s, aiohttp
+    15 s; requests never expires), so that the server closing an idle
+    connection under a client about to reuse it — a real fault, scripted with
+    :class:`~.plan.KeepAlive` — never happens unasked."""
+    max_pipeline: int = 32
+    """Requests queued on one connection before it stops reading."""
+    linger: float = 2.0
+    """Seconds a closing connection waits for the client to close, discarding what it sends."""
+
+
+class _Refused(Exception):
+    """Raised inside a parser callback: the request is refused with *status*."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class RequestReader:
+    """Parses one connection's requests; the connection subclass acts on them.
+
+    A subclass provides :meth:`_refuse` (the request being read cannot be
+    read), :meth:`_read` (a request is complete) and :meth:`_may_continue`
+    (whether a ``100 Continue`` may go now, or must wait its turn).
+    """
+
+    def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
+        self._limits = limits
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self.serial = 0
+        self._peer: tuple[str, int] = ("", 0)
+        self._local: tuple[str, int] = ("", 0)
+        self._in_message = False
+        self._head_complete = False
+        self._head_raw = 0
+        self._url: list[bytes] = []
+        self._url_len = 0
+        self._headers: list[tuple[str, str]] = []
+        self._head_size = 0
+        self._content_length: int | None = None
+        self._host_seen = False
+        self._body: list[bytes] = []
+        self._body_len = 0
+        self._method = ""
+        self._version = "1.1"
+        self._close_asked = False
+        self._index = 0
+        self._dead_parser = False
+        """Nothing more is read: a request was refused, or the connection is closing."""
+        self._continue_pending = False
+        self.deadline = 0.0
+        """Loop time at which the connection's ``expire`` is due; 0 for none."""
+
+    # -- what the connection provides ---------------------------------------------
+
+    def _refuse(self, status: int, reason: str) -> None:
+        raise NotImplementedError
+
+    def _read(self, request: Request, last: bool) -> None:
+        """*request* is complete; *last*: the client said it is the connection's last."""
+        raise NotImplementedError
+
+    def _may_continue(self) -> bool:
+        raise NotImplementedError
+
+    def _began(self) -> None:
+        """A request has begun (the connection is not idle any more)."""
+
+    # -- feeding -------------------------------------------------------------------
+
+    def _feed(self, data: bytes) -> None:
+        """Parse *data*; requests read and refusals reach the subclass's hooks."""
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            # No protocol is upgraded to (curl asks for h2c, for one): the request
+            # was answered as HTTP/1.1, and what follows it is the next request.
+            self._parser = httptools.HttpRequestParser(self)
+            rest = data[int(upgrade.args[0]) :]
+            if rest and not self._dead_parser:
+                self._feed(rest)
+                return
+        except httptools.HttpParserCallbackError as error:
+            refused = error.__context__
+            if isinstance(refused, _Refused):
+                self._refuse(refused.status, refused.reason)
+            else:  # a bug in a callback here: refuse the request, keep the trace
+                log.error("parser callback failed", exc_info=refused)
+                self._refuse(400, "the request could not be read")
+        except httptools.HttpParserError as error:
+            if not self._url and not self._method:
+                # Refused at its method (llhttp knows a fixed set): keep what was sent,
+                # for the journal — the last head in *data* is the refused one.
+                heads = [h for h in data.split(b"\r\n\r\n") if h.strip()] or [b""]
+                method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
+                self._method = method.decode("latin-1")
+            self._refuse(400, str(error) or type(error).__name__)
+        if self._in_message and not self._head_complete:
+            self._head_raw += len(data)
+            if self._head_raw > self._limits.max_target + self._limits.max_head:
+                if self._headers:
+                    self._refuse(431, f"the request headers exceed {self._limits.max_head} bytes")
+                else:
+                    self._refuse(414, f"the request target exceeds {self._limits.max_target} bytes")
+
+    # -- httptools callbacks -------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_message = True
+        self._head_complete = False
+        self._head_raw = 0
+        self._index += 1
+        self._url = []
+        self._url_len = 0
+        self._headers = []
+        self._head_size = 0
+        self._content_length = None
+        self._host_seen = False
+        self._body = []
+        self._body_len = 0
+        self._close_asked = False
+        self._method = ""
+        self.deadline = self._loop.time() + self._limits.header_timeout
+        self._began()
+
+    def on_url(self, url: bytes) -> None:
+        self._url_len += len(url)
+        if self._url_len > self._limits.max_target:
+            raise _Refused(414, f"the request target exceeds {self._limits.max_target} bytes")
+        self._url.append(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_size += len(name) + len(value) + 4
+        if self._head_size > self._limits.max_head:
+            raise _Refused(431, f"the request headers exceed {self._limits.max_head} bytes")
+        if len(self._headers) >= self._limits.max_headers:
+            raise _Refused(431, f"the request has more than {self._limits.max_headers} headers")
+        key, text = name.decode("latin-1"), value.decode("latin-1")
+        lower = key.lower()
+        if lower == "content-length":
+            # llhttp refuses these already; said again here so that the rule does
+            # not hang on a parser's leniency.
+            if self._content_length is not None:
+                raise _Refused(400, "Duplicate Content-Length")
+            if not text or text.strip("0123456789"):
+                raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
+            self._content_length = int(text)
+        elif lower == "host":
+            if self._host_seen:
+                raise _Refused(400, "more than one Host header")
+            self._host_seen = True
+        elif lower == "connection":
+            self._close_asked = self._close_asked or "close" in text.lower()
+        self._headers.append((key, text))
+
+    def on_headers_complete(self) -> None:
+        self._head_complete = True
+        self._method = self._parser.get_method().decode("latin-1")
+        self._version = self._parser.get_http_version()
+        limit = self._limits.max_body
+        if self._content_length is not None and self._content_length > limit:
+            raise _Refused(413, f"the request body is larger than {limit} bytes")
+        self.deadline = 0.0
+        chunked = any(k.lower() == "transfer-encoding" for k, _ in self._headers)
+        if not chunked and not self._content_length:
+            return  # no body to wait for
+        expect = next((v for k, v in self._headers if k.lower() == "expect"), None)
+        if expect is not None and expect.lower() == "100-continue" and self._version == "1.1":
+            if not self._may_continue():
+                self._continue_pending = True  # sent in order, once those are answered
+                return
+            assert self._transport is not None
+            self._transport.write(CONTINUE)
+        self.deadline = self._loop.time() + self._limits.header_timeout
+
+    def on_body(self, body: bytes) -> None:
+        self._body_len += len(body)
+        if self._body_len > self._limits.max_body:
+            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+        self._body.append(body)
+        if not self._continue_pending:
+            self.deadline = self._loop.time() + self._limits.header_timeout
+
+    def on_message_complete(self) -> None:
+        if self._dead_parser:
+            return
+        self._in_message = False
+        self._head_complete = False
+        self.deadline = 0.0
+        request = Request(
+            self._method,
+            b"".join(self._url).decode("latin-1"),
+            self._version,
+            tuple(self._headers),
+            b"".join(self._body),
+            self._peer,
+            self._local,
+            time.time(),
+            self.serial,
+            self._index,
+        )
+        # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.
+        last = self._version != "1.1" or self._close_asked
+        if last:
+            self._dead_parser = True
+        self._read(request, last)
+
+    # -- refusals ------------------------------------------------------------------
+
+    def _refusal(self, status: int, reason: str) -> Refusal:
+        return Refusal(
+            status,
+            reason,
+            self._peer,
+            self._local,
+            time.time(),
+            self.serial,
+            max(self._index, 1),
+            self._method or None,
+            b"".join(self._url).decode("latin-1") if self._url else None,
+            tuple(self._headers),
+        )

@@ -1,0 +1,120 @@
+"""What the connections of one server share: the handler, the limits, the bookkeeping.
+
+One :class:`Shared` per server counts and holds its connections, runs the
+one sweep that expires their deadlines (a head too slow, a connection idle
+too long: a request costs an assignment, not a timer), and carries out the
+two halves of a stop — the drain, then the cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from .handler import Handler
+from .reading import Limits
+
+
+class Connection(Protocol):
+    """What the bookkeeping needs of a connection (:class:`.connection.Connection`)."""
+
+    deadline: float
+
+    @property
+    def in_flight(self) -> bool: ...
+
+    def drain(self) -> None: ...
+
+    def cut(self) -> asyncio.Task[None] | None: ...
+
+    def expire(self) -> None: ...
+
+
+def resolve(future: asyncio.Future[Any], value: Any) -> None:
+    """Set *future*'s result unless it is done already."""
+    if not future.done():
+        future.set_result(value)
+
+
+class Shared:
+    """What the connections of one server share: handler, limits, bookkeeping."""
+
+    def __init__(self, handler: Handler, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
+        self.handler, self.limits, self.loop = handler, limits, loop
+        self.connections: set[Connection] = set()
+        self.accepted = 0
+        """Connections accepted since the start: what keep-alive saves."""
+        self.draining = False
+        self.cutting = False
+        """The grace is over: a connection that arrives now is aborted at once."""
+        self._quiet: asyncio.Future[None] | None = None
+        self._hurry: asyncio.Future[None] | None = None
+        self._empty: asyncio.Future[None] | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._interval = max(0.005, min(0.25, limits.header_timeout / 10, limits.keep_alive / 10))
+
+    def register(self, connection: Connection) -> int:
+        self.accepted += 1
+        self.connections.add(connection)
+        if self._sweeper is None:
+            self._sweeper = self.loop.call_later(self._interval, self._sweep)
+        return self.accepted
+
+    def unregister(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        self.check_quiet()
+        if not self.connections and self._empty is not None:
+            resolve(self._empty, None)
+
+    def _sweep(self) -> None:
+        now = self.loop.time()
+        for connection in [c for c in self.connections if 0 < c.deadline <= now]:
+            connection.expire()
+        self._sweeper = (
+            self.loop.call_later(self._interval, self._sweep) if self.connections else None
+        )
+
+    def check_quiet(self) -> None:
+        """Called when a connection may have finished its last exchange."""
+        if self._quiet is not None and not any(c.in_flight for c in self.connections):
+            resolve(self._quiet, None)
+
+    async def drain(self, grace: float) -> bool:
+        """Let the exchanges in flight finish, up to *grace* seconds; True if all did."""
+        self.draining = True
+        for connection in list(self.connections):
+            connection.drain()
+        self._quiet = self.loop.create_future()
+        self.check_quiet()
+        if self._hurry is None:
+            self._hurry = self.loop.create_future()
+        await asyncio.wait(
+            {self._quiet, self._hurry}, timeout=grace, return_when=asyncio.FIRST_COMPLETED
+        )
+        return self._quiet.done() and not self._hurry.done()
+
+    def hurry(self) -> None:
+        """End a drain under way now."""
+        if self._hurry is None:
+            self._hurry = self.loop.create_future()
+        resolve(self._hurry, None)
+
+    async def cut(self) -> None:
+        """End every connection now; exchanges still in flight are reported as stopped."""
+        self.cutting = True
+        tasks = [t for c in list(self.connections) if (t := c.cut()) is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
+        for _ in range(5):
+            # A connection accepted just before the listening socket closed may still
+            # be on its way to connection_made (a task, on asyncio's loop): let it
+            # arrive — it is aborted there, now that cutting is set.
+            await asyncio.sleep(0)
+        if self.connections:
+            # A transport closes its socket in a callback of its own: run the loop
+            # until every one has, so that none is left open when the loop ends.
+            self._empty = self.loop.create_future()
+            await asyncio.wait({self._empty}, timeout=1.0)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None

@@ -1,0 +1,181 @@
+"""Faults only keep-alive makes possible, scripted in YAML, met by real client pools.
+
+``keep_alive:`` on a step (docs/faults.md, "Keep-alive faults"): each cell of
+the table there is asserted here — what requests, httpx, aiohttp and Node's
+built-in fetch do on the next request of their pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import requests
+
+from mockskill import Server, load_text
+
+aiohttp = pytest.importorskip("aiohttp")
+
+FAULTS = {
+    "close_after": "{close_after: true}",
+    "stale": "{stale_after_ms: 200}",
+    "drop_next": "{stale_after_ms: 200, stale: drop_next}",
+    "max_requests": "{max_requests: 1}",
+}
+PAUSE = 0.4
+"""Seconds between a pool's two requests: past the stale time, and time to see a close."""
+
+NODE_FETCH = """
+const [url, pause] = [process.argv[2], Number(process.argv[3])];
+async function one() {
+  try { const r = await fetch(url, {method: "POST"}); await r.text(); return "ok"; }
+  catch (e) { return e.name + " " + (e.cause && e.cause.code); }
+}
+(async () => {
+  const first = await one();
+  await new Promise(r => setTimeout(r, pause));
+  console.log(JSON.stringify([first, await one()]));
+})();
+"""
+
+
+def with_requests(url: str) -> list[str]:
+    outcomes = []
+    with requests.Session() as session:
+        for _ in range(2):
+            try:
+                session.post(url, timeout=5).raise_for_status()
+                outcomes.append("ok")
+            except requests.RequestException as exc:
+                outcomes.append(type(exc).__name__)
+            time.sleep(PAUSE)
+    return outcomes
+
+
+def with_httpx(url: str) -> list[str]:
+    outcomes = []
+    with httpx.Client() as client:
+        for _ in range(2):
+            try:
+                client.post(url, timeout=5).raise_for_status()
+                outcomes.append("ok")
+            except httpx.HTTPError as exc:
+                outcomes.append(type(exc).__name__)
+            time.sleep(PAUSE)
+    return outcomes
+
+
+def with_aiohttp(url: str) -> list[str]:
+    async def both() -> list[str]:
+        outcomes = []
+        async with aiohttp.ClientSession() as session:
+            for _ in range(2):
+                try:
+                    async with session.post(url) as response:
+                        await response.read()
+                        outcomes.append("ok")
+                except aiohttp.ClientError as exc:
+                    outcomes.append(type(exc).__name__)
+                await asyncio.sleep(PAUSE)
+        return outcomes
+
+    return asyncio.run(both())
+
+
+@pytest.fixture(scope="module")
+def node_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    script = tmp_path_factory.mktemp("node") / "fetch.js"
+    script.write_text(NODE_FETCH)
+    return script
+
+
+CLIENTS: dict[str, Callable[[str], list[str]]] = {
+    "requests": with_requests,
+    "httpx": with_httpx,
+    "aiohttp": with_aiohttp,
+}
+
+# What the next pooled request meets (the table in docs/faults.md).
+EXPECTED = {
+    ("close_after", "requests"): "ok",
+    ("close_after", "httpx"): "ok",
+    ("close_after", "aiohttp"): "ok",
+    ("close_after", "node"): "ok",
+    ("stale", "requests"): "ok",
+    ("stale", "httpx"): "ok",
+    ("stale", "aiohttp"): "ok",
+    ("stale", "node"): "ok",
+    ("max_requests", "requests"): "ok",
+    ("max_requests", "httpx"): "ok",
+    ("max_requests", "aiohttp"): "ok",
+    ("max_requests", "node"): "ok",
+    ("drop_next", "requests"): "ConnectionError",
+    ("drop_next", "httpx"): "RemoteProtocolError",
+    ("drop_next", "aiohttp"): "ServerDisconnectedError",
+    ("drop_next", "node"): "TypeError UND_ERR_SOCKET",
+}
+RECONNECTS = {"ok": 2}
+"""Connections the server accepted for the two requests: a silent reconnect is a second."""
+
+
+def _scenario(fault: str) -> str:
+    return f"skills:\n  - id: k\n    invoke: {{json: {{ok: true}}, keep_alive: {FAULTS[fault]}}}\n"
+
+
+@pytest.fixture(params=FAULTS, ids=FAULTS)
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, Server]]:
+    fault = str(request.param)
+    with Server(load_text(_scenario(fault), "keep.yaml")) as started:
+        yield fault, started
+
+
+def accepted(server: Server) -> int:
+    assert server._transport is not None
+    return server._transport.accepted
+
+
+@pytest.mark.parametrize("client", CLIENTS, ids=CLIENTS)
+def test_a_pool_meets_each_keep_alive_fault_as_documented(
+    server: tuple[str, Server], client: str
+) -> None:
+    fault, served = server
+    before = accepted(served)
+    first, second = CLIENTS[client](served.invoke_url("k"))
+    assert first == "ok"
+    assert second == EXPECTED[(fault, client)]
+    assert accepted(served) - before == RECONNECTS.get(second, 1)
+
+
+def test_node_fetch_meets_each_keep_alive_fault_as_documented(
+    server: tuple[str, Server], node_script: Path
+) -> None:
+    fault, served = server
+    result = subprocess.run(
+        ["node", str(node_script), served.invoke_url("k"), str(int(PAUSE * 1000))],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    first, second = json.loads(result.stdout)
+    assert first == "ok"
+    assert second == EXPECTED[(fault, "node")]
+
+
+def test_the_journal_shows_the_dropped_request() -> None:
+    with Server(load_text(_scenario("drop_next"), "keep.yaml")) as served:
+        with_requests(served.invoke_url("k"))
+        first, dropped = served.journal()
+    assert (first.endpoint, first.status) == ("invoke", 200)
+    assert (dropped.endpoint, dropped.status) == ("refused", None)
+    assert dropped.error_code == "MOCKSKILL_CONNECTION_STALE"
+    assert dropped.path == "/skills/k/invoke"

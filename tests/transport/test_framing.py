@@ -1,0 +1,247 @@
+"""Strict framing, limits and timeouts, each proven on a raw socket.
+
+A request the transport cannot read is refused through the handler (its
+body here: ``{"status", "reason"}``), the connection closed after the
+answer, and the refusal reported once for the journal.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from transport_helpers import (
+    LOOPS,
+    connect,
+    elapsed,
+    exchange,
+    is_closed,
+    parse,
+    read_until_closed,
+    send_until_refused,
+    serving,
+)
+
+from mockskill.transport import Refusal, Request
+
+
+@pytest.fixture(params=LOOPS)
+def loop(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+BAD_FRAMING = {
+    "negative-content-length": b"Content-Length: -1\r\n\r\n",
+    "exponent-content-length": b"Content-Length: 1e3\r\n\r\n",
+    "signed-content-length": b"Content-Length: +5\r\n\r\nhello",
+    "listed-content-length": b"Content-Length: 5, 5\r\n\r\nhello",
+    "duplicate-content-length": b"Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+    "conflicting-content-length": b"Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+    "content-length-with-chunked": (
+        b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    ),
+    "bad-chunk-size": b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+    "unknown-transfer-encoding": b"Transfer-Encoding: gzip\r\n\r\nhello",
+    "two-hosts": b"Host: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("tail", BAD_FRAMING.values(), ids=BAD_FRAMING.keys())
+def test_bad_framing_is_refused_with_400_then_closed(loop: str, tail: bytes) -> None:
+    with serving(loop=loop) as (server, recorder):
+        answers = exchange(server, b"POST /invoke HTTP/1.1\r\n" + tail)
+        assert [a.status for a in answers] == [400]
+        assert answers[0].header("Connection") == "close"
+        assert answers[0].json()["status"] == 400
+        ((refusal, outcome),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.status == 400
+        assert refusal.reason == answers[0].json()["reason"]
+        assert outcome.closed
+        assert not [e for e, _ in recorder.exchanges if isinstance(e, Request)]
+
+
+def test_a_refusal_names_what_was_wrong(loop: str) -> None:
+    with serving(loop=loop) as (server, _):
+        answers = exchange(server, b"POST / HTTP/1.1\r\n" + BAD_FRAMING["duplicate-content-length"])
+        assert answers[0].json()["reason"] == "Duplicate Content-Length"
+
+
+def test_a_refusal_keeps_what_was_parsed_for_the_journal(loop: str) -> None:
+    with serving(loop=loop) as (server, recorder):
+        exchange(
+            server,
+            b"POST /skills/a/invoke HTTP/1.1\r\nX-Trace: 7\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+        )
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert (refusal.method, refusal.target) == ("POST", "/skills/a/invoke")
+        assert ("X-Trace", "7") in refusal.headers
+
+
+def test_requests_before_a_bad_one_are_answered_first_in_order(loop: str) -> None:
+    with serving(loop=loop) as (server, _):
+        answers = exchange(
+            server,
+            b"GET /one HTTP/1.1\r\n\r\nGET /two HTTP/1.1\r\n\r\n"
+            b"POST /three HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        )
+        assert [a.status for a in answers] == [200, 200, 400]
+        assert [a.json().get("target") for a in answers[:2]] == ["/one", "/two"]
+
+
+def test_a_body_cut_short_by_a_half_close_is_answered_400(loop: str) -> None:
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nhello")
+        sock.shutdown(socket.SHUT_WR)
+        answers = parse(read_until_closed(sock))
+        assert [a.status for a in answers] == [400]
+        assert answers[0].json()["reason"] == "the request body was cut short"
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+
+
+def test_a_body_cut_short_by_a_reset_is_still_reported(loop: str) -> None:
+    with serving(loop=loop) as (server, recorder):
+        with connect(server) as sock:
+            sock.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nhello")
+            time.sleep(0.1)  # the server has read the head (test pacing, not product code)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        ((refusal, outcome),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.reason == "the request body was cut short"
+        assert refusal.target == "/x"
+        assert outcome.answer is None
+        assert outcome.client_left_at is not None
+
+
+def test_a_chunked_body_cut_short_is_answered_400(loop: str) -> None:
+    with serving(loop=loop) as (server, _), connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel")
+        sock.shutdown(socket.SHUT_WR)
+        assert [a.status for a in parse(read_until_closed(sock))] == [400]
+
+
+def test_an_over_long_target_is_414(loop: str) -> None:
+    with serving(loop=loop, max_target=100) as (server, recorder):
+        answers = exchange(server, b"GET /" + b"a" * 200 + b" HTTP/1.1\r\n\r\n")
+        assert [a.status for a in answers] == [414]
+        assert recorder.wait_for(1)[0][0].status == 414  # type: ignore[union-attr]
+
+
+def test_a_target_at_the_limit_is_served(loop: str) -> None:
+    with serving(loop=loop, max_target=100) as (server, _):
+        answers = exchange(server, b"GET /" + b"a" * 99 + b" HTTP/1.1\r\nConnection: close\r\n\r\n")
+        assert [a.status for a in answers] == [200]
+
+
+def test_an_endless_target_is_414_without_being_buffered(loop: str) -> None:
+    with serving(loop=loop, max_target=1000) as (server, _), connect(server) as sock:
+        sock.sendall(b"GET /")
+        # The server answers, closes, and stops reading long before 10 MB went.
+        assert send_until_refused(sock, (b"a" * 1000 for _ in range(10_000))) < 10_000_000
+        assert [a.status for a in parse(read_until_closed(sock))] == [414]
+
+
+def test_over_large_headers_are_431(loop: str) -> None:
+    with serving(loop=loop, max_head=1000) as (server, _):
+        answers = exchange(server, b"GET / HTTP/1.1\r\nX-Big: " + b"b" * 2000 + b"\r\n\r\n")
+        assert [a.status for a in answers] == [431]
+
+
+def test_too_many_headers_are_431(loop: str) -> None:
+    with serving(loop=loop, max_headers=10) as (server, _):
+        headers = b"".join(b"X-%d: v\r\n" % i for i in range(11))
+        answers = exchange(server, b"GET / HTTP/1.1\r\n" + headers + b"\r\n")
+        assert [a.status for a in answers] == [431]
+        assert answers[0].json()["reason"] == "the request has more than 10 headers"
+
+
+def test_a_declared_body_over_the_limit_is_413_before_it_is_read(loop: str) -> None:
+    with serving(loop=loop, max_body=1000) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n")
+        # Answered without a byte of the body sent: it was never waited for.
+        assert [a.status for a in parse(read_until_closed(sock))] == [413]
+        assert not [e for e, _ in recorder.exchanges if isinstance(e, Request)]
+
+
+def test_a_chunked_body_is_counted_while_read_413(loop: str) -> None:
+    """The limit holds whatever the framing: a chunked body is refused once past it."""
+    with serving(loop=loop, max_body=10_000) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunks = (b"3e8\r\n" + b"x" * 1000 + b"\r\n" for _ in range(50_000))
+        assert send_until_refused(sock, chunks) < 10_000_000  # refused long before 50 MB
+        assert [a.status for a in parse(read_until_closed(sock))] == [413]
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.status == 413
+
+
+def test_a_small_content_length_cannot_smuggle_a_large_chunked_body(loop: str) -> None:
+    with serving(loop=loop, max_body=1000) as (server, _):
+        answers = exchange(
+            server,
+            b"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"7d0\r\n"
+            + b"x" * 2000
+            + b"\r\n0\r\n\r\n",
+        )
+        assert [a.status for a in answers] == [400]
+
+
+def test_a_body_at_the_limit_is_served(loop: str) -> None:
+    with serving(loop=loop, max_body=1000) as (server, _):
+        answers = exchange(
+            server,
+            b"POST / HTTP/1.1\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n" + b"x" * 1000,
+        )
+        assert [a.status for a in answers] == [200]
+        assert len(answers[0].json()["body"]) == 1000  # type: ignore[arg-type]
+
+
+def test_a_slow_head_is_408_then_closed(loop: str) -> None:
+    """Slowloris: a head not complete within the header timeout."""
+    with serving(loop=loop, header_timeout=0.5) as (server, recorder), connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(b"GET / HTTP/1.1\r\nX-Slow: ")
+        answers = parse(read_until_closed(sock))
+        assert [a.status for a in answers] == [408]
+        assert 0.4 <= elapsed(started) < 3.0
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.status == 408
+
+
+def test_a_head_trickled_byte_by_byte_still_times_out(loop: str) -> None:
+    with serving(loop=loop, header_timeout=0.5) as (server, _), connect(server) as sock:
+        started = time.monotonic()
+        trickle = (bytes([b]) for b in b"GET / HTTP/1.1\r\nX-Slow: " + b"s" * 100)
+        send_until_refused(sock, trickle, pause=0.05)
+        assert elapsed(started) < 3.0
+        assert [a.status for a in parse(read_until_closed(sock))] == [408]
+
+
+def test_a_paused_body_is_408(loop: str) -> None:
+    with serving(loop=loop, header_timeout=0.5) as (server, _), connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nhel")
+        assert [a.status for a in parse(read_until_closed(sock))] == [408]
+
+
+def test_an_idle_kept_alive_connection_is_closed_quietly(loop: str) -> None:
+    with serving(loop=loop, keep_alive=0.5) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        started = time.monotonic()
+        answers = parse(read_until_closed(sock))
+        assert [a.status for a in answers] == [200]
+        assert answers[0].header("Connection") is None  # kept alive, then closed idle
+        assert 0.4 <= elapsed(started) < 3.0
+        assert len(recorder.wait_for(1)) == 1  # no refusal: idle is not an error
+
+
+def test_a_connection_that_never_speaks_is_closed_after_the_keep_alive(loop: str) -> None:
+    with serving(loop=loop, keep_alive=0.5) as (server, recorder), connect(server) as sock:
+        assert is_closed(sock, timeout=3.0)
+        assert recorder.exchanges == []
