@@ -9,12 +9,9 @@ finishes on the configuration it started with.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import hmac
-import json
 import random
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -22,23 +19,27 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from ..protocol import catalog, descriptor
-from ..protocol.validator import validate as validate_descriptor
-from ..protocol.versions import parse_version
+from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from ..scenario.problems import Problem, ScenarioError, did_you_mean
+from ..scenario.problems import Problem, ScenarioError
 from . import auth
 from . import plan as plans
+from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
 from .matching import Miss, RoutingTable, Target
 from .ports import RefusedPort
+from .replies import (
+    ERROR_HEADER,
+    VERSION_HEADER,
+    exhausted_reply,
+    forced_reply,
+    miss_reply,
+    version_reply,
+)
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 
 SESSION_HEADER = "Mockskill-Session"
-ERROR_HEADER = "Mockskill-Error"
-VERSION_HEADER = "Skill-Protocol-Version"
-_SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 
 class Engine:
@@ -220,9 +221,9 @@ class Engine:
         fields: dict[str, Any] = {}
         reply: Reply | None
         if isinstance(target, Miss):
-            reply = _miss_reply(target)
+            reply = miss_reply(target)
         elif ERROR_HEADER in request.headers:
-            reply, fields["forced"] = _forced_reply(target, request.headers[ERROR_HEADER]), True
+            reply, fields["forced"] = forced_reply(target, request.headers[ERROR_HEADER]), True
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
@@ -250,16 +251,17 @@ class Engine:
             path=request.path,
             status=status,
             endpoint="unmatched" if isinstance(target, Miss) else target.kind,
-            skill=_skill_id(target),
+            skill=facts.skill_id(target),
             scenario=None if isinstance(target, Miss) else target.scenario,
             near_misses=target.near_misses if isinstance(target, Miss) else (),
-            credential=_credential(request, self._credential_key),
+            credential=facts.credential(request, self._credential_key),
             protocol_version=request.headers.get(VERSION_HEADER),
             body_digest=self._digest(request),
             **fields,
         )
         if entry.endpoint == "describe" and entry.status == 200 and served is not None:
-            entry = dataclasses.replace(entry, invalid_descriptor=_invalid_descriptor(served.body))
+            invalid = facts.invalid_descriptor(served.body)
+            entry = dataclasses.replace(entry, invalid_descriptor=invalid)
         return entry
 
     def _digest(self, request: Request) -> str | None:
@@ -284,7 +286,7 @@ class Engine:
             )
             if refused is not None:
                 return refused
-        return _version_reply(target, request.headers.get(VERSION_HEADER))
+        return version_reply(target, request.headers.get(VERSION_HEADER))
 
     def _session_too_long(self, request: Request, session: str, started: float) -> Response:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
@@ -302,13 +304,13 @@ class Engine:
     def _token(self, request: Request, session: str, started: float) -> Response:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
         response = auth.token_endpoint(request, self.table.credentials, self.state)
-        status, credential = response.status_code, _client(request)
+        status, credential = response.status_code, facts.client(request)
         self._record(request, session, started, status, "token", credential=credential)
         return response
 
     def _authorize(self, request: Request, session: str, started: float) -> Response:
         """The mock OAuth2 authorization endpoint; recorded like any request."""
-        response = auth.authorization_endpoint(request, _base_url(request))
+        response = auth.authorization_endpoint(request, facts.base_url(request))
         self._record(request, session, started, response.status_code, "authorize")
         return response
 
@@ -352,7 +354,7 @@ class Engine:
             index = target.sequence.step_at(position)
             fields.update(position=position, step=index)
             if index is None:
-                reply = urls.fill(_exhausted_reply(target, session, position))
+                reply = urls.fill(exhausted_reply(target, session, position))
                 return _Chosen({**fields, "error_code": reply.error_code}, reply=reply)
             step = target.sequence.steps[index]
         if step.random:
@@ -409,7 +411,7 @@ class Engine:
         return response, fields
 
     def _urls(self, request: Request) -> Urls:
-        base = _base_url(request)
+        base = facts.base_url(request)
         if self.refused.port is None:
             return Urls(base)
         hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
@@ -469,40 +471,6 @@ def _draw(
     return step, choice, delay, execution, rng.getrandbits(32)
 
 
-@functools.lru_cache(maxsize=256)
-def _invalid_descriptor(body: bytes) -> bool:
-    """Whether *body*, served as a Skill Descriptor, fails the reference validator.
-
-    Cached: a scenario serves few distinct descriptors, so the hot path
-    validates each once (per base URL), not per request.
-    """
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return True  # not even JSON: no validator can accept it
-    return bool(validate_descriptor(document))
-
-
-def _credential(request: Request, key: bytes) -> str | None:
-    """``KIND hmac-sha256:…`` for the credential *request* carries (keyed by *key*); never
-    the secret itself."""
-    headers = request.headers
-    if "Authorization" not in headers and auth.API_KEY_HEADER not in headers:
-        return None  # the common case: nothing to hash
-    presented = auth.presented(request)
-    if presented is None:
-        return None
-    kind, secret = presented
-    return f"{kind} {auth.fingerprint(secret, key)}"
-
-
-def _client(request: Request) -> str | None:
-    """``client ID`` for the OAuth2 client a token request names (its id is no secret)."""
-    basic = auth.basic_credentials(request)
-    client_id = basic[0] if basic else request.form.get("client_id")
-    return f"client {client_id}" if client_id else None
-
-
 def _finished(entry: Entry, connection: Connection) -> Entry:
     return dataclasses.replace(
         entry,
@@ -541,113 +509,3 @@ def _socket_problem(step: Step) -> Problem:
         "a transport fault, which needs the raw socket of Werkzeug's server",
         "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
     )
-
-
-def _skill_id(target: Target | Miss) -> str | None:
-    if isinstance(target, Miss):
-        return target.skill_id
-    return target.skill.id if target.skill else None
-
-
-def _base_url(request: Request) -> str:
-    """This server as the client reached it; the socket's address if Host looks forged."""
-    host = request.host
-    if not _SAFE_HOST.match(host):
-        server = request.environ.get("SERVER_NAME", "localhost")
-        host = f"{server}:{request.environ.get('SERVER_PORT', '80')}"
-    return f"{request.scheme}://{host}"
-
-
-def _miss_reply(miss: Miss) -> Reply:
-    if miss.skill_id is not None:
-        details: dict[str, Any] = {"skill_id": miss.skill_id, "url": catalog.BASE_URL + miss.path}
-        if miss.suggestions:
-            details["did_you_mean"] = list(miss.suggestions)
-        message = f"Skill {miss.skill_id!r} not found"
-    else:
-        details = {
-            "skill_id": None,
-            "url": catalog.BASE_URL + miss.path,
-            "method": miss.method,
-            "near_misses": list(miss.near_misses),
-        }
-        message = f"No skill or route matches {miss.method} {miss.path}"
-    return Reply.error(catalog.render("SKILL_NOT_FOUND", message=message, details=details))
-
-
-def _forced_reply(target: Target, code: str) -> Reply:
-    """The answer ``Mockskill-Error: CODE`` asks for, with the category's defaults."""
-    code = code.strip().upper()
-    category = catalog.CATEGORIES.get(code)
-    if category is None:
-        hint = did_you_mean(code, catalog.CODES)
-        return _bad_header(
-            f"{ERROR_HEADER}: {code!r} names no error category" + (f"; {hint}" if hint else ""),
-            code,
-        )
-    if category.sent_by_provider:
-        return Reply.error(catalog.render(code, target.context))
-    if target.skill is not None and target.kind == "describe":
-        # The consumer's validator raises VALIDATION_ERROR; the provider's part
-        # is to serve the descriptor that makes it do so (the chapter's example).
-        invalid = descriptor.chapter_invalid(target.skill.id)
-        return Reply.json(200, invalid)
-    return _bad_header(
-        f"{code} is raised by the consumer's validator, so it can only be forced"
-        " on a descriptor request (GET /skills/{id})",
-        code,
-    )
-
-
-def _version_reply(target: Target, header: str | None) -> Reply | None:
-    """``VERSION_INCOMPATIBLE`` when the consumer's stated version is not served; else None.
-
-    Only invocations are refused, and only when the consumer states its
-    version: a request without the header is served as compatible.
-    """
-    skill = target.skill
-    if header is None or skill is None or target.kind != "invoke":
-        return None
-    consumer = parse_version(header)
-    if consumer is None:
-        message = f"{VERSION_HEADER}: {header!r} is not a semantic version (MAJOR.MINOR.PATCH)"
-        details = {"header": VERSION_HEADER, "value": header, "expected": "MAJOR.MINOR.PATCH"}
-        return Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
-    accepted = skill.accepted
-    if accepted is None or consumer in accepted:
-        return None
-    descriptor_version = skill.protocol_version or "unknown"
-    details = {
-        "descriptor_version": descriptor_version,
-        "consumer_supported_range": f"{consumer[0]}.x.x",
-        "upgrade_url": skill.upgrade_url,
-        "accepted_consumer_versions": accepted.text,
-    }
-    return Reply.error(
-        # The catalog's message, as the chapter words it: "... with consumer version 1.x".
-        catalog.render("VERSION_INCOMPATIBLE", target.context, details=details)
-    )
-
-
-def _bad_header(message: str, value: str) -> Reply:
-    details = {"header": ERROR_HEADER, "value": value, "expected": list(catalog.CODES)}
-    return Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
-
-
-def _exhausted_reply(target: Target, session: str, position: int) -> Reply:
-    assert target.sequence is not None
-    length = target.sequence.length
-    message = (
-        f"{target.label} has played all {length} of its requests and ends with 'fail'"
-        f" (request {position + 1} in session {session!r})"
-    )
-    details = {
-        "scenario": target.scenario,
-        "sequence": target.key,
-        "session": session,
-        "requests": position + 1,
-        "length": length,
-        "fix": "reset the session (POST /__admin/reset), or end the sequence with last or cycle",
-    }
-    rendered = catalog.tool_error(500, "MOCKSKILL_SEQUENCE_EXHAUSTED", message, details)
-    return Reply.error(rendered)
