@@ -5,7 +5,8 @@ An endpoint's behaviour is written as one step, a list of steps, or
 (``error: CODE`` with optional overrides), a result (``status``, ``headers``
 and a ``json`` or ``text`` body), or the skill's descriptor
 (``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
-(``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`.
+(``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`;
+how it behaves on the wire (waits, faults, keep-alive) is read by :mod:`.wire`.
 
 Every rule of the error chapter that a step could break is checked through
 :mod:`mockskill.protocol.catalog`, so a scenario cannot make the server speak a
@@ -20,24 +21,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import delays
+from . import wire
 from .model import (
     END_RULES,
-    FAULTS,
     JSON_TYPE,
-    STALE_MODES,
     TEXT_TYPE,
     Choice,
-    Dribble,
-    KeepAlive,
     Reply,
     Sequence,
     Step,
 )
 from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
+from .wire import BAD as _BAD
+from .wire import KEEP_ALIVE_KEYS
 
-__all__ = ["MAX_DELAY_MS", "read_sequence", "read_step"]
+__all__ = ["KEEP_ALIVE_KEYS", "MAX_DELAY_MS", "read_sequence", "read_step"]
 
 STEP_KEYS = (
     "error",
@@ -64,7 +63,6 @@ ERROR_ONLY = ("message", "details", "retry")
 BODY_KEYS = ("json", "text", "descriptor")
 SEQUENCE_KEYS = ("steps", "end")
 RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
-KEEP_ALIVE_KEYS = ("close_after", "stale_after_ms", "stale", "max_requests")
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
@@ -161,12 +159,12 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
             if key in raw:
                 r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
         reply = _result_reply(r, raw, path, ctx, headers)
-    delay = _delay(r, raw, "delay", path)
-    execution = _delay(r, raw, "execution", path)
-    hang = _hang(r, raw, path)
-    dribble = _dribble(r, raw, path, has_body=bool(kinds))
-    fault = _fault(r, raw, path)
-    keep_alive = _keep_alive(r, raw, path)
+    delay = wire.delay(r, raw, "delay", path)
+    execution = wire.delay(r, raw, "execution", path)
+    hang = wire.hang(r, raw, path)
+    dribble = wire.dribble(r, raw, path, has_body=bool(kinds))
+    fault = wire.fault(r, raw, path)
+    keep_alive = wire.keep_alive(r, raw, path)
     if reply is None or delay is _BAD or execution is _BAD or hang is _BAD:
         return None
     if dribble is _BAD or fault is _BAD or keep_alive is _BAD:
@@ -183,108 +181,6 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
         fault=fault,
         keep_alive=keep_alive,
     )
-
-
-def _delay(r: Reader, raw: dict[str, Any], key: str, path: Path) -> Any:
-    if key not in raw:
-        return None
-    delay = delays.read_delay(r, raw[key], (*path, key), r.max_delay_ms)
-    return _BAD if delay is None else delay
-
-
-def _hang(r: Reader, raw: dict[str, Any], path: Path) -> Any:
-    if "hang" not in raw:
-        return None
-    value = raw["hang"]
-    if value is True:
-        return r.max_delay_ms
-    bound = r.number_at(value, (*path, "hang"), minimum=1, maximum=r.max_delay_ms, unit="ms")
-    return _BAD if bound is None else bound
-
-
-def _dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> Any:
-    if "dribble" not in raw:
-        return None
-    where = (*path, "dribble")
-    value = raw["dribble"]
-    if not isinstance(value, dict):
-        r.bad(where, "{chunks: N, over: MS}", describe(value))
-        return _BAD
-    if not r.keys(value, where, ("chunks", "over"), required=("chunks", "over")):
-        return _BAD
-    chunks = r.integer(value, "chunks", where, default=1, minimum=1, maximum=10_000)
-    over = r.integer(value, "over", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms")
-    if not has_body:
-        r.bad(where, "a body to dribble (json, text, descriptor or error)", "none in this step")
-        return _BAD
-    for other in ("fault", "hang"):
-        if other in raw:
-            r.bad(where, f"dribble or {other}", "both", "a step answers one way", at_key=True)
-            return _BAD
-    if chunks is None or over is None:
-        return _BAD
-    return Dribble(chunks, over)
-
-
-def _fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
-    if "fault" not in raw:
-        return None
-    name = raw["fault"]
-    if not r.among(name, (*path, "fault"), FAULTS):
-        return _BAD
-    if "hang" in raw:
-        r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)
-        return _BAD
-    return name
-
-
-def _keep_alive(r: Reader, raw: dict[str, Any], path: Path) -> Any:
-    if "keep_alive" not in raw:
-        return None
-    where = (*path, "keep_alive")
-    value = raw["keep_alive"]
-    shape = "{close_after: true}, {stale_after_ms: MS, stale: close|drop_next} or {max_requests: N}"
-    if not isinstance(value, dict) or not value:
-        r.bad(where, shape, describe(value))
-        return _BAD
-    if not r.keys(value, where, KEEP_ALIVE_KEYS):
-        return _BAD
-    for other in ("fault", "hang"):
-        if other in raw:
-            r.bad(
-                where,
-                f"keep_alive or {other}",
-                "both",
-                "a fault closes the connection itself",
-                at_key=True,
-            )
-            return _BAD
-    close_after = value.get("close_after", False)
-    if close_after is not True and "close_after" in value:
-        r.bad((*where, "close_after"), "true", describe(close_after))
-        return _BAD
-    stale_after = None
-    if "stale_after_ms" in value:
-        stale_after = r.integer(
-            value, "stale_after_ms", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms"
-        )
-        if stale_after is None:
-            return _BAD
-    stale = value.get("stale", "close")
-    if "stale" in value:
-        if stale_after is None:
-            r.bad((*where, "stale"), "stale_after_ms beside stale", "stale alone", at_key=True)
-            return _BAD
-        if not r.among(stale, (*where, "stale"), STALE_MODES):
-            return _BAD
-    max_requests = None
-    if "max_requests" in value:
-        max_requests = r.integer(
-            value, "max_requests", where, default=1, minimum=1, maximum=1_000_000
-        )
-        if max_requests is None:
-            return _BAD
-    return KeepAlive(bool(close_after), stale_after, stale, max_requests)
 
 
 def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
@@ -492,9 +388,6 @@ def _error_reply(
         headers=headers,
     )
     return Reply.error(rendered)
-
-
-_BAD = object()
 
 
 def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | object | None:

@@ -74,7 +74,7 @@ def test_scenario_schema_returns_a_fresh_copy() -> None:
 
 # -- keys and constants match the loader --------------------------------------
 
-# Keys the loader checks inline, without a constant (steps._dribble, delays._lognormal,
+# Keys the loader checks inline, without a constant (wire.dribble, delays._lognormal,
 # steps._weighted: an outcome is a step less what may not nest, plus its weight).
 DRIBBLE_KEYS = ("chunks", "over")
 LOGNORMAL_KEYS = ("median", "sigma", "cap")
