@@ -14,9 +14,10 @@ through it.
 
 | module | owns |
 |---|---|
-| :mod:`.handler` | request, refusal, outcome; the handler interface; routing by prefix |
+| :mod:`.handler` | request, refusal, outcome; the handler interface, its fallback; routes |
 | :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
 | :mod:`.connection` | one connection: queueing, playing plans, keep-alive, closing |
+| :mod:`.waiting` | loop timers that end when the client leaves or the server stops |
 | :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
 | :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |

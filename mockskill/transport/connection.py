@@ -30,30 +30,22 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import cast
 
 from ..engine.plan import Answer, Outcome, Plan, Stale
 from .faults import FAULTS
-from .handler import Refusal, Request
+from .handler import FALLBACK, Refusal, Request
 from .reading import CONTINUE, RequestReader
 from .shared import Shared, resolve
+from .waiting import LEFT, STOP, Waiting
 
 log = logging.getLogger("mockskill.transport")
 
 LINGER_BYTES = 1024 * 1024
 """Bytes a refused or closing connection reads and discards before it closes outright."""
 
-LEFT = "left"
-STOP = "stop"
 
-_FALLBACK = Plan(
-    Answer(500, (("Content-Type", "text/plain; charset=utf-8"),), b"the handler failed\n"),
-    close=True,
-)
-"""Answered when the handler itself raises: a bug, logged with its traceback."""
-
-
-class Connection(RequestReader, asyncio.Protocol):
+class Connection(RequestReader, Waiting, asyncio.Protocol):
     """One client connection (see the module's docstring)."""
 
     def __init__(self, shared: Shared) -> None:
@@ -250,7 +242,7 @@ class Connection(RequestReader, asyncio.Protocol):
                     planned = self._handler.plan(item)
             except Exception:
                 log.exception("the handler failed to plan %r", item)
-                planned = _FALLBACK
+                planned = FALLBACK
             if isinstance(planned, Plan) and planned.instant:
                 self._answer(item, planned, close, time.time())
                 continue
@@ -473,62 +465,6 @@ class Connection(RequestReader, asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    # -- waiting -------------------------------------------------------------------
-
-    async def _wait(self, seconds: float) -> str | None:
-        """Wait *seconds* on a loop timer; the reason if the client left or the server stops."""
-        if self._interrupted is not None:
-            return self._interrupted
-        if self._eof:
-            return LEFT
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        handle = self._loop.call_later(seconds, resolve, waiter, None)
-        self._waiter, self._waiter_ends_on_eof = waiter, True
-        try:
-            return await waiter
-        finally:
-            handle.cancel()
-            self._waiter = None
-
-    async def _drained(self) -> str | None:
-        """Wait until the client reads what was written (or leaves, or the server stops)."""
-        if self._interrupted is not None:
-            return self._interrupted
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        self._drain_waiter = waiter
-        try:
-            return await waiter
-        finally:
-            self._drain_waiter = None
-
-    async def _planned(self, planned: Awaitable[Plan]) -> tuple[str | None, Plan | None]:
-        """Await a plan made off the loop; a client's EOF does not end this wait."""
-        if self._interrupted is not None:
-            return self._interrupted, None
-        future = asyncio.ensure_future(planned)
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        future.add_done_callback(lambda _: resolve(waiter, None))
-        self._waiter, self._waiter_ends_on_eof = waiter, False
-        try:
-            reason = await waiter
-        finally:
-            self._waiter = None
-        if reason is not None:
-            future.add_done_callback(_consume)
-            return reason, None
-        try:
-            return None, future.result()
-        except Exception:
-            log.exception("the handler failed to plan %r", planned)
-            return None, _FALLBACK
-
-    def _interrupt(self, reason: str) -> None:
-        if self._interrupted is None:
-            self._interrupted = reason
-        for waiter in (self._waiter, self._drain_waiter):
-            if waiter is not None:
-                resolve(waiter, reason)
-
     # -- closing -------------------------------------------------------------------
 
     def _close_gracefully(self) -> None:
@@ -553,9 +489,3 @@ class Connection(RequestReader, asyncio.Protocol):
             self._handler.played(item, outcome)
         except Exception:
             log.exception("the handler failed to record %r", item)
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    """Retrieve an abandoned future's exception, so that asyncio does not warn of it."""
-    if not future.cancelled():
-        future.exception()

@@ -21,10 +21,17 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..engine.plan import Outcome, Plan
+from ..engine.plan import Answer, Outcome, Plan
 
 Headers = tuple[tuple[str, str], ...]
 """Header names and values as sent (names keep their case), decoded as Latin-1."""
+
+
+FALLBACK = Plan(
+    Answer(500, (("Content-Type", "text/plain; charset=utf-8"),), b"the handler failed\n"),
+    close=True,
+)
+"""Answered when the handler itself raises: a bug, logged with its traceback."""
 
 
 @dataclass(frozen=True, slots=True)
