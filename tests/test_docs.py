@@ -189,7 +189,7 @@ def test_the_readme_commands_make_and_use_a_virtual_environment() -> None:
         assert command.startswith("python3 -m venv .venv && .venv/bin/pip install ")
         assert not re.search(r"(?<![/\w])(pip|python3? -m pip) install", command)
     assert serve.endswith(" && .venv/bin/mockskill serve")
-    assert test.endswith(" && .venv/bin/python -m pytest")
+    assert test.endswith(" && .venv/bin/python -m pytest -n auto")
     assert "After cloning, in the checkout" in (ROOT / "README.md").read_text()
 
 
