@@ -13,6 +13,7 @@ What to do with a request read, or refused, is the connection's
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import time
@@ -62,12 +63,13 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
-class RequestReader:
+class RequestReader(abc.ABC):
     """Parses one connection's requests; the connection subclass acts on them.
 
     A subclass provides :meth:`_refuse` (the request being read cannot be
-    read), :meth:`_read` (a request is complete) and :meth:`_may_continue`
-    (whether a ``100 Continue`` may go now, or must wait its turn).
+    read), :meth:`_read` (a request is complete), :meth:`_may_continue`
+    (whether a ``100 Continue`` may go now, or must wait its turn) and
+    :meth:`_began` (a request has begun).
     """
 
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
@@ -101,16 +103,19 @@ class RequestReader:
 
     # -- what the connection provides ---------------------------------------------
 
+    @abc.abstractmethod
     def _refuse(self, status: int, reason: str) -> None:
-        raise NotImplementedError
+        """The request being read cannot be read: answer *status*, then close."""
 
+    @abc.abstractmethod
     def _read(self, request: Request, last: bool) -> None:
         """*request* is complete; *last*: the client said it is the connection's last."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _may_continue(self) -> bool:
-        raise NotImplementedError
+        """Whether a ``100 Continue`` may go now (nothing queued before it)."""
 
+    @abc.abstractmethod
     def _began(self) -> None:
         """A request has begun (the connection is not idle any more)."""
 
