@@ -23,7 +23,7 @@ import pytest
 import requests
 from transport_helpers import JSON, LOOPS, Recorder, connect, is_closed, serving
 
-from mockskill.transport import Answer, Plan, ThreadedServer, Wait
+from mockskill.transport import Answer, Plan, Request, ThreadedServer, Wait
 
 OK = Answer(200, JSON, b'{"result": "done"}')
 
@@ -77,14 +77,24 @@ def test_stop_refuses_new_connections_at_once_while_draining(loop: str) -> None:
 
 
 def test_stop_drains_thirty_requests_in_flight(loop: str) -> None:
-    recorder = Recorder(lambda _: Plan(OK, waits=(Wait(400),)))
+    planned: list[float] = []
+
+    def slow(_: Request) -> Plan:
+        planned.append(time.monotonic())
+        return Plan(OK, waits=(Wait(1500),))
+
+    recorder = Recorder(slow)
     server = ThreadedServer(recorder, loop=loop).start()  # type: ignore[arg-type]
     with ThreadPoolExecutor(30) as pool:
         answers = [pool.submit(requests.get, server.url, timeout=10) for _ in range(30)]
-        time.sleep(0.2)  # all thirty are waiting (pacing)
+        deadline = time.monotonic() + 5
+        while len(planned) < 30 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until all thirty are waiting (pacing, not a timing claim)
+        assert len(planned) == 30
         started = time.monotonic()
         assert server.stop(grace=5) is True
-        assert 0.1 <= time.monotonic() - started < 2.0  # waited for them, not the grace
+        # Waited for the last of them (planned at most 1.5 s before), not the 5 s grace.
+        assert 0.05 <= time.monotonic() - started < 4.0
         assert [a.result().status_code for a in answers] == [200] * 30
     outcomes = [o for _, o in recorder.wait_for(30)]
     assert not any(o.stopped for o in outcomes)
