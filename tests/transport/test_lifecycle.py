@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -45,17 +46,21 @@ def test_a_busy_port_raises_at_start() -> None:
         ThreadedServer(Recorder(), port=server.port).start()
 
 
-@pytest.mark.parametrize("attempt", range(5))
-def test_start_and_stop_take_at_most_50_ms_each(loop: str, attempt: int) -> None:
-    started = time.perf_counter()
-    server = ThreadedServer(Recorder(), loop=loop).start()  # type: ignore[arg-type]
-    start_s = time.perf_counter() - started
-    requests.get(server.url, timeout=5)
-    started = time.perf_counter()
-    server.stop()
-    stop_s = time.perf_counter() - started
-    assert start_s <= 0.05 or attempt == 0  # the first start also imports the loop
-    assert stop_s <= 0.05
+def test_start_and_stop_take_at_most_50_ms_each(loop: str) -> None:
+    # The median of five cycles: one cycle on a loaded machine may be descheduled.
+    starts, stops = [], []
+    for attempt in range(6):
+        started = time.perf_counter()
+        server = ThreadedServer(Recorder(), loop=loop).start()  # type: ignore[arg-type]
+        start_s = time.perf_counter() - started
+        requests.get(server.url, timeout=5)
+        started = time.perf_counter()
+        server.stop()
+        if attempt:  # the first start also imports the loop
+            starts.append(start_s)
+            stops.append(time.perf_counter() - started)
+    assert statistics.median(starts) <= 0.05, starts
+    assert statistics.median(stops) <= 0.05, stops
 
 
 def test_stop_refuses_new_connections_at_once_while_draining(loop: str) -> None:
