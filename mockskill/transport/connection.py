@@ -102,8 +102,13 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         if self._closed:
             return
         if self._in_message:
-            what = "body paused" if self._head_complete else "head was not complete"
-            self._refuse(408, f"the request {what} for {self._limits.header_timeout:g} s")
+            if self._body_until and self._loop.time() >= self._body_until:
+                limit, what = self._limits.body_timeout, "body took more than"
+            else:
+                limit = self._limits.header_timeout
+                what = "body paused" if self._head_complete else "head was not complete"
+                what += " for"
+            self._refuse(408, f"the request {what} {limit:g} s")
             self._advance()
         elif not self._busy and not self._queue:
             self._close_gracefully()
@@ -257,7 +262,7 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         if self._continue_pending and self._transport is not None:
             self._continue_pending = False
             self._transport.write(CONTINUE)
-            self.deadline = self._loop.time() + self._limits.header_timeout
+            self._body_begins()
         if self._eof or (self._shared.draining and not self._in_message):
             self._close_gracefully()
         elif not self._in_message:

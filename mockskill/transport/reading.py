@@ -43,6 +43,11 @@ class Limits:
     """Largest request body, counted while it is read, whatever its framing (→ 413)."""
     header_timeout: float = 10.0
     """Seconds a request head may take from its first byte, and a body may pause (→ 408)."""
+    body_timeout: float = 60.0
+    """Seconds a request body may take in all, however steadily it comes (→ 408): a
+    client trickling a byte a second, under :attr:`header_timeout`, cannot hold a
+    connection forever. 60 s lets the largest body (:attr:`max_body`) come at
+    17 KiB/s, far below any real client's pace, and bounds a trickler to a minute."""
     keep_alive: float = 75.0
     """Seconds an idle kept-alive connection stays open. Longer than the idle
     expiry of the common client pools (httpx 5 s, Node's fetch 4 s, aiohttp
@@ -98,6 +103,8 @@ class RequestReader(abc.ABC):
         self._dead_parser = False
         """Nothing more is read: a request was refused, or the connection is closing."""
         self._continue_pending = False
+        self._body_until = 0.0
+        """Loop time by which the body under way must be complete; 0 before it has begun."""
         self.deadline = 0.0
         """Loop time at which the connection's ``expire`` is due; 0 for none."""
 
@@ -173,6 +180,7 @@ class RequestReader(abc.ABC):
         self._body_len = 0
         self._close_asked = False
         self._method = ""
+        self._body_until = 0.0
         self.deadline = self._loop.time() + self._limits.header_timeout
         self._began()
 
@@ -224,15 +232,23 @@ class RequestReader(abc.ABC):
                 return
             assert self._transport is not None
             self._transport.write(CONTINUE)
-        self.deadline = self._loop.time() + self._limits.header_timeout
+        self._body_begins()
+
+    def _body_begins(self) -> None:
+        """The body may come now: its pause and whole-body deadlines start."""
+        now = self._loop.time()
+        self._body_until = now + self._limits.body_timeout
+        self.deadline = min(now + self._limits.header_timeout, self._body_until)
 
     def on_body(self, body: bytes) -> None:
         self._body_len += len(body)
         if self._body_len > self._limits.max_body:
             raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         self._body.append(body)
-        if not self._continue_pending:
-            self.deadline = self._loop.time() + self._limits.header_timeout
+        if self._body_until:
+            # A pause may not outlast the whole body's deadline.
+            pause_until = self._loop.time() + self._limits.header_timeout
+            self.deadline = min(pause_until, self._body_until)
 
     def on_message_complete(self) -> None:
         if self._dead_parser:
