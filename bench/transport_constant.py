@@ -39,13 +39,11 @@ import _peers as p
 import httptools
 from keepalive import WRK_LUA, run_wrk
 
-sys.path.insert(0, str(c.REPO))
-
-from mockskill.engine.plan import Answer, Outcome, Plan  # noqa: E402
-from mockskill.transport import Limits, Refusal, Request, Server, run  # noqa: E402
-from mockskill.transport.server import new_loop  # noqa: E402
-from mockskill.transport.connection import Connection  # noqa: E402
-from mockskill.transport.shared import Shared  # noqa: E402
+from mockskill.engine.plan import Answer, Outcome, Plan
+from mockskill.transport import Limits, Refusal, Request, Server, run
+from mockskill.transport.connection import Connection
+from mockskill.transport.server import new_loop
+from mockskill.transport.shared import Shared
 
 BODY = b'{"error": {"code": "ENDPOINT_UNREACHABLE", "message": "Failed to connect"}}'
 ANSWER = Answer(503, (("Retry-After", "2"), ("Content-Type", "application/json")), BODY)
