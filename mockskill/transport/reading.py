@@ -60,6 +60,20 @@ class Limits:
     """Seconds a closing connection waits for the client to close, discarding what it sends."""
 
 
+_CONTENT_LENGTH, _HOST, _CONNECTION, _TRANSFER_ENCODING, _EXPECT = range(5)
+_FRAMING = {
+    b"content-length": _CONTENT_LENGTH,
+    b"host": _HOST,
+    b"connection": _CONNECTION,
+    b"transfer-encoding": _TRANSFER_ENCODING,
+    b"expect": _EXPECT,
+}
+"""The (lowercased) header names the reader looks at; all others are only kept."""
+
+_METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
+"""Decoded once: the methods a mock is asked for all day."""
+
+
 class _Refused(Exception):
     """Raised inside a parser callback: the request is refused with *status*."""
 
@@ -90,10 +104,12 @@ class RequestReader(abc.ABC):
         self._head_raw = 0
         self._url: list[bytes] = []
         self._url_len = 0
-        self._headers: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self._head_size = 0
         self._content_length: int | None = None
         self._host_seen = False
+        self._chunked = False
+        self._expect: bytes | None = None
         self._body: list[bytes] = []
         self._body_len = 0
         self._method = ""
@@ -176,6 +192,8 @@ class RequestReader(abc.ABC):
         self._head_size = 0
         self._content_length = None
         self._host_seen = False
+        self._chunked = False
+        self._expect = None
         self._body = []
         self._body_len = 0
         self._close_asked = False
@@ -191,42 +209,56 @@ class RequestReader(abc.ABC):
         self._url.append(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        # Kept to what llhttp does not do (the limits), plus the framing headers:
+        # names are compared as bytes and nothing is decoded here.
         self._head_size += len(name) + len(value) + 4
         if self._head_size > self._limits.max_head:
             raise _Refused(431, f"the request headers exceed {self._limits.max_head} bytes")
-        if len(self._headers) >= self._limits.max_headers:
+        headers = self._headers
+        if len(headers) >= self._limits.max_headers:
             raise _Refused(431, f"the request has more than {self._limits.max_headers} headers")
-        key, text = name.decode("latin-1"), value.decode("latin-1")
-        lower = key.lower()
-        if lower == "content-length":
+        headers.append((name, value))
+        kind = _FRAMING.get(name.lower())
+        if kind is not None:
+            self._framing(kind, value)
+
+    def _framing(self, kind: int, value: bytes) -> None:
+        """A header the framing depends on (a :data:`_FRAMING` kind) was read."""
+        if kind == _CONTENT_LENGTH:
             # llhttp refuses these already; said again here so that the rule does
             # not hang on a parser's leniency.
             if self._content_length is not None:
                 raise _Refused(400, "Duplicate Content-Length")
-            if not text or text.strip("0123456789"):
+            if not value.isdigit():
+                text = value.decode("latin-1")
                 raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
-            self._content_length = int(text)
-        elif lower == "host":
+            self._content_length = int(value)
+        elif kind == _HOST:
             if self._host_seen:
                 raise _Refused(400, "more than one Host header")
             self._host_seen = True
-        elif lower == "connection":
-            self._close_asked = self._close_asked or "close" in text.lower()
-        self._headers.append((key, text))
+        elif kind == _CONNECTION:
+            self._close_asked = self._close_asked or b"close" in value.lower()
+        elif kind == _TRANSFER_ENCODING:
+            self._chunked = True
+        elif self._expect is None:
+            self._expect = value
 
     def on_headers_complete(self) -> None:
         self._head_complete = True
-        self._method = self._parser.get_method().decode("latin-1")
-        self._version = self._parser.get_http_version()
-        limit = self._limits.max_body
-        if self._content_length is not None and self._content_length > limit:
-            raise _Refused(413, f"the request body is larger than {limit} bytes")
-        self.deadline = 0.0
-        chunked = any(k.lower() == "transfer-encoding" for k, _ in self._headers)
-        if not chunked and not self._content_length:
+        parser = self._parser
+        method = parser.get_method()
+        self._method = _METHODS.get(method) or method.decode("latin-1")
+        self._version = parser.get_http_version()
+        length = self._content_length
+        if not length and not self._chunked:
+            self.deadline = 0.0
             return  # no body to wait for
-        expect = next((v for k, v in self._headers if k.lower() == "expect"), None)
-        if expect is not None and expect.lower() == "100-continue" and self._version == "1.1":
+        if length is not None and length > self._limits.max_body:
+            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+        self.deadline = 0.0
+        expect = self._expect
+        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
                 return
@@ -256,17 +288,19 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self.deadline = 0.0
+        url = self._url
         request = Request(
             self._method,
-            b"".join(self._url).decode("latin-1"),
+            (url[0] if len(url) == 1 else b"".join(url)).decode("latin-1"),
             self._version,
-            tuple(self._headers),
+            (),
             b"".join(self._body),
             self._peer,
             self._local,
             time.time(),
             self.serial,
             self._index,
+            tuple(self._headers),
         )
         # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.
         last = self._version != "1.1" or self._close_asked
@@ -287,5 +321,5 @@ class RequestReader(abc.ABC):
             max(self._index, 1),
             self._method or None,
             b"".join(self._url).decode("latin-1") if self._url else None,
-            tuple(self._headers),
+            tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in self._headers),
         )
