@@ -93,6 +93,7 @@ class RequestReader(abc.ABC):
 
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
+        self._max_head, self._max_headers = limits.max_head, limits.max_headers
         self._loop = loop
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
@@ -211,12 +212,14 @@ class RequestReader(abc.ABC):
     def on_header(self, name: bytes, value: bytes) -> None:
         # Kept to what llhttp does not do (the limits), plus the framing headers:
         # names are compared as bytes and nothing is decoded here.
-        self._head_size += len(name) + len(value) + 4
-        if self._head_size > self._limits.max_head:
-            raise _Refused(431, f"the request headers exceed {self._limits.max_head} bytes")
+        size = self._head_size + len(name) + len(value) + 4
+        self._head_size = size
         headers = self._headers
-        if len(headers) >= self._limits.max_headers:
-            raise _Refused(431, f"the request has more than {self._limits.max_headers} headers")
+        if size > self._max_head or len(headers) >= self._max_headers:
+            limits = self._limits
+            if size > limits.max_head:
+                raise _Refused(431, f"the request headers exceed {limits.max_head} bytes")
+            raise _Refused(431, f"the request has more than {limits.max_headers} headers")
         headers.append((name, value))
         kind = _FRAMING.get(name.lower())
         if kind is not None:
@@ -294,7 +297,7 @@ class RequestReader(abc.ABC):
             (url[0] if len(url) == 1 else b"".join(url)).decode("latin-1"),
             self._version,
             (),
-            b"".join(self._body),
+            body[0] if len(body := self._body) == 1 else b"".join(body),
             self._peer,
             self._local,
             time.time(),
