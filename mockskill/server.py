@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import ipaddress
 import itertools
 import logging
@@ -421,7 +422,7 @@ class Server:
         self.bind()
         assert self._transport is not None
         try:
-            transport.run(self._transport, grace=self.grace)
+            transport.run(self._transport, grace=self.grace, on_started=_freeze_heap)
         finally:
             self.stop_watching()
             self._closed()
@@ -489,3 +490,18 @@ def _log_to_stderr() -> None:
         access_log.addHandler(logging.StreamHandler())
     if access_log.level == logging.NOTSET:
         access_log.setLevel(logging.INFO)
+
+
+def _freeze_heap(_: object) -> None:
+    """Keep what start-up built out of the cyclic collector's sight (:func:`gc.freeze`).
+
+    Called by :meth:`Server.serve_forever` once the scenarios are loaded and the
+    port is bound: the modules, the Flask app and the scenario model live as
+    long as the process, and a full collection (which the journal's growth
+    triggers now and then) need not walk them each time. Only here, where the
+    process is the server's: an embedded server (:meth:`Server.start`, in a test
+    suite's process) leaves the collector alone, since freezing would also keep
+    the suite's own garbage of the moment for good.
+    """
+    gc.collect()
+    gc.freeze()

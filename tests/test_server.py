@@ -254,3 +254,27 @@ def test_reset_of_one_session_and_journal_per_session(serve: Serve) -> None:
     server.reset()
     assert server.journal() == []
     assert call("b") == 1
+
+
+def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not() -> None:
+    """The CLI's way of serving keeps the loaded scenarios, app and modules out of the
+    cyclic collector's walks (gc.freeze); a server embedded in a test suite leaves the
+    suite's collector alone."""
+    import gc
+
+    gc.unfreeze()
+    with Server(load_text("skills: [{id: a}]")) as embedded:
+        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
+        assert gc.get_freeze_count() == 0
+    server = Server(load_text("skills: [{id: a}]"))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # Frozen before the loop serves anything: answered means frozen.
+        assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+        assert gc.get_freeze_count() > 0
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        gc.unfreeze()

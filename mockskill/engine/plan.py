@@ -61,9 +61,10 @@ class Answer:
     body: bytes = b""
     reason: str = ""
     """The reason phrase; the standard one for the status when empty."""
-    _heads: dict[bool, bytes] = field(
+    _heads: dict[int, bytes] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    """Rendered bytes: the head by *close* (0, 1), the whole answer by 2 + *close*."""
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 999:
@@ -97,6 +98,16 @@ class Answer:
         rendered = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self._heads[close] = rendered
         return rendered
+
+    def wire(self, *, close: bool) -> bytes:
+        """The whole answer as sent: :meth:`head` and the body, joined once and kept."""
+        try:
+            return self._heads[2 + close]
+        except KeyError:
+            pass
+        wire = self.head(close=close) + self.body if self.has_body else self.head(close=close)
+        self._heads[2 + close] = wire
+        return wire
 
 
 class WaitKind(str, enum.Enum):
@@ -239,9 +250,13 @@ class Plan:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
-    """What happened on the wire, for the journal. Times are wall-clock."""
+    """What happened on the wire, for the journal. Times are wall-clock.
+
+    Read-only once reported. Not a frozen dataclass: one is built per
+    request, and a frozen one's ``__init__`` costs several times as much.
+    """
 
     answer: Answer | None
     """The answer sent (the cut's, when a cut happened), None when none was started."""

@@ -102,8 +102,13 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         if self._closed:
             return
         if self._in_message:
-            what = "body paused" if self._head_complete else "head was not complete"
-            self._refuse(408, f"the request {what} for {self._limits.header_timeout:g} s")
+            if self._body_until and self._loop.time() >= self._body_until:
+                limit, what = self._limits.body_timeout, "body took more than"
+            else:
+                limit = self._limits.header_timeout
+                what = "body paused" if self._head_complete else "head was not complete"
+                what += " for"
+            self._refuse(408, f"the request {what} {limit:g} s")
             self._advance()
         elif not self._busy and not self._queue:
             self._close_gracefully()
@@ -195,6 +200,11 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
     def _read(self, request: Request, last: bool) -> None:
         if last:
             self._want_close = True
+        if not self._queue and not self._busy and not self._closed and not self._write_paused:
+            # The common case, fused: nothing before it, so it is answered from the
+            # parser's callback, and an instant plan is written there and then.
+            self._start(request, last, request.time)
+            return
         self._queue.append(request)
         if len(self._queue) >= self._limits.max_pipeline and not self._reading_paused:
             assert self._transport is not None
@@ -224,32 +234,13 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
 
     def _advance(self) -> None:
         """Answer what is queued, in order, until a plan has to wait."""
-        while self._queue and not self._busy and not self._closed and not self._write_paused:
-            item = self._queue.popleft()
-            close = (
-                isinstance(item, Refusal)
-                or self._shared.draining
-                or (self._want_close and not self._queue)
-            )
-            if self._drop_next and isinstance(item, Request):
-                self._drop(item)
+        queue = self._queue
+        while queue and not self._busy and not self._closed and not self._write_paused:
+            item = queue.popleft()
+            close = isinstance(item, Refusal) or (self._want_close and not queue)
+            if not self._start(item, close, time.time()):
                 return
-            planned: Plan | Awaitable[Plan]
-            try:
-                if isinstance(item, Refusal):
-                    planned = self._handler.refuse(item)
-                else:
-                    planned = self._handler.plan(item)
-            except Exception:
-                log.exception("the handler failed to plan %r", item)
-                planned = FALLBACK
-            if isinstance(planned, Plan) and planned.instant:
-                self._answer(item, planned, close, time.time())
-                continue
-            self._busy = True
-            self._task = self._loop.create_task(self._play(item, planned, close))
-            return
-        if self._closed or self._busy or self._queue:
+        if self._closed or self._busy or queue:
             return
         if self._reading_paused and self._transport is not None:
             self._reading_paused = False
@@ -257,16 +248,37 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         if self._continue_pending and self._transport is not None:
             self._continue_pending = False
             self._transport.write(CONTINUE)
-            self.deadline = self._loop.time() + self._limits.header_timeout
+            self._body_begins()
         if self._eof or (self._shared.draining and not self._in_message):
             self._close_gracefully()
         elif not self._in_message:
             self.deadline = self._loop.time() + self._limits.keep_alive
             self._shared.check_quiet()
 
-    def _answer(self, item: Request | Refusal, plan: Plan, close: bool, started: float) -> None:
-        """Write the plan's answer whole, now; the exchange is reported first."""
-        self._send(item, plan, plan.answer, close, Outcome(plan.answer, started), started)
+    def _start(self, item: Request | Refusal, close: bool, now: float) -> bool:
+        """Plan *item* and play it: True if it was answered at once, False if a task plays it."""
+        if self._drop_next and isinstance(item, Request):
+            self._drop(item)
+            return False
+        planned: Plan | Awaitable[Plan]
+        try:
+            if isinstance(item, Refusal):
+                planned = self._handler.refuse(item)
+            else:
+                planned = self._handler.plan(item)
+        except Exception:
+            log.exception("the handler failed to plan %r", item)
+            planned = FALLBACK
+        if isinstance(planned, Plan) and planned.instant:
+            self._answer(item, planned, close, now)
+            return True
+        self._busy = True
+        self._task = self._loop.create_task(self._play(item, planned, close))
+        return False
+
+    def _answer(self, item: Request | Refusal, plan: Plan, close: bool, now: float) -> None:
+        """Write an instant plan's answer whole, now; the exchange is reported first."""
+        self._send(item, plan, plan.answer, close, now, now)
 
     def _send(
         self,
@@ -274,36 +286,34 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         plan: Plan,
         answer: Answer,
         close: bool,
-        outcome: Outcome,
         started: float,
+        now: float,
         *,
         cut: bool = False,
         waited_ms: float = 0.0,
     ) -> None:
-        assert self._transport is not None
+        transport = self._transport
+        assert transport is not None
         # Decided now, not when the request was queued: a stop may have begun meanwhile.
         close = close or plan.close or self._shared.draining
-        silent = self._closes_silently(item, plan)
-        now = time.time()
+        ends = close or (plan.keep_alive is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        self._report(
-            item,
-            Outcome(
-                answer,
-                started,
-                headers_at=now,
-                last_byte_at=now,
-                cut=cut,
-                waited_ms=waited_ms,
-                closed=close or silent,
-            ),
+        outcome = Outcome(
+            answer,
+            started,
+            headers_at=now,
+            last_byte_at=now,
+            cut=cut,
+            waited_ms=waited_ms,
+            closed=ends,
         )
-        head = answer.head(close=close)
-        if answer.has_body and not (isinstance(item, Request) and item.method == "HEAD"):
-            self._transport.write(head + answer.body)
+        self._report(item, outcome)
+        if isinstance(item, Request) and item.method == "HEAD":
+            transport.write(answer.head(close=close))
         else:
-            self._transport.write(head)
-        self._after(plan, close or silent)
+            transport.write(answer.wire(close=close))
+        if ends or plan.keep_alive is not None:
+            self._after(plan, ends)
 
     def _closes_silently(self, item: Request | Refusal, plan: Plan) -> bool:
         keep = plan.keep_alive
@@ -396,9 +406,7 @@ class Connection(RequestReader, Waiting, asyncio.Protocol):
         if plan.dribble is not None and not cut and answer.has_body:
             await self._dribble(item, plan, answer, close, started, waited)
             return
-        self._send(
-            item, plan, answer, close, Outcome(answer, started), started, cut=cut, waited_ms=waited
-        )
+        self._send(item, plan, answer, close, started, time.time(), cut=cut, waited_ms=waited)
 
     async def _dribble(
         self,

@@ -26,6 +26,9 @@ from ..engine.plan import Answer, Outcome, Plan
 Headers = tuple[tuple[str, str], ...]
 """Header names and values as sent (names keep their case), decoded as Latin-1."""
 
+RawHeaders = tuple[tuple[bytes, bytes], ...]
+"""Header names and values as read off the wire."""
+
 
 FALLBACK = Plan(
     Answer(500, (("Content-Type", "text/plain; charset=utf-8"),), b"the handler failed\n"),
@@ -34,34 +37,94 @@ FALLBACK = Plan(
 """Answered when the handler itself raises: a bug, logged with its traceback."""
 
 
-@dataclass(frozen=True, slots=True)
 class Request:
-    """One parsed request."""
+    """One parsed request; read-only (its attributes are not to be set).
+
+    A plain slotted class, not a frozen dataclass: one is built per request,
+    and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per
+    field) cost more than everything else the transport does for it. The
+    headers are kept as the bytes read (:attr:`raw_headers`) and decoded on
+    first use of :attr:`headers`; :meth:`header` decodes only the value found.
+    """
+
+    __slots__ = (
+        "_headers",
+        "body",
+        "connection",
+        "index",
+        "local",
+        "method",
+        "peer",
+        "raw_headers",
+        "target",
+        "time",
+        "version",
+    )
 
     method: str
     target: str
     """The request target as sent (path and query, still percent-encoded)."""
     version: str
     """``"1.1"`` or ``"1.0"``."""
-    headers: Headers
+    raw_headers: RawHeaders
+    """Header names and values as read, undecoded."""
     body: bytes
     peer: tuple[str, int]
     local: tuple[str, int]
     """The address the client connected to."""
     time: float
-    """Wall-clock time the request's head was complete."""
+    """Wall-clock time the request was read whole."""
     connection: int
     """The connection's serial number on this server, from 1."""
     index: int
     """The request's number on its connection, from 1."""
 
+    def __init__(
+        self,
+        method: str,
+        target: str,
+        version: str,
+        headers: Headers,
+        body: bytes,
+        peer: tuple[str, int],
+        local: tuple[str, int],
+        time: float,
+        connection: int,
+        index: int,
+        raw_headers: RawHeaders | None = None,
+    ) -> None:
+        """*headers* decoded, or (the transport's way) ``()`` and *raw_headers* as read."""
+        self.method, self.target, self.version = method, target, version
+        if raw_headers is None:
+            self.raw_headers = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers)
+            self._headers: Headers | None = headers
+        else:
+            self.raw_headers, self._headers = raw_headers, None
+        self.body, self.peer, self.local = body, peer, local
+        self.time, self.connection, self.index = time, connection, index
+
+    @property
+    def headers(self) -> Headers:
+        """Header names and values as sent (names keep their case), decoded as Latin-1."""
+        headers = self._headers
+        if headers is None:
+            headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in self.raw_headers)
+            self._headers = headers
+        return headers
+
     def header(self, name: str) -> str | None:
         """The first value of header *name* (any case), or None."""
-        name = name.lower()
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
+        key = name.lower().encode("latin-1")
+        for raw, value in self.raw_headers:
+            if raw.lower() == key:
+                return value.decode("latin-1")
         return None
+
+    def __repr__(self) -> str:
+        return (
+            f"Request({self.method!r}, {self.target!r}, connection={self.connection},"
+            f" index={self.index})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,11 @@ class Limits:
     """Largest request body, counted while it is read, whatever its framing (→ 413)."""
     header_timeout: float = 10.0
     """Seconds a request head may take from its first byte, and a body may pause (→ 408)."""
+    body_timeout: float = 60.0
+    """Seconds a request body may take in all, however steadily it comes (→ 408): a
+    client trickling a byte a second, under :attr:`header_timeout`, cannot hold a
+    connection forever. 60 s lets the largest body (:attr:`max_body`) come at
+    17 KiB/s, far below any real client's pace, and bounds a trickler to a minute."""
     keep_alive: float = 75.0
     """Seconds an idle kept-alive connection stays open. Longer than the idle
     expiry of the common client pools (httpx 5 s, Node's fetch 4 s, aiohttp
@@ -53,6 +58,20 @@ class Limits:
     """Requests queued on one connection before it stops reading."""
     linger: float = 2.0
     """Seconds a closing connection waits for the client to close, discarding what it sends."""
+
+
+_CONTENT_LENGTH, _HOST, _CONNECTION, _TRANSFER_ENCODING, _EXPECT = range(5)
+_FRAMING = {
+    b"content-length": _CONTENT_LENGTH,
+    b"host": _HOST,
+    b"connection": _CONNECTION,
+    b"transfer-encoding": _TRANSFER_ENCODING,
+    b"expect": _EXPECT,
+}
+"""The (lowercased) header names the reader looks at; all others are only kept."""
+
+_METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
+"""Decoded once: the methods a mock is asked for all day."""
 
 
 class _Refused(Exception):
@@ -74,6 +93,7 @@ class RequestReader(abc.ABC):
 
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
+        self._max_head, self._max_headers = limits.max_head, limits.max_headers
         self._loop = loop
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
@@ -85,10 +105,12 @@ class RequestReader(abc.ABC):
         self._head_raw = 0
         self._url: list[bytes] = []
         self._url_len = 0
-        self._headers: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self._head_size = 0
         self._content_length: int | None = None
         self._host_seen = False
+        self._chunked = False
+        self._expect: bytes | None = None
         self._body: list[bytes] = []
         self._body_len = 0
         self._method = ""
@@ -98,6 +120,8 @@ class RequestReader(abc.ABC):
         self._dead_parser = False
         """Nothing more is read: a request was refused, or the connection is closing."""
         self._continue_pending = False
+        self._body_until = 0.0
+        """Loop time by which the body under way must be complete; 0 before it has begun."""
         self.deadline = 0.0
         """Loop time at which the connection's ``expire`` is due; 0 for none."""
 
@@ -169,10 +193,13 @@ class RequestReader(abc.ABC):
         self._head_size = 0
         self._content_length = None
         self._host_seen = False
+        self._chunked = False
+        self._expect = None
         self._body = []
         self._body_len = 0
         self._close_asked = False
         self._method = ""
+        self._body_until = 0.0
         self.deadline = self._loop.time() + self._limits.header_timeout
         self._began()
 
@@ -183,56 +210,80 @@ class RequestReader(abc.ABC):
         self._url.append(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value) + 4
-        if self._head_size > self._limits.max_head:
-            raise _Refused(431, f"the request headers exceed {self._limits.max_head} bytes")
-        if len(self._headers) >= self._limits.max_headers:
-            raise _Refused(431, f"the request has more than {self._limits.max_headers} headers")
-        key, text = name.decode("latin-1"), value.decode("latin-1")
-        lower = key.lower()
-        if lower == "content-length":
+        # Kept to what llhttp does not do (the limits), plus the framing headers:
+        # names are compared as bytes and nothing is decoded here.
+        size = self._head_size + len(name) + len(value) + 4
+        self._head_size = size
+        headers = self._headers
+        if size > self._max_head or len(headers) >= self._max_headers:
+            limits = self._limits
+            if size > limits.max_head:
+                raise _Refused(431, f"the request headers exceed {limits.max_head} bytes")
+            raise _Refused(431, f"the request has more than {limits.max_headers} headers")
+        headers.append((name, value))
+        kind = _FRAMING.get(name.lower())
+        if kind is not None:
+            self._framing(kind, value)
+
+    def _framing(self, kind: int, value: bytes) -> None:
+        """A header the framing depends on (a :data:`_FRAMING` kind) was read."""
+        if kind == _CONTENT_LENGTH:
             # llhttp refuses these already; said again here so that the rule does
             # not hang on a parser's leniency.
             if self._content_length is not None:
                 raise _Refused(400, "Duplicate Content-Length")
-            if not text or text.strip("0123456789"):
+            if not value.isdigit():
+                text = value.decode("latin-1")
                 raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
-            self._content_length = int(text)
-        elif lower == "host":
+            self._content_length = int(value)
+        elif kind == _HOST:
             if self._host_seen:
                 raise _Refused(400, "more than one Host header")
             self._host_seen = True
-        elif lower == "connection":
-            self._close_asked = self._close_asked or "close" in text.lower()
-        self._headers.append((key, text))
+        elif kind == _CONNECTION:
+            self._close_asked = self._close_asked or b"close" in value.lower()
+        elif kind == _TRANSFER_ENCODING:
+            self._chunked = True
+        elif self._expect is None:
+            self._expect = value
 
     def on_headers_complete(self) -> None:
         self._head_complete = True
-        self._method = self._parser.get_method().decode("latin-1")
-        self._version = self._parser.get_http_version()
-        limit = self._limits.max_body
-        if self._content_length is not None and self._content_length > limit:
-            raise _Refused(413, f"the request body is larger than {limit} bytes")
-        self.deadline = 0.0
-        chunked = any(k.lower() == "transfer-encoding" for k, _ in self._headers)
-        if not chunked and not self._content_length:
+        parser = self._parser
+        method = parser.get_method()
+        self._method = _METHODS.get(method) or method.decode("latin-1")
+        self._version = parser.get_http_version()
+        length = self._content_length
+        if not length and not self._chunked:
+            self.deadline = 0.0
             return  # no body to wait for
-        expect = next((v for k, v in self._headers if k.lower() == "expect"), None)
-        if expect is not None and expect.lower() == "100-continue" and self._version == "1.1":
+        if length is not None and length > self._limits.max_body:
+            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+        self.deadline = 0.0
+        expect = self._expect
+        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
                 return
             assert self._transport is not None
             self._transport.write(CONTINUE)
-        self.deadline = self._loop.time() + self._limits.header_timeout
+        self._body_begins()
+
+    def _body_begins(self) -> None:
+        """The body may come now: its pause and whole-body deadlines start."""
+        now = self._loop.time()
+        self._body_until = now + self._limits.body_timeout
+        self.deadline = min(now + self._limits.header_timeout, self._body_until)
 
     def on_body(self, body: bytes) -> None:
         self._body_len += len(body)
         if self._body_len > self._limits.max_body:
             raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         self._body.append(body)
-        if not self._continue_pending:
-            self.deadline = self._loop.time() + self._limits.header_timeout
+        if self._body_until:
+            # A pause may not outlast the whole body's deadline.
+            pause_until = self._loop.time() + self._limits.header_timeout
+            self.deadline = min(pause_until, self._body_until)
 
     def on_message_complete(self) -> None:
         if self._dead_parser:
@@ -240,17 +291,19 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self.deadline = 0.0
+        url = self._url
         request = Request(
             self._method,
-            b"".join(self._url).decode("latin-1"),
+            (url[0] if len(url) == 1 else b"".join(url)).decode("latin-1"),
             self._version,
-            tuple(self._headers),
-            b"".join(self._body),
+            (),
+            body[0] if len(body := self._body) == 1 else b"".join(body),
             self._peer,
             self._local,
             time.time(),
             self.serial,
             self._index,
+            tuple(self._headers),
         )
         # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.
         last = self._version != "1.1" or self._close_asked
@@ -271,5 +324,5 @@ class RequestReader(abc.ABC):
             max(self._index, 1),
             self._method or None,
             b"".join(self._url).decode("latin-1") if self._url else None,
-            tuple(self._headers),
+            tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in self._headers),
         )

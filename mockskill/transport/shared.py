@@ -51,7 +51,8 @@ class Shared:
         self._hurry: asyncio.Future[None] | None = None
         self._empty: asyncio.Future[None] | None = None
         self._sweeper: asyncio.TimerHandle | None = None
-        self._interval = max(0.005, min(0.25, limits.header_timeout / 10, limits.keep_alive / 10))
+        timeouts = (limits.header_timeout, limits.body_timeout, limits.keep_alive)
+        self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
     def register(self, connection: Connection) -> int:
         self.accepted += 1

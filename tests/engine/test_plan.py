@@ -95,3 +95,19 @@ def test_a_dribble_cuts_the_body_into_at_most_its_chunks(
     size: int, chunks: int, pieces: list[int]
 ) -> None:
     assert [len(p) for p in Dribble(chunks, 100).pieces(b"x" * size)] == pieces
+
+
+def test_an_answer_renders_its_bytes_once_per_close_flag() -> None:
+    answer = Answer(200, (("Content-Type", "text/plain"),), b"hello")
+    assert answer.wire(close=False) == answer.head(close=False) + b"hello"
+    assert answer.wire(close=True) == answer.head(close=True) + b"hello"
+    assert b"Connection: close" in answer.wire(close=True)
+    assert b"Connection" not in answer.wire(close=False)
+    assert answer.wire(close=False) is answer.wire(close=False)  # kept, not re-joined
+    assert answer.head(close=True) is answer.head(close=True)
+
+
+def test_an_answer_without_a_body_sends_only_its_head() -> None:
+    answer = Answer(204, (), b"ignored")
+    assert answer.wire(close=False) == answer.head(close=False)
+    assert answer.wire(close=False).endswith(b"\r\n\r\n")

@@ -301,3 +301,34 @@ def test_a_request_knows_its_headers_by_any_case(loop: str) -> None:
     with serving(Recorder(plans), loop=loop) as (server, _):
         requests.get(server.url, headers={"X-Session": "s1"}, timeout=5)
         assert seen == ["s1", None]
+
+
+def test_headers_reach_the_handler_as_sent_decoded_as_latin_1(loop: str) -> None:
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        sock.sendall(
+            b"GET /h HTTP/1.1\r\nHost: x\r\nX-Name: caf\xe9\r\nx-name: two\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        assert [a.status for a in parse(read_until_closed(sock))] == [200]
+        ((request, _),) = recorder.wait_for(1)
+        assert isinstance(request, Request)
+        assert request.headers == (
+            ("Host", "x"),
+            ("X-Name", "caf\xe9"),
+            ("x-name", "two"),
+            ("Connection", "close"),
+        )
+        assert request.raw_headers[1] == (b"X-Name", b"caf\xe9")
+        assert request.header("X-NAME") == "caf\xe9"  # the first, in any case
+        assert request.header("missing") is None
+
+
+def test_an_instant_answer_to_a_lone_request_is_timed_by_one_clock_reading(loop: str) -> None:
+    """Read, planned and written in the same callback: one moment, measured once."""
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"GET /one HTTP/1.1\r\nConnection: close\r\n\r\n")
+        assert [a.status for a in parse(read_until_closed(sock))] == [200]
+        ((request, outcome),) = recorder.wait_for(1)
+        assert isinstance(request, Request)
+        assert request.time == outcome.started == outcome.headers_at == outcome.last_byte_at
+        assert outcome.closed

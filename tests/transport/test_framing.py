@@ -230,6 +230,32 @@ def test_a_paused_body_is_408(loop: str) -> None:
         assert [a.status for a in parse(read_until_closed(sock))] == [408]
 
 
+def test_a_body_trickled_steadily_is_408_at_the_whole_body_deadline(loop: str) -> None:
+    """Each pause is under the header timeout; the body as a whole is too slow."""
+    limits = {"header_timeout": 0.5, "body_timeout": 1.0}
+    with serving(loop=loop, **limits) as (server, recorder), connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 1000\r\n\r\n")
+        sock.settimeout(0.1)  # the pause between bytes, and the look for an answer
+        got = b""
+        for _ in range(100):  # 10 s of trickle at most
+            try:
+                sock.sendall(b"x")
+                got = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            break
+        assert 0.9 <= elapsed(started) < 4.0
+        answers = parse(got + read_until_closed(sock))
+        assert [a.status for a in answers] == [408]
+        ((refusal, outcome),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert (refusal.status, refusal.reason) == (408, "the request body took more than 1 s")
+        assert outcome.closed
+
+
 def test_an_idle_kept_alive_connection_is_closed_quietly(loop: str) -> None:
     with serving(loop=loop, keep_alive=0.5) as (server, recorder), connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
