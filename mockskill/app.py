@@ -30,7 +30,6 @@ from urllib.parse import unquote
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from .admin import dashboard
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine
@@ -98,6 +97,9 @@ class SkillSurface:
         if admin:
             # The dashboard's static files hold no data: served without the token, the
             # page can ask for it (every request it then makes for data carries it).
+            # (Imported here: this surface is the admin app's, built on first use.)
+            from .admin import dashboard
+
             method = environ.get("REQUEST_METHOD", "")
             public = dashboard.is_public(path[len(ADMIN_PREFIX) :], method)
             token = self.admin_token

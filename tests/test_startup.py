@@ -3,7 +3,8 @@
 Flask (with Jinja, itsdangerous, blinker), the admin blueprint, the retry
 audit and ``urllib.request`` are imported on first use: the admin app is
 built on the first ``/__admin`` request, the audit on the first report,
-``urllib.request`` by ``check-descriptor`` alone. Each test runs a fresh
+``urllib.request`` by ``check-descriptor`` alone, the words for YAML syntax
+errors (``scenario.syntax``) when a file has one. Each test runs a fresh
 interpreter and reads which modules it imported, so that a top-level import
 added anywhere on the way cannot silently bring the cost back.
 """
@@ -24,12 +25,14 @@ LAZY = (
     "blinker",
     "urllib.request",
     "mockskill.admin.blueprint",
+    "mockskill.admin.dashboard",
     "mockskill.admin.scenarios",
     "mockskill.admin.report",
     "mockskill.admin.json_provider",
     "mockskill.audit",
     "mockskill.cli_report",
     "mockskill.remote",
+    "mockskill.scenario.syntax",
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
