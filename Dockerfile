@@ -30,10 +30,11 @@ COPY scenarios/ /scenarios/
 # The official python images ship no .pyc for the standard library, and the
 # non-root user cannot write them: every start would compile the modules
 # mockskill imports again (about 0.4 s). Importing them once here, as root,
-# keeps their bytecode in the image (3 MB).
+# keeps their bytecode in the image (3 MB); the admin app (Flask), which a
+# server builds on its first /__admin request, is built and asked once too.
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin --no-log-init mockskill \
- && /opt/mockskill/bin/python -c "import mockskill.cli, mockskill.server" \
+ && /opt/mockskill/bin/python -c "import mockskill.cli, mockskill.server; mockskill.Server().app.test_client().get('/__admin/health')" \
  && /opt/mockskill/bin/mockskill validate /scenarios
 ENV PATH=/opt/mockskill/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -27,18 +27,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from .admin import blueprint as admin
-from .admin import dashboard
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
-from .protocol import jsonstyle
 from .protocol.catalog import tool_error
 from .scenario.model import ScenarioSet
 from .transport import Refusal, WSGIHandler
@@ -47,6 +43,7 @@ from .transport.wsgi import environ as wsgi_environ
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from flask import Flask
 
 ADMIN_PREFIX = "/__admin"
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -100,6 +97,9 @@ class SkillSurface:
         if admin:
             # The dashboard's static files hold no data: served without the token, the
             # page can ask for it (every request it then makes for data carries it).
+            # (Imported here: this surface is the admin app's, built on first use.)
+            from .admin import dashboard
+
             method = environ.get("REQUEST_METHOD", "")
             public = dashboard.is_public(path[len(ADMIN_PREFIX) :], method)
             token = self.admin_token
@@ -245,8 +245,16 @@ def create_app(
         registry = Registry(engine)
     if admin_token is not None:
         engine.state.hide(admin_token)  # a client may put it in a path: never journalled
+    # Flask and the admin blueprint are imported here, not at the top: only the
+    # admin app needs them, and mockskill.Server builds it on the first /__admin
+    # request, so that serving skills (and start-up) never loads Flask or Jinja.
+    from flask import Flask, request
+
+    from .admin import blueprint as admin
+    from .admin.json_provider import Provider
+
     app = Flask("mockskill")
-    app.json = jsonstyle.Provider(app)  # one JSON style for every answer, read strictly
+    app.json = Provider(app)  # one JSON style for every answer, read strictly
     app.extensions["mockskill"] = engine
     app.config["MOCKSKILL_MAX_BODY"] = max_body_bytes
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
@@ -286,13 +294,21 @@ class LoopSurface:
     refusal, is answered in the unified body and journalled as ``refused``.
     """
 
-    def __init__(self, app: Flask, *, cors: bool = False, workers: int = 4) -> None:
-        engine = app.extensions["mockskill"]
-        assert isinstance(engine, Engine)
+    def __init__(
+        self,
+        engine: Engine,
+        admin_app: WSGIApplication,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        cors: bool = False,
+        workers: int = 4,
+    ) -> None:
+        # *admin_app* is the Flask app's wsgi_app, or (mockskill.Server) a callable
+        # that builds the app on its first call, in the pool: start-up skips Flask.
         self.engine = engine
         self.cors = cors
-        self.admin = WSGIHandler(app.wsgi_app, workers=workers)
-        self.max_body_bytes = app.config.get("MOCKSKILL_MAX_BODY", DEFAULT_MAX_BODY)
+        self.admin = WSGIHandler(admin_app, workers=workers)
+        self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
         """Called after each exchange is journalled (the request log)."""

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +25,6 @@ from .engine.state import DEFAULT_JOURNAL_SIZE
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
-from .remote import http_url, looks_like_url
 from .scenario.loader import bundled_path, load_paths
 from .scenario.model import Scenario, ScenarioSet
 from .scenario.problems import ScenarioError, format_report
@@ -292,6 +289,10 @@ _ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a uni
 
 
 def _read_source(source: str) -> str:
+    # Here, not at the top: only check-descriptor reads a URL, and urllib.request
+    # (http.client, ssl, email) is a good part of what `mockskill serve` would import.
+    from .remote import http_url, looks_like_url
+
     if source == "-":
         return sys.stdin.read()
     if "://" in source or (looks_like_url(source) and not Path(source).exists()):
@@ -307,6 +308,9 @@ def _read_source(source: str) -> str:
 
 
 def _fetch(url: str) -> str:
+    import urllib.error  # check-descriptor only (see _read_source)
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
             body: bytes = response.read()

@@ -30,6 +30,7 @@ import itertools
 import logging
 import re
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,7 +38,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
-from flask import Flask
 from werkzeug.serving import get_sockaddr, select_address_family
 
 from . import transport
@@ -54,6 +54,9 @@ from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+    from flask import Flask
+
     from . import audit
 
 DEFAULT_KEEP_ALIVE = Limits.keep_alive
@@ -205,12 +208,12 @@ class Server:
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
-        self.app: Flask = create_app(
-            registry=self.registry,
-            admin_token=admin_token,
-            max_body_bytes=max_body_bytes,
-            cors=cors,
-        )
+        if admin_token is not None:
+            # Now, not when the admin app is built (create_app does it too): a skill
+            # request may carry the token in its path before any /__admin request.
+            self.state.hide(admin_token)
+        self._app: Flask | None = None
+        self._app_lock = threading.Lock()
         self.max_body_bytes = max_body_bytes
         self.cors = cors
         self._admin_token = admin_token
@@ -227,6 +230,31 @@ class Server:
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
+
+    @property
+    def app(self) -> Flask:
+        """The Flask app of ``/__admin`` (a WSGI app that can be mounted elsewhere too).
+
+        Built on first use — the first ``/__admin`` request, in the admin
+        thread pool, or reading this — not at start: importing Flask and
+        building the blueprint is most of what start-up would otherwise cost
+        beyond the skill surface.
+        """
+        if self._app is not None:
+            return self._app
+        with self._app_lock:
+            if self._app is None:
+                self._app = create_app(
+                    registry=self.registry,
+                    admin_token=self._admin_token,
+                    max_body_bytes=self.max_body_bytes,
+                    cors=self.cors,
+                )
+            return self._app
+
+    def _admin_wsgi(self, environ: WSGIEnvironment, start_response: StartResponse) -> Any:
+        """The admin app as WSGI, built on the first request it gets."""
+        return self.app.wsgi_app(environ, start_response)
 
     @property
     def port(self) -> int:
@@ -401,7 +429,9 @@ class Server:
         _raise_fd_limit()
         sock = _listen(self.host, self._port)
         self.engine.open()
-        surface = LoopSurface(self.app, cors=self.cors)
+        surface = LoopSurface(
+            self.engine, self._admin_wsgi, max_body_bytes=self.max_body_bytes, cors=self.cors
+        )
         if not self._quiet:
             _log_to_stderr()
             surface.on_played = self._log_request

@@ -13,14 +13,16 @@ for the token instead of the browser showing a bare 401.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-
-from flask import Blueprint, Response, request
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.catalog import unified_body
+
+if TYPE_CHECKING:
+    from flask import Blueprint, Response
 
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
@@ -69,8 +71,9 @@ class _Asset:
     etag: str
 
 
+@functools.cache
 def _load() -> dict[str, _Asset]:
-    """The files, read once: they ship in the package (a wheel included)."""
+    """The files, read once, when the page is first asked for: they ship in the package."""
     folder = resources.files("mockskill.admin") / "dashboard"
     assets = {}
     for name, content_type in ASSETS.items():
@@ -81,10 +84,12 @@ def _load() -> dict[str, _Asset]:
 
 def register(bp: Blueprint) -> None:
     """Add the dashboard's routes to the admin blueprint *bp*: ``/`` and ``/dashboard/NAME``."""
-    assets = _load()
+    # Flask here, not at the top: mockskill.app reads is_public on every admin
+    # request, before (and without) the Flask app being built.
+    from flask import Response, request
 
     def serve(name: str) -> Response:
-        asset = assets[name]
+        asset = _load()[name]
         response = Response(asset.body, content_type=asset.content_type)
         response.headers.update(SECURITY_HEADERS)
         response.set_etag(asset.etag)

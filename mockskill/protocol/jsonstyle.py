@@ -7,16 +7,15 @@ step's ``json:``, the token endpoint, the admin API, ``mockskill report
 mockskill builds them, non-ASCII escaped, no newline at the end of a body.
 The README ("JSON answers") documents it; tests/protocol/test_jsonstyle.py holds
 every answer to it. JSON mockskill reads is read strictly: ``NaN`` and
-``Infinity`` are JavaScript, not JSON.
+``Infinity`` are JavaScript, not JSON. (Flask's side of it, the admin app's
+JSON provider, is :mod:`mockskill.admin.json_provider`: this module imports
+no Flask, so that the skill surface and the CLI do not load it.)
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, cast
-
-from flask import Response
-from flask.json.provider import DefaultJSONProvider
+from typing import Any
 
 
 def dumps(value: Any) -> str:
@@ -32,7 +31,8 @@ class NotJSON(ValueError):
         self.word = word
 
 
-def _not_json(word: str) -> Any:
+def not_json(word: str) -> Any:
+    """``parse_constant`` for :func:`json.loads`: refuse ``NaN`` and ``Infinity``."""
     raise NotJSON(word)
 
 
@@ -42,25 +42,4 @@ def loads(text: str | bytes) -> Any:
     (Python's reader takes them by default, so a body holding them would be
     read as a number no JSON client could have sent.)
     """
-    return json.loads(text, parse_constant=_not_json)
-
-
-class Provider(DefaultJSONProvider):
-    """Flask's JSON for the admin API's answers, in the same style as every other body.
-
-    (Flask's own sorts the keys, drops the spaces outside debug mode, and
-    ends a body with a newline: answers read differently from the skill
-    surface's, and from the documents the docs show.)
-    """
-
-    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        kwargs.setdefault("parse_constant", _not_json)
-        return super().loads(s, **kwargs)
-
-    def dumps(self, obj: Any, **kwargs: Any) -> str:
-        return json.dumps(obj, default=self.default)
-
-    def response(self, *args: Any, **kwargs: Any) -> Response:
-        obj = self._prepare_response_obj(args, kwargs)
-        answer = self._app.response_class(self.dumps(obj), mimetype=self.mimetype)
-        return cast(Response, answer)
+    return json.loads(text, parse_constant=not_json)

@@ -21,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .problems import Path, Problem, format_path
-from .syntax import Explained, explain, explain_reader, explain_surrogate
+
+if TYPE_CHECKING:
+    from .syntax import Explained
 
 
 @dataclass(frozen=True)
@@ -266,11 +268,19 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
             if document is not None:
                 documents.append(document)
             problems.extend(builder.problems)
+    # The syntax module (its words for every PyYAML error) is imported only when a
+    # file has a syntax error: a start that loads valid files does not pay for it.
     except yaml.MarkedYAMLError as exc:
+        from .syntax import explain
+
         problems.append(_syntax(file, explain(exc, text)))
     except yaml.reader.ReaderError as exc:
+        from .syntax import explain_reader
+
         problems.append(_syntax(file, explain_reader(exc, text)))
     except UnicodeEncodeError as exc:  # libyaml reads UTF-8: a lone surrogate has none
+        from .syntax import explain_surrogate
+
         problems.append(_syntax(file, explain_surrogate(text, exc.start)))
     except ValueError as exc:  # pure PyYAML's chr() on an escape beyond U+10FFFF
         sentence = f"an escape YAML cannot read ({exc})"

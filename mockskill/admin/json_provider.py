@@ -1,0 +1,38 @@
+"""The admin app's JSON provider: Flask's JSON in mockskill's one style.
+
+Apart from :mod:`~mockskill.protocol.jsonstyle` because it subclasses
+Flask's provider: the style itself is needed by the skill surface and the
+CLI, which must not import Flask (the admin app is built on the first
+``/__admin`` request).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from flask import Response
+from flask.json.provider import DefaultJSONProvider
+
+from ..protocol import jsonstyle
+
+
+class Provider(DefaultJSONProvider):
+    """Flask's JSON for the admin API's answers, in the same style as every other body.
+
+    (Flask's own sorts the keys, drops the spaces outside debug mode, and
+    ends a body with a newline: answers read differently from the skill
+    surface's, and from the documents the docs show.)
+    """
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        kwargs.setdefault("parse_constant", jsonstyle.not_json)
+        return super().loads(s, **kwargs)
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        return json.dumps(obj, default=self.default)
+
+    def response(self, *args: Any, **kwargs: Any) -> Response:
+        obj = self._prepare_response_obj(args, kwargs)
+        answer = self._app.response_class(self.dumps(obj), mimetype=self.mimetype)
+        return cast(Response, answer)

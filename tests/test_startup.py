@@ -1,0 +1,99 @@
+"""Start-up loads only what serving skills needs (issue 13: start -> first answer <= 250 ms).
+
+Flask (with Jinja, itsdangerous, blinker), the admin blueprint, the retry
+audit and ``urllib.request`` are imported on first use: the admin app is
+built on the first ``/__admin`` request, the audit on the first report,
+``urllib.request`` by ``check-descriptor`` alone, the words for YAML syntax
+errors (``scenario.syntax``) when a file has one. Each test runs a fresh
+interpreter and reads which modules it imported, so that a top-level import
+added anywhere on the way cannot silently bring the cost back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+LAZY = (
+    "flask",
+    "jinja2",
+    "itsdangerous",
+    "blinker",
+    "urllib.request",
+    "mockskill.admin.blueprint",
+    "mockskill.admin.dashboard",
+    "mockskill.admin.scenarios",
+    "mockskill.admin.report",
+    "mockskill.admin.json_provider",
+    "mockskill.audit",
+    "mockskill.cli_report",
+    "mockskill.remote",
+    "mockskill.scenario.syntax",
+)
+"""Modules that neither ``import mockskill`` nor serving skills may load."""
+
+
+def imported_by(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running *code*."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def imported_by_command(*args: str) -> set[str]:
+    """The modules ``python -m mockskill ARGS`` imports (what ``-X importtime`` lists)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mockskill", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}  # the first is the heading
+
+
+def loaded(modules: set[str]) -> list[str]:
+    return sorted(name for name in LAZY if name in modules)
+
+
+def test_importing_mockskill_loads_no_flask_audit_or_urllib() -> None:
+    modules = imported_by("import mockskill")
+    assert "mockskill.server" in modules  # the public face was imported whole
+    assert loaded(modules) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"]])
+def test_the_command_line_loads_no_flask_audit_or_urllib(args: list[str]) -> None:
+    modules = imported_by_command(*args)
+    assert "mockskill.cli" in modules
+    assert loaded(modules) == []
+
+
+def test_a_serving_server_loads_flask_on_the_first_admin_request() -> None:
+    code = textwrap.dedent(
+        """
+        import json, sys, urllib.request
+        from mockskill import Server
+        with Server() as server:
+            with urllib.request.urlopen(server.skill_url("translate"), timeout=30) as answer:
+                assert json.load(answer)["id"] == "translate"
+            # urllib.request is this script's own client: leave it out of the count
+            before = sorted(m for m in sys.modules if m != "urllib.request")
+            with urllib.request.urlopen(server.url + "/__admin/health", timeout=30) as answer:
+                health = json.load(answer)
+        print(json.dumps({"before": before, "health": health}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded(set(result["before"])) == []
+    assert result["health"]["status"] == "ok"  # and then the admin app was there
