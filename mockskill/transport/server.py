@@ -105,6 +105,11 @@ class Server:
         return self._shared.accepted if self._shared is not None else 0
 
     @property
+    def heap_trims(self) -> int:
+        """Times the memory freed by a flood of connections was handed back (Linux/glibc)."""
+        return self._shared.trims if self._shared is not None else 0
+
+    @property
     def open_connections(self) -> int:
         return len(self._shared.connections) if self._shared is not None else 0
 

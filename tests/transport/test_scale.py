@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from transport_helpers import JSON, LOOPS, Recorder, connect, parse, read_until_closed, serving
 
-from mockskill.transport import Answer, Plan, Request, ThreadedServer, Wait
+from mockskill.transport import Answer, Plan, Request, ThreadedServer, Wait, shared
 from mockskill.transport.connection import Connection
 
 OK = Answer(200, JSON, b'{"result": "done"}')
@@ -127,3 +127,28 @@ def test_accepted_sockets_do_not_delay_small_writes(loop: str) -> None:
             return int(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
         assert on_loop(server, nodelay) == 1
+
+
+@pytest.mark.skipif(shared._TRIM is None, reason="no malloc_trim (not glibc)")
+def test_the_memory_of_a_flood_is_handed_back_once_it_has_gone(
+    loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shared, "TRIM_AFTER", 100)
+    monkeypatch.setattr(shared, "TRIM_DELAY", 0.05)
+    with serving(loop=loop) as (server, _):
+        small = [connect(server) for _ in range(99)]  # below the flood size: kept as it is
+        wait_until(lambda: server.server.open_connections == 99)
+        for sock in small:
+            sock.close()
+        wait_until(lambda: server.server.open_connections == 0)
+        time.sleep(0.3)
+        assert server.server.heap_trims == 0
+        flood = [connect(server) for _ in range(200)]
+        wait_until(lambda: server.server.open_connections == 200)
+        for sock in flood[:100]:
+            sock.close()
+        time.sleep(0.3)
+        assert server.server.heap_trims == 0  # half of it is still there
+        for sock in flood[100:]:
+            sock.close()
+        wait_until(lambda: server.server.heap_trims == 1, timeout=5)
