@@ -3,7 +3,8 @@
 Issue 13's bursts and floods (bench/burst_peers.py, bench/hang_flood.py) in
 the small: a waiting request holds a timer, not a task; a connection is
 freed when it closes, without waiting for the cyclic garbage collector; the
-memory a flood of connections took is handed back once they are gone.
+memory a flood of connections took is handed back once they are gone; a
+server that owns its process keeps its start-up objects out of the GC's passes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -152,3 +155,39 @@ def test_the_memory_of_a_flood_is_handed_back_once_it_has_gone(
         for sock in flood[100:]:
             sock.close()
         wait_until(lambda: server.server.heap_trims == 1, timeout=5)
+
+
+RUN_AND_REPORT = """\
+import gc, sys
+from mockskill.transport import Answer, Plan, Server, run
+
+
+class Handler:
+    def plan(self, request):
+        return Plan(Answer(200, (), b"ok"))
+
+    def refuse(self, refusal):
+        return Plan(Answer(refusal.status, (), b""))
+
+    def played(self, exchange, outcome):
+        pass
+
+
+def started(server):
+    print(gc.get_freeze_count(), flush=True)
+    server.request_stop()
+
+
+print(gc.get_freeze_count(), flush=True)
+run(Server(Handler()), grace=0, on_started=started)
+"""
+
+
+def test_a_server_run_in_its_main_thread_keeps_its_start_up_objects_out_of_the_gc() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_AND_REPORT], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    before, after = (int(line) for line in done.stdout.split())
+    assert before == 0
+    assert after > 5000  # the interpreter's, the loop's, the handler's: not walked again
