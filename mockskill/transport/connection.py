@@ -15,10 +15,10 @@ Reading requests, and refusing those that break the framing rules or the
 limits, is :class:`~.reading.RequestReader`'s, which a connection is (through
 :class:`~.waiting.Waiting`): a request that cannot be read becomes a
 :class:`~.handler.Refusal`, answered through the handler, after which the
-connection closes. Every close the
-server starts on its own is a *lingering* close (FIN, then unread bytes
-discarded until the client closes or :attr:`Limits.linger` passes), so that
-a client still sending a body reads the refusal instead of a reset.
+connection closes. Every close the server starts on its own is a *lingering*
+close (FIN, then unread bytes discarded until the client closes or
+:attr:`Limits.linger` passes), so that a client still sending a body reads
+the refusal instead of a reset.
 
 Timeouts (head, idle keep-alive) are deadlines checked by one sweep per
 server (:class:`~.shared.Shared`).
