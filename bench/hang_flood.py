@@ -18,11 +18,13 @@ scenario. Each round:
    server must keep answering (latency connect -> last byte, p50/p99, and
    failures); any hanging connection the server dropped early is counted;
 4. the client closes all the hanging connections at once and polls the
-   server's thread count every 5 ms until it is back to where it was: that
-   is the time to free them. The server's journal (read in-process: the
-   server runs ``mockskill.Server`` in a child interpreter that prints
-   ``server.journal()`` when asked on stdin) says when each hang ended,
-   relative to the close, and whether it saw the client leave.
+   server's thread count and open descriptors (/proc/PID/fd: a one-loop
+   server has no thread per connection, but a socket each) every 5 ms until
+   both are back to where they were: that is the time to free them. The
+   server's journal (read in-process: the server runs ``mockskill.Server``
+   in a child interpreter that prints ``server.journal()`` when asked on
+   stdin) says when each hang ended, relative to the close, and whether it
+   saw the client leave.
 
 The server's VmRSS is read when idle (after step 1), at its highest while
 the connections are held (sampled during steps 2-3), and after the release:
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import select
 import subprocess
 import sys
@@ -87,10 +90,18 @@ server.stop()
 """
 
 
+def fds_of(pid: int) -> int:
+    """Descriptors the process has open (its sockets among them)."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
 @dataclass
 class Round:
     threads_before: int = 0
     threads_during: int = 0
+    fds_before: int = 0
+    fds_during: int = 0
+    fds_after: int = 0
     setup_s: float = 0.0
     idle_ms: list[float] = field(default_factory=list)
     busy_ms: list[float] = field(default_factory=list)
@@ -131,6 +142,7 @@ async def _round(port: int, pid: int, clients: int, requests: int, settle: float
     r.idle_ms, _ = await _sequential(port, requests)
     await asyncio.sleep(0.2)  # the last handler thread exits
     r.threads_before = c.threads_of(pid)
+    r.fds_before = fds_of(pid)
     r.rss_idle_kb = c.rss_kb(pid)
     request = c.request_bytes("POST", HANG_PATH, port, b"{}")
     writers: list[asyncio.StreamWriter] = []
@@ -168,6 +180,7 @@ async def _round(port: int, pid: int, clients: int, requests: int, settle: float
     r.rss_held_kb = max(r.rss_held_kb, c.rss_kb(pid))
     r.busy_ms, r.busy_failures = await _sequential(port, requests)
     r.threads_during = max(r.threads_during, c.threads_of(pid))
+    r.fds_during = fds_of(pid)
     r.rss_held_kb = max(r.rss_held_kb, c.rss_kb(pid))
     r.not_hanging = Counter(t.result() for t in tasks if t.done())
     r.dropped_early = sum(r.not_hanging.values())
@@ -180,7 +193,8 @@ async def _round(port: int, pid: int, clients: int, requests: int, settle: float
     deadline = closed + 15
     while time.perf_counter() < deadline:
         r.threads_after = c.threads_of(pid)
-        if r.threads_after <= r.threads_before:
+        r.fds_after = fds_of(pid)
+        if r.threads_after <= r.threads_before and r.fds_after <= r.fds_before:
             r.freed_s = time.perf_counter() - closed
             break
         await asyncio.sleep(0.005)
@@ -271,6 +285,7 @@ def main() -> None:
         "round",
         "hang setup s",
         "threads before/during/after",
+        "fds before/during/after",
         "idle p50/p99 ms",
         "during p50/p99 ms",
         "failures",
@@ -282,7 +297,10 @@ def main() -> None:
         "issue 13 targets",
     )
     c.print_table(headers, rows)
-    print(f"median time to free all threads after the close: {c.median(frees) * 1000:.0f} ms")
+    print(
+        "median time to free all threads and sockets after the close:"
+        f" {c.median(frees) * 1000:.0f} ms"
+    )
     print(
         f"targets (issue 13): p99 during <= {TARGET_P99_MS:.0f} ms; RSS held <="
         f" {TARGET_RSS_HELD_MB} MB; RSS after within {RSS_BACK_KB // 1024} MB of idle"
@@ -295,6 +313,7 @@ def _cells(r: Round, journal_cell: str, after_cell: str) -> tuple[str, ...]:
     return (
         f"{r.setup_s:.2f}",
         f"{r.threads_before}/{r.threads_during}/{r.threads_after}",
+        f"{r.fds_before}/{r.fds_during}/{r.fds_after}",
         f"{c.percentile(r.idle_ms, 50):.1f} / {c.percentile(r.idle_ms, 99):.1f}",
         f"{c.percentile(r.busy_ms, 50):.1f} / {c.percentile(r.busy_ms, 99):.1f}",
         f"{fails} {dict(r.busy_failures) or ''}".strip(),

@@ -82,6 +82,10 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
+_SPENT = httptools.HttpRequestParser(object())
+"""What a closed connection's parser is replaced with: one with no callbacks, never fed."""
+
+
 class RequestReader(abc.ABC):
     """Parses one connection's requests; the connection subclass acts on them.
 
@@ -90,6 +94,40 @@ class RequestReader(abc.ABC):
     (whether a ``100 Continue`` may go now, or must wait its turn) and
     :meth:`_began` (a request has begun).
     """
+
+    # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
+    __slots__ = (
+        "_body",
+        "_body_len",
+        "_body_until",
+        "_chunked",
+        "_close_asked",
+        "_content_length",
+        "_continue_pending",
+        "_dead_parser",
+        "_expect",
+        "_head_complete",
+        "_head_raw",
+        "_head_size",
+        "_headers",
+        "_host_seen",
+        "_in_message",
+        "_index",
+        "_limits",
+        "_local",
+        "_loop",
+        "_max_head",
+        "_max_headers",
+        "_method",
+        "_parser",
+        "_peer",
+        "_transport",
+        "_url",
+        "_url_len",
+        "_version",
+        "deadline",
+        "serial",
+    )
 
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
@@ -142,6 +180,16 @@ class RequestReader(abc.ABC):
     @abc.abstractmethod
     def _began(self) -> None:
         """A request has begun (the connection is not idle any more)."""
+
+    def _release_parser(self) -> None:
+        """Nothing more is read (the connection is lost): let go of the parser.
+
+        It holds this reader's bound callbacks, a reference cycle that only
+        the cyclic GC would break; without it, the connection is freed as soon
+        as the loop lets go of it.
+        """
+        self._dead_parser = True
+        self._parser = _SPENT
 
     # -- feeding -------------------------------------------------------------------
 

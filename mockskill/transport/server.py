@@ -105,6 +105,11 @@ class Server:
         return self._shared.accepted if self._shared is not None else 0
 
     @property
+    def heap_trims(self) -> int:
+        """Times the memory freed by a flood of connections was handed back (Linux/glibc)."""
+        return self._shared.trims if self._shared is not None else 0
+
+    @property
     def open_connections(self) -> int:
         return len(self._shared.connections) if self._shared is not None else 0
 
@@ -248,7 +253,8 @@ def run(
     """Serve in this (the main) thread until a signal; True if the drain cut nothing.
 
     The first of *signals* stops accepting and drains for up to *grace*
-    seconds; a second one cuts what is left at once.
+    seconds; a second one cuts what is left at once. *on_started* is called
+    once the server listens (``mockskill serve`` freezes its start-up heap there).
     """
     event_loop = new_loop(loop)
     asyncio.set_event_loop(event_loop)

@@ -3,12 +3,19 @@
 One :class:`Shared` per server counts and holds its connections, runs the
 one sweep that expires their deadlines (a head too slow, a connection idle
 too long: a request costs an assignment, not a timer), and carries out the
-two halves of a stop — the drain, then the cut.
+two halves of a stop — the drain, then the cut. After a flood of
+connections has gone (most of :data:`TRIM_AFTER` or more), it hands the
+memory they freed back to the system (:func:`trim_heap`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import gc
+import sys
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .handler import Handler
@@ -28,6 +35,41 @@ class Connection(Protocol):
     def cut(self) -> asyncio.Task[None] | None: ...
 
     def expire(self) -> None: ...
+
+
+TRIM_AFTER = 1000
+"""Connections open at once beyond which their going away is followed by a trim."""
+TRIM_DELAY = 0.5
+"""Seconds the count of connections must stay still, after a flood has gone, before the trim."""
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
+def trim_heap() -> bool:
+    """Give the memory freed by a flood back to the system (glibc); True if it was done.
+
+    What ten thousand connections freed stays in the process otherwise: glibc
+    keeps freed chunks for reuse, and RSS stays at the flood's peak. A full
+    collection first frees what only the cyclic GC can (the flood's requests'
+    cycles), which an idle server would otherwise keep until its next one.
+    """
+    if _TRIM is None:
+        return False
+    gc.collect()
+    _TRIM(0)
+    return True
 
 
 def resolve(future: asyncio.Future[Any], value: Any) -> None:
@@ -51,12 +93,20 @@ class Shared:
         self._hurry: asyncio.Future[None] | None = None
         self._empty: asyncio.Future[None] | None = None
         self._sweeper: asyncio.TimerHandle | None = None
+        self._peak = 0
+        """Most connections open at once since the last trim."""
+        self._trimmer: asyncio.TimerHandle | None = None
+        self._trim_at = 0
+        """Connections open when the trim was last put off."""
+        self.trims = 0
+        """Trims done after floods (:func:`trim_heap`)."""
         timeouts = (limits.header_timeout, limits.body_timeout, limits.keep_alive)
         self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
     def register(self, connection: Connection) -> int:
         self.accepted += 1
         self.connections.add(connection)
+        self._peak = max(self._peak, len(self.connections))
         if self._sweeper is None:
             self._sweeper = self.loop.call_later(self._interval, self._sweep)
         return self.accepted
@@ -66,6 +116,20 @@ class Shared:
         self.check_quiet()
         if not self.connections and self._empty is not None:
             resolve(self._empty, None)
+        if self._peak >= TRIM_AFTER and len(self.connections) * 4 <= self._peak:
+            self._peak = len(self.connections)
+            if self._trimmer is None:
+                self._trim_at = len(self.connections)
+                self._trimmer = self.loop.call_later(TRIM_DELAY, self._trim)
+
+    def _trim(self) -> None:
+        if len(self.connections) < self._trim_at:  # still going: trim once they have gone
+            self._trim_at = len(self.connections)
+            self._trimmer = self.loop.call_later(TRIM_DELAY, self._trim)
+            return
+        self._trimmer = None
+        if trim_heap():
+            self.trims += 1
 
     def _sweep(self) -> None:
         now = self.loop.time()
@@ -119,3 +183,6 @@ class Shared:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        if self._trimmer is not None:
+            self._trimmer.cancel()
+            self._trimmer = None

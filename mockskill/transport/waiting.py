@@ -6,17 +6,22 @@ what is in flight (:data:`STOP`). :class:`Waiting` is the part of a
 :class:`~.connection.Connection` that waits: a delay or a pause between
 dribbled pieces (:meth:`Waiting._wait`), the client reading what was written
 (:meth:`Waiting._drained`), a plan made off the loop (:meth:`Waiting._planned`).
+
+A plan's waits (delays, hangs, cuts) are played by :class:`Waits`: one loop
+timer per wait and a callback when they are over, no task nor future — a
+thousand requests waiting at once are a thousand timer handles.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..engine.plan import Plan
-from .handler import FALLBACK
+from ..engine.plan import Answer, Plan, Wait
+from .handler import FALLBACK, Refusal, Request
+from .reading import RequestReader
 from .shared import resolve
 
 log = logging.getLogger("mockskill.transport")
@@ -25,15 +30,118 @@ LEFT = "left"
 STOP = "stop"
 
 
-class Waiting:
+class Waits:
+    """A plan's waits, played one after another on loop timers, then *then* is called.
+
+    *then* gets this object and None when the waits are over (:attr:`answer`
+    is the one to send: the plan's, or a cut's, then :attr:`cut` is set), or
+    the reason they ended early (:meth:`interrupt`). What the waits are for
+    (the exchange, the plan, whether to close after) is carried along for it.
+    """
+
+    __slots__ = (
+        "_alternative",
+        "_begun",
+        "_handle",
+        "_loop",
+        "_next",
+        "_then",
+        "answer",
+        "close",
+        "cut",
+        "item",
+        "plan",
+        "started",
+        "waited_ms",
+    )
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        item: Request | Refusal,
+        plan: Plan,
+        close: bool,
+        started: float,
+        then: Callable[[Waits, str | None], None],
+    ) -> None:
+        self.item, self.plan, self.close, self.started = item, plan, close, started
+        self.answer: Answer = plan.answer
+        self.cut = False
+        self.waited_ms = 0.0
+        self._loop, self._then = loop, then
+        self._next = 0
+        self._begun = 0.0
+        self._alternative: Wait | None = None
+        self._handle: asyncio.TimerHandle | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self._handle is not None
+
+    def start(self, early: str | None) -> None:
+        """Begin the first wait; *early*: a reason the waits cannot even begin."""
+        waits = self.plan.waits
+        if early is not None and waits:
+            self._then(self, early)
+        else:
+            self._step()
+
+    def _step(self) -> None:
+        waits = self.plan.waits
+        if self._next == len(waits):
+            self._then(self, None)
+            return
+        wait = waits[self._next]
+        self._next += 1
+        seconds, self._alternative = wait.ms / 1000, None
+        if wait.cut is not None and wait.cut.after_ms < wait.ms:
+            seconds, self._alternative = wait.cut.after_ms / 1000, wait
+        self._begun = self._loop.time()
+        self._handle = self._loop.call_later(seconds, self._over)
+
+    def _over(self) -> None:
+        self._handle = None
+        spent = (self._loop.time() - self._begun) * 1000
+        self.waited_ms += spent
+        alternative = self._alternative
+        if alternative is None or alternative.cut is None:
+            self._step()
+            return
+        cut_answer = alternative.cut.answer
+        self.answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
+        self.cut = True
+        self._then(self, None)
+
+    def interrupt(self, reason: str) -> None:
+        """End the wait under way now, for *reason*."""
+        handle = self._handle
+        if handle is None:
+            return
+        handle.cancel()
+        self._handle = None
+        self.waited_ms += (self._loop.time() - self._begun) * 1000
+        self._then(self, reason)
+
+
+class Waiting(RequestReader):
     """A connection's waits (its attributes are set by the connection)."""
 
-    _loop: asyncio.AbstractEventLoop
+    # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
+    __slots__ = (
+        "_drain_waiter",
+        "_eof",
+        "_interrupted",
+        "_timed",
+        "_waiter",
+        "_waiter_ends_on_eof",
+    )
+
     _interrupted: str | None
     _eof: bool
     _waiter: asyncio.Future[str | None] | None
     _waiter_ends_on_eof: bool
     _drain_waiter: asyncio.Future[str | None] | None
+    _timed: Waits | None
 
     async def _wait(self, seconds: float) -> str | None:
         """Wait *seconds* on a loop timer; the reason if the client left or the server stops."""
@@ -82,12 +190,20 @@ class Waiting:
             log.exception("the handler failed to plan %r", planned)
             return None, FALLBACK
 
+    def _early(self) -> str | None:
+        """Why a wait beginning now would end at once (see :meth:`_wait`), or None."""
+        if self._interrupted is not None:
+            return self._interrupted
+        return LEFT if self._eof else None
+
     def _interrupt(self, reason: str) -> None:
         if self._interrupted is None:
             self._interrupted = reason
         for waiter in (self._waiter, self._drain_waiter):
             if waiter is not None:
                 resolve(waiter, reason)
+        if self._timed is not None:
+            self._timed.interrupt(reason)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
