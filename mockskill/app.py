@@ -299,6 +299,8 @@ class LoopSurface:
         """Called after each exchange is journalled (the request log)."""
 
     def _is_admin(self, target: str) -> bool:
+        if not target.startswith(ADMIN_PREFIX):
+            return False  # the skill surface's requests, told apart without a split
         path = target.split("?", 1)[0]
         return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
 

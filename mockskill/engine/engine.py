@@ -49,6 +49,8 @@ from .replies import (
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded, State
 
 SESSION_HEADER = "Mockskill-Session"
+_SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
+"""The headers read on every request, as :attr:`Incoming.headers` names them."""
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
@@ -246,7 +248,7 @@ class Engine:
             and chosen.timeout is not None
             and chosen.execution_ms > chosen.timeout[0]
         )
-        same_for_all = not step.random and not cut
+        same_for_all = not chosen.drawn and not cut
         key = (id(step), urls)
         if same_for_all:
             kept = self._plans.get(key)
@@ -272,7 +274,8 @@ class Engine:
         started = request.arrived or time.time()
         table = self.table
         method, path = request.method, request.path
-        session = request.header(SESSION_HEADER) or DEFAULT_SESSION
+        headers = request.headers
+        session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return self._session_too_long(request, session, started)
         if path == catalog.TOKEN_PATH:
@@ -288,7 +291,7 @@ class Engine:
         reply: Reply | None
         if isinstance(target, Miss):
             reply = miss_reply(target)
-        elif (code := request.header(ERROR_HEADER)) is not None:
+        elif (code := headers.get(_ERROR)) is not None:
             reply, forced = forced_reply(target, code), True
         elif target.sequence is None:
             reply = table.listing
@@ -346,7 +349,7 @@ class Engine:
             headers_sent=headers_sent,
             near_misses=near_misses,
             credential=facts.credential(request, self._credential_key),
-            protocol_version=request.header(VERSION_HEADER),
+            protocol_version=request.headers.get(_VERSION),
             body_digest=self._body_digest(request),
             invalid_descriptor=invalid,
             stopped=stopped,
@@ -373,7 +376,7 @@ class Engine:
             )
             if refused is not None:
                 return refused
-        return version_reply(target, request.header(VERSION_HEADER))
+        return version_reply(target, request.headers.get(_VERSION))
 
     def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
@@ -447,6 +450,7 @@ class Engine:
                 return chosen
             step = target.sequence.steps[index]
         if step.random:
+            chosen.drawn = True
             step, chosen.choice, chosen.delay_ms, chosen.execution_ms, chosen.fault_seed = (
                 self.state.draw(session, target.scenario or "", seed, lambda rng: _draw(step, rng))
             )
@@ -488,7 +492,7 @@ class Engine:
         and the socket's) and refused port: the same Urls, so that its filled replies and
         kept plans are found again (bounded: see :data:`MAX_CACHED`)."""
         port = self.refused.port
-        key = (request.scheme, request.header("Host"), request.server, port)
+        key = (request.scheme, request.headers.get("host"), request.server, port)
         urls = self._urls_by_host.get(key)
         if urls is None:
             base = facts.base_url(request)
@@ -534,6 +538,8 @@ class _Chosen:
     delay_ms: float | None = None
     execution_ms: float | None = None
     fault_seed: int = 0
+    drawn: bool = False
+    """Whether the step's values were drawn from the session's generator (it is random)."""
     timeout: tuple[int, int, catalog.Context] | None = None
     reply: Reply | None = None
 

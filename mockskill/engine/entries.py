@@ -190,11 +190,16 @@ class Recorded(NamedTuple):
 
 
 def oversized(recorded: Entry | Recorded) -> bool:
-    """Whether a client's text in *recorded* is over its bound: kept whole until read, it
-    would hold more memory than an entry may (:data:`MAX_ENTRY_BYTES`)."""
-    return any(
-        (value := getattr(recorded, name)) is not None and len(value) > limit
-        for name, limit in _BOUNDED
+    """Whether a client's text in *recorded* is over its bound (:data:`_BOUNDED`): kept whole
+    until read, it would hold more memory than an entry may (:data:`MAX_ENTRY_BYTES`)."""
+    r = recorded
+    return (
+        len(r.path) > MAX_PATH
+        or len(r.session) > MAX_SESSION_NAME
+        or len(r.method) > MAX_TEXT
+        or (r.skill is not None and len(r.skill) > MAX_TEXT)
+        or (r.credential is not None and len(r.credential) > MAX_TEXT)
+        or (r.protocol_version is not None and len(r.protocol_version) > MAX_TEXT)
     )
 
 
