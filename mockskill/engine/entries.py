@@ -45,6 +45,8 @@ other than it reads (a client's ``/x%0Aforged`` would add a line to a report).""
 
 def escaped(text: str) -> str:
     """*text* with every character of :data:`_UNPRINTABLE` percent-escaped (UTF-8), as in a URL."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case; in ASCII, exactly what the pattern does not match
     return _UNPRINTABLE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 

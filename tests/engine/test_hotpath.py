@@ -19,7 +19,7 @@ from werkzeug.wrappers import Request
 from mockskill import Server, load_text
 from mockskill.app import LoopSurface, _incoming
 from mockskill.engine.engine import MAX_CACHED
-from mockskill.engine.entries import Entry, Recorded
+from mockskill.engine.entries import Entry, Recorded, escaped
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.transport import Request as TransportRequest
@@ -246,3 +246,13 @@ def test_two_hosts_get_two_descriptors_over_the_wire(serve: Serve) -> None:
             server.invoke_url("fixed"), headers={"Host": f"{host}:{server.port}"}, timeout=10
         )
         assert response.json() == {"result": {"url": f"http://{host}:{server.port}/here"}}
+
+
+def test_escaping_leaves_printable_ascii_as_it_is_and_escapes_every_ascii_control() -> None:
+    for code in range(128):
+        char = chr(code)
+        shown = escaped(f"a{char}b")
+        if 0x20 <= code < 0x7F:
+            assert shown == f"a{char}b"
+        else:
+            assert shown == f"a%{code:02X}b"
