@@ -119,6 +119,7 @@ class Engine:
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)
         self.scenarios, self.table = scenarios, table
+        self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         if self._open:
             self.open()
 
