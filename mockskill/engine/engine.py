@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import random
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -29,19 +28,19 @@ from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from ..scenario.problems import Problem, ScenarioError
 from . import auth
 from . import plan as plans
 from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
+from .choosing import Chosen, choose
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
+from .playable import check_playable
 from .ports import RefusedPort
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
-    exhausted_reply,
     forced_reply,
     miss_reply,
     version_reply,
@@ -103,7 +102,7 @@ class Engine:
         serving what it served, if this server cannot play them. Outage
         windows of newly loaded scenarios start now.
         """
-        _check_playable(scenarios, raw_socket=self.raw_socket)
+        check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
         # Outage windows start when a scenario is loaded; one kept as it was
         # (the very object: Server.add, Server.remove) keeps its window.
@@ -150,7 +149,7 @@ class Engine:
             self.state.record(self._recorded(incoming, decided, None, response.status_code, reply))
             return response
         assert isinstance(decided.target, Target)
-        chosen = self._choose(decided.table, decided.target, decided.session, decided.urls)
+        chosen = choose(self.state, decided.table, decided.target, decided.session, decided.urls)
         if chosen.step is None:
             assert chosen.reply is not None
             response = respond(chosen.reply)
@@ -190,7 +189,9 @@ class Engine:
         reply, chosen = decided.reply, None
         if reply is None:
             assert isinstance(decided.target, Target)
-            chosen = self._choose(decided.table, decided.target, decided.session, decided.urls)
+            chosen = choose(
+                self.state, decided.table, decided.target, decided.session, decided.urls
+            )
             reply = chosen.reply
         if reply is not None:
             served = reply
@@ -238,7 +239,7 @@ class Engine:
 
         return planned.plan, record
 
-    def _planned(self, chosen: _Chosen, urls: Urls) -> Planned:
+    def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
         every request (nothing drawn, no cut whose answer measures the time), else per
         request. A kept plan answers with the same Answer object, whose head renders once."""
@@ -306,7 +307,7 @@ class Engine:
         self,
         request: Incoming,
         decided: _Decided,
-        chosen: _Chosen | None,
+        chosen: Chosen | None,
         status: int | None,
         served: Reply,
         finished: float | None = None,
@@ -430,42 +431,8 @@ class Engine:
         )
         self.state.record(entry)
 
-    def _choose(self, table: RoutingTable, target: Target, session: str, urls: Urls) -> _Chosen:
-        """*target*'s next step and its random values, all of it on *table* (the one it
-        was matched on); or, when the sequence is exhausted, the reply saying so."""
-        assert target.sequence is not None
-        # Not the live table: a scenario removed or deactivated since the match is not in it.
-        scenario = table.scenarios[target.scenario] if target.scenario else None
-        seed = scenario.seed if scenario else None
-        outage = scenario.outage if scenario else None
-        chosen = _Chosen()
-        if outage and scenario and outage.covers(self.state.since_activated(scenario.name) * 1000):
-            step, chosen.outage = outage.step, True
-        else:
-            generation = table.generations.get(target.key, 0)
-            position = self.state.advance(session, target.key, generation)
-            index = target.sequence.step_at(position)
-            chosen.position, chosen.index = position, index
-            if index is None:
-                chosen.reply = urls.fill(exhausted_reply(target, session, position))
-                return chosen
-            step = target.sequence.steps[index]
-        if step.random:
-            chosen.drawn = True
-            step, chosen.choice, chosen.delay_ms, chosen.execution_ms, chosen.fault_seed = (
-                self.state.draw(session, target.scenario or "", seed, lambda rng: _draw(step, rng))
-            )
-        else:  # nothing to draw: no generator is made for the session
-            chosen.delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
-            chosen.execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
-        skill = target.skill
-        if skill is not None and skill.timeout_ms is not None:
-            chosen.timeout = (skill.timeout_ms, skill.timeout_status, target.context)
-        chosen.step = step
-        return chosen
-
     def _play(
-        self, request: Incoming, chosen: _Chosen, urls: Urls
+        self, request: Incoming, chosen: Chosen, urls: Urls
     ) -> tuple[Response, Played, Connection]:
         """Play *chosen*'s step on this thread (see :meth:`handle`)."""
         step = chosen.step
@@ -508,10 +475,6 @@ class Engine:
         return urls
 
 
-_NO_RANDOM = random.Random(0)
-"""Handed to fixed delays, which draw nothing from it."""
-
-
 @dataclasses.dataclass(slots=True)
 class _Decided:
     """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
@@ -526,46 +489,8 @@ class _Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
 
 
-@dataclasses.dataclass(slots=True)
-class _Chosen:
-    """The step to play and its random values, or (*step* None) the reply instead."""
-
-    step: Step | None = None
-    index: int | None = None
-    """The step's index in its sequence (None: the outage's, or the sequence is over)."""
-    position: int | None = None
-    outage: bool = False
-    choice: int | None = None
-    delay_ms: float | None = None
-    execution_ms: float | None = None
-    fault_seed: int = 0
-    drawn: bool = False
-    """Whether the step's values were drawn from the session's generator (it is random)."""
-    timeout: tuple[int, int, catalog.Context] | None = None
-    reply: Reply | None = None
-
-
 def _nothing(outcome: plans.Outcome) -> None:
     """Recording nothing: the answer was journalled when it was decided."""
-
-
-def _draw(
-    step: Step, rng: random.Random
-) -> tuple[Step, int | None, float | None, float | None, int]:
-    """Every random value a step needs, in a fixed order (so a seed replays it)."""
-    choice = None
-    if step.choices:
-        total = sum(c.weight for c in step.choices)
-        roll, choice = rng.random() * total, len(step.choices) - 1
-        for i, option in enumerate(step.choices):
-            roll -= option.weight
-            if roll < 0:
-                choice = i
-                break
-        step = step.choices[choice].step
-    delay = round(step.delay.draw(rng), 3) if step.delay else None
-    execution = round(step.execution.draw(rng), 3) if step.execution else None
-    return step, choice, delay, execution, rng.getrandbits(32)
 
 
 def _finished(recorded: Recorded, connection: Connection) -> Recorded:
@@ -573,35 +498,4 @@ def _finished(recorded: Recorded, connection: Connection) -> Recorded:
         finished=time.time(),
         client_left=connection.left_at,
         headers_sent=connection.headers_sent,
-    )
-
-
-def _check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
-    if raw_socket:
-        return
-    problems = []
-    for skill in scenarios.skills:
-        for sequence in (skill.describe, skill.invoke):
-            for step in sequence.steps:
-                if step.needs_socket:
-                    problems.append(_socket_problem(step))
-    for route in scenarios.routes:
-        problems.extend(_socket_problem(s) for s in route.sequence.steps if s.needs_socket)
-    for scenario in scenarios.scenarios:
-        if scenario.outage and scenario.outage.step.needs_socket:
-            problems.append(_socket_problem(scenario.outage.step))
-    if problems:
-        raise ScenarioError(problems)
-
-
-def _socket_problem(step: Step) -> Problem:
-    where = step.where
-    return Problem(
-        where.file,
-        where.line,
-        where.column,
-        "fault",
-        "a step this server can play",
-        "a transport fault, which needs the raw socket of Werkzeug's server",
-        "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
     )
