@@ -25,7 +25,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
@@ -33,6 +33,7 @@ from werkzeug.wrappers import Request, Response
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine
+from .engine.incoming import Incoming, decoded_path, headers_of
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .protocol.catalog import tool_error
@@ -314,6 +315,8 @@ class LoopSurface:
         """Called after each exchange is journalled (the request log)."""
 
     def _is_admin(self, target: str) -> bool:
+        if not target.startswith(ADMIN_PREFIX):
+            return False  # the skill surface's requests, told apart without a split
         path = target.split("?", 1)[0]
         return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
 
@@ -326,7 +329,7 @@ class LoopSurface:
             and request.header("Access-Control-Request-Method")
         ):
             return Plan(answer_of(_preflight()))
-        req = Request(wsgi_environ(request))
+        req = _incoming(request)
         try:
             planned, record = self.engine.plan(req)
         except Exception as exc:
@@ -399,6 +402,23 @@ class LoopSurface:
 
     def close(self) -> None:
         self.admin.close()
+
+
+def _incoming(request: TransportRequest) -> Incoming:
+    """The engine's view of a transport request; its Werkzeug request made only if asked."""
+    target = request.target
+    if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
+        parts = urlsplit(target)
+        target = parts.path or "/"
+    return Incoming(
+        request.method,
+        decoded_path(target),
+        headers_of(request.headers),
+        request.body,
+        server=request.local,
+        arrived=request.time,
+        werkzeug=lambda: Request(wsgi_environ(request)),
+    )
 
 
 def _with_cors_plan(plan: Plan) -> Plan:

@@ -35,6 +35,7 @@ from werkzeug.wrappers import Request, Response
 from ..protocol import catalog
 from ..protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
 from ..scenario.model import JSON_TYPE, Credentials, Reply, Requirement
+from .incoming import Incoming
 from .state import State
 
 GRANT_TYPES = ("client_credentials",)
@@ -52,19 +53,19 @@ def fingerprint(secret: str, key: bytes) -> str:
     return "hmac-sha256:" + hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def presented(request: Request) -> tuple[str, str] | None:
+def presented(request: Incoming) -> tuple[str, str] | None:
     """The credential a request carries: ("bearer", token) or ("api_key", key), if any."""
-    header = request.headers.get("Authorization", "")
+    header = request.header("Authorization") or ""
     if header[:7].lower() == "bearer ":
         return "bearer", header[7:].strip()
-    key = request.headers.get(API_KEY_HEADER)
+    key = request.header(API_KEY_HEADER)
     if key:
         return "api_key", key.strip()
     return None
 
 
 def check(
-    request: Request,
+    request: Incoming,
     requirement: Requirement,
     credentials: Credentials,
     state: State,

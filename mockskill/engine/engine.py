@@ -1,17 +1,24 @@
 """One request through the scenarios: match → next step → act → record.
 
-The engine takes a Werkzeug request and returns a Werkzeug response; it
-uses no Flask globals, so it can be driven without a server. It reads the
-scenario set through one reference, swapped whole on reload, so a request
-finishes on the configuration it started with.
+The engine plans an answer for the event-loop transport (:meth:`Engine.plan`),
+or plays one on a WSGI server's thread (:meth:`Engine.handle`, a Werkzeug
+request in, a Werkzeug response out); either way it reads the request
+through :class:`~.incoming.Incoming`, and uses no Flask globals, so it can
+be driven without a server. It reads the scenario set through one
+reference, swapped whole on reload, so a request finishes on the
+configuration it started with.
+
+The hot path is the ordinary path with what does not change kept: the
+:class:`Urls` per address the client used, and the plan of a step whose
+answer depends on nothing drawn or measured per request, per step and
+address; a request is journalled as a plain :class:`~.entries.Recorded`
+tuple, built into its Entry when the journal is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import hmac
-import random
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -21,25 +28,31 @@ from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from ..scenario.problems import Problem, ScenarioError
 from . import auth
 from . import plan as plans
 from . import request_facts as facts
-from .actions import Connection, Cut, Planned, Urls, answer, answer_of, play, respond
+from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
+from .choosing import Chosen, choose
+from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
+from .playable import check_playable
 from .ports import RefusedPort
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
-    exhausted_reply,
     forced_reply,
     miss_reply,
     version_reply,
 )
-from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded, State
 
 SESSION_HEADER = "Mockskill-Session"
+_SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
+"""The headers read on every request, as :attr:`Incoming.headers` names them."""
+MAX_CACHED = 256
+"""How many base URLs (per Host header) and step plans the engine keeps; beyond, the
+cache starts afresh, so that a client varying its Host header cannot grow memory."""
 
 
 class Engine:
@@ -65,13 +78,19 @@ class Engine:
         self._open = False
         # Keys the journal's body digests: a short body (a PIN, a password)
         # cannot be guessed back from its digest without it.
-        self._digest_key = secrets.token_bytes(32)
+        self._digest = hmac.new(secrets.token_bytes(32), digestmod="sha256")
+        """Copied per body: the key is set up once, not per request."""
         self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
-        self.matched: Callable[[Request, Target | Miss], None] | None = None
+        self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
+        self._urls_by_host: dict[tuple[object, ...], Urls] = {}
+        self._plans: dict[tuple[int, Urls], tuple[Step, Planned]] = {}
+        """Plans of steps that answer the same to every request (see :meth:`_planned`),
+        by the step's id and the Urls; the step is kept with its plan, so its id cannot
+        be another's while the plan is kept."""
         self.load(scenarios)
 
     def load(self, scenarios: ScenarioSet, restart: Iterable[str] = ()) -> None:
@@ -83,7 +102,7 @@ class Engine:
         serving what it served, if this server cannot play them. Outage
         windows of newly loaded scenarios start now.
         """
-        _check_playable(scenarios, raw_socket=self.raw_socket)
+        check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
         # Outage windows start when a scenario is loaded; one kept as it was
         # (the very object: Server.add, Server.remove) keeps its window.
@@ -99,6 +118,7 @@ class Engine:
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)
         self.scenarios, self.table = scenarios, table
+        self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         if self._open:
             self.open()
 
@@ -119,94 +139,145 @@ class Engine:
         The event-loop transport asks :meth:`plan` instead and plays the waits
         with timers; both decide through :meth:`_decide`.
         """
-        decided = self._decide(request)
+        incoming = Incoming.of(request)
+        decided = self._decide(incoming)
         if isinstance(decided, Response):
             return decided
-        reply, fields = decided.reply, decided.fields
-        if reply is None:
-            assert isinstance(decided.target, Target)
-            response, fields = self._play(
-                request, decided.table, decided.target, decided.session, decided.urls
-            )
-        else:
+        reply = decided.reply
+        if reply is not None:
             response = respond(reply)
-            fields.update(error_code=reply.error_code, retry=reply.retry)
-        served = fields.pop("served", reply)
-        connection = fields.pop("connection", None)
-        entry = self._entry(
-            request, decided, fields.pop("status", response.status_code), served, fields
+            self.state.record(self._recorded(incoming, decided, None, response.status_code, reply))
+            return response
+        assert isinstance(decided.target, Target)
+        chosen = choose(self.state, decided.table, decided.target, decided.session, decided.urls)
+        if chosen.step is None:
+            assert chosen.reply is not None
+            response = respond(chosen.reply)
+            code = response.status_code
+            self.state.record(self._recorded(incoming, decided, chosen, code, chosen.reply))
+            return response
+        response, played, connection = self._play(incoming, chosen, decided.urls)
+        status = None if isinstance(response, Cut) else response.status_code
+        recorded = self._recorded(
+            incoming,
+            decided,
+            chosen,
+            status,
+            played.reply,
+            fault=played.fault,
+            client_left=connection.left_at,
         )
-        if connection is None:
-            self.state.record(entry)
+        if chosen.step.dribble is None or played.timed_out:
+            self.state.record(recorded)
         else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(_finished(entry, connection))
+            connection.on_done = lambda: self.state.record(_finished(recorded, connection))
             response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
-    def plan(self, request: Request) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
+    def plan(
+        self, request: Incoming | Request
+    ) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
         No I/O and no sleeping here. The second value records the request in
         the journal once the transport says how the plan went (call it once).
         """
-        decided = self._decide(request)
+        incoming = request if isinstance(request, Incoming) else Incoming.of(request)
+        decided = self._decide(incoming)
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), _nothing
-        reply, fields = decided.reply, decided.fields
-        planned: Planned | None = None
+        reply, chosen = decided.reply, None
         if reply is None:
             assert isinstance(decided.target, Target)
-            chosen = self._choose(decided.table, decided.target, decided.session, decided.urls)
-            fields.update(chosen.fields)
-            if chosen.step is None:
-                reply = chosen.reply
-        if reply is not None:
-            fields.update(error_code=reply.error_code, retry=reply.retry)
-            the_plan, served = plans.Plan(answer(reply)), reply
-        else:
-            assert chosen.step is not None
-            planned = plan_step(
-                chosen.step,
-                decided.urls,
-                delay_ms=chosen.delay_ms,
-                execution_ms=chosen.execution_ms,
-                fault_seed=chosen.fault_seed,
-                timeout=chosen.timeout,
+            chosen = choose(
+                self.state, decided.table, decided.target, decided.session, decided.urls
             )
-            the_plan, served = planned.plan, planned.reply
-        dribbled = the_plan.dribble is not None
+            reply = chosen.reply
+        if reply is not None:
+            served = reply
+
+            def record_reply(outcome: plans.Outcome) -> None:
+                status = None if outcome.answer is None or outcome.fault else outcome.answer.status
+                self.state.record(
+                    self._recorded(
+                        incoming,
+                        decided,
+                        chosen,
+                        status,
+                        served,
+                        outcome.last_byte_at,
+                        stopped=outcome.stopped,
+                    )
+                )
+
+            return plans.Plan(answer(reply)), record_reply
+        assert chosen is not None
+        assert chosen.step is not None
+        planned = self._planned(chosen, decided.urls)
+        dribbled = planned.plan.dribble is not None
 
         def record(outcome: plans.Outcome) -> None:
-            played = dict(fields)
-            shown = served
-            if planned is not None:
-                if planned.timed_out and outcome.cut:
-                    shown = planned.timed_out[-1]
-                played.update(
-                    fault=outcome.fault.value if outcome.fault is not None else None,
-                    error_code=shown.error_code,
-                    retry=shown.retry,
+            shown = planned.reply
+            if planned.timed_out and outcome.cut:
+                shown = planned.timed_out[-1]
+            fault = outcome.fault
+            status = None if outcome.answer is None or fault else outcome.answer.status
+            self.state.record(
+                self._recorded(
+                    incoming,
+                    decided,
+                    chosen,
+                    status,
+                    shown,
+                    outcome.last_byte_at,
+                    fault=None if fault is None else fault.value,
                     client_left=outcome.client_left_at,
+                    headers_sent=outcome.headers_at if dribbled and not outcome.cut else None,
+                    stopped=outcome.stopped,
                 )
-                if dribbled and not outcome.cut:
-                    played["headers_sent"] = outcome.headers_at
-            status = outcome.answer.status if outcome.answer is not None else None
-            if outcome.fault is not None:
-                status = None
-            if outcome.stopped:
-                played["stopped"] = True
-            finished = outcome.last_byte_at or time.time()
-            self.state.record(self._entry(request, decided, status, shown, played, finished))
+            )
 
-        return the_plan, record
+        return planned.plan, record
 
-    def _decide(self, request: Request) -> Response | _Decided:
+    def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
+        """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
+        every request (nothing drawn, no cut whose answer measures the time), else per
+        request. A kept plan answers with the same Answer object, whose head renders once."""
+        step = chosen.step
+        assert step is not None
+        cut = (
+            chosen.execution_ms is not None
+            and chosen.timeout is not None
+            and chosen.execution_ms > chosen.timeout[0]
+        )
+        same_for_all = not chosen.drawn and not cut
+        key = (id(step), urls)
+        if same_for_all:
+            kept = self._plans.get(key)
+            if kept is not None and kept[0] is step:
+                return kept[1]
+        planned = plan_step(
+            step,
+            urls,
+            delay_ms=chosen.delay_ms,
+            execution_ms=chosen.execution_ms,
+            fault_seed=chosen.fault_seed,
+            timeout=chosen.timeout,
+        )
+        if same_for_all:
+            if len(self._plans) >= MAX_CACHED:
+                self._plans.clear()  # atomic, unlike evicting one: handle() runs on threads
+            self._plans[key] = (step, planned)
+        return planned
+
+    def _decide(self, request: Incoming) -> Response | _Decided:
         """Everything about *request* that needs no step: an answer, or what to play."""
         # When the transport had it whole (a busy loop may plan it later); else now.
-        started = request.environ.get("mockskill.arrived") or time.time()
+        started = request.arrived or time.time()
         table = self.table
         method, path = request.method, request.path
-        session = request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+        headers = request.headers
+        session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return self._session_too_long(request, session, started)
         if path == catalog.TOKEN_PATH:
@@ -218,31 +289,44 @@ class Engine:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
             return self._authorize(request, session, started)
         urls = self._urls(request)
-        fields: dict[str, Any] = {}
+        forced = False
         reply: Reply | None
         if isinstance(target, Miss):
             reply = miss_reply(target)
-        elif ERROR_HEADER in request.headers:
-            reply, fields["forced"] = forced_reply(target, request.headers[ERROR_HEADER]), True
+        elif (code := headers.get(_ERROR)) is not None:
+            reply, forced = forced_reply(target, code), True
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
             reply = self._refusal(request, table, target)
         if reply is not None:
             reply = urls.fill(reply)
-        return _Decided(started, session, table, target, urls, reply, fields)
+        return _Decided(started, session, table, target, urls, reply, forced)
 
-    def _entry(
+    def _recorded(
         self,
-        request: Request,
+        request: Incoming,
         decided: _Decided,
+        chosen: Chosen | None,
         status: int | None,
-        served: Reply | None,
-        fields: dict[str, Any],
+        served: Reply,
         finished: float | None = None,
-    ) -> Entry:
+        *,
+        fault: str | None = None,
+        client_left: float | None = None,
+        headers_sent: float | None = None,
+        stopped: bool = False,
+    ) -> Recorded:
+        """The journal's record of *request*, answered with *served* (finished: now if None)."""
         target = decided.target
-        entry = Entry(
+        if isinstance(target, Miss):
+            endpoint, scenario, near_misses = "unmatched", None, target.near_misses
+        else:
+            endpoint, scenario, near_misses = target.kind, target.scenario, ()
+        invalid = False
+        if endpoint == "describe" and status == 200:
+            invalid = facts.invalid_descriptor(served.body)
+        return Recorded(
             id=self.state.next_id(),
             started=decided.started,
             finished=time.time() if finished is None else finished,
@@ -250,31 +334,39 @@ class Engine:
             method=request.method,
             path=request.path,
             status=status,
-            endpoint="unmatched" if isinstance(target, Miss) else target.kind,
+            endpoint=endpoint,
             skill=facts.skill_id(target),
-            scenario=None if isinstance(target, Miss) else target.scenario,
-            near_misses=target.near_misses if isinstance(target, Miss) else (),
+            scenario=scenario,
+            step=None if chosen is None else chosen.index,
+            position=None if chosen is None else chosen.position,
+            error_code=served.error_code,
+            retry=served.retry,
+            forced=decided.forced,
+            outage=chosen is not None and chosen.outage,
+            choice=None if chosen is None else chosen.choice,
+            delay_ms=None if chosen is None else chosen.delay_ms,
+            execution_ms=None if chosen is None else chosen.execution_ms,
+            fault=fault,
+            client_left=client_left,
+            headers_sent=headers_sent,
+            near_misses=near_misses,
             credential=facts.credential(request, self._credential_key),
-            protocol_version=request.headers.get(VERSION_HEADER),
-            body_digest=self._digest(request),
-            **fields,
+            protocol_version=request.headers.get(_VERSION),
+            body_digest=self._body_digest(request),
+            invalid_descriptor=invalid,
+            stopped=stopped,
         )
-        if entry.endpoint == "describe" and entry.status == 200 and served is not None:
-            invalid = facts.invalid_descriptor(served.body)
-            entry = dataclasses.replace(entry, invalid_descriptor=invalid)
-        return entry
 
-    def _digest(self, request: Request) -> str | None:
+    def _body_digest(self, request: Incoming) -> str | None:
         """``hmac-sha256:…`` of the request body (keyed per server); None for no body."""
-        environ = request.environ
-        if environ.get("CONTENT_LENGTH") in (None, "", "0") and "mockskill.request" in environ:
-            return None  # the transport's requests say their length (a chunked one: whole)
-        body = request.get_data(cache=True)
+        body = request.body
         if not body:
             return None
-        return "hmac-sha256:" + hmac.new(self._digest_key, body, hashlib.sha256).hexdigest()[:16]
+        digest = self._digest.copy()
+        digest.update(body)
+        return "hmac-sha256:" + digest.hexdigest()[:16]
 
-    def _refusal(self, request: Request, table: RoutingTable, target: Target) -> Reply | None:
+    def _refusal(self, request: Incoming, table: RoutingTable, target: Target) -> Reply | None:
         """401 or 403 for a caller without the credentials, 422 for an incompatible one.
 
         *table* is the one *target* was matched on (a change of scenarios
@@ -286,9 +378,9 @@ class Engine:
             )
             if refused is not None:
                 return refused
-        return version_reply(target, request.headers.get(VERSION_HEADER))
+        return version_reply(target, request.headers.get(_VERSION))
 
-    def _session_too_long(self, request: Request, session: str, started: float) -> Response:
+    def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
         message = (
             f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
@@ -301,22 +393,24 @@ class Engine:
         self._record(request, session, started, reply.status, "refused", error_code=code)
         return respond(reply)
 
-    def _token(self, request: Request, session: str, started: float) -> Response:
+    def _token(self, request: Incoming, session: str, started: float) -> Response:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
-        response = auth.token_endpoint(request, self.table.credentials, self.state)
-        status, credential = response.status_code, facts.client(request)
+        form_request = request.werkzeug()  # the form's parsing is Werkzeug's
+        response = auth.token_endpoint(form_request, self.table.credentials, self.state)
+        status, credential = response.status_code, facts.client(form_request)
         self._record(request, session, started, status, "token", credential=credential)
         return response
 
-    def _authorize(self, request: Request, session: str, started: float) -> Response:
+    def _authorize(self, request: Incoming, session: str, started: float) -> Response:
         """The mock OAuth2 authorization endpoint; recorded like any request."""
-        response = auth.authorization_endpoint(request, facts.base_url(request))
+        base = facts.base_url(request)
+        response = auth.authorization_endpoint(request.werkzeug(), base)
         self._record(request, session, started, response.status_code, "authorize")
         return response
 
     def _record(
         self,
-        request: Request,
+        request: Incoming,
         session: str,
         started: float,
         status: int,
@@ -337,57 +431,19 @@ class Engine:
         )
         self.state.record(entry)
 
-    def _choose(self, table: RoutingTable, target: Target, session: str, urls: Urls) -> _Chosen:
-        """*target*'s next step and its random values, all of it on *table* (the one it
-        was matched on); or, when the sequence is exhausted, the reply saying so."""
-        assert target.sequence is not None
-        # Not the live table: a scenario removed or deactivated since the match is not in it.
-        scenario = table.scenarios[target.scenario] if target.scenario else None
-        seed = scenario.seed if scenario else None
-        fields: dict[str, Any] = {}
-        outage = scenario.outage if scenario else None
-        if outage and scenario and outage.covers(self.state.since_activated(scenario.name) * 1000):
-            step, fields["outage"] = outage.step, True
-        else:
-            generation = table.generations.get(target.key, 0)
-            position = self.state.advance(session, target.key, generation)
-            index = target.sequence.step_at(position)
-            fields.update(position=position, step=index)
-            if index is None:
-                reply = urls.fill(exhausted_reply(target, session, position))
-                return _Chosen({**fields, "error_code": reply.error_code}, reply=reply)
-            step = target.sequence.steps[index]
-        if step.random:
-            step, choice, delay_ms, execution_ms, fault_seed = self.state.draw(
-                session, target.scenario or "", seed, lambda rng: _draw(step, rng)
-            )
-        else:  # nothing to draw: no generator is made for the session
-            choice, fault_seed = None, 0
-            delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
-            execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
-        skill = target.skill
-        timeout = None
-        if skill is not None and skill.timeout_ms is not None:
-            timeout = (skill.timeout_ms, skill.timeout_status, target.context)
-        fields.update(choice=choice, delay_ms=delay_ms, execution_ms=execution_ms)
-        return _Chosen(fields, step, delay_ms, execution_ms, fault_seed, timeout)
-
     def _play(
-        self, request: Request, table: RoutingTable, target: Target, session: str, urls: Urls
-    ) -> tuple[Response, dict[str, Any]]:
-        """Play *target*'s next step on this thread (see :meth:`handle`)."""
-        chosen = self._choose(table, target, session, urls)
-        fields = chosen.fields
+        self, request: Incoming, chosen: Chosen, urls: Urls
+    ) -> tuple[Response, Played, Connection]:
+        """Play *chosen*'s step on this thread (see :meth:`handle`)."""
         step = chosen.step
-        if step is None:
-            assert chosen.reply is not None
-            return respond(chosen.reply), fields
-        connection = Connection(request.environ)
+        assert step is not None
+        werkzeug_request = request.werkzeug()
+        connection = Connection(werkzeug_request.environ)
         if chosen.delay_ms or chosen.execution_ms or step.hang_ms or step.dribble or step.fault:
             # Read the whole request first: a fault must not strike while the
             # client is still sending, and during a wait a readable socket
             # must mean the client's goodbye.
-            request.get_data()
+            werkzeug_request.get_data()
         response, played = play(
             step,
             connection,
@@ -397,32 +453,29 @@ class Engine:
             fault_seed=chosen.fault_seed,
             timeout=chosen.timeout,
         )
-        fields.update(
-            fault=played.fault,
-            error_code=played.reply.error_code,
-            retry=played.reply.retry,
-            client_left=connection.left_at,
-            served=played.reply,
-        )
-        if isinstance(response, Cut):
-            fields["status"] = None  # nothing was answered
-        if step.dribble is not None and not played.timed_out:
-            fields["connection"] = connection
-        return response, fields
+        return response, played, connection
 
-    def _urls(self, request: Request) -> Urls:
-        base = facts.base_url(request)
-        if self.refused.port is None:
-            return Urls(base)
-        hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
-        return Urls(base, f"{hostname}:{self.refused.port}")
-
-
-_NO_RANDOM = random.Random(0)
-"""Handed to fixed delays, which draw nothing from it."""
+    def _urls(self, request: Incoming) -> Urls:
+        """What the placeholders stand for, kept per address the client used (Host header
+        and the socket's) and refused port: the same Urls, so that its filled replies and
+        kept plans are found again (bounded: see :data:`MAX_CACHED`)."""
+        port = self.refused.port
+        key = (request.scheme, request.headers.get("host"), request.server, port)
+        urls = self._urls_by_host.get(key)
+        if urls is None:
+            base = facts.base_url(request)
+            if port is None:
+                urls = Urls(base)
+            else:
+                hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
+                urls = Urls(base, f"{hostname}:{port}")
+            if len(self._urls_by_host) >= MAX_CACHED:
+                self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
+            self._urls_by_host[key] = urls
+        return urls
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Decided:
     """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
 
@@ -432,80 +485,17 @@ class _Decided:
     target: Target | Miss
     urls: Urls
     reply: Reply | None
-    fields: dict[str, Any]
-
-
-@dataclasses.dataclass
-class _Chosen:
-    """The step to play and its random values, or (*step* None) the reply instead."""
-
-    fields: dict[str, Any]
-    step: Step | None = None
-    delay_ms: float | None = None
-    execution_ms: float | None = None
-    fault_seed: int = 0
-    timeout: tuple[int, int, catalog.Context] | None = None
-    reply: Reply | None = None
+    forced: bool
+    """Whether ``Mockskill-Error`` chose the reply."""
 
 
 def _nothing(outcome: plans.Outcome) -> None:
     """Recording nothing: the answer was journalled when it was decided."""
 
 
-def _draw(
-    step: Step, rng: random.Random
-) -> tuple[Step, int | None, float | None, float | None, int]:
-    """Every random value a step needs, in a fixed order (so a seed replays it)."""
-    choice = None
-    if step.choices:
-        total = sum(c.weight for c in step.choices)
-        roll, choice = rng.random() * total, len(step.choices) - 1
-        for i, option in enumerate(step.choices):
-            roll -= option.weight
-            if roll < 0:
-                choice = i
-                break
-        step = step.choices[choice].step
-    delay = round(step.delay.draw(rng), 3) if step.delay else None
-    execution = round(step.execution.draw(rng), 3) if step.execution else None
-    return step, choice, delay, execution, rng.getrandbits(32)
-
-
-def _finished(entry: Entry, connection: Connection) -> Entry:
-    return dataclasses.replace(
-        entry,
+def _finished(recorded: Recorded, connection: Connection) -> Recorded:
+    return recorded._replace(
         finished=time.time(),
         client_left=connection.left_at,
         headers_sent=connection.headers_sent,
-    )
-
-
-def _check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
-    if raw_socket:
-        return
-    problems = []
-    for skill in scenarios.skills:
-        for sequence in (skill.describe, skill.invoke):
-            for step in sequence.steps:
-                if step.needs_socket:
-                    problems.append(_socket_problem(step))
-    for route in scenarios.routes:
-        problems.extend(_socket_problem(s) for s in route.sequence.steps if s.needs_socket)
-    for scenario in scenarios.scenarios:
-        if scenario.outage and scenario.outage.step.needs_socket:
-            problems.append(_socket_problem(scenario.outage.step))
-    if problems:
-        raise ScenarioError(problems)
-
-
-def _socket_problem(step: Step) -> Problem:
-    where = step.where
-    return Problem(
-        where.file,
-        where.line,
-        where.column,
-        "fault",
-        "a step this server can play",
-        "a transport fault, which needs the raw socket of Werkzeug's server",
-        "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
     )

@@ -11,12 +11,15 @@ import functools
 import json
 import re
 
+from werkzeug.sansio.utils import get_host
 from werkzeug.wrappers import Request
 
 from ..protocol.validator import validate as validate_descriptor
 from . import auth
+from .incoming import Incoming
 from .matching import Miss, Target
 
+_API_KEY = auth.API_KEY_HEADER.lower()
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 
@@ -34,11 +37,11 @@ def invalid_descriptor(body: bytes) -> bool:
     return bool(validate_descriptor(document))
 
 
-def credential(request: Request, key: bytes) -> str | None:
+def credential(request: Incoming, key: bytes) -> str | None:
     """``KIND hmac-sha256:…`` for the credential *request* carries (keyed by *key*); never
     the secret itself."""
     headers = request.headers
-    if "Authorization" not in headers and auth.API_KEY_HEADER not in headers:
+    if "authorization" not in headers and _API_KEY not in headers:
         return None  # the common case: nothing to hash
     presented = auth.presented(request)
     if presented is None:
@@ -60,10 +63,10 @@ def skill_id(target: Target | Miss) -> str | None:
     return target.skill.id if target.skill else None
 
 
-def base_url(request: Request) -> str:
+def base_url(request: Incoming) -> str:
     """This server as the client reached it; the socket's address if Host looks forged."""
-    host = request.host
+    host = get_host(request.scheme, request.header("Host"), request.server)
     if not _SAFE_HOST.match(host):
-        server = request.environ.get("SERVER_NAME", "localhost")
-        host = f"{server}:{request.environ.get('SERVER_PORT', '80')}"
+        name, port = request.server
+        host = f"{name}:{80 if port is None else port}"
     return f"{request.scheme}://{host}"

@@ -8,153 +8,49 @@ could replace memory when several processes serve one scenario set.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import random
-import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
 
-from ..protocol.catalog import Retry
+from .entries import (
+    MASK,
+    MAX_ENTRY_BYTES,
+    MAX_PATH,
+    MAX_SESSION_NAME,
+    MAX_TEXT,
+    Entry,
+    Recorded,
+    escaped,
+    kept,
+    oversized,
+    shorten,
+)
+
+__all__ = [
+    "DEFAULT_JOURNAL_SIZE",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION",
+    "MASK",
+    "MAX_ENTRY_BYTES",
+    "MAX_PATH",
+    "MAX_SESSION_NAME",
+    "MAX_TEXT",
+    "Entry",
+    "Recorded",
+    "State",
+    "escaped",
+    "shorten",
+]
 
 T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
-MAX_SESSION_NAME = 256
-"""The longest session name served (characters); a longer one is refused with 400."""
-MAX_PATH = 512
-"""The longest request path an entry keeps (characters); a longer one is kept cut, marked."""
-MAX_TEXT = 128
-"""The longest of any other text a client chose that an entry keeps (the method, a
-skill id from the path, header values, the path and method quoted in a near miss)."""
-MAX_ENTRY_BYTES = 16 * 1024
-"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
-MASK = "***"
-"""What a hidden secret (:meth:`State.hide`) reads as in the journal."""
-
-
-def shorten(text: str, limit: int = MAX_TEXT) -> str:
-    """*text*, or its first *limit* characters and a marker saying how many more there were."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}...[{len(text) - limit} more characters]"
-
-
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-"""Controls, line and paragraph separators, and bidi overrides: text that prints
-other than it reads (a client's ``/x%0Aforged`` would add a line to a report)."""
-
-
-def escaped(text: str) -> str:
-    """*text* with every character of :data:`_UNPRINTABLE` percent-escaped (UTF-8), as in a URL."""
-    return _UNPRINTABLE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One request as the server answered it; recorded exactly once."""
-
-    id: int
-    started: float
-    """Wall-clock time the request arrived (seconds since the epoch)."""
-    finished: float
-    session: str
-    method: str
-    path: str
-    status: int | None
-    """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
-    endpoint: str
-    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``, ``unmatched``,
-    or ``refused`` (turned away before matching: a body or a session name over the limit)."""
-    skill: str | None = None
-    scenario: str | None = None
-    step: int | None = None
-    """Index of the step served in its sequence (None: not from a sequence)."""
-    position: int | None = None
-    """The request's number in its sequence for this session (0-based)."""
-    error_code: str | None = None
-    retry: Retry | None = None
-    forced: bool = False
-    """Whether ``Mockskill-Error`` chose the answer."""
-    outage: bool = False
-    """Whether the scenario's outage window answered instead of the sequence."""
-    choice: int | None = None
-    """Which outcome of a random step was drawn (its index)."""
-    delay_ms: float | None = None
-    """The delay drawn for this request."""
-    execution_ms: float | None = None
-    """The execution time drawn for this request."""
-    fault: str | None = None
-    """The transport fault done to the connection."""
-    client_left: float | None = None
-    """Wall-clock time the client closed the connection before the answer was complete."""
-    headers_sent: float | None = None
-    """For a slow body (a dribble): wall-clock time its status line and headers (with
-    any ``Retry-After``) went out, what a client can act on before the body; then
-    ``finished`` is when its last byte went out or, with ``client_left``, when the
-    client abandoned it. None for an answer sent whole (at ``finished``) or not at all."""
-    near_misses: tuple[dict[str, Any], ...] = ()
-    credential: str | None = None
-    """The credential the request carried, as its kind and a fingerprint keyed per
-    server (``bearer hmac-sha256:…``, ``api_key hmac-sha256:…``; ``client ID`` at the
-    token endpoint); never the secret. None: no credential was presented."""
-    protocol_version: str | None = None
-    """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
-    body_digest: str | None = None
-    """The request body as a digest keyed per server (``hmac-sha256:…``), so that
-    the retry audit can tell an unchanged retry from a changed one; never the
-    body. None: no body."""
-    invalid_descriptor: bool = False
-    """Whether the answer was a Skill Descriptor that the reference validator
-    rejects: the consumer's own ``VALIDATION_ERROR``."""
-    stopped: bool = False
-    """Whether the server, stopping, cut the request after its grace period (no answer)."""
-
-    def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["retry"] = None if self.retry is None else self.retry.as_json()
-        data["near_misses"] = list(self.near_misses)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Entry:
-        """The entry :meth:`as_json` gave (also after a JSON round trip, as the journal serves it).
-
-        Keys it does not know are left out, so that a newer server's journal
-        still reads; a missing field raises ValueError naming it.
-        """
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        required = [
-            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-        ]
-        missing = [name for name in required if name not in values]
-        if missing:
-            raise ValueError(
-                f"a journal entry needs the fields {', '.join(required)}; "
-                f"found none for {', '.join(missing)}"
-            )
-        retry = values.get("retry")
-        if retry is not None:
-            values["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
-        values["near_misses"] = tuple(dict(m) for m in values.get("near_misses") or ())
-        return cls(**values)
-
-
-_BOUNDED = (
-    ("session", MAX_SESSION_NAME),
-    ("method", MAX_TEXT),
-    ("path", MAX_PATH),
-    ("skill", MAX_TEXT),
-    ("credential", MAX_TEXT),
-    ("protocol_version", MAX_TEXT),
-)
-"""The entry fields a client's text goes into, and how much of it each keeps."""
 
 
 @dataclass
@@ -162,6 +58,31 @@ class _Token:
     scopes: frozenset[str]
     expires: float | None
     uses_left: int | None
+
+
+class _Kept:
+    """One journal slot: what was recorded, and the Entry built from it when first read."""
+
+    __slots__ = ("built", "hidden", "recorded")
+
+    def __init__(self, recorded: Entry | Recorded, hidden: tuple[str, ...]) -> None:
+        self.recorded: Entry | Recorded | None = recorded
+        self.hidden = hidden
+        """The secrets hidden when it was recorded: a secret hidden later masks nothing
+        recorded before it (as when entries were masked as they were recorded)."""
+        self.built: Entry | None = None
+
+    def entry(self) -> Entry:
+        """The Entry, built on first call (any thread: two may race to build the same)."""
+        built = self.built
+        if built is None:
+            recorded = self.recorded
+            if recorded is None:  # built meanwhile: built is set before recorded is let go
+                assert self.built is not None
+                return self.built
+            built = self.built = kept(recorded, self.hidden)
+            self.recorded = None  # built once: the values are the entry's now
+        return built
 
 
 class _Session:
@@ -201,7 +122,7 @@ class State:
         self.max_sessions = max_sessions
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
-        self._journal: deque[Entry] = deque(maxlen=journal_size)
+        self._journal: deque[_Kept] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
         self._generations: dict[str, int] = {}
@@ -275,52 +196,27 @@ class State:
         with self._lock:
             return next(self._ids)
 
-    def record(self, entry: Entry) -> None:
-        """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden."""
-        entry = self._kept(entry)
+    def record(self, entry: Entry | Recorded) -> None:
+        """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden.
+
+        A :class:`Recorded` (the engine's, per request) is kept as it is and
+        built into its Entry when the journal is first read; one holding a text
+        over its bound is built at once, so that no entry holds more than its
+        bounds in the meantime.
+        """
+        slot = _Kept(entry, self._hidden)
+        if oversized(entry):
+            slot.entry()
         with self._lock:
-            self._journal.append(entry)
+            self._journal.append(slot)
 
     def hide(self, secret: str) -> None:
-        """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`."""
+        """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`.
+
+        It applies to what is recorded from then on (:meth:`record` takes the
+        secrets hidden at the time)."""
         if secret and secret not in self._hidden:
             self._hidden = (*self._hidden, secret)
-
-    def _kept(self, entry: Entry) -> Entry:
-        """*entry* as the journal keeps it: what one request can make it hold is bounded.
-
-        A client chooses the session name, method, path and header values;
-        kept whole, a 60 KB value times the journal's entries would be
-        gigabytes. Cut ones end with a marker saying how much was cut.
-        Characters that print other than they read are kept escaped, so that
-        no client text can forge a line of a report printed from the journal.
-        """
-        changes: dict[str, Any] = {}
-        for name, limit in _BOUNDED:
-            value = getattr(entry, name)
-            if value is not None:
-                kept = shorten(escaped(self._masked(value)), limit)
-                if kept != value:
-                    changes[name] = kept
-        if entry.near_misses:
-            near = tuple(
-                {
-                    **miss,
-                    "reasons": [
-                        shorten(escaped(self._masked(r)), MAX_PATH) for r in miss["reasons"]
-                    ],
-                }
-                for miss in entry.near_misses
-            )
-            if near != entry.near_misses:
-                changes["near_misses"] = near
-        return dataclasses.replace(entry, **changes) if changes else entry
-
-    def _masked(self, text: str) -> str:
-        for secret in self._hidden:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
 
     @property
     def capacity(self) -> int:
@@ -332,7 +228,8 @@ class State:
     def journal(self, session: str | None = None) -> list[Entry]:
         """Recorded requests, oldest first, optionally of one session."""
         with self._lock:
-            entries = list(self._journal)
+            slots = list(self._journal)
+        entries = [slot.entry() for slot in slots]
         if session is None:
             return entries
         return [e for e in entries if e.session == session]
@@ -352,9 +249,8 @@ class State:
                 self._tokens.clear()
             else:
                 self._sessions.pop(session, None)
-                self._journal = deque(
-                    (e for e in self._journal if e.session != session), maxlen=self._journal.maxlen
-                )
+                kept = (slot for slot in self._journal if slot.entry().session != session)
+                self._journal = deque(kept, maxlen=self._journal.maxlen)
 
     def draw(
         self, session: str, stream: str, seed: int | None, draw: Callable[[random.Random], T]

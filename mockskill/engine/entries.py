@@ -1,0 +1,247 @@
+"""The journal's entries: one request as answered, and what a client can make it hold.
+
+:class:`Entry` is what every reader of the journal sees (the admin journal,
+the audit, the report, the dashboard). The engine records a
+:class:`Recorded` instead — the same values as a plain tuple, cheap to make
+on every request — and :func:`kept` builds the Entry from it when the
+journal is read: the client's texts cut to bounds, escaped, and the secrets
+hidden when it was recorded masked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any, NamedTuple
+
+from ..protocol.catalog import Retry
+
+MAX_SESSION_NAME = 256
+"""The longest session name served (characters); a longer one is refused with 400."""
+MAX_PATH = 512
+"""The longest request path an entry keeps (characters); a longer one is kept cut, marked."""
+MAX_TEXT = 128
+"""The longest of any other text a client chose that an entry keeps (the method, a
+skill id from the path, header values, the path and method quoted in a near miss)."""
+MAX_ENTRY_BYTES = 16 * 1024
+"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
+MASK = "***"
+"""What a hidden secret (:meth:`State.hide`) reads as in the journal."""
+
+
+def shorten(text: str, limit: int = MAX_TEXT) -> str:
+    """*text*, or its first *limit* characters and a marker saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more characters]"
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Controls, line and paragraph separators, and bidi overrides: text that prints
+other than it reads (a client's ``/x%0Aforged`` would add a line to a report)."""
+
+
+def escaped(text: str) -> str:
+    """*text* with every character of :data:`_UNPRINTABLE` percent-escaped (UTF-8), as in a URL."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case; in ASCII, exactly what the pattern does not match
+    return _UNPRINTABLE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One request as the server answered it; recorded exactly once."""
+
+    id: int
+    started: float
+    """Wall-clock time the request arrived (seconds since the epoch)."""
+    finished: float
+    session: str
+    method: str
+    path: str
+    status: int | None
+    """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
+    endpoint: str
+    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``, ``unmatched``,
+    or ``refused`` (turned away before matching: a body or a session name over the limit)."""
+    skill: str | None = None
+    scenario: str | None = None
+    step: int | None = None
+    """Index of the step served in its sequence (None: not from a sequence)."""
+    position: int | None = None
+    """The request's number in its sequence for this session (0-based)."""
+    error_code: str | None = None
+    retry: Retry | None = None
+    forced: bool = False
+    """Whether ``Mockskill-Error`` chose the answer."""
+    outage: bool = False
+    """Whether the scenario's outage window answered instead of the sequence."""
+    choice: int | None = None
+    """Which outcome of a random step was drawn (its index)."""
+    delay_ms: float | None = None
+    """The delay drawn for this request."""
+    execution_ms: float | None = None
+    """The execution time drawn for this request."""
+    fault: str | None = None
+    """The transport fault done to the connection."""
+    client_left: float | None = None
+    """Wall-clock time the client closed the connection before the answer was complete."""
+    headers_sent: float | None = None
+    """For a slow body (a dribble): wall-clock time its status line and headers (with
+    any ``Retry-After``) went out, what a client can act on before the body; then
+    ``finished`` is when its last byte went out or, with ``client_left``, when the
+    client abandoned it. None for an answer sent whole (at ``finished``) or not at all."""
+    near_misses: tuple[dict[str, Any], ...] = ()
+    credential: str | None = None
+    """The credential the request carried, as its kind and a fingerprint keyed per
+    server (``bearer hmac-sha256:…``, ``api_key hmac-sha256:…``; ``client ID`` at the
+    token endpoint); never the secret. None: no credential was presented."""
+    protocol_version: str | None = None
+    """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
+    body_digest: str | None = None
+    """The request body as a digest keyed per server (``hmac-sha256:…``), so that
+    the retry audit can tell an unchanged retry from a changed one; never the
+    body. None: no body."""
+    invalid_descriptor: bool = False
+    """Whether the answer was a Skill Descriptor that the reference validator
+    rejects: the consumer's own ``VALIDATION_ERROR``."""
+    stopped: bool = False
+    """Whether the server, stopping, cut the request after its grace period (no answer)."""
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["retry"] = None if self.retry is None else self.retry.as_json()
+        data["near_misses"] = list(self.near_misses)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        """The entry :meth:`as_json` gave (also after a JSON round trip, as the journal serves it).
+
+        Keys it does not know are left out, so that a newer server's journal
+        still reads; a missing field raises ValueError naming it.
+        """
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        required = [
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+        ]
+        missing = [name for name in required if name not in values]
+        if missing:
+            raise ValueError(
+                f"a journal entry needs the fields {', '.join(required)}; "
+                f"found none for {', '.join(missing)}"
+            )
+        retry = values.get("retry")
+        if retry is not None:
+            values["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
+        values["near_misses"] = tuple(dict(m) for m in values.get("near_misses") or ())
+        return cls(**values)
+
+
+_BOUNDED = (
+    ("session", MAX_SESSION_NAME),
+    ("method", MAX_TEXT),
+    ("path", MAX_PATH),
+    ("skill", MAX_TEXT),
+    ("credential", MAX_TEXT),
+    ("protocol_version", MAX_TEXT),
+)
+"""The entry fields a client's text goes into, and how much of it each keeps."""
+
+
+class Recorded(NamedTuple):
+    """An :class:`Entry`'s values as recorded, in its order: made on every request.
+
+    A tuple costs a fraction of the frozen Entry; the journal builds the
+    Entry from it (:func:`kept`) only when it is read. Its fields are the
+    Entry's, with the same defaults (tests/engine/test_entries.py holds them
+    in step); see :class:`Entry` for what each means.
+    """
+
+    id: int
+    started: float
+    finished: float
+    session: str
+    method: str
+    path: str
+    status: int | None
+    endpoint: str
+    skill: str | None = None
+    scenario: str | None = None
+    step: int | None = None
+    position: int | None = None
+    error_code: str | None = None
+    retry: Retry | None = None
+    forced: bool = False
+    outage: bool = False
+    choice: int | None = None
+    delay_ms: float | None = None
+    execution_ms: float | None = None
+    fault: str | None = None
+    client_left: float | None = None
+    headers_sent: float | None = None
+    near_misses: tuple[dict[str, Any], ...] = ()
+    credential: str | None = None
+    protocol_version: str | None = None
+    body_digest: str | None = None
+    invalid_descriptor: bool = False
+    stopped: bool = False
+
+
+def oversized(recorded: Entry | Recorded) -> bool:
+    """Whether a client's text in *recorded* is over its bound (:data:`_BOUNDED`): kept whole
+    until read, it would hold more memory than an entry may (:data:`MAX_ENTRY_BYTES`)."""
+    r = recorded
+    return (
+        len(r.path) > MAX_PATH
+        or len(r.session) > MAX_SESSION_NAME
+        or len(r.method) > MAX_TEXT
+        or (r.skill is not None and len(r.skill) > MAX_TEXT)
+        or (r.credential is not None and len(r.credential) > MAX_TEXT)
+        or (r.protocol_version is not None and len(r.protocol_version) > MAX_TEXT)
+    )
+
+
+def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
+    """*recorded* as the journal shows it: what one request can make it hold is bounded.
+
+    A client chooses the session name, method, path and header values;
+    kept whole, a 60 KB value times the journal's entries would be
+    gigabytes. Cut ones end with a marker saying how much was cut.
+    Characters that print other than they read are kept escaped, so that
+    no client text can forge a line of a report printed from the journal.
+    The secrets *hidden* (those hidden when it was recorded) read :data:`MASK`.
+    """
+    changes: dict[str, Any] = {}
+    for name, limit in _BOUNDED:
+        value = getattr(recorded, name)
+        if value is not None:
+            shown = shorten(escaped(_masked(value, hidden)), limit)
+            if shown != value:
+                changes[name] = shown
+    near_misses = recorded.near_misses
+    if near_misses:
+        near = tuple(
+            {
+                **miss,
+                "reasons": [
+                    shorten(escaped(_masked(r, hidden)), MAX_PATH) for r in miss["reasons"]
+                ],
+            }
+            for miss in near_misses
+        )
+        if near != near_misses:
+            changes["near_misses"] = near
+    if isinstance(recorded, Entry):
+        return dataclasses.replace(recorded, **changes) if changes else recorded
+    return Entry(*(recorded._replace(**changes) if changes else recorded))
+
+
+def _masked(text: str, hidden: tuple[str, ...]) -> str:
+    for secret in hidden:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text

@@ -1,0 +1,122 @@
+"""The request as the engine reads it: a thin view either server can give.
+
+The event-loop transport hands over a parsed request (method, target,
+headers, body bytes); a WSGI server a Werkzeug request. The engine reads
+the few things it needs — method, path, headers by name in any case, the
+body, where the client reached the server — through :class:`Incoming`,
+which costs a dict of the headers to make. A Werkzeug request is built
+only where a scenario really needs one (the OAuth2 endpoints' forms and
+query strings, the WSGI path's raw socket), and once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from urllib.parse import unquote_to_bytes
+
+from werkzeug.wrappers import Request
+
+
+class Incoming:
+    """One request: *headers* by lower-case name (repeated ones joined by ``,``, as WSGI
+    does), *body* the bytes (or read on first use), *arrived* the time its head was whole.
+
+    *werkzeug* makes the Werkzeug request of it when one is needed.
+    """
+
+    __slots__ = (
+        "_body",
+        "_make",
+        "_werkzeug",
+        "arrived",
+        "headers",
+        "method",
+        "path",
+        "scheme",
+        "server",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        *,
+        scheme: str = "http",
+        server: tuple[str, int | None],
+        arrived: float | None,
+        werkzeug: Callable[[], Request],
+    ) -> None:
+        self.method = method
+        self.path = path
+        """Percent-decoded, as Werkzeug's ``request.path`` reads it."""
+        self.headers = headers
+        self.scheme = scheme
+        self.server = server
+        """The address the client connected to (``SERVER_NAME``, ``SERVER_PORT``)."""
+        self.arrived = arrived
+        self._body = body
+        self._make = werkzeug
+        self._werkzeug: Request | None = None
+
+    @classmethod
+    def of(cls, request: Request) -> Incoming:
+        """The view of a Werkzeug request (the WSGI path)."""
+        environ = request.environ
+        incoming = cls(
+            request.method,
+            request.path,
+            {k.lower(): v for k, v in request.headers.items()},
+            None,
+            scheme=request.scheme,
+            server=(environ.get("SERVER_NAME", "localhost"), _port(environ.get("SERVER_PORT"))),
+            arrived=environ.get("mockskill.arrived"),
+            werkzeug=lambda: request,
+        )
+        incoming._werkzeug = request
+        return incoming
+
+    def header(self, name: str) -> str | None:
+        """The value of header *name* (any case), or None."""
+        return self.headers.get(name.lower())
+
+    @property
+    def body(self) -> bytes:
+        """The body's bytes (read, and kept, on first use when the server did not)."""
+        body = self._body
+        if body is None:
+            body = self._body = self.werkzeug().get_data(cache=True)
+        return body
+
+    def werkzeug(self) -> Request:
+        """The Werkzeug request, made on first use: for what reads forms or a raw socket."""
+        made = self._werkzeug
+        if made is None:
+            made = self._werkzeug = self._make()
+        return made
+
+
+def headers_of(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Headers by lower-case name; a repeated one's values joined by ``,`` (as in WSGI)."""
+    headers: dict[str, str] = {}
+    for name, value in pairs:
+        key = name.lower()
+        headers[key] = f"{headers[key]},{value}" if key in headers else value
+    return headers
+
+
+def decoded_path(target: str) -> str:
+    """The path of a request *target* as Werkzeug reads it: percent-decoded (UTF-8, bad
+    bytes replaced) from PEP 3333's Latin-1 ``PATH_INFO``, with one leading slash."""
+    path = target.partition("?")[0]
+    if "%" in path or not path.isascii():
+        path = unquote_to_bytes(path).decode("utf-8", "replace")
+    return "/" + path.lstrip("/")
+
+
+def _port(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,37 @@
+"""Whether this server can play a scenario set: transport faults need the raw socket."""
+
+from __future__ import annotations
+
+from ..scenario.model import ScenarioSet, Step
+from ..scenario.problems import Problem, ScenarioError
+
+
+def check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
+    if raw_socket:
+        return
+    problems = []
+    for skill in scenarios.skills:
+        for sequence in (skill.describe, skill.invoke):
+            for step in sequence.steps:
+                if step.needs_socket:
+                    problems.append(_socket_problem(step))
+    for route in scenarios.routes:
+        problems.extend(_socket_problem(s) for s in route.sequence.steps if s.needs_socket)
+    for scenario in scenarios.scenarios:
+        if scenario.outage and scenario.outage.step.needs_socket:
+            problems.append(_socket_problem(scenario.outage.step))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def _socket_problem(step: Step) -> Problem:
+    where = step.where
+    return Problem(
+        where.file,
+        where.line,
+        where.column,
+        "fault",
+        "a step this server can play",
+        "a transport fault, which needs the raw socket of Werkzeug's server",
+        "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
+    )

@@ -1,0 +1,258 @@
+"""The engine's hot path: what it keeps between requests, and that keeping it changes nothing.
+
+The journal records a tuple and builds the Entry when read; the Urls are
+kept per Host header, plans per fixed step and address; the engine reads
+requests through its own view. Each is held here to what it replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+import requests
+from werkzeug.wrappers import Request
+
+from mockskill import Server, load_text
+from mockskill.app import LoopSurface, _incoming
+from mockskill.engine.engine import MAX_CACHED
+from mockskill.engine.entries import Entry, Recorded, escaped
+from mockskill.engine.plan import Outcome, Plan
+from mockskill.engine.state import MASK, State
+from mockskill.transport import Request as TransportRequest
+from mockskill.transport.wsgi import environ as wsgi_environ
+
+Serve = Callable[..., Server]
+
+RANDOM_AND_FIXED = """
+    name: mixed
+    skills:
+      - id: fixed
+        invoke:
+          json: {result: {url: "{base_url}/here"}}
+      - id: drawn
+        invoke:
+          one_of:
+            - {weight: 1, json: {result: a}}
+            - {weight: 1, json: {result: b}}
+      - id: jittered
+        invoke: {delay: {uniform: [1, 500]}, json: {result: ok}}
+"""
+
+
+def transport_request(
+    target: str,
+    *,
+    method: str = "POST",
+    host: str = "127.0.0.1:8080",
+    headers: tuple[tuple[str, str], ...] = (),
+    body: bytes = b"",
+) -> TransportRequest:
+    return TransportRequest(
+        method=method,
+        target=target,
+        version="1.1",
+        headers=(("Host", host), *headers),
+        body=body,
+        peer=("127.0.0.1", 50000),
+        local=("127.0.0.1", 8080),
+        time=time.time(),
+        connection=1,
+        index=1,
+    )
+
+
+@pytest.fixture
+def surface() -> Iterator[Callable[[str | None], tuple[Server, LoopSurface]]]:
+    """A server's loop surface, planned in process (no socket): ``surface(yaml or None)``."""
+    made: list[tuple[Server, LoopSurface]] = []
+
+    def make(text: str | None) -> tuple[Server, LoopSurface]:
+        scenarios = load_text(textwrap.dedent(text), "test.yaml") if text else None
+        server = Server(scenarios, quiet=True, journal_size=50)
+        server.engine.open()
+        made.append((server, LoopSurface(server.app)))
+        return made[-1]
+
+    yield make
+    for server, loop in made:
+        loop.close()
+        server.engine.close()
+
+
+def exchange(loop: LoopSurface, request: TransportRequest) -> Plan:
+    plan = loop.plan(request)
+    assert isinstance(plan, Plan)
+    now = time.time()
+    loop.played(request, Outcome(plan.answer, now, now, now))
+    return plan
+
+
+# -- the journal: a tuple per request, the Entry built when read ---------------------
+
+
+def test_a_recorded_tuple_has_the_entry_s_fields_in_order_with_its_defaults() -> None:
+    entry_fields = dataclasses.fields(Entry)
+    assert Recorded._fields == tuple(f.name for f in entry_fields)
+    defaults = {f.name: f.default for f in entry_fields if f.default is not dataclasses.MISSING}
+    assert Recorded._field_defaults == defaults
+
+
+def test_the_journal_reads_back_what_was_recorded_after_twice_its_capacity() -> None:
+    state = State(seed=1, journal_size=10)
+    recorded = [
+        Recorded(state.next_id(), 1.0 + i, 2.0 + i, "s", "POST", f"/{i}", 200, "invoke", step=i)
+        for i in range(20)
+    ]
+    for values in recorded:
+        state.record(values)
+    journal = state.journal()
+    assert journal == [Entry(*values) for values in recorded[10:]]  # the oldest dropped
+    assert [e.id for e in journal] == list(range(11, 21))
+    assert state.journal() == journal  # built once, read again alike
+
+
+def test_the_engine_s_journal_keeps_the_newest_requests_in_order_past_its_capacity(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(None)
+    capacity = server.state.capacity
+    for i in range(2 * capacity):
+        exchange(loop, transport_request("/skills/translate/invoke", body=f"{i}".encode()))
+    journal = server.state.journal()
+    assert len(journal) == capacity
+    ids = [e.id for e in journal]
+    assert ids == sorted(ids)
+    assert ids[-1] - ids[0] == capacity - 1
+    assert len({e.body_digest for e in journal}) == capacity  # each request's own body
+    assert {(e.path, e.status, e.endpoint, e.skill) for e in journal} == {
+        ("/skills/translate/invoke", 200, "invoke", "translate")
+    }
+
+
+def test_a_secret_hidden_after_an_entry_was_recorded_masks_only_later_entries() -> None:
+    state = State(seed=1)
+    before = Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/s3cret-token/x", 404, "unmatched")
+    state.record(before)
+    state.hide("s3cret-token")
+    after = Recorded(state.next_id(), 3.0, 4.0, "s3cret-token", "GET", "/s3cret-token", 404, "x")
+    state.record(after)
+    first, second = state.journal()
+    # Masked as it was recorded: the secret was not hidden yet when the first one was.
+    assert first.path == "/s3cret-token/x"
+    assert (second.path, second.session) == (f"/{MASK}", MASK)
+
+
+def test_a_hidden_admin_token_never_reaches_the_journal_of_a_planned_request(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(None)
+    server.state.hide("adm1n-t0ken")
+    exchange(loop, transport_request("/skills/adm1n-t0ken/invoke"))
+    (entry,) = server.state.journal()
+    assert "adm1n-t0ken" not in repr(entry)
+    assert entry.path == f"/skills/{MASK}/invoke"
+
+
+def test_a_client_text_over_its_bound_is_cut_when_recorded_not_kept_whole() -> None:
+    state = State(seed=1)
+    state.record(Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/" + "x" * 60_000, 404, "x"))
+    (slot,) = state._journal
+    assert slot.recorded is None  # built at once: the 60 KB path is not held until read
+    assert slot.built is not None
+    assert len(slot.built.path) < 600
+
+
+# -- the request view ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/skills/translate/invoke",
+        "/skills/a%20b/invoke?x=1",
+        "//skills//x",
+        "/caf%C3%A9",
+        "/bad%FFbyte",
+        "/%2F%2e%2E/x",
+        "/raw\u00e9",
+        "http://example.test/skills?x=1",
+    ],
+)
+def test_the_engine_reads_path_and_headers_as_werkzeug_would(target: str) -> None:
+    headers = (
+        ("Mockskill-Session", "s1"),
+        ("mockskill-session", "s2"),
+        ("X-API-Key", "k"),
+        ("Content-Type", "application/json"),
+    )
+    request = transport_request(target, headers=headers, body=b"{}")
+    incoming = _incoming(request)
+    werkzeug = Request(wsgi_environ(request))
+    assert incoming.path == werkzeug.path
+    assert incoming.method == werkzeug.method
+    for name in ("Mockskill-Session", "x-api-key", "Content-Type", "Host", "Authorization"):
+        assert incoming.header(name) == werkzeug.headers.get(name)
+    assert incoming.body == werkzeug.get_data()
+    assert incoming.server == werkzeug.server
+
+
+# -- the Urls per Host, bounded ------------------------------------------------------
+
+
+def test_a_client_varying_its_host_header_cannot_grow_the_engine_s_memory(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(None)
+    for i in range(4 * MAX_CACHED):
+        host = f"h{i}.test:8080"
+        plan = exchange(loop, transport_request("/skills/translate", method="GET", host=host))
+        assert f"http://{host}/skills/translate/invoke".encode() in plan.answer.body
+    assert len(server.engine._urls_by_host) <= MAX_CACHED
+    assert len(server.engine._plans) <= MAX_CACHED
+
+
+# -- plans kept per step and address, and only those that are the same for all --------
+
+
+def test_a_fixed_step_is_planned_once_per_address_and_never_shared_across_addresses(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    _, loop = surface(RANDOM_AND_FIXED)
+    one = [exchange(loop, transport_request("/skills/fixed/invoke")) for _ in range(3)]
+    other = exchange(loop, transport_request("/skills/fixed/invoke", host="other.test:8080"))
+    assert one[0] is one[1] is one[2]  # the same plan and Answer: its head renders once
+    assert b"http://127.0.0.1:8080/here" in one[0].answer.body
+    assert b"http://other.test:8080/here" in other.answer.body
+
+
+def test_a_random_step_is_planned_per_request(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    _, loop = surface(RANDOM_AND_FIXED)
+    drawn = {exchange(loop, transport_request("/skills/drawn/invoke")).answer for _ in range(40)}
+    assert {a.body for a in drawn} == {b'{"result": "a"}', b'{"result": "b"}'}  # none stuck
+    waits = {exchange(loop, transport_request("/skills/jittered/invoke")).waits for _ in range(10)}
+    assert len(waits) == 10
+
+
+def test_two_hosts_get_two_descriptors_over_the_wire(serve: Serve) -> None:
+    server = serve(RANDOM_AND_FIXED)
+    for host in ("a.test", "b.test", "a.test"):
+        response = requests.post(
+            server.invoke_url("fixed"), headers={"Host": f"{host}:{server.port}"}, timeout=10
+        )
+        assert response.json() == {"result": {"url": f"http://{host}:{server.port}/here"}}
+
+
+def test_escaping_leaves_printable_ascii_as_it_is_and_escapes_every_ascii_control() -> None:
+    for code in range(128):
+        char = chr(code)
+        shown = escaped(f"a{char}b")
+        if 0x20 <= code < 0x7F:
+            assert shown == f"a{char}b"
+        else:
+            assert shown == f"a%{code:02X}b"
