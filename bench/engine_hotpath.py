@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     server = Server(quiet=True)
     server.engine.open()
-    surface = LoopSurface(server.app)
+    surface = LoopSurface(server.engine, server._admin_wsgi)
     port = 8080
     try:
         if args.profile:

@@ -74,7 +74,7 @@ def surface() -> Iterator[Callable[[str | None], tuple[Server, LoopSurface]]]:
         scenarios = load_text(textwrap.dedent(text), "test.yaml") if text else None
         server = Server(scenarios, quiet=True, journal_size=50)
         server.engine.open()
-        made.append((server, LoopSurface(server.app)))
+        made.append((server, LoopSurface(server.engine, server._admin_wsgi)))
         return made[-1]
 
     yield make
