@@ -9,11 +9,12 @@ order, one at a time), asks the handler for each one's plan and plays it:
 - a plan that waits (delays, hangs, cuts, a fault after them) is played by
   loop timers and callbacks (:class:`~.waiting.Waits`), no task: its waits
   end early when the client leaves (EOF or connection lost) or the server stops;
-- a dribbled body, or a plan the handler makes off the loop, is played by a task.
+- a dribbled body, or a plan the handler makes off the loop, is played by a task
+  (:class:`~.playing.Playing`).
 
 Reading requests, and refusing those that break the framing rules or the
 limits, is :class:`~.reading.RequestReader`'s, which a connection is (through
-:class:`~.waiting.Waiting`): a request that cannot be read becomes a
+:class:`~.playing.Playing` and :class:`~.waiting.Waiting`): a request that cannot be read becomes a
 :class:`~.handler.Refusal`, answered through the handler, after which the
 connection closes. Every close the server starts on its own is a *lingering*
 close (FIN, then unread bytes discarded until the client closes or
@@ -35,9 +36,10 @@ from typing import cast
 from ..engine.plan import Answer, Outcome, Plan, Stale
 from .faults import FAULTS
 from .handler import FALLBACK, Refusal, Request
+from .playing import Playing
 from .reading import CONTINUE
 from .shared import Shared, resolve
-from .waiting import LEFT, STOP, Waiting, Waits
+from .waiting import LEFT, STOP, Waits
 
 log = logging.getLogger("mockskill.transport")
 
@@ -45,13 +47,12 @@ LINGER_BYTES = 1024 * 1024
 """Bytes a refused or closing connection reads and discards before it closes outright."""
 
 
-class Connection(Waiting, asyncio.Protocol):
+class Connection(Playing, asyncio.Protocol):
     """One client connection (see the module's docstring)."""
 
     # Slots, not a __dict__: ten thousand connections held open cost ~1 KB less each.
     # A new attribute has to be named here.
     __slots__ = (
-        "_busy",
         "_closed",
         "_discarded",
         "_drop_next",
@@ -64,7 +65,6 @@ class Connection(Waiting, asyncio.Protocol):
         "_shared",
         "_stale",
         "_stale_handle",
-        "_task",
         "_want_close",
         "_write_paused",
     )
@@ -420,97 +420,6 @@ class Connection(Waiting, asyncio.Protocol):
             FAULTS[plan.fault](self._transport, answer, plan.fault_seed)
             return
         self._send(item, plan, answer, close, started, time.time(), cut=cut, waited_ms=waited)
-
-    async def _play(
-        self, item: Request | Refusal, planned: Plan | Awaitable[Plan], close: bool
-    ) -> None:
-        started = time.time()
-        try:
-            if isinstance(planned, Plan):
-                plan = planned
-            else:
-                reason, got = await self._planned(planned)
-                if got is None:
-                    self._gone(item, reason or LEFT, Outcome(None, started))
-                    return
-                plan = got
-            await self._play_plan(item, plan, close, started)
-        finally:
-            self._busy = False
-            self._task = None
-            if not self._closed:
-                self._advance()
-            else:
-                self._shared.check_quiet()
-
-    async def _play_plan(
-        self, item: Request | Refusal, plan: Plan, close: bool, started: float
-    ) -> None:
-        answer, cut, waited = plan.answer, False, 0.0
-        for wait in plan.waits:
-            seconds, alternative = wait.ms / 1000, None
-            if wait.cut is not None and wait.cut.after_ms < wait.ms:
-                seconds, alternative = wait.cut.after_ms / 1000, wait.cut
-            begun = self._loop.time()
-            reason = await self._wait(seconds)
-            spent = (self._loop.time() - begun) * 1000
-            waited += spent
-            if reason is not None:
-                self._gone(item, reason, Outcome(None, started, waited_ms=waited))
-                return
-            if alternative is not None:
-                cut_answer = alternative.answer
-                answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
-                cut = True
-                break
-        if plan.dribble is not None and not cut and answer.has_body:
-            await self._dribble(item, plan, answer, close, started, waited)
-            return
-        self._finish(item, plan, answer, close, started, cut, waited)
-
-    async def _dribble(
-        self,
-        item: Request | Refusal,
-        plan: Plan,
-        answer: Answer,
-        close: bool,
-        started: float,
-        waited: float,
-    ) -> None:
-        assert self._transport is not None
-        assert plan.dribble is not None
-        close = close or plan.close or self._shared.draining
-        silent = self._closes_silently(item, plan)
-        pieces = plan.dribble.pieces(answer.body)
-        if isinstance(item, Request) and item.method == "HEAD":
-            pieces = [b""]
-        pause = plan.dribble.over_ms / 1000 / len(pieces)
-        headers_at = time.time()
-        self._transport.write(answer.head(close=close))
-        for i, piece in enumerate(pieces):
-            begun = self._loop.time()
-            reason = await self._wait(pause)
-            if reason is None and self._write_paused:
-                reason = await self._drained()
-            waited += (self._loop.time() - begun) * 1000
-            if reason is not None:
-                outcome = Outcome(answer, started, headers_at=headers_at, waited_ms=waited)
-                self._gone(item, reason, outcome)
-                return
-            if i == len(pieces) - 1:
-                self._report(
-                    item,
-                    Outcome(
-                        answer,
-                        started,
-                        headers_at=headers_at,
-                        last_byte_at=time.time(),
-                        waited_ms=waited,
-                        closed=close or silent,
-                    ),
-                )
-            self._transport.write(piece)
-        self._after(plan, close or silent)
 
     def _gone(self, item: Request | Refusal, reason: str, outcome: Outcome) -> None:
         """The client left, or the server stopping cut the exchange: report it, end it."""
