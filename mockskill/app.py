@@ -33,7 +33,7 @@ from werkzeug.wrappers import Request, Response
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine
-from .engine.incoming import Incoming, decoded_path, headers_of
+from .engine.incoming import Incoming, decoded_path, headers_of_raw
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .protocol.catalog import tool_error
@@ -413,7 +413,8 @@ def _incoming(request: TransportRequest) -> Incoming:
     return Incoming(
         request.method,
         decoded_path(target),
-        headers_of(request.headers),
+        # From the bytes as read: the transport's decoded headers are not made for this.
+        headers_of_raw(request.raw_headers),
         request.body,
         server=request.local,
         arrived=request.time,

@@ -97,11 +97,12 @@ class Incoming:
         return made
 
 
-def headers_of(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Headers by lower-case name; a repeated one's values joined by ``,`` (as in WSGI)."""
+def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Headers as read (Latin-1 bytes) by lower-case name; a repeated one's values joined by
+    ``,`` (as in WSGI). Decoded once, into the dict."""
     headers: dict[str, str] = {}
-    for name, value in pairs:
-        key = name.lower()
+    for name, raw in pairs:
+        key, value = name.lower().decode("latin-1"), raw.decode("latin-1")
         headers[key] = f"{headers[key]},{value}" if key in headers else value
     return headers
 
