@@ -21,7 +21,7 @@ import dataclasses
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
@@ -193,33 +193,18 @@ class Engine:
                 self.state, decided.table, decided.target, decided.session, decided.urls
             )
             reply = chosen.reply
-        if reply is not None:
-            served = reply
-
-            def record_reply(outcome: plans.Outcome) -> None:
-                status = None if outcome.answer is None or outcome.fault else outcome.answer.status
-                self.state.record(
-                    self._recorded(
-                        incoming,
-                        decided,
-                        chosen,
-                        status,
-                        served,
-                        outcome.last_byte_at,
-                        stopped=outcome.stopped,
-                    )
-                )
-
-            return plans.Plan(answer(reply)), record_reply
-        assert chosen is not None
-        assert chosen.step is not None
-        planned = self._planned(chosen, decided.urls)
-        dribbled = planned.plan.dribble is not None
+        if reply is not None:  # nothing to play: the reply is the answer
+            plan, served = plans.Plan(answer(reply)), reply
+            timed_out: Sequence[Reply] = ()
+        else:
+            assert chosen is not None
+            assert chosen.step is not None
+            planned = self._planned(chosen, decided.urls)
+            plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
+        dribbled = plan.dribble is not None
 
         def record(outcome: plans.Outcome) -> None:
-            shown = planned.reply
-            if planned.timed_out and outcome.cut:
-                shown = planned.timed_out[-1]
+            shown = timed_out[-1] if timed_out and outcome.cut else served
             fault = outcome.fault
             status = None if outcome.answer is None or fault else outcome.answer.status
             self.state.record(
@@ -237,7 +222,7 @@ class Engine:
                 )
             )
 
-        return planned.plan, record
+        return plan, record
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
