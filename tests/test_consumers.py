@@ -607,4 +607,6 @@ def test_a_300_ms_client_timeout_is_reported_as_such(
             time.sleep(0.02)
         (timeout,) = me.report()["timeouts"]
         assert timeout["kind"] == kind
-        assert 280 <= timeout["client_timeout_ms"] < 1500
+        # Measured by the server from when it had the request whole: on a loaded
+        # machine that is later than when the client's 300 ms began, never earlier.
+        assert 150 <= timeout["client_timeout_ms"] < 1500

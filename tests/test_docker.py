@@ -449,6 +449,7 @@ def test_without_any_engine_the_skip_says_how_to_run_them(tmp_path: Path) -> Non
     assert "python -m pytest tests/test_docker.py" in reason
 
 
+@pytest.mark.timeout(240)  # two pytest runs in subprocesses: slow on loaded cores
 def test_a_reachable_engine_is_used_and_the_private_one_only_where_none_is(
     engine: Engine, tmp_path: Path
 ) -> None:
