@@ -11,6 +11,7 @@ problem's path in a file points at the attribute here too.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -139,7 +140,7 @@ class Step:
     """What the connection does after the answer (only the event-loop transport plays it)."""
     choices: tuple[Choice, ...] = ()
 
-    @property
+    @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
         """Whether playing it draws from the random generator."""
         return (
