@@ -265,13 +265,14 @@ def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry | Recorded]]) -> 
     bytes comes from malloc, not from the interpreter's arenas, so that it does
     not pin an arena the small objects around it would otherwise give back.
     """
-    rows = []
+    rows: list[Any] = []
     for hidden, recorded in slots:
-        values: list[Any] = list(recorded if type(recorded) is Recorded else _VALUES(recorded))
+        values = tuple(recorded) if type(recorded) is Recorded else _VALUES(recorded)
         retry = recorded.retry
         if retry is not None:  # the one value marshal cannot hold
-            values[_RETRY] = (retry.suggested_delay_ms, retry.max_attempts)
-        rows.append((hidden, values))
+            advice = (retry.suggested_delay_ms, retry.max_attempts)
+            values = (*values[:_RETRY], advice, *values[_RETRY + 1 :])
+        rows += (hidden, values)
     return zlib.compress(marshal.dumps(rows), 1)
 
 
@@ -280,9 +281,9 @@ def unpacked(data: bytes, last: int) -> list[Entry]:
     from the journal: those not yet built are built now (:func:`kept`), as on a first read."""
     rows = marshal.loads(zlib.decompress(data))
     entries = []
-    for hidden, values in rows[max(0, len(rows) - last) :]:
-        retry = values[_RETRY]
-        if retry is not None:
-            values[_RETRY] = Retry(*retry)
+    for n in range(max(0, len(rows) - 2 * last), len(rows), 2):
+        hidden, values = rows[n], rows[n + 1]
+        if values[_RETRY] is not None:
+            values = (*values[:_RETRY], Retry(*values[_RETRY]), *values[_RETRY + 1 :])
         entries.append(Entry(*values) if hidden is None else kept(Recorded(*values), hidden))
     return entries

@@ -60,7 +60,7 @@ DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
 COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
-COMPACT_SLICE = 2048
+COMPACT_SLICE = 1024
 """Journal slots :meth:`State.compact` packs at most per call: a few milliseconds."""
 
 
