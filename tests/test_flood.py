@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 import socket
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -76,3 +77,7 @@ def test_the_journal_is_packed_before_the_heap_is_trimmed_after_a_flood(
         assert {trims for _, trims in calls} == {0}  # packed first, then trimmed
         if shared._TRIM is not None:
             wait_until(lambda: transport.heap_trims == 1)
+        # The set of connections is made anew: a set never shrinks, the flood's table would stay.
+        assert transport._shared is not None
+        bookkeeping = transport._shared
+        wait_until(lambda: sys.getsizeof(bookkeeping.connections) < sys.getsizeof(set(range(99))))

@@ -148,6 +148,8 @@ class Shared:
             self._trimmer = self.loop.call_later(0, self._tidy)  # the next slice
             return
         self._trimmer = None
+        # A set never shrinks: the flood's table (half a megabyte after 10 000) would stay.
+        self.connections = set(self.connections)
         if trim_heap():
             self.trims += 1
 
