@@ -247,7 +247,7 @@ def main() -> None:
     parser.add_argument(
         "--malloc-stats",
         action="store_true",
-        help="have the server print sys._debugmallocstats() on stderr after each round",
+        help="have the server print sys._debugmallocstats() on stderr before and after each round",
     )
     args = parser.parse_args()
 
@@ -267,6 +267,8 @@ def main() -> None:
             port = int(proc.stdout.readline())
             c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
             for n in range(args.rounds):
+                if args.malloc_stats:
+                    malloc_stats(proc)
                 _log(f"round {n + 1}: {args.clients} hanging connections")
                 r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
                 if args.malloc_stats:
