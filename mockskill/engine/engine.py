@@ -208,17 +208,17 @@ class Engine:
             fault = outcome.fault
             status = None if outcome.answer is None or fault else outcome.answer.status
             self.state.record(
-                self._recorded(
+                self._recorded(  # positionally: this runs for every request
                     incoming,
                     decided,
                     chosen,
                     status,
                     shown,
                     outcome.last_byte_at,
-                    fault=None if fault is None else fault.value,
-                    client_left=outcome.client_left_at,
-                    headers_sent=outcome.headers_at if dribbled and not outcome.cut else None,
-                    stopped=outcome.stopped,
+                    None if fault is None else fault.value,
+                    outcome.client_left_at,
+                    outcome.headers_at if dribbled and not outcome.cut else None,
+                    outcome.stopped,
                 )
             )
 
@@ -296,7 +296,6 @@ class Engine:
         status: int | None,
         served: Reply,
         finished: float | None = None,
-        *,
         fault: str | None = None,
         client_left: float | None = None,
         headers_sent: float | None = None,

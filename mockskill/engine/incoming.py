@@ -42,11 +42,10 @@ class Incoming:
         path: str,
         headers: dict[str, str],
         body: bytes | None,
-        *,
-        scheme: str = "http",
         server: tuple[str, int | None],
         arrived: float | None,
         werkzeug: Callable[[], Request],
+        scheme: str = "http",
     ) -> None:
         self.method = method
         self.path = path
