@@ -324,3 +324,64 @@ def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
         protocol_version="1.0.0",
         body_digest=server.engine._body_digest(b'{"a": 1}'),
     )
+
+
+SEQUENCE = """
+    name: counted
+    skills:
+      - id: counted
+        invoke:
+          - {json: {n: 0}}
+          - {json: {n: 1}}
+          - {delay: 3, error: ENDPOINT_UNREACHABLE}
+          - {json: {n: 3}}
+"""
+
+
+def test_the_path_as_written_and_respelled_take_turns_in_one_sequence(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    # One is found by a lookup, the other by splitting: one sequence, one position.
+    server, loop = surface(SEQUENCE)
+    targets = ["/skills/counted/invoke", "/skills/counted/invoke/"] * 2
+    statuses = [exchange(loop, transport_request(t)).answer.status for t in targets]
+    assert statuses == [200, 200, 503, 200]
+    journal = server.state.journal()
+    assert [(e.position, e.step, e.delay_ms) for e in journal] == [
+        (0, 0, None),
+        (1, 1, None),
+        (2, 2, 3),
+        (3, 3, None),
+    ]
+
+
+def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(SEQUENCE)
+    headers = (
+        ("Authorization", "Bearer t0k"),
+        ("Skill-Protocol-Version", "1.0.0"),
+        ("Content-Type", "application/json"),
+    )
+    for session in ("planned", "handled"):
+        for _ in range(3):
+            request = transport_request(
+                "/skills/counted/invoke",
+                headers=(("Mockskill-Session", session), *headers),
+                body=b'{"q": 1}',
+            )
+            if session == "planned":
+                exchange(loop, request)
+            else:
+                server.engine.handle(Request(wsgi_environ(request)))
+    journal = server.state.journal()
+    planned = [e for e in journal if e.session == "planned"]
+    handled = [e for e in journal if e.session == "handled"]
+
+    def alike(entry: Entry) -> Entry:
+        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+
+    assert [alike(e) for e in planned] == [alike(e) for e in handled]
+    assert [e.status for e in planned] == [200, 200, 503]
+    assert all(e.credential and e.body_digest and e.protocol_version for e in planned)
