@@ -331,7 +331,7 @@ class Engine:
                 request.path,
                 status,
                 endpoint,
-                facts.skill_id(target),
+                target.skill_id,
                 scenario,
                 step,
                 position,
@@ -366,7 +366,8 @@ class Engine:
             )
             if refused is not None:
                 return refused
-        return version_reply(target, request.headers.get(_VERSION))
+        version = request.headers.get(_VERSION)
+        return None if version is None else version_reply(target, version)
 
     def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""

@@ -44,12 +44,15 @@ class Target:
     route: Route | None = None
 
     scenario: str | None = field(init=False, compare=False)
-    """The scenario of the skill or route (None for the list): read on every request, so
-    set once."""
+    """The scenario of the skill or route (None for the list)."""
+    skill_id: str | None = field(init=False, compare=False)
+    """The skill's id (None for a route or the list), as :attr:`Miss.skill_id` is a miss's.
+    Both are read on every request, so set once."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
         object.__setattr__(self, "scenario", owner.scenario if owner else None)
+        object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
 
     @property
     def label(self) -> str:
