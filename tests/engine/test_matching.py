@@ -109,6 +109,21 @@ def test_a_surface_path_with_the_wrong_method_or_id_misses_as_written_too(
     assert (found.skill_id, found.suggestions) == (slashed.skill_id, slashed.suggestions)
 
 
+def test_a_target_names_its_skill_and_scenario_as_a_miss_names_its_skill(
+    table: RoutingTable,
+) -> None:
+    described, invoked = (
+        target(table, "GET", "/skills/translate"),
+        target(table, "POST", "/skills/translate/invoke"),
+    )
+    assert (described.skill_id, invoked.skill_id) == ("translate", "translate")
+    assert (described.scenario, invoked.scenario) == ("shop", "shop")
+    listed, routed = target(table, "GET", "/skills"), target(table, "GET", "/status")
+    assert (listed.skill_id, listed.scenario) == (None, None)
+    assert (routed.skill_id, routed.scenario) == (None, "shop")
+    assert miss(table, "GET", "/skills/translat").skill_id == "translat"
+
+
 def test_describe_plays_the_skills_describe_sequence(table: RoutingTable) -> None:
     found = target(table, "GET", "/skills/translate")
     assert found.skill is not None
