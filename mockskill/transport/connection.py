@@ -277,8 +277,9 @@ class Connection(Playing, asyncio.Protocol):
         if self._eof or (self._shared.draining and not self._in_message):
             self._close_gracefully()
         elif not self._in_message:
+            # Idle now. Not draining (else closed above), so no drain is waiting for
+            # this connection to go quiet: nothing to tell the server.
             self.deadline = self._loop.time() + self._limits.keep_alive
-            self._shared.check_quiet()
 
     def _start(self, item: Request | Refusal, close: bool, now: float) -> bool:
         """Plan *item* and play it: True if it was answered at once, False if a task plays it."""
@@ -295,7 +296,8 @@ class Connection(Playing, asyncio.Protocol):
             log.exception("the handler failed to plan %r", item)
             planned = FALLBACK
         if isinstance(planned, Plan) and planned.instant:
-            self._answer(item, planned, close, now)
+            # Written whole, now, from the callback that read the request.
+            self._send(item, planned, planned.answer, close, now, now)
             return True
         self._busy = True
         if isinstance(planned, Plan) and planned.dribble is None:
@@ -305,10 +307,6 @@ class Connection(Playing, asyncio.Protocol):
         else:
             self._task = self._loop.create_task(self._play(item, planned, close))
         return False
-
-    def _answer(self, item: Request | Refusal, plan: Plan, close: bool, now: float) -> None:
-        """Write an instant plan's answer whole, now; the exchange is reported first."""
-        self._send(item, plan, plan.answer, close, now, now)
 
     def _send(
         self,
@@ -322,27 +320,27 @@ class Connection(Playing, asyncio.Protocol):
         cut: bool = False,
         waited_ms: float = 0.0,
     ) -> None:
+        """Write *answer* whole (the plan's, or a cut's), reported first; then what follows."""
         transport = self._transport
         assert transport is not None
         # Decided now, not when the request was queued: a stop may have begun meanwhile.
         close = close or plan.close or self._shared.draining
-        ends = close or (plan.keep_alive is not None and self._closes_silently(item, plan))
+        keep = plan.keep_alive
+        ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        outcome = Outcome(
-            answer,
-            started,
-            headers_at=now,
-            last_byte_at=now,
-            cut=cut,
-            waited_ms=waited_ms,
-            closed=ends,
-        )
-        self._report(item, outcome)
-        if isinstance(item, Request) and item.method == "HEAD":
+        # Positional: one is built per request, and keywords cost twice as much here.
+        # Fields: answer, started, headers_at, last_byte_at, client_left_at, cut,
+        # waited_ms, fault, stopped, closed.
+        outcome = Outcome(answer, started, now, now, None, cut, waited_ms, None, False, ends)
+        try:
+            self._handler.played(item, outcome)
+        except Exception:
+            log.exception("the handler failed to record %r", item)
+        if item.method == "HEAD" and isinstance(item, Request):
             transport.write(answer.head(close=close))
         else:
             transport.write(answer.wire(close=close))
-        if ends or plan.keep_alive is not None:
+        if ends or keep is not None:
             self._after(plan, ends)
 
     def _closes_silently(self, item: Request | Refusal, plan: Plan) -> bool:
