@@ -339,7 +339,7 @@ class Connection(Playing, asyncio.Protocol):
         if item.method == "HEAD" and isinstance(item, Request):
             transport.write(answer.head(close=close))
         else:
-            transport.write(answer.wire(close=close))
+            transport.write(answer.wires[close])
         if ends or keep is not None:
             self._after(plan, ends)
 

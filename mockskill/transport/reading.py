@@ -116,6 +116,7 @@ class RequestReader(abc.ABC):
         "_max_headers",
         "_max_target",
         "_method",
+        "_packet",
         "_parser",
         "_peer",
         "_transport",
@@ -138,6 +139,9 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self._head_raw = 0
+        """Bytes of the packets before this one that held the head under way."""
+        self._packet = 0
+        """Bytes of the packet being parsed."""
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] | None = None
@@ -187,6 +191,7 @@ class RequestReader(abc.ABC):
 
     def _feed(self, data: bytes) -> None:
         """Parse *data*; requests read and refusals reach the subclass's hooks."""
+        self._packet = len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -313,7 +318,13 @@ class RequestReader(abc.ABC):
         chunked and the first ``Expect`` value; notes ``Connection: close``.
         """
         headers = self._headers
-        if self._head_size() > self._max_head or len(headers) > self._max_headers:
+        if len(headers) > self._max_headers:
+            raise _Refused(431, self._too_many_headers())
+        # The head came in this packet and the earlier ones counted in _head_raw: when
+        # they are shorter than the limit, so are its fields (each counted at most one
+        # byte over, for a name without the space after its colon) — no sum to take.
+        bound = self._head_raw + self._packet + len(headers)
+        if bound > self._max_head and self._head_size() > self._max_head:
             raise _Refused(431, self._too_many_headers())
         length: int | None = None
         host = chunked = close = False
