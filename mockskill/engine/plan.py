@@ -256,12 +256,18 @@ class Plan:
         )
 
 
-@dataclass(slots=True)
+_new = object.__new__
+
+
+@dataclass
 class Outcome:
     """What happened on the wire, for the journal. Times are wall-clock.
 
     Read-only once reported. Not a frozen dataclass: one is built per
     request, and a frozen one's ``__init__`` costs several times as much.
+    Not slotted either: the defaults stay class attributes, so that
+    :meth:`sent` (the outcome of nearly every request) stores only the
+    fields that differ from them.
     """
 
     answer: Answer | None
@@ -287,3 +293,16 @@ class Outcome:
     dropped: bool = False
     """The request was read and dropped unanswered: its connection had gone stale
     (:attr:`~mockskill.engine.plan.Stale.DROP_NEXT`); no plan was asked for."""
+
+    @classmethod
+    def sent(cls, answer: Answer, at: float, closed: bool) -> Outcome:
+        """An answer written whole at *at*, as soon as it was asked for: the instant plan's.
+
+        The same as ``Outcome(answer, at, headers_at=at, last_byte_at=at,
+        closed=closed)``, without the generated ``__init__`` (a call through
+        the type, and a store per field).
+        """
+        outcome: Outcome = _new(cls)
+        outcome.answer, outcome.started, outcome.closed = answer, at, closed
+        outcome.headers_at = outcome.last_byte_at = at
+        return outcome

@@ -328,10 +328,18 @@ class Connection(Playing, asyncio.Protocol):
         keep = plan.keep_alive
         ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        # Positional: one is built per request, and keywords cost twice as much here.
-        # Fields: answer, started, headers_at, last_byte_at, client_left_at, cut,
-        # waited_ms, fault, stopped, closed.
-        outcome = Outcome(answer, started, now, now, None, cut, waited_ms, None, False, ends)
+        if started == now and not (cut or waited_ms):  # an instant plan's: most requests'
+            outcome = Outcome.sent(answer, now, ends)
+        else:
+            outcome = Outcome(
+                answer,
+                started,
+                headers_at=now,
+                last_byte_at=now,
+                cut=cut,
+                waited_ms=waited_ms,
+                closed=ends,
+            )
         try:
             self._handler.played(item, outcome)
         except Exception:

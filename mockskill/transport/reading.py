@@ -291,11 +291,17 @@ class RequestReader(abc.ABC):
 
     def on_headers_complete(self) -> None:
         self._head_complete = True
-        length, chunked, expect = self._framing()
+        length, chunked, expect, connection = self._framing()
         parser = self._parser
         method = parser.get_method()
         self._method = _METHODS.get(method) or method.decode("latin-1")
-        self._version = parser.get_http_version()
+        # httptools formats the version with str.format, the costliest call here; llhttp
+        # (which reads only 0.9, 1.0, 1.1 and 2.0) keeps alive by default only 1.1, so
+        # without a Connection header to say otherwise, its verdict is the version.
+        if not connection and parser.should_keep_alive():
+            self._version = "1.1"
+        else:
+            self._version = parser.get_http_version()
         if not length and not chunked:
             return  # no body to wait for
         if length is not None and length > self._limits.max_body:
@@ -311,11 +317,12 @@ class RequestReader(abc.ABC):
             self._transport.write(CONTINUE)
         # The body's deadlines start if the packet ends before it does (_under_way).
 
-    def _framing(self) -> tuple[int | None, bool, bytes | None]:
+    def _framing(self) -> tuple[int | None, bool, bytes | None, bool]:
         """The head is complete: its limits, and the headers its framing depends on.
 
         Returns the ``Content-Length`` (None without one), whether the body is
-        chunked and the first ``Expect`` value; notes ``Connection: close``.
+        chunked, the first ``Expect`` value and whether there was a ``Connection``
+        header; notes ``Connection: close``.
         """
         headers = self._headers
         if len(headers) > self._max_headers:
@@ -327,7 +334,7 @@ class RequestReader(abc.ABC):
         if bound > self._max_head and self._head_size() > self._max_head:
             raise _Refused(431, self._too_many_headers())
         length: int | None = None
-        host = chunked = close = False
+        host = chunked = connection = close = False
         expect: bytes | None = None
         for name, value in headers:
             kind = _FRAMING.get(name.lower())
@@ -347,13 +354,14 @@ class RequestReader(abc.ABC):
                     raise _Refused(400, "more than one Host header")
                 host = True
             elif kind == _CONNECTION:
+                connection = True
                 close = close or b"close" in value.lower()
             elif kind == _TRANSFER_ENCODING:
                 chunked = True
             elif expect is None:
                 expect = value
         self._close_asked = close
-        return length, chunked, expect
+        return length, chunked, expect, connection
 
     def _body_begins(self) -> None:
         """The body may come now: its pause and whole-body deadlines start."""
