@@ -64,7 +64,6 @@ class Connection(Playing, asyncio.Protocol):
         "_reading_paused",
         "_shared",
         "_stale",
-        "_stale_handle",
         "_want_close",
         "_write_paused",
     )
@@ -92,7 +91,6 @@ class Connection(Playing, asyncio.Protocol):
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
-        self._stale_handle: asyncio.TimerHandle | None = None
         self._drop_next = False
 
     # -- state the server looks at -------------------------------------------------
@@ -201,10 +199,10 @@ class Connection(Playing, asyncio.Protocol):
         self._closed = True
         self._dead_parser = True
         self._interrupt(LEFT)
-        for handle in (self._linger_handle, self._stale_handle):
+        for handle in (self._linger_handle, self._idle_timer):
             if handle is not None:
                 handle.cancel()
-        self._linger_handle = self._stale_handle = None
+        self._linger_handle = self._idle_timer = None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -249,11 +247,6 @@ class Connection(Playing, asyncio.Protocol):
 
     def _may_continue(self) -> bool:
         return not self._busy and not self._queue
-
-    def _began(self) -> None:
-        if self._stale_handle is not None:  # not idle any more: it cannot go stale now
-            self._stale_handle.cancel()
-            self._stale_handle = None
 
     # -- answering -----------------------------------------------------------------
 
@@ -367,12 +360,12 @@ class Connection(Playing, asyncio.Protocol):
         keep = plan.keep_alive
         if keep is not None and keep.stale_after_ms is not None:
             self._stale = keep.stale
-            if self._stale_handle is not None:
-                self._stale_handle.cancel()
-            self._stale_handle = self._loop.call_later(keep.stale_after_ms / 1000, self._go_stale)
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._idle_timer = self._loop.call_later(keep.stale_after_ms / 1000, self._go_stale)
 
     def _go_stale(self) -> None:
-        self._stale_handle = None
+        self._idle_timer = None
         if self._closed or self.in_flight:
             return
         if self._stale is Stale.DROP_NEXT:

@@ -91,9 +91,9 @@ class RequestReader(abc.ABC):
     """Parses one connection's requests; the connection subclass acts on them.
 
     A subclass provides :meth:`_refuse` (the request being read cannot be
-    read), :meth:`_read` (a request is complete), :meth:`_may_continue`
-    (whether a ``100 Continue`` may go now, or must wait its turn) and
-    :meth:`_began` (a request has begun).
+    read), :meth:`_read` (a request is complete) and :meth:`_may_continue`
+    (whether a ``100 Continue`` may go now, or must wait its turn); it may
+    run :attr:`_idle_timer`, which a request beginning cancels.
     """
 
     # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
@@ -107,6 +107,7 @@ class RequestReader(abc.ABC):
         "_head_complete",
         "_head_raw",
         "_headers",
+        "_idle_timer",
         "_in_message",
         "_index",
         "_limits",
@@ -158,6 +159,9 @@ class RequestReader(abc.ABC):
         """Loop time by which the body under way must be complete; 0 before it has begun."""
         self.deadline = 0.0
         """Loop time at which the connection's ``expire`` is due; 0 for none."""
+        self._idle_timer: asyncio.TimerHandle | None = None
+        """A timer the subclass runs only while the connection is idle (a stale
+        keep-alive's): cancelled here as soon as a request begins."""
 
     # -- what the connection provides ---------------------------------------------
 
@@ -172,10 +176,6 @@ class RequestReader(abc.ABC):
     @abc.abstractmethod
     def _may_continue(self) -> bool:
         """Whether a ``100 Continue`` may go now (nothing queued before it)."""
-
-    @abc.abstractmethod
-    def _began(self) -> None:
-        """A request has begun (the connection is not idle any more)."""
 
     def _release_parser(self) -> None:
         """Nothing more is read (the connection is lost): let go of the parser.
@@ -274,9 +274,11 @@ class RequestReader(abc.ABC):
         self._body = None
         self._method = ""
         self._body_until = 0.0
-        # Not idle any more; the head's deadline is set if the packet ends before it does.
+        # The head's deadline is set if the packet ends before the head does (_under_way).
         self.deadline = 0.0
-        self._began()
+        if self._idle_timer is not None:  # not idle any more: it cannot go stale now
+            self._idle_timer.cancel()
+            self._idle_timer = None
 
     def on_url(self, url: bytes) -> None:
         # Once per request, unless its target is split across packets; b"" + url is url.
