@@ -299,7 +299,7 @@ class Connection(Playing, asyncio.Protocol):
             return True
         self._busy = True
         if isinstance(planned, Plan) and planned.dribble is None:
-            timed = Waits(self._loop, item, planned, close, now, self._waited)
+            timed = Waits(self._shared.timers, self._loop, item, planned, close, now, self._waited)
             self._timed = timed
             timed.start(self._early())
         else:
