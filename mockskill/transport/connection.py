@@ -139,6 +139,7 @@ class Connection(Playing, asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._shared.timers.run_due()  # waits that are over end before an arrival is handled
         # Answers are written whole, and both loops (asyncio's, uvloop's) set TCP_NODELAY
         # on the sockets they accept: Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -159,6 +160,7 @@ class Connection(Playing, asyncio.Protocol):
         self.deadline = self._loop.time() + self._limits.keep_alive
 
     def data_received(self, data: bytes) -> None:
+        self._shared.timers.run_due()
         if self._dead_parser:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
@@ -171,6 +173,7 @@ class Connection(Playing, asyncio.Protocol):
         self._advance()
 
     def eof_received(self) -> bool:
+        self._shared.timers.run_due()
         self._eof = True
         if self._left_at is None:
             self._left_at = time.time()
