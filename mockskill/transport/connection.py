@@ -58,7 +58,7 @@ class Connection(Playing, asyncio.Protocol):
         "_drop_next",
         "_handler",
         "_left_at",
-        "_linger_handle",
+        "_linger_tick",
         "_lingering",
         "_queue",
         "_reading_paused",
@@ -88,7 +88,7 @@ class Connection(Playing, asyncio.Protocol):
         self._discarded = 0
         self._want_close = False
         self._lingering = False
-        self._linger_handle: asyncio.TimerHandle | None = None
+        self._linger_tick: int | None = None
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
@@ -204,10 +204,11 @@ class Connection(Playing, asyncio.Protocol):
         self._closed = True
         self._dead_parser = True
         self._interrupt(LEFT)
-        for handle in (self._linger_handle, self._stale_handle):
-            if handle is not None:
-                handle.cancel()
-        self._linger_handle = self._stale_handle = None
+        if self._linger_tick is not None and self._transport is not None:
+            self._shared.timers.remove(self._transport.close, self._linger_tick)
+        if self._stale_handle is not None:
+            self._stale_handle.cancel()
+        self._linger_tick, self._stale_handle = None, None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -461,7 +462,8 @@ class Connection(Playing, asyncio.Protocol):
         else:
             self._lingering = True
             transport.write_eof()
-            self._linger_handle = self._loop.call_later(self._limits.linger, transport.close)
+            # On the shared timers: a burst's connections all linger at once.
+            self._linger_tick = self._shared.timers.add(transport.close, self._limits.linger)
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:

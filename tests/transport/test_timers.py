@@ -190,3 +190,29 @@ def test_clients_leaving_among_waits_that_end_together_are_journalled(loop: str)
         answered = [o for o in outcomes if o.client_left_at is None]
         assert len(answered) == 100
         assert all(o.answer is not None and o.waited_ms >= 999 for o in answered)
+
+
+def test_a_client_that_never_closes_is_closed_when_the_linger_is_over(loop: str) -> None:
+    with serving(loop=loop, linger=0.3) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        assert parse(read_until_closed(sock))[0].status == 200  # the server's FIN
+        recorder.wait_for(1)
+        lingering_since = time.monotonic()
+        assert server.server.open_connections == 1  # the client has not closed its end
+        while server.server.open_connections:
+            assert time.monotonic() - lingering_since < 5.0, "the linger did not end"
+            time.sleep(0.01)
+
+
+def test_connections_lingering_together_hold_a_few_loop_timers() -> None:
+    with serving(loop="asyncio", linger=2.0) as (server, recorder):
+        sockets = [connect(server) for _ in range(300)]
+        send_all(sockets)
+        for sock in sockets:  # each client reads its answer and the FIN, and keeps its end
+            assert parse(read_until_closed(sock))[0].status == 200
+        recorder.wait_for(300)
+        assert server.server.open_connections == 300
+        scheduled = len(server.loop._scheduled)  # type: ignore[attr-defined]
+        assert scheduled < 150  # one per millisecond the lingers end in, not per connection
+        for sock in sockets:
+            sock.close()
