@@ -67,6 +67,11 @@ class Timers:
         if not bucket:
             del self._buckets[tick]
             self._handles.pop(tick).cancel()
+            if len(self._ticks) > 2 * len(self._handles) + 64:
+                # Clients that all left a long hang: their milliseconds are far off, and
+                # run_due() would only drop them from the heap once they are past.
+                self._ticks = list(self._handles)
+                heapq.heapify(self._ticks)
 
     def run_due(self) -> None:
         """Run what is due by now, ahead of the loop's timer (see the module's docstring)."""

@@ -88,6 +88,26 @@ def test_a_removed_callback_is_not_called_and_frees_its_loop_timer(
     assert called == ["late"]
 
 
+def test_removing_what_is_far_off_keeps_no_trace_of_it(
+    event_loop: asyncio.AbstractEventLoop,
+) -> None:
+    # A flood of hanging clients that all leave: nothing of their milliseconds is kept.
+    sizes: list[int] = []
+
+    def body(timers: Timers) -> None:
+        callbacks = [(lambda: None) for _ in range(10_000)]
+        ticks = []
+        for i, callback in enumerate(callbacks):
+            ticks.append(timers.add(callback, 60 + i / 100))
+        for callback, tick in zip(callbacks, ticks, strict=True):
+            timers.remove(callback, tick)
+        sizes.extend((len(timers), len(timers._ticks)))
+
+    run(event_loop, body, 0.05)
+    assert sizes[0] == 0
+    assert sizes[1] <= 64
+
+
 def test_run_due_runs_what_is_over_before_the_loop_would_and_only_once(
     event_loop: asyncio.AbstractEventLoop,
 ) -> None:
