@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -104,6 +106,27 @@ def test_stop_without_grace_does_not_wait_for_delayed_requests(serve: Serve) -> 
     assert len(failures) == 1
     (entry,) = server.journal()
     assert (entry.status, entry.stopped, entry.client_left) == (None, True, None)
+
+
+@pytest.mark.skipif(
+    not Path("/proc/sys/net/core/somaxconn").exists() or shutil.which("ss") is None,
+    reason="reads the listen queue's size with Linux's ss",
+)
+def test_the_listen_queue_is_the_documented_backlog_up_to_the_kernels_cap(
+    serve: Serve,
+) -> None:
+    # A burst of connections (bench/burst_peers.py) that overflows the queue waits a
+    # 1 s SYN retry each: the queue asked for is BACKLOG, as nginx's in the bench.
+    from mockskill.server import BACKLOG
+    from mockskill.transport.server import BACKLOG as TRANSPORT_BACKLOG
+
+    server = serve(SLOW)
+    cap = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    listing = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert BACKLOG == TRANSPORT_BACKLOG == 4096
+    assert int(listing[2]) == min(BACKLOG, cap)  # Send-Q of a listening socket: its backlog
 
 
 def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> None:
