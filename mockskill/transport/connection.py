@@ -58,7 +58,7 @@ class Connection(Playing, asyncio.Protocol):
         "_drop_next",
         "_handler",
         "_left_at",
-        "_linger_handle",
+        "_linger_tick",
         "_lingering",
         "_queue",
         "_reading_paused",
@@ -87,7 +87,7 @@ class Connection(Playing, asyncio.Protocol):
         self._discarded = 0
         self._want_close = False
         self._lingering = False
-        self._linger_handle: asyncio.TimerHandle | None = None
+        self._linger_tick: int | None = None
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
@@ -137,6 +137,7 @@ class Connection(Playing, asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._shared.timers.run_due()  # waits that are over end before an arrival is handled
         # Answers are written whole, and both loops (asyncio's, uvloop's) set TCP_NODELAY
         # on the sockets they accept: Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -157,6 +158,7 @@ class Connection(Playing, asyncio.Protocol):
         self.deadline = self._loop.time() + self._limits.keep_alive
 
     def data_received(self, data: bytes) -> None:
+        self._shared.timers.run_due()
         if self._dead_parser:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
@@ -169,6 +171,7 @@ class Connection(Playing, asyncio.Protocol):
         self._advance()
 
     def eof_received(self) -> bool:
+        self._shared.timers.run_due()
         self._eof = True
         if self._left_at is None:
             self._left_at = time.time()
@@ -199,10 +202,11 @@ class Connection(Playing, asyncio.Protocol):
         self._closed = True
         self._dead_parser = True
         self._interrupt(LEFT)
-        for handle in (self._linger_handle, self._idle_timer):
-            if handle is not None:
-                handle.cancel()
-        self._linger_handle = self._idle_timer = None
+        if self._linger_tick is not None and self._transport is not None:
+            self._shared.timers.remove(self._transport.close, self._linger_tick)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._linger_tick, self._idle_timer = None, None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -294,7 +298,7 @@ class Connection(Playing, asyncio.Protocol):
             return True
         self._busy = True
         if isinstance(planned, Plan) and planned.dribble is None:
-            timed = Waits(self._loop, item, planned, close, now, self._waited)
+            timed = Waits(self._shared.timers, self._loop, item, planned, close, now, self._waited)
             self._timed = timed
             timed.start(self._early())
         else:
@@ -457,7 +461,8 @@ class Connection(Playing, asyncio.Protocol):
         else:
             self._lingering = True
             transport.write_eof()
-            self._linger_handle = self._loop.call_later(self._limits.linger, transport.close)
+            # On the shared timers: a burst's connections all linger at once.
+            self._linger_tick = self._shared.timers.add(transport.close, self._limits.linger)
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from .handler import Handler
 from .reading import Limits
+from .timers import Timers
 
 
 class Connection(Protocol):
@@ -83,6 +84,8 @@ class Shared:
 
     def __init__(self, handler: Handler, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self.handler, self.limits, self.loop = handler, limits, loop
+        self.timers = Timers(loop)
+        """The connections' waits: one loop timer per millisecond something is due."""
         self.connections: set[Connection] = set()
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
