@@ -321,7 +321,8 @@ class LoopSurface:
         return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
 
     def plan(self, request: TransportRequest) -> Plan | Awaitable[Plan]:
-        if self._is_admin(request.target):
+        target = request.target
+        if target.startswith(ADMIN_PREFIX) and self._is_admin(target):
             return self.admin.plan(request)
         if (
             self.cors
@@ -416,9 +417,9 @@ def _incoming(request: TransportRequest) -> Incoming:
         # From the bytes as read: the transport's decoded headers are not made for this.
         headers_of_raw(request.raw_headers),
         request.body,
-        server=request.local,
-        arrived=request.time,
-        werkzeug=lambda: Request(wsgi_environ(request)),
+        request.local,
+        request.time,
+        lambda: Request(wsgi_environ(request)),
     )
 
 

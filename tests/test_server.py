@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -104,6 +106,27 @@ def test_stop_without_grace_does_not_wait_for_delayed_requests(serve: Serve) -> 
     assert len(failures) == 1
     (entry,) = server.journal()
     assert (entry.status, entry.stopped, entry.client_left) == (None, True, None)
+
+
+@pytest.mark.skipif(
+    not Path("/proc/sys/net/core/somaxconn").exists() or shutil.which("ss") is None,
+    reason="reads the listen queue's size with Linux's ss",
+)
+def test_the_listen_queue_is_the_documented_backlog_up_to_the_kernels_cap(
+    serve: Serve,
+) -> None:
+    # A burst of connections (bench/burst_peers.py) that overflows the queue waits a
+    # 1 s SYN retry each: the queue asked for is BACKLOG, as nginx's in the bench.
+    from mockskill.server import BACKLOG
+    from mockskill.transport.server import BACKLOG as TRANSPORT_BACKLOG
+
+    server = serve(SLOW)
+    cap = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    listing = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert BACKLOG == TRANSPORT_BACKLOG == 4096
+    assert int(listing[2]) == min(BACKLOG, cap)  # Send-Q of a listening socket: its backlog
 
 
 def test_hundreds_of_simultaneous_connections_are_all_served(serve: Serve) -> None:
@@ -263,6 +286,7 @@ def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not
     import gc
 
     gc.unfreeze()
+    threshold = gc.get_threshold()
     with Server(load_text("skills: [{id: a}]")) as embedded:
         assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
         assert gc.get_freeze_count() == 0
@@ -278,3 +302,33 @@ def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not
         server.shutdown()
         thread.join(timeout=10)
         gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def test_serve_forever_raises_the_young_gc_threshold_and_an_embedded_server_does_not() -> None:
+    """A burst's connections keep what they allocate alive while they wait: the CLI's
+    way of serving collects the young generation less often (fewer full passes over
+    them); an embedded server leaves the suite's collector as it is."""
+    import gc
+
+    from mockskill.server import YOUNG_GC_THRESHOLD
+
+    suites = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # Python's own
+    before = gc.get_threshold()
+    with Server(load_text("skills: [{id: a}]")) as embedded:
+        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
+        assert gc.get_threshold() == before
+    server = Server(load_text("skills: [{id: a}]"))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+        assert before[0] < YOUNG_GC_THRESHOLD
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        gc.unfreeze()
+        gc.set_threshold(*suites)

@@ -41,36 +41,47 @@ class Chosen:
 def choose(state: State, table: RoutingTable, target: Target, session: str, urls: Urls) -> Chosen:
     """*target*'s next step and its random values, all of it on *table* (the one it
     was matched on); or, when the sequence is exhausted, the reply saying so."""
-    assert target.sequence is not None
+    sequence = target.sequence
+    assert sequence is not None
     # Not the live table: a scenario removed or deactivated since the match is not in it.
-    scenario = table.scenarios[target.scenario] if target.scenario else None
-    seed = scenario.seed if scenario else None
+    name = target.scenario
+    scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
-    chosen = Chosen()
+    index = position = None
     if outage and scenario and outage.covers(state.since_activated(scenario.name) * 1000):
-        step, chosen.outage = outage.step, True
+        step, in_outage = outage.step, True
     else:
-        generation = table.generations.get(target.key, 0)
-        position = state.advance(session, target.key, generation)
-        index = target.sequence.step_at(position)
-        chosen.position, chosen.index = position, index
+        key = target.key
+        position = state.advance(session, key, table.generations.get(key, 0))
+        index = sequence.step_at(position)
         if index is None:
-            chosen.reply = urls.fill(exhausted_reply(target, session, position))
-            return chosen
-        step = target.sequence.steps[index]
-    if step.random:
-        chosen.drawn = True
-        step, chosen.choice, chosen.delay_ms, chosen.execution_ms, chosen.fault_seed = state.draw(
-            session, target.scenario or "", seed, lambda rng: _draw(step, rng)
-        )
-    else:  # nothing to draw: no generator is made for the session
-        chosen.delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
-        chosen.execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
+            reply = urls.fill(exhausted_reply(target, session, position))
+            return Chosen(position=position, reply=reply)
+        step, in_outage = sequence.steps[index], False
     skill = target.skill
+    timeout = None
     if skill is not None and skill.timeout_ms is not None:
-        chosen.timeout = (skill.timeout_ms, skill.timeout_status, target.context)
-    chosen.step = step
-    return chosen
+        timeout = (skill.timeout_ms, skill.timeout_status, target.context)
+    if step.random:
+        seed = scenario.seed if scenario else None
+        drawn = state.draw(session, name or "", seed, lambda rng: _draw(step, rng))
+        step, choice, delay_ms, execution_ms, fault_seed = drawn
+        return Chosen(
+            step,
+            index,
+            position,
+            in_outage,
+            choice,
+            delay_ms,
+            execution_ms,
+            fault_seed,
+            True,
+            timeout,
+        )
+    # Nothing to draw: no generator is made for the session. Positional: one per request.
+    delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+    execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
+    return Chosen(step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout)
 
 
 _NO_RANDOM = random.Random(0)

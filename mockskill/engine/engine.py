@@ -18,7 +18,6 @@ tuple, built into its Entry when the journal is read.
 from __future__ import annotations
 
 import dataclasses
-import hmac
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +33,7 @@ from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
 from .choosing import Chosen, choose
+from .digests import KeyedDigest
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .playable import check_playable
@@ -49,6 +49,7 @@ from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded, State
 
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
+_new_recorded = tuple.__new__
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
@@ -78,8 +79,7 @@ class Engine:
         self._open = False
         # Keys the journal's body digests: a short body (a PIN, a password)
         # cannot be guessed back from its digest without it.
-        self._digest = hmac.new(secrets.token_bytes(32), digestmod="sha256")
-        """Copied per body: the key is set up once, not per request."""
+        self._body_digest = KeyedDigest(secrets.token_bytes(32))
         self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
@@ -208,17 +208,17 @@ class Engine:
             fault = outcome.fault
             status = None if outcome.answer is None or fault else outcome.answer.status
             self.state.record(
-                self._recorded(
+                self._recorded(  # positionally: this runs for every request
                     incoming,
                     decided,
                     chosen,
                     status,
                     shown,
                     outcome.last_byte_at,
-                    fault=None if fault is None else fault.value,
-                    client_left=outcome.client_left_at,
-                    headers_sent=outcome.headers_at if dribbled and not outcome.cut else None,
-                    stopped=outcome.stopped,
+                    None if fault is None else fault.value,
+                    outcome.client_left_at,
+                    outcome.headers_at if dribbled and not outcome.cut else None,
+                    outcome.stopped,
                 )
             )
 
@@ -296,7 +296,6 @@ class Engine:
         status: int | None,
         served: Reply,
         finished: float | None = None,
-        *,
         fault: str | None = None,
         client_left: float | None = None,
         headers_sent: float | None = None,
@@ -311,45 +310,49 @@ class Engine:
         invalid = False
         if endpoint == "describe" and status == 200:
             invalid = facts.invalid_descriptor(served.body)
-        return Recorded(
-            id=self.state.next_id(),
-            started=decided.started,
-            finished=time.time() if finished is None else finished,
-            session=decided.session,
-            method=request.method,
-            path=request.path,
-            status=status,
-            endpoint=endpoint,
-            skill=facts.skill_id(target),
-            scenario=scenario,
-            step=None if chosen is None else chosen.index,
-            position=None if chosen is None else chosen.position,
-            error_code=served.error_code,
-            retry=served.retry,
-            forced=decided.forced,
-            outage=chosen is not None and chosen.outage,
-            choice=None if chosen is None else chosen.choice,
-            delay_ms=None if chosen is None else chosen.delay_ms,
-            execution_ms=None if chosen is None else chosen.execution_ms,
-            fault=fault,
-            client_left=client_left,
-            headers_sent=headers_sent,
-            near_misses=near_misses,
-            credential=facts.credential(request, self._credential_key),
-            protocol_version=request.headers.get(_VERSION),
-            body_digest=self._body_digest(request),
-            invalid_descriptor=invalid,
-            stopped=stopped,
-        )
-
-    def _body_digest(self, request: Incoming) -> str | None:
-        """``hmac-sha256:…`` of the request body (keyed per server); None for no body."""
         body = request.body
-        if not body:
-            return None
-        digest = self._digest.copy()
-        digest.update(body)
-        return "hmac-sha256:" + digest.hexdigest()[:16]
+        headers = request.headers
+        if chosen is None:
+            step = position = choice = delay_ms = execution_ms = None
+            outage = False
+        else:
+            step, position, outage = chosen.index, chosen.position, chosen.outage
+            choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
+        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
+        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
+        return _new_recorded(
+            Recorded,
+            (
+                self.state.next_id(),
+                decided.started,
+                time.time() if finished is None else finished,
+                decided.session,
+                request.method,
+                request.path,
+                status,
+                endpoint,
+                target.skill_id,
+                scenario,
+                step,
+                position,
+                served.error_code,
+                served.retry,
+                decided.forced,
+                outage,
+                choice,
+                delay_ms,
+                execution_ms,
+                fault,
+                client_left,
+                headers_sent,
+                near_misses,
+                facts.credential(request, self._credential_key),
+                headers.get(_VERSION),
+                self._body_digest(body) if body else None,
+                invalid,
+                stopped,
+            ),
+        )
 
     def _refusal(self, request: Incoming, table: RoutingTable, target: Target) -> Reply | None:
         """401 or 403 for a caller without the credentials, 422 for an incompatible one.
@@ -363,7 +366,8 @@ class Engine:
             )
             if refused is not None:
                 return refused
-        return version_reply(target, request.headers.get(_VERSION))
+        version = request.headers.get(_VERSION)
+        return None if version is None else version_reply(target, version)
 
     def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""

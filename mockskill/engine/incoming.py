@@ -42,11 +42,10 @@ class Incoming:
         path: str,
         headers: dict[str, str],
         body: bytes | None,
-        *,
-        scheme: str = "http",
         server: tuple[str, int | None],
         arrived: float | None,
         werkzeug: Callable[[], Request],
+        scheme: str = "http",
     ) -> None:
         self.method = method
         self.path = path
@@ -100,7 +99,14 @@ class Incoming:
 def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     """Headers as read (Latin-1 bytes) by lower-case name; a repeated one's values joined by
     ``,`` (as in WSGI). Decoded once, into the dict."""
-    headers: dict[str, str] = {}
+    if not isinstance(pairs, (tuple, list)):
+        pairs = tuple(pairs)
+    # One comprehension for the common case, every name once; a repeated name shows as
+    # fewer keys than pairs, and only then are the values joined pair by pair.
+    headers = {name.lower().decode("latin-1"): raw.decode("latin-1") for name, raw in pairs}
+    if len(headers) == len(pairs):
+        return headers
+    headers = {}
     for name, raw in pairs:
         key, value = name.lower().decode("latin-1"), raw.decode("latin-1")
         headers[key] = f"{headers[key]},{value}" if key in headers else value

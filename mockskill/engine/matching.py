@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from werkzeug.exceptions import HTTPException
@@ -43,10 +43,16 @@ class Target:
     skill: Skill | None = None
     route: Route | None = None
 
-    @property
-    def scenario(self) -> str | None:
+    scenario: str | None = field(init=False, compare=False)
+    """The scenario of the skill or route (None for the list)."""
+    skill_id: str | None = field(init=False, compare=False)
+    """The skill's id (None for a route or the list), as :attr:`Miss.skill_id` is a miss's.
+    Both are read on every request, so set once."""
+
+    def __post_init__(self) -> None:
         owner = self.skill or self.route
-        return owner.scenario if owner else None
+        object.__setattr__(self, "scenario", owner.scenario if owner else None)
+        object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
 
     @property
     def label(self) -> str:
@@ -118,12 +124,23 @@ class RoutingTable:
             Rule(r.path, methods=list(r.methods), endpoint=i) for i, r in enumerate(self.routes)
         ]
         self._adapter = _bind(rules)
+        # The surface's paths as written (no trailing or doubled slash) by one lookup; every
+        # other spelling is split as before. Kept only where the split finds the same target.
+        exact: dict[tuple[str, str], Target] = {}
+        for method in ("GET", "HEAD"):
+            exact[(method, "/skills")] = self._list
+            exact.update(((method, f"/skills/{sid}"), t) for sid, t in self._describe.items())
+        exact.update((("POST", f"/skills/{sid}/invoke"), t) for sid, t in self._invoke.items())
+        self._exact = {key: t for key, t in exact.items() if self._match_surface(*key) is t}
         self._candidates = [
             _Candidate(f"{m} {rule}", (m,), rule, _bind([Rule(rule)])) for m, rule, _ in _SURFACE
         ] + [_Candidate(r.label, r.methods, r.path, _bind([Rule(r.path)])) for r in self.routes]
 
     def match(self, method: str, path: str) -> Target | Miss:
         """The endpoint for *method* and *path*, or why there is none."""
+        exact = self._exact.get((method, path))
+        if exact is not None:  # a skill-surface path as the descriptors write it
+            return exact
         if path == "/skills" or path.startswith("/skills/"):
             target = self._match_surface(method, path)
             if target is not None:

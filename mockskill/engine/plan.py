@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from http import HTTPStatus
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
@@ -64,7 +65,7 @@ class Answer:
     _heads: dict[int, bytes] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
-    """Rendered bytes: the head by *close* (0, 1), the whole answer by 2 + *close*."""
+    """Rendered heads, by *close* (0, 1); the whole answers are :attr:`wires`."""
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 999:
@@ -101,13 +102,18 @@ class Answer:
 
     def wire(self, *, close: bool) -> bytes:
         """The whole answer as sent: :meth:`head` and the body, joined once and kept."""
-        try:
-            return self._heads[2 + close]
-        except KeyError:
-            pass
-        wire = self.head(close=close) + self.body if self.has_body else self.head(close=close)
-        self._heads[2 + close] = wire
-        return wire
+        return self.wires[close]
+
+    @cached_property
+    def wires(self) -> tuple[bytes, bytes]:
+        """The whole answer as sent, kept alive and with ``Connection: close`` (index *close*).
+
+        What the transport writes for every answer: an attribute lookup and an
+        index once rendered (a method call cost more than the rest of the write).
+        """
+        if not self.has_body:
+            return self.head(close=False), self.head(close=True)
+        return self.head(close=False) + self.body, self.head(close=True) + self.body
 
 
 class WaitKind(str, enum.Enum):
@@ -250,12 +256,18 @@ class Plan:
         )
 
 
-@dataclass(slots=True)
+_new = object.__new__
+
+
+@dataclass
 class Outcome:
     """What happened on the wire, for the journal. Times are wall-clock.
 
     Read-only once reported. Not a frozen dataclass: one is built per
     request, and a frozen one's ``__init__`` costs several times as much.
+    Not slotted either: the defaults stay class attributes, so that
+    :meth:`sent` (the outcome of nearly every request) stores only the
+    fields that differ from them.
     """
 
     answer: Answer | None
@@ -281,3 +293,16 @@ class Outcome:
     dropped: bool = False
     """The request was read and dropped unanswered: its connection had gone stale
     (:attr:`~mockskill.engine.plan.Stale.DROP_NEXT`); no plan was asked for."""
+
+    @classmethod
+    def sent(cls, answer: Answer, at: float, closed: bool) -> Outcome:
+        """An answer written whole at *at*, as soon as it was asked for: the instant plan's.
+
+        The same as ``Outcome(answer, at, headers_at=at, last_byte_at=at,
+        closed=closed)``, without the generated ``__init__`` (a call through
+        the type, and a store per field).
+        """
+        outcome: Outcome = _new(cls)
+        outcome.answer, outcome.started, outcome.closed = answer, at, closed
+        outcome.headers_at = outcome.last_byte_at = at
+        return outcome

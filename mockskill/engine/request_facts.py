@@ -1,8 +1,8 @@
 """What the engine reads off a request for the journal and the answer, beyond matching.
 
 The credential's keyed fingerprint (never the secret), an OAuth2 client's
-id, whether a served descriptor is invalid, the base URL the client reached
-this server by, and the skill id a request names.
+id, whether a served descriptor is invalid, and the base URL the client reached
+this server by.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from werkzeug.wrappers import Request
 from ..protocol.validator import validate as validate_descriptor
 from . import auth
 from .incoming import Incoming
-from .matching import Miss, Target
 
 _API_KEY = auth.API_KEY_HEADER.lower()
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
@@ -55,12 +54,6 @@ def client(request: Request) -> str | None:
     basic = auth.basic_credentials(request)
     client_id = basic[0] if basic else request.form.get("client_id")
     return f"client {client_id}" if client_id else None
-
-
-def skill_id(target: Target | Miss) -> str | None:
-    if isinstance(target, Miss):
-        return target.skill_id
-    return target.skill.id if target.skill else None
 
 
 def base_url(request: Incoming) -> str:

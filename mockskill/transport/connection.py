@@ -58,13 +58,12 @@ class Connection(Playing, asyncio.Protocol):
         "_drop_next",
         "_handler",
         "_left_at",
-        "_linger_handle",
+        "_linger_tick",
         "_lingering",
         "_queue",
         "_reading_paused",
         "_shared",
         "_stale",
-        "_stale_handle",
         "_want_close",
         "_write_paused",
     )
@@ -88,11 +87,10 @@ class Connection(Playing, asyncio.Protocol):
         self._discarded = 0
         self._want_close = False
         self._lingering = False
-        self._linger_handle: asyncio.TimerHandle | None = None
+        self._linger_tick: int | None = None
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
-        self._stale_handle: asyncio.TimerHandle | None = None
         self._drop_next = False
 
     # -- state the server looks at -------------------------------------------------
@@ -139,6 +137,7 @@ class Connection(Playing, asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._shared.timers.run_due()  # waits that are over end before an arrival is handled
         # Answers are written whole, and both loops (asyncio's, uvloop's) set TCP_NODELAY
         # on the sockets they accept: Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -159,6 +158,7 @@ class Connection(Playing, asyncio.Protocol):
         self.deadline = self._loop.time() + self._limits.keep_alive
 
     def data_received(self, data: bytes) -> None:
+        self._shared.timers.run_due()
         if self._dead_parser:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
@@ -171,6 +171,7 @@ class Connection(Playing, asyncio.Protocol):
         self._advance()
 
     def eof_received(self) -> bool:
+        self._shared.timers.run_due()
         self._eof = True
         if self._left_at is None:
             self._left_at = time.time()
@@ -201,10 +202,11 @@ class Connection(Playing, asyncio.Protocol):
         self._closed = True
         self._dead_parser = True
         self._interrupt(LEFT)
-        for handle in (self._linger_handle, self._stale_handle):
-            if handle is not None:
-                handle.cancel()
-        self._linger_handle = self._stale_handle = None
+        if self._linger_tick is not None and self._transport is not None:
+            self._shared.timers.remove(self._transport.close, self._linger_tick)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._linger_tick, self._idle_timer = None, None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -250,11 +252,6 @@ class Connection(Playing, asyncio.Protocol):
     def _may_continue(self) -> bool:
         return not self._busy and not self._queue
 
-    def _began(self) -> None:
-        if self._stale_handle is not None:  # not idle any more: it cannot go stale now
-            self._stale_handle.cancel()
-            self._stale_handle = None
-
     # -- answering -----------------------------------------------------------------
 
     def _advance(self) -> None:
@@ -277,8 +274,9 @@ class Connection(Playing, asyncio.Protocol):
         if self._eof or (self._shared.draining and not self._in_message):
             self._close_gracefully()
         elif not self._in_message:
+            # Idle now. Not draining (else closed above), so no drain is waiting for
+            # this connection to go quiet: nothing to tell the server.
             self.deadline = self._loop.time() + self._limits.keep_alive
-            self._shared.check_quiet()
 
     def _start(self, item: Request | Refusal, close: bool, now: float) -> bool:
         """Plan *item* and play it: True if it was answered at once, False if a task plays it."""
@@ -295,20 +293,17 @@ class Connection(Playing, asyncio.Protocol):
             log.exception("the handler failed to plan %r", item)
             planned = FALLBACK
         if isinstance(planned, Plan) and planned.instant:
-            self._answer(item, planned, close, now)
+            # Written whole, now, from the callback that read the request.
+            self._send(item, planned, planned.answer, close, now, now)
             return True
         self._busy = True
         if isinstance(planned, Plan) and planned.dribble is None:
-            timed = Waits(self._loop, item, planned, close, now, self._waited)
+            timed = Waits(self._shared.timers, self._loop, item, planned, close, now, self._waited)
             self._timed = timed
             timed.start(self._early())
         else:
             self._task = self._loop.create_task(self._play(item, planned, close))
         return False
-
-    def _answer(self, item: Request | Refusal, plan: Plan, close: bool, now: float) -> None:
-        """Write an instant plan's answer whole, now; the exchange is reported first."""
-        self._send(item, plan, plan.answer, close, now, now)
 
     def _send(
         self,
@@ -322,27 +317,35 @@ class Connection(Playing, asyncio.Protocol):
         cut: bool = False,
         waited_ms: float = 0.0,
     ) -> None:
+        """Write *answer* whole (the plan's, or a cut's), reported first; then what follows."""
         transport = self._transport
         assert transport is not None
         # Decided now, not when the request was queued: a stop may have begun meanwhile.
         close = close or plan.close or self._shared.draining
-        ends = close or (plan.keep_alive is not None and self._closes_silently(item, plan))
+        keep = plan.keep_alive
+        ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        outcome = Outcome(
-            answer,
-            started,
-            headers_at=now,
-            last_byte_at=now,
-            cut=cut,
-            waited_ms=waited_ms,
-            closed=ends,
-        )
-        self._report(item, outcome)
-        if isinstance(item, Request) and item.method == "HEAD":
+        if started == now and not (cut or waited_ms):  # an instant plan's: most requests'
+            outcome = Outcome.sent(answer, now, ends)
+        else:
+            outcome = Outcome(
+                answer,
+                started,
+                headers_at=now,
+                last_byte_at=now,
+                cut=cut,
+                waited_ms=waited_ms,
+                closed=ends,
+            )
+        try:
+            self._handler.played(item, outcome)
+        except Exception:
+            log.exception("the handler failed to record %r", item)
+        if item.method == "HEAD" and isinstance(item, Request):
             transport.write(answer.head(close=close))
         else:
-            transport.write(answer.wire(close=close))
-        if ends or plan.keep_alive is not None:
+            transport.write(answer.wires[close])
+        if ends or keep is not None:
             self._after(plan, ends)
 
     def _closes_silently(self, item: Request | Refusal, plan: Plan) -> bool:
@@ -361,12 +364,12 @@ class Connection(Playing, asyncio.Protocol):
         keep = plan.keep_alive
         if keep is not None and keep.stale_after_ms is not None:
             self._stale = keep.stale
-            if self._stale_handle is not None:
-                self._stale_handle.cancel()
-            self._stale_handle = self._loop.call_later(keep.stale_after_ms / 1000, self._go_stale)
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._idle_timer = self._loop.call_later(keep.stale_after_ms / 1000, self._go_stale)
 
     def _go_stale(self) -> None:
-        self._stale_handle = None
+        self._idle_timer = None
         if self._closed or self.in_flight:
             return
         if self._stale is Stale.DROP_NEXT:
@@ -458,7 +461,8 @@ class Connection(Playing, asyncio.Protocol):
         else:
             self._lingering = True
             transport.write_eof()
-            self._linger_handle = self._loop.call_later(self._limits.linger, transport.close)
+            # On the shared timers: a burst's connections all linger at once.
+            self._linger_tick = self._shared.timers.add(transport.close, self._limits.linger)
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:

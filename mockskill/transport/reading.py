@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from itertools import chain
 
 import httptools
 
@@ -90,9 +91,9 @@ class RequestReader(abc.ABC):
     """Parses one connection's requests; the connection subclass acts on them.
 
     A subclass provides :meth:`_refuse` (the request being read cannot be
-    read), :meth:`_read` (a request is complete), :meth:`_may_continue`
-    (whether a ``100 Continue`` may go now, or must wait its turn) and
-    :meth:`_began` (a request has begun).
+    read), :meth:`_read` (a request is complete) and :meth:`_may_continue`
+    (whether a ``100 Continue`` may go now, or must wait its turn); it may
+    run :attr:`_idle_timer`, which a request beginning cancels.
     """
 
     # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
@@ -100,17 +101,13 @@ class RequestReader(abc.ABC):
         "_body",
         "_body_len",
         "_body_until",
-        "_chunked",
         "_close_asked",
-        "_content_length",
         "_continue_pending",
         "_dead_parser",
-        "_expect",
         "_head_complete",
         "_head_raw",
-        "_head_size",
         "_headers",
-        "_host_seen",
+        "_idle_timer",
         "_in_message",
         "_index",
         "_limits",
@@ -118,12 +115,13 @@ class RequestReader(abc.ABC):
         "_loop",
         "_max_head",
         "_max_headers",
+        "_max_target",
         "_method",
+        "_packet",
         "_parser",
         "_peer",
         "_transport",
         "_url",
-        "_url_len",
         "_version",
         "deadline",
         "serial",
@@ -132,6 +130,7 @@ class RequestReader(abc.ABC):
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
         self._max_head, self._max_headers = limits.max_head, limits.max_headers
+        self._max_target = limits.max_target
         self._loop = loop
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
@@ -141,15 +140,13 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self._head_raw = 0
-        self._url: list[bytes] = []
-        self._url_len = 0
+        """Bytes of the packets before this one that held the head under way."""
+        self._packet = 0
+        """Bytes of the packet being parsed."""
+        self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._head_size = 0
-        self._content_length: int | None = None
-        self._host_seen = False
-        self._chunked = False
-        self._expect: bytes | None = None
-        self._body: list[bytes] = []
+        self._body: list[bytes] | None = None
+        """The body's pieces; None while none is expected (no list for a body-less request)."""
         self._body_len = 0
         self._method = ""
         self._version = "1.1"
@@ -162,6 +159,9 @@ class RequestReader(abc.ABC):
         """Loop time by which the body under way must be complete; 0 before it has begun."""
         self.deadline = 0.0
         """Loop time at which the connection's ``expire`` is due; 0 for none."""
+        self._idle_timer: asyncio.TimerHandle | None = None
+        """A timer the subclass runs only while the connection is idle (a stale
+        keep-alive's): cancelled here as soon as a request begins."""
 
     # -- what the connection provides ---------------------------------------------
 
@@ -177,10 +177,6 @@ class RequestReader(abc.ABC):
     def _may_continue(self) -> bool:
         """Whether a ``100 Continue`` may go now (nothing queued before it)."""
 
-    @abc.abstractmethod
-    def _began(self) -> None:
-        """A request has begun (the connection is not idle any more)."""
-
     def _release_parser(self) -> None:
         """Nothing more is read (the connection is lost): let go of the parser.
 
@@ -195,6 +191,7 @@ class RequestReader(abc.ABC):
 
     def _feed(self, data: bytes) -> None:
         """Parse *data*; requests read and refusals reach the subclass's hooks."""
+        self._packet = len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -220,102 +217,153 @@ class RequestReader(abc.ABC):
                 method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
                 self._method = method.decode("latin-1")
             self._refuse(400, str(error) or type(error).__name__)
-        if self._in_message and not self._head_complete:
-            self._head_raw += len(data)
-            if self._head_raw > self._limits.max_target + self._limits.max_head:
+        if self._in_message and not self._dead_parser:
+            self._under_way(len(data))
+
+    def _under_way(self, size: int) -> None:
+        """A packet ended inside a request: its limits and deadlines, checked once per packet.
+
+        Not per callback: a request that arrives whole (the usual case) never
+        comes here, and pays for no clock reading and no limit check but the
+        ones its callbacks cannot do without.
+        """
+        now = self._loop.time()
+        if not self._head_complete:
+            if not self.deadline:  # its first byte came in this packet
+                self.deadline = now + self._limits.header_timeout
+            self._head_raw += size
+            limits = self._limits
+            if self._head_size() > limits.max_head or len(self._headers) > limits.max_headers:
+                self._refuse(431, self._too_many_headers())
+            elif self._head_raw > limits.max_target + limits.max_head:
                 if self._headers:
-                    self._refuse(431, f"the request headers exceed {self._limits.max_head} bytes")
+                    self._refuse(431, f"the request headers exceed {limits.max_head} bytes")
                 else:
-                    self._refuse(414, f"the request target exceeds {self._limits.max_target} bytes")
+                    self._refuse(414, f"the request target exceeds {limits.max_target} bytes")
+        elif not self._continue_pending:  # the body is coming
+            if not self._body_until:
+                self._body_begins()
+            else:  # a pause may not outlast the whole body's deadline
+                self.deadline = min(now + self._limits.header_timeout, self._body_until)
+
+    def _head_size(self) -> int:
+        """Bytes of the request's header fields so far, as sent (": " and CRLF each)."""
+        headers = self._headers
+        return sum(map(len, chain.from_iterable(headers))) + 4 * len(headers)
+
+    def _too_many_headers(self) -> str:
+        limits = self._limits
+        if self._head_size() > limits.max_head:
+            return f"the request headers exceed {limits.max_head} bytes"
+        return f"the request has more than {limits.max_headers} headers"
 
     # -- httptools callbacks -------------------------------------------------------
+    #
+    # Called for every request, most of them from one packet holding it whole: each
+    # does only what cannot wait. The headers are only kept as they come; their
+    # limits and the framing headers are looked at once, when the head is complete
+    # (:meth:`_framing`), or when a packet ends inside it (:meth:`_under_way`).
 
     def on_message_begin(self) -> None:
         self._in_message = True
         self._head_complete = False
         self._head_raw = 0
         self._index += 1
-        self._url = []
-        self._url_len = 0
+        self._url = b""
         self._headers = []
-        self._head_size = 0
-        self._content_length = None
-        self._host_seen = False
-        self._chunked = False
-        self._expect = None
-        self._body = []
-        self._body_len = 0
-        self._close_asked = False
+        self._body = None
         self._method = ""
         self._body_until = 0.0
-        self.deadline = self._loop.time() + self._limits.header_timeout
-        self._began()
+        # The head's deadline is set if the packet ends before the head does (_under_way).
+        self.deadline = 0.0
+        if self._idle_timer is not None:  # not idle any more: it cannot go stale now
+            self._idle_timer.cancel()
+            self._idle_timer = None
 
     def on_url(self, url: bytes) -> None:
-        self._url_len += len(url)
-        if self._url_len > self._limits.max_target:
-            raise _Refused(414, f"the request target exceeds {self._limits.max_target} bytes")
-        self._url.append(url)
+        # Once per request, unless its target is split across packets; b"" + url is url.
+        url = self._url + url
+        if len(url) > self._max_target:
+            raise _Refused(414, f"the request target exceeds {self._max_target} bytes")
+        self._url = url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        # Kept to what llhttp does not do (the limits), plus the framing headers:
-        # names are compared as bytes and nothing is decoded here.
-        size = self._head_size + len(name) + len(value) + 4
-        self._head_size = size
-        headers = self._headers
-        if size > self._max_head or len(headers) >= self._max_headers:
-            limits = self._limits
-            if size > limits.max_head:
-                raise _Refused(431, f"the request headers exceed {limits.max_head} bytes")
-            raise _Refused(431, f"the request has more than {limits.max_headers} headers")
-        headers.append((name, value))
-        kind = _FRAMING.get(name.lower())
-        if kind is not None:
-            self._framing(kind, value)
-
-    def _framing(self, kind: int, value: bytes) -> None:
-        """A header the framing depends on (a :data:`_FRAMING` kind) was read."""
-        if kind == _CONTENT_LENGTH:
-            # llhttp refuses these already; said again here so that the rule does
-            # not hang on a parser's leniency.
-            if self._content_length is not None:
-                raise _Refused(400, "Duplicate Content-Length")
-            if not value.isdigit():
-                text = value.decode("latin-1")
-                raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
-            self._content_length = int(value)
-        elif kind == _HOST:
-            if self._host_seen:
-                raise _Refused(400, "more than one Host header")
-            self._host_seen = True
-        elif kind == _CONNECTION:
-            self._close_asked = self._close_asked or b"close" in value.lower()
-        elif kind == _TRANSFER_ENCODING:
-            self._chunked = True
-        elif self._expect is None:
-            self._expect = value
+        # httptools joins a name or value split across packets: one call per header.
+        self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self._head_complete = True
+        length, chunked, expect, connection = self._framing()
         parser = self._parser
         method = parser.get_method()
         self._method = _METHODS.get(method) or method.decode("latin-1")
-        self._version = parser.get_http_version()
-        length = self._content_length
-        if not length and not self._chunked:
-            self.deadline = 0.0
+        # httptools formats the version with str.format, the costliest call here; llhttp
+        # (which reads only 0.9, 1.0, 1.1 and 2.0) keeps alive by default only 1.1, so
+        # without a Connection header to say otherwise, its verdict is the version.
+        if not connection and parser.should_keep_alive():
+            self._version = "1.1"
+        else:
+            self._version = parser.get_http_version()
+        if not length and not chunked:
             return  # no body to wait for
         if length is not None and length > self._limits.max_body:
             raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
-        self.deadline = 0.0
-        expect = self._expect
+        self._body = []
+        self._body_len = 0
         if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
+                self.deadline = 0.0  # no deadline while it waits its turn
                 return
             assert self._transport is not None
             self._transport.write(CONTINUE)
-        self._body_begins()
+        # The body's deadlines start if the packet ends before it does (_under_way).
+
+    def _framing(self) -> tuple[int | None, bool, bytes | None, bool]:
+        """The head is complete: its limits, and the headers its framing depends on.
+
+        Returns the ``Content-Length`` (None without one), whether the body is
+        chunked, the first ``Expect`` value and whether there was a ``Connection``
+        header; notes ``Connection: close``.
+        """
+        headers = self._headers
+        if len(headers) > self._max_headers:
+            raise _Refused(431, self._too_many_headers())
+        # The head came in this packet and the earlier ones counted in _head_raw: when
+        # they are shorter than the limit, so are its fields (each counted at most one
+        # byte over, for a name without the space after its colon) — no sum to take.
+        bound = self._head_raw + self._packet + len(headers)
+        if bound > self._max_head and self._head_size() > self._max_head:
+            raise _Refused(431, self._too_many_headers())
+        length: int | None = None
+        host = chunked = connection = close = False
+        expect: bytes | None = None
+        for name, value in headers:
+            kind = _FRAMING.get(name.lower())
+            if kind is None:
+                continue
+            if kind == _CONTENT_LENGTH:
+                # llhttp refuses these already; said again here so that the rule does
+                # not hang on a parser's leniency.
+                if length is not None:
+                    raise _Refused(400, "Duplicate Content-Length")
+                if not value.isdigit():
+                    text = value.decode("latin-1")
+                    raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
+                length = int(value)
+            elif kind == _HOST:
+                if host:
+                    raise _Refused(400, "more than one Host header")
+                host = True
+            elif kind == _CONNECTION:
+                connection = True
+                close = close or b"close" in value.lower()
+            elif kind == _TRANSFER_ENCODING:
+                chunked = True
+            elif expect is None:
+                expect = value
+        self._close_asked = close
+        return length, chunked, expect, connection
 
     def _body_begins(self) -> None:
         """The body may come now: its pause and whole-body deadlines start."""
@@ -327,11 +375,8 @@ class RequestReader(abc.ABC):
         self._body_len += len(body)
         if self._body_len > self._limits.max_body:
             raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+        assert self._body is not None  # a list from on_headers_complete on, when a body comes
         self._body.append(body)
-        if self._body_until:
-            # A pause may not outlast the whole body's deadline.
-            pause_until = self._loop.time() + self._limits.header_timeout
-            self.deadline = min(pause_until, self._body_until)
 
     def on_message_complete(self) -> None:
         if self._dead_parser:
@@ -339,13 +384,12 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self.deadline = 0.0
-        url = self._url
         request = Request(
             self._method,
-            (url[0] if len(url) == 1 else b"".join(url)).decode("latin-1"),
+            self._url.decode("latin-1"),
             self._version,
             (),
-            body[0] if len(body := self._body) == 1 else b"".join(body),
+            b"" if (body := self._body) is None else body[0] if len(body) == 1 else b"".join(body),
             self._peer,
             self._local,
             time.time(),
@@ -371,6 +415,6 @@ class RequestReader(abc.ABC):
             self.serial,
             max(self._index, 1),
             self._method or None,
-            b"".join(self._url).decode("latin-1") if self._url else None,
+            self._url.decode("latin-1") if self._url else None,
             tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in self._headers),
         )

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from .handler import Handler
 from .reading import Limits
+from .timers import Timers
 
 
 class Connection(Protocol):
@@ -97,6 +98,8 @@ class Shared:
     ) -> None:
         self.handler, self.limits, self.loop = handler, limits, loop
         self.before_trim = before_trim
+        self.timers = Timers(loop)
+        """The connections' waits: one loop timer per millisecond something is due."""
         self.connections: set[Connection] = set()
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""

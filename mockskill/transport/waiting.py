@@ -7,9 +7,10 @@ what is in flight (:data:`STOP`). :class:`Waiting` is the part of a
 dribbled pieces (:meth:`Waiting._wait`), the client reading what was written
 (:meth:`Waiting._drained`), a plan made off the loop (:meth:`Waiting._planned`).
 
-A plan's waits (delays, hangs, cuts) are played by :class:`Waits`: one loop
-timer per wait and a callback when they are over, no task nor future — a
-thousand requests waiting at once are a thousand timer handles.
+A plan's waits (delays, hangs, cuts) are played by :class:`Waits`: on the
+server's :class:`~.timers.Timers`, a callback when they are over, no task nor
+future — a thousand requests waiting at once are a thousand small objects,
+and the waits that end in the same millisecond share one loop timer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..engine.plan import Answer, Plan, Wait
 from .handler import FALLBACK, Refusal, Request
 from .reading import RequestReader
 from .shared import resolve
+from .timers import Timers
 
 log = logging.getLogger("mockskill.transport")
 
@@ -31,7 +33,7 @@ STOP = "stop"
 
 
 class Waits:
-    """A plan's waits, played one after another on loop timers, then *then* is called.
+    """A plan's waits, played one after another on the server's timers, then *then* is called.
 
     *then* gets this object and None when the waits are over (:attr:`answer`
     is the one to send: the plan's, or a cut's, then :attr:`cut` is set), or
@@ -42,10 +44,11 @@ class Waits:
     __slots__ = (
         "_alternative",
         "_begun",
-        "_handle",
         "_loop",
         "_next",
         "_then",
+        "_tick",
+        "_timers",
         "answer",
         "close",
         "cut",
@@ -57,6 +60,7 @@ class Waits:
 
     def __init__(
         self,
+        timers: Timers,
         loop: asyncio.AbstractEventLoop,
         item: Request | Refusal,
         plan: Plan,
@@ -68,15 +72,16 @@ class Waits:
         self.answer: Answer = plan.answer
         self.cut = False
         self.waited_ms = 0.0
-        self._loop, self._then = loop, then
+        self._timers, self._loop, self._then = timers, loop, then
         self._next = 0
         self._begun = 0.0
         self._alternative: Wait | None = None
-        self._handle: asyncio.TimerHandle | None = None
+        self._tick: int | None = None
+        """The wait under way: its key in the timers (see :meth:`Timers.add`)."""
 
     @property
     def waiting(self) -> bool:
-        return self._handle is not None
+        return self._tick is not None
 
     def start(self, early: str | None) -> None:
         """Begin the first wait; *early*: a reason the waits cannot even begin."""
@@ -97,10 +102,12 @@ class Waits:
         if wait.cut is not None and wait.cut.after_ms < wait.ms:
             seconds, self._alternative = wait.cut.after_ms / 1000, wait
         self._begun = self._loop.time()
-        self._handle = self._loop.call_later(seconds, self._over)
+        self._tick = self._timers.add(self._over, seconds)
 
     def _over(self) -> None:
-        self._handle = None
+        if self._tick is None:  # interrupted in the same millisecond, before its turn
+            return
+        self._tick = None
         spent = (self._loop.time() - self._begun) * 1000
         self.waited_ms += spent
         alternative = self._alternative
@@ -114,11 +121,11 @@ class Waits:
 
     def interrupt(self, reason: str) -> None:
         """End the wait under way now, for *reason*."""
-        handle = self._handle
-        if handle is None:
+        tick = self._tick
+        if tick is None:
             return
-        handle.cancel()
-        self._handle = None
+        self._timers.remove(self._over, tick)
+        self._tick = None
         self.waited_ms += (self._loop.time() - self._begun) * 1000
         self._then(self, reason)
 

@@ -8,6 +8,7 @@ requests through its own view. Each is held here to what it replaced.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -18,10 +19,12 @@ from werkzeug.wrappers import Request
 
 from mockskill import Server, load_text
 from mockskill.app import LoopSurface, _incoming
+from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, Recorded, escaped
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
+from mockskill.protocol.catalog import Retry
 from mockskill.transport import Request as TransportRequest
 from mockskill.transport.wsgi import environ as wsgi_environ
 
@@ -256,3 +259,129 @@ def test_escaping_leaves_printable_ascii_as_it_is_and_escapes_every_ascii_contro
             assert shown == f"a{char}b"
         else:
             assert shown == f"a%{code:02X}b"
+
+
+# -- the journal's keyed digests -----------------------------------------------------
+
+
+@pytest.mark.parametrize("key_length", [1, 32, 64, 65, 200])
+@pytest.mark.parametrize("body", [b"x", b'{"text": "Hello world"}', bytes(range(256)) * 300])
+def test_a_keyed_digest_is_hmac_sha256_cut_to_sixteen_hex_digits(
+    key_length: int, body: bytes
+) -> None:
+    key = bytes((7 * i + 3) % 256 for i in range(key_length))
+    expected = "hmac-sha256:" + hmac.new(key, body, "sha256").hexdigest()[:16]
+    assert KeyedDigest(key)(body) == expected
+    digest = KeyedDigest(key)
+    assert [digest(body), digest(body)] == [expected, expected]  # its prepared states unspent
+
+
+def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(
+        """
+        name: placed
+        skills:
+          - id: slow
+            invoke:
+              - {delay: 5, execution: 7, error: ENDPOINT_UNREACHABLE}
+              - {json: {result: ok}}
+        """
+    )
+    headers = (
+        ("Mockskill-Session", "s1"),
+        ("Authorization", "Bearer t0k"),
+        ("Skill-Protocol-Version", "1.0.0"),
+    )
+    request = transport_request("/skills/slow/invoke", headers=headers, body=b'{"a": 1}')
+    plan = loop.plan(request)
+    assert isinstance(plan, Plan)
+    loop.played(request, Outcome(plan.answer, 10.0, 11.0, 12.0))
+    (entry,) = server.state.journal()
+    key = server.engine._credential_key
+    assert entry == Entry(
+        id=entry.id,
+        started=request.time,
+        finished=12.0,
+        session="s1",
+        method="POST",
+        path="/skills/slow/invoke",
+        status=503,
+        endpoint="invoke",
+        skill="slow",
+        scenario="placed",
+        step=0,
+        position=0,
+        error_code="ENDPOINT_UNREACHABLE",
+        retry=Retry(suggested_delay_ms=2000, max_attempts=5),
+        forced=False,
+        outage=False,
+        choice=None,
+        delay_ms=5,
+        execution_ms=7,
+        credential="bearer " + KeyedDigest(key)(b"t0k"),
+        protocol_version="1.0.0",
+        body_digest=server.engine._body_digest(b'{"a": 1}'),
+    )
+
+
+SEQUENCE = """
+    name: counted
+    skills:
+      - id: counted
+        invoke:
+          - {json: {n: 0}}
+          - {json: {n: 1}}
+          - {delay: 3, error: ENDPOINT_UNREACHABLE}
+          - {json: {n: 3}}
+"""
+
+
+def test_the_path_as_written_and_respelled_take_turns_in_one_sequence(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    # One is found by a lookup, the other by splitting: one sequence, one position.
+    server, loop = surface(SEQUENCE)
+    targets = ["/skills/counted/invoke", "/skills/counted/invoke/"] * 2
+    statuses = [exchange(loop, transport_request(t)).answer.status for t in targets]
+    assert statuses == [200, 200, 503, 200]
+    journal = server.state.journal()
+    assert [(e.position, e.step, e.delay_ms) for e in journal] == [
+        (0, 0, None),
+        (1, 1, None),
+        (2, 2, 3),
+        (3, 3, None),
+    ]
+
+
+def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(SEQUENCE)
+    headers = (
+        ("Authorization", "Bearer t0k"),
+        ("Skill-Protocol-Version", "1.0.0"),
+        ("Content-Type", "application/json"),
+    )
+    for session in ("planned", "handled"):
+        for _ in range(3):
+            request = transport_request(
+                "/skills/counted/invoke",
+                headers=(("Mockskill-Session", session), *headers),
+                body=b'{"q": 1}',
+            )
+            if session == "planned":
+                exchange(loop, request)
+            else:
+                server.engine.handle(Request(wsgi_environ(request)))
+    journal = server.state.journal()
+    planned = [e for e in journal if e.session == "planned"]
+    handled = [e for e in journal if e.session == "handled"]
+
+    def alike(entry: Entry) -> Entry:
+        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+
+    assert [alike(e) for e in planned] == [alike(e) for e in handled]
+    assert [e.status for e in planned] == [200, 200, 503]
+    assert all(e.credential and e.body_digest and e.protocol_version for e in planned)

@@ -73,6 +73,57 @@ def test_the_skill_surface(
     assert (found.skill.id if found.skill else None) == skill
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/skills"),
+        ("HEAD", "/skills"),
+        ("GET", "/skills/translate"),
+        ("HEAD", "/skills/web-search"),
+        ("POST", "/skills/summarize/invoke"),
+    ],
+)
+def test_a_surface_path_as_written_and_with_trailing_slashes_match_the_one_target(
+    table: RoutingTable, method: str, path: str
+) -> None:
+    # The path as written is found by one lookup, the others by splitting: the same target.
+    found = target(table, method, path)
+    assert target(table, method, path + "/") is found
+    assert target(table, method, path + "//") is found
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/skills"),
+        ("POST", "/skills/translate"),
+        ("GET", "/skills/translate/invoke"),
+        ("DELETE", "/skills/summarize/invoke"),
+        ("GET", "/skills/Translate"),
+    ],
+)
+def test_a_surface_path_with_the_wrong_method_or_id_misses_as_written_too(
+    table: RoutingTable, method: str, path: str
+) -> None:
+    found, slashed = miss(table, method, path), miss(table, method, path + "/")
+    assert (found.skill_id, found.suggestions) == (slashed.skill_id, slashed.suggestions)
+
+
+def test_a_target_names_its_skill_and_scenario_as_a_miss_names_its_skill(
+    table: RoutingTable,
+) -> None:
+    described, invoked = (
+        target(table, "GET", "/skills/translate"),
+        target(table, "POST", "/skills/translate/invoke"),
+    )
+    assert (described.skill_id, invoked.skill_id) == ("translate", "translate")
+    assert (described.scenario, invoked.scenario) == ("shop", "shop")
+    listed, routed = target(table, "GET", "/skills"), target(table, "GET", "/status")
+    assert (listed.skill_id, listed.scenario) == (None, None)
+    assert (routed.skill_id, routed.scenario) == (None, "shop")
+    assert miss(table, "GET", "/skills/translat").skill_id == "translat"
+
+
 def test_describe_plays_the_skills_describe_sequence(table: RoutingTable) -> None:
     found = target(table, "GET", "/skills/translate")
     assert found.skill is not None
