@@ -78,12 +78,15 @@ skills:
 SERVER_CODE = """\
 import json, sys
 from mockskill import Server
-server = Server(sys.argv[1:], port=0, quiet=True).start()
+server = Server(sys.argv[2:], port=0, quiet=True, journal_size=int(sys.argv[1])).start()
 print(server.port, flush=True)
 for line in sys.stdin:
     if line.strip() == "journal":
         entries = [e.as_json() for e in server.journal()]
         print(json.dumps(entries), flush=True)
+    elif line.strip() == "mallocstats":
+        sys._debugmallocstats()
+        print("{}", flush=True)
     else:
         break
 server.stop()
@@ -222,12 +225,30 @@ def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]] | None:
     return list(json.loads(proc.stdout.readline()))
 
 
+def malloc_stats(proc: subprocess.Popen[str]) -> None:
+    """Have the server print its allocator's statistics on (its) stderr."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write("mallocstats\n")
+    proc.stdin.flush()
+    if select.select([proc.stdout], [], [], JOURNAL_WAIT_S)[0]:
+        proc.stdout.readline()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=10_000, help="hanging connections")
     parser.add_argument("--requests", type=int, default=200, help="sequential requests")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait for RSS")
+    parser.add_argument(
+        "--journal-size", type=int, default=10_000, help="entries the server's journal keeps"
+    )
+    parser.add_argument(
+        "--malloc-stats",
+        action="store_true",
+        help="have the server print sys._debugmallocstats() on stderr before and after each round",
+    )
     args = parser.parse_args()
 
     nofile = c.raise_nofile()
@@ -237,7 +258,7 @@ def main() -> None:
     rows, frees = [], []
     with c.scenario_file(SCENARIO) as path:
         healthy = str(c.REPO / "scenarios" / "healthy.yaml")
-        cmd = [sys.executable, "-c", SERVER_CODE, path, healthy]
+        cmd = [sys.executable, "-c", SERVER_CODE, str(args.journal_size), path, healthy]
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=c.BENCH_DIR
         )
@@ -246,8 +267,12 @@ def main() -> None:
             port = int(proc.stdout.readline())
             c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
             for n in range(args.rounds):
+                if args.malloc_stats:
+                    malloc_stats(proc)
                 _log(f"round {n + 1}: {args.clients} hanging connections")
                 r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
+                if args.malloc_stats:
+                    malloc_stats(proc)
                 _log(f"round {n + 1}: done; reading the journal")
                 entries = journal(proc)
                 if entries is None:
@@ -278,7 +303,8 @@ def main() -> None:
 
     print(
         f"{args.clients} connections held by a hang: 60000 step; {args.requests} sequential"
-        f" GET {c.DESCRIBE_PATH} before and during; {args.rounds} rounds"
+        f" GET {c.DESCRIBE_PATH} before and during; {args.rounds} rounds;"
+        f" journal size {args.journal_size}"
     )
     print(c.machine())
     headers = (

@@ -441,7 +441,9 @@ class Server:
             header_timeout=self.header_timeout,
         )
         self._sock, self._surface = sock, surface
-        self._transport = transport.Server(surface, self.host, limits=limits, sock=sock)
+        self._transport = transport.Server(
+            surface, self.host, limits=limits, sock=sock, before_trim=self.state.compact
+        )
 
     def serve_forever(self) -> None:
         """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.

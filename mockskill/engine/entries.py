@@ -5,14 +5,18 @@ the audit, the report, the dashboard). The engine records a
 :class:`Recorded` instead — the same values as a plain tuple, cheap to make
 on every request — and :func:`kept` builds the Entry from it when the
 journal is read: the client's texts cut to bounds, escaped, and the secrets
-hidden when it was recorded masked.
+hidden when it was recorded masked. :func:`packed` and :func:`unpacked` hold
+many of them as one ``bytes`` and read them back (the journal after a flood).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import marshal
+import operator
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, NamedTuple
 
@@ -245,3 +249,41 @@ def _masked(text: str, hidden: tuple[str, ...]) -> str:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
+
+
+_RETRY = Recorded._fields.index("retry")
+_VALUES = operator.attrgetter(*Recorded._fields)
+"""An Entry's (or a Recorded's) values, in their order."""
+
+
+def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry | Recorded]]) -> bytes:
+    """Journal slots as one compact ``bytes`` (:func:`unpacked` reads them back).
+
+    Each slot is (the secrets hidden when it was recorded, what was recorded),
+    or (None, its Entry) once built. Marshalled and compressed, an entry takes
+    some 20 bytes instead of some 600 in small objects; and a ``bytes`` over 512
+    bytes comes from malloc, not from the interpreter's arenas, so that it does
+    not pin an arena the small objects around it would otherwise give back.
+    """
+    rows: list[Any] = []
+    for hidden, recorded in slots:
+        values = tuple(recorded) if type(recorded) is Recorded else _VALUES(recorded)
+        retry = recorded.retry
+        if retry is not None:  # the one value marshal cannot hold
+            advice = (retry.suggested_delay_ms, retry.max_attempts)
+            values = (*values[:_RETRY], advice, *values[_RETRY + 1 :])
+        rows += (hidden, values)
+    return zlib.compress(marshal.dumps(rows), 1)
+
+
+def unpacked(data: bytes, last: int) -> list[Entry]:
+    """The entries of the last *last* slots that :func:`packed` made *data* of, as read
+    from the journal: those not yet built are built now (:func:`kept`), as on a first read."""
+    rows = marshal.loads(zlib.decompress(data))
+    entries = []
+    for n in range(max(0, len(rows) - 2 * last), len(rows), 2):
+        hidden, values = rows[n], rows[n + 1]
+        if values[_RETRY] is not None:
+            values = (*values[:_RETRY], Retry(*values[_RETRY]), *values[_RETRY + 1 :])
+        entries.append(Entry(*values) if hidden is None else kept(Recorded(*values), hidden))
+    return entries

@@ -4,10 +4,15 @@ Sequence positions per session and endpoint, the bounded request journal,
 and the seeded random generator live here and nowhere else. The interface
 is small on purpose (advance, record, read, reset) so that a shared backend
 could replace memory when several processes serve one scenario set.
+
+The journal's slots hold what was recorded as it was (:class:`_Kept`) until
+:meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood
+of connections, so that the entries it left do not keep its memory.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 import threading
@@ -15,7 +20,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from .entries import (
     MASK,
@@ -28,7 +33,9 @@ from .entries import (
     escaped,
     kept,
     oversized,
+    packed,
     shorten,
+    unpacked,
 )
 
 __all__ = [
@@ -51,6 +58,10 @@ T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
+COMPACT_BATCH = 256
+"""Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
+COMPACT_SLICE = 1024
+"""Journal slots :meth:`State.compact` packs at most per call: a few milliseconds."""
 
 
 @dataclass
@@ -83,6 +94,57 @@ class _Kept:
             built = self.built = kept(recorded, self.hidden)
             self.recorded = None  # built once: the values are the entry's now
         return built
+
+    @classmethod
+    def of(cls, entry: Entry) -> _Kept:
+        """A slot holding *entry* as built (its texts bounded and masked already)."""
+        slot = cls(entry, ())
+        slot.built, slot.recorded = entry, None
+        return slot
+
+    def parts(self) -> tuple[tuple[str, ...] | None, Entry | Recorded]:
+        """What :func:`packed` keeps of it: (hidden, recorded), or (None, the Entry) once built."""
+        built = self.built
+        if built is None:
+            recorded = self.recorded
+            if recorded is not None:
+                return self.hidden, recorded
+            built = self.built  # built meanwhile (see entry)
+            assert built is not None
+        return None, built
+
+
+class _Packed:
+    """Consecutive journal slots packed into one bytes (:func:`packed`).
+
+    The journal holds it once per slot it packed, oldest first: its length
+    and bound stay the journal's, and, since the oldest slots are the ones
+    let go, a run of *n* of them stands for its last *n* entries.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, slots: list[_Kept]) -> None:
+        self.data = packed([slot.parts() for slot in slots])
+
+    def entries(self, last: int) -> list[Entry]:
+        """The entries of its last *last* slots, as they read in the journal."""
+        return unpacked(self.data, last)
+
+
+def _entries(slots: list[_Kept | _Packed]) -> list[Entry]:
+    """The entries *slots* (a copy of the journal) hold, oldest first."""
+    split = _packed_up_to(slots)
+    entries: list[Entry] = []
+    for pack, run in itertools.groupby(slots[:split]):
+        entries.extend(cast(_Packed, pack).entries(sum(1 for _ in run)))
+    entries.extend(cast(_Kept, slot).entry() for slot in slots[split:])
+    return entries
+
+
+def _packed_up_to(slots: list[_Kept | _Packed]) -> int:
+    """How many of *slots* (a copy of the journal) are packed: the oldest ones, if any."""
+    return bisect.bisect_left(slots, True, key=lambda slot: type(slot) is _Kept)
 
 
 class _Session:
@@ -122,7 +184,7 @@ class State:
         self.max_sessions = max_sessions
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
-        self._journal: deque[_Kept] = deque(maxlen=journal_size)
+        self._journal: deque[_Kept | _Packed] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
         self._activated: dict[str, float] = {}
         self._generations: dict[str, int] = {}
@@ -230,7 +292,7 @@ class State:
         """Recorded requests, oldest first, optionally of one session."""
         with self._lock:
             slots = list(self._journal)
-        entries = [slot.entry() for slot in slots]
+        entries = _entries(slots)
         if session is None:
             return entries
         return [e for e in entries if e.session == session]
@@ -250,8 +312,30 @@ class State:
                 self._tokens.clear()
             else:
                 self._sessions.pop(session, None)
-                kept = (slot for slot in self._journal if slot.entry().session != session)
-                self._journal = deque(kept, maxlen=self._journal.maxlen)
+                kept = (e for e in _entries(list(self._journal)) if e.session != session)
+                self._journal = deque(map(_Kept.of, kept), maxlen=self._journal.maxlen)
+
+    def compact(self, budget: int = COMPACT_SLICE) -> bool:
+        """Pack up to *budget* journal slots, oldest first, into bytes; True once all are.
+
+        For after a flood of connections (the server calls it before it trims
+        the heap, in slices on its loop: a call takes a few milliseconds). The
+        flood's entries were made among its connections' objects and would keep
+        their memory from the system: packed, they take a fraction of theirs and
+        hold none of it. Nothing read changes: the journal reads the same entries,
+        ids and order, the secrets hidden since they were recorded still not masked.
+        """
+        with self._lock:
+            slots = list(self._journal)
+            start = _packed_up_to(slots)
+            end = min(start + budget, len(slots))
+            if start == end:
+                return True
+            for first in range(start, end, COMPACT_BATCH):
+                last = min(first + COMPACT_BATCH, end)
+                slots[first:last] = [_Packed(cast(list[_Kept], slots[first:last]))] * (last - first)
+            self._journal = deque(slots, maxlen=self._journal.maxlen)
+            return end == len(slots)
 
     def draw(
         self, session: str, stream: str, seed: int | None, draw: Callable[[random.Random], T]

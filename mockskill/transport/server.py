@@ -67,8 +67,12 @@ class Server:
         limits: Limits | None = None,
         backlog: int = BACKLOG,
         sock: socket.socket | None = None,
+        before_trim: Callable[[], bool] | None = None,
     ) -> None:
         self.handler = handler
+        self.before_trim = before_trim
+        """Called before the heap is trimmed after a flood, until it returns True
+        (:class:`.shared.Shared`)."""
         self.host, self.port = host, port
         self.limits = limits or Limits()
         self.backlog = backlog
@@ -82,7 +86,7 @@ class Server:
         """Bind and start accepting; :attr:`port` is the bound port after this."""
         loop = asyncio.get_running_loop()
         self._loop = loop
-        shared = Shared(self.handler, self.limits, loop)
+        shared = Shared(self.handler, self.limits, loop, self.before_trim)
         self._shared = shared
         if self._sock is not None:
             server = await loop.create_server(

@@ -5,7 +5,9 @@ one sweep that expires their deadlines (a head too slow, a connection idle
 too long: a request costs an assignment, not a timer), and carries out the
 two halves of a stop — the drain, then the cut. After a flood of
 connections has gone (most of :data:`TRIM_AFTER` or more), it hands the
-memory they freed back to the system (:func:`trim_heap`).
+memory they freed back to the system (:func:`trim_heap`), after the server's
+own tidying up (*before_trim*: the journal packs the flood's entries, which
+would otherwise keep the memory around them).
 """
 
 from __future__ import annotations
@@ -80,10 +82,22 @@ def resolve(future: asyncio.Future[Any], value: Any) -> None:
 
 
 class Shared:
-    """What the connections of one server share: handler, limits, bookkeeping."""
+    """What the connections of one server share: handler, limits, bookkeeping.
 
-    def __init__(self, handler: Handler, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
+    *before_trim* is called on the loop before each trim after a flood, and
+    called again (soon: the loop serves in between) for as long as it returns
+    False, so that work to be done first goes in slices of a few milliseconds.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        limits: Limits,
+        loop: asyncio.AbstractEventLoop,
+        before_trim: Callable[[], bool] | None = None,
+    ) -> None:
         self.handler, self.limits, self.loop = handler, limits, loop
+        self.before_trim = before_trim
         self.timers = Timers(loop)
         """The connections' waits: one loop timer per millisecond something is due."""
         self.connections: set[Connection] = set()
@@ -130,7 +144,15 @@ class Shared:
             self._trim_at = len(self.connections)
             self._trimmer = self.loop.call_later(TRIM_DELAY, self._trim)
             return
+        self._tidy()
+
+    def _tidy(self) -> None:
+        if self.before_trim is not None and not self.before_trim():
+            self._trimmer = self.loop.call_later(0, self._tidy)  # the next slice
+            return
         self._trimmer = None
+        # A set never shrinks: the flood's table (half a megabyte after 10 000) would stay.
+        self.connections = set(self.connections)
         if trim_heap():
             self.trims += 1
 
