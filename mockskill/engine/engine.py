@@ -87,7 +87,7 @@ class Engine:
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
         self._urls_by_host: dict[tuple[object, ...], Urls] = {}
-        self._plans: dict[tuple[int, Urls], tuple[Step, Planned]] = {}
+        self._plans: dict[tuple[int, int], tuple[Step, Urls, Planned]] = {}
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
@@ -236,11 +236,15 @@ class Engine:
             and chosen.execution_ms > chosen.timeout[0]
         )
         same_for_all = not chosen.drawn and not cut
-        key = (id(step), urls)
+        # By identity: Urls is a frozen dataclass, whose generated __hash__ (a Python call)
+        # cost more than the rest of the lookup. The entry holds the step and the Urls, so
+        # neither id can be reused while it is kept; the same address's requests get the
+        # same Urls (_urls), and an equal Urls made anew only misses once.
+        key = (id(step), id(urls))
         if same_for_all:
             kept = self._plans.get(key)
-            if kept is not None and kept[0] is step:
-                return kept[1]
+            if kept is not None and kept[0] is step and kept[1] is urls:
+                return kept[2]
         planned = plan_step(
             step,
             urls,
@@ -252,7 +256,7 @@ class Engine:
         if same_for_all:
             if len(self._plans) >= MAX_CACHED:
                 self._plans.clear()  # atomic, unlike evicting one: handle() runs on threads
-            self._plans[key] = (step, planned)
+            self._plans[key] = (step, urls, planned)
         return planned
 
     def _decide(self, request: Incoming) -> Response | _Decided:

@@ -101,9 +101,12 @@ def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     ``,`` (as in WSGI). Decoded once, into the dict."""
     if not isinstance(pairs, (tuple, list)):
         pairs = tuple(pairs)
-    # One comprehension for the common case, every name once; a repeated name shows as
-    # fewer keys than pairs, and only then are the values joined pair by pair.
-    headers = {name.lower().decode("latin-1"): raw.decode("latin-1") for name, raw in pairs}
+    # One pass for the common case, every name once (a loop: in 3.11 a comprehension is a
+    # function call of its own); a repeated name shows as fewer keys than pairs, and only
+    # then are the values joined pair by pair.
+    headers = {}
+    for name, raw in pairs:
+        headers[name.lower().decode("latin-1")] = raw.decode("latin-1")
     if len(headers) == len(pairs):
         return headers
     headers = {}

@@ -190,13 +190,15 @@ class Sequence:
 
         None when the sequence is exhausted and its end rule is ``fail``.
         """
-        if position >= self.length:
+        ends = self._ends
+        length = ends[-1]  # self.length, without a property call: this runs for every request
+        if position >= length:
             if self.end == "last":
                 return len(self.steps) - 1
             if self.end == "fail":
                 return None
-            position %= self.length
-        return bisect.bisect_right(self._ends, position)
+            position %= length
+        return bisect.bisect_right(ends, position)
 
 
 @dataclass(frozen=True)
