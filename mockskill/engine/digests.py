@@ -6,10 +6,6 @@ takes one, and both of the standard library's ways cost more per call —
 ``hmac.HMAC.copy`` builds a Python wrapper object around its copy, and
 ``hmac.digest`` (OpenSSL's one-shot HMAC) sets the key up afresh each time.
 The value is exactly ``hmac.new(key, data, "sha256").hexdigest()[:16]``.
-
-The last (small) input's digest is remembered: a consumer under test sends
-the same body over and over, and comparing bytes costs a fraction of
-hashing them.
 """
 
 from __future__ import annotations
@@ -19,14 +15,12 @@ import hashlib
 _BLOCK = 64
 """SHA-256's block size in bytes: the HMAC key is padded (or hashed) to it."""
 PREFIX = "hmac-sha256:"
-_REMEMBERED = 64 * 1024
-"""Largest input whose digest is remembered: the memo holds at most this many bytes alive."""
 
 
 class KeyedDigest:
     """``hmac-sha256:…`` of bytes under one *key* (a server's, made at start)."""
 
-    __slots__ = ("_inner", "_last", "_outer")
+    __slots__ = ("_inner", "_outer")
 
     def __init__(self, key: bytes) -> None:
         if len(key) > _BLOCK:
@@ -34,19 +28,8 @@ class KeyedDigest:
         key = key.ljust(_BLOCK, b"\0")
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
-        self._last: tuple[bytes, str] = (b"", self._digest(b""))
-        """The last input remembered, and its digest."""
 
     def __call__(self, data: bytes) -> str:
-        last = self._last  # one tuple, replaced whole: safe on the WSGI path's threads
-        if data == last[0]:  # bytes compare their lengths first, then memcmp
-            return last[1]
-        digest = self._digest(data)
-        if len(data) <= _REMEMBERED and type(data) is bytes:  # immutable: it cannot change
-            self._last = (data, digest)
-        return digest
-
-    def _digest(self, data: bytes) -> str:
         inner = self._inner.copy()
         inner.update(data)
         outer = self._outer.copy()

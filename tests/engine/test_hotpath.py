@@ -276,25 +276,6 @@ def test_a_keyed_digest_is_hmac_sha256_cut_to_sixteen_hex_digits(
     assert [digest(body), digest(body)] == [expected, expected]  # its prepared states unspent
 
 
-def test_a_keyed_digest_remembers_only_what_it_was_given() -> None:
-    """The last input's digest is remembered: never handed out for another input of the same
-    length, nor for a mutable one that has changed since."""
-    key = b"k" * 32
-
-    def expected(data: bytes) -> str:
-        return "hmac-sha256:" + hmac.new(key, data, "sha256").hexdigest()[:16]
-
-    digest = KeyedDigest(key)
-    bodies = [b'{"a": 1}', b'{"a": 2}', b'{"a": 2}', b'{"a": 1}', b"", b'{"a": 1}']
-    assert [digest(b) for b in bodies] == [expected(b) for b in bodies]
-    changing = bytearray(b'{"a": 3}')
-    assert digest(changing) == expected(b'{"a": 3}')  # type: ignore[arg-type]
-    changing[6:7] = b"4"
-    assert digest(changing) == expected(b'{"a": 4}')  # type: ignore[arg-type]
-    large = bytes(range(256)) * 300  # over what it remembers: hashed each time, still right
-    assert [digest(large), digest(large)] == [expected(large)] * 2
-
-
 def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
     surface: Callable[[str | None], tuple[Server, LoopSurface]],
 ) -> None:
