@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -279,6 +280,20 @@ def test_reset_of_one_session_and_journal_per_session(serve: Serve) -> None:
     assert call("b") == 1
 
 
+@contextlib.contextmanager
+def _serving_forever() -> Iterator[Server]:
+    """A server run as the CLI runs it (serve_forever, here on a thread), stopped after."""
+    server = Server(load_text("skills: [{id: a}]"))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
 def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not() -> None:
     """The CLI's way of serving keeps the loaded scenarios, app and modules out of the
     cyclic collector's walks (gc.freeze); a server embedded in a test suite leaves the
@@ -290,17 +305,12 @@ def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not
     with Server(load_text("skills: [{id: a}]")) as embedded:
         assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
         assert gc.get_freeze_count() == 0
-    server = Server(load_text("skills: [{id: a}]"))
-    server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        # Frozen before the loop serves anything: answered means frozen.
-        assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
-        assert gc.get_freeze_count() > 0
+        with _serving_forever() as server:
+            # Frozen before the loop serves anything: answered means frozen.
+            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+            assert gc.get_freeze_count() > 0
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
         gc.unfreeze()
         gc.set_threshold(*threshold)
 
@@ -319,16 +329,11 @@ def test_serve_forever_raises_the_young_gc_threshold_and_an_embedded_server_does
     with Server(load_text("skills: [{id: a}]")) as embedded:
         assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
         assert gc.get_threshold() == before
-    server = Server(load_text("skills: [{id: a}]"))
-    server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
-        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
-        assert before[0] < YOUNG_GC_THRESHOLD
+        with _serving_forever() as server:
+            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+            assert before[0] < YOUNG_GC_THRESHOLD
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
         gc.unfreeze()
         gc.set_threshold(*suites)
