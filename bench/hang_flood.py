@@ -87,6 +87,25 @@ for line in sys.stdin:
     elif line.strip() == "mallocstats":
         sys._debugmallocstats()
         print("{}", flush=True)
+    elif line.strip() == "tracestart":
+        import tracemalloc
+        tracemalloc.start(12)
+        print("{}", flush=True)
+    elif line.strip() == "tracesnap":
+        import gc, tracemalloc
+        gc.collect()
+        snap = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        stats = snap.statistics("traceback")
+        print(f"surviving: {sum(s.count for s in stats)} blocks, "
+              f"{sum(s.size for s in stats)} B", file=sys.stderr)
+        for stat in stats[:25]:
+            print(f"{stat.count} blocks {stat.size} B", file=sys.stderr)
+            for line in stat.traceback.format()[-12:]:
+                print("   " + line, file=sys.stderr)
+        tracemalloc.stop()
+        print("{}", flush=True)
     else:
         break
 server.stop()
@@ -225,11 +244,11 @@ def journal(proc: subprocess.Popen[str]) -> list[dict[str, object]] | None:
     return list(json.loads(proc.stdout.readline()))
 
 
-def malloc_stats(proc: subprocess.Popen[str]) -> None:
-    """Have the server print its allocator's statistics on (its) stderr."""
+def malloc_stats(proc: subprocess.Popen[str], command: str = "mallocstats") -> None:
+    """Have the server print its allocator's statistics (or run *command*) on (its) stderr."""
     assert proc.stdin is not None
     assert proc.stdout is not None
-    proc.stdin.write("mallocstats\n")
+    proc.stdin.write(command + "\n")
     proc.stdin.flush()
     if select.select([proc.stdout], [], [], JOURNAL_WAIT_S)[0]:
         proc.stdout.readline()
@@ -248,6 +267,12 @@ def main() -> None:
         "--malloc-stats",
         action="store_true",
         help="have the server print sys._debugmallocstats() on stderr before and after each round",
+    )
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="have the server trace allocations from before each round and print on stderr"
+        " those that survive it, grouped by traceback",
     )
     args = parser.parse_args()
 
@@ -269,10 +294,14 @@ def main() -> None:
             for n in range(args.rounds):
                 if args.malloc_stats:
                     malloc_stats(proc)
+                if args.tracemalloc:
+                    malloc_stats(proc, "tracestart")
                 _log(f"round {n + 1}: {args.clients} hanging connections")
                 r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
                 if args.malloc_stats:
                     malloc_stats(proc)
+                if args.tracemalloc:
+                    malloc_stats(proc, "tracesnap")
                 _log(f"round {n + 1}: done; reading the journal")
                 entries = journal(proc)
                 if entries is None:

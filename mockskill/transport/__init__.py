@@ -18,7 +18,7 @@ through it.
 | :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
 | :mod:`.connection` | one connection: queueing, playing plans, keep-alive, closing |
 | :mod:`.waiting` | loop timers that end when the client leaves or the server stops |
-| :mod:`.timers` | one loop timer per millisecond at which waits end, however many |
+| :mod:`.timers` | what is due, by the millisecond, on one loop timer, however many waits |
 | :mod:`.playing` | plans played by a task: a dribbled body, a plan made off the loop |
 | :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |

@@ -99,7 +99,7 @@ class Shared:
         self.handler, self.limits, self.loop = handler, limits, loop
         self.before_trim = before_trim
         self.timers = Timers(loop)
-        """The connections' waits: one loop timer per millisecond something is due."""
+        """The connections' waits, by the millisecond they end, on one loop timer."""
         self.connections: set[Connection] = set()
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""

@@ -3,8 +3,19 @@
 A thousand requests that arrive together and each wait a second end together:
 with a loop timer each, that is a thousand timer handles (uvloop: a libuv
 timer, a handle and a copy of the context each) made, fired and freed in the
-same few milliseconds. :class:`Timers` keeps one loop timer per millisecond
-at which something is due, and what is due then in the order it was added.
+same few milliseconds. :class:`Timers` keeps what is due by the millisecond,
+in the order it was added, and ONE loop timer, for the first millisecond at
+which something is due: when it fires it runs that millisecond and sets the
+loop timer for the next one.
+
+One loop timer, not one per millisecond: a flood of ten thousand clients that
+hang for a minute arrives over a few seconds, and a timer handle per
+millisecond would be made all along it, among the connections' objects. The
+loops keep freed timer handles (and CPython its contexts) for reuse, and the
+ones kept after the clients leave would be those, scattered over the whole
+flood's memory: a few hundred small blocks that keep ~25 MB of pymalloc
+arenas from being given back (bench/hang_flood.py). With one timer at a time,
+the loop reuses the same few handles all along.
 
 A loop runs its timers between batches of I/O events, and a batch can be a
 thousand arrivals long: :meth:`Timers.run_due` runs what is due now from
@@ -26,21 +37,23 @@ Callback = Callable[[], object]
 
 
 class Timers:
-    """One loop timer per millisecond at which something is due (see the module's docstring)."""
+    """What is due, by the millisecond, on one loop timer (see the module's docstring)."""
 
-    __slots__ = ("_buckets", "_handles", "_loop", "_ticks")
+    __slots__ = ("_armed", "_buckets", "_handle", "_loop", "_ticks")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._buckets: dict[int, dict[Callback, None]] = {}
         """Millisecond (of the loop's clock) -> what is due then, in the order it was added."""
-        self._handles: dict[int, asyncio.TimerHandle] = {}
         self._ticks: list[int] = []
         """A heap of the milliseconds that have (or had: removed lazily) something due."""
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed = 0
+        """The millisecond the loop timer is set for (when there is one)."""
 
     def __len__(self) -> int:
-        """Loop timers in use: one per millisecond at which something is due."""
-        return len(self._handles)
+        """Milliseconds at which something is due (all on one loop timer)."""
+        return len(self._buckets)
 
     def add(self, callback: Callback, delay: float) -> int:
         """Call *callback* in *delay* seconds, not earlier; returns the key for :meth:`remove`.
@@ -53,8 +66,13 @@ class Timers:
         bucket = self._buckets.get(tick)
         if bucket is None:
             bucket = self._buckets[tick] = {}
-            self._handles[tick] = self._loop.call_at(tick / 1000, self._fire, tick)
             heapq.heappush(self._ticks, tick)
+            if self._handle is None:
+                # The first due, not this one: a callback run by _fire() may add one
+                # for later than what is left before it.
+                self._arm(self._ticks[0])
+            elif tick < self._armed:
+                self._arm(tick)
         bucket[callback] = None
         return tick
 
@@ -66,12 +84,16 @@ class Timers:
         del bucket[callback]
         if not bucket:
             del self._buckets[tick]
-            self._handles.pop(tick).cancel()
-            if len(self._ticks) > 2 * len(self._handles) + 64:
+            if not self._buckets:
+                self._ticks.clear()
+                self._disarm()
+            elif len(self._ticks) > 2 * len(self._buckets) + 64:
                 # Clients that all left a long hang: their milliseconds are far off, and
-                # run_due() would only drop them from the heap once they are past.
-                self._ticks = list(self._handles)
+                # would only be dropped from the heap once they are past.
+                self._ticks = list(self._buckets)
                 heapq.heapify(self._ticks)
+            # Else the loop timer stays set: if it was for this millisecond, it finds
+            # nothing to run then and moves on to the next.
 
     def run_due(self) -> None:
         """Run what is due by now, ahead of the loop's timer (see the module's docstring)."""
@@ -79,21 +101,35 @@ class Timers:
         if not ticks:
             return
         now = self._loop.time() * 1000
+        due = []
         while ticks and ticks[0] <= now:
-            tick = heapq.heappop(ticks)
-            handle = self._handles.pop(tick, None)
-            if handle is not None:
-                handle.cancel()
-                self._run(tick)
+            due.append(heapq.heappop(ticks))
+        # Taken out first: what runs may add to (a new bucket for) these milliseconds,
+        # which then waits for the loop timer as it would have without run_due().
+        for tick in due:
+            self._run(tick)
 
-    def _fire(self, tick: int) -> None:
-        del self._handles[tick]
-        ticks = self._ticks
-        while ticks and ticks[0] <= tick and ticks[0] not in self._handles:
-            heapq.heappop(ticks)  # this one, and those emptied by remove() before it
-        self._run(tick)
+    def _fire(self) -> None:
+        self._handle = None
+        self.run_due()
+        ticks, buckets = self._ticks, self._buckets
+        while ticks and ticks[0] not in buckets:
+            heapq.heappop(ticks)  # emptied by remove()
+        if ticks and (self._handle is None or ticks[0] < self._armed):
+            self._arm(ticks[0])
 
     def _run(self, tick: int) -> None:
-        # Taken out first: what runs may add to (a new bucket for) this millisecond.
-        for callback in self._buckets.pop(tick):
-            callback()
+        bucket = self._buckets.pop(tick, None)
+        if bucket is not None:
+            for callback in bucket:
+                callback()
+
+    def _arm(self, tick: int) -> None:
+        self._disarm()
+        self._handle = self._loop.call_at(tick / 1000, self._fire)
+        self._armed = tick
+
+    def _disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

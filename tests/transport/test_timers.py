@@ -2,9 +2,10 @@
 
 Issue 13's bursts (bench/burst_peers.py): a thousand requests arrive together
 and each waits a second, so a thousand waits end in the same few
-milliseconds. :class:`~mockskill.transport.timers.Timers` gives them one loop
-timer per millisecond, never ends one early, and runs what is due before the
-loop gets to it when a batch of arrivals keeps the loop busy.
+milliseconds. :class:`~mockskill.transport.timers.Timers` keeps them by the
+millisecond on one loop timer (for the first millisecond due), never ends one
+early, and runs what is due before the loop gets to it when a batch of
+arrivals keeps the loop busy.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def event_loop(loop: str) -> Iterator[asyncio.AbstractEventLoop]:
         running.close()
 
 
+def live_timers(loop: asyncio.AbstractEventLoop) -> int:
+    """Loop timers set and not cancelled (asyncio's loop lists them; uvloop's does not)."""
+    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+    return sum(1 for handle in scheduled if not handle.cancelled())
+
+
 def run(
     event_loop: asyncio.AbstractEventLoop, body: Callable[[Timers], None], seconds: float
 ) -> None:
@@ -62,10 +69,53 @@ def test_callbacks_due_in_the_same_millisecond_share_one_loop_timer(
         counts.append(len(timers))
 
     run(event_loop, body, 0.3)
-    assert counts == [len(ticks)]  # a loop timer per millisecond, not per callback
+    assert counts == [len(ticks)]  # kept by the millisecond, not per callback
     assert len(ticks) <= 100  # a thousand adds take a few milliseconds (a loaded machine)
     assert [i for i, _ in called] == list(range(1000))  # in the order they were added
     assert all(at >= added[0] + 0.05 - 1e-9 for _, at in called)  # never early
+
+
+def test_callbacks_due_in_many_milliseconds_hold_one_loop_timer() -> None:
+    # A flood of hanging clients arrives over seconds: a loop timer per millisecond
+    # would be a timer handle made every millisecond of it, and those the loop keeps
+    # for reuse afterwards would be scattered over the flood's memory (issue 13).
+    event_loop = new_loop("asyncio")  # asyncio's loop lists its timers
+    scheduled: list[int] = []
+    called: list[int] = []
+    try:
+
+        def body(timers: Timers) -> None:
+            before = live_timers(event_loop)
+            for i in range(200):
+                timers.add(lambda i=i: called.append(i), 0.02 + i / 1000)
+            timers.add(lambda: called.append(-1), 0.01)  # earlier than all the others
+            scheduled.append(live_timers(event_loop) - before)
+
+        run(event_loop, body, 0.4)
+        assert scheduled == [1]
+        assert called == [-1, *range(200)]
+        assert live_timers(event_loop) == 0
+    finally:
+        event_loop.close()
+
+
+def test_a_callback_that_adds_a_later_one_does_not_hold_back_those_before_it(
+    event_loop: asyncio.AbstractEventLoop,
+) -> None:
+    # A wait that ends adds the connection's linger, far off: the waits due before
+    # that still end on time.
+    called: list[tuple[str, float]] = []
+    added: list[float] = []
+
+    def body(timers: Timers) -> None:
+        added.append(event_loop.time())
+        timers.add(lambda: called.append(("far", event_loop.time())), 0.01 + 1e-4)
+        timers.add(lambda: timers.add(lambda: called.append(("far", event_loop.time())), 0.5), 0.01)
+        timers.add(lambda: called.append(("next", event_loop.time())), 0.03)
+
+    run(event_loop, body, 0.3)
+    assert [name for name, _ in called][-1] == "next"
+    assert called[-1][1] - added[0] < 0.2  # about 30 ms in, not after the 0.5 s one
 
 
 def test_a_removed_callback_is_not_called_and_frees_its_loop_timer(
@@ -86,6 +136,26 @@ def test_a_removed_callback_is_not_called_and_frees_its_loop_timer(
     run(event_loop, body, 0.2)
     assert counts == [2, 1]
     assert called == ["late"]
+
+
+def test_removing_all_that_is_due_cancels_the_loop_timer() -> None:
+    event_loop = new_loop("asyncio")  # asyncio's loop lists its timers
+    scheduled: list[int] = []
+    try:
+
+        def body(timers: Timers) -> None:
+            before = live_timers(event_loop)
+            callbacks = [(lambda: None) for _ in range(50)]
+            ticks = [timers.add(callback, 10 + i / 1000) for i, callback in enumerate(callbacks)]
+            scheduled.append(live_timers(event_loop) - before)
+            for callback, tick in zip(callbacks, ticks, strict=True):
+                timers.remove(callback, tick)
+            scheduled.append(live_timers(event_loop) - before)
+
+        run(event_loop, body, 0.05)
+        assert scheduled == [1, 0]
+    finally:
+        event_loop.close()
 
 
 def test_removing_what_is_far_off_keeps_no_trace_of_it(
@@ -154,9 +224,9 @@ def send_all(sockets: list[socket.socket], target: str = "/") -> None:
         sock.sendall(f"GET {target} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
 
 
-def test_a_thousand_waits_ending_together_hold_a_few_loop_timers() -> None:
-    # asyncio's loop lists its timers (uvloop's does not say): one per millisecond
-    # in which waits end, not one per wait.
+def test_a_thousand_waits_ending_together_hold_one_loop_timer() -> None:
+    # asyncio's loop lists its timers (uvloop's does not say): one for the first
+    # millisecond in which waits end, not one per wait nor per millisecond.
     with waiting_server("asyncio", 2000) as (server, _):
         sockets = [connect(server, timeout=20) for _ in range(1000)]
         send_all(sockets)
@@ -166,9 +236,9 @@ def test_a_thousand_waits_ending_together_hold_a_few_loop_timers() -> None:
         while sum(1 for c in shared.connections if c._timed is not None) < 1000:
             assert time.monotonic() < deadline, "the thousand requests did not all arrive"
             time.sleep(0.01)
-        scheduled = len(server.loop._scheduled)  # type: ignore[attr-defined]
-        assert scheduled < 500
-        assert scheduled == len(shared.timers) + 1  # + the server's one sweep
+        scheduled = live_timers(server.loop)
+        assert len(shared.timers) >= 1  # milliseconds in which waits end
+        assert scheduled == 1 + 1  # + the server's one sweep
         answers = [parse(read_until_closed(sock, timeout=20)) for sock in sockets]
         assert [a[0].status for a in answers] == [200] * 1000
         for sock in sockets:
@@ -232,7 +302,7 @@ def test_connections_lingering_together_hold_a_few_loop_timers() -> None:
             assert parse(read_until_closed(sock))[0].status == 200
         recorder.wait_for(300)
         assert server.server.open_connections == 300
-        scheduled = len(server.loop._scheduled)  # type: ignore[attr-defined]
-        assert scheduled < 150  # one per millisecond the lingers end in, not per connection
+        scheduled = live_timers(server.loop)
+        assert scheduled <= 2  # one for the lingers (+ the server's sweep), not per connection
         for sock in sockets:
             sock.close()
