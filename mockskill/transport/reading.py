@@ -129,6 +129,7 @@ class RequestReader(abc.ABC):
 
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
+        # The limits read for every request, copied: one attribute lookup each, not two.
         self._max_head, self._max_headers = limits.max_head, limits.max_headers
         self._max_target = limits.max_target
         self._loop = loop
@@ -232,14 +233,14 @@ class RequestReader(abc.ABC):
             if not self.deadline:  # its first byte came in this packet
                 self.deadline = now + self._limits.header_timeout
             self._head_raw += size
-            limits = self._limits
-            if self._head_size() > limits.max_head or len(self._headers) > limits.max_headers:
+            max_head, max_target = self._max_head, self._max_target
+            if self._head_size() > max_head or len(self._headers) > self._max_headers:
                 self._refuse(431, self._too_many_headers())
-            elif self._head_raw > limits.max_target + limits.max_head:
+            elif self._head_raw > max_target + max_head:
                 if self._headers:
-                    self._refuse(431, f"the request headers exceed {limits.max_head} bytes")
+                    self._refuse(431, f"the request headers exceed {max_head} bytes")
                 else:
-                    self._refuse(414, f"the request target exceeds {limits.max_target} bytes")
+                    self._refuse(414, f"the request target exceeds {max_target} bytes")
         elif not self._continue_pending:  # the body is coming
             if not self._body_until:
                 self._body_begins()
