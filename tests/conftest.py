@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from redis_server import RedisServer
 
 from mockskill import Server, load_text
 from mockskill.scenario.problems import Problem
@@ -75,3 +77,38 @@ def bundled() -> Iterator[Server]:
 def session() -> dict[str, str]:
     """Headers giving this test its own Mockskill-Session (fresh sequence positions)."""
     return {"Mockskill-Session": f"test-{uuid.uuid4().hex[:12]}"}
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real redis-server per test process (each xdist worker has its own)."""
+    server = RedisServer().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of an empty Redis: everything is flushed before each test that asks."""
+    if not redis_server.ping():  # a test stopped it: bring it back
+        redis_server.stop()
+        redis_server.start()
+    with socket.create_connection(("127.0.0.1", redis_server.port), timeout=5) as sock:
+        sock.sendall(b"FLUSHALL\r\n")
+        assert sock.recv(64).startswith(b"+OK")
+    return redis_server.url
+
+
+@pytest.fixture
+def own_redis() -> Iterator[Callable[..., RedisServer]]:
+    """Start private redis-servers (to stop and restart under traffic); closed after."""
+    servers: list[RedisServer] = []
+
+    def start(**kwargs: str | None) -> RedisServer:
+        server = RedisServer(**kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
