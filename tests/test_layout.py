@@ -38,8 +38,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"scenario", "protocol"},
     "transport": {"engine", "scenario", "protocol"},
     "audit": {"engine", "scenario", "protocol"},
-    "admin": {"audit", "transport", "engine", "scenario", "protocol"},
-    FACES: {"admin", "audit", "transport", "engine", "scenario", "protocol"},
+    "store": {"engine", "scenario", "protocol"},
+    "admin": {"store", "audit", "transport", "engine", "scenario", "protocol"},
+    FACES: {"admin", "store", "audit", "transport", "engine", "scenario", "protocol"},
 }
 
 

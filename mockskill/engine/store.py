@@ -1,0 +1,155 @@
+"""The state interface: what the engine asks of the store, as data, and the store's faces.
+
+Everything mutable that two replicas must agree on goes through a
+:class:`Store`: the embedded in-memory one (:class:`~mockskill.engine.state.State`,
+the default) or a shared one (``mockskill.store.redis``, for ``--state
+redis://...``). The engine never calls a shared store itself: where a
+request's plan needs the store (a sequence step, a token use, a token
+issued), the engine hands out the *need* as a value (:class:`Take`,
+:class:`UseToken`, :class:`IssueToken`) and is resumed with the answer. An
+in-memory store answers inline (:meth:`Store.answer`); a remote one is
+awaited by the transport (:meth:`Store.answer_async`), so the loop never
+blocks on a round trip. Each need is one atomic step on either backend (a
+Lua script on Redis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from .entries import Entry, Recorded
+
+
+@dataclass(frozen=True, slots=True)
+class Take:
+    """Take *session*'s next step of sequence *key*, unless *scenario*'s outage covers now.
+
+    Atomically: if *outage* (``[start_ms, end_ms)`` after *scenario* was
+    activated) holds the time now, no position is taken; else the next
+    position of *key* in *generation* (see :meth:`Store.restart`). When
+    *draws*, the next draw number of the session's stream for *scenario* is
+    taken too (the engine seeds that draw's generator from the scenario's
+    seed, the stream, the session and the number: the same seed and the same
+    requests replay the same values whichever replica serves them).
+    """
+
+    session: str
+    key: str
+    generation: int
+    scenario: str
+    """The scenario the sequence is in ('' for none): its outage and its draws."""
+    outage: tuple[float, float] | None
+    draws: bool
+
+
+class Taken(NamedTuple):
+    """What a :class:`Take` took."""
+
+    position: int | None
+    """The sequence position taken (0 for a session's first request); None: in the outage."""
+    draw: int
+    """The draw number taken (0, 1, ...), or -1 when none was asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class UseToken:
+    """Spend one use of an issued OAuth2 token; answered with its scopes, or None
+    when it is unknown, expired or used up (then it is forgotten)."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssueToken:
+    """Remember an issued token, its scopes, lifetime (*seconds*) and *uses* (None: no bound)."""
+
+    token: str
+    scopes: frozenset[str]
+    seconds: int | None
+    uses: int | None
+
+
+Need = Take | UseToken | IssueToken
+Answer = Taken | frozenset[str] | None
+"""What a need is answered with: a :class:`Taken`, a token's scopes (or None), None."""
+
+
+class StoreUnavailable(Exception):
+    """A shared store could not answer (unreachable, timed out): the request cannot be
+    planned. Skill requests then get ``MOCKSKILL_STATE_UNAVAILABLE`` (503), which is not a
+    protocol category, so no consumer mistakes it for a scripted failure."""
+
+
+class Health(NamedTuple):
+    """How the store is: ``ok``, or ``degraded`` with the reason; entries it could not keep."""
+
+    status: str
+    reason: str | None = None
+    lost_entries: int = 0
+
+
+class Store(Protocol):
+    """Sequence positions, tokens, outage clocks, draws and the journal of a server."""
+
+    seed: int
+    """The seed draws use when a scenario sets none."""
+    remote: bool
+    """Whether needs must be awaited (:meth:`answer_async`) rather than answered inline."""
+    replica: str | None
+    """This process's name in a shared journal; None for an embedded store."""
+
+    @property
+    def capacity(self) -> int:
+        """How many entries the journal keeps (the oldest go first beyond it)."""
+        ...
+
+    def answer(self, need: Need) -> Answer:
+        """Answer *need* now (blocking on a remote store: only off the loop)."""
+        ...
+
+    async def answer_async(self, need: Need) -> Answer:
+        """Answer *need* on the event loop; raises :class:`StoreUnavailable`."""
+        ...
+
+    def next_id(self) -> int:
+        """A journal id for an entry about to be recorded (a shared journal may renumber)."""
+        ...
+
+    def record(self, entry: Entry | Recorded) -> None:
+        """Keep *entry* in the journal; never blocks (a shared store sends it in batches)."""
+        ...
+
+    def journal(self, session: str | None = None) -> list[Entry]:
+        """Recorded requests, oldest first, optionally of one session (all replicas')."""
+        ...
+
+    def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
+        """Forget what was played: everything, one session's, or some sequences' positions."""
+        ...
+
+    def restart(self, keys: Iterable[str]) -> dict[str, int]:
+        """Restart sequences *keys* for every session (a new generation each); all generations."""
+        ...
+
+    def activate(self, names: Iterable[str]) -> None:
+        """Note that scenarios *names* start now (their outage windows count from now)."""
+        ...
+
+    def hide(self, secret: str) -> None:
+        """Never keep *secret* (the admin token) in the journal from now on."""
+        ...
+
+    def compact(self, budget: int = ...) -> bool:
+        """Pack up to *budget* journal entries kept in memory; True once all are."""
+        ...
+
+    def health(self) -> Health:
+        """How the store is now."""
+        ...
+
+    def close(self) -> None:
+        """Let go of connections and background work (the store is not used after)."""
+        ...
