@@ -22,6 +22,9 @@ from .matching import RoutingTable, Target
 from .replies import exhausted_reply
 from .store import Take, Taken
 
+_new = tuple.__new__
+"""Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
+
 
 @dataclasses.dataclass(slots=True)
 class Chosen:
@@ -51,7 +54,7 @@ def take(table: RoutingTable, target: Target, session: str) -> Take:
     scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
     if outage is None:
-        return Take(session, key, generation, name, None, target.draws)
+        return _new(Take, (session, key, generation, name, None, target.draws))
     window = (float(outage.start_ms), float(outage.start_ms + outage.duration_ms))
     return Take(session, key, generation, name, window, target.draws or outage.step.random)
 

@@ -219,9 +219,16 @@ class Engine:
         """Everything about *incoming* up to its step: an answer, or what to play, or what
         it needs of the store first (then the rest, once answered)."""
         decided = self._decide(incoming)
+        if type(decided) is _Decided:  # nearly every request: _choose, here, not in a call
+            if decided.reply is not None:
+                return decided
+            assert isinstance(decided.target, Target)
+            decided.seed = self.state.seed
+            take = choosing.take(decided.table, decided.target, decided.session)
+            return Pending(take, decided.took)
         if isinstance(decided, Pending):  # a credential or the token endpoint's
             return decided.then(self._choose)
-        return self._choose(decided)
+        return decided
 
     def _choose(self, decided: Response | _Decided) -> Later[Response | _Decided]:
         """*decided*, and the step to play when it has none yet: asked of the store."""

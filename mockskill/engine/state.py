@@ -57,6 +57,8 @@ __all__ = [
     "shorten",
 ]
 
+_new = tuple.__new__
+"""Taken's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
@@ -211,9 +213,37 @@ class State:
     """An embedded store's journal is this process's alone: no replica to name."""
 
     def answer(self, need: Need) -> Answer:
-        """Answer *need* now, under one acquisition of the lock (see :mod:`.store`)."""
-        if type(need) is Take:  # nearly every need: a sequence step
-            return self._take(need)
+        """Answer *need* now, under one acquisition of the lock (see :mod:`.store`).
+
+        A :class:`~.store.Take`: none in its scenario's outage, else the next
+        position of its sequence; and the session's next draw number for the
+        scenario, if asked. A request matched on an older generation of the key
+        (:meth:`restart`) counts on in the sequence it matched, so it never
+        takes a position of the restarted one.
+        """
+        if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
+            with self._lock:
+                record = self._session(need.session)
+                draw = -1
+                if need.draws:
+                    draws = record.draws
+                    draw = draws.get(need.scenario, 0)
+                    draws[need.scenario] = draw + 1
+                outage = need.outage
+                if outage is not None:
+                    elapsed = time.monotonic() - self._activated.get(need.scenario, 0.0)
+                    if outage[0] <= elapsed * 1000 < outage[1]:
+                        return _new(Taken, (None, draw))
+                key, generation = need.key, need.generation
+                if generation != self._generations.get(key, 0):
+                    last, position = record.retired.get(key, (generation, 0))
+                    position = position if last == generation else 0
+                    record.retired[key] = (generation, position + 1)
+                    return _new(Taken, (position, draw))
+                positions = record.positions
+                position = positions.get(key, 0)
+                positions[key] = position + 1
+                return _new(Taken, (position, draw))
         if isinstance(need, UseToken):
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
@@ -224,37 +254,6 @@ class State:
     async def answer_async(self, need: Need) -> Answer:
         """The same as :meth:`answer` (memory does not wait): for a driver that awaits."""
         return self.answer(need)
-
-    def _take(self, need: Take) -> Taken:
-        """The step *need* takes: none in its scenario's outage, else the next position of
-        its sequence; and the session's next draw number for the scenario, if asked.
-
-        A request matched on an older generation of the key (:meth:`restart`)
-        counts on in the sequence it matched, so it never takes a position of
-        the restarted one.
-        """
-        with self._lock:
-            record = self._session(need.session)
-            draw = -1
-            if need.draws:
-                draws = record.draws
-                draw = draws.get(need.scenario, 0)
-                draws[need.scenario] = draw + 1
-            outage = need.outage
-            if outage is not None:
-                elapsed = time.monotonic() - self._activated.get(need.scenario, 0.0)
-                if outage[0] <= elapsed * 1000 < outage[1]:
-                    return Taken(None, draw)
-            key, generation = need.key, need.generation
-            if generation != self._generations.get(key, 0):
-                last, position = record.retired.get(key, (generation, 0))
-                position = position if last == generation else 0
-                record.retired[key] = (generation, position + 1)
-                return Taken(position, draw)
-            positions = record.positions
-            position = positions.get(key, 0)
-            positions[key] = position + 1
-            return Taken(position, draw)
 
     def restart(self, keys: Iterable[str]) -> dict[str, int]:
         """Restart sequences *keys* for every session: a new generation of each; return all.
