@@ -314,9 +314,8 @@ class LoopSurface:
         self.admin = WSGIHandler(admin_app, workers=workers)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
-        self._planning: dict[int, Outcome | None] = {}
-        """Requests whose plan awaits a remote store, by id: the Outcome, when the exchange
-        ended before the plan came (a stop), so that it is journalled once it comes."""
+        self._planning: dict[int, _Flight] = {}
+        """Requests whose plan awaits a remote store, by id (see :meth:`_plan_remote`)."""
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
         """Called after each exchange is journalled (the request log)."""
 
@@ -338,8 +337,8 @@ class LoopSurface:
             return Plan(answer_of(_preflight()))
         req = _incoming(request)
         if self.engine.state.remote:
-            self._planning[id(request)] = None
-            return self._plan_remote(request, req)
+            flight = self._planning[id(request)] = _Flight()
+            return self._plan_remote(request, req, flight)
         try:
             planned, record = self.engine.plan(req)
         except Exception as exc:
@@ -347,16 +346,23 @@ class LoopSurface:
         self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
 
-    async def _plan_remote(self, request: TransportRequest, req: Incoming) -> Plan:
-        """:meth:`plan` on a remote store: its answers awaited on the loop."""
+    async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
+        """:meth:`plan` on a remote store: its answers awaited on the loop.
+
+        The exchange may end before the plan comes (a stop): :meth:`played`
+        then leaves its outcome in *flight*, and the request is journalled
+        with it here (its sequence step was taken). A plan never awaited
+        takes nothing and leaves nothing behind (played let go of *flight*).
+        """
         try:
             planned, record = await self.engine.plan_async(req)
         except Exception as exc:
-            self._planning.pop(id(request), None)
             return _failed(req, exc)
-        ended = self._planning.pop(id(request), None)
-        if ended is not None:  # the exchange ended meanwhile: what it took is journalled
-            record(ended)
+        finally:
+            if self._planning.get(id(request)) is flight:
+                del self._planning[id(request)]
+        if flight.ended is not None:
+            record(flight.ended)
         else:
             self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
@@ -378,8 +384,8 @@ class LoopSurface:
             record = self._pending.pop(id(exchange), None)
             if record is not None:
                 record(outcome)
-            elif id(exchange) in self._planning:  # journalled once its plan comes
-                self._planning[id(exchange)] = outcome
+            elif (flight := self._planning.pop(id(exchange), None)) is not None:
+                flight.ended = outcome  # ended before its plan came: journalled when it does
             elif outcome.dropped and not self._is_admin(exchange.target):
                 self._record_dropped(exchange, outcome)
         if self.on_played is not None:
@@ -426,6 +432,15 @@ class LoopSurface:
 
     def close(self) -> None:
         self.admin.close()
+
+
+class _Flight:
+    """A request whose plan awaits the store: how its exchange ended, if it did first."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended: Outcome | None = None
 
 
 def _failed(req: Incoming, exc: Exception) -> Plan:

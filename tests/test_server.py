@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -356,6 +357,9 @@ class Awaited(State):
         self.awaited: list[str] = []
         self.lags: list[float] = []
         self.blocked: list[str] = []
+        self.gate: threading.Event | None = None
+        """When set, each answer waits for it (off the loop's thread) before it comes."""
+        self.asked = threading.Event()
 
     def answer(self, need: Need) -> Answer:
         with contextlib.suppress(RuntimeError):
@@ -366,7 +370,10 @@ class Awaited(State):
 
     async def answer_async(self, need: Need) -> Answer:
         self.awaited.append(type(need).__name__)
+        self.asked.set()
         await asyncio.sleep(self.lags.pop(0) if self.lags else 0)
+        if self.gate is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.gate.wait, 10)
         return State.answer(self, need)
 
 
@@ -490,3 +497,24 @@ def test_a_store_that_cannot_answer_is_a_503_state_unavailable(remote: bool) -> 
     assert [(e.session, e.status, e.error_code) for e in refused] == [
         ("s1", 503, "MOCKSKILL_STATE_UNAVAILABLE")
     ]
+
+
+def test_a_client_gone_before_the_store_answered_is_journalled_with_what_it_took() -> None:
+    store = Awaited(seed=1)
+    store.gate = threading.Event()
+    with Server(load_text(SEQUENCE), state=store) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(b"POST /skills/seq/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert store.asked.wait(10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset: the connection is lost while its plan awaits the store
+        time.sleep(0.2)  # the loop sees the reset before the store answers
+        store.gate.set()
+        deadline = time.monotonic() + 10
+        while not server.journal() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (gone,) = server.journal()
+        assert gone.position == 0  # its step was taken, so it is journalled
+        assert gone.client_left is not None
+        assert gone.status is None
+        assert requests.post(server.invoke_url("seq"), timeout=10).json() == 2
