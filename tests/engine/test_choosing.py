@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import statistics
 
+import pytest
+
 from mockskill.engine.choosing import generator
 
 
@@ -51,3 +53,19 @@ def test_successive_draw_numbers_look_uniform_and_independent() -> None:
 
 def test_a_session_name_of_any_characters_makes_a_generator() -> None:
     assert len(values(1, "", "\x00ünï/cødé\ud800", 0)) == 8
+
+
+def test_the_generator_serves_every_method_a_step_draws_with() -> None:
+    rng = generator(3, "chaos", "s", 0)
+    assert 10 <= rng.uniform(10, 50) <= 50
+    assert rng.lognormvariate(0.0, 1.0) > 0
+    assert 0 <= rng.getrandbits(32) < 2**32
+    assert 0 <= rng.getrandbits(100) < 2**100
+    assert rng.getrandbits(0) == 0
+    assert rng.randrange(7) in range(7)
+    assert rng.choice("abc") in "abc"
+    assert isinstance(rng.gauss(0.0, 1.0), float)  # gauss keeps a spare (gauss_next)
+    widths = {generator(3, "chaos", "s", n).getrandbits(32).bit_length() for n in range(200)}
+    assert max(widths) == 32  # the top bits are drawn too
+    with pytest.raises(ValueError, match="non-negative"):
+        rng.getrandbits(-1)
