@@ -21,11 +21,8 @@ tuple, built into its Entry when the journal is read.
 
 from __future__ import annotations
 
-import dataclasses
-import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
@@ -37,8 +34,9 @@ from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
 from .choosing import Chosen
-from .digests import KeyedDigest
+from .decided import Decided
 from .incoming import Incoming
+from .journalling import Journalling, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
@@ -50,12 +48,11 @@ from .replies import (
     miss_reply,
     version_reply,
 )
-from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded
-from .store import Answer, Store, StoreUnavailable, Taken
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME
+from .store import Store, StoreUnavailable
 
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
-_new_recorded = tuple.__new__
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
@@ -86,10 +83,11 @@ class Engine:
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
         self._open = False
-        # Keys the journal's body digests: a short body (a PIN, a password)
-        # cannot be guessed back from its digest without it.
-        self._body_digest = KeyedDigest(secrets.token_bytes(32))
-        self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
+        journalling = Journalling(state)
+        self._recorded = journalling.recorded
+        self._record = journalling.own
+        self._body_digest = journalling.body_digest
+        self._credential_key = journalling.credential_key
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
@@ -182,7 +180,7 @@ class Engine:
         if chosen.step.dribble is None or played.timed_out:
             self.state.record(recorded)
         else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(_finished(recorded, connection))
+            connection.on_done = lambda: self.state.record(finished(recorded, connection))
             response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
@@ -215,11 +213,11 @@ class Engine:
             return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
         return self._plan_of(incoming, decided)
 
-    def _begin(self, incoming: Incoming) -> Later[Response | _Decided]:
+    def _begin(self, incoming: Incoming) -> Later[Response | Decided]:
         """Everything about *incoming* up to its step: an answer, or what to play, or what
         it needs of the store first (then the rest, once answered)."""
         decided = self._decide(incoming)
-        if type(decided) is _Decided:  # nearly every request: _choose, here, not in a call
+        if type(decided) is Decided:  # nearly every request: _choose, here, not in a call
             if decided.reply is not None:
                 return decided
             assert isinstance(decided.target, Target)
@@ -230,7 +228,7 @@ class Engine:
             return decided.then(self._choose)
         return decided
 
-    def _choose(self, decided: Response | _Decided) -> Later[Response | _Decided]:
+    def _choose(self, decided: Response | Decided) -> Later[Response | Decided]:
         """*decided*, and the step to play when it has none yet: asked of the store."""
         if isinstance(decided, Response) or decided.reply is not None:
             return decided
@@ -239,7 +237,7 @@ class Engine:
         return Pending(choosing.take(decided.table, decided.target, decided.session), decided.took)
 
     def _plan_of(
-        self, incoming: Incoming, decided: Response | _Decided
+        self, incoming: Incoming, decided: Response | Decided
     ) -> tuple[plans.Plan, Recorder]:
         """The plan of *decided* (its needs answered), and the call that records it."""
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
@@ -331,7 +329,7 @@ class Engine:
             self._plans[key] = (step, urls, planned)
         return planned
 
-    def _decide(self, request: Incoming) -> Later[Response | _Decided]:
+    def _decide(self, request: Incoming) -> Later[Response | Decided]:
         """Everything about *request* that needs no step: an answer, or what to play (or
         first, what a credential or the token endpoint needs of the store)."""
         # When the transport had it whole (a busy loop may plan it later); else now.
@@ -364,81 +362,15 @@ class Engine:
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
                 found = target
 
-                def judged(refused: Reply | None) -> _Decided:
+                def judged(refused: Reply | None) -> Decided:
                     filled = None if refused is None else urls.fill(refused)
-                    return _Decided(started, session, table, found, urls, filled, False)
+                    return Decided(started, session, table, found, urls, filled, False)
 
                 return refusal.then(judged)
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
-        return _Decided(started, session, table, target, urls, reply, forced)
-
-    def _recorded(
-        self,
-        request: Incoming,
-        decided: _Decided,
-        chosen: Chosen | None,
-        status: int | None,
-        served: Reply,
-        finished: float | None = None,
-        fault: str | None = None,
-        client_left: float | None = None,
-        headers_sent: float | None = None,
-        stopped: bool = False,
-    ) -> Recorded:
-        """The journal's record of *request*, answered with *served* (finished: now if None)."""
-        target = decided.target
-        if isinstance(target, Miss):
-            endpoint, scenario, near_misses = "unmatched", None, target.near_misses
-        else:
-            endpoint, scenario, near_misses = target.kind, target.scenario, ()
-        invalid = False
-        if endpoint == "describe" and status == 200:
-            invalid = facts.invalid_descriptor(served.body)
-        body = request.body
-        headers = request.headers
-        if chosen is None:
-            step = position = choice = delay_ms = execution_ms = None
-            outage = False
-        else:
-            step, position, outage = chosen.index, chosen.position, chosen.outage
-            choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
-        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
-        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
-        return _new_recorded(
-            Recorded,
-            (
-                self.state.next_id(),
-                decided.started,
-                time.time() if finished is None else finished,
-                decided.session,
-                request.method,
-                request.path,
-                status,
-                endpoint,
-                target.skill_id,
-                scenario,
-                step,
-                position,
-                served.error_code,
-                served.retry,
-                decided.forced,
-                outage,
-                choice,
-                delay_ms,
-                execution_ms,
-                fault,
-                client_left,
-                headers_sent,
-                near_misses,
-                facts.credential(request, self._credential_key),
-                headers.get(_VERSION),
-                self._body_digest(body) if body else None,
-                invalid,
-                stopped,
-            ),
-        )
+        return Decided(started, session, table, target, urls, reply, forced)
 
     def _refusal(
         self, request: Incoming, table: RoutingTable, target: Target
@@ -493,29 +425,6 @@ class Engine:
         self._record(request, session, started, response.status_code, "authorize")
         return response
 
-    def _record(
-        self,
-        request: Incoming,
-        session: str,
-        started: float,
-        status: int,
-        endpoint: str,
-        **fields: Any,
-    ) -> None:
-        """Journal an answer mockskill gave itself, outside any scenario, finished now."""
-        entry = Entry(
-            id=self.state.next_id(),
-            started=started,
-            finished=time.time(),
-            session=session,
-            method=request.method,
-            path=request.path,
-            status=status,
-            endpoint=endpoint,
-            **fields,
-        )
-        self.state.record(entry)
-
     def _play(
         self, request: Incoming, chosen: Chosen, urls: Urls
     ) -> tuple[Response, Played, Connection]:
@@ -560,40 +469,5 @@ class Engine:
         return urls
 
 
-@dataclasses.dataclass(slots=True)
-class _Decided:
-    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
-
-    started: float
-    session: str
-    table: RoutingTable
-    target: Target | Miss
-    urls: Urls
-    reply: Reply | None
-    forced: bool
-    """Whether ``Mockskill-Error`` chose the reply."""
-    chosen: Chosen | None = None
-    """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
-    seed: int = 0
-    """The server's seed (draws use it when the scenario sets none)."""
-
-    def took(self, taken: Answer) -> _Decided:
-        """Resumed with what the :class:`~.store.Take` of :meth:`Engine._choose` took."""
-        assert type(taken) is Taken
-        assert isinstance(self.target, Target)
-        self.chosen = choosing.chosen(
-            self.table, self.target, self.session, self.urls, taken, self.seed
-        )
-        return self
-
-
 def _nothing(outcome: plans.Outcome) -> None:
     """Recording nothing: the answer was journalled when it was decided."""
-
-
-def _finished(recorded: Recorded, connection: Connection) -> Recorded:
-    return recorded._replace(
-        finished=time.time(),
-        client_left=connection.left_at,
-        headers_sent=connection.headers_sent,
-    )

@@ -1,0 +1,44 @@
+"""What the engine found of a request before its step: :class:`Decided`.
+
+Made by ``Engine._decide`` (the reply, when it needs no step), completed by
+the store's answer to the request's :class:`~.store.Take` (:meth:`Decided.took`),
+read by the plan and the journal's record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..scenario.model import Reply
+from . import choosing
+from .actions import Urls
+from .choosing import Chosen
+from .matching import Miss, RoutingTable, Target
+from .store import Answer, Taken
+
+
+@dataclasses.dataclass(slots=True)
+class Decided:
+    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
+
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target | Miss
+    urls: Urls
+    reply: Reply | None
+    forced: bool
+    """Whether ``Mockskill-Error`` chose the reply."""
+    chosen: Chosen | None = None
+    """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+    seed: int = 0
+    """The server's seed (draws use it when the scenario sets none)."""
+
+    def took(self, taken: Answer) -> Decided:
+        """Resumed with what the :class:`~.store.Take` of :meth:`Engine._choose` took."""
+        assert type(taken) is Taken
+        assert isinstance(self.target, Target)
+        self.chosen = choosing.chosen(
+            self.table, self.target, self.session, self.urls, taken, self.seed
+        )
+        return self
