@@ -7,7 +7,7 @@ Werkzeug response out); either way it reads the request through
 :class:`~.incoming.Incoming`, and uses no Flask globals, so it can be driven
 without a server. It asks the store nothing itself: what a request needs of
 it (a sequence step, a token's use, a token issued) is handed out as a need
-(:mod:`.pending`) and the one path of :meth:`Engine._begin` resumed with
+(:mod:`.pending`) and the one path of :meth:`Engine._decide` resumed with
 the answer, inline or awaited. It reads the scenario set through one
 reference, swapped whole on reload, so a request finishes on the
 configuration it started with.
@@ -54,6 +54,7 @@ from .store import Store, StoreUnavailable
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
+_new = tuple.__new__
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
@@ -145,10 +146,10 @@ class Engine:
         store's answers are waited for here too (:meth:`Store.answer`: off the loop).
 
         The event-loop transport asks :meth:`plan` instead and plays the waits
-        with timers; both decide through :meth:`_begin`.
+        with timers; both decide through :meth:`_decide`.
         """
         incoming = Incoming.of(request)
-        result = self._begin(incoming)
+        result = self._decide(incoming)
         try:
             decided = answered(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
@@ -193,48 +194,33 @@ class Engine:
         journal once the transport says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._begin(incoming)
+        result = self._decide(incoming)
         try:
             while type(result) is Pending:  # answered(), inline: this runs for every request
                 result = result.resume(self.state.answer(result.need))
         except StoreUnavailable as exc:
             return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
-        assert not isinstance(result, Pending)
-        return self._plan_of(incoming, result)
+        return self._plan_of(incoming, result)  # type: ignore[arg-type]  # not Pending: done
 
     async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
         """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
         for a remote store, which must never block it."""
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._begin(incoming)
+        result = self._decide(incoming)
         try:
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
             return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
         return self._plan_of(incoming, decided)
 
-    def _begin(self, incoming: Incoming) -> Later[Response | Decided]:
-        """Everything about *incoming* up to its step: an answer, or what to play, or what
-        it needs of the store first (then the rest, once answered)."""
-        decided = self._decide(incoming)
-        if type(decided) is Decided:  # nearly every request: _choose, here, not in a call
-            if decided.reply is not None:
-                return decided
-            assert isinstance(decided.target, Target)
-            decided.seed = self.state.seed
-            take = choosing.take(decided.table, decided.target, decided.session)
-            return Pending(take, decided.took)
-        if isinstance(decided, Pending):  # a credential or the token endpoint's
-            return decided.then(self._choose)
-        return decided
-
-    def _choose(self, decided: Response | Decided) -> Later[Response | Decided]:
-        """*decided*, and the step to play when it has none yet: asked of the store."""
-        if isinstance(decided, Response) or decided.reply is not None:
+    def _choose(self, decided: Decided) -> Later[Decided]:
+        """*decided*, and when it has no reply, the step to play: asked of the store first
+        (the same as the end of :meth:`_decide`, for a request judged on a store's answer)."""
+        target = decided.target
+        if decided.reply is not None or isinstance(target, Miss):
             return decided
-        assert isinstance(decided.target, Target)
         decided.seed = self.state.seed
-        return Pending(choosing.take(decided.table, decided.target, decided.session), decided.took)
+        return Pending(choosing.take(decided.table, target, decided.session), decided.took)
 
     def _plan_of(
         self, incoming: Incoming, decided: Response | Decided
@@ -330,8 +316,9 @@ class Engine:
         return planned
 
     def _decide(self, request: Incoming) -> Later[Response | Decided]:
-        """Everything about *request* that needs no step: an answer, or what to play (or
-        first, what a credential or the token endpoint needs of the store)."""
+        """Everything about *request* up to its step: an answer, or what to play; and what
+        that needs of the store first, then the rest once answered (a sequence step's
+        Take; a credential's or the token endpoint's need)."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -362,11 +349,18 @@ class Engine:
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
                 found = target
 
-                def judged(refused: Reply | None) -> Decided:
+                def judged(refused: Reply | None) -> Later[Decided]:
                     filled = None if refused is None else urls.fill(refused)
-                    return Decided(started, session, table, found, urls, filled, False)
+                    return self._choose(
+                        Decided(started, session, table, found, urls, filled, False)
+                    )
 
                 return refusal.then(judged)
+            if refusal is None:  # a sequence step (_choose's, here: every request comes here)
+                decided = Decided(started, session, table, target, urls, None, False)
+                decided.seed = self.state.seed
+                take = choosing.take(table, target, session)
+                return _new(Pending, (take, decided.took))  # positionally: no Python call
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
@@ -383,12 +377,13 @@ class Engine:
         if skill is not None and skill.requires is not None and target.kind == "invoke":
             refused = auth.check(request, skill.requires, table.credentials, target.context)
             if isinstance(refused, Pending):
-                return refused.then(lambda reply: reply or self._version_refusal(request, target))
+                return refused.then(lambda reply: reply or self._versions(request, target))
             if refused is not None:
                 return refused
-        return self._version_refusal(request, target)
+        version = request.headers.get(_VERSION)  # _versions', here: every request comes here
+        return None if version is None else version_reply(target, version)
 
-    def _version_refusal(self, request: Incoming, target: Target) -> Reply | None:
+    def _versions(self, request: Incoming, target: Target) -> Reply | None:
         """422 for a caller asking for a protocol version the skill does not speak."""
         version = request.headers.get(_VERSION)
         return None if version is None else version_reply(target, version)

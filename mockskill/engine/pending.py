@@ -12,7 +12,7 @@ the answers on the event loop.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeAlias, TypeVar
+from typing import Generic, NamedTuple, TypeAlias, TypeVar
 
 from .store import Answer, Need, Store
 
@@ -21,14 +21,15 @@ T_co = TypeVar("T_co", covariant=True)
 U = TypeVar("U")
 
 
-class Pending(Generic[T_co]):
-    """*need*, to answer; then ``resume(answer)`` is the result, or the next Pending."""
+class Pending(NamedTuple, Generic[T_co]):
+    """*need*, to answer; then ``resume(answer)`` is the result, or the next Pending.
 
-    __slots__ = ("need", "resume")
+    A NamedTuple: one is made per sequence step, and ``tuple.__new__(Pending,
+    (need, resume))`` makes it without a Python call.
+    """
 
-    def __init__(self, need: Need, resume: Callable[[Answer], Later[T_co]]) -> None:
-        self.need = need
-        self.resume = resume
+    need: Need
+    resume: Callable[[Answer], Later[T_co]]
 
     def then(self, after: Callable[[T_co], Later[U]]) -> Pending[U]:
         """This, then *after* on its result (whatever needs each of them hands out)."""
@@ -41,9 +42,6 @@ class Pending(Generic[T_co]):
             return after(result)
 
         return Pending(self.need, resumed)
-
-    def __repr__(self) -> str:
-        return f"Pending({self.need!r})"
 
 
 Later: TypeAlias = T | Pending[T]
