@@ -14,13 +14,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
+from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from .actions import Urls
 from .matching import RoutingTable, Target
 from .replies import exhausted_reply
-from .store import Take, Taken
+from .store import Answer, Take, Taken
+
+if TYPE_CHECKING:
+    from .decided import Decided
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -59,15 +62,21 @@ def take(table: RoutingTable, target: Target, session: str) -> Take:
     return Take(session, key, generation, name, window, target.draws or outage.step.random)
 
 
-def chosen(
-    table: RoutingTable, target: Target, session: str, urls: Urls, taken: Taken, seed: int
-) -> Chosen:
-    """*target*'s step and its random values, as *taken* (the answer to :func:`take`), all
-    of it on *table*; or, when the sequence is exhausted, the reply saying so. *seed* is the
-    server's: a scenario's own wins."""
+def chosen(decided: Decided, taken: Answer) -> Decided:
+    """*decided* with its :attr:`~.decided.Decided.chosen`: its target's step and random
+    values, as *taken* (the answer to :func:`take`), all of it on the table it was
+    matched on; or, when the sequence is exhausted, the reply saying so. The draws are
+    seeded by the scenario's seed, else the server's (*decided*'s).
+
+    Nothing but *decided* and *taken* decides it. It is ``Decided.took``, the
+    Take's resumption, in one function: this runs for every request.
+    """
+    assert type(taken) is Taken
+    target = decided.target
+    assert type(target) is Target
     sequence = target.sequence
     assert sequence is not None
-    name = target.scenario
+    table, name = decided.table, target.scenario
     index = None
     position = taken.position
     if position is None:  # in the scenario's outage
@@ -78,8 +87,9 @@ def chosen(
     else:
         index = sequence.step_at(position)
         if index is None:
-            reply = urls.fill(exhausted_reply(target, session, position))
-            return Chosen(position=position, reply=reply)
+            reply = decided.urls.fill(exhausted_reply(target, decided.session, position))
+            decided.chosen = Chosen(position=position, reply=reply)
+            return decided
         step, in_outage = sequence.steps[index], False
     skill = target.skill
     timeout = None
@@ -87,11 +97,10 @@ def chosen(
         timeout = (skill.timeout_ms, skill.timeout_status, target.context)
     if step.random:
         scenario = table.scenarios[name] if name else None
-        if scenario is not None and scenario.seed is not None:
-            seed = scenario.seed
-        rng = generator(seed, name or "", session, taken.draw)
+        seed = decided.seed if scenario is None or scenario.seed is None else scenario.seed
+        rng = generator(seed, name or "", decided.session, taken.draw)
         step, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
-        return Chosen(
+        decided.chosen = Chosen(
             step,
             index,
             position,
@@ -103,10 +112,14 @@ def chosen(
             True,
             timeout,
         )
+        return decided
     # Nothing to draw: no generator is made. Positional: one per request.
     delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
     execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
-    return Chosen(step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout)
+    decided.chosen = Chosen(
+        step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout
+    )
+    return decided
 
 
 def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:

@@ -14,7 +14,6 @@ from . import choosing
 from .actions import Urls
 from .choosing import Chosen
 from .matching import Miss, RoutingTable, Target
-from .store import Answer, Taken
 
 
 @dataclasses.dataclass(slots=True)
@@ -34,11 +33,6 @@ class Decided:
     seed: int = 0
     """The server's seed (draws use it when the scenario sets none)."""
 
-    def took(self, taken: Answer) -> Decided:
-        """Resumed with what the :class:`~.store.Take` of :meth:`Engine._choose` took."""
-        assert type(taken) is Taken
-        assert isinstance(self.target, Target)
-        self.chosen = choosing.chosen(
-            self.table, self.target, self.session, self.urls, taken, self.seed
-        )
-        return self
+    took = choosing.chosen
+    """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
+    (:func:`~.choosing.chosen`, as a method: one frame per request)."""

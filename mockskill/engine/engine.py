@@ -185,47 +185,28 @@ class Engine:
             response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
-    def plan(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
+    def plan(
+        self, request: Incoming | Request, answered: Response | Decided | None = None
+    ) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
         No I/O and no sleeping here: the store's answers come inline
         (:meth:`Store.answer`; for a remote store, only off the loop: on the
-        loop, :meth:`plan_async`). The second value records the request in the
-        journal once the transport says how the plan went (call it once).
+        loop, :meth:`plan_async`, which hands its result in as *answered*). The
+        second value records the request in the journal once the transport
+        says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._decide(incoming)
-        try:
-            while type(result) is Pending:  # answered(), inline: this runs for every request
-                result = result.resume(self.state.answer(result.need))
-        except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
-        return self._plan_of(incoming, result)  # type: ignore[arg-type]  # not Pending: done
-
-    async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
-        """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
-        for a remote store, which must never block it."""
-        incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._decide(incoming)
-        try:
-            decided = await awaited(result, self.state) if isinstance(result, Pending) else result
-        except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
-        return self._plan_of(incoming, decided)
-
-    def _choose(self, decided: Decided) -> Later[Decided]:
-        """*decided*, and when it has no reply, the step to play: asked of the store first
-        (the same as the end of :meth:`_decide`, for a request judged on a store's answer)."""
-        target = decided.target
-        if decided.reply is not None or isinstance(target, Miss):
-            return decided
-        decided.seed = self.state.seed
-        return Pending(choosing.take(decided.table, target, decided.session), decided.took)
-
-    def _plan_of(
-        self, incoming: Incoming, decided: Response | Decided
-    ) -> tuple[plans.Plan, Recorder]:
-        """The plan of *decided* (its needs answered), and the call that records it."""
+        if answered is None:
+            result = self._decide(incoming)
+            try:
+                while type(result) is Pending:  # answered(), inline: every request comes here
+                    result = result.resume(self.state.answer(result.need))
+            except StoreUnavailable as exc:
+                return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+            decided: Response | Decided = result  # type: ignore[assignment]  # not Pending
+        else:
+            decided = answered
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), _nothing
         reply, chosen = decided.reply, decided.chosen
@@ -262,6 +243,26 @@ class Engine:
             )
 
         return plan, record
+
+    async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
+        """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
+        for a remote store, which must never block it."""
+        incoming = request if isinstance(request, Incoming) else Incoming.of(request)
+        result = self._decide(incoming)
+        try:
+            decided = await awaited(result, self.state) if isinstance(result, Pending) else result
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        return self.plan(incoming, decided)
+
+    def _choose(self, decided: Decided) -> Later[Decided]:
+        """*decided*, and when it has no reply, the step to play: asked of the store first
+        (the same as the end of :meth:`_decide`, for a request judged on a store's answer)."""
+        target = decided.target
+        if decided.reply is not None or isinstance(target, Miss):
+            return decided
+        decided.seed = self.state.seed
+        return Pending(choosing.take(decided.table, target, decided.session), decided.took)
 
     def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
         """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
