@@ -310,6 +310,9 @@ class LoopSurface:
         # *admin_app* is the Flask app's wsgi_app, or (mockskill.Server) a callable
         # that builds the app on its first call, in the pool: start-up skips Flask.
         self.engine = engine
+        self._remote = engine.state.remote
+        """Whether plans await the store (:meth:`_plan_remote`): the store is the engine's
+        for good, so read once."""
         self.cors = cors
         self.admin = WSGIHandler(admin_app, workers=workers)
         self.max_body_bytes = max_body_bytes
@@ -336,7 +339,7 @@ class LoopSurface:
         ):
             return Plan(answer_of(_preflight()))
         req = _incoming(request)
-        if self.engine.state.remote:
+        if self._remote:
             flight = self._planning[id(request)] = _Flight()
             return self._plan_remote(request, req, flight)
         try:

@@ -20,7 +20,7 @@ from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .matching import RoutingTable, Target
 from .replies import exhausted_reply
-from .store import Answer, Take, Taken
+from .store import Answer, Take
 
 if TYPE_CHECKING:
     from .decided import Decided
@@ -51,34 +51,43 @@ class Chosen:
 def take(table: RoutingTable, target: Target, session: str) -> Take:
     """What *target*'s next request in *session* takes of the store, on *table* (the one
     it was matched on: a scenario removed or deactivated since the match is not in it)."""
+    parts = table.takes.get(target.key)
+    if parts is None:  # the same for every request on the table: made once
+        parts = table.takes[target.key] = _take_parts(table, target)
+    return _new(Take, (session, *parts))
+
+
+def _take_parts(
+    table: RoutingTable, target: Target
+) -> tuple[str, int, str, tuple[float, float] | None, bool]:
+    """A Take of *target* on *table*, but its session: key, generation, scenario, outage
+    window (``[start_ms, end_ms)`` after the scenario's activation), draws."""
     name = target.scenario or ""
     key = target.key
     generation = table.generations.get(key, 0)
     scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
     if outage is None:
-        return _new(Take, (session, key, generation, name, None, target.draws))
+        return key, generation, name, None, target.draws
     window = (float(outage.start_ms), float(outage.start_ms + outage.duration_ms))
-    return Take(session, key, generation, name, window, target.draws or outage.step.random)
+    return key, generation, name, window, target.draws or outage.step.random
 
 
 def chosen(decided: Decided, taken: Answer) -> Decided:
     """*decided* with its :attr:`~.decided.Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
     matched on; or, when the sequence is exhausted, the reply saying so. The draws are
-    seeded by the scenario's seed, else the server's (*decided*'s).
+    seeded by the scenario's seed, else the server's (the table's).
 
     Nothing but *decided* and *taken* decides it. It is ``Decided.took``, the
     Take's resumption, in one function: this runs for every request.
     """
-    assert type(taken) is Taken
-    target = decided.target
-    assert type(target) is Target
+    target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
     sequence = target.sequence
     assert sequence is not None
     table, name = decided.table, target.scenario
     index = None
-    position = taken.position
+    position = taken.position  # type: ignore[union-attr]  # a Take is answered a Taken
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -97,8 +106,8 @@ def chosen(decided: Decided, taken: Answer) -> Decided:
         timeout = (skill.timeout_ms, skill.timeout_status, target.context)
     if step.random:
         scenario = table.scenarios[name] if name else None
-        seed = decided.seed if scenario is None or scenario.seed is None else scenario.seed
-        rng = generator(seed, name or "", decided.session, taken.draw)
+        seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
+        rng = generator(seed, name or "", decided.session, taken.draw)  # type: ignore[union-attr]
         step, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
         decided.chosen = Chosen(
             step,

@@ -30,8 +30,6 @@ class Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
-    seed: int = 0
-    """The server's seed (draws use it when the scenario sets none)."""
 
     took = choosing.chosen
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen

@@ -125,6 +125,7 @@ class Engine:
         # Restarted before the table is served, and the table built on the new
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)
+        table.seed = self.state.seed
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         if self._open:
@@ -197,16 +198,13 @@ class Engine:
         says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        if answered is None:
-            result = self._decide(incoming)
-            try:
-                while type(result) is Pending:  # answered(), inline: every request comes here
-                    result = result.resume(self.state.answer(result.need))
-            except StoreUnavailable as exc:
-                return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
-            decided: Response | Decided = result  # type: ignore[assignment]  # not Pending
-        else:
-            decided = answered
+        result = self._decide(incoming) if answered is None else answered
+        try:
+            while type(result) is Pending:  # answered(), inline: every request comes here
+                result = result.resume(self.state.answer(result.need))
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        decided: Response | Decided = result  # type: ignore[assignment]  # not Pending: done
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), _nothing
         reply, chosen = decided.reply, decided.chosen
@@ -261,7 +259,6 @@ class Engine:
         target = decided.target
         if decided.reply is not None or isinstance(target, Miss):
             return decided
-        decided.seed = self.state.seed
         return Pending(choosing.take(decided.table, target, decided.session), decided.took)
 
     def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
@@ -358,10 +355,8 @@ class Engine:
 
                 return refusal.then(judged)
             if refusal is None:  # a sequence step (_choose's, here: every request comes here)
-                decided = Decided(started, session, table, target, urls, None, False)
-                decided.seed = self.state.seed
-                take = choosing.take(table, target, session)
-                return _new(Pending, (take, decided.took))  # positionally: no Python call
+                took = Decided(started, session, table, target, urls, None, False).took
+                return _new(Pending, (choosing.take(table, target, session), took))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)

@@ -93,8 +93,14 @@ class RoutingTable:
     def __init__(self, scenarios: ScenarioSet) -> None:
         self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
         self.generations: Mapping[str, int] = {}
-        """The generation of each sequence key in :class:`~mockskill.engine.state.State`
-        this table plays (set by the engine before it serves the table)."""
+        """The generation of each sequence key in the store this table plays (set by the
+        engine before it serves the table)."""
+        self.seed = 0
+        """The server's seed, which draws use when a scenario sets none (set with
+        :attr:`generations`)."""
+        self.takes: dict[str, tuple[str, int, str, tuple[float, float] | None, bool]] = {}
+        """Per sequence key, what its Take holds besides the session (``choosing.take``
+        fills it on first use: it is the same for every request on this table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {

@@ -224,32 +224,47 @@ class State:
         if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
             with self._lock:
                 record = self._session(need.session)
-                draw = -1
-                if need.draws:
-                    draws = record.draws
-                    draw = draws.get(need.scenario, 0)
-                    draws[need.scenario] = draw + 1
-                outage = need.outage
-                if outage is not None:
-                    elapsed = time.monotonic() - self._activated.get(need.scenario, 0.0)
-                    if outage[0] <= elapsed * 1000 < outage[1]:
-                        return _new(Taken, (None, draw))
-                key, generation = need.key, need.generation
-                if generation != self._generations.get(key, 0):
-                    last, position = record.retired.get(key, (generation, 0))
-                    position = position if last == generation else 0
-                    record.retired[key] = (generation, position + 1)
-                    return _new(Taken, (position, draw))
+                if need.draws or need.outage is not None:
+                    return self._take_drawn(record, need)
+                key = need.key
+                if need.generation != self._generations.get(key, 0):
+                    return _new(Taken, (self._retired(record, key, need.generation), -1))
                 positions = record.positions
                 position = positions.get(key, 0)
                 positions[key] = position + 1
-                return _new(Taken, (position, draw))
+                return _new(Taken, (position, -1))
         if isinstance(need, UseToken):
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
             self._issue_token(need)
             return None
         raise TypeError(f"not a need: {need!r}")
+
+    def _take_drawn(self, record: _Session, need: Take) -> Taken:
+        """:meth:`answer` for a Take with draws or an outage window (hold the lock)."""
+        draw = -1
+        if need.draws:
+            draws = record.draws
+            draw = draws[need.scenario] = draws.get(need.scenario, -1) + 1
+        outage = need.outage
+        if outage is not None:
+            elapsed_ms = (time.monotonic() - self._activated.get(need.scenario, 0.0)) * 1000
+            if outage[0] <= elapsed_ms < outage[1]:
+                return _new(Taken, (None, draw))
+        key = need.key
+        if need.generation != self._generations.get(key, 0):
+            return _new(Taken, (self._retired(record, key, need.generation), draw))
+        positions = record.positions
+        position = positions[key] = positions.get(key, 0) + 1
+        return _new(Taken, (position - 1, draw))
+
+    def _retired(self, record: _Session, key: str, generation: int) -> int:
+        """The next position of *key* in an older *generation* than the current one, for a
+        request matched before a restart (hold the lock)."""
+        last, position = record.retired.get(key, (generation, 0))
+        position = position if last == generation else 0
+        record.retired[key] = (generation, position + 1)
+        return position
 
     async def answer_async(self, need: Need) -> Answer:
         """The same as :meth:`answer` (memory does not wait): for a driver that awaits."""
