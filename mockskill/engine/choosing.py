@@ -3,7 +3,8 @@
 A session's position in the sequence, the outage clock and the session's
 draw count are the store's: :func:`take` says what to take of them (a
 :class:`~.store.Take`, on the routing table the request was matched on) and
-:func:`chosen` reads what was taken. Both are pure. A random step's values
+:func:`choose` reads what was taken into the request's :class:`Decided` (what
+the engine found of it before its step). Both are pure. A random step's values
 are drawn from a generator seeded by :func:`generator` from the seed, the
 scenario, the session and the draw number, in a fixed order: the same seed
 and the same requests replay the same values, whichever process serves each.
@@ -14,16 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
-from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from .matching import RoutingTable, Target
+from .actions import Urls
+from .matching import Miss, RoutingTable, Target
 from .replies import exhausted_reply
 from .store import Answer, Take
-
-if TYPE_CHECKING:
-    from .decided import Decided
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -73,8 +71,8 @@ def _take_parts(
     return key, generation, name, window, target.draws or outage.step.random
 
 
-def chosen(decided: Decided, taken: Answer) -> Decided:
-    """*decided* with its :attr:`~.decided.Decided.chosen`: its target's step and random
+def choose(decided: Decided, taken: Answer) -> Decided:
+    """*decided* with its :attr:`Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
     matched on; or, when the sequence is exhausted, the reply saying so. The draws are
     seeded by the scenario's seed, else the server's (the table's).
@@ -129,6 +127,26 @@ def chosen(decided: Decided, taken: Answer) -> Decided:
         step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout
     )
     return decided
+
+
+@dataclasses.dataclass(slots=True)
+class Decided:
+    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
+
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target | Miss
+    urls: Urls
+    reply: Reply | None
+    forced: bool
+    """Whether ``Mockskill-Error`` chose the reply."""
+    chosen: Chosen | None = None
+    """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+
+    took = choose
+    """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
+    (:func:`choose`, as a method: one frame per request)."""
 
 
 def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:

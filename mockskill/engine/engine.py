@@ -33,8 +33,7 @@ from . import plan as plans
 from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
-from .choosing import Chosen
-from .decided import Decided
+from .choosing import Chosen, Decided
 from .incoming import Incoming
 from .journalling import Journalling, finished
 from .matching import Miss, RoutingTable, Target

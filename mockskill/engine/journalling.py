@@ -25,7 +25,7 @@ from .replies import VERSION_HEADER
 from .store import Store
 
 if TYPE_CHECKING:
-    from .decided import Decided
+    from .choosing import Decided
 
 _VERSION = VERSION_HEADER.lower()
 _new_recorded = tuple.__new__
