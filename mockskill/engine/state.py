@@ -222,13 +222,15 @@ class State:
         takes a position of the restarted one.
         """
         if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
+            # Unpacked at once: a NamedTuple's fields read one by one are slow attribute
+            # lookups (LOAD_ATTR does not specialise for them).
+            session, key, generation, _, outage, draws = need
             with self._lock:
-                record = self._session(need.session)
-                if need.draws or need.outage is not None:
+                record = self._session(session)
+                if draws or outage is not None:
                     return self._take_drawn(record, need)
-                key = need.key
-                if need.generation != self._generations.get(key, 0):
-                    return _new(Taken, (self._retired(record, key, need.generation), -1))
+                if generation != self._generations.get(key, 0):
+                    return _new(Taken, (self._retired(record, key, generation), -1))
                 positions = record.positions
                 position = positions.get(key, 0)
                 positions[key] = position + 1
