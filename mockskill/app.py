@@ -288,9 +288,12 @@ class LoopSurface:
     """The event-loop transport's handler: what :class:`SkillSurface` does, planned.
 
     Skill requests are planned on the loop by the engine (no I/O, no
-    sleeping); ``/__admin`` runs the whole Flask app (token check included)
-    in a small thread pool off the loop, so a slow report never holds a
-    skill request. CORS is added here as there. The body limit is the
+    sleeping); with a remote store, the plan is an awaitable that awaits the
+    store's answers on the loop (:meth:`Engine.plan_async`), never blocking
+    it (the transport plays a connection's requests one after the other, so
+    pipelined answers keep their order); ``/__admin`` runs the whole Flask
+    app (token check included) in a small thread pool off the loop, so a
+    slow report never holds a skill request. CORS is added here as there. The body limit is the
     transport's (it counts while reading); its refusal, like every framing
     refusal, is answered in the unified body and journalled as ``refused``.
     """
@@ -307,10 +310,15 @@ class LoopSurface:
         # *admin_app* is the Flask app's wsgi_app, or (mockskill.Server) a callable
         # that builds the app on its first call, in the pool: start-up skips Flask.
         self.engine = engine
+        self._remote = engine.state.remote
+        """Whether plans await the store (:meth:`_plan_remote`): the store is the engine's
+        for good, so read once."""
         self.cors = cors
         self.admin = WSGIHandler(admin_app, workers=workers)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
+        self._planning: dict[int, _Flight] = {}
+        """Requests whose plan awaits a remote store, by id (see :meth:`_plan_remote`)."""
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
         """Called after each exchange is journalled (the request log)."""
 
@@ -331,13 +339,35 @@ class LoopSurface:
         ):
             return Plan(answer_of(_preflight()))
         req = _incoming(request)
+        if self._remote:
+            flight = self._planning[id(request)] = _Flight()
+            return self._plan_remote(request, req, flight)
         try:
             planned, record = self.engine.plan(req)
         except Exception as exc:
-            log.exception("mockskill failed while answering %s %s", req.method, req.path)
-            message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
-            return Plan(answer_of(_error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)))
+            return _failed(req, exc)
         self._pending[id(request)] = record
+        return _with_cors_plan(planned) if self.cors else planned
+
+    async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
+        """:meth:`plan` on a remote store: its answers awaited on the loop.
+
+        The exchange may end before the plan comes (a stop): :meth:`played`
+        then leaves its outcome in *flight*, and the request is journalled
+        with it here (its sequence step was taken). A plan never awaited
+        takes nothing and leaves nothing behind (played let go of *flight*).
+        """
+        try:
+            planned, record = await self.engine.plan_async(req)
+        except Exception as exc:
+            return _failed(req, exc)
+        finally:
+            if self._planning.get(id(request)) is flight:
+                del self._planning[id(request)]
+        if flight.ended is not None:
+            record(flight.ended)
+        else:
+            self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
 
     def refuse(self, refusal: Refusal) -> Plan:
@@ -357,6 +387,8 @@ class LoopSurface:
             record = self._pending.pop(id(exchange), None)
             if record is not None:
                 record(outcome)
+            elif (flight := self._planning.pop(id(exchange), None)) is not None:
+                flight.ended = outcome  # ended before its plan came: journalled when it does
             elif outcome.dropped and not self._is_admin(exchange.target):
                 self._record_dropped(exchange, outcome)
         if self.on_played is not None:
@@ -403,6 +435,22 @@ class LoopSurface:
 
     def close(self) -> None:
         self.admin.close()
+
+
+class _Flight:
+    """A request whose plan awaits the store: how its exchange ended, if it did first."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended: Outcome | None = None
+
+
+def _failed(req: Incoming, exc: Exception) -> Plan:
+    """500 ``MOCKSKILL_INTERNAL_ERROR``: the engine failed to plan *req* (logged)."""
+    log.exception("mockskill failed while answering %s %s", req.method, req.path)
+    message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
+    return Plan(answer_of(_error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)))
 
 
 def _incoming(request: TransportRequest) -> Incoming:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -18,6 +19,8 @@ import pytest
 import requests
 
 from mockskill import ScenarioError, Server, ServerError, load_text
+from mockskill.engine.state import State
+from mockskill.engine.store import Answer, Need, StoreUnavailable
 
 Serve = Callable[..., Server]
 
@@ -337,3 +340,181 @@ def test_serve_forever_raises_the_young_gc_threshold_and_an_embedded_server_does
     finally:
         gc.unfreeze()
         gc.set_threshold(*suites)
+
+
+# -- the state store ---------------------------------------------------------------
+
+
+class Awaited(State):
+    """A store that answers only when awaited, as a remote one: ``answer()`` on an event
+    loop's thread fails the test (it would block the loop on a round trip), and each
+    awaited answer yields to the loop first, after the lag the test queued for it."""
+
+    remote = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.awaited: list[str] = []
+        self.lags: list[float] = []
+        self.blocked: list[str] = []
+        self.gate: threading.Event | None = None
+        """When set, each answer waits for it (off the loop's thread) before it comes."""
+        self.asked = threading.Event()
+
+    def answer(self, need: Need) -> Answer:
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop()
+            self.blocked.append(type(need).__name__)
+            raise AssertionError("the blocking answer() was called on the event loop")
+        return super().answer(need)
+
+    async def answer_async(self, need: Need) -> Answer:
+        self.awaited.append(type(need).__name__)
+        self.asked.set()
+        await asyncio.sleep(self.lags.pop(0) if self.lags else 0)
+        if self.gate is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.gate.wait, 10)
+        return State.answer(self, need)
+
+
+SEQUENCE = """
+    name: counted
+    auth:
+      clients: [{client_id: app, client_secret: s3cret, scopes: [skill:invoke]}]
+    skills:
+      - id: seq
+        invoke:
+          steps: [{json: 1}, {json: 2}, {json: 3}]
+      - id: guarded
+        requires: true
+"""
+
+
+def _responses(sock: socket.socket, count: int) -> list[tuple[int, bytes]]:
+    """*count* HTTP/1.1 responses read off *sock* (each sized by Content-Length)."""
+    data, answers = b"", []
+    while len(answers) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            lines = head.split(b"\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in lines
+                if line.lower().startswith(b"content-length:")
+            )
+            if len(rest) >= length:
+                answers.append((int(lines[0].split()[1]), rest[:length]))
+                data = rest[length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, f"the server closed after {len(answers)} answers"
+        data += chunk
+    return answers
+
+
+def test_a_server_keeps_its_state_in_the_store_it_is_given() -> None:
+    store = State(seed=11, journal_size=50)
+    with Server(load_text(SEQUENCE), state=store) as server:
+        assert server.state is store
+        assert server.seed == 11
+        assert requests.post(server.invoke_url("seq"), timeout=10).json() == 1
+    assert [e.position for e in store.journal()] == [0]
+    assert Server().state.capacity == 10_000  # the default: a new in-memory one
+
+
+def test_a_seed_or_journal_size_the_given_store_does_not_have_is_refused() -> None:
+    store = State(seed=11, journal_size=50)
+    with pytest.raises(ServerError, match="seed 12 differs from the given state store's seed 11"):
+        Server(state=store, seed=12)
+    with pytest.raises(ServerError, match=r"journal_size 60 differs .* journal bound 50"):
+        Server(state=store, journal_size=60)
+    assert Server(state=store, seed=11, journal_size=50).state is store
+
+
+def test_a_remote_store_is_awaited_on_the_loop_and_pipelined_answers_keep_their_order() -> None:
+    store = Awaited(seed=1)
+    # The first request's answer comes last: were the three planned at once, the second
+    # would take position 0. The transport plays a connection's requests in turn.
+    store.lags = [0.3, 0.0, 0.0]
+    with (
+        Server(load_text(SEQUENCE), state=store) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock,
+    ):
+        one = b"POST /skills/seq/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        sock.sendall(one * 3)
+        answers = _responses(sock, 3)
+    assert answers == [(200, b"1"), (200, b"2"), (200, b"3")]
+    assert store.awaited == ["Take"] * 3
+    assert store.blocked == []
+    assert [e.position for e in server.journal()] == [0, 1, 2]
+
+
+def test_tokens_issued_and_used_through_an_awaited_store() -> None:
+    store = Awaited(seed=1)
+    with Server(load_text(SEQUENCE), state=store) as server:
+        issued = requests.post(
+            f"{server.url}/oauth/token",
+            data={"grant_type": "client_credentials"},
+            auth=("app", "s3cret"),
+            timeout=10,
+        )
+        assert issued.status_code == 200
+        bearer = {"Authorization": f"Bearer {issued.json()['access_token']}"}
+        called = requests.post(server.invoke_url("guarded"), headers=bearer, timeout=10)
+        assert called.status_code == 200
+        refused = requests.post(
+            server.invoke_url("guarded"), headers={"Authorization": "Bearer nope"}, timeout=10
+        )
+        assert refused.status_code == 401
+    assert store.awaited == ["IssueToken", "UseToken", "Take", "UseToken"]
+    assert store.blocked == []
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["inline", "awaited"])
+def test_a_store_that_cannot_answer_is_a_503_state_unavailable(remote: bool) -> None:
+    class Down(State):
+        async def answer_async(self, need: Need) -> Answer:
+            raise StoreUnavailable("redis://store:6379/0: connection refused")
+
+        def answer(self, need: Need) -> Answer:
+            raise StoreUnavailable("redis://store:6379/0: connection refused")
+
+    store = Down(seed=1)
+    store.remote = remote
+    with Server(load_text(SEQUENCE), state=store) as server:
+        response = requests.post(
+            server.invoke_url("seq"), headers={"Mockskill-Session": "s1"}, timeout=10
+        )
+        listing = requests.get(f"{server.url}/skills", timeout=10)  # needs nothing of it
+    assert response.status_code == 503
+    assert response.headers["Content-Type"] == "application/json"
+    error = response.json()["error"]
+    assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
+    assert "the shared state store could not be reached" in error["message"]
+    assert "connection refused" in error["message"]
+    assert listing.status_code == 200
+    refused = [e for e in store.journal() if e.endpoint == "refused"]
+    assert [(e.session, e.status, e.error_code) for e in refused] == [
+        ("s1", 503, "MOCKSKILL_STATE_UNAVAILABLE")
+    ]
+
+
+def test_a_client_gone_before_the_store_answered_is_journalled_with_what_it_took() -> None:
+    store = Awaited(seed=1)
+    store.gate = threading.Event()
+    with Server(load_text(SEQUENCE), state=store) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(b"POST /skills/seq/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert store.asked.wait(10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset: the connection is lost while its plan awaits the store
+        time.sleep(0.2)  # the loop sees the reset before the store answers
+        store.gate.set()
+        deadline = time.monotonic() + 10
+        while not server.journal() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (gone,) = server.journal()
+        assert gone.position == 0  # its step was taken, so it is journalled
+        assert gone.client_left is not None
+        assert gone.status is None
+        assert requests.post(server.invoke_url("seq"), timeout=10).json() == 2

@@ -1,22 +1,30 @@
 """Which step a request plays: the next of its sequence (or the outage's), and its draws.
 
-A session's position in the sequence and its random generator are the
-state's; this module asks for them, on the routing table the request was
-matched on, and draws a random step's values in a fixed order so that a
-seed replays them.
+A session's position in the sequence, the outage clock and the session's
+draw count are the store's: :func:`take` says what to take of them (a
+:class:`~.store.Take`, on the routing table the request was matched on) and
+:func:`choose` reads what was taken into the request's :class:`Decided` (what
+the engine found of it before its step). Both are pure. A random step's values
+are drawn from a generator seeded by :func:`generator` from the seed, the
+scenario, the session and the draw number, in a fixed order: the same seed
+and the same requests replay the same values, whichever process serves each.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
-from .matching import RoutingTable, Target
+from .matching import Miss, RoutingTable, Target
 from .replies import exhausted_reply
-from .state import State
+from .store import Answer, Take, Taken
+
+_new = tuple.__new__
+"""Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -38,35 +46,69 @@ class Chosen:
     reply: Reply | None = None
 
 
-def choose(state: State, table: RoutingTable, target: Target, session: str, urls: Urls) -> Chosen:
-    """*target*'s next step and its random values, all of it on *table* (the one it
-    was matched on); or, when the sequence is exhausted, the reply saying so."""
-    sequence = target.sequence
-    assert sequence is not None
-    # Not the live table: a scenario removed or deactivated since the match is not in it.
-    name = target.scenario
+def take(table: RoutingTable, target: Target, session: str) -> Take:
+    """What *target*'s next request in *session* takes of the store, on *table* (the one
+    it was matched on: a scenario removed or deactivated since the match is not in it)."""
+    parts = table.takes.get(target.key)
+    if parts is None:  # the same for every request on the table: made once
+        parts = table.takes[target.key] = _take_parts(table, target)
+    return _new(Take, (session, *parts))
+
+
+def _take_parts(
+    table: RoutingTable, target: Target
+) -> tuple[str, int, str, tuple[float, float] | None, bool]:
+    """A Take of *target* on *table*, but its session: key, generation, scenario, outage
+    window (``[start_ms, end_ms)`` after the scenario's activation), draws."""
+    name = target.scenario or ""
+    key = target.key
+    generation = table.generations.get(key, 0)
     scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
-    index = position = None
-    if outage and scenario and outage.covers(state.since_activated(scenario.name) * 1000):
-        step, in_outage = outage.step, True
+    if outage is None:
+        return key, generation, name, None, target.draws
+    window = (float(outage.start_ms), float(outage.start_ms + outage.duration_ms))
+    return key, generation, name, window, target.draws or outage.step.random
+
+
+def choose(decided: Decided, taken: Answer) -> Decided:
+    """*decided* with its :attr:`Decided.chosen`: its target's step and random
+    values, as *taken* (the answer to :func:`take`), all of it on the table it was
+    matched on; or, when the sequence is exhausted, the reply saying so. The draws are
+    seeded by the scenario's seed, else the server's (the table's).
+
+    Nothing but *decided* and *taken* decides it. It is ``Decided.took``, the
+    Take's resumption, in one function: this runs for every request.
+    """
+    target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
+    sequence = target.sequence
+    assert sequence is not None
+    table, name = decided.table, target.scenario
+    index = None
+    answered: Taken = taken  # type: ignore[assignment]  # a Take is answered a Taken
+    position, draw = answered  # unpacked: faster than a NamedTuple's attributes
+    if position is None:  # in the scenario's outage
+        scenario = table.scenarios[name] if name else None
+        assert scenario is not None
+        assert scenario.outage is not None
+        step, in_outage = scenario.outage.step, True
     else:
-        key = target.key
-        position = state.advance(session, key, table.generations.get(key, 0))
         index = sequence.step_at(position)
         if index is None:
-            reply = urls.fill(exhausted_reply(target, session, position))
-            return Chosen(position=position, reply=reply)
+            reply = decided.urls.fill(exhausted_reply(target, decided.session, position))
+            decided.chosen = Chosen(position=position, reply=reply)
+            return decided
         step, in_outage = sequence.steps[index], False
     skill = target.skill
     timeout = None
     if skill is not None and skill.timeout_ms is not None:
         timeout = (skill.timeout_ms, skill.timeout_status, target.context)
     if step.random:
-        seed = scenario.seed if scenario else None
-        drawn = state.draw(session, name or "", seed, lambda rng: _draw(step, rng))
-        step, choice, delay_ms, execution_ms, fault_seed = drawn
-        return Chosen(
+        scenario = table.scenarios[name] if name else None
+        seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
+        rng = generator(seed, name or "", decided.session, draw)
+        step, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
+        decided.chosen = Chosen(
             step,
             index,
             position,
@@ -78,10 +120,85 @@ def choose(state: State, table: RoutingTable, target: Target, session: str, urls
             True,
             timeout,
         )
-    # Nothing to draw: no generator is made for the session. Positional: one per request.
+        return decided
+    # Nothing to draw: no generator is made. Positional: one per request.
     delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
     execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
-    return Chosen(step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout)
+    decided.chosen = Chosen(
+        step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout
+    )
+    return decided
+
+
+@dataclasses.dataclass(slots=True)
+class Decided:
+    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
+
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target | Miss
+    urls: Urls
+    reply: Reply | None
+    forced: bool
+    """Whether ``Mockskill-Error`` chose the reply."""
+    chosen: Chosen | None = None
+    """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+
+    took = choose
+    """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
+    (:func:`choose`, as a method: one frame per request)."""
+
+
+def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:
+    """The generator of draw number *draw* of *session* in *stream* (a scenario's name).
+
+    A pure function of its arguments, so any process makes the same one: the
+    store only counts the draws. The names are length-prefixed, so that no two
+    (stream, session) pairs read alike; their BLAKE2b digest seeds a
+    :class:`_SplitMix`: one is made per drawn request, and seeding a Mersenne
+    Twister (``random.Random(seed)``) cost twice the whole draw.
+    """
+    text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return _SplitMix(int.from_bytes(digest, "big"))
+
+
+_MASK = (1 << 64) - 1
+
+
+class _SplitMix(random.Random):
+    """``random.Random``'s methods over SplitMix64 (Steele, Lea and Flood, 2014).
+
+    A 64-bit state, made in one assignment (no 624-word table to seed), whose
+    outputs pass TestU01's BigCrush: as good as the Mersenne Twister for the
+    few values a step draws. ``random()`` and ``getrandbits()`` are its own;
+    every other method of ``random.Random`` is built on them.
+    """
+
+    def __init__(self, state: int) -> None:  # not Random's: it would seed the Twister
+        self._state = state
+        self.gauss_next = None  # what Random.seed sets for gauss()
+
+    def seed(self, *args: object, **kwargs: object) -> None:
+        """Seeded once, when made."""
+
+    def _next(self) -> int:
+        self._state = z = (self._state + 0x9E3779B97F4A7C15) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return z ^ (z >> 31)
+
+    def random(self) -> float:
+        return (self._next() >> 11) * (1.0 / (1 << 53))
+
+    def getrandbits(self, k: int) -> int:
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        bits, have = 0, 0
+        while have < k:
+            bits, have = (bits << 64) | self._next(), have + 64
+        return bits >> (have - k)
 
 
 _NO_RANDOM = random.Random(0)

@@ -1,10 +1,14 @@
 """One request through the scenarios: match → next step → act → record.
 
-The engine plans an answer for the event-loop transport (:meth:`Engine.plan`),
-or plays one on a WSGI server's thread (:meth:`Engine.handle`, a Werkzeug
-request in, a Werkzeug response out); either way it reads the request
-through :class:`~.incoming.Incoming`, and uses no Flask globals, so it can
-be driven without a server. It reads the scenario set through one
+The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
+or :meth:`Engine.plan_async` when the store is remote), or plays one on a
+WSGI server's thread (:meth:`Engine.handle`, a Werkzeug request in, a
+Werkzeug response out); either way it reads the request through
+:class:`~.incoming.Incoming`, and uses no Flask globals, so it can be driven
+without a server. It asks the store nothing itself: what a request needs of
+it (a sequence step, a token's use, a token issued) is handed out as a need
+(:mod:`.pending`) and the one path of :meth:`Engine._decide` resumed with
+the answer, inline or awaited. It reads the scenario set through one
 reference, swapped whole on reload, so a request finishes on the
 configuration it started with.
 
@@ -17,25 +21,23 @@ tuple, built into its Entry when the journal is read.
 
 from __future__ import annotations
 
-import dataclasses
-import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from . import auth
+from . import auth, choosing
 from . import plan as plans
 from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
-from .choosing import Chosen, choose
-from .digests import KeyedDigest
+from .choosing import Chosen, Decided
 from .incoming import Incoming
+from .journalling import Journalling, finished
 from .matching import Miss, RoutingTable, Target
+from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import RefusedPort
 from .replies import (
@@ -45,15 +47,19 @@ from .replies import (
     miss_reply,
     version_reply,
 )
-from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded, State
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME
+from .store import Store, StoreUnavailable
 
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
-_new_recorded = tuple.__new__
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
+_new = tuple.__new__
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
+STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
+"""The code of the 503 answered when the shared store could not answer a need."""
+Recorder = Callable[[plans.Outcome], None]
 
 
 class Engine:
@@ -68,7 +74,7 @@ class Engine:
     def __init__(
         self,
         scenarios: ScenarioSet,
-        state: State,
+        state: Store,
         *,
         raw_socket: bool = False,
         host: str = "127.0.0.1",
@@ -77,10 +83,11 @@ class Engine:
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
         self._open = False
-        # Keys the journal's body digests: a short body (a PIN, a password)
-        # cannot be guessed back from its digest without it.
-        self._body_digest = KeyedDigest(secrets.token_bytes(32))
-        self._credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
+        journalling = Journalling(state)
+        self._recorded = journalling.recorded
+        self._record = journalling.own
+        self._body_digest = journalling.body_digest
+        self._credential_key = journalling.credential_key
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
@@ -117,6 +124,7 @@ class Engine:
         # Restarted before the table is served, and the table built on the new
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)
+        table.seed = self.state.seed
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         if self._open:
@@ -134,28 +142,31 @@ class Engine:
         self.refused.close()
 
     def handle(self, request: Request) -> Response:
-        """Answer *request* on this thread: waits are slept (a WSGI server's way).
+        """Answer *request* on this thread: waits are slept (a WSGI server's way); the
+        store's answers are waited for here too (:meth:`Store.answer`: off the loop).
 
         The event-loop transport asks :meth:`plan` instead and plays the waits
         with timers; both decide through :meth:`_decide`.
         """
         incoming = Incoming.of(request)
-        decided = self._decide(incoming)
+        result = self._decide(incoming)
+        try:
+            decided = answered(result, self.state) if isinstance(result, Pending) else result
+        except StoreUnavailable as exc:
+            return respond(self._unavailable(incoming, exc))
         if isinstance(decided, Response):
             return decided
-        reply = decided.reply
+        reply, chosen = decided.reply, decided.chosen
+        if reply is None:
+            assert chosen is not None
+            reply = chosen.reply
         if reply is not None:
             response = respond(reply)
-            self.state.record(self._recorded(incoming, decided, None, response.status_code, reply))
-            return response
-        assert isinstance(decided.target, Target)
-        chosen = choose(self.state, decided.table, decided.target, decided.session, decided.urls)
-        if chosen.step is None:
-            assert chosen.reply is not None
-            response = respond(chosen.reply)
             code = response.status_code
-            self.state.record(self._recorded(incoming, decided, chosen, code, chosen.reply))
+            self.state.record(self._recorded(incoming, decided, chosen, code, reply))
             return response
+        assert chosen is not None
+        assert chosen.step is not None
         response, played, connection = self._play(incoming, chosen, decided.urls)
         status = None if isinstance(response, Cut) else response.status_code
         recorded = self._recorded(
@@ -170,28 +181,35 @@ class Engine:
         if chosen.step.dribble is None or played.timed_out:
             self.state.record(recorded)
         else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(_finished(recorded, connection))
+            connection.on_done = lambda: self.state.record(finished(recorded, connection))
             response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
     def plan(
-        self, request: Incoming | Request
-    ) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
+        self, request: Incoming | Request, answered: Response | Decided | None = None
+    ) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
-        No I/O and no sleeping here. The second value records the request in
-        the journal once the transport says how the plan went (call it once).
+        No I/O and no sleeping here: the store's answers come inline
+        (:meth:`Store.answer`; for a remote store, only off the loop: on the
+        loop, :meth:`plan_async`, which hands its result in as *answered*). The
+        second value records the request in the journal once the transport
+        says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        decided = self._decide(incoming)
+        result = self._decide(incoming) if answered is None else answered
+        try:
+            while type(result) is Pending:  # answered(), inline: every request comes here
+                need, resume = result  # unpacked: faster than a NamedTuple's attributes
+                result = resume(self.state.answer(need))
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        decided: Response | Decided = result  # type: ignore[assignment]  # not Pending: done
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), _nothing
-        reply, chosen = decided.reply, None
+        reply, chosen = decided.reply, decided.chosen
         if reply is None:
-            assert isinstance(decided.target, Target)
-            chosen = choose(
-                self.state, decided.table, decided.target, decided.session, decided.urls
-            )
+            assert chosen is not None
             reply = chosen.reply
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
@@ -223,6 +241,42 @@ class Engine:
             )
 
         return plan, record
+
+    async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
+        """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
+        for a remote store, which must never block it."""
+        incoming = request if isinstance(request, Incoming) else Incoming.of(request)
+        result = self._decide(incoming)
+        try:
+            decided = await awaited(result, self.state) if isinstance(result, Pending) else result
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        return self.plan(incoming, decided)
+
+    def _choose(self, decided: Decided) -> Later[Decided]:
+        """*decided*, and when it has no reply, the step to play: asked of the store first
+        (the same as the end of :meth:`_decide`, for a request judged on a store's answer)."""
+        target = decided.target
+        if decided.reply is not None or isinstance(target, Miss):
+            return decided
+        return Pending(choosing.take(decided.table, target, decided.session), decided.took)
+
+    def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
+        """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
+
+        Journalled like a refusal (a shared store that cannot be reached may
+        lose the entry too: it counts those, :meth:`Store.health`)."""
+        started = request.arrived or time.time()
+        session = (request.headers.get(_SESSION) or DEFAULT_SESSION)[:MAX_SESSION_NAME]
+        message = (
+            "the shared state store could not be reached, so this request was not played"
+            f" (no sequence moved for it): {exc}; retry once the store is back"
+            " (GET /__admin/health says how it is)"
+        )
+        reply = Reply.error(catalog.tool_error(503, STATE_UNAVAILABLE, message, {}))
+        code = reply.error_code
+        self._record(request, session, started, reply.status, "refused", error_code=code)
+        return reply
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
@@ -259,8 +313,10 @@ class Engine:
             self._plans[key] = (step, urls, planned)
         return planned
 
-    def _decide(self, request: Incoming) -> Response | _Decided:
-        """Everything about *request* that needs no step: an answer, or what to play."""
+    def _decide(self, request: Incoming) -> Later[Response | Decided]:
+        """Everything about *request* up to its step: an answer, or what to play; and what
+        that needs of the store first, then the rest once answered (a sequence step's
+        Take; a credential's or the token endpoint's need)."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -287,89 +343,44 @@ class Engine:
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
-            reply = self._refusal(request, table, target)
+            refusal = self._refusal(request, table, target)
+            if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
+                found = target
+
+                def judged(refused: Reply | None) -> Later[Decided]:
+                    filled = None if refused is None else urls.fill(refused)
+                    return self._choose(
+                        Decided(started, session, table, found, urls, filled, False)
+                    )
+
+                return refusal.then(judged)
+            if refusal is None:  # a sequence step (_choose's, here: every request comes here)
+                took = Decided(started, session, table, target, urls, None, False).took
+                return _new(Pending, (choosing.take(table, target, session), took))
+            reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
-        return _Decided(started, session, table, target, urls, reply, forced)
+        return Decided(started, session, table, target, urls, reply, forced)
 
-    def _recorded(
-        self,
-        request: Incoming,
-        decided: _Decided,
-        chosen: Chosen | None,
-        status: int | None,
-        served: Reply,
-        finished: float | None = None,
-        fault: str | None = None,
-        client_left: float | None = None,
-        headers_sent: float | None = None,
-        stopped: bool = False,
-    ) -> Recorded:
-        """The journal's record of *request*, answered with *served* (finished: now if None)."""
-        target = decided.target
-        if isinstance(target, Miss):
-            endpoint, scenario, near_misses = "unmatched", None, target.near_misses
-        else:
-            endpoint, scenario, near_misses = target.kind, target.scenario, ()
-        invalid = False
-        if endpoint == "describe" and status == 200:
-            invalid = facts.invalid_descriptor(served.body)
-        body = request.body
-        headers = request.headers
-        if chosen is None:
-            step = position = choice = delay_ms = execution_ms = None
-            outage = False
-        else:
-            step, position, outage = chosen.index, chosen.position, chosen.outage
-            choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
-        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
-        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
-        return _new_recorded(
-            Recorded,
-            (
-                self.state.next_id(),
-                decided.started,
-                time.time() if finished is None else finished,
-                decided.session,
-                request.method,
-                request.path,
-                status,
-                endpoint,
-                target.skill_id,
-                scenario,
-                step,
-                position,
-                served.error_code,
-                served.retry,
-                decided.forced,
-                outage,
-                choice,
-                delay_ms,
-                execution_ms,
-                fault,
-                client_left,
-                headers_sent,
-                near_misses,
-                facts.credential(request, self._credential_key),
-                headers.get(_VERSION),
-                self._body_digest(body) if body else None,
-                invalid,
-                stopped,
-            ),
-        )
-
-    def _refusal(self, request: Incoming, table: RoutingTable, target: Target) -> Reply | None:
+    def _refusal(
+        self, request: Incoming, table: RoutingTable, target: Target
+    ) -> Later[Reply | None]:
         """401 or 403 for a caller without the credentials, 422 for an incompatible one.
 
         *table* is the one *target* was matched on (a change of scenarios
         since must not change the credentials it is judged by)."""
         skill = target.skill
         if skill is not None and skill.requires is not None and target.kind == "invoke":
-            refused = auth.check(
-                request, skill.requires, table.credentials, self.state, target.context
-            )
+            refused = auth.check(request, skill.requires, table.credentials, target.context)
+            if isinstance(refused, Pending):
+                return refused.then(lambda reply: reply or self._versions(request, target))
             if refused is not None:
                 return refused
+        version = request.headers.get(_VERSION)  # _versions', here: every request comes here
+        return None if version is None else version_reply(target, version)
+
+    def _versions(self, request: Incoming, target: Target) -> Reply | None:
+        """422 for a caller asking for a protocol version the skill does not speak."""
         version = request.headers.get(_VERSION)
         return None if version is None else version_reply(target, version)
 
@@ -386,13 +397,17 @@ class Engine:
         self._record(request, session, started, reply.status, "refused", error_code=code)
         return respond(reply)
 
-    def _token(self, request: Incoming, session: str, started: float) -> Response:
+    def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
         form_request = request.werkzeug()  # the form's parsing is Werkzeug's
-        response = auth.token_endpoint(form_request, self.table.credentials, self.state)
-        status, credential = response.status_code, facts.client(form_request)
-        self._record(request, session, started, status, "token", credential=credential)
-        return response
+
+        def recorded(response: Response) -> Response:
+            status, credential = response.status_code, facts.client(form_request)
+            self._record(request, session, started, status, "token", credential=credential)
+            return response
+
+        response = auth.token_endpoint(form_request, self.table.credentials)
+        return response.then(recorded) if isinstance(response, Pending) else recorded(response)
 
     def _authorize(self, request: Incoming, session: str, started: float) -> Response:
         """The mock OAuth2 authorization endpoint; recorded like any request."""
@@ -400,29 +415,6 @@ class Engine:
         response = auth.authorization_endpoint(request.werkzeug(), base)
         self._record(request, session, started, response.status_code, "authorize")
         return response
-
-    def _record(
-        self,
-        request: Incoming,
-        session: str,
-        started: float,
-        status: int,
-        endpoint: str,
-        **fields: Any,
-    ) -> None:
-        """Journal an answer mockskill gave itself, outside any scenario, finished now."""
-        entry = Entry(
-            id=self.state.next_id(),
-            started=started,
-            finished=time.time(),
-            session=session,
-            method=request.method,
-            path=request.path,
-            status=status,
-            endpoint=endpoint,
-            **fields,
-        )
-        self.state.record(entry)
 
     def _play(
         self, request: Incoming, chosen: Chosen, urls: Urls
@@ -468,27 +460,5 @@ class Engine:
         return urls
 
 
-@dataclasses.dataclass(slots=True)
-class _Decided:
-    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
-
-    started: float
-    session: str
-    table: RoutingTable
-    target: Target | Miss
-    urls: Urls
-    reply: Reply | None
-    forced: bool
-    """Whether ``Mockskill-Error`` chose the reply."""
-
-
 def _nothing(outcome: plans.Outcome) -> None:
     """Recording nothing: the answer was journalled when it was decided."""
-
-
-def _finished(recorded: Recorded, connection: Connection) -> Recorded:
-    return recorded._replace(
-        finished=time.time(),
-        client_left=connection.left_at,
-        headers_sent=connection.headers_sent,
-    )

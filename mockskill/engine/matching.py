@@ -37,7 +37,7 @@ class Target:
 
     kind: Kind
     key: str
-    """Names the sequence in :class:`~mockskill.engine.state.State` (unique per scenario set)."""
+    """Names the sequence in the store (unique per scenario set)."""
     context: Context
     sequence: Sequence | None = None
     skill: Skill | None = None
@@ -48,11 +48,15 @@ class Target:
     skill_id: str | None = field(init=False, compare=False)
     """The skill's id (None for a route or the list), as :attr:`Miss.skill_id` is a miss's.
     Both are read on every request, so set once."""
+    draws: bool = field(init=False, compare=False)
+    """Whether a step of the sequence is random: its requests take draw numbers."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
         object.__setattr__(self, "scenario", owner.scenario if owner else None)
         object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
+        steps = self.sequence.steps if self.sequence else ()
+        object.__setattr__(self, "draws", any(step.random for step in steps))
 
     @property
     def label(self) -> str:
@@ -89,8 +93,14 @@ class RoutingTable:
     def __init__(self, scenarios: ScenarioSet) -> None:
         self.scenarios: dict[str, Scenario] = {s.name: s for s in scenarios.scenarios}
         self.generations: Mapping[str, int] = {}
-        """The generation of each sequence key in :class:`~mockskill.engine.state.State`
-        this table plays (set by the engine before it serves the table)."""
+        """The generation of each sequence key in the store this table plays (set by the
+        engine before it serves the table)."""
+        self.seed = 0
+        """The server's seed, which draws use when a scenario sets none (set with
+        :attr:`generations`)."""
+        self.takes: dict[str, tuple[str, int, str, tuple[float, float] | None, bool]] = {}
+        """Per sequence key, what its Take holds besides the session (``choosing.take``
+        fills it on first use: it is the same for every request on this table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {

@@ -1,0 +1,139 @@
+"""How the engine's requests read in the journal: :class:`Journalling`.
+
+A request played from a scenario is recorded as a plain
+:class:`~.entries.Recorded` tuple (built into its Entry when the journal is
+read); an answer mockskill gave itself (a refusal, the OAuth2 endpoints, the
+store unavailable) as an :class:`~.entries.Entry` at once. Bodies are kept as
+keyed digests and credentials as keyed fingerprints, never as they were.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..scenario.model import Reply
+from . import request_facts as facts
+from .actions import Connection
+from .choosing import Chosen
+from .digests import KeyedDigest
+from .entries import Entry, Recorded
+from .incoming import Incoming
+from .matching import Miss
+from .replies import VERSION_HEADER
+from .store import Store
+
+if TYPE_CHECKING:
+    from .choosing import Decided
+
+_VERSION = VERSION_HEADER.lower()
+_new_recorded = tuple.__new__
+
+
+class Journalling:
+    """The records of one engine's requests, kept in *state*'s journal."""
+
+    def __init__(self, state: Store) -> None:
+        self.state = state
+        # Keys the journal's body digests: a short body (a PIN, a password)
+        # cannot be guessed back from its digest without it.
+        self.body_digest = KeyedDigest(secrets.token_bytes(32))
+        self.credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
+
+    def recorded(
+        self,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        status: int | None,
+        served: Reply,
+        finished: float | None = None,
+        fault: str | None = None,
+        client_left: float | None = None,
+        headers_sent: float | None = None,
+        stopped: bool = False,
+    ) -> Recorded:
+        """The journal's record of *request*, answered with *served* (finished: now if None)."""
+        target = decided.target
+        if isinstance(target, Miss):
+            endpoint, scenario, near_misses = "unmatched", None, target.near_misses
+        else:
+            endpoint, scenario, near_misses = target.kind, target.scenario, ()
+        invalid = False
+        if endpoint == "describe" and status == 200:
+            invalid = facts.invalid_descriptor(served.body)
+        body = request.body
+        headers = request.headers
+        if chosen is None:
+            step = position = choice = delay_ms = execution_ms = None
+            outage = False
+        else:
+            step, position, outage = chosen.index, chosen.position, chosen.outage
+            choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
+        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
+        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
+        return _new_recorded(
+            Recorded,
+            (
+                self.state.next_id(),
+                decided.started,
+                time.time() if finished is None else finished,
+                decided.session,
+                request.method,
+                request.path,
+                status,
+                endpoint,
+                target.skill_id,
+                scenario,
+                step,
+                position,
+                served.error_code,
+                served.retry,
+                decided.forced,
+                outage,
+                choice,
+                delay_ms,
+                execution_ms,
+                fault,
+                client_left,
+                headers_sent,
+                near_misses,
+                facts.credential(request, self.credential_key),
+                headers.get(_VERSION),
+                self.body_digest(body) if body else None,
+                invalid,
+                stopped,
+            ),
+        )
+
+    def own(
+        self,
+        request: Incoming,
+        session: str,
+        started: float,
+        status: int,
+        endpoint: str,
+        **fields: Any,
+    ) -> None:
+        """Journal an answer mockskill gave itself, outside any scenario, finished now."""
+        entry = Entry(
+            id=self.state.next_id(),
+            started=started,
+            finished=time.time(),
+            session=session,
+            method=request.method,
+            path=request.path,
+            status=status,
+            endpoint=endpoint,
+            **fields,
+        )
+        self.state.record(entry)
+
+
+def finished(recorded: Recorded, connection: Connection) -> Recorded:
+    return recorded._replace(
+        finished=time.time(),
+        client_left=connection.left_at,
+        headers_sent=connection.headers_sent,
+    )
