@@ -355,6 +355,7 @@ class Engine:
                 self._body_digest(body) if body else None,
                 invalid,
                 stopped,
+                None,  # replica: a shared journal names it (mockskill.store.journal)
             ),
         )
 
