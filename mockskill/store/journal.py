@@ -29,9 +29,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..engine.entries import Entry, Recorded, kept, oversized
+from ..engine.entries import Entry, Recorded, kept, oversized, shown_changes
+from ..protocol.catalog import Retry
 
 if TYPE_CHECKING:
     import redis
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 MAX_BATCH = 512
 """Entries sent in one script call at most (some 200 KB of JSON): a bigger backlog
 goes as several calls, so that no call holds Redis for long."""
+READ_PAGE = 1000
+"""Stream entries read per XRANGE: a read of the whole journal is several short calls."""
 FLUSH_TIMEOUT = 5.0
 """Seconds a read or clear waits for this replica's queue to be sent before it reads."""
 RETRY_AFTER = (0.05, 1.0)
@@ -62,83 +65,71 @@ return last
 One INCRBY numbers the batch; one exact trim keeps the bound (nothing else runs
 between the adds and the trim: no reader sees more than capacity)."""
 
-_FIELDS = """
-local function fields(item)
-  local f, i, s, e = item[2], nil, nil, nil
-  for k = 1, #f, 2 do
-    local name = f[k]
-    if name == 'i' then i = f[k + 1] elseif name == 's' then s = f[k + 1]
-    elseif name == 'e' then e = f[k + 1] end
-  end
-  return i, s, e
-end
-"""
-
-_READ = (
-    _FIELDS
-    + """
-local out = {}
-for _, item in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
-  local i, s, e = fields(item)
-  if #ARGV == 0 or s == ARGV[1] then
-    out[#out + 1] = i
-    out[#out + 1] = e
-  end
-end
-return out
-"""
-)
-"""KEYS: the stream; ARGV: nothing (every entry) or a session: (id, json) pairs, oldest first."""
-
-_CLEAR = (
-    _FIELDS
-    + """
+_CLEAR = """
 if #ARGV == 0 then
   return redis.call('DEL', KEYS[1])
 end
 local ids, gone = {}, 0
 for _, item in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
-  local i, s, e = fields(item)
-  if s == ARGV[1] then ids[#ids + 1] = item[1] end
+  local f = item[2]
+  for k = 1, #f, 2 do
+    if f[k] == 's' then
+      if f[k + 1] == ARGV[1] then ids[#ids + 1] = item[1] end
+      break
+    end
+  end
   if #ids == 500 then gone = gone + redis.call('XDEL', KEYS[1], unpack(ids)); ids = {} end
 end
 if #ids > 0 then gone = gone + redis.call('XDEL', KEYS[1], unpack(ids)) end
 return gone
 """
-)
 """KEYS: the stream; ARGV: nothing (delete it) or a session (delete its entries): atomic.
 The id counter stays: ids keep increasing after a clear, as in memory."""
 
-_NAMES = Recorded._fields
-_DEFAULTS = Recorded._field_defaults
-_VALUES = operator.attrgetter(*_NAMES)
+_REQUIRED = object()
+"""The default of a field that has none (so never a value's: it is always kept)."""
+_NAMES = Recorded._fields[1:]
+"""What :func:`encoded` names: every field but the id (the stream's counter gives it)."""
+_DEFAULTS = tuple(Recorded._field_defaults.get(name, _REQUIRED) for name in _NAMES)
+_VALUES = operator.attrgetter(*Recorded._fields)
+_KNOWN = frozenset(Recorded._fields)
+_json = json.JSONEncoder(separators=(",", ":")).encode
+"""One encoder (json.dumps with any option makes one per call)."""
+_unjson = json.JSONDecoder().decode
 
 
-def encoded(entry: Entry) -> str:
-    """*entry* as the stream holds it: JSON of the fields not at their default, but its id.
+def encoded(entry: Entry | Recorded) -> str:
+    """*entry* as the stream holds it: JSON of its fields not at their default, but its id.
 
     Named fields (not positions), so that a replica running another version
     reads what it knows (:meth:`Entry.from_json` leaves out what it does not,
-    and fills in defaults); defaults left out keep an entry some 300 bytes.
+    and fills in defaults); defaults left out keep an entry some 250 bytes.
+    The defaults are None, False and (): singletons, so ``is`` tells them.
     """
-    data: dict[str, Any] = {}
-    for name, value in zip(_NAMES, _VALUES(entry), strict=True):
-        if name in _DEFAULTS:
-            default = _DEFAULTS[name]
-            if value == default and type(value) is type(default):
-                continue
-        data[name] = value
-    del data["id"]
-    if entry.retry is not None:
-        data["retry"] = entry.retry.as_json()
-    return json.dumps(data, separators=(",", ":"), allow_nan=True)
+    data = {
+        name: value
+        for name, value, default in zip(_NAMES, _VALUES(entry)[1:], _DEFAULTS, strict=True)
+        if value is not default
+    }
+    retry = entry.retry
+    if retry is not None:
+        data["retry"] = retry.as_json()
+    return _json(data)
 
 
 def decoded(ident: int | bytes | str, text: bytes | str) -> Entry:
     """The entry :func:`encoded` made *text* of, numbered *ident*."""
-    data = json.loads(text)
+    data = _unjson(text if isinstance(text, str) else text.decode())
     data["id"] = int(ident)
-    return Entry.from_json(data)
+    if not data.keys() <= _KNOWN:  # a newer replica's entry: what this version knows of it
+        return Entry.from_json(data)
+    retry = data.get("retry")
+    if retry is not None:
+        data["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
+    near_misses = data.get("near_misses")
+    if near_misses is not None:
+        data["near_misses"] = tuple(near_misses)
+    return Entry(**data)
 
 
 class RedisJournal:
@@ -160,9 +151,11 @@ class RedisJournal:
         self.replica = replica
         self._capacity = capacity
         self._append = client.register_script(_APPEND)
-        self._read = client.register_script(_READ)
         self._clear = client.register_script(_CLEAR)
         self._hidden: tuple[str, ...] = ()
+        self._decoded: dict[tuple[bytes, bytes], Entry] = {}
+        """Entries read before, by their stream fields (id and JSON: the same id with
+        another text, as after a Redis restart, is decoded afresh)."""
         self._local_ids = iter(range(1, 2**63))
         # The queue and its counts, behind one lock (a record holds it for an append):
         self._lock = threading.Lock()
@@ -173,6 +166,7 @@ class RedisJournal:
         """The number of the last record the flusher is done with (sent, lost or dropped)."""
         self._dropped = 0
         self._failed = 0
+        self._unencodable = 0
         self._closing = False
         self._error: str | None = None
         self._wake = threading.Event()
@@ -199,7 +193,7 @@ class RedisJournal:
     def lost(self) -> int:
         """Entries recorded here that the journal could not keep: dropped from the full
         queue while Redis was away, or in a batch Redis did not take (not :attr:`trimmed`)."""
-        return self._dropped + self._failed
+        return self._dropped + self._failed + self._unencodable
 
     @property
     def error(self) -> str | None:
@@ -260,14 +254,46 @@ class RedisJournal:
         This replica's queue is sent first (read-your-writes here); another
         replica's entries show once its flusher has sent them.
         """
-        self.flush()
-        pairs = self._read(keys=[self.stream], args=[] if session is None else [session])
-        return [decoded(pairs[n], pairs[n + 1]) for n in range(0, len(pairs), 2)]
+        self._send_queued()
+        wanted = None if session is None else _utf8(session)
+        cache, seen = self._decoded, {}
+        entries: list[Entry] = []
+        start: bytes | str = "-"
+        while True:  # in pages: no one call holds Redis (every replica's requests) for long
+            page = cast(
+                list[tuple[Any, dict[Any, Any]]],
+                self.client.xrange(self.stream, start, "+", count=READ_PAGE),
+            )
+            for _, item in page:
+                fields = {_bytes(k): v for k, v in item.items()}
+                if wanted is not None and _bytes(fields.get(b"s", b"")) != wanted:
+                    continue
+                key = (_bytes(fields[b"i"]), _bytes(fields[b"e"]))
+                entry = cache.get(key)
+                if entry is None:
+                    entry = decoded(*key)
+                seen[key] = entry
+                entries.append(entry)
+            if len(page) < READ_PAGE:
+                break
+            start = b"(" + _bytes(page[-1][0])
+        # What was read is what the next read decodes no more: the whole journal (a bound on
+        # the cache) after a full read, what is added to it after a session's.
+        if session is None:
+            self._decoded = seen
+        elif len(cache) + len(seen) <= 2 * self._capacity:
+            cache.update(seen)
+        return entries
 
     def clear(self, session: str | None = None) -> None:
         """Forget every entry, or *session*'s, of every replica (what this one queued too)."""
-        self.flush()
-        self._clear(keys=[self.stream], args=[] if session is None else [session])
+        self._send_queued()
+        self._clear(keys=[self.stream], args=[] if session is None else [_utf8(session)])
+
+    def _send_queued(self) -> None:
+        """Send what this replica queued before a read or clear; not waiting when the last
+        batch failed (Redis is away: the read or clear is about to say so itself)."""
+        self.flush(FLUSH_TIMEOUT if self._error is None else 0)
 
     def close(self, timeout: float = FLUSH_TIMEOUT) -> None:
         """Send what is queued (within *timeout*) and stop the flusher."""
@@ -326,14 +352,38 @@ class RedisJournal:
         args: list[Any] = [self._capacity]
         replica = self.replica
         for recorded, hidden in batch:
-            entry = kept(recorded, hidden)
-            if replica is not None:
-                entry = _named(entry, replica)
-            args += (entry.session, encoded(entry))
+            try:
+                values = _shown(recorded, hidden, replica)
+                args += (_utf8(values.session), encoded(values).encode())
+            except Exception:  # one entry that cannot be encoded is lost, not the batch
+                self._unencodable += 1
         return args
 
 
-def _named(entry: Entry, replica: str) -> Entry:
-    """*entry* naming the *replica* that served it."""
-    values: tuple[Any, ...] = (*_VALUES(entry)[:-1], replica)
-    return Entry(*values)
+def _utf8(text: str) -> bytes:
+    """*text* as Redis keeps it; a lone surrogate (a client's undecodable byte) too."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _bytes(value: bytes | str) -> bytes:
+    """A reply's value as bytes, whether the client decodes replies or not."""
+    return value if isinstance(value, bytes) else _utf8(value)
+
+
+_new_recorded = tuple.__new__
+
+
+def _shown(recorded: Entry | Recorded, hidden: tuple[str, ...], replica: str | None) -> Recorded:
+    """*recorded*'s values as the journal shows them (:func:`kept`), naming *replica*.
+
+    A tuple, not the Entry :func:`kept` would build (a frozen dataclass of 29
+    fields costs several of these): the stream holds only its JSON.
+    """
+    if type(recorded) is not Recorded:
+        recorded = _new_recorded(Recorded, _VALUES(recorded))
+    changes = shown_changes(recorded, hidden)
+    if changes:
+        recorded = recorded._replace(**changes)
+    if replica is None:
+        return recorded
+    return _new_recorded(Recorded, (*recorded[:-1], replica))  # replica is the last field

@@ -266,3 +266,29 @@ def test_with_redis_stopped_records_are_counted_lost_without_blocking_and_resume
     assert [e.path for e in a.entries()] == ["/after"]  # a Redis without persistence restarted
     assert a.error is None
     assert a.lost + a.trimmed == 200
+
+
+def test_a_session_name_that_is_not_valid_utf8_is_kept_read_and_cleared(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    odd = "ci-\udcff"  # a byte no UTF-8 decodes, as a surrogate escape
+    a.record(request(session=odd, path="/odd"))
+    a.record(request(session="ci-plain", path="/plain"))
+    assert [e.path for e in a.entries(odd)] == ["/odd"]
+    a.clear(odd)
+    assert [e.path for e in a.entries()] == ["/plain"]
+    assert a.lost == 0
+
+
+def test_a_read_decodes_only_what_it_has_not_read_before(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals(capacity=3000)
+    for n in range(2500):  # more than a page of the stream
+        a.record(request(path=f"/{n}"))
+    first = a.entries()
+    a.record(request(path="/new"))
+    second = a.entries()
+    assert [e.path for e in second] == [*(f"/{n}" for n in range(2500)), "/new"]
+    assert all(x is y for x, y in zip(first, second, strict=False))  # the same objects
