@@ -10,6 +10,9 @@ run different Pythons: nothing marshalled or pickled crosses processes) and
 sends a batch as ONE script call. The script numbers the batch from a global
 counter (an entry's id is unique across replicas and increases in append
 order) and adds it to the stream, trimmed to exactly the journal's capacity.
+An entry's values are a JSON array; the names they go by (its schema: a
+version's Entry fields) are kept once in a hash, so that replicas of two
+versions read each other's entries by name.
 
 What cannot be kept is counted, never raised to the caller: the queue holds
 at most *capacity* entries (when Redis is away the oldest go first), and a
@@ -23,12 +26,13 @@ once its flusher sent them (a batch's round trip, under load a few ms).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..engine.entries import Entry, Recorded, kept, oversized, shown_changes
@@ -48,22 +52,26 @@ RETRY_AFTER = (0.05, 1.0)
 """Seconds the flusher waits before it sends again after a failed batch: the first
 wait, doubled on each failure up to the second (Redis away is not a busy loop)."""
 
-# Each entry of the stream: i = its id, s = its session as shown (what a session's
-# read or clear compares, without decoding), e = the entry as JSON without its id.
+# Each entry of the stream: i = its id, s = its session as shown (what a session's read
+# or clear compares, without decoding), k = its schema (the names of e's values), e = the
+# entry's values but its id, as a JSON array.
 _APPEND = """
-local n = (#ARGV - 1) / 2
+redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3])
+local n = (#ARGV - 3) / 2
 local last = redis.call('INCRBY', KEYS[2], n)
 local id = last - n
-for k = 2, #ARGV, 2 do
+for k = 4, #ARGV, 2 do
   id = id + 1
-  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'e', ARGV[k + 1])
+  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'k', ARGV[2], 'e', ARGV[k + 1])
 end
 redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[1])
 return last
 """
-"""KEYS: the stream, the id counter; ARGV: capacity, then (session, json) per entry.
-One INCRBY numbers the batch; one exact trim keeps the bound (nothing else runs
-between the adds and the trim: no reader sees more than capacity)."""
+"""KEYS: the stream, the id counter, the schemas; ARGV: capacity, the schema's key and its
+names (JSON), then (session, values) per entry. One INCRBY numbers the batch; one exact
+trim keeps the bound (nothing runs between the adds and the trim: no reader sees more
+than capacity). The schema is set with every batch (a Redis restarted without it gets
+it back with the next)."""
 
 _CLEAR = """
 if #ARGV == 0 then
@@ -86,50 +94,55 @@ return gone
 """KEYS: the stream; ARGV: nothing (delete it) or a session (delete its entries): atomic.
 The id counter stays: ids keep increasing after a clear, as in memory."""
 
-_REQUIRED = object()
-"""The default of a field that has none (so never a value's: it is always kept)."""
 _NAMES = Recorded._fields[1:]
-"""What :func:`encoded` names: every field but the id (the stream's counter gives it)."""
-_DEFAULTS = tuple(Recorded._field_defaults.get(name, _REQUIRED) for name in _NAMES)
+"""What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""
+SCHEMA = json.dumps(_NAMES, separators=(",", ":"))
+"""The names of this version's values, as the schemas hash holds them."""
+SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
+"""How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
+other fields, write theirs under another key: each reads the other's by its names)."""
+_SCHEMA_KEY = SCHEMA_KEY.encode()
 _VALUES = operator.attrgetter(*Recorded._fields)
-_KNOWN = frozenset(Recorded._fields)
+_RETRY = Recorded._fields.index("retry")
+_NEAR_MISSES = Recorded._fields.index("near_misses")
 _json = json.JSONEncoder(separators=(",", ":")).encode
 """One encoder (json.dumps with any option makes one per call)."""
 _unjson = json.JSONDecoder().decode
 
 
 def encoded(entry: Entry | Recorded) -> str:
-    """*entry* as the stream holds it: JSON of its fields not at their default, but its id.
-
-    Named fields (not positions), so that a replica running another version
-    reads what it knows (:meth:`Entry.from_json` leaves out what it does not,
-    and fills in defaults); defaults left out keep an entry some 250 bytes.
-    The defaults are None, False and (): singletons, so ``is`` tells them.
-    """
-    data = {
-        name: value
-        for name, value, default in zip(_NAMES, _VALUES(entry)[1:], _DEFAULTS, strict=True)
-        if value is not default
-    }
+    """*entry*'s values but its id as the stream holds them: a JSON array, in
+    :data:`SCHEMA`'s order (the names once per version, not per entry: half the cost)."""
+    values: Any = _VALUES(entry)[1:]
     retry = entry.retry
     if retry is not None:
-        data["retry"] = retry.as_json()
-    return _json(data)
+        values = list(values)
+        values[_RETRY - 1] = (retry.suggested_delay_ms, retry.max_attempts)
+    return _json(values)
 
 
-def decoded(ident: int | bytes | str, text: bytes | str) -> Entry:
-    """The entry :func:`encoded` made *text* of, numbered *ident*."""
-    data = _unjson(text if isinstance(text, str) else text.decode())
+def decoded(
+    ident: int | bytes | str, text: bytes | str, names: Sequence[str] | None = None
+) -> Entry:
+    """The entry :func:`encoded` made *text* of, numbered *ident*.
+
+    *names*: the schema it was written in, when not this version's: the
+    fields this version knows are taken by name, the others left out, and
+    those it does not hold get their defaults (:meth:`Entry.from_json`).
+    """
+    values = _unjson(text if isinstance(text, str) else text.decode())
+    if names is None:
+        retry = values[_RETRY - 1]
+        if retry is not None:
+            values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
+        values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
+        return Entry(int(ident), *values)
+    data = dict(zip(names, values, strict=False))
     data["id"] = int(ident)
-    if not data.keys() <= _KNOWN:  # a newer replica's entry: what this version knows of it
-        return Entry.from_json(data)
     retry = data.get("retry")
-    if retry is not None:
-        data["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
-    near_misses = data.get("near_misses")
-    if near_misses is not None:
-        data["near_misses"] = tuple(near_misses)
-    return Entry(**data)
+    if isinstance(retry, list):
+        data["retry"] = {"suggested_delay_ms": retry[0], "max_attempts": retry[1]}
+    return Entry.from_json(data)
 
 
 class RedisJournal:
@@ -141,21 +154,30 @@ class RedisJournal:
     """
 
     def __init__(
-        self, client: redis.Redis, prefix: str, capacity: int, replica: str | None
+        self,
+        client: redis.Redis,
+        prefix: str,
+        capacity: int,
+        replica: str | None,
+        *,
+        start: bool = True,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"the journal's capacity must be at least 1, not {capacity}")
         self.client = client
         self.stream = prefix + "journal"
         self.counter = prefix + "journal:ids"
+        self.schemas = prefix + "journal:schemas"
         self.replica = replica
         self._capacity = capacity
         self._append = client.register_script(_APPEND)
         self._clear = client.register_script(_CLEAR)
         self._hidden: tuple[str, ...] = ()
-        self._decoded: dict[tuple[bytes, bytes], Entry] = {}
-        """Entries read before, by their stream fields (id and JSON: the same id with
-        another text, as after a Redis restart, is decoded afresh)."""
+        self._decoded: dict[tuple[bytes, bytes, bytes], Entry] = {}
+        """Entries read before, by their stream fields (id, schema and JSON: the same id
+        with another text, as after a Redis restart, is decoded afresh)."""
+        self._schemas: dict[bytes, tuple[str, ...]] = {}
+        """Other versions' schemas read (their names), by key."""
         self._local_ids = iter(range(1, 2**63))
         # The queue and its counts, behind one lock (a record holds it for an append):
         self._lock = threading.Lock()
@@ -182,6 +204,11 @@ class RedisJournal:
         self._flusher = threading.Thread(
             target=self._flush_forever, name="mockskill-journal", daemon=True
         )
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start sending (once): made with ``start=False``, a journal only queues until then."""
         self._flusher.start()
 
     @property
@@ -256,7 +283,8 @@ class RedisJournal:
         """
         self._send_queued()
         wanted = None if session is None else _utf8(session)
-        cache, seen = self._decoded, {}
+        cache: dict[tuple[bytes, bytes, bytes], Entry] = self._decoded
+        seen: dict[tuple[bytes, bytes, bytes], Entry] = {}
         entries: list[Entry] = []
         start: bytes | str = "-"
         while True:  # in pages: no one call holds Redis (every replica's requests) for long
@@ -268,10 +296,12 @@ class RedisJournal:
                 fields = {_bytes(k): v for k, v in item.items()}
                 if wanted is not None and _bytes(fields.get(b"s", b"")) != wanted:
                     continue
-                key = (_bytes(fields[b"i"]), _bytes(fields[b"e"]))
+                key = (_bytes(fields[b"i"]), _bytes(fields.get(b"k", b"")), _bytes(fields[b"e"]))
                 entry = cache.get(key)
                 if entry is None:
-                    entry = decoded(*key)
+                    entry = self._decoded_entry(*key)
+                    if entry is None:
+                        continue
                 seen[key] = entry
                 entries.append(entry)
             if len(page) < READ_PAGE:
@@ -284,6 +314,19 @@ class RedisJournal:
         elif len(cache) + len(seen) <= 2 * self._capacity:
             cache.update(seen)
         return entries
+
+    def _decoded_entry(self, ident: bytes, schema: bytes, text: bytes) -> Entry | None:
+        """The entry of stream fields *ident*, *schema*, *text*; None when no schema of that
+        key is known (its entry cannot be read: a hash lost, not a replica's version)."""
+        if schema == _SCHEMA_KEY:
+            return decoded(ident, text)
+        names = self._schemas.get(schema)
+        if names is None:
+            found = self.client.hget(self.schemas, schema)
+            if found is None:
+                return None
+            names = self._schemas[schema] = tuple(_unjson(_bytes(found).decode()))
+        return decoded(ident, text, names)
 
     def clear(self, session: str | None = None) -> None:
         """Forget every entry, or *session*'s, of every replica (what this one queued too)."""
@@ -302,7 +345,8 @@ class RedisJournal:
             self._closing = True
             self._wake.set()
             self._hurry.set()
-        self._flusher.join(timeout)
+        if self._flusher.is_alive():
+            self._flusher.join(timeout)
 
     # -- the flusher ---------------------------------------------------------------------------
 
@@ -320,7 +364,7 @@ class RedisJournal:
                 last = self._queued - len(self._queue)
             try:
                 args = self._encoded(batch)
-                self._append(keys=[self.stream, self.counter], args=args)
+                self._append(keys=[self.stream, self.counter, self.schemas], args=args)
             except Exception as error:  # whatever failed, the caller never sees it
                 failed = True
                 self._error = f"{type(error).__name__}: {error}"
@@ -348,8 +392,8 @@ class RedisJournal:
             yield queue.popleft()
 
     def _encoded(self, batch: list[tuple[Entry | Recorded, tuple[str, ...]]]) -> list[Any]:
-        """The script's arguments for *batch*: capacity, then (session, JSON) per entry."""
-        args: list[Any] = [self._capacity]
+        """The script's arguments for *batch*: capacity, schema, then (session, JSON) per entry."""
+        args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA]
         replica = self.replica
         for recorded, hidden in batch:
             try:
