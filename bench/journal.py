@@ -136,8 +136,9 @@ def main() -> None:
         queued.start()
         assert queued.flush(timeout=300)
         took = time.perf_counter() - started
+        per_batch = queued.sent / max(queued.batches, 1)
         rows.append(("flusher alone", f"{options.records / took:,.0f} entries/s",
-                     f"{queued.batches} batches, {queued.sent / queued.batches:.0f} per batch"))  # fmt: skip
+                     f"{queued.batches} batches, {per_batch:.0f} per batch"))  # fmt: skip
         queued.close()
 
         busy = journal(url, options.capacity, start=True)

@@ -29,8 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -105,6 +107,8 @@ _SCHEMA_KEY = SCHEMA_KEY.encode()
 _VALUES = operator.attrgetter(*Recorded._fields)
 _RETRY = Recorded._fields.index("retry")
 _NEAR_MISSES = Recorded._fields.index("near_misses")
+_JOURNALS: weakref.WeakSet[RedisJournal] = weakref.WeakSet()
+"""Every journal of this process, for :func:`_after_fork`."""
 _json = json.JSONEncoder(separators=(",", ":")).encode
 """One encoder (json.dumps with any option makes one per call)."""
 _unjson = json.JSONDecoder().decode
@@ -179,21 +183,6 @@ class RedisJournal:
         self._schemas: dict[bytes, tuple[str, ...]] = {}
         """Other versions' schemas read (their names), by key."""
         self._local_ids = iter(range(1, 2**63))
-        # The queue and its counts, behind one lock (a record holds it for an append):
-        self._lock = threading.Lock()
-        self._queue: deque[tuple[Entry | Recorded, tuple[str, ...]]] = deque(maxlen=capacity)
-        self._queued = 0
-        """How many records were queued, ever: the last one's number."""
-        self._done = 0
-        """The number of the last record the flusher is done with (sent, lost or dropped)."""
-        self._dropped = 0
-        self._failed = 0
-        self._unencodable = 0
-        self._closing = False
-        self._error: str | None = None
-        self._wake = threading.Event()
-        self._hurry = threading.Event()
-        self._done_changed = threading.Condition(self._lock)
         self.batches = 0
         """Script calls that took a batch (with :attr:`sent`: the batch sizes under load)."""
         self.sent = 0
@@ -201,11 +190,42 @@ class RedisJournal:
         self.trimmed = 0
         """Entries let go from a full queue while Redis took the batches (faster records than
         the flusher sends): the stream would have trimmed them, *capacity* newer ones behind."""
+        self._dropped = 0
+        self._failed = 0
+        self._unencodable = 0
+        self._closing = False
+        self._error: str | None = None
+        self._fresh()
+        _JOURNALS.add(self)
+        if start:
+            self.start()
+
+    def _fresh(self) -> None:
+        """An empty queue, its lock and events, and a flusher not yet started."""
+        # The queue and its counts, behind one lock (a record holds it for an append):
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[Entry | Recorded, tuple[str, ...]]] = deque(maxlen=self._capacity)
+        self._queued = 0
+        """How many records were queued, ever: the last one's number."""
+        self._done = 0
+        """The number of the last record the flusher is done with (sent, lost or dropped)."""
+        self._wake = threading.Event()
+        self._hurry = threading.Event()
+        self._done_changed = threading.Condition(self._lock)
         self._flusher = threading.Thread(
             target=self._flush_forever, name="mockskill-journal", daemon=True
         )
-        if start:
-            self.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child: a flusher of its own (threads do not survive a fork), and not
+        the parent's queue (the parent sends that; sent twice, it would be journalled twice)."""
+        started = self._flusher.ident is not None
+        self._fresh()
+        self.batches = self.sent = self.trimmed = 0  # this process's, from now on
+        self._dropped = self._failed = self._unencodable = 0
+        self._error = None
+        if started and not self._closing:
+            self._flusher.start()
 
     def start(self) -> None:
         """Start sending (once): made with ``start=False``, a journal only queues until then."""
@@ -431,3 +451,11 @@ def _shown(recorded: Entry | Recorded, hidden: tuple[str, ...], replica: str | N
     if replica is None:
         return recorded
     return _new_recorded(Recorded, (*recorded[:-1], replica))  # replica is the last field
+
+
+def _after_fork() -> None:
+    for journal in list(_JOURNALS):
+        journal._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)

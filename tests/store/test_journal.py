@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,8 +34,10 @@ def journals(redis_url: str) -> Iterator[Callable[..., RedisJournal]]:
     """Make journals on *redis_url* (one per replica, each its own client); closed after."""
     made: list[RedisJournal] = []
 
-    def make(replica: str | None = "a", capacity: int = 100, url: str = redis_url) -> RedisJournal:
-        journal = RedisJournal(_client(url), PREFIX, capacity, replica)
+    def make(
+        replica: str | None = "a", capacity: int = 100, url: str = redis_url, start: bool = True
+    ) -> RedisJournal:
+        journal = RedisJournal(_client(url), PREFIX, capacity, replica, start=start)
         made.append(journal)
         return journal
 
@@ -315,3 +319,36 @@ def test_a_read_decodes_only_what_it_has_not_read_before(
     second = a.entries()
     assert [e.path for e in second] == [*(f"/{n}" for n in range(2500)), "/new"]
     assert all(x is y for x, y in zip(first, second, strict=False))  # the same objects
+
+
+def _child(journal: RedisJournal, start: bool) -> None:
+    """A worker forked from a process that holds *journal*: it records and sends one."""
+    if start:
+        journal.start()
+    journal.record(request(path=f"/child-{os.getpid()}"))
+    os._exit(0 if journal.flush(timeout=20) and journal.sent == 1 else 1)
+
+
+def test_a_forked_worker_sends_its_own_entries_and_not_its_parent_s(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    fork = multiprocessing.get_context("fork")
+    sending = journals("sending")  # forked while its flusher runs: the child gets one too
+    sending.record(request(path="/sent-before"))
+    assert sending.flush()
+    waiting = journals("waiting", start=False)  # forked with an entry queued, not sent
+    waiting.record(request(path="/queued-at-fork"))
+    children = [
+        fork.Process(target=_child, args=(sending, False)),
+        fork.Process(target=_child, args=(waiting, True)),
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(30)
+    assert [child.exitcode for child in children] == [0, 0]
+    waiting.start()
+    assert waiting.flush()
+    paths = sorted(e.path for e in sending.entries())
+    pids = [child.pid for child in children]
+    assert paths == sorted(["/sent-before", "/queued-at-fork", *(f"/child-{p}" for p in pids)])
