@@ -23,7 +23,7 @@ caller's side alone, or of recording and sending (the flusher's share: the
 difference of the two)::
 
     PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
-        python bench/journal.py --calls 20000 [--drain]
+        python bench/journal.py --calls 20000 [--drain] [--into memory|none]
 
 Run::
 
@@ -39,7 +39,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import redis
 
@@ -93,10 +93,14 @@ def journal(url: str, capacity: int, *, start: bool) -> RedisJournal:
     return RedisJournal(client, "mockskill:bench:", capacity, "bench:1", start=start)
 
 
-def cpu_per_call(records: list[Recorded], record: object) -> float:
+def nothing(entry: Recorded) -> None:
+    """Record nowhere: the loop's own cost."""
+
+
+def cpu_per_call(records: list[Recorded], record: Callable[[Recorded], None]) -> float:
     started = time.process_time()
     for entry in records:
-        record(entry)  # type: ignore[operator]
+        record(entry)
     return (time.process_time() - started) / len(records) * 1e6
 
 
@@ -106,12 +110,26 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--drain", action="store_true", help="with --calls: then send them")
+    parser.add_argument(
+        "--into",
+        choices=("journal", "memory", "none"),
+        default="journal",
+        help="with --calls: record into the Redis journal, the in-memory State, or nothing"
+        " (the loop and the entries' making alone, to subtract)",
+    )
     options = parser.parse_args()
     with redis_server() as url:
         if options.calls is not None:
             idle = journal(url, options.calls, start=False)
-            for entry in recorded(options.calls):
-                idle.record(entry)
+            entries = recorded(options.calls)
+            into: dict[str, Callable[[Recorded], None]] = {
+                "journal": idle.record,
+                "memory": State(seed=1, journal_size=options.calls).record,
+                "none": nothing,
+            }
+            record = into[options.into]
+            for entry in entries:
+                record(entry)
             if options.drain:
                 idle.start()
                 assert idle.flush(timeout=600)

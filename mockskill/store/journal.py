@@ -43,9 +43,10 @@ from ..protocol.catalog import Retry
 if TYPE_CHECKING:
     import redis
 
-MAX_BATCH = 512
-"""Entries sent in one script call at most (some 200 KB of JSON): a bigger backlog
-goes as several calls, so that no call holds Redis for long."""
+MAX_BATCH = 256
+"""Entries sent in one script call at most (some 50 KB, which Redis adds in 1-2 ms): a
+bigger backlog goes as several calls, so that no call holds Redis (every replica's
+requests wait behind it) for long."""
 READ_PAGE = 1000
 """Stream entries read per XRANGE: a read of the whole journal is several short calls."""
 FLUSH_TIMEOUT = 5.0
@@ -392,7 +393,7 @@ class RedisJournal:
                 failed = False
                 self._error = None
                 self.batches += 1
-                self.sent += len(batch)
+                self.sent += (len(args) - 3) // 2  # but any that could not be encoded
                 wait = RETRY_AFTER[0]
             with self._lock:
                 if failed:
