@@ -355,9 +355,10 @@ class RedisJournal:
         self._clear(keys=[self.stream], args=[] if session is None else [_utf8(session)])
 
     def _send_queued(self) -> None:
-        """Send what this replica queued before a read or clear; not waiting when the last
-        batch failed (Redis is away: the read or clear is about to say so itself)."""
-        self.flush(FLUSH_TIMEOUT if self._error is None else 0)
+        """Send what this replica queued before a read or clear. A flusher waiting to try
+        again after a failure tries at once: Redis back, what was queued is read; still
+        away, the batch fails within the client's timeout (and so will the read)."""
+        self.flush(FLUSH_TIMEOUT)
 
     def close(self, timeout: float = FLUSH_TIMEOUT) -> None:
         """Send what is queued (within *timeout*) and stop the flusher."""
