@@ -104,6 +104,7 @@ class Journalling:
                 self.body_digest(body) if body else None,
                 invalid,
                 stopped,
+                None,  # replica: a shared journal names it when it sends the entry
             ),
         )
 
