@@ -20,22 +20,19 @@ and its commands sent again, once (they did not run).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from redis.asyncio.connection import Connection
-from redis.exceptions import NoScriptError, RedisError, ResponseError
-
 from ..engine.store import StoreUnavailable
-
-Command = tuple[str | int, ...]
+from .link import Link, LinkError, ReplyError, connect
+from .needs import packed
 
 
 class Batcher:
-    """Sends the commands of each loop turn in one pipeline on *connection*.
+    """Sends the commands of each loop turn in one pipeline on one :class:`Link` to *url*.
 
     One connection is enough: one batch at a time is on the wire. It is
-    connected on first use and again after a failure. *scripts* maps each
+    made on first use and again after a failure. *scripts* maps each
     script's digest to its source (for ``NOSCRIPT``); *reason* turns an
     error into the text a :class:`StoreUnavailable` says; *seen* is told of
     each batch's outcome (None: it succeeded) for the store's health.
@@ -43,24 +40,27 @@ class Batcher:
 
     def __init__(
         self,
-        connection: Connection,
+        url: str,
+        timeout: float,
         scripts: dict[str, str],
         reason: Callable[[BaseException], str],
         seen: Callable[[str | None], None],
     ) -> None:
-        self.connection = connection
+        self.url = url
+        self.timeout = timeout
         self.loop = asyncio.get_running_loop()
+        self._link: Link | None = None
         self._scripts = scripts
         self._reason = reason
         self._seen = seen
-        self._queue: list[tuple[Command, asyncio.Future[Any]]] = []
+        self._queue: list[tuple[bytes, asyncio.Future[Any]]] = []
         self._scheduled = False
         self._sending: asyncio.Task[None] | None = None
         self.batches = 0
         """How many pipelines were sent (for the benchmarks)."""
 
-    def send(self, command: Command) -> asyncio.Future[Any]:
-        """*command*'s reply, once the batch it joins has been answered."""
+    def send(self, command: bytes) -> asyncio.Future[Any]:
+        """The reply to *command* (one, in RESP), once the batch it joins has been answered."""
         future: asyncio.Future[Any] = self.loop.create_future()
         self._queue.append((command, future))
         if not self._scheduled and self._sending is None:
@@ -74,18 +74,19 @@ class Batcher:
         if batch:
             self._sending = self.loop.create_task(self._send(batch))
 
-    async def _send(self, batch: list[tuple[Command, asyncio.Future[Any]]]) -> None:
+    async def _send(self, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
         self.batches += 1
         try:
             replies = await self._pipeline([command for command, _ in batch])
-            if any(isinstance(reply, NoScriptError) for reply in replies):
-                loads = [("SCRIPT", "LOAD", source) for source in self._scripts.values()]
-                await self._pipeline(loads)
-                again = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            again = [i for i, reply in enumerate(replies) if _noscript(reply)]
+            if again:  # Redis restarted (its script cache is empty): load them, send those again
+                await self._pipeline(
+                    [packed(("SCRIPT", "LOAD", c)) for c in self._scripts.values()]
+                )
                 sent = await self._pipeline([batch[i][0] for i in again])
                 for i, reply in zip(again, sent, strict=True):
                     replies[i] = reply
-        except (RedisError, OSError) as error:
+        except LinkError as error:
             failure = self._reason(error)
             self._seen(failure)
             for _, future in batch:
@@ -94,7 +95,7 @@ class Batcher:
         else:
             failed = None
             for (_, future), reply in zip(batch, replies, strict=True):
-                if isinstance(reply, ResponseError):
+                if isinstance(reply, ReplyError):
                     failed = self._reason(reply)
                     if not future.done():
                         future.set_exception(StoreUnavailable(failed))
@@ -106,31 +107,19 @@ class Batcher:
             if self._queue:  # what arrived meanwhile: the next batch, at once
                 self._start()
 
-    async def _pipeline(self, commands: Sequence[Command]) -> list[Any]:
-        """Each command's reply (a ResponseError for one that failed), in one round trip."""
-        connection = self.connection
-        try:
-            await connection.send_packed_command(
-                connection.pack_commands(commands), check_health=False
-            )
-            replies: list[Any] = []
-            for _ in commands:
-                try:
-                    replies.append(await connection.read_response())
-                except ResponseError as error:
-                    replies.append(error)
-        except BaseException:
-            # Replies may still be on the way: the next batch must not read them as its own.
-            await connection.disconnect(nowait=True)
-            raise
-        return replies
+    async def _pipeline(self, commands: list[bytes]) -> list[Any]:
+        """Each command's reply (a ReplyError for one that failed), in one round trip."""
+        link = self._link
+        if link is None or link.lost is not None:
+            link = self._link = await connect(self.url, self.timeout)
+        return await link.request(b"".join(commands), len(commands))
 
     async def guard(self) -> AsyncIterator[None]:
         """Closes the connection when the loop ends: iterate it once on the loop.
 
         The loop's owner ends it with ``shutdown_asyncgens`` (``asyncio.run`` and
         the server's thread do), which closes this generator: the connection is
-        closed while a coroutine can still run, whoever forgot to close the store.
+        closed while the loop still runs, whoever forgot to close the store.
         """
         try:
             yield
@@ -142,4 +131,10 @@ class Batcher:
         sending = self._sending
         if sending is not None:
             await asyncio.wait([sending])
-        await self.connection.disconnect()
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+
+
+def _noscript(reply: object) -> bool:
+    return isinstance(reply, ReplyError) and str(reply).startswith("NOSCRIPT")

@@ -7,13 +7,14 @@ and read its reply the same way, so that they cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..engine.store import Answer, IssueToken, Need, Take, Taken, UseToken
 
 SEP = "\x1f"
 """Between the parts of a hash field (the unit separator: no sequence key holds it)."""
-NO_DRAW = Taken(None, -1)
+PACKED_TAKES = 4096
+"""Takes kept encoded (:meth:`Encoder.packed`): a session's steps repeat the same bytes."""
 
 
 class Keys:
@@ -51,6 +52,19 @@ class Encoder:
         self.shas = shas
         self.max_sessions = str(max_sessions)
         self.ttl_ms = str(ttl_ms)
+        self._packed: dict[Take, bytes] = {}
+
+    def packed(self, need: Need) -> bytes:
+        """:meth:`command` in RESP, for the pipeline; a Take asked again is not encoded again."""
+        if type(need) is not Take:
+            return packed(self.command(need))
+        data = self._packed.get(need)
+        if data is None:
+            data = packed(self.command(need))
+            if len(self._packed) >= PACKED_TAKES:
+                self._packed.clear()  # bounded: new sessions at every request only miss
+            self._packed[need] = data
+        return data
 
     def command(self, need: Need) -> tuple[str | int, ...]:
         """The ``EVALSHA`` that answers *need*: its script's digest, keys and arguments."""
@@ -111,6 +125,15 @@ def decoded(need: Need, reply: object) -> Answer:
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
     return None
+
+
+def packed(command: Sequence[str | int | bytes]) -> bytes:
+    """*command* in RESP: an array of bulk strings."""
+    parts = [b"*%d\r\n" % len(command)]
+    for arg in command:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
 
 
 def encoded_scopes(scopes: Iterable[str]) -> str:

@@ -122,11 +122,11 @@ class RedisStore:
         self._guards: list[AsyncIterator[None]] = []
         self._failure: str | None = None
 
-    def _options(self, retry: Any = None) -> dict[str, Any]:
+    def _options(self) -> dict[str, Any]:
         return {
             "socket_timeout": SOCKET_TIMEOUT,
             "socket_connect_timeout": SOCKET_TIMEOUT,
-            "retry": retry or Retry(NoBackoff(), 0),
+            "retry": Retry(NoBackoff(), 0),
         }
 
     def connect(self, seed: int | None) -> None:
@@ -173,16 +173,11 @@ class RedisStore:
             batcher = self._batchers[loop] = self._batcher()
             self._guards.append(guard := batcher.guard())
             await anext(guard)
-        return decoded(need, await batcher.send(self.encoder.command(need)))
+        return decoded(need, await batcher.send(self.encoder.packed(need)))
 
     def _batcher(self) -> Batcher:
-        """The connection and batcher of the running loop (the server runs one per process)."""
-        import redis.asyncio
-
-        retry = redis.asyncio.retry.Retry(NoBackoff(), 0)
-        pool = redis.asyncio.ConnectionPool.from_url(self.url, **self._options(retry))
-        connection = pool.make_connection()  # type: ignore[no-untyped-call]
-        return Batcher(connection, self._sources, self.reason, self._seen)
+        """The batcher of the running loop (the server runs one per process)."""
+        return Batcher(self.url, SOCKET_TIMEOUT, self._sources, self.reason, self._seen)
 
     def _load_scripts(self) -> None:
         for source in scripts.SCRIPTS.values():

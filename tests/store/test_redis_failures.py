@@ -26,11 +26,18 @@ from mockskill.store.redis import SOCKET_TIMEOUT, RedisStore
 STEP = Take("alice", "k", 0, "", None, False)
 
 
-def test_a_password_in_the_url_is_used(own_redis: Callable[..., RedisServer]) -> None:
+def test_the_password_and_database_in_the_url_are_used_on_and_off_the_loop(
+    own_redis: Callable[..., RedisServer],
+) -> None:
     server = own_redis(password="s3cret-pw")
-    store = open_store(server.url)
+    url = server.url.removesuffix("/0") + "/3"
+    store = open_store(url)
     try:
         assert store.answer(STEP) == Taken(0, -1)
+        assert asyncio.run(store.answer_async(STEP)) == Taken(1, -1)
+        other = open_store(server.url)  # database 0: another set of sequences
+        assert other.answer(STEP) == Taken(0, -1)
+        other.close()
     finally:
         store.close()
 
