@@ -47,6 +47,7 @@ from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
 from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
+from .engine.store import Store
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
@@ -158,6 +159,30 @@ def _exposed_without_token(host: str) -> str:
     )
 
 
+def _store(state: Store | None, seed: int | None, journal_size: int) -> Store:
+    """The store a Server keeps its state in: *state*, else a new in-memory one.
+
+    A store given brings its own seed and journal bound: *seed* and
+    *journal_size*, when given too, must say the same, rather than be
+    silently ignored.
+    """
+    # (A store named by URL, ``state="redis://..."``, is opened by the faces before
+    # this: mockskill.store's open_store; the default never imports it.)
+    if state is None:
+        return State(seed=seed, journal_size=journal_size)
+    if seed is not None and seed != state.seed:
+        raise ServerError(
+            f"seed {seed} differs from the given state store's seed {state.seed}: a store"
+            " brings its own seed (give it there, or give no seed)"
+        )
+    if journal_size not in (DEFAULT_JOURNAL_SIZE, state.capacity):
+        raise ServerError(
+            f"journal_size {journal_size} differs from the given state store's journal"
+            f" bound {state.capacity}: a store brings its own (give it there)"
+        )
+    return state
+
+
 class Server:
     """mockskill on a port, served from a background thread.
 
@@ -173,6 +198,12 @@ class Server:
     CORS headers are sent only with *cors*. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
+
+    *state* is where sequence positions, tokens, outage clocks, draws and the
+    journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
+    made from *seed* and *journal_size*; or a :class:`~mockskill.engine.store.Store`
+    (a shared one, for several processes serving one truth), which brings its
+    own seed and journal bound. :attr:`state` is that store.
     """
 
     def __init__(
@@ -192,6 +223,7 @@ class Server:
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        state: Store | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -202,7 +234,7 @@ class Server:
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state = State(seed=seed, journal_size=journal_size)
+        self.state: Store = _store(state, seed, journal_size)
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
