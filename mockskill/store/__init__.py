@@ -10,7 +10,7 @@ the embedded default never imports the Redis client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS, State
 from .errors import StoreOpenError
@@ -40,8 +40,7 @@ def open_store(
     client is imported only here, only for a shared URL.
     """
     if not is_shared(url):
-        # (a cast until the in-memory State implements the Store protocol: H1's branch)
-        return cast("Store", State(seed=seed, journal_size=journal_size, max_sessions=max_sessions))
+        return State(seed=seed, journal_size=journal_size, max_sessions=max_sessions)
     assert url is not None
     from .redis import open_redis
 

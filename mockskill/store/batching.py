@@ -131,9 +131,11 @@ class Batcher:
         sending = self._sending
         if sending is not None:
             await asyncio.wait([sending])
-        if self._link is not None:
-            self._link.close()
-            self._link = None
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
+            # Closed when the loop has run its close: a loop closed before that holds it.
+            await asyncio.wait([link.closed], timeout=self.timeout)
 
 
 def _noscript(reply: object) -> bool:

@@ -19,7 +19,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from redis.connection import parse_url
 
@@ -122,12 +122,13 @@ class Link(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.lost: str | None = None
         """Why the link is unusable (None while it works)."""
+        self.closed = asyncio.get_running_loop().create_future()
+        """Done once the connection is closed (the loop has let go of it)."""
 
     # -- the protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = cast(asyncio.Transport, transport)  # (uvloop's is not a subclass)
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader
@@ -147,6 +148,8 @@ class Link(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(f"Connection to Redis lost{f': {exc}' if exc else ''}")
+        if not self.closed.done():
+            self.closed.set_result(None)
 
     # -- its use -------------------------------------------------------------------------
 
