@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -161,3 +163,21 @@ def test_a_hung_redis_is_unavailable_within_the_socket_timeout(
     finally:
         os.kill(pid, signal.SIGCONT)
         store.close()
+
+
+def test_without_the_redis_client_a_shared_url_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['redis'] = None\n"
+        "from mockskill.store import StoreOpenError, open_store\n"
+        "try:\n"
+        "    open_store('redis://:pw@cache:6379/0')\n"
+        "except StoreOpenError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == (
+        "cannot use the state store redis://:***@cache:6379/0: the Redis client is not"
+        " installed (redis): pip install 'mockskill[redis]'"
+    )
