@@ -108,6 +108,8 @@ def test_redis_stopped_makes_needs_unavailable_and_health_degraded_until_it_retu
         assert (health.status, health.reason, health.lost_entries) == ("ok", None, 1)
         assert store.answer(STEP) == Taken(0, -1)
         store.record(Entry(store.next_id(), 3.0, 4.0, "alice", "GET", "/", 200, "list"))
+        # (a read after a failed batch does not wait for the flusher: flush first)
+        assert store.journal_store.flush(timeout=10)
         assert [e.started for e in store.journal()] == [3.0]
         store.answer(IssueToken("t", frozenset({"a"}), None, 1))
         assert store.answer(UseToken("t")) == frozenset({"a"})
