@@ -159,17 +159,27 @@ def _exposed_without_token(host: str) -> str:
     )
 
 
-def _store(state: Store | None, seed: int | None, journal_size: int) -> Store:
+def _store(
+    state: Store | str | None, seed: int | None, journal_size: int, replica: str | None
+) -> Store:
     """The store a Server keeps its state in: *state*, else a new in-memory one.
 
-    A store given brings its own seed and journal bound: *seed* and
-    *journal_size*, when given too, must say the same, rather than be
-    silently ignored.
+    A store named by URL is opened here (``memory``, or a shared one: connected
+    at once, an unusable one a ServerError naming the masked URL and why), with
+    *seed*, *journal_size* and *replica*. A store given brings its own seed and
+    journal bound: *seed* and *journal_size*, when given too, must say the same,
+    rather than be silently ignored.
     """
-    # (A store named by URL, ``state="redis://..."``, is opened by the faces before
-    # this: mockskill.store's open_store; the default never imports it.)
     if state is None:
         return State(seed=seed, journal_size=journal_size)
+    if isinstance(state, str):
+        # mockskill.store imports the Redis client only for a shared URL.
+        from .store import BadStoreURL, StoreOpenError, open_store
+
+        try:
+            return open_store(state, seed=seed, journal_size=journal_size, replica=replica)
+        except (BadStoreURL, StoreOpenError) as error:
+            raise ServerError(str(error)) from None
     if seed is not None and seed != state.seed:
         raise ServerError(
             f"seed {seed} differs from the given state store's seed {state.seed}: a store"
@@ -203,7 +213,11 @@ class Server:
     journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
     made from *seed* and *journal_size*; or a :class:`~mockskill.engine.store.Store`
     (a shared one, for several processes serving one truth), which brings its
-    own seed and journal bound. :attr:`state` is that store.
+    own seed and journal bound; or a store's URL (``"redis://HOST:PORT/DB"``,
+    ``"memory"``): the Server opens it with *seed*, *journal_size* and *replica*
+    (the name of this process in a shared journal; ``hostname:pid`` by default)
+    and closes it when it stops (it is not started again after). :attr:`state`
+    is that store.
     """
 
     def __init__(
@@ -223,7 +237,8 @@ class Server:
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-        state: Store | None = None,
+        state: Store | str | None = None,
+        replica: str | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -234,7 +249,10 @@ class Server:
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state: Store = _store(state, seed, journal_size)
+        self.state: Store = _store(state, seed, journal_size, replica)
+        self._owns_state = isinstance(state, str)
+        """Whether the Server opened its store (from a URL): it closes it when it stops."""
+        self._state_closed = False
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
@@ -458,6 +476,10 @@ class Server:
         """Listen on the port (without serving yet); raise ServerError if it cannot."""
         if self._transport is not None:
             return
+        if self._state_closed:
+            raise ServerError(
+                "this Server closed the store it opened when it stopped: make another"
+            )
         _raise_fd_limit()
         sock = _listen(self.host, self._port)
         self.engine.open()
@@ -525,6 +547,9 @@ class Server:
             self._surface.close()
         self.engine.close()
         self._transport = self._sock = self._surface = None
+        if self._owns_state:
+            self.state.close()  # its journal sent, its connections let go
+            self._state_closed = True
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
         method = exchange.method or "-"
