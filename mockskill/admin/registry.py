@@ -33,46 +33,25 @@ import difflib
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
-from ..scenario.claims import Claim
 from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
-from ..scenario.source import Position
+from .clashes import (
+    Conflict,
+    check_names_free,
+    check_served_once,
+    name_clash,
+    served_clashes,
+)
+from .loaded import LoadedScenario
 from .watch import ReloadResult
 
-
-@dataclass(frozen=True)
-class LoadedScenario:
-    """One loaded scenario and how it is served; replaced whole on every change."""
-
-    scenario: Scenario
-    active: bool
-    """Whether it is served (an inactive one is kept, listed, and not served)."""
-    loaded: float
-    """When it was loaded (or last replaced), in seconds since the epoch."""
-    activated: float | None
-    """When it was last activated (loaded active counts); None while inactive."""
-    added: bool = False
-    """Whether it was loaded at run time (:meth:`Registry.add`: ``Server.add``, the
-    admin API) rather than from the server's scenario files: a reload of the
-    files keeps it."""
-
-    @property
-    def name(self) -> str:
-        return self.scenario.name
-
-    @property
-    def origin(self) -> str:
-        """Where it came from: a file's path, or the name given to text
-        (``<added 2>`` for :meth:`Server.add <mockskill.server.Server.add>`,
-        ``<request body 3>`` or ``?file=`` for the admin API)."""
-        return self.scenario.file
+__all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
 
 class UnknownScenario(KeyError):
@@ -91,18 +70,6 @@ class UnknownScenario(KeyError):
 
     def __str__(self) -> str:
         return self.message  # KeyError would show the repr of the message
-
-
-class Conflict(ScenarioError):
-    """A change that would load a name twice, or serve a skill id or route twice.
-
-    Its problems point at the scenario that was refused; :attr:`reasons`
-    says each clash in a short sentence. Nothing was changed.
-    """
-
-    def __init__(self, problems: Sequence[Problem], reasons: Sequence[str]) -> None:
-        super().__init__(problems)
-        self.reasons = tuple(reasons)
 
 
 class Registry:
@@ -164,7 +131,7 @@ class Registry:
             for scenario in scenarios.scenarios:
                 old = names.get(scenario.name)
                 if scenario.name in incoming or (old is not None and not replace):
-                    _name_clash(scenario.name, scenario.where, old, problems, reasons)
+                    name_clash(scenario.name, scenario.where, old, problems, reasons)
                 incoming[scenario.name] = LoadedScenario(
                     scenario, active, now, now if active else None, added=True
                 )
@@ -176,7 +143,7 @@ class Registry:
             replaced = [names[n] for n in incoming if n in names]
             if active:
                 others = [e.scenario for e in loaded if e.active and e.name not in incoming]
-                _check_served_once(list(scenarios.scenarios), others)
+                check_served_once(list(scenarios.scenarios), others)
             restart = list(scenarios.scenarios) if active else []
             restart += [e.scenario for e in replaced if e.active]
             self._swap(loaded, restart)
@@ -201,11 +168,11 @@ class Registry:
         for claim in claims:
             old = names.get(claim.name) if claim.name is not None else None
             if old is not None and not replace:
-                _name_clash(claim.name, claim.where, old, problems, reasons)
+                name_clash(claim.name, claim.where, old, problems, reasons)
         if active:  # against every active one but those it would replace
             replaced = {claim.name for claim in claims} if replace else set()
             served = [e.scenario for e in current if e.active and e.name not in replaced]
-            problems += _served_clashes(claims, served, among_incoming=False)[0]
+            problems += served_clashes(claims, served, among_incoming=False)[0]
         return InvalidScenarios([*exc.problems, *problems], claims)
 
     def remove(self, name: str) -> LoadedScenario:
@@ -228,7 +195,7 @@ class Registry:
             if entry.active:
                 return entry
             others = [e.scenario for e in self._loaded if e.active]
-            _check_served_once([entry.scenario], others)
+            check_served_once([entry.scenario], others)
             activated = dataclasses.replace(entry, active=True, activated=time.time())
             self._swap(self._replaced(entry, activated), [entry.scenario])
             return activated
@@ -261,7 +228,7 @@ class Registry:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
                 now = time.time()
                 added = [e for e in self._loaded if e.added]
-                _check_names_free(files, added)
+                check_names_free(files, added)
                 old = {e.name: e for e in self._loaded if not e.added}
                 loaded = []
                 for scenario in files.scenarios:
@@ -282,7 +249,7 @@ class Registry:
                 restarted += [
                     old[e.name].scenario for e in changed if e.name in old and old[e.name].active
                 ]
-                _check_served_once(
+                check_served_once(
                     [e.scenario for e in loaded if e.active],
                     [e.scenario for e in added if e.active],
                 )
@@ -320,9 +287,9 @@ class Registry:
         for claim in exc.claims:
             old = names.get(claim.name) if claim.name is not None else None
             if old is not None:
-                _name_clash(claim.name, claim.where, old, problems, reasons)
+                name_clash(claim.name, claim.where, old, problems, reasons)
         served = [e.scenario for e in added if e.active]
-        problems += _served_clashes(exc.claims, served, among_incoming=False)[0]
+        problems += served_clashes(exc.claims, served, among_incoming=False)[0]
         return InvalidScenarios([*exc.problems, *problems], exc.claims)
 
     def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
@@ -339,91 +306,3 @@ class Registry:
         # request matched on the old table take position 0 of the new sequences.
         self.engine.load(served, restart=sequence_keys(restart))
         self._loaded = loaded
-
-
-def _name_clash(
-    name: str | None,
-    where: Position,
-    old: LoadedScenario | None,
-    problems: list[Problem],
-    reasons: list[str],
-) -> None:
-    if old is None:  # twice in what was given
-        found, reason = f"{name!r} again", f"scenario {name!r} is given twice"
-    else:
-        found = f"{name!r}, loaded already (from {old.origin})"
-        reason = f"a scenario named {name!r} is loaded already (from {old.origin})"
-    problems.append(
-        Problem(
-            where.file,
-            where.line,
-            where.column,
-            "name",
-            "a scenario name not loaded yet",
-            found,
-            "replace it, or remove it first",
-        )
-    )
-    reasons.append(reason)
-
-
-def _check_names_free(files: ScenarioSet, added: Sequence[LoadedScenario]) -> None:
-    """Raise :class:`Conflict` if the files name a scenario loaded at run time."""
-    names = {e.name: e for e in added}
-    problems: list[Problem] = []
-    reasons: list[str] = []
-    for scenario in files.scenarios:
-        old = names.get(scenario.name)
-        if old is not None:
-            _name_clash(scenario.name, scenario.where, old, problems, reasons)
-    if problems:
-        raise Conflict(problems, reasons)
-
-
-def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario]) -> None:
-    """Raise :class:`Conflict` if *incoming* would serve a skill id or route *served* serve."""
-    problems, reasons = _served_clashes([Claim.of(s) for s in incoming], served)
-    if problems:
-        raise Conflict(problems, reasons)
-
-
-def _served_clashes(
-    incoming: Sequence[Claim], served: Sequence[Scenario], *, among_incoming: bool = True
-) -> tuple[list[Problem], list[str]]:
-    """The skill ids and routes *incoming* claim that *served* serve (or, unless
-    not *among_incoming*, that two of *incoming* claim: the loader reports those)."""
-    skills: dict[str, Scenario | Claim] = {k.id: s for s in served for k in s.skills}
-    routes: dict[tuple[str, str], Scenario | Claim] = {
-        (m, r.path): s for s in served for r in s.routes for m in r.methods
-    }
-    problems: list[Problem] = []
-    reasons: list[str] = []
-
-    def clash(owner: Scenario | Claim, what: str, shown: str, path: str, where: Position) -> None:
-        if not among_incoming and not isinstance(owner, Scenario):
-            return
-        file = owner.file if isinstance(owner, Scenario) else owner.where.file
-        problems.append(
-            Problem(
-                where.file,
-                where.line,
-                where.column,
-                path,
-                f"a {what} no other active scenario serves",
-                f"{shown!r}, served by active scenario {owner.name!r} (from {file})",
-                f"deactivate or remove {owner.name!r} first, or load this one inactive",
-            )
-        )
-        reasons.append(f"{what} {shown!r} is served by active scenario {owner.name!r}")
-
-    for claim in incoming:
-        for i, skill_id, where in claim.skills:
-            owner = skills.setdefault(skill_id, claim)
-            if owner is not claim:
-                clash(owner, "skill id", skill_id, f"skills[{i}].id", where)
-        for i, methods, route_path, where in claim.routes:
-            for method in methods:
-                owner = routes.setdefault((method, route_path), claim)
-                if owner is not claim:
-                    clash(owner, "route", f"{method} {route_path}", f"routes[{i}].path", where)
-    return problems, reasons
