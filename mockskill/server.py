@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
     from . import audit
+    from .store.scenarios import SharedScenarios
 
 DEFAULT_KEEP_ALIVE = Limits.keep_alive
 """Seconds an idle kept-alive connection stays open (see :class:`mockskill.transport.Limits`)."""
@@ -192,6 +193,7 @@ class Server:
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        shared_scenarios: str | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -208,6 +210,9 @@ class Server:
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
+        self._shared = (
+            None if shared_scenarios is None else self._share(shared_scenarios, scenarios is None)
+        )
         if admin_token is not None:
             # Now, not when the admin app is built (create_app does it too): a skill
             # request may carry the token in its path before any /__admin request.
@@ -230,6 +235,33 @@ class Server:
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
+
+    def _share(self, url: str, joins: bool) -> SharedScenarios:
+        """Serve the scenario set shared on the Redis at *url* (docs/admin.md).
+
+        Imported here, only when asked for: a server that shares nothing never
+        imports the Redis client. *joins*: started without scenarios of its
+        own, it serves the stored set rather than publishing the bundled one.
+        """
+        from .engine.store import StoreUnavailable
+        from .store.scenarios import SharedScenarios
+        from .store.url import BadStoreURL
+
+        try:
+            shared = SharedScenarios(url)
+        except BadStoreURL as exc:
+            raise ServerError(str(exc).replace("--state", "shared_scenarios", 1)) from None
+        try:
+            self.registry.share(shared, publish=not joins)
+        except StoreUnavailable as exc:
+            shared.stop()
+            raise ServerError(
+                f"{exc}: start Redis there (or leave out shared_scenarios to serve alone)"
+            ) from None
+        except BaseException:
+            shared.stop()
+            raise
+        return shared
 
     @property
     def app(self) -> Flask:
@@ -400,8 +432,11 @@ class Server:
         return self.registry.last_reload
 
     def reset(self, session: str | None = None) -> None:
-        """Forget positions, random draws and journal: all of them, or one session's."""
-        self.state.reset(session)
+        """Forget positions, random draws and journal: all of them, or one session's.
+
+        Sharing a scenario set (*shared_scenarios*), every replica forgets it too.
+        """
+        self.registry.reset(session)
 
     def journal(self, session: str | None = None) -> list[Entry]:
         """The requests answered, oldest first; all of them, or one session's."""
@@ -444,6 +479,8 @@ class Server:
         self._transport = transport.Server(
             surface, self.host, limits=limits, sock=sock, before_trim=self.state.compact
         )
+        if self._shared is not None:  # catches up at once: what changed since __init__ too
+            self._shared.start(self.registry.catch_up, self.registry.reset_here)
 
     def serve_forever(self) -> None:
         """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.
@@ -492,6 +529,8 @@ class Server:
         if self._surface is not None:
             self._surface.close()
         self.engine.close()
+        if self._shared is not None:
+            self._shared.stop()
         self._transport = self._sock = self._surface = None
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:

@@ -30,17 +30,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
+from ..engine.playable import check_playable
+from ..engine.store import StoreUnavailable
 from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
+from ..store.shared_set import Record, Stored, files_digest
 from .clashes import (
     Conflict,
     check_names_free,
@@ -49,9 +54,21 @@ from .clashes import (
     served_clashes,
 )
 from .loaded import LoadedScenario
+from .sharing import (
+    SharedSet,
+    changed_scenarios,
+    entries_of,
+    record_of,
+    unavailable_problem,
+)
 from .watch import ReloadResult
 
 __all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
+
+T = TypeVar("T")
+Planned = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
+"""What a change plans: the loaded scenarios after it, those to restart, what it answers."""
+log = logging.getLogger("mockskill.shared")
 
 
 class UnknownScenario(KeyError):
@@ -94,6 +111,11 @@ class Registry:
         )
         self.last_reload: ReloadResult | None = None
         """What the last :meth:`reload` did; ``none`` once watching, None before."""
+        self._shared: SharedSet | None = None
+        # The stored version served, its records and files digest (when shared).
+        self._version = 0
+        self._records: tuple[Record, ...] = ()
+        self._files = ""
 
     # -- reading --------------------------------------------------------------
 
@@ -121,7 +143,8 @@ class Registry:
         then the new scenario takes the old one's place. Active ones must not
         serve a skill id or route another active scenario serves.
         """
-        with self._changes:
+
+        def plan() -> Planned[tuple[LoadedScenario, ...]]:
             now = time.time()
             current = self._loaded
             names = {e.name: e for e in current}
@@ -146,8 +169,10 @@ class Registry:
                 check_served_once(list(scenarios.scenarios), others)
             restart = list(scenarios.scenarios) if active else []
             restart += [e.scenario for e in replaced if e.active]
-            self._swap(loaded, restart)
-            return tuple(incoming.values())
+            return loaded, restart, tuple(incoming.values())
+
+        with self._changes:
+            return self._commit(plan)
 
     def refused(
         self, exc: ScenarioError, *, active: bool = True, replace: bool = False
@@ -177,12 +202,15 @@ class Registry:
 
     def remove(self, name: str) -> LoadedScenario:
         """Unload scenario *name* (served or not); return it as it was."""
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             loaded = tuple(e for e in self._loaded if e is not entry)
             # Positions of a served one restart, so that loading it again starts afresh.
-            self._swap(loaded, [entry.scenario] if entry.active else [])
-            return entry
+            return loaded, [entry.scenario] if entry.active else [], entry
+
+        with self._changes:
+            return self._commit(plan)
 
     def activate(self, name: str) -> LoadedScenario:
         """Serve scenario *name* from the next request on, its sequences and outage restarted.
@@ -190,25 +218,31 @@ class Registry:
         Refused (:class:`Conflict`) when an active scenario serves one of its
         skill ids or routes. An active scenario is left as it is.
         """
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             if entry.active:
-                return entry
+                return self._loaded, [], entry
             others = [e.scenario for e in self._loaded if e.active]
             check_served_once([entry.scenario], others)
             activated = dataclasses.replace(entry, active=True, activated=time.time())
-            self._swap(self._replaced(entry, activated), [entry.scenario])
-            return activated
+            return self._replaced(entry, activated), [entry.scenario], activated
+
+        with self._changes:
+            return self._commit(plan)
 
     def deactivate(self, name: str) -> LoadedScenario:
         """Stop serving scenario *name* from the next request on; it stays loaded."""
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             if not entry.active:
-                return entry
+                return self._loaded, [], entry
             deactivated = dataclasses.replace(entry, active=False, activated=None)
-            self._swap(self._replaced(entry, deactivated), [])
-            return deactivated
+            return self._replaced(entry, deactivated), [], deactivated
+
+        with self._changes:
+            return self._commit(plan)
 
     def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
         """Load the scenarios in *paths* instead of the ones the files gave (see Server.reload).
@@ -223,50 +257,53 @@ class Registry:
         (``/__admin/health`` shows it).
         """
         paths = list(paths)
+
+        def plan(files: ScenarioSet) -> Planned[ReloadResult]:
+            now = time.time()
+            added = [e for e in self._loaded if e.added]
+            check_names_free(files, added)
+            old = {e.name: e for e in self._loaded if not e.added}
+            loaded = []
+            for scenario in files.scenarios:
+                before = old.get(scenario.name)
+                if before is not None and before.scenario == scenario:
+                    loaded.append(before)  # the very object: the engine keeps its window
+                else:
+                    active = before.active if before is not None else True
+                    loaded.append(LoadedScenario(scenario, active, now, now if active else None))
+            changed = [e for e in loaded if old.get(e.name) is not e]
+            names = {e.name for e in loaded}
+            removed = [e for e in old.values() if e.name not in names]
+            # Only what was or will be served: an inactive scenario may share
+            # skill ids (so sequence keys) with a served one.
+            restarted = [e.scenario for e in changed + removed if e.active]
+            restarted += [
+                old[e.name].scenario for e in changed if e.name in old and old[e.name].active
+            ]
+            check_served_once(
+                [e.scenario for e in loaded if e.active],
+                [e.scenario for e in added if e.active],
+            )
+            result = ReloadResult(
+                "ok",
+                now,
+                scenarios=tuple(e.name for e in loaded),
+                changed=tuple(e.name for e in changed),
+                removed=tuple(e.name for e in removed),
+                added=tuple(e.name for e in changed if e.name not in old),
+            )
+            return tuple(loaded + added), restarted, result
+
         with self._changes:
             try:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
-                now = time.time()
-                added = [e for e in self._loaded if e.added]
-                check_names_free(files, added)
-                old = {e.name: e for e in self._loaded if not e.added}
-                loaded = []
-                for scenario in files.scenarios:
-                    before = old.get(scenario.name)
-                    if before is not None and before.scenario == scenario:
-                        loaded.append(before)  # the very object: the engine keeps its window
-                    else:
-                        active = before.active if before is not None else True
-                        loaded.append(
-                            LoadedScenario(scenario, active, now, now if active else None)
-                        )
-                changed = [e for e in loaded if old.get(e.name) is not e]
-                names = {e.name for e in loaded}
-                removed = [e for e in old.values() if e.name not in names]
-                # Only what was or will be served: an inactive scenario may share
-                # skill ids (so sequence keys) with a served one.
-                restarted = [e.scenario for e in changed + removed if e.active]
-                restarted += [
-                    old[e.name].scenario for e in changed if e.name in old and old[e.name].active
-                ]
-                check_served_once(
-                    [e.scenario for e in loaded if e.active],
-                    [e.scenario for e in added if e.active],
-                )
-                self._swap(tuple(loaded + added), restarted)
+                result = self._commit(lambda: plan(files), files=True)
             except InvalidScenarios as exc:
                 result = ReloadResult.failed(self._with_file_clashes(exc).problems)
             except ScenarioError as exc:
                 result = ReloadResult.failed(exc.problems)
-            else:
-                result = ReloadResult(
-                    "ok",
-                    now,
-                    scenarios=tuple(e.name for e in loaded),
-                    changed=tuple(e.name for e in changed),
-                    removed=tuple(e.name for e in removed),
-                    added=tuple(e.name for e in changed if e.name not in old),
-                )
+            except StoreUnavailable as exc:
+                result = ReloadResult.failed([unavailable_problem(exc)])
             self.last_reload = result
             return result
 
@@ -276,7 +313,164 @@ class Registry:
             if self.last_reload is None:
                 self.last_reload = ReloadResult("none")
 
+    def reset(self, session: str | None = None) -> None:
+        """Forget positions, draws and journal (all, or *session*'s), on every replica sharing."""
+        self.engine.state.reset(session)
+        if self._shared is not None:
+            try:
+                self._shared.announce_reset(session)
+            except StoreUnavailable as exc:
+                message = f"{exc}; this replica was reset, the others were not told"
+                raise StoreUnavailable(message) from exc
+
+    # -- sharing with other replicas (mockskill/store/scenarios.py) -----------
+
+    @property
+    def shared(self) -> SharedSet | None:
+        """The shared scenario set this registry serves, if any."""
+        return self._shared
+
+    @property
+    def version(self) -> int:
+        """The version of the shared set served (0: none, or not shared)."""
+        return self._version
+
+    def share(self, shared: SharedSet, *, publish: bool = True) -> None:
+        """Serve the scenario set *shared* keeps, and write every change there from now on.
+
+        With nothing stored yet, the scenarios loaded now are published as the
+        first version. With a set stored, it is served instead when it came
+        from the same files (equal digests: nothing is written) or when not
+        *publish* (a replica started without scenario files joins); else the
+        loaded scenarios are published as the next version: the files a
+        replica is started with are the deployment's truth. Raises
+        StoreUnavailable when the set cannot be reached, ScenarioError when a
+        loaded scenario cannot be shared (built in Python, with no text).
+        """
+        with self._changes:
+            mine = tuple(record_of(e) for e in self._loaded)
+            digest = files_digest(mine)
+            while True:
+                stored = shared.read()
+                if stored is not None and (not publish or stored.files == digest):
+                    self._shared = shared
+                    self._adopt(stored)
+                    return
+                version = shared.write(0 if stored is None else stored.version, mine, digest)
+                if version is not None:
+                    self._shared = shared
+                    self._version, self._records, self._files = version, mine, digest
+                    return
+
+    def unshare(self) -> None:
+        """Stop writing changes to the shared set (what is served stays)."""
+        with self._changes:
+            self._shared = None
+            self._version = 0
+
+    def catch_up(self) -> bool:
+        """Serve the newest stored version if it is not the one served; True if it was not.
+
+        Called by the shared set's listener on every announcement and poll.
+        Raises StoreUnavailable when the set cannot be reached.
+        """
+        shared = self._shared
+        if shared is None or shared.version() == self._version:  # the poll's one round trip
+            return False
+        with self._changes:
+            return self._catch_up()
+
+    def reset_here(self, session: str | None) -> None:
+        """Another replica reset *session* (None: everything): forget what this process keeps.
+
+        A shared state was reset by that replica already; a state of this
+        process's own is reset here.
+        """
+        if getattr(self.engine.state, "replica", None) is None:
+            self.engine.state.reset(session)
+
     # -- inside ---------------------------------------------------------------
+
+    def _commit(self, plan: Callable[[], Planned[T]], *, files: bool = False) -> T:
+        """Apply the change *plan* computes from the loaded scenarios; return what it says.
+
+        Shared, the change is planned on the newest stored version, checked
+        whole, then written as the next version; if another replica wrote one
+        first, that one is served and the change planned (checked) again on it.
+        *files*: the change loads the scenario files (their digest is noted).
+        Hold the lock.
+        """
+        shared = self._shared
+        while True:
+            try:
+                if shared is not None:
+                    self._catch_up()
+                loaded, restart, result = plan()
+                if shared is None or self._published(shared, loaded, files=files):
+                    break
+            except StoreUnavailable as exc:
+                raise StoreUnavailable(
+                    f"{exc}; nothing was changed, this replica serves its last good scenarios"
+                ) from exc
+        self._swap(loaded, restart)
+        return result
+
+    def _published(
+        self, shared: SharedSet, loaded: tuple[LoadedScenario, ...], *, files: bool
+    ) -> bool:
+        """Write *loaded* as the next version; False if another replica wrote one first."""
+        # What only the engine checks, before any other replica is told to serve it.
+        served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
+        check_playable(served, raw_socket=self.engine.raw_socket)
+        records = tuple(record_of(e) for e in loaded)
+        digest = files_digest(records) if files else self._files
+        if records == self._records and digest == self._files:
+            return True  # nothing to write: another replica wrote this very set
+        version = shared.write(self._version, records, digest)
+        if version is None:
+            return False
+        self._version, self._records, self._files = version, records, digest
+        return True
+
+    def _catch_up(self) -> bool:
+        """Serve the stored version if it is not the one served (hold the lock)."""
+        assert self._shared is not None
+        stored = self._shared.read()
+        if stored is None:
+            # Nothing stored (Redis restarted empty, or flushed): what is served is the set.
+            version = self._shared.write(0, self._records, self._files)
+            if version is not None:
+                self._version = version
+                return False
+            stored = self._shared.read()
+            if stored is None:
+                return False
+        if stored.version == self._version and stored.records == self._records:
+            return False
+        self._adopt(stored)
+        return True
+
+    def _adopt(self, stored: Stored) -> None:
+        """Serve *stored*, another replica's version (hold the lock).
+
+        Its records are read again with the loader; a scenario whose record
+        did not change stays the very object. If this replica cannot read or
+        play it, the last good set stays served and the problem is logged.
+        """
+        try:
+            loaded = entries_of(stored.records, self._loaded, max_delay_ms=self.max_delay_ms)
+            # The writer restarted what it changed in its state: shared, that is everyone's;
+            # a state of this process's own restarts them here.
+            local = getattr(self.engine.state, "replica", None) is None
+            self._swap(loaded, changed_scenarios(self._loaded, loaded) if local else [])
+        except ScenarioError as exc:
+            log.error(
+                "shared scenario set version %d cannot be served here; serving the last good"
+                " set:\n%s",
+                stored.version,
+                exc,
+            )
+        self._version, self._records, self._files = stored.version, stored.records, stored.files
 
     def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
         """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""

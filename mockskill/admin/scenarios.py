@@ -19,6 +19,7 @@ from typing import Any
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
+from ..engine.store import StoreUnavailable
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
@@ -222,6 +223,12 @@ def register(bp: Blueprint, registry: Registry) -> None:
         message = "; ".join(exc.reasons) + "; nothing was changed"
         details = {"problems": [p.as_json() for p in exc.problems]}
         return unified_body("MOCKSKILL_SCENARIO_CONFLICT", message, details), 409
+
+    @bp.errorhandler(StoreUnavailable)
+    def unavailable(exc: StoreUnavailable) -> tuple[dict[str, Any], int]:
+        # The shared scenario set (docs/admin.md) could not be reached; the message says
+        # what that left undone.
+        return unified_body("MOCKSKILL_STATE_UNAVAILABLE", str(exc)), 503
 
     @bp.errorhandler(ScenarioError)
     def invalid(exc: ScenarioError) -> tuple[dict[str, Any], int]:
