@@ -174,6 +174,14 @@ class Server:
     CORS headers are sent only with *cors*. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
+
+    *shared_scenarios* (a ``redis://`` URL) serves the scenario set kept
+    there, shared with every server given the same URL: a change on one is
+    served by all within about a second, and a reset reaches them all
+    (docs/admin.md, "One set for every replica"). Started with *scenarios*,
+    the server publishes them unless the stored set came from the same ones;
+    started without (None), it joins the stored set. A Redis it cannot reach
+    raises ServerError.
     """
 
     def __init__(
