@@ -116,6 +116,8 @@ class Registry:
         self._version = 0
         self._records: tuple[Record, ...] = ()
         self._files = ""
+        self._unsent: list[str | Path] | None = None
+        """The paths of a reload the shared set could not be reached for."""
 
     # -- reading --------------------------------------------------------------
 
@@ -295,6 +297,7 @@ class Registry:
             return tuple(loaded + added), restarted, result
 
         with self._changes:
+            self._unsent = None
             try:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
                 result = self._commit(lambda: plan(files), files=True)
@@ -304,6 +307,7 @@ class Registry:
                 result = ReloadResult.failed(exc.problems)
             except StoreUnavailable as exc:
                 result = ReloadResult.failed([unavailable_problem(exc)])
+                self._unsent = paths  # read again once the set can be reached (catch_up)
             self.last_reload = result
             return result
 
@@ -375,7 +379,14 @@ class Registry:
         Raises StoreUnavailable when the set cannot be reached.
         """
         shared = self._shared
-        if shared is None or shared.version() == self._version:  # the poll's one round trip
+        if shared is None:
+            return False
+        same = shared.version() == self._version  # the poll's one round trip
+        unsent = self._unsent
+        if unsent is not None:  # a reload Redis missed: its files, read again now
+            self.reload(unsent)
+            return True
+        if same:
             return False
         with self._changes:
             return self._catch_up()

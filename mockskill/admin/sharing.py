@@ -58,7 +58,7 @@ def unavailable_problem(exc: StoreUnavailable) -> Problem:
         "a shared scenario set that can be reached",
         str(exc),
         "nothing was changed: the last good scenarios are served; the files are read again"
-        " when they change next",
+        " once it can be reached",
     )
 
 

@@ -147,6 +147,7 @@ class SharedScenarios:
         self, on_change: Callable[[], object], on_reset: Callable[[str | None], object]
     ) -> None:
         pubsub: Any = None
+        down = False
         due = 0.0  # when to look at the version next: at once, at (re)connect
         while not self._stopping.is_set():
             try:
@@ -158,6 +159,9 @@ class SharedScenarios:
                 if message is not None:
                     kind, channel = message["type"], message["channel"].decode()
                     if kind == "subscribe":  # (re)subscribed: anything may have been missed
+                        if down:
+                            log.warning("shared scenario set %s: reached again", self.shown)
+                        down = False
                         self.connected.set()
                         due = 0.0
                     elif kind == "message" and channel == self.channel:
@@ -170,11 +174,13 @@ class SharedScenarios:
                     due = time.monotonic() + self.poll_interval
                     on_change()
             except (redis.RedisError, OSError, StoreUnavailable) as exc:
-                self.connected.clear()
                 if pubsub is not None:
                     _close_quietly(pubsub)
                     pubsub = None
-                log.warning("shared scenario set %s: %s; retrying", self.shown, exc)
+                if self.connected.is_set() or not down:  # once an outage, not once a second
+                    log.warning("shared scenario set %s: %s; retrying", self.shown, exc)
+                down = True
+                self.connected.clear()
                 due = 0.0
                 self._stopping.wait(self.poll_interval)
             except Exception:  # a bug in a callback must not end the catching up

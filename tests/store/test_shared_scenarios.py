@@ -421,12 +421,13 @@ def test_with_redis_down_a_change_is_refused_clearly_and_every_replica_serves_on
         b.stop()
 
 
-def test_a_watched_reload_with_redis_down_fails_and_says_why(
+def test_a_reload_with_redis_down_fails_says_why_and_is_made_once_redis_is_back(
     own_redis: Callable[..., Any], tmp_path: Path
 ) -> None:
     store = own_redis()
     (tmp_path / "counter.yaml").write_text(COUNTER)
     a = Server(tmp_path, shared_scenarios=store.url).start()
+    b = Server(shared_scenarios=store.url).start()
     try:
         store.stop()
         (tmp_path / "counter.yaml").write_text(COUNTER.replace("{n: 1}", "{n: 7}"))
@@ -436,8 +437,16 @@ def test_a_watched_reload_with_redis_down_fails_and_says_why(
         assert result.status == "failed"
         assert "cannot be reached" in result.problems[0].found
         assert invoke(a, "count").json() == {"n": 1}
+
+        store.start()  # the files are read again, and the change reaches every replica
+
+        until(lambda: a.last_reload is not None and a.last_reload.ok)
+        assert invoke(a, "count").json() == {"n": 7}
+        until(lambda: b.registry.version == a.registry.version)
+        assert invoke(b, "count").json() == {"n": 7}
     finally:
         a.stop()
+        b.stop()
 
 
 def test_a_server_cannot_start_sharing_a_set_it_cannot_reach(own_redis: Callable[..., Any]) -> None:
