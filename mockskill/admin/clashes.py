@@ -7,8 +7,10 @@ applies it; a clash is a :class:`Conflict` naming it, and nothing changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ..scenario.claims import Claim
+from ..scenario.loader import InvalidScenarios
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.source import Position
@@ -25,6 +27,35 @@ class Conflict(ScenarioError):
     def __init__(self, problems: Sequence[Problem], reasons: Sequence[str]) -> None:
         super().__init__(problems)
         self.reasons = tuple(reasons)
+
+
+E = TypeVar("E", bound=ScenarioError)
+
+
+def with_clashes(
+    exc: E, current: Sequence[LoadedScenario], *, active: bool, replace: bool
+) -> E | InvalidScenarios:
+    """*exc* (scenarios that failed to load), with their clashes with *current* too.
+
+    What the broken scenarios claim (names, skill ids, routes) is checked
+    against *current* as a change that loads them (*active*, or not; with
+    *replace*, or not) would check it, so that one answer has every problem.
+    """
+    claims = exc.claims if isinstance(exc, InvalidScenarios) else ()
+    if not claims:
+        return exc
+    names = {e.name: e for e in current}
+    problems: list[Problem] = []
+    reasons: list[str] = []
+    for claim in claims:
+        old = names.get(claim.name) if claim.name is not None else None
+        if old is not None and not replace:
+            name_clash(claim.name, claim.where, old, problems, reasons)
+    if active:  # against every active one but those it would replace
+        replaced = {claim.name for claim in claims} if replace else set()
+        served = [e.scenario for e in current if e.active and e.name not in replaced]
+        problems += served_clashes(claims, served, among_incoming=False)[0]
+    return InvalidScenarios([*exc.problems, *problems], claims)
 
 
 def name_clash(

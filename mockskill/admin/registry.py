@@ -51,7 +51,7 @@ from .clashes import (
     check_names_free,
     check_served_once,
     name_clash,
-    served_clashes,
+    with_clashes,
 )
 from .loaded import LoadedScenario
 from .sharing import (
@@ -185,22 +185,7 @@ class Registry:
         against the loaded ones as :meth:`add` would check it, so that one
         answer has every problem. Nothing changes.
         """
-        claims = exc.claims if isinstance(exc, InvalidScenarios) else ()
-        if not claims:
-            return exc
-        current = self._loaded
-        names = {e.name: e for e in current}
-        problems: list[Problem] = []
-        reasons: list[str] = []
-        for claim in claims:
-            old = names.get(claim.name) if claim.name is not None else None
-            if old is not None and not replace:
-                name_clash(claim.name, claim.where, old, problems, reasons)
-        if active:  # against every active one but those it would replace
-            replaced = {claim.name for claim in claims} if replace else set()
-            served = [e.scenario for e in current if e.active and e.name not in replaced]
-            problems += served_clashes(claims, served, among_incoming=False)[0]
-        return InvalidScenarios([*exc.problems, *problems], claims)
+        return with_clashes(exc, self._loaded, active=active, replace=replace)
 
     def remove(self, name: str) -> LoadedScenario:
         """Unload scenario *name* (served or not); return it as it was."""
@@ -485,17 +470,7 @@ class Registry:
 
     def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
         """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""
-        added = [e for e in self._loaded if e.added]
-        names = {e.name: e for e in added}
-        problems: list[Problem] = []
-        reasons: list[str] = []
-        for claim in exc.claims:
-            old = names.get(claim.name) if claim.name is not None else None
-            if old is not None:
-                name_clash(claim.name, claim.where, old, problems, reasons)
-        served = [e.scenario for e in added if e.active]
-        problems += served_clashes(exc.claims, served, among_incoming=False)[0]
-        return InvalidScenarios([*exc.problems, *problems], exc.claims)
+        return with_clashes(exc, [e for e in self._loaded if e.added], active=True, replace=False)
 
     def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
         return tuple(new if e is old else e for e in self._loaded)
