@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -237,6 +238,32 @@ def test_a_change_planned_on_a_stale_set_is_checked_again_on_the_newer_one(
 
     assert stored_version(redis_url) == version
     assert [e.name for e in b.scenarios] == ["orders", "counter"]
+
+
+def test_changes_made_at_once_on_two_replicas_are_all_kept(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER)
+    b = replica()
+    failures: list[str] = []
+
+    def load_many(server: Server, prefix: str) -> None:
+        for i in range(8):
+            text = f"name: {prefix}-{i}\nskills:\n  - id: {prefix}-{i}\n    invoke: {{json: 1}}\n"
+            response = post(server, text)
+            if response.status_code != 201:
+                failures.append(response.text)
+
+    threads = [threading.Thread(target=load_many, args=(s, p)) for s, p in ((a, "a"), (b, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    assert stored_version(redis_url) == 1 + 16  # one version each: none lost, none twice
+    expected = {"counter"} | {f"{p}-{i}" for p in "ab" for i in range(8)}
+    until(lambda: {name for name, _ in listed(a)} == {name for name, _ in listed(b)} == expected)
 
 
 # -- catching up: missed announcements, late replicas, restarts -------------------------------
