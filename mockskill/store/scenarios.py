@@ -77,6 +77,7 @@ class SharedScenarios:
         self.poll_interval = poll_interval
         self.replica = uuid.uuid4().hex[:12]
         """Names this process's announcements, so that it does not act on its own."""
+        self._wake = f"{prefix}:scenarios:wake:{self.replica}"  # stop() ends a wait at once
         self._client: redis.Redis = redis.Redis.from_url(
             self.url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
         )
@@ -139,6 +140,9 @@ class SharedScenarios:
         """Stop listening (returns within about :data:`POLL_INTERVAL`) and let go of Redis."""
         thread, self._thread = self._thread, None
         self._stopping.set()
+        if thread is not None:
+            with contextlib.suppress(redis.RedisError, OSError):  # else: the wait times out
+                self._client.publish(self._wake, "stop")
         if thread is not None and thread is not threading.current_thread():
             thread.join(self.poll_interval + TIMEOUT + 1)
         self._client.close()
@@ -153,7 +157,7 @@ class SharedScenarios:
             try:
                 if pubsub is None:
                     pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
-                    pubsub.subscribe(self.channel, self.reset_channel)
+                    pubsub.subscribe(self.channel, self.reset_channel, self._wake)
                 wait = max(0.0, min(self.poll_interval, due - time.monotonic()))
                 message = pubsub.get_message(timeout=wait)
                 if message is not None:
