@@ -47,6 +47,7 @@ from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
 from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
+from .engine.store import Store
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
@@ -159,6 +160,40 @@ def _exposed_without_token(host: str) -> str:
     )
 
 
+def _store(
+    state: Store | str | None, seed: int | None, journal_size: int, replica: str | None
+) -> Store:
+    """The store a Server keeps its state in: *state*, else a new in-memory one.
+
+    A store named by URL is opened here (``memory``, or a shared one: connected
+    at once, an unusable one a ServerError naming the masked URL and why), with
+    *seed*, *journal_size* and *replica*. A store given brings its own seed and
+    journal bound: *seed* and *journal_size*, when given too, must say the same,
+    rather than be silently ignored.
+    """
+    if state is None:
+        return State(seed=seed, journal_size=journal_size)
+    if isinstance(state, str):
+        # mockskill.store imports the Redis client only for a shared URL.
+        from .store import BadStoreURL, StoreOpenError, open_store
+
+        try:
+            return open_store(state, seed=seed, journal_size=journal_size, replica=replica)
+        except (BadStoreURL, StoreOpenError) as error:
+            raise ServerError(str(error)) from None
+    if seed is not None and seed != state.seed:
+        raise ServerError(
+            f"seed {seed} differs from the given state store's seed {state.seed}: a store"
+            " brings its own seed (give it there, or give no seed)"
+        )
+    if journal_size not in (DEFAULT_JOURNAL_SIZE, state.capacity):
+        raise ServerError(
+            f"journal_size {journal_size} differs from the given state store's journal"
+            f" bound {state.capacity}: a store brings its own (give it there)"
+        )
+    return state
+
+
 class Server:
     """mockskill on a port, served from a background thread.
 
@@ -175,9 +210,20 @@ class Server:
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
 
-    *shared_scenarios* (a ``redis://`` URL) serves the scenario set kept
-    there, shared with every server given the same URL: a change on one is
-    served by all within about a second, and a reset reaches them all
+    *state* is where sequence positions, tokens, outage clocks, draws and the
+    journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
+    made from *seed* and *journal_size*; or a :class:`~mockskill.engine.store.Store`
+    (a shared one, for several processes serving one truth), which brings its
+    own seed and journal bound; or a store's URL (``"redis://HOST:PORT/DB"``,
+    ``"memory"``): the Server opens it with *seed*, *journal_size* and *replica*
+    (the name of this process in a shared journal; ``hostname:pid`` by default)
+    and closes it when it stops (it is not started again after). :attr:`state`
+    is that store.
+
+    *shared_scenarios* (a ``redis://`` URL; by default the URL *state* gives,
+    when it names a shared store; ``"memory"``: none) serves the scenario set
+    kept there, shared with every server given the same URL: a change on one
+    is served by all within about a second, and a reset reaches them all
     (docs/admin.md, "One set for every replica"). Started with *scenarios*,
     the server publishes them unless the stored set came from the same ones;
     started without (None), it joins the stored set. A Redis it cannot reach
@@ -201,6 +247,8 @@ class Server:
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        state: Store | str | None = None,
+        replica: str | None = None,
         shared_scenarios: str | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
@@ -212,15 +260,25 @@ class Server:
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state = State(seed=seed, journal_size=journal_size)
+        self.state: Store = _store(state, seed, journal_size, replica)
+        self._owns_state = isinstance(state, str)
+        """Whether the Server opened its store (from a URL): it closes it when it stops."""
+        self._state_closed = False
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
-        self._shared = (
-            None if shared_scenarios is None else self._share(shared_scenarios, scenarios is None)
-        )
+        if shared_scenarios is None and isinstance(state, str) and state not in ("", "memory"):
+            shared_scenarios = state  # a shared state shares its scenarios: one truth
+        self._shared: SharedScenarios | None = None
+        if shared_scenarios is not None and shared_scenarios != "memory":
+            try:
+                self._shared = self._share(shared_scenarios, scenarios is None)
+            except BaseException:
+                if self._owns_state:
+                    self.state.close()
+                raise
         if admin_token is not None:
             # Now, not when the admin app is built (create_app does it too): a skill
             # request may carry the token in its path before any /__admin request.
@@ -469,6 +527,10 @@ class Server:
         """Listen on the port (without serving yet); raise ServerError if it cannot."""
         if self._transport is not None:
             return
+        if self._state_closed:
+            raise ServerError(
+                "this Server closed the store it opened when it stopped: make another"
+            )
         _raise_fd_limit()
         sock = _listen(self.host, self._port)
         self.engine.open()
@@ -540,6 +602,9 @@ class Server:
         if self._shared is not None:
             self._shared.stop()
         self._transport = self._sock = self._surface = None
+        if self._owns_state:
+            self.state.close()  # its journal sent, its connections let go
+            self._state_closed = True
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
         method = exchange.method or "-"

@@ -113,6 +113,9 @@ class Entry:
     rejects: the consumer's own ``VALIDATION_ERROR``."""
     stopped: bool = False
     """Whether the server, stopping, cut the request after its grace period (no answer)."""
+    replica: str | None = None
+    """The replica that served it, in a journal several share (``--state redis://...``);
+    None for a server's own journal (the embedded default)."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -193,6 +196,7 @@ class Recorded(NamedTuple):
     body_digest: str | None = None
     invalid_descriptor: bool = False
     stopped: bool = False
+    replica: str | None = None
 
 
 def oversized(recorded: Entry | Recorded) -> bool:
@@ -219,6 +223,15 @@ def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
     no client text can forge a line of a report printed from the journal.
     The secrets *hidden* (those hidden when it was recorded) read :data:`MASK`.
     """
+    changes = shown_changes(recorded, hidden)
+    if isinstance(recorded, Entry):
+        return dataclasses.replace(recorded, **changes) if changes else recorded
+    return Entry(*(recorded._replace(**changes) if changes else recorded))
+
+
+def shown_changes(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> dict[str, Any]:
+    """What :func:`kept` changes in *recorded*: its fields cut, escaped or masked (most
+    often none). The shared journal applies them to the tuple, never building the Entry."""
     changes: dict[str, Any] = {}
     for name, limit in _BOUNDED:
         value = getattr(recorded, name)
@@ -239,9 +252,7 @@ def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
         )
         if near != near_misses:
             changes["near_misses"] = near
-    if isinstance(recorded, Entry):
-        return dataclasses.replace(recorded, **changes) if changes else recorded
-    return Entry(*(recorded._replace(**changes) if changes else recorded))
+    return changes
 
 
 def _masked(text: str, hidden: tuple[str, ...]) -> str:
