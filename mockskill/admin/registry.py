@@ -458,7 +458,8 @@ class Registry:
             # The writer restarted what it changed in its state: shared, that is everyone's;
             # a state of this process's own restarts them here.
             local = getattr(self.engine.state, "replica", None) is None
-            self._swap(loaded, changed_scenarios(self._loaded, loaded) if local else [])
+            restart = changed_scenarios(self._loaded, loaded) if local else []
+            self._swap(loaded, restart, activate=local)  # so are outage windows
         except ScenarioError as exc:
             log.error(
                 "shared scenario set version %d cannot be served here; serving the last good"
@@ -475,7 +476,13 @@ class Registry:
     def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
         return tuple(new if e is old else e for e in self._loaded)
 
-    def _swap(self, loaded: tuple[LoadedScenario, ...], restart: Sequence[Scenario]) -> None:
+    def _swap(
+        self,
+        loaded: tuple[LoadedScenario, ...],
+        restart: Sequence[Scenario],
+        *,
+        activate: bool = True,
+    ) -> None:
         """Serve the active ones of *loaded*, *restart*'s sequences afresh (hold the lock).
 
         The engine checks first and raises ScenarioError if it cannot play
@@ -484,5 +491,5 @@ class Registry:
         served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
         # The engine restarts them as it swaps tables: afterwards would let a
         # request matched on the old table take position 0 of the new sequences.
-        self.engine.load(served, restart=sequence_keys(restart))
+        self.engine.load(served, restart=sequence_keys(restart), activate=activate)
         self._loaded = loaded

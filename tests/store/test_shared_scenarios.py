@@ -496,3 +496,79 @@ def test_a_server_that_shares_nothing_never_imports_the_redis_client() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
+
+
+# -- with the state shared too (Server(state=URL) shares the set on the same Redis) -------------
+
+OUTAGE = """\
+name: short-outage
+outage:
+  start: 0
+  duration: 1500
+  step: {error: ENDPOINT_UNREACHABLE}
+skills:
+  - id: recovering
+    invoke: {json: {result: ok}}
+"""
+
+
+def test_a_shared_state_shares_the_scenario_set_on_the_same_redis(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER, shared_scenarios=None, state=redis_url)
+    b = replica(shared_scenarios=None, state=redis_url)
+
+    assert post(a, ORDERS).status_code == 201
+
+    until(lambda: invoke(b, "orders").status_code == 200)
+    assert admin(b, "GET", "/health").json()["scenario_set"] == {"version": 2}
+
+
+def test_with_a_shared_state_a_sequence_changed_elsewhere_restarts_once(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER, state=redis_url)
+    b = replica(state=redis_url)
+    assert [invoke(s, "count").json()["n"] for s in (a, b)] == [1, 2]  # one sequence
+
+    assert post(a, COUNTER.replace("{n: 1}", "{n: 10}"), replace="true").status_code == 201
+    assert invoke(a, "count").json() == {"n": 10}  # restarted by A, in the shared state
+    until(lambda: b.registry.version == a.registry.version)
+
+    assert invoke(b, "count").json() == {"n": 2}  # B did not restart it again
+
+
+def test_with_a_shared_state_a_reset_on_one_replica_is_everyones_once(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER, state=redis_url)
+    b = replica(state=redis_url)
+    assert [invoke(s, "count").json()["n"] for s in (a, b)] == [1, 2]
+
+    assert admin(a, "POST", "/reset").status_code == 200
+    assert invoke(a, "count").json() == {"n": 1}
+    # An announcement that reaches B late (here: after A's request, on purpose) must not
+    # reset the shared state again: the replica that announced it reset it already.
+    client = redis.Redis.from_url(redis_url)
+    try:
+        heard = client.publish("mockskill:scenarios:resets", '{"from": "c", "session": null}')
+    finally:
+        client.close()
+    assert heard == 2
+    time.sleep(0.5)
+
+    assert invoke(b, "count").json() == {"n": 2}
+    assert [e.path for e in b.journal()] == ["/skills/count/invoke"] * 2  # both replicas'
+
+
+def test_with_a_shared_state_a_replica_joining_later_leaves_outage_windows_alone(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(OUTAGE, state=redis_url)
+    assert invoke(a, "recovering").status_code != 200  # in the window
+    until(lambda: invoke(a, "recovering").status_code == 200)  # after it
+
+    b = replica(state=redis_url)  # joins the stored set: the window is not started again
+
+    assert invoke(b, "recovering").status_code == 200
+    assert invoke(a, "recovering").status_code == 200
