@@ -322,7 +322,7 @@ class Server:
         except StoreUnavailable as exc:
             shared.stop()
             raise ServerError(
-                f"{exc}: start Redis there (or leave out shared_scenarios to serve alone)"
+                f"{exc}: is Redis running there? (shared_scenarios=\"memory\" serves alone)"
             ) from None
         except BaseException:
             shared.stop()

@@ -351,12 +351,6 @@ class Registry:
                     self._version, self._records, self._files = version, mine, digest
                     return
 
-    def unshare(self) -> None:
-        """Stop writing changes to the shared set (what is served stays)."""
-        with self._changes:
-            self._shared = None
-            self._version = 0
-
     def catch_up(self) -> bool:
         """Serve the newest stored version if it is not the one served; True if it was not.
 
@@ -382,7 +376,7 @@ class Registry:
         A shared state was reset by that replica already; a state of this
         process's own is reset here.
         """
-        if getattr(self.engine.state, "replica", None) is None:
+        if self.engine.state.replica is None:
             self.engine.state.reset(session)
 
     # -- inside ---------------------------------------------------------------
@@ -457,7 +451,7 @@ class Registry:
             loaded = entries_of(stored.records, self._loaded, max_delay_ms=self.max_delay_ms)
             # The writer restarted what it changed in its state: shared, that is everyone's;
             # a state of this process's own restarts them here.
-            local = getattr(self.engine.state, "replica", None) is None
+            local = self.engine.state.replica is None
             restart = changed_scenarios(self._loaded, loaded) if local else []
             self._swap(loaded, restart, activate=local)  # so are outage windows
         except ScenarioError as exc:

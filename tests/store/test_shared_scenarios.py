@@ -479,7 +479,7 @@ def test_a_reload_with_redis_down_fails_says_why_and_is_made_once_redis_is_back(
 def test_a_server_cannot_start_sharing_a_set_it_cannot_reach(own_redis: Callable[..., Any]) -> None:
     store = own_redis()
     store.stop()
-    with pytest.raises(ServerError, match=r"cannot be reached.*start Redis there"):
+    with pytest.raises(ServerError, match=r"cannot be reached.*is Redis running there"):
         Server(load_text(COUNTER, "test.yaml"), shared_scenarios=store.url)
     with pytest.raises(ServerError, match="expected 'memory' or a URL"):
         Server(shared_scenarios="http://cache:6379")
