@@ -310,11 +310,17 @@ class Server:
         own, it serves the stored set rather than publishing the bundled one.
         """
         from .engine.store import StoreUnavailable
+        from .store.redis import RedisStore
         from .store.scenarios import SharedScenarios
         from .store.url import BadStoreURL
 
+        state = self.state
+        # The state on the same Redis: a version restarts its sequences there in the same
+        # step (else a replica hearing of it first could build on the old generations).
+        same = isinstance(state, RedisStore) and state.url == url
+        keys = (state.keys.gen, state.keys.act) if isinstance(state, RedisStore) else None
         try:
-            shared = SharedScenarios(url)
+            shared = SharedScenarios(url, state_keys=keys if same else None)
         except BadStoreURL as exc:
             raise ServerError(str(exc).replace("--state", "shared_scenarios", 1)) from None
         try:
@@ -322,7 +328,7 @@ class Server:
         except StoreUnavailable as exc:
             shared.stop()
             raise ServerError(
-                f"{exc}: is Redis running there? (shared_scenarios=\"memory\" serves alone)"
+                f'{exc}: is Redis running there? (shared_scenarios="memory" serves alone)'
             ) from None
         except BaseException:
             shared.stop()

@@ -1,4 +1,4 @@
-"""One loaded scenario and how it is served (:class:`LoadedScenario`).
+"""One loaded scenario and how it is served (:class:`LoadedScenario`); a name not loaded.
 
 Its own module so that the registry (:mod:`.registry`) and its shared-set side
 (:mod:`.sharing`) both build it without importing each other.
@@ -6,6 +6,8 @@ Its own module so that the registry (:mod:`.registry`) and its shared-set side
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..scenario.model import Scenario
@@ -37,3 +39,21 @@ class LoadedScenario:
         (``<added 2>`` for :meth:`Server.add <mockskill.server.Server.add>`,
         ``<request body 3>`` or ``?file=`` for the admin API)."""
         return self.scenario.file
+
+
+class UnknownScenario(KeyError):
+    """No scenario of that name is loaded; says which are, and the nearest names."""
+
+    def __init__(self, name: str, loaded: Sequence[str]) -> None:
+        self.name = name
+        self.loaded = list(loaded)
+        self.suggestions = difflib.get_close_matches(name, self.loaded, n=3, cutoff=0.6)
+        message = f"no scenario named {name!r} is loaded"
+        if self.suggestions:
+            message += f"; did you mean {self.suggestions[0]!r}?"
+        message += f" (loaded: {', '.join(repr(n) for n in self.loaded) or 'none'})"
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.message  # KeyError would show the repr of the message

@@ -29,7 +29,6 @@ The server (:class:`~mockskill.server.Server`), the admin API
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import threading
 import time
@@ -53,7 +52,7 @@ from .clashes import (
     name_clash,
     with_clashes,
 )
-from .loaded import LoadedScenario
+from .loaded import LoadedScenario, UnknownScenario
 from .sharing import (
     SharedSet,
     changed_scenarios,
@@ -69,24 +68,6 @@ T = TypeVar("T")
 Planned = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
 """What a change plans: the loaded scenarios after it, those to restart, what it answers."""
 log = logging.getLogger("mockskill.shared")
-
-
-class UnknownScenario(KeyError):
-    """No scenario of that name is loaded; says which are, and the nearest names."""
-
-    def __init__(self, name: str, loaded: Sequence[str]) -> None:
-        self.name = name
-        self.loaded = list(loaded)
-        self.suggestions = difflib.get_close_matches(name, self.loaded, n=3, cutoff=0.6)
-        message = f"no scenario named {name!r} is loaded"
-        if self.suggestions:
-            message += f"; did you mean {self.suggestions[0]!r}?"
-        message += f" (loaded: {', '.join(repr(n) for n in self.loaded) or 'none'})"
-        self.message = message
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        return self.message  # KeyError would show the repr of the message
 
 
 class Registry:
@@ -345,10 +326,17 @@ class Registry:
                     self._shared = shared
                     self._adopt(stored)
                     return
-                version = shared.write(0 if stored is None else stored.version, mine, digest)
+                # Over another set (a new deployment's files), sequences start afresh.
+                served = [e.scenario for e in self._loaded if e.active]
+                restart = sequence_keys(served) if stored is not None else set()
+                version = shared.write(
+                    0 if stored is None else stored.version, mine, digest, restart=restart
+                )
                 if version is not None:
                     self._shared = shared
                     self._version, self._records, self._files = version, mine, digest
+                    if restart and shared.restarts:  # serve on the new generations
+                        self._swap(self._loaded, [], activate=False)
                     return
 
     def catch_up(self) -> bool:
@@ -396,17 +384,25 @@ class Registry:
                 if shared is not None:
                     self._catch_up()
                 loaded, restart, result = plan()
-                if shared is None or self._published(shared, loaded, files=files):
+                if shared is None or self._published(shared, loaded, restart, files=files):
                     break
             except StoreUnavailable as exc:
                 raise StoreUnavailable(
                     f"{exc}; nothing was changed, this replica serves its last good scenarios"
                 ) from exc
-        self._swap(loaded, restart)
+        if shared is not None and shared.restarts:  # restarted with the version, in one step
+            self._swap(loaded, [], activate=False)
+        else:
+            self._swap(loaded, restart)
         return result
 
     def _published(
-        self, shared: SharedSet, loaded: tuple[LoadedScenario, ...], *, files: bool
+        self,
+        shared: SharedSet,
+        loaded: tuple[LoadedScenario, ...],
+        restart: Sequence[Scenario],
+        *,
+        files: bool,
     ) -> bool:
         """Write *loaded* as the next version; False if another replica wrote one first."""
         # What only the engine checks, before any other replica is told to serve it.
@@ -416,7 +412,18 @@ class Registry:
         digest = files_digest(records) if files else self._files
         if records == self._records and digest == self._files:
             return True  # nothing to write: another replica wrote this very set
-        version = shared.write(self._version, records, digest)
+        # As Engine.load would start them: the outage windows of scenarios newly served.
+        before = self.engine.scenarios.scenarios
+        starting = [
+            s.name for s in served.scenarios if s.outage and not any(s is old for old in before)
+        ]
+        version = shared.write(
+            self._version,
+            records,
+            digest,
+            restart=sequence_keys(restart),
+            activate=starting,
+        )
         if version is None:
             return False
         self._version, self._records, self._files = version, records, digest

@@ -14,7 +14,7 @@ Nothing here talks to Redis: :mod:`mockskill.store.shared_set` is plain data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from ..engine.store import StoreUnavailable
@@ -39,8 +39,23 @@ class SharedSet(Protocol):
         """The stored version and its records (None: none)."""
         ...
 
-    def write(self, read: int, records: Sequence[Record], files: str) -> int | None:
-        """Store *records* as the version after *read*; the new version, or None if stale."""
+    restarts: bool
+    """Whether :meth:`write` restarts sequences and outage windows in the shared state."""
+
+    def write(
+        self,
+        read: int,
+        records: Sequence[Record],
+        files: str,
+        *,
+        restart: Iterable[str] = (),
+        activate: Iterable[str] = (),
+    ) -> int | None:
+        """Store *records* as the version after *read*; the new version, or None if stale.
+
+        With :attr:`restarts`, sequences *restart* and the outage windows of
+        scenarios *activate* start afresh in the same atomic step.
+        """
         ...
 
     def announce_reset(self, session: str | None) -> None:

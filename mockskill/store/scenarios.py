@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import redis
@@ -41,7 +41,10 @@ TIMEOUT = 2.0
 """Seconds a Redis round trip may take before the set counts as unreachable."""
 log = logging.getLogger("mockskill.shared")
 
-# KEYS[1] the hash; ARGV: the version the writer read, the set, the files digest, the channel.
+# KEYS: the set's hash, the state's generations hash, the state's activations hash.
+# ARGV: the version the writer read, the set, the files digest, the channel, how many
+# sequence keys follow, those keys (restarted: a new generation each), then the names of
+# the scenarios whose outage windows start now (Redis's clock, in ms, as the state's).
 # Returns {1, new version} when written, {0, stored version} when another write came first.
 _WRITE = """
 local stored = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
@@ -50,6 +53,17 @@ if stored ~= tonumber(ARGV[1]) then
 end
 local version = stored + 1
 redis.call('HSET', KEYS[1], 'version', version, 'set', ARGV[2], 'files', ARGV[3])
+local count = tonumber(ARGV[5])
+for i = 6, 5 + count do
+  redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
+end
+if #ARGV > 5 + count then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for i = 6 + count, #ARGV do
+    redis.call('HSET', KEYS[3], ARGV[i], now)
+  end
+end
 redis.call('PUBLISH', ARGV[4], version)
 return {1, version}
 """
@@ -67,9 +81,19 @@ class SharedScenarios:
     """
 
     def __init__(
-        self, url: str, *, prefix: str = "mockskill", poll_interval: float = POLL_INTERVAL
+        self,
+        url: str,
+        *,
+        prefix: str = "mockskill",
+        poll_interval: float = POLL_INTERVAL,
+        state_keys: tuple[str, str] | None = None,
     ) -> None:
         self.url = checked(url)
+        self.state_keys = state_keys
+        """The generations and activations hashes of a state kept on this same Redis
+        (:mod:`.redis`): a version's restarts are made with it, in the same step."""
+        self.restarts = state_keys is not None
+        """Whether :meth:`write` restarts sequences and outage windows with the version."""
         self.shown = masked(self.url)
         self.key = f"{prefix}:scenarios"
         self.channel = f"{prefix}:scenarios:versions"
@@ -108,13 +132,29 @@ class SharedScenarios:
             raise StoreUnavailable(f"the shared scenario set at {self.shown}: {exc}") from None
         return Stored(int(raw[b"version"]), records, raw.get(b"files", b"").decode())
 
-    def write(self, read: int, records: Sequence[Record], files: str) -> int | None:
+    def write(
+        self,
+        read: int,
+        records: Sequence[Record],
+        files: str,
+        *,
+        restart: Iterable[str] = (),
+        activate: Iterable[str] = (),
+    ) -> int | None:
         """Store *records* as the version after *read* and announce it; None if *read* is stale.
 
         Stale: another replica wrote a version since; read it and try again.
+        With :attr:`restarts`, sequences *restart* get a new generation and
+        scenarios *activate* start their outage windows in the shared state,
+        in the same atomic step: a replica that hears of the version finds them
+        restarted, and a write that lost restarted nothing.
         """
-        args: list[str | int] = [read, encode(records), files, self.channel]
-        written, version = self._call(lambda: self._write(keys=[self.key], args=args))
+        keys = sorted(set(restart)) if self.restarts else []
+        names = sorted(set(activate)) if self.restarts else []
+        gens, acts = self.state_keys or (self.key, self.key)  # unused without a state here
+        args: list[str | int] = [read, encode(records), files, self.channel, len(keys)]
+        args += [*keys, *names]
+        written, version = self._call(lambda: self._write(keys=[self.key, gens, acts], args=args))
         return int(version) if written else None
 
     def announce_reset(self, session: str | None) -> None:

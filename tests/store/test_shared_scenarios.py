@@ -27,6 +27,7 @@ import requests
 from mockskill import ScenarioError, Server, load_text
 from mockskill.engine.store import StoreUnavailable
 from mockskill.server import ServerError
+from mockskill.store.scenarios import SharedScenarios
 
 Replica = Callable[..., Server]
 YAML = {"Content-Type": "application/yaml"}
@@ -572,3 +573,45 @@ def test_with_a_shared_state_a_replica_joining_later_leaves_outage_windows_alone
 
     assert invoke(b, "recovering").status_code == 200
     assert invoke(a, "recovering").status_code == 200
+
+
+def test_a_version_restarts_its_sequences_in_the_state_in_the_same_step(redis_url: str) -> None:
+    # What a replica hearing of a version must find done: the writer's restarts (else it
+    # would build its table on the old generations and serve other positions than A's).
+    shared = SharedScenarios(redis_url, state_keys=("mockskill:gen", "mockskill:act"))
+    client = redis.Redis.from_url(redis_url)
+    pubsub = client.pubsub()  # type: ignore[no-untyped-call]
+    try:
+        pubsub.subscribe(shared.channel)
+        assert pubsub.get_message(timeout=5)["type"] == "subscribe"
+
+        assert shared.write(0, (), "", restart=["k1", "k2"], activate=["outage"]) == 1
+        heard = pubsub.get_message(timeout=5)
+        generations = client.hgetall("mockskill:gen")
+        activated = client.hgetall("mockskill:act")
+        lost = shared.write(0, (), "", restart=["k1"], activate=["other"])  # stale: read 0
+
+        assert heard is not None
+        assert heard["data"] == b"1"
+        assert generations == {b"k1": b"1", b"k2": b"1"}
+        assert list(activated) == [b"outage"]
+        assert lost is None
+        assert client.hgetall("mockskill:gen") == generations  # a lost write restarts nothing
+        assert list(client.hgetall("mockskill:act")) == [b"outage"]
+    finally:
+        pubsub.close()
+        client.close()
+        shared.stop()
+
+
+def test_with_a_shared_state_a_new_deployments_files_restart_their_sequences(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER, state=redis_url)
+    assert [invoke(a, "count").json()["n"] for _ in range(2)] == [1, 2]
+
+    b = replica(COUNTER.replace("{n: 1}", "{n: 10}"), state=redis_url)  # other files
+
+    assert invoke(b, "count").json() == {"n": 10}
+    until(lambda: a.registry.version == b.registry.version)
+    assert invoke(a, "count").json() == {"n": 2}
