@@ -391,3 +391,47 @@ def test_max_delay_from_the_environment(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(path)], env={"MOCKSKILL_MAX_DELAY": "1000"})
     assert result.exit_code == 1
     assert "expected a whole number from 0 to 1000 ms" in result.output
+
+
+# -- --state and --workers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("postgres://db/1", "found the scheme 'postgres'"),
+        ("redis://", "the URL names no host"),
+        ("redis://cache:port/0", "the port is not a number"),
+        ("redis://:hunter2-secret@cache:6379/zero", "the database 'zero' is not a number"),
+    ],
+)
+def test_a_state_url_that_names_no_store_is_refused_at_once(url: str, problem: str) -> None:
+    for given in (["--state", url], []):  # on the command line, or from MOCKSKILL_STATE
+        result = CliRunner().invoke(cli, ["serve", *given], env={"MOCKSKILL_STATE": url})
+        assert result.exit_code == 2, result.output
+        assert problem in result.output
+        assert "--state" in result.output
+        assert "hunter2-secret" not in result.output  # masked: redis://:***@cache:6379/zero
+        assert "Traceback" not in result.output
+
+
+def test_more_than_one_worker_without_a_shared_store_is_refused() -> None:
+    for env in ({}, {"MOCKSKILL_STATE": "memory"}, {"MOCKSKILL_WORKERS": "3"}):
+        args = ["serve"] if "MOCKSKILL_WORKERS" in env else ["serve", "--workers", "2"]
+        result = CliRunner().invoke(cli, args, env=env)
+        count = env.get("MOCKSKILL_WORKERS", "2")
+        assert result.exit_code == 2, result.output
+        assert (
+            f"--workers {count} needs a shared state store: add --state redis://HOST:PORT/DB"
+            " (each worker would otherwise keep its own sequences and journal)"
+        ) in " ".join(result.output.split())
+
+
+def test_serve_help_shows_the_state_and_workers_options() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    text = " ".join(result.output.split())
+    for shown in ("--state URL", "MOCKSKILL_STATE", "--workers N", "MOCKSKILL_WORKERS"):
+        assert shown in text
+    assert "--worker-socket [auto|reuseport|inherit]" in text
+    for hidden in ("--ready-fd", "--parent-fd", "--listen-fd", "--worker-index", "--reuse-port"):
+        assert hidden not in text  # the supervisor's, not the user's
