@@ -288,9 +288,12 @@ class LoopSurface:
     """The event-loop transport's handler: what :class:`SkillSurface` does, planned.
 
     Skill requests are planned on the loop by the engine (no I/O, no
-    sleeping); ``/__admin`` runs the whole Flask app (token check included)
-    in a small thread pool off the loop, so a slow report never holds a
-    skill request. CORS is added here as there. The body limit is the
+    sleeping); with a remote store, the plan is an awaitable that awaits the
+    store's answers on the loop (:meth:`Engine.plan_async`), never blocking
+    it (the transport plays a connection's requests one after the other, so
+    pipelined answers keep their order); ``/__admin`` runs the whole Flask
+    app (token check included) in a small thread pool off the loop, so a
+    slow report never holds a skill request. CORS is added here as there. The body limit is the
     transport's (it counts while reading); its refusal, like every framing
     refusal, is answered in the unified body and journalled as ``refused``.
     """
@@ -311,6 +314,9 @@ class LoopSurface:
         self.admin = WSGIHandler(admin_app, workers=workers)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
+        self._planning: dict[int, Outcome | None] = {}
+        """Requests whose plan awaits a remote store, by id: the Outcome, when the exchange
+        ended before the plan came (a stop), so that it is journalled once it comes."""
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
         """Called after each exchange is journalled (the request log)."""
 
@@ -331,13 +337,28 @@ class LoopSurface:
         ):
             return Plan(answer_of(_preflight()))
         req = _incoming(request)
+        if self.engine.state.remote:
+            self._planning[id(request)] = None
+            return self._plan_remote(request, req)
         try:
             planned, record = self.engine.plan(req)
         except Exception as exc:
-            log.exception("mockskill failed while answering %s %s", req.method, req.path)
-            message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
-            return Plan(answer_of(_error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)))
+            return _failed(req, exc)
         self._pending[id(request)] = record
+        return _with_cors_plan(planned) if self.cors else planned
+
+    async def _plan_remote(self, request: TransportRequest, req: Incoming) -> Plan:
+        """:meth:`plan` on a remote store: its answers awaited on the loop."""
+        try:
+            planned, record = await self.engine.plan_async(req)
+        except Exception as exc:
+            self._planning.pop(id(request), None)
+            return _failed(req, exc)
+        ended = self._planning.pop(id(request), None)
+        if ended is not None:  # the exchange ended meanwhile: what it took is journalled
+            record(ended)
+        else:
+            self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
 
     def refuse(self, refusal: Refusal) -> Plan:
@@ -357,6 +378,8 @@ class LoopSurface:
             record = self._pending.pop(id(exchange), None)
             if record is not None:
                 record(outcome)
+            elif id(exchange) in self._planning:  # journalled once its plan comes
+                self._planning[id(exchange)] = outcome
             elif outcome.dropped and not self._is_admin(exchange.target):
                 self._record_dropped(exchange, outcome)
         if self.on_played is not None:
@@ -403,6 +426,13 @@ class LoopSurface:
 
     def close(self) -> None:
         self.admin.close()
+
+
+def _failed(req: Incoming, exc: Exception) -> Plan:
+    """500 ``MOCKSKILL_INTERNAL_ERROR``: the engine failed to plan *req* (logged)."""
+    log.exception("mockskill failed while answering %s %s", req.method, req.path)
+    message = f"mockskill failed while answering: {type(exc).__name__}: {exc}"
+    return Plan(answer_of(_error_response(500, "MOCKSKILL_INTERNAL_ERROR", message)))
 
 
 def _incoming(request: TransportRequest) -> Incoming:

@@ -47,6 +47,7 @@ from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
 from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
+from .engine.store import Store
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
@@ -169,6 +170,40 @@ def exposed_without_token(host: str) -> str:
     )
 
 
+def _store(
+    state: Store | str | None, seed: int | None, journal_size: int, replica: str | None
+) -> Store:
+    """The store a Server keeps its state in: *state*, else a new in-memory one.
+
+    A store named by URL is opened here (``memory``, or a shared one: connected
+    at once, an unusable one a ServerError naming the masked URL and why), with
+    *seed*, *journal_size* and *replica*. A store given brings its own seed and
+    journal bound: *seed* and *journal_size*, when given too, must say the same,
+    rather than be silently ignored.
+    """
+    if state is None:
+        return State(seed=seed, journal_size=journal_size)
+    if isinstance(state, str):
+        # mockskill.store imports the Redis client only for a shared URL.
+        from .store import BadStoreURL, StoreOpenError, open_store
+
+        try:
+            return open_store(state, seed=seed, journal_size=journal_size, replica=replica)
+        except (BadStoreURL, StoreOpenError) as error:
+            raise ServerError(str(error)) from None
+    if seed is not None and seed != state.seed:
+        raise ServerError(
+            f"seed {seed} differs from the given state store's seed {state.seed}: a store"
+            " brings its own seed (give it there, or give no seed)"
+        )
+    if journal_size not in (DEFAULT_JOURNAL_SIZE, state.capacity):
+        raise ServerError(
+            f"journal_size {journal_size} differs from the given state store's journal"
+            f" bound {state.capacity}: a store brings its own (give it there)"
+        )
+    return state
+
+
 class Server:
     """mockskill on a port, served from a background thread.
 
@@ -184,6 +219,16 @@ class Server:
     CORS headers are sent only with *cors*. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
+
+    *state* is where sequence positions, tokens, outage clocks, draws and the
+    journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
+    made from *seed* and *journal_size*; or a :class:`~mockskill.engine.store.Store`
+    (a shared one, for several processes serving one truth), which brings its
+    own seed and journal bound; or a store's URL (``"redis://HOST:PORT/DB"``,
+    ``"memory"``): the Server opens it with *seed*, *journal_size* and *replica*
+    (the name of this process in a shared journal; ``hostname:pid`` by default)
+    and closes it when it stops (it is not started again after). :attr:`state`
+    is that store.
     """
 
     def __init__(
@@ -203,10 +248,9 @@ class Server:
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-        state: str | None = None,
+        state: Store | str | None = None,
+        replica: str | None = None,
     ) -> None:
-        if state is not None:  # H3 placeholder: H1 (a Store) and H2 (a URL) wire this
-            raise ServerError("a shared state store is not wired in yet")
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
         if not is_loopback(host) and admin_token is None and not insecure_admin:
@@ -216,7 +260,10 @@ class Server:
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state = State(seed=seed, journal_size=journal_size)
+        self.state: Store = _store(state, seed, journal_size, replica)
+        self._owns_state = isinstance(state, str)
+        """Whether the Server opened its store (from a URL): it closes it when it stops."""
+        self._state_closed = False
         self.engine = Engine(
             load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
         )
@@ -444,6 +491,10 @@ class Server:
         """
         if self._transport is not None:
             return
+        if self._state_closed:
+            raise ServerError(
+                "this Server closed the store it opened when it stopped: make another"
+            )
         _raise_fd_limit()
         if sock is None:
             sock = listen(self.host, self._port)
@@ -512,6 +563,9 @@ class Server:
             self._surface.close()
         self.engine.close()
         self._transport = self._sock = self._surface = None
+        if self._owns_state:
+            self.state.close()  # its journal sent, its connections let go
+            self._state_closed = True
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
         method = exchange.method or "-"

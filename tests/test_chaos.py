@@ -27,6 +27,7 @@ import requests
 
 from mockskill import Server
 from mockskill.engine.state import Entry
+from mockskill.scenario.loader import load_text
 
 Serve = Callable[..., Server]
 
@@ -309,20 +310,33 @@ OUTAGE = """
 """
 
 
-def wait_until(server: Server, scenario: str, seconds: float) -> None:
-    """Sleep until *seconds* have passed since *scenario* was activated."""
-    time.sleep(max(0.0, seconds - server.state.since_activated(scenario)))
+class Activated:
+    """When a server's scenarios were activated, bounded: made between *before* and *after*
+    (the Server is built, which activates them, between the two)."""
+
+    def __init__(self, text: str) -> None:
+        self.before = time.monotonic()
+        self.server = Server(load_text(textwrap.dedent(text), "test.yaml"))
+        self.after = time.monotonic()
+
+    def at_most(self) -> float:
+        """Seconds since activation, at most (the assertion that the test is in time)."""
+        return time.monotonic() - self.before
+
+    def wait_until(self, seconds: float) -> None:
+        """Sleep until at least *seconds* have passed since activation."""
+        time.sleep(max(0.0, seconds - (time.monotonic() - self.after)))
 
 
-def test_an_outage_answers_for_the_sequence_without_moving_it(serve: Serve) -> None:
-    server = serve(OUTAGE)
-    assert server.state.since_activated("down") < 0.6, "too slow to test inside the window"
-    with requests.Session() as client:
+def test_an_outage_answers_for_the_sequence_without_moving_it() -> None:
+    activated = Activated(OUTAGE)
+    with activated.server as server, requests.Session() as client:
+        assert activated.at_most() < 0.6, "too slow to test inside the window"
         during = [client.post(server.invoke_url("seq"), timeout=10) for _ in range(3)]
         other = client.post(server.invoke_url("other"), timeout=10)
         descriptor = client.get(server.skill_url("seq"), timeout=10)
-        assert server.state.since_activated("down") < 1.0
-        wait_until(server, "down", 1.1)
+        assert activated.at_most() < 1.0
+        activated.wait_until(1.1)
         after = [client.post(server.invoke_url("seq"), timeout=10) for _ in range(4)]
 
     assert [r.status_code for r in during] == [503, 503, 503]
@@ -339,8 +353,8 @@ def test_an_outage_answers_for_the_sequence_without_moving_it(serve: Serve) -> N
     assert all(e.status == 503 for e in entries[:3])
 
 
-def test_an_outage_may_start_later_and_the_sequence_resumes_where_it_was(serve: Serve) -> None:
-    server = serve(
+def test_an_outage_may_start_later_and_the_sequence_resumes_where_it_was() -> None:
+    activated = Activated(
         """
         name: blip
         outage: {start: 500, duration: 500}
@@ -351,13 +365,13 @@ def test_an_outage_may_start_later_and_the_sequence_resumes_where_it_was(serve: 
               end: cycle
         """
     )
-    with requests.Session() as client:
+    with activated.server as server, requests.Session() as client:
         before = client.post(server.invoke_url("seq"), timeout=10)
-        assert server.state.since_activated("blip") < 0.5, "too slow to test before the window"
-        wait_until(server, "blip", 0.6)
+        assert activated.at_most() < 0.5, "too slow to test before the window"
+        activated.wait_until(0.6)
         during = [client.post(server.invoke_url("seq"), timeout=10) for _ in range(2)]
-        assert server.state.since_activated("blip") < 1.0
-        wait_until(server, "blip", 1.1)
+        assert activated.at_most() < 1.0
+        activated.wait_until(1.1)
         after = client.post(server.invoke_url("seq"), timeout=10)
 
     assert before.json() == 1

@@ -36,11 +36,6 @@ skills:
 """
 LOGGED = re.compile(r"^\[worker (\d+) pid (\d+)\] .*\"GET /skills/ok\?probe=(\S+) HTTP")
 
-# Until the Redis store is merged (H2's branch), a worker cannot open --state redis://...
-pytestmark = pytest.mark.skipif(
-    not hasattr(__import__("mockskill.store", fromlist=["x"]), "open_store"),
-    reason="needs the Redis store (mockskill.store.open_store) merged",
-)
 linux_only = pytest.mark.skipif(
     not Path("/proc/net/tcp").exists(), reason="reads the sockets from /proc (Linux)"
 )

@@ -22,6 +22,7 @@ from typing import Any
 from flask import Blueprint, Response, request, url_for
 
 from .._version import __version__
+from ..engine.store import Health
 from ..protocol.catalog import render, unified_body
 from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
@@ -29,6 +30,23 @@ from . import dashboard
 from . import scenarios as admin_scenarios
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
+
+
+def state_view(health: Health, replica: str | None) -> dict[str, Any]:
+    """``/__admin/health``'s ``state``: which store, and how it is (a shared one's)."""
+    if health.backend == "memory":
+        return {"backend": "memory"}
+    scheme = health.backend.partition("://")[0]
+    view: dict[str, Any] = {
+        "backend": "redis" if scheme in ("redis", "rediss") else scheme,
+        "url": health.backend,
+        "replica": replica,
+        "status": health.status,
+        "lost_entries": health.lost_entries,
+    }
+    if health.reason is not None:
+        view["reason"] = health.reason
+    return view
 
 
 def blueprint(registry: Registry) -> Blueprint:
@@ -41,15 +59,20 @@ def blueprint(registry: Registry) -> Blueprint:
 
         ``status`` is about serving, so it stays ``ok`` when a reload failed:
         the last good scenarios are still served. ``reload.status`` says
-        ``failed`` and ``reload.problems`` lists what is wrong.
+        ``failed`` and ``reload.problems`` lists what is wrong. It says
+        ``degraded`` while a shared state store cannot be reached: ``state``
+        names the store and, then, why (``state.reason``).
         """
         scenarios = engine.scenarios
+        store = engine.state
+        health = store.health()
         body: dict[str, Any] = {
-            "status": "ok",
+            "status": health.status,
             "version": __version__,
-            "seed": engine.state.seed,
+            "seed": store.seed,
             "scenarios": [s.name for s in scenarios.scenarios],
             "skills": len(scenarios.skills),
+            "state": state_view(health, store.replica),
         }
         reload = registry.last_reload
         if reload is not None:

@@ -36,7 +36,8 @@ from ..protocol import catalog
 from ..protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
 from ..scenario.model import JSON_TYPE, Credentials, Reply, Requirement
 from .incoming import Incoming
-from .state import State
+from .pending import Later, Pending
+from .store import Answer, IssueToken, UseToken
 
 GRANT_TYPES = ("client_credentials",)
 API_KEY_HEADER = "X-API-Key"
@@ -68,26 +69,45 @@ def check(
     request: Incoming,
     requirement: Requirement,
     credentials: Credentials,
-    state: State,
     context: catalog.Context,
-) -> Reply | None:
-    """401 or 403 for a caller that may not invoke; None for one that may."""
+) -> Later[Reply | None]:
+    """401 or 403 for a caller that may not invoke; None for one that may.
+
+    A bearer token that no scenario declares may be one the token endpoint
+    issued: then the store is asked to spend one of its uses (a
+    :class:`~.store.UseToken`), and the judgement waits for its answer.
+    """
     credential = presented(request)
-    granted: frozenset[str] | None = None
-    problem = "no credentials were presented"
-    if credential is not None:
-        kind, secret = credential
-        if kind == "api_key":
-            granted = credentials.api_keys.get(secret)
-        else:
-            granted = credentials.tokens.get(secret)
-            if granted is None:
-                granted = state.use_token(secret)
+    if credential is None:
+        return _auth_required(
+            requirement, context, "no credentials were presented", invalid_token=False
+        )
+    kind, secret = credential
+    if kind == "api_key":
+        return _judged(requirement, context, credentials.api_keys.get(secret), kind)
+    granted = credentials.tokens.get(secret)
+    if granted is not None:
+        return _judged(requirement, context, granted, kind)
+
+    def used(scopes: Answer) -> Reply | None:
+        assert scopes is None or isinstance(scopes, frozenset)
+        return _judged(requirement, context, scopes, kind)
+
+    return Pending(UseToken(secret), used)
+
+
+def _judged(
+    requirement: Requirement,
+    context: catalog.Context,
+    granted: frozenset[str] | None,
+    kind: str,
+) -> Reply | None:
+    """401 when the credential of *kind* grants nothing, 403 when not enough; else None."""
+    if granted is None:
         problem = (
             "the API key is unknown" if kind == "api_key" else "the token is unknown or expired"
         )
-    if granted is None:
-        return _auth_required(requirement, context, problem, invalid_token=credential is not None)
+        return _auth_required(requirement, context, problem, invalid_token=True)
     missing = [s for s in requirement.scopes if s not in granted]
     if missing:
         return _permission_denied(requirement, context, missing, granted)
@@ -131,8 +151,11 @@ def _permission_denied(
     return Reply.error(rendered)
 
 
-def token_endpoint(request: Request, credentials: Credentials, state: State) -> Response:
-    """``POST /oauth/token``: the client-credentials grant, with RFC 6749 §5.2 errors."""
+def token_endpoint(request: Request, credentials: Credentials) -> Later[Response]:
+    """``POST /oauth/token``: the client-credentials grant, with RFC 6749 §5.2 errors.
+
+    A token granted is answered once the store has it (an :class:`~.store.IssueToken`):
+    a consumer that uses it at once, on any replica, finds it there."""
     if request.method != "POST":
         return _oauth_error(400, "invalid_request", "the token endpoint takes POST")
     form = request.form
@@ -157,7 +180,6 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
         return _oauth_error(400, "invalid_scope", f"not granted to this client: {extra}")
     token = secrets.token_urlsafe(24)
     lifetime = credentials.lifetime
-    state.issue_token(token, scopes, lifetime.seconds, lifetime.uses)
     body: dict[str, Any] = {
         "access_token": token,
         "token_type": "Bearer",
@@ -165,7 +187,8 @@ def token_endpoint(request: Request, credentials: Credentials, state: State) -> 
     }
     if lifetime.seconds is not None:
         body["expires_in"] = lifetime.seconds
-    return _json(200, body)
+    issued = IssueToken(token, scopes, lifetime.seconds, lifetime.uses)
+    return Pending(issued, lambda _: _json(200, body))
 
 
 def authorization_endpoint(request: Request, base_url: str) -> Response:

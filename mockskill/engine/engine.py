@@ -1,10 +1,14 @@
 """One request through the scenarios: match → next step → act → record.
 
-The engine plans an answer for the event-loop transport (:meth:`Engine.plan`),
-or plays one on a WSGI server's thread (:meth:`Engine.handle`, a Werkzeug
-request in, a Werkzeug response out); either way it reads the request
-through :class:`~.incoming.Incoming`, and uses no Flask globals, so it can
-be driven without a server. It reads the scenario set through one
+The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
+or :meth:`Engine.plan_async` when the store is remote), or plays one on a
+WSGI server's thread (:meth:`Engine.handle`, a Werkzeug request in, a
+Werkzeug response out); either way it reads the request through
+:class:`~.incoming.Incoming`, and uses no Flask globals, so it can be driven
+without a server. It asks the store nothing itself: what a request needs of
+it (a sequence step, a token's use, a token issued) is handed out as a need
+(:mod:`.pending`) and the one path of :meth:`Engine._begin` resumed with
+the answer, inline or awaited. It reads the scenario set through one
 reference, swapped whole on reload, so a request finishes on the
 configuration it started with.
 
@@ -27,15 +31,16 @@ from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from . import auth
+from . import auth, choosing
 from . import plan as plans
 from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
-from .choosing import Chosen, choose
+from .choosing import Chosen
 from .digests import KeyedDigest
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
+from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import RefusedPort
 from .replies import (
@@ -45,7 +50,8 @@ from .replies import (
     miss_reply,
     version_reply,
 )
-from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded, State
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, Recorded
+from .store import Answer, Store, StoreUnavailable, Taken
 
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
@@ -54,6 +60,9 @@ _new_recorded = tuple.__new__
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
+STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
+"""The code of the 503 answered when the shared store could not answer a need."""
+Recorder = Callable[[plans.Outcome], None]
 
 
 class Engine:
@@ -68,7 +77,7 @@ class Engine:
     def __init__(
         self,
         scenarios: ScenarioSet,
-        state: State,
+        state: Store,
         *,
         raw_socket: bool = False,
         host: str = "127.0.0.1",
@@ -134,28 +143,31 @@ class Engine:
         self.refused.close()
 
     def handle(self, request: Request) -> Response:
-        """Answer *request* on this thread: waits are slept (a WSGI server's way).
+        """Answer *request* on this thread: waits are slept (a WSGI server's way); the
+        store's answers are waited for here too (:meth:`Store.answer`: off the loop).
 
         The event-loop transport asks :meth:`plan` instead and plays the waits
-        with timers; both decide through :meth:`_decide`.
+        with timers; both decide through :meth:`_begin`.
         """
         incoming = Incoming.of(request)
-        decided = self._decide(incoming)
+        result = self._begin(incoming)
+        try:
+            decided = answered(result, self.state) if isinstance(result, Pending) else result
+        except StoreUnavailable as exc:
+            return respond(self._unavailable(incoming, exc))
         if isinstance(decided, Response):
             return decided
-        reply = decided.reply
+        reply, chosen = decided.reply, decided.chosen
+        if reply is None:
+            assert chosen is not None
+            reply = chosen.reply
         if reply is not None:
             response = respond(reply)
-            self.state.record(self._recorded(incoming, decided, None, response.status_code, reply))
-            return response
-        assert isinstance(decided.target, Target)
-        chosen = choose(self.state, decided.table, decided.target, decided.session, decided.urls)
-        if chosen.step is None:
-            assert chosen.reply is not None
-            response = respond(chosen.reply)
             code = response.status_code
-            self.state.record(self._recorded(incoming, decided, chosen, code, chosen.reply))
+            self.state.record(self._recorded(incoming, decided, chosen, code, reply))
             return response
+        assert chosen is not None
+        assert chosen.step is not None
         response, played, connection = self._play(incoming, chosen, decided.urls)
         status = None if isinstance(response, Cut) else response.status_code
         recorded = self._recorded(
@@ -174,24 +186,60 @@ class Engine:
             response.call_on_close(connection.done)  # a body never iterated (HEAD)
         return response
 
-    def plan(
-        self, request: Incoming | Request
-    ) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
+    def plan(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
-        No I/O and no sleeping here. The second value records the request in
-        the journal once the transport says how the plan went (call it once).
+        No I/O and no sleeping here: the store's answers come inline
+        (:meth:`Store.answer`; for a remote store, only off the loop: on the
+        loop, :meth:`plan_async`). The second value records the request in the
+        journal once the transport says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
+        result = self._begin(incoming)
+        try:
+            while type(result) is Pending:  # answered(), inline: this runs for every request
+                result = result.resume(self.state.answer(result.need))
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        assert not isinstance(result, Pending)
+        return self._plan_of(incoming, result)
+
+    async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
+        """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
+        for a remote store, which must never block it."""
+        incoming = request if isinstance(request, Incoming) else Incoming.of(request)
+        result = self._begin(incoming)
+        try:
+            decided = await awaited(result, self.state) if isinstance(result, Pending) else result
+        except StoreUnavailable as exc:
+            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+        return self._plan_of(incoming, decided)
+
+    def _begin(self, incoming: Incoming) -> Later[Response | _Decided]:
+        """Everything about *incoming* up to its step: an answer, or what to play, or what
+        it needs of the store first (then the rest, once answered)."""
         decided = self._decide(incoming)
+        if isinstance(decided, Pending):  # a credential or the token endpoint's
+            return decided.then(self._choose)
+        return self._choose(decided)
+
+    def _choose(self, decided: Response | _Decided) -> Later[Response | _Decided]:
+        """*decided*, and the step to play when it has none yet: asked of the store."""
+        if isinstance(decided, Response) or decided.reply is not None:
+            return decided
+        assert isinstance(decided.target, Target)
+        decided.seed = self.state.seed
+        return Pending(choosing.take(decided.table, decided.target, decided.session), decided.took)
+
+    def _plan_of(
+        self, incoming: Incoming, decided: Response | _Decided
+    ) -> tuple[plans.Plan, Recorder]:
+        """The plan of *decided* (its needs answered), and the call that records it."""
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), _nothing
-        reply, chosen = decided.reply, None
+        reply, chosen = decided.reply, decided.chosen
         if reply is None:
-            assert isinstance(decided.target, Target)
-            chosen = choose(
-                self.state, decided.table, decided.target, decided.session, decided.urls
-            )
+            assert chosen is not None
             reply = chosen.reply
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
@@ -223,6 +271,23 @@ class Engine:
             )
 
         return plan, record
+
+    def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
+        """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
+
+        Journalled like a refusal (a shared store that cannot be reached may
+        lose the entry too: it counts those, :meth:`Store.health`)."""
+        started = request.arrived or time.time()
+        session = (request.headers.get(_SESSION) or DEFAULT_SESSION)[:MAX_SESSION_NAME]
+        message = (
+            "the shared state store could not be reached, so this request was not played"
+            f" (no sequence moved for it): {exc}; retry once the store is back"
+            " (GET /__admin/health says how it is)"
+        )
+        reply = Reply.error(catalog.tool_error(503, STATE_UNAVAILABLE, message, {}))
+        code = reply.error_code
+        self._record(request, session, started, reply.status, "refused", error_code=code)
+        return reply
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
@@ -259,8 +324,9 @@ class Engine:
             self._plans[key] = (step, urls, planned)
         return planned
 
-    def _decide(self, request: Incoming) -> Response | _Decided:
-        """Everything about *request* that needs no step: an answer, or what to play."""
+    def _decide(self, request: Incoming) -> Later[Response | _Decided]:
+        """Everything about *request* that needs no step: an answer, or what to play (or
+        first, what a credential or the token endpoint needs of the store)."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -287,7 +353,16 @@ class Engine:
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
-            reply = self._refusal(request, table, target)
+            refusal = self._refusal(request, table, target)
+            if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
+                found = target
+
+                def judged(refused: Reply | None) -> _Decided:
+                    filled = None if refused is None else urls.fill(refused)
+                    return _Decided(started, session, table, found, urls, filled, False)
+
+                return refusal.then(judged)
+            reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
         return _Decided(started, session, table, target, urls, reply, forced)
@@ -355,21 +430,28 @@ class Engine:
                 self._body_digest(body) if body else None,
                 invalid,
                 stopped,
+                None,  # replica: a shared journal names it (mockskill.store.journal)
             ),
         )
 
-    def _refusal(self, request: Incoming, table: RoutingTable, target: Target) -> Reply | None:
+    def _refusal(
+        self, request: Incoming, table: RoutingTable, target: Target
+    ) -> Later[Reply | None]:
         """401 or 403 for a caller without the credentials, 422 for an incompatible one.
 
         *table* is the one *target* was matched on (a change of scenarios
         since must not change the credentials it is judged by)."""
         skill = target.skill
         if skill is not None and skill.requires is not None and target.kind == "invoke":
-            refused = auth.check(
-                request, skill.requires, table.credentials, self.state, target.context
-            )
+            refused = auth.check(request, skill.requires, table.credentials, target.context)
+            if isinstance(refused, Pending):
+                return refused.then(lambda reply: reply or self._version_refusal(request, target))
             if refused is not None:
                 return refused
+        return self._version_refusal(request, target)
+
+    def _version_refusal(self, request: Incoming, target: Target) -> Reply | None:
+        """422 for a caller asking for a protocol version the skill does not speak."""
         version = request.headers.get(_VERSION)
         return None if version is None else version_reply(target, version)
 
@@ -386,13 +468,17 @@ class Engine:
         self._record(request, session, started, reply.status, "refused", error_code=code)
         return respond(reply)
 
-    def _token(self, request: Incoming, session: str, started: float) -> Response:
+    def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
         form_request = request.werkzeug()  # the form's parsing is Werkzeug's
-        response = auth.token_endpoint(form_request, self.table.credentials, self.state)
-        status, credential = response.status_code, facts.client(form_request)
-        self._record(request, session, started, status, "token", credential=credential)
-        return response
+
+        def recorded(response: Response) -> Response:
+            status, credential = response.status_code, facts.client(form_request)
+            self._record(request, session, started, status, "token", credential=credential)
+            return response
+
+        response = auth.token_endpoint(form_request, self.table.credentials)
+        return response.then(recorded) if isinstance(response, Pending) else recorded(response)
 
     def _authorize(self, request: Incoming, session: str, started: float) -> Response:
         """The mock OAuth2 authorization endpoint; recorded like any request."""
@@ -480,6 +566,19 @@ class _Decided:
     reply: Reply | None
     forced: bool
     """Whether ``Mockskill-Error`` chose the reply."""
+    chosen: Chosen | None = None
+    """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+    seed: int = 0
+    """The server's seed (draws use it when the scenario sets none)."""
+
+    def took(self, taken: Answer) -> _Decided:
+        """Resumed with what the :class:`~.store.Take` of :meth:`Engine._choose` took."""
+        assert type(taken) is Taken
+        assert isinstance(self.target, Target)
+        self.chosen = choosing.chosen(
+            self.table, self.target, self.session, self.urls, taken, self.seed
+        )
+        return self
 
 
 def _nothing(outcome: plans.Outcome) -> None:

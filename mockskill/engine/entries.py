@@ -113,6 +113,9 @@ class Entry:
     rejects: the consumer's own ``VALIDATION_ERROR``."""
     stopped: bool = False
     """Whether the server, stopping, cut the request after its grace period (no answer)."""
+    replica: str | None = None
+    """The replica that served it, in a journal several share (``--state redis://...``);
+    None for a server's own journal (the embedded default)."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -193,6 +196,7 @@ class Recorded(NamedTuple):
     body_digest: str | None = None
     invalid_descriptor: bool = False
     stopped: bool = False
+    replica: str | None = None
 
 
 def oversized(recorded: Entry | Recorded) -> bool:

@@ -37,7 +37,7 @@ class Target:
 
     kind: Kind
     key: str
-    """Names the sequence in :class:`~mockskill.engine.state.State` (unique per scenario set)."""
+    """Names the sequence in the store (unique per scenario set)."""
     context: Context
     sequence: Sequence | None = None
     skill: Skill | None = None
@@ -48,11 +48,15 @@ class Target:
     skill_id: str | None = field(init=False, compare=False)
     """The skill's id (None for a route or the list), as :attr:`Miss.skill_id` is a miss's.
     Both are read on every request, so set once."""
+    draws: bool = field(init=False, compare=False)
+    """Whether a step of the sequence is random: its requests take draw numbers."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
         object.__setattr__(self, "scenario", owner.scenario if owner else None)
         object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
+        steps = self.sequence.steps if self.sequence else ()
+        object.__setattr__(self, "draws", any(step.random for step in steps))
 
     @property
     def label(self) -> str:

@@ -1,9 +1,11 @@
-"""All mutable runtime state, behind one lock.
+"""All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
-Sequence positions per session and endpoint, the bounded request journal,
-and the seeded random generator live here and nowhere else. The interface
-is small on purpose (advance, record, read, reset) so that a shared backend
-could replace memory when several processes serve one scenario set.
+Sequence positions per session and endpoint, draw counts, outage clocks,
+issued tokens and the bounded request journal live here and nowhere else.
+The engine asks for them as needs (:mod:`.store`): this store answers each
+inline, under one acquisition of its lock (:meth:`State.answer`), so that a
+shared backend (``mockskill.store``) can replace it when several processes
+serve one scenario set.
 
 The journal's slots hold what was recorded as it was (:class:`_Kept`) until
 :meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood
@@ -18,9 +20,9 @@ import random
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import cast
 
 from .entries import (
     MASK,
@@ -37,6 +39,7 @@ from .entries import (
     shorten,
     unpacked,
 )
+from .store import Answer, Health, IssueToken, Need, Take, Taken, UseToken
 
 __all__ = [
     "DEFAULT_JOURNAL_SIZE",
@@ -54,7 +57,6 @@ __all__ = [
     "shorten",
 ]
 
-T = TypeVar("T")
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_MAX_SESSIONS = 10_000
@@ -148,20 +150,21 @@ def _packed_up_to(slots: list[_Kept | _Packed]) -> int:
 
 
 class _Session:
-    """What one session has done: positions in sequences, and its random generators."""
+    """What one session has done: positions in sequences, and its draws per scenario."""
 
-    __slots__ = ("positions", "retired", "streams")
+    __slots__ = ("draws", "positions", "retired")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
         self.retired: dict[str, tuple[int, int]] = {}
         """Per key, the generation restarted last and the next position in it: requests
         matched before the restart (still in flight) count on here, not in the new one."""
-        self.streams: dict[str, random.Random] = {}
+        self.draws: dict[str, int] = {}
+        """Per scenario (its name, '' for none), how many draws the session took."""
 
 
 class State:
-    """Positions, journal and random generators of one server; thread-safe.
+    """Positions, draws, tokens, outage clocks and journal of one server; thread-safe.
 
     At most *max_sessions* sessions are remembered: when a new one would
     exceed that, the one least recently used is forgotten (and starts
@@ -202,31 +205,62 @@ class State:
             self._sessions.move_to_end(name)
         return session
 
-    def advance(self, session: str, key: str, generation: int | None = None) -> int:
-        """Take the next position of sequence *key* for *session* (0 for the first request).
+    remote = False
+    """Needs are answered inline (:meth:`answer`): nothing to await."""
+    replica: str | None = None
+    """An embedded store's journal is this process's alone: no replica to name."""
 
-        *generation* is the key's generation (:meth:`restart`) that the
-        caller matched the request on; None: the current one. A request
-        matched before a restart of *key* counts on in the sequence it
-        matched, so it never takes a position of the restarted one.
+    def answer(self, need: Need) -> Answer:
+        """Answer *need* now, under one acquisition of the lock (see :mod:`.store`)."""
+        if type(need) is Take:  # nearly every need: a sequence step
+            return self._take(need)
+        if isinstance(need, UseToken):
+            return self._use_token(need.token)
+        if isinstance(need, IssueToken):
+            self._issue_token(need)
+            return None
+        raise TypeError(f"not a need: {need!r}")
+
+    async def answer_async(self, need: Need) -> Answer:
+        """The same as :meth:`answer` (memory does not wait): for a driver that awaits."""
+        return self.answer(need)
+
+    def _take(self, need: Take) -> Taken:
+        """The step *need* takes: none in its scenario's outage, else the next position of
+        its sequence; and the session's next draw number for the scenario, if asked.
+
+        A request matched on an older generation of the key (:meth:`restart`)
+        counts on in the sequence it matched, so it never takes a position of
+        the restarted one.
         """
         with self._lock:
-            record = self._session(session)
-            if generation is not None and generation != self._generations.get(key, 0):
+            record = self._session(need.session)
+            draw = -1
+            if need.draws:
+                draws = record.draws
+                draw = draws.get(need.scenario, 0)
+                draws[need.scenario] = draw + 1
+            outage = need.outage
+            if outage is not None:
+                elapsed = time.monotonic() - self._activated.get(need.scenario, 0.0)
+                if outage[0] <= elapsed * 1000 < outage[1]:
+                    return Taken(None, draw)
+            key, generation = need.key, need.generation
+            if generation != self._generations.get(key, 0):
                 last, position = record.retired.get(key, (generation, 0))
                 position = position if last == generation else 0
                 record.retired[key] = (generation, position + 1)
-                return position
+                return Taken(position, draw)
             positions = record.positions
             position = positions.get(key, 0)
             positions[key] = position + 1
-            return position
+            return Taken(position, draw)
 
     def restart(self, keys: Iterable[str]) -> dict[str, int]:
         """Restart sequences *keys* for every session: a new generation of each; return all.
 
         The engine builds each routing table on the generations this
-        returns (:meth:`advance` takes them), so that a request matched on
+        returns (a :class:`~.store.Take` names the one it matched on), so that a request matched on
         an older table cannot take position 0 of a restarted sequence.
         """
         with self._lock:
@@ -300,8 +334,9 @@ class State:
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
         """Forget what was played: everything, one session's, or some sequences' positions.
 
-        Everything, or a whole session, means positions, random draws and
-        journal entries; *keys* name sequences whose positions alone restart.
+        Everything, or a whole session, means positions, draw counts and
+        journal entries (and everything: issued tokens); *keys* name sequences
+        whose positions alone restart.
         """
         with self._lock:
             if keys is not None:
@@ -337,35 +372,15 @@ class State:
             self._journal = deque(slots, maxlen=self._journal.maxlen)
             return end == len(slots)
 
-    def draw(
-        self, session: str, stream: str, seed: int | None, draw: Callable[[random.Random], T]
-    ) -> T:
-        """Run *draw* on *session*'s generator for *stream* (a scenario), made on first use.
-
-        It is seeded with *seed* (else the server's), the stream's and the
-        session's names: the same seed and the same requests in a session
-        replay the same draws, whatever other sessions do, and two sessions
-        draw independently.
-        """
-        with self._lock:
-            streams = self._session(session).streams
-            rng = streams.get(stream)
-            if rng is None:
-                rng = random.Random(f"{self.seed if seed is None else seed}/{stream}/{session}")
-                streams[stream] = rng
-            return draw(rng)
-
-    def issue_token(
-        self, token: str, scopes: frozenset[str], seconds: int | None, uses: int | None
-    ) -> None:
+    def _issue_token(self, need: IssueToken) -> None:
         """Remember an issued token (the oldest are forgotten beyond *max_sessions*)."""
-        expires = None if seconds is None else time.monotonic() + seconds
+        expires = None if need.seconds is None else time.monotonic() + need.seconds
         with self._lock:
-            self._tokens[token] = _Token(scopes, expires, uses)
+            self._tokens[need.token] = _Token(need.scopes, expires, need.uses)
             while len(self._tokens) > self.max_sessions:
                 self._tokens.popitem(last=False)
 
-    def use_token(self, token: str) -> frozenset[str] | None:
+    def _use_token(self, token: str) -> frozenset[str] | None:
         """The scopes of an issued token, spending one of its uses; None if unknown or expired."""
         with self._lock:
             issued = self._tokens.get(token)
@@ -388,7 +403,9 @@ class State:
             for name in names:
                 self._activated[name] = now
 
-    def since_activated(self, name: str) -> float:
-        """Seconds since scenario *name* was activated."""
-        with self._lock:
-            return time.monotonic() - self._activated.get(name, 0.0)
+    def health(self) -> Health:
+        """Memory is always there."""
+        return Health("ok")
+
+    def close(self) -> None:
+        """Nothing to let go of."""

@@ -89,6 +89,8 @@ class Health(NamedTuple):
     status: str
     reason: str | None = None
     lost_entries: int = 0
+    backend: str = "memory"
+    """Which store: ``memory``, or a shared one's URL (its password masked)."""
 
 
 class Store(Protocol):

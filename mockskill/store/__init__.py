@@ -7,3 +7,48 @@ may import ``engine``, ``scenario`` and ``protocol``; only the faces and the
 admin app import it, and only when ``--state`` names a shared store, so that
 the embedded default never imports the Redis client.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS, State
+from .errors import StoreOpenError
+from .url import BadStoreURL, checked, is_shared, masked
+
+if TYPE_CHECKING:
+    from ..engine.store import Store
+
+__all__ = ["BadStoreURL", "StoreOpenError", "checked", "is_shared", "masked", "open_store"]
+
+
+def open_store(
+    url: str | None,
+    *,
+    seed: int | None = None,
+    journal_size: int = DEFAULT_JOURNAL_SIZE,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    replica: str | None = None,
+    namespace: str = "",
+) -> Store:
+    """The store *url* names, ready: ``memory`` (or None) the embedded one, else a shared one.
+
+    A Redis URL is connected to at once (PING, scripts loaded, the seed agreed
+    on): unreachable or refused, :class:`StoreOpenError` says which (URL masked)
+    and why; a URL no store can use is a :class:`BadStoreURL`. *replica* names
+    this process in the shared journal (default ``hostname:pid``). The Redis
+    client is imported only here, only for a shared URL.
+    """
+    if not is_shared(url):
+        return State(seed=seed, journal_size=journal_size, max_sessions=max_sessions)
+    assert url is not None
+    from .redis import open_redis
+
+    return open_redis(
+        url,
+        seed=seed,
+        journal_size=journal_size,
+        max_sessions=max_sessions,
+        replica=replica,
+        namespace=namespace,
+    )

@@ -25,6 +25,7 @@ def test_health_names_the_version_seed_and_what_is_served(serve: Serve) -> None:
         "seed": 99,
         "scenarios": ["demo"],
         "skills": 2,
+        "state": {"backend": "memory"},
     }
 
 

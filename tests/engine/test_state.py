@@ -1,7 +1,8 @@
-"""Runtime state: sequence positions, the journal and the seeded random generator."""
+"""The in-memory store: sequence positions, draw numbers, outages, tokens and the journal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import threading
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from mockskill.engine.state import DEFAULT_SESSION, Entry, State
+from mockskill.engine.store import Health, IssueToken, Take, Taken, UseToken
 from mockskill.protocol.catalog import Retry
 
 
@@ -27,8 +29,16 @@ def entry(state: State, session: str = DEFAULT_SESSION, path: str = "/skills") -
     )
 
 
+def advance(state: State, session: str, key: str, generation: int = 0) -> int:
+    """The position a plain Take of *key* takes (no outage, no draws)."""
+    taken = state.answer(Take(session, key, generation, "", None, False))
+    assert isinstance(taken, Taken)
+    assert taken.position is not None
+    return taken.position
+
+
 def positions(state: State, session: str, key: str, n: int) -> list[int]:
-    return [state.advance(session, key) for _ in range(n)]
+    return [advance(state, session, key) for _ in range(n)]
 
 
 # -- positions ----------------------------------------------------------------------
@@ -41,38 +51,38 @@ def test_advance_hands_out_positions_from_zero() -> None:
 def test_positions_are_per_session() -> None:
     state = State(seed=1)
     positions(state, "a", "k", 3)
-    assert state.advance("b", "k") == 0
-    assert state.advance("a", "k") == 3
+    assert advance(state, "b", "k") == 0
+    assert advance(state, "a", "k") == 3
 
 
 def test_positions_are_per_key() -> None:
     state = State(seed=1)
     positions(state, "a", "skill/x/invoke", 3)
-    assert state.advance("a", "skill/x/describe") == 0
-    assert state.advance("a", "skill/x/invoke") == 3
+    assert advance(state, "a", "skill/x/describe") == 0
+    assert advance(state, "a", "skill/x/invoke") == 3
 
 
 def test_a_restart_gives_new_requests_position_zero_and_old_ones_their_own_count() -> None:
     state = State(seed=1)
     before = state.restart([]).get("k", 0)
-    assert [state.advance("a", "k", before) for _ in range(2)] == [0, 1]
+    assert [advance(state, "a", "k", before) for _ in range(2)] == [0, 1]
     after = state.restart(["k"])["k"]
     assert after != before
     # Matched on the old generation (in flight over the restart): counts on in the old one.
-    assert state.advance("a", "k", before) == 2
-    assert state.advance("a", "k", after) == 0  # the restarted sequence starts afresh
-    assert state.advance("a", "k", after) == 1
-    assert state.advance("a", "k", before) == 3
+    assert advance(state, "a", "k", before) == 2
+    assert advance(state, "a", "k", after) == 0  # the restarted sequence starts afresh
+    assert advance(state, "a", "k", after) == 1
+    assert advance(state, "a", "k", before) == 3
     state.restart(["other"])  # another key's restart leaves this one be
-    assert state.advance("a", "k", after) == 2
+    assert advance(state, "a", "k", after) == 2
 
 
 def test_a_reset_of_some_keys_restarts_them_on_the_generation_served() -> None:
     state = State(seed=1)
     served = state.restart([]).get("k", 0)
-    assert [state.advance("a", "k", served) for _ in range(3)] == [0, 1, 2]
+    assert [advance(state, "a", "k", served) for _ in range(3)] == [0, 1, 2]
     state.reset(keys=["k"])  # no new table: the one served keeps its generation
-    assert state.advance("a", "k", served) == 0
+    assert advance(state, "a", "k", served) == 0
 
 
 @pytest.fixture
@@ -94,7 +104,7 @@ def test_advance_is_exact_under_concurrency() -> None:
     def work(i: int) -> None:
         start.wait()
         for _ in range(per_thread):
-            taken[i].append(state.advance("s", "k"))
+            taken[i].append(advance(state, "s", "k"))
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     for w in workers:
@@ -104,7 +114,7 @@ def test_advance_is_exact_under_concurrency() -> None:
     everything = Counter(p for chunk in taken for p in chunk)
     assert sorted(everything) == list(range(threads * per_thread))
     assert set(everything.values()) == {1}
-    assert state.advance("s", "k") == threads * per_thread
+    assert advance(state, "s", "k") == threads * per_thread
 
 
 def test_each_thread_sees_its_own_positions_increase() -> None:
@@ -113,7 +123,7 @@ def test_each_thread_sees_its_own_positions_increase() -> None:
 
     def work(i: int) -> None:
         for _ in range(100):
-            seen[i].append(state.advance("s", "k"))
+            seen[i].append(advance(state, "s", "k"))
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(8)]
     for w in workers:
@@ -142,31 +152,31 @@ def test_reset_of_everything_forgets_positions_and_journal(busy: State) -> None:
     assert busy.journal() == []
     for session in ("a", "b"):
         for key in ("k1", "k2"):
-            assert busy.advance(session, key) == 0
+            assert advance(busy, session, key) == 0
 
 
 def test_reset_of_one_session_leaves_the_others_alone(busy: State) -> None:
     busy.reset("a")
-    assert busy.advance("a", "k1") == 0
-    assert busy.advance("a", "k2") == 0
-    assert busy.advance("b", "k1") == 3
-    assert busy.advance("b", "k2") == 3
+    assert advance(busy, "a", "k1") == 0
+    assert advance(busy, "a", "k2") == 0
+    assert advance(busy, "b", "k1") == 3
+    assert advance(busy, "b", "k2") == 3
     assert [e.session for e in busy.journal()] == ["b"]
 
 
 def test_reset_of_some_keys_in_one_session(busy: State) -> None:
     busy.reset("a", ["k1"])
-    assert busy.advance("a", "k1") == 0
-    assert busy.advance("a", "k2") == 3
-    assert busy.advance("b", "k1") == 3
+    assert advance(busy, "a", "k1") == 0
+    assert advance(busy, "a", "k2") == 3
+    assert advance(busy, "b", "k1") == 3
 
 
 def test_reset_of_some_keys_in_every_session(busy: State) -> None:
     busy.reset(keys=["k1"])
-    assert busy.advance("a", "k1") == 0
-    assert busy.advance("b", "k1") == 0
-    assert busy.advance("a", "k2") == 3
-    assert busy.advance("b", "k2") == 3
+    assert advance(busy, "a", "k1") == 0
+    assert advance(busy, "b", "k1") == 0
+    assert advance(busy, "a", "k2") == 3
+    assert advance(busy, "b", "k2") == 3
 
 
 def test_reset_of_keys_keeps_the_journal(busy: State) -> None:
@@ -177,7 +187,7 @@ def test_reset_of_keys_keeps_the_journal(busy: State) -> None:
 
 def test_reset_of_an_unknown_session_changes_nothing(busy: State) -> None:
     busy.reset("nobody")
-    assert busy.advance("a", "k1") == 3
+    assert advance(busy, "a", "k1") == 3
     assert len(busy.journal()) == 2
 
 
@@ -300,89 +310,121 @@ def test_entry_from_json_gives_back_the_entry_also_through_json_text() -> None:
         Entry.from_json(data)
 
 
-# -- random -------------------------------------------------------------------------
+# -- draw numbers and outages ---------------------------------------------------------
 
 
-def draws(state: State, n: int = 20, session: str = "s", stream: str = "scenario") -> list[float]:
-    return [state.draw(session, stream, None, lambda rng: rng.random()) for _ in range(n)]
+def draw(state: State, session: str = "s", scenario: str = "scenario", key: str = "k") -> int:
+    """The draw number a Take asking for draws takes."""
+    taken = state.answer(Take(session, key, 0, scenario, None, True))
+    assert isinstance(taken, Taken)
+    return taken.draw
 
 
-def test_the_same_seed_replays_the_same_draws() -> None:
-    assert draws(State(seed=42)) == draws(State(seed=42))
+def test_draw_numbers_count_per_session_and_scenario() -> None:
+    state = State(seed=5)
+    assert [draw(state) for _ in range(3)] == [0, 1, 2]
+    assert draw(state, session="t") == 0  # another session draws independently
+    assert draw(state, scenario="other") == 0  # as does another scenario's stream
+    assert draw(state, key="k2") == 3  # one stream per scenario, whichever sequence
+    assert draw(state) == 4
 
 
-def test_different_seeds_give_different_draws() -> None:
-    assert draws(State(seed=42)) != draws(State(seed=43))
+def test_a_take_without_draws_takes_no_draw_number() -> None:
+    state = State(seed=5)
+    taken = state.answer(Take("s", "k", 0, "scenario", None, False))
+    assert taken == Taken(0, -1)
+    assert draw(state) == 0
 
 
-def test_the_seed_is_reported_and_replays_when_chosen_at_random() -> None:
-    first = State()
-    assert isinstance(first.seed, int)
-    assert draws(State(seed=first.seed)) == draws(first)
+def test_reset_restarts_the_draw_numbers() -> None:
+    state = State(seed=3)
+    for session in ("s", "t"):
+        draw(state, session)
+        draw(state, session)
+    state.reset(session="s")
+    assert draw(state, "s") == 0
+    assert draw(state, "t") == 2
+    state.reset()
+    assert draw(state, "t") == 0
 
 
 def test_seed_zero_is_kept() -> None:
     assert State(seed=0).seed == 0
 
 
-def test_draws_are_in_the_unit_interval() -> None:
-    assert all(0.0 <= d < 1.0 for d in draws(State(seed=7), 200))
+def test_a_seed_is_chosen_when_none_is_given() -> None:
+    seeds = {State().seed for _ in range(5)}
+    assert all(isinstance(seed, int) for seed in seeds)
+    assert len(seeds) > 1
 
 
-def test_streams_are_independent_of_each_other() -> None:
-    alone = State(seed=5)
-    mixed = State(seed=5)
-    expected = draws(alone, 10, "s", "a")
-    interleaved = []
-    for _ in range(10):
-        interleaved.append(mixed.draw("s", "a", None, lambda rng: rng.random()))
-        mixed.draw("t", "a", None, lambda rng: rng.random())
-        mixed.draw("s", "b", None, lambda rng: rng.random())
-    assert interleaved == expected
-
-
-def test_a_streams_own_seed_wins_over_the_servers() -> None:
-    one = State(seed=1).draw("s", "a", 99, lambda rng: rng.random())
-    other = State(seed=2).draw("s", "a", 99, lambda rng: rng.random())
-    assert one == other
-
-
-def test_reset_all_replays_the_draws_from_the_start() -> None:
-    state = State(seed=3)
-    first = draws(state, 5)
-    state.reset()
-    assert draws(state, 5) == first
-
-
-def test_activation_time_is_kept_per_scenario() -> None:
+def test_a_take_in_the_outage_takes_no_position_but_its_draw() -> None:
     state = State()
-    state.activate(["outage"])
-    assert 0 <= state.since_activated("outage") < 5
+    state.activate(["down"])
+    window = Take("s", "k", 0, "down", (0.0, 60_000.0), True)
+    assert state.answer(window) == Taken(None, 0)
+    assert state.answer(window) == Taken(None, 1)
+    assert advance(state, "s", "k") == 0  # the sequence did not move
+
+
+def test_the_outage_window_counts_from_the_scenarios_activation() -> None:
+    state = State()
+    state.activate(["later"])
+    not_yet = Take("s", "k", 0, "later", (60_000.0, 120_000.0), False)
+    assert state.answer(not_yet) == Taken(0, -1)
+    over = Take("s", "k", 0, "later", (0.0, 0.0), False)  # empty: never covers
+    assert state.answer(over) == Taken(1, -1)
+
+
+def test_issued_tokens_are_spent_use_by_use() -> None:
+    state = State()
+    assert state.answer(IssueToken("t1", frozenset({"read"}), None, 2)) is None
+    assert state.answer(UseToken("t1")) == frozenset({"read"})
+    assert state.answer(UseToken("t1")) == frozenset({"read"})
+    assert state.answer(UseToken("t1")) is None  # used up
+    assert state.answer(UseToken("unknown")) is None
+
+
+def test_an_issued_token_expires_after_its_seconds() -> None:
+    state = State()
+    state.answer(IssueToken("t0", frozenset({"read"}), 0, None))
+    assert state.answer(UseToken("t0")) is None
+
+
+def test_the_memory_store_answers_inline_and_is_always_healthy() -> None:
+    state = State(seed=1)
+    assert state.remote is False
+    assert state.replica is None
+    assert state.health() == Health("ok")
+    assert asyncio.run(state.answer_async(Take("s", "k", 0, "", None, False))) == Taken(0, -1)
+    assert advance(state, "s", "k") == 1  # the same positions, inline or awaited
+    with pytest.raises(TypeError, match="not a need"):
+        state.answer("k")  # type: ignore[arg-type]
+    state.close()
 
 
 def test_the_least_recently_used_session_is_forgotten_beyond_the_bound() -> None:
     state = State(max_sessions=2)
-    state.advance("a", "k")
-    state.advance("b", "k")
-    state.advance("a", "k")  # a is now the most recently used
-    state.advance("c", "k")  # over the bound: b goes
-    assert state.advance("a", "k") == 2
-    assert state.advance("b", "k") == 0  # forgotten: starts afresh (and c goes)
-    assert state.advance("c", "k") == 0
+    advance(state, "a", "k")
+    advance(state, "b", "k")
+    advance(state, "a", "k")  # a is now the most recently used
+    advance(state, "c", "k")  # over the bound: b goes
+    assert advance(state, "a", "k") == 2
+    assert advance(state, "b", "k") == 0  # forgotten: starts afresh (and c goes)
+    assert advance(state, "c", "k") == 0
 
 
 def test_sessions_stay_bounded_however_many_come() -> None:
     state = State(max_sessions=100)
     for i in range(5000):
-        state.advance(f"session-{i}", "k")
-        state.draw(f"session-{i}", "scenario", None, lambda rng: rng.random())
+        draw(state, f"session-{i}")
     assert len(state._sessions) == 100
 
 
 def test_reset_of_some_keys_restarts_only_those_sequences() -> None:
     state = State()
     for key in ("k1", "k1", "k2"):
-        state.advance("s", key)
+        advance(state, "s", key)
     state.reset(keys=["k1"])
-    assert state.advance("s", "k1") == 0
-    assert state.advance("s", "k2") == 1
+    assert advance(state, "s", "k1") == 0
+    assert advance(state, "s", "k2") == 1

@@ -1,0 +1,159 @@
+"""The engine's needs as Redis commands, and Redis's replies as their answers.
+
+Pure: no client, no I/O. Both faces of the Redis store (the blocking one off
+the loop and the pipelined one on it) send the same ``EVALSHA`` for a need
+and read its reply the same way, so that they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..engine.store import Answer, IssueToken, Need, Take, Taken, UseToken
+
+SEP = "\x1f"
+"""Between the parts of a hash field (the unit separator: no sequence key holds it)."""
+PACKED_TAKES = 4096
+"""Takes kept encoded (:meth:`Encoder.packed`): a session's steps repeat the same bytes."""
+
+
+class Keys:
+    """The names of the store's keys under one prefix (see :mod:`.scripts`)."""
+
+    __slots__ = (
+        "act",
+        "clock",
+        "gen",
+        "prefix",
+        "seed",
+        "session",
+        "sessions",
+        "token",
+        "tokens",
+    )
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.session = prefix + "s:"
+        self.sessions = prefix + "sessions"
+        self.token = prefix + "t:"
+        self.tokens = prefix + "tokens"
+        self.gen = prefix + "gen"
+        self.act = prefix + "act"
+        self.seed = prefix + "seed"
+        self.clock = prefix + "clock"
+
+
+class Encoder:
+    """Builds each need's ``EVALSHA`` arguments for one store (its keys and bounds)."""
+
+    def __init__(self, keys: Keys, shas: dict[str, str], max_sessions: int, ttl_ms: int) -> None:
+        self.keys = keys
+        self.shas = shas
+        self.max_sessions = str(max_sessions)
+        self.ttl_ms = str(ttl_ms)
+        self._packed: dict[Take, bytes] = {}
+
+    def packed(self, need: Need) -> bytes:
+        """:meth:`command` in RESP, for the pipeline; a Take asked again is not encoded again."""
+        if type(need) is not Take:
+            return packed(self.command(need))
+        data = self._packed.get(need)
+        if data is None:
+            data = packed(self.command(need))
+            if len(self._packed) >= PACKED_TAKES:
+                self._packed.clear()  # bounded: new sessions at every request only miss
+            self._packed[need] = data
+        return data
+
+    def command(self, need: Need) -> tuple[str | int, ...]:
+        """The ``EVALSHA`` that answers *need*: its script's digest, keys and arguments."""
+        keys = self.keys
+        if type(need) is Take:
+            outage = need.outage
+            return (
+                "EVALSHA",
+                self.shas["take"],
+                4,
+                keys.session + need.session,
+                keys.sessions,
+                keys.act,
+                keys.clock,
+                need.session,
+                f"p{SEP}{need.key}{SEP}{need.generation}",
+                f"d{SEP}{need.scenario}" if need.draws else "",
+                need.scenario,
+                "" if outage is None else _ms(outage[0]),
+                "" if outage is None else _ms(outage[1]),
+                self.max_sessions,
+                self.ttl_ms,
+                keys.session,
+            )
+        if type(need) is UseToken:
+            return (
+                "EVALSHA",
+                self.shas["use_token"],
+                2,
+                keys.token + need.token,
+                keys.tokens,
+                need.token,
+            )
+        assert type(need) is IssueToken
+        return (
+            "EVALSHA",
+            self.shas["issue_token"],
+            3,
+            keys.token + need.token,
+            keys.tokens,
+            keys.clock,
+            need.token,
+            encoded_scopes(need.scopes),
+            -1 if need.uses is None else max(need.uses, 0),
+            "" if need.seconds is None else need.seconds * 1000,
+            self.max_sessions,
+            keys.token,
+        )
+
+
+def decoded(need: Need, reply: object) -> Answer:
+    """*need*'s answer from the reply to its :meth:`Encoder.command`."""
+    if type(need) is Take:
+        position: int
+        draw: int
+        position, draw = reply  # type: ignore[misc]
+        return Taken(None if position < 0 else position, draw)
+    if type(need) is UseToken:
+        return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
+    return None
+
+
+def packed(command: Sequence[str | int | bytes]) -> bytes:
+    """*command* in RESP: an array of bulk strings."""
+    parts = [b"*%d\r\n" % len(command)]
+    for arg in command:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+def encoded_scopes(scopes: Iterable[str]) -> str:
+    """Scopes as one string (sorted, so equal sets are equal strings)."""
+    return SEP.join(sorted(scopes))
+
+
+_SCOPES: dict[bytes, frozenset[str]] = {}
+"""Scopes decoded already: a token's few sets, asked for on every protected request."""
+
+
+def decoded_scopes(raw: bytes) -> frozenset[str]:
+    scopes = _SCOPES.get(raw)
+    if scopes is None:
+        scopes = frozenset(raw.decode().split(SEP)) if raw else frozenset()
+        if len(_SCOPES) < 1024:  # bounded: a client cannot grow it with made-up scopes
+            _SCOPES[raw] = scopes
+    return scopes
+
+
+def _ms(value: float) -> str:
+    """A window's bound in whole milliseconds or as a float (Lua reads either)."""
+    return str(int(value)) if value == int(value) else repr(float(value))

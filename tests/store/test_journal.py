@@ -1,0 +1,268 @@
+"""The shared journal: every replica's entries in one capped Redis stream (a real Redis)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis
+from redis_server import RedisServer
+
+from mockskill.engine.entries import MASK, MAX_PATH, MAX_TEXT, Entry, Recorded
+from mockskill.protocol.catalog import Retry
+from mockskill.store.journal import RedisJournal, decoded, encoded
+
+PREFIX = "mockskill:test:"
+
+
+def _client(url: str) -> redis.Redis:
+    # As the store configures it: a second at most per command, no retries.
+    return redis.Redis.from_url(
+        url, socket_timeout=1.0, socket_connect_timeout=1.0, retry_on_timeout=False
+    )
+
+
+@pytest.fixture
+def journals(redis_url: str) -> Iterator[Callable[..., RedisJournal]]:
+    """Make journals on *redis_url* (one per replica, each its own client); closed after."""
+    made: list[RedisJournal] = []
+
+    def make(replica: str | None = "a", capacity: int = 100, url: str = redis_url) -> RedisJournal:
+        journal = RedisJournal(_client(url), PREFIX, capacity, replica)
+        made.append(journal)
+        return journal
+
+    yield make
+    for journal in made:
+        journal.close(timeout=2)
+
+
+_now = itertools.count(1_764_600_000)
+
+
+def request(session: str = "s", path: str = "/skills", **values: object) -> Recorded:
+    """What the engine records for a request (its id provisional: the stream numbers it)."""
+    started = float(next(_now)) + 0.123456
+    fields: dict[str, object] = {"method": "GET", "status": 200, "endpoint": "list", **values}
+    finished = started + 0.001
+    return Recorded(0, started, finished, session, path=path, **fields)  # type: ignore[arg-type]
+
+
+def test_two_replicas_recording_interleaved_make_one_journal_numbered_in_append_order(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a, b = journals("replica-a"), journals("replica-b")
+    for n in range(20):
+        (a if n % 2 else b).record(request(path=f"/{n}"))
+        (a if n % 2 else b).flush()  # each lands before the next is recorded: one known order
+
+    for reader in (a, b):
+        entries = reader.entries()
+        assert [e.path for e in entries] == [f"/{n}" for n in range(20)]
+        assert [e.replica for e in entries] == [
+            ("replica-b", "replica-a")[n % 2] for n in range(20)
+        ]
+        ids = [e.id for e in entries]
+        assert ids == sorted(set(ids))
+
+
+def test_ids_are_unique_across_replicas_recording_at_once(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    replicas = [journals(f"r{n}", capacity=10_000) for n in range(3)]
+
+    def hammer(journal: RedisJournal) -> None:
+        for n in range(1000):
+            journal.record(request(session=journal.replica or "", path=f"/{n}"))
+
+    threads = [threading.Thread(target=hammer, args=(j,)) for j in replicas]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for journal in replicas:
+        assert journal.flush(timeout=10)
+
+    entries = replicas[0].entries()
+    assert len(entries) == 3000
+    ids = [e.id for e in entries]
+    assert ids == sorted(set(ids))
+    for journal in replicas:  # each replica's own entries in the order it recorded them
+        mine = [e.path for e in entries if e.replica == journal.replica]
+        assert mine == [f"/{n}" for n in range(1000)]
+    assert all(j.lost == 0 for j in replicas)
+
+
+def test_the_bound_holds_exactly_the_newest_entries(journals: Callable[..., RedisJournal]) -> None:
+    a, b = journals("a", capacity=40), journals("b", capacity=40)
+    for n in range(45):
+        a.record(request(path=f"/{n}"))
+    a.flush()
+    for n in range(45, 90):
+        b.record(request(path=f"/{n}"))
+
+    entries = b.entries()
+    assert len(entries) == 40
+    assert [e.path for e in entries] == [f"/{n}" for n in range(50, 90)]
+    assert a.client.xlen(a.stream) == 40
+    assert a.lost == b.lost == 0  # beyond the bound, not lost
+
+
+def test_a_session_s_entries_are_cleared_for_every_replica_and_the_rest_kept(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a, b = journals("a"), journals("b")
+    for n in range(30):
+        (a, b)[n % 2].record(request(session=("ci-1", "ci-2", "ci-3")[n % 3], path=f"/{n}"))
+    a.flush()
+    b.flush()
+
+    def paths(entries: list[Entry]) -> list[int]:  # the two replicas' batches interleave
+        return sorted(int(e.path[1:]) for e in entries)
+
+    assert paths(a.entries("ci-2")) == list(range(1, 30, 3))
+    assert {e.session for e in b.entries("ci-2")} == {"ci-2"}
+    b.clear("ci-2")
+    assert a.entries("ci-2") == []
+    assert paths(a.entries()) == [n for n in range(30) if n % 3 != 1]
+    a.clear()
+    assert b.entries() == []
+
+
+def test_ids_keep_increasing_after_a_clear(journals: Callable[..., RedisJournal]) -> None:
+    a = journals()
+    a.record(request())
+    (before,) = a.entries()
+    a.clear()
+    a.record(request())
+    (after,) = a.entries()
+    assert after.id > before.id
+
+
+def test_what_a_replica_recorded_is_read_back_at_once_and_cleared_with_the_rest(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    for n in range(5):
+        a.record(request(path=f"/{n}"))
+    assert [e.path for e in a.entries()] == [f"/{n}" for n in range(5)]  # no flush asked for
+    for n in range(5):
+        a.record(request(path=f"/{n}"))
+    a.clear()
+    assert a.entries() == []
+
+
+def test_secrets_are_recorded_masked_as_hidden_when_recorded(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    a.record(request(path="/before/admin-s3cret"))
+    a.hide("admin-s3cret")
+    a.record(request(path="/after/admin-s3cret", session="admin-s3cret"))
+    before, after = a.entries()
+    assert before.path == "/before/admin-s3cret"  # hidden after it was recorded, as in memory
+    assert (after.path, after.session) == (f"/after/{MASK}", MASK)
+    raw = b"".join(v for _, fields in a.client.xrange(a.stream) for v in fields.values())
+    assert raw.count(b"admin-s3cret") == 1  # the later one never reached Redis
+
+
+def test_an_entry_over_the_bounds_is_stored_bounded_and_escaped(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    a.record(request(path="/" + "x" * 60_000, method="P" * 1000, protocol_version="1\n2"))
+    (entry,) = a.entries()
+    assert entry.path.startswith("/" + "x" * (MAX_PATH - 1) + "...[")
+    assert len(entry.path) < MAX_PATH + 40
+    assert entry.method.startswith("P" * MAX_TEXT + "...[")
+    assert entry.protocol_version == "1%0A2"
+    assert max(len(v) for _, f in a.client.xrange(a.stream) for v in f.values()) < 2000
+
+
+def every_field() -> Entry:
+    """An entry with every field off its default (and floats that need all their digits)."""
+    return Entry(
+        id=7,
+        started=1_764_600_000.123456789,
+        finished=1_764_600_000.987654321,
+        session="ci-ü-42",
+        method="POST",
+        path="/skills/weather/invoke",
+        status=None,
+        endpoint="invoke",
+        skill="weather",
+        scenario="flaky",
+        step=0,
+        position=0,
+        error_code="RATE_LIMITED",
+        retry=Retry(1500, 3),
+        forced=True,
+        outage=True,
+        choice=0,
+        delay_ms=0.1 + 0.2,
+        execution_ms=0.0,
+        fault="reset",
+        client_left=1_764_600_001.000001,
+        headers_sent=1_764_600_000.5,
+        near_misses=({"endpoint": "invoke", "skill": "weather", "reasons": ["method GET"]},),
+        credential="bearer hmac-sha256:0123456789abcdef",
+        protocol_version="1.2",
+        body_digest="hmac-sha256:fedcba",
+        invalid_descriptor=True,
+        stopped=True,
+        replica="host:123",
+    )
+
+
+def test_every_field_of_an_entry_round_trips_through_its_encoding() -> None:
+    entry = every_field()
+    defaults = {f.name: f.default for f in dataclasses.fields(Entry)}
+    assert [name for name, default in defaults.items() if getattr(entry, name) == default] == []
+    assert decoded(7, encoded(entry)) == entry
+    assert decoded(b"7", encoded(entry).encode()) == entry
+    plain = Entry(1, 1.5, 2.5, "s", "GET", "/", 200, "list")
+    assert decoded(1, encoded(plain)) == plain
+    assert '"near_misses"' not in encoded(plain)  # defaults are left out
+
+
+def test_every_field_round_trips_through_redis(journals: Callable[..., RedisJournal]) -> None:
+    a = journals(replica=None)
+    entry = every_field()
+    a.record(entry)
+    (read,) = a.entries()
+    assert read == dataclasses.replace(entry, id=read.id)  # the stream numbered it
+
+
+def test_with_redis_stopped_records_are_counted_lost_without_blocking_and_resume_after(
+    journals: Callable[..., RedisJournal], own_redis: Callable[..., RedisServer]
+) -> None:
+    server = own_redis()
+    a = journals(capacity=50, url=server.url)
+    a.record(request(path="/before"))
+    assert a.flush()
+    server.stop()
+
+    took = []
+    for n in range(200):
+        start = time.perf_counter()
+        a.record(request(path=f"/down/{n}"))
+        took.append(time.perf_counter() - start)
+    assert max(took) < 0.05, "a record waited on Redis"
+    assert sorted(took)[100] < 50e-6
+    a.flush(timeout=10)
+    # None reached Redis: each batch it did not take is lost; of the queue's oldest let go,
+    # those behind *capacity* newer ones before the first failure would be trimmed anyway.
+    assert a.lost + a.trimmed == 200
+    assert a.lost >= 50
+    assert "Connection" in (a.error or "")
+
+    server.start()
+    a.record(request(path="/after"))
+    assert a.flush(timeout=10)
+    assert [e.path for e in a.entries()] == ["/after"]  # a Redis without persistence restarted
+    assert a.error is None
+    assert a.lost + a.trimmed == 200

@@ -1,0 +1,172 @@
+"""The Redis store answers every need as the in-memory store does.
+
+Each case is a script of calls (needs, restarts, resets, activations); it
+runs against a fresh in-memory State and a fresh RedisStore on an empty
+Redis, and the two lists of answers must be equal: the shared backend is
+the embedded one's semantics, made atomic across processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mockskill.engine.state import State
+from mockskill.engine.store import IssueToken, Store, Take, UseToken
+from mockskill.store import open_store
+
+K = "skill/acme.search/invoke"
+R = "route/shop/0"
+
+
+def take(session: str = "s", key: str = K, generation: int = 0, **kw: Any) -> Take:
+    return Take(
+        session, key, generation, kw.get("scenario", "sc"), kw.get("outage"), kw.get("draws", False)
+    )
+
+
+Call = tuple[Any, ...]
+
+CASES: dict[str, list[Call]] = {
+    "a sequence counts from 0": [("answer", take())] * 5,
+    "sessions and keys count apart": [
+        ("answer", take("a")),
+        ("answer", take("b")),
+        ("answer", take("a")),
+        ("answer", take("a", R)),
+        ("answer", take("b")),
+    ],
+    "draws count per session and scenario, with or without a position": [
+        ("answer", take(draws=True)),
+        ("answer", take(draws=True)),
+        ("answer", take(draws=True, scenario="other")),
+        ("answer", take()),
+        ("answer", take("t", draws=True)),
+        ("answer", take(draws=True)),
+    ],
+    "a restart is a new generation; a request on the old one counts on there": [
+        ("answer", take()),
+        ("answer", take()),
+        ("restart", [K]),
+        ("answer", take(generation=1)),
+        ("answer", take(generation=0)),
+        ("answer", take(generation=1)),
+        ("restart", [K, R]),
+        ("answer", take(generation=2)),
+        ("answer", take(key=R, generation=1)),
+    ],
+    "a reset of keys restarts their positions, of one session or all": [
+        ("answer", take("a")),
+        ("answer", take("a")),
+        ("answer", take("b")),
+        ("answer", take("a", R)),
+        ("reset", "a", [K]),
+        ("answer", take("a")),
+        ("answer", take("b")),
+        ("answer", take("a", R)),
+        ("reset", None, [K, R]),
+        ("answer", take("a")),
+        ("answer", take("b")),
+        ("answer", take("a", R)),
+    ],
+    "a reset of keys keeps the generation and the draws": [
+        ("restart", [K]),
+        ("answer", take(generation=1, draws=True)),
+        ("reset", None, [K]),
+        ("answer", take(generation=1, draws=True)),
+        ("restart", [K]),
+    ],
+    "a session reset forgets its positions and draws, not others'": [
+        ("answer", take("a", draws=True)),
+        ("answer", take("b", draws=True)),
+        ("reset", "a", None),
+        ("answer", take("a", draws=True)),
+        ("answer", take("b", draws=True)),
+    ],
+    "a reset of everything forgets positions, draws and tokens": [
+        ("answer", take("a", draws=True)),
+        ("answer", IssueToken("tok", frozenset({"x"}), None, None)),
+        ("reset", None, None),
+        ("answer", take("a", draws=True)),
+        ("answer", UseToken("tok")),
+    ],
+    "a token's uses are spent, then it is forgotten": [
+        ("answer", IssueToken("tok", frozenset({"read", "write"}), 60, 2)),
+        ("answer", UseToken("tok")),
+        ("answer", UseToken("tok")),
+        ("answer", UseToken("tok")),
+        ("answer", IssueToken("tok", frozenset({"read", "write"}), 60, 2)),
+        ("answer", UseToken("tok")),
+    ],
+    "tokens: unknown, no bound, no uses, expired, no scopes": [
+        ("answer", UseToken("nobody")),
+        ("answer", IssueToken("free", frozenset({"a"}), None, None)),
+        *[("answer", UseToken("free"))] * 3,
+        ("answer", IssueToken("none", frozenset({"a"}), 60, 0)),
+        ("answer", UseToken("none")),
+        ("answer", IssueToken("gone", frozenset({"a"}), 0, None)),
+        ("answer", UseToken("gone")),
+        ("answer", IssueToken("bare", frozenset(), 60, None)),
+        ("answer", UseToken("bare")),
+    ],
+    "in an outage no position is taken; a draw is": [
+        ("activate", ["sc"]),
+        ("answer", take(outage=(0, 60_000))),
+        ("answer", take(outage=(0, 60_000), draws=True)),
+        ("answer", take(outage=(60_000, 120_000))),
+        ("answer", take()),
+        ("answer", take(outage=(0, 1_000), scenario="never-activated")),
+    ],
+    "sessions beyond the bound: the least recently used is forgotten": [
+        ("answer", take("a")),
+        ("answer", take("b")),
+        ("answer", take("a")),
+        ("answer", take("c")),  # b is the least recently used: forgotten
+        ("answer", take("b")),
+        ("answer", take("a")),  # forgotten in turn when b came back
+    ],
+    "tokens beyond the bound: the oldest is forgotten": [
+        ("answer", IssueToken("t1", frozenset({"a"}), None, None)),
+        ("answer", IssueToken("t2", frozenset({"a"}), None, None)),
+        ("answer", IssueToken("t3", frozenset({"a"}), None, None)),
+        ("answer", UseToken("t1")),
+        ("answer", UseToken("t2")),
+        ("answer", UseToken("t3")),
+    ],
+}
+
+
+def played(store: Store, calls: list[Call]) -> list[Any]:
+    answers: list[Any] = []
+    for name, *args in calls:
+        if name == "answer":
+            answers.append(store.answer(args[0]))
+        elif name == "restart":
+            answers.append(store.restart(args[0]))
+        elif name == "reset":
+            answers.append(store.reset(args[0], args[1]))
+        else:
+            answers.append(store.activate(args[0]))
+    return answers
+
+
+@pytest.fixture
+def redis_store(redis_url: str) -> Iterator[Store]:
+    store = open_store(redis_url, max_sessions=2)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_redis_answers_as_memory_does(case: str, redis_store: Store) -> None:
+    calls = CASES[case]
+    expected = played(State(max_sessions=2), calls)
+    assert played(redis_store, calls) == expected
+
+
+def test_the_cases_say_something() -> None:
+    """Each case's answers differ from call to call: equal lists prove equal semantics."""
+    for case, calls in CASES.items():
+        assert len({repr(a) for a in played(State(max_sessions=2), calls)}) > 1, case

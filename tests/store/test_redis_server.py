@@ -1,0 +1,119 @@
+"""Real servers sharing one Redis serve one truth; a Redis gone is a 503 of mockskill's own.
+
+Three :class:`~mockskill.Server` s (three replicas) on one Redis, real HTTP
+clients spread round robin over them: "503 twice, then 200, cycling" holds
+exactly across them. With Redis stopped, a skill request gets 503
+``MOCKSKILL_STATE_UNAVAILABLE`` in the unified body and ``/__admin/health``
+says ``degraded``; with Redis back, both recover by themselves.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+
+import requests
+from redis_server import RedisServer
+
+from mockskill import Server
+
+FLAKY = """
+name: shared
+skills:
+  - id: flaky-cycle
+    invoke:
+      end: cycle
+      steps:
+        - error: ENDPOINT_UNREACHABLE
+          times: 2
+        - json: {result: ok}
+"""
+
+
+def invoke(server: Server, session: str = "default") -> requests.Response:
+    return requests.post(
+        f"{server.url}/skills/flaky-cycle/invoke",
+        json={},
+        headers={"Mockskill-Session": session},
+        timeout=10,
+    )
+
+
+def test_three_servers_on_one_redis_fail_twice_then_succeed_exactly(
+    serve: Callable[..., Server], redis_url: str
+) -> None:
+    servers = [serve(FLAKY, state=redis_url) for _ in range(3)]
+    sessions = [requests.Session() for _ in range(30)]  # 30 clients, keep-alive each
+
+    def client(n: int) -> list[int]:
+        http = sessions[n]
+        statuses = []
+        for i in range(10):  # request i of client n goes to server (n + i) % 3
+            server = servers[(n + i) % 3]
+            answer = http.post(f"{server.url}/skills/flaky-cycle/invoke", json={}, timeout=10)
+            statuses.append(answer.status_code)
+        return statuses
+
+    with concurrent.futures.ThreadPoolExecutor(30) as pool:
+        statuses = [s for run in pool.map(client, range(30)) for s in run]
+    for http in sessions:
+        http.close()
+    assert collections.Counter(statuses) == {503: 200, 200: 100}
+    # one journal: each replica shows all 300, each naming the replica that served it
+    for server in servers:
+        assert len(server.journal()) == 300
+
+
+def test_a_stopped_redis_is_a_503_of_mockskills_own_and_service_resumes(
+    serve: Callable[..., Server], own_redis: Callable[..., RedisServer]
+) -> None:
+    redis = own_redis(password="pw-e2e")
+    server = serve(FLAKY, state=redis.url)
+    assert invoke(server).status_code == 503  # the first scripted failure
+    redis.stop()
+    refused = invoke(server)
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
+    assert "pw-e2e" not in refused.text
+    health = requests.get(f"{server.url}/__admin/health", timeout=10).json()
+    assert health["status"] == "degraded"
+    assert health["state"]["backend"] == "redis"
+    assert health["state"]["url"] == f"redis://:***@127.0.0.1:{redis.port}/0"
+    assert "Connection refused" in health["state"]["reason"]
+    # the refused request's journal entry could not be written: counted, and shown
+    deadline = time.monotonic() + 10
+    while health["state"]["lost_entries"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        health = requests.get(f"{server.url}/__admin/health", timeout=10).json()
+    assert health["state"]["lost_entries"] >= 1
+    redis.start()  # empty: the sequence starts afresh
+    health = requests.get(f"{server.url}/__admin/health", timeout=10).json()
+    assert health["status"] == "ok"
+    assert "reason" not in health["state"]
+    assert [invoke(server).status_code for _ in range(3)] == [503, 503, 200]
+
+
+def test_the_embedded_default_never_imports_redis() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import requests
+        from mockskill import Server
+        server = Server().start()
+        requests.post(server.url + "/skills/flaky/invoke", json={}, timeout=10)
+        requests.get(server.url + "/__admin/health", timeout=10)
+        server.stop()
+        loaded = sorted(m for m in sys.modules if m == "redis" or m.startswith("redis."))
+        print(loaded)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
