@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from redis_server import RedisServer
 
 from mockskill.workers import reuse_port_available
 
@@ -33,6 +35,13 @@ skills:
     invoke: {delay: 1000, json: {drained: true}}
   - id: hold
     invoke: {delay: 20000, json: {result: late}}
+  - id: flaky
+    invoke:
+      end: cycle
+      steps:
+        - error: ENDPOINT_UNREACHABLE
+          times: 2
+        - json: {result: ok}
 """
 LOGGED = re.compile(r"^\[worker (\d+) pid (\d+)\] .*\"GET /skills/ok\?probe=(\S+) HTTP")
 
@@ -207,6 +216,21 @@ def test_two_workers_each_listen_on_the_port_and_both_answer(
     # New connections are spread by the kernel: 40 of them all on one worker is 2**-39.
     served = served_by(run, probe(url, 40))
     assert set(served.values()) == set(pids)
+    # One sequence across both: "503 twice, then 200" holds whichever worker answers,
+    # and the one journal names both workers.
+    session = {"Mockskill-Session": f"workers-{uuid.uuid4().hex[:8]}"}
+    statuses = [
+        requests.post(f"{url}/skills/flaky/invoke", headers=session, timeout=10).status_code
+        for _ in range(30)
+    ]
+    assert statuses == [503, 503, 200] * 10
+    journal = requests.get(
+        f"{url}/__admin/journal", params={"session": session["Mockskill-Session"]}, timeout=10
+    ).json()["entries"]
+    # (each worker sends its entries in batches of its own: in the order they came, not
+    # necessarily in the order they were answered)
+    assert [e["status"] for e in sorted(journal, key=lambda e: e["started"])] == statuses
+    assert {e["replica"] for e in journal} == {f"{socket.gethostname()}:{pid}" for pid in pids}
 
 
 @linux_only
@@ -327,3 +351,67 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "zombie" not in status
+
+
+# -- the store ---------------------------------------------------------------------
+
+
+def test_a_store_that_does_not_answer_at_start_stops_the_supervisor_with_its_error(
+    supervised: Callable[..., Supervised], scenario: Path
+) -> None:
+    with socket.socket() as holder:  # a port nothing answers on
+        holder.bind(("127.0.0.1", 0))
+        nowhere = f"redis://127.0.0.1:{holder.getsockname()[1]}/0"
+    run = supervised("--workers", "2", "--state", nowhere, str(scenario))
+    assert run.finish() == 1
+    assert f"cannot use the state store {nowhere}" in run.output
+    assert re.search(
+        r"mockskill: worker \d \(pid \d+\) exited with code 1 before serving;", run.output
+    )
+    assert "restarting" not in run.output
+    assert "Traceback" not in run.output
+
+
+def test_a_worker_that_keeps_dying_at_once_is_restarted_with_back_off(
+    supervised: Callable[..., Supervised],
+    scenario: Path,
+    own_redis: Callable[..., RedisServer],
+) -> None:
+    redis = own_redis()
+    run = supervised("--workers", "2", "--state", redis.url, str(scenario))
+    url, pids = run.serving()
+    redis.stop()  # the store goes away: a worker restarted now cannot start
+    mark = len(run.lines)
+    os.kill(pids[0], signal.SIGKILL)
+    run.wait_for(r"worker 1 \(pid \d+\) exited with signal SIGKILL; restarting it$", after=mark)
+    run.wait_for(
+        r"worker 1 \(pid \d+\) exited with code 1; restarting it in 0.5 s"
+        r" \(it died before serving 1 times in a row\)",
+        after=mark,
+    )
+    run.wait_for(r"restarting it in 1 s \(it died before serving 2 times in a row\)", after=mark)
+    redis.start()  # back: the next restart serves again
+    run.wait_for(r"mockskill 0\.\S+ serving .* \(worker 1, pid \d+;", after=mark, timeout=90)
+    assert run.process.poll() is None
+    assert requests.get(f"{url}/skills", timeout=10).status_code == 200
+
+
+def test_the_stores_password_is_never_shown(
+    supervised: Callable[..., Supervised],
+    scenario: Path,
+    own_redis: Callable[..., RedisServer],
+) -> None:
+    password = f"pw-{uuid.uuid4().hex}"
+    redis = own_redis(password=password)
+    state = f"redis://:{password}@127.0.0.1:{redis.port}/0"
+    run = supervised("--workers", "2", "--state", state, str(scenario))
+    url, pids = run.serving()
+    assert f"state: shared, redis://:***@127.0.0.1:{redis.port}/0" in run.output
+    requests.post(f"{url}/skills/nothing-here/invoke", timeout=10)
+    health = requests.get(f"{url}/__admin/health", timeout=10).text
+    for pid in pids:  # nor in the workers' command lines (their settings come by environment)
+        assert password not in Path(f"/proc/{pid}/cmdline").read_text()
+    run.process.send_signal(signal.SIGTERM)
+    assert run.finish() == 0
+    assert password not in run.output
+    assert password not in health
