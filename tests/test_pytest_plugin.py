@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 import requests  # imported once here: in-process inner runs then share it
 
+# The admin app's modules (Flask among them) are imported here too: a server of this
+# process builds its admin app on its first /__admin request, which may come from an
+# in-process inner run; pytester then drops the modules first imported during that run,
+# and a later run's Flask is a new module whose request context the app never pushes
+# ("Working outside of request context", when this file runs alone).
+import mockskill.admin.blueprint  # noqa: F401
 from mockskill import Server
 
 pytest_plugins = ["pytester"]
