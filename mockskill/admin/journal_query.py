@@ -1,7 +1,7 @@
 """Querying the request journal: the filters ``/__admin/journal`` and ``/unmatched`` take.
 
 Each query parameter names a filter (session, skill, endpoint, status,
-error code, since, until) and ``limit`` keeps the newest entries; a
+error code, replica, since, until) and ``limit`` keeps the newest entries; a
 parameter the journal does not take, a repeated one, or a value it cannot
 use is a :class:`BadFilter` (a 400 naming the parameter and what it
 expects), never a silently empty answer.
@@ -110,10 +110,11 @@ JOURNAL_FILTERS: dict[str, Callable[[str, str], Test]] = {
     "endpoint": _endpoint,
     "status": _status,
     "error_code": _equal("error_code"),
+    "replica": _equal("replica"),
     "since": _since,
     "until": _until,
 }
-UNMATCHED_FILTERS = {k: JOURNAL_FILTERS[k] for k in ("session", "since", "until")}
+UNMATCHED_FILTERS = {k: JOURNAL_FILTERS[k] for k in ("session", "replica", "since", "until")}
 
 
 def select(

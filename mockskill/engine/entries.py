@@ -223,6 +223,15 @@ def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
     no client text can forge a line of a report printed from the journal.
     The secrets *hidden* (those hidden when it was recorded) read :data:`MASK`.
     """
+    changes = shown_changes(recorded, hidden)
+    if isinstance(recorded, Entry):
+        return dataclasses.replace(recorded, **changes) if changes else recorded
+    return Entry(*(recorded._replace(**changes) if changes else recorded))
+
+
+def shown_changes(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> dict[str, Any]:
+    """What :func:`kept` changes in *recorded*: its fields cut, escaped or masked (most
+    often none). The shared journal applies them to the tuple, never building the Entry."""
     changes: dict[str, Any] = {}
     for name, limit in _BOUNDED:
         value = getattr(recorded, name)
@@ -243,9 +252,7 @@ def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
         )
         if near != near_misses:
             changes["near_misses"] = near
-    if isinstance(recorded, Entry):
-        return dataclasses.replace(recorded, **changes) if changes else recorded
-    return Entry(*(recorded._replace(**changes) if changes else recorded))
+    return changes
 
 
 def _masked(text: str, hidden: tuple[str, ...]) -> str:

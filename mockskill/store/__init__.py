@@ -42,7 +42,13 @@ def open_store(
     if not is_shared(url):
         return State(seed=seed, journal_size=journal_size, max_sessions=max_sessions)
     assert url is not None
-    from .redis import open_redis
+    try:
+        from .redis import open_redis
+    except ModuleNotFoundError as missing:
+        raise StoreOpenError(
+            f"cannot use the state store {masked(url)}: the Redis client is not installed"
+            f" ({missing.name}): pip install 'mockskill[redis]'"
+        ) from None
 
     return open_redis(
         url,

@@ -1,18 +1,19 @@
-"""Needs met on the event loop: those of one loop turn in one pipelined round trip.
+"""Needs met on the event loop: those of one loop turn in one pipelined write.
 
 The transport plays many connections on one loop; each request that needs
-the store awaits its answer. Sending each need alone would cost a round
-trip per request and a task per send. Instead the needs that arrive during
-one turn of the loop are queued, and the next turn (``call_soon``) writes
-them all at once on one connection and reads their replies in order
-(a pipeline, not a transaction: each command is a script, atomic by itself).
-At most one batch is on the wire at a time: what arrives meanwhile goes in
-the next one, so the needs reach Redis in the order they were made (the
+the store awaits its answer. Sending each need alone would cost a write and
+a round trip per request. Instead the needs that arrive during one turn of
+the loop are queued, and the next turn (``call_soon``) writes them all at
+once on the one connection (a pipeline, not a transaction: each command is
+a script, atomic by itself). A batch does not wait for the one before it to
+be answered: Redis answers the commands of one connection in the order it
+read them, so the needs reach Redis in the order they were made (the
 requests pipelined on one keep-alive connection take their positions in
-their order) and a busy loop sends bigger batches, not more of them.
+their order) and a request waits for one round trip, not for the batches
+queued before it.
 
-A batch that fails (Redis gone, a reply later than the socket timeout)
-fails every need in it with :class:`~mockskill.engine.store.StoreUnavailable`;
+A batch that fails (Redis gone, no reply within the socket timeout) fails
+every need in it with :class:`~mockskill.engine.store.StoreUnavailable`;
 a script Redis no longer knows (``NOSCRIPT``: it restarted) is loaded again
 and its commands sent again, once (they did not run).
 """
@@ -29,13 +30,13 @@ from .needs import packed
 
 
 class Batcher:
-    """Sends the commands of each loop turn in one pipeline on one :class:`Link` to *url*.
+    """Writes the commands of each loop turn as one batch on one :class:`Link` to *url*.
 
-    One connection is enough: one batch at a time is on the wire. It is
-    made on first use and again after a failure. *scripts* maps each
-    script's digest to its source (for ``NOSCRIPT``); *reason* turns an
-    error into the text a :class:`StoreUnavailable` says; *seen* is told of
-    each batch's outcome (None: it succeeded) for the store's health.
+    The link is made on first use and again after a failure (needs arriving
+    meanwhile wait for it). *scripts* maps each script's digest to its source
+    (for ``NOSCRIPT``); *reason* turns an error into the text a
+    :class:`StoreUnavailable` says; *seen* is told of each batch's outcome
+    (None: it succeeded) for the store's health.
     """
 
     def __init__(
@@ -50,69 +51,98 @@ class Batcher:
         self.timeout = timeout
         self.loop = asyncio.get_running_loop()
         self._link: Link | None = None
+        self._connecting: asyncio.Task[None] | None = None
         self._scripts = scripts
         self._reason = reason
         self._seen = seen
         self._queue: list[tuple[bytes, asyncio.Future[Any]]] = []
         self._scheduled = False
-        self._sending: asyncio.Task[None] | None = None
+        self._out: set[asyncio.Future[Any]] = set()
+        """The batches written and not answered yet (and the reloads)."""
         self.batches = 0
-        """How many pipelines were sent (for the benchmarks)."""
+        """How many batches were written (for the benchmarks)."""
 
     def send(self, command: bytes) -> asyncio.Future[Any]:
-        """The reply to *command* (one, in RESP), once the batch it joins has been answered."""
+        """The reply to *command* (one, in RESP), once the batch it joins is answered."""
         future: asyncio.Future[Any] = self.loop.create_future()
         self._queue.append((command, future))
-        if not self._scheduled and self._sending is None:
+        if not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._start)
+            self.loop.call_soon(self._flush)
         return future
 
-    def _start(self) -> None:
+    def _flush(self) -> None:
         self._scheduled = False
-        batch, self._queue = self._queue, []
-        if batch:
-            self._sending = self.loop.create_task(self._send(batch))
-
-    async def _send(self, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
-        self.batches += 1
-        try:
-            replies = await self._pipeline([command for command, _ in batch])
-            again = [i for i, reply in enumerate(replies) if _noscript(reply)]
-            if again:  # Redis restarted (its script cache is empty): load them, send those again
-                await self._pipeline(
-                    [packed(("SCRIPT", "LOAD", c)) for c in self._scripts.values()]
-                )
-                sent = await self._pipeline([batch[i][0] for i in again])
-                for i, reply in zip(again, sent, strict=True):
-                    replies[i] = reply
-        except LinkError as error:
-            failure = self._reason(error)
-            self._seen(failure)
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(StoreUnavailable(failure))
-        else:
-            failed = None
-            for (_, future), reply in zip(batch, replies, strict=True):
-                if isinstance(reply, ReplyError):
-                    failed = self._reason(reply)
-                    if not future.done():
-                        future.set_exception(StoreUnavailable(failed))
-                elif not future.done():
-                    future.set_result(reply)
-            self._seen(failed)
-        finally:
-            self._sending = None
-            if self._queue:  # what arrived meanwhile: the next batch, at once
-                self._start()
-
-    async def _pipeline(self, commands: list[bytes]) -> list[Any]:
-        """Each command's reply (a ReplyError for one that failed), in one round trip."""
         link = self._link
         if link is None or link.lost is not None:
-            link = self._link = await connect(self.url, self.timeout)
-        return await link.request(b"".join(commands), len(commands))
+            if self._connecting is None:  # the queue waits for the link, then goes at once
+                self._connecting = self.loop.create_task(self._connect())
+            return
+        batch, self._queue = self._queue, []
+        if batch:
+            self._write(link, batch)
+
+    async def _connect(self) -> None:
+        try:
+            self._link = await connect(self.url, self.timeout)
+        except LinkError as error:
+            batch, self._queue = self._queue, []
+            self._failed(batch, error)
+        finally:
+            self._connecting = None
+        if self._queue:
+            self._flush()
+
+    def _write(self, link: Link, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
+        self.batches += 1
+        answered = link.request(b"".join(command for command, _ in batch), len(batch))
+        self._out.add(answered)
+        answered.add_done_callback(lambda done: self._answered(batch, done))
+
+    def _answered(
+        self, batch: list[tuple[bytes, asyncio.Future[Any]]], done: asyncio.Future[list[Any]]
+    ) -> None:
+        self._out.discard(done)
+        error = LinkError("cancelled") if done.cancelled() else done.exception()
+        if error is not None:
+            self._failed(batch, error)
+            return
+        replies = done.result()
+        again = [i for i, reply in enumerate(replies) if _noscript(reply)]
+        if again:  # Redis restarted (its script cache is empty): load them, send those again
+            reload = self.loop.create_task(self._reload([batch[i] for i in again]))
+            self._out.add(reload)
+            reload.add_done_callback(self._out.discard)
+            batch = [needed for i, needed in enumerate(batch) if i not in again]
+            replies = [reply for i, reply in enumerate(replies) if i not in again]
+        failed = None
+        for (_, future), reply in zip(batch, replies, strict=True):
+            if isinstance(reply, ReplyError):
+                failed = self._reason(reply)
+                if not future.done():
+                    future.set_exception(StoreUnavailable(failed))
+            elif not future.done():
+                future.set_result(reply)
+        self._seen(failed)
+
+    async def _reload(self, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
+        link = self._link
+        try:
+            if link is None or link.lost is not None:
+                raise LinkError(link.lost if link else "not connected")
+            loads = [packed(("SCRIPT", "LOAD", code)) for code in self._scripts.values()]
+            await link.request(b"".join(loads), len(loads))
+        except LinkError as error:
+            self._failed(batch, error)
+            return
+        self._write(link, batch)
+
+    def _failed(self, batch: list[tuple[bytes, asyncio.Future[Any]]], error: BaseException) -> None:
+        failure = self._reason(error)
+        self._seen(failure)
+        for _, future in batch:
+            if not future.done():
+                future.set_exception(StoreUnavailable(failure))
 
     async def guard(self) -> AsyncIterator[None]:
         """Closes the connection when the loop ends: iterate it once on the loop.
@@ -127,10 +157,11 @@ class Batcher:
             await self.close()
 
     async def close(self) -> None:
-        """Wait for the batch on the wire, then close the connection."""
-        sending = self._sending
-        if sending is not None:
-            await asyncio.wait([sending])
+        """Wait (within the timeout) for the batches written, then close the connection."""
+        if self._connecting is not None:
+            await asyncio.wait([self._connecting], timeout=self.timeout)
+        if self._out:
+            await asyncio.wait(list(self._out), timeout=self.timeout)
         link, self._link = self._link, None
         if link is not None:
             link.close()

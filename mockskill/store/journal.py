@@ -10,6 +10,9 @@ run different Pythons: nothing marshalled or pickled crosses processes) and
 sends a batch as ONE script call. The script numbers the batch from a global
 counter (an entry's id is unique across replicas and increases in append
 order) and adds it to the stream, trimmed to exactly the journal's capacity.
+An entry's values are a JSON array; the names they go by (its schema: a
+version's Entry fields) are kept once in a hash, so that replicas of two
+versions read each other's entries by name.
 
 What cannot be kept is counted, never raised to the caller: the queue holds
 at most *capacity* entries (when Redis is away the oldest go first), and a
@@ -23,15 +26,19 @@ once its flusher sent them (a batch's round trip, under load a few ms).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
+import os
 import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from ..engine.entries import Entry, Recorded, kept, oversized
+from ..engine.entries import Entry, Recorded, kept, oversized, shown_changes
+from ..protocol.catalog import Retry
 
 if TYPE_CHECKING:
     import redis
@@ -39,105 +46,106 @@ if TYPE_CHECKING:
 MAX_BATCH = 512
 """Entries sent in one script call at most (some 200 KB of JSON): a bigger backlog
 goes as several calls, so that no call holds Redis for long."""
+READ_PAGE = 1000
+"""Stream entries read per XRANGE: a read of the whole journal is several short calls."""
 FLUSH_TIMEOUT = 5.0
 """Seconds a read or clear waits for this replica's queue to be sent before it reads."""
 RETRY_AFTER = (0.05, 1.0)
 """Seconds the flusher waits before it sends again after a failed batch: the first
 wait, doubled on each failure up to the second (Redis away is not a busy loop)."""
 
-# Each entry of the stream: i = its id, s = its session as shown (what a session's
-# read or clear compares, without decoding), e = the entry as JSON without its id.
+# Each entry of the stream: i = its id, s = its session as shown (what a session's read
+# or clear compares, without decoding), k = its schema (the names of e's values), e = the
+# entry's values but its id, as a JSON array.
 _APPEND = """
-local n = (#ARGV - 1) / 2
+redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3])
+local n = (#ARGV - 3) / 2
 local last = redis.call('INCRBY', KEYS[2], n)
 local id = last - n
-for k = 2, #ARGV, 2 do
+for k = 4, #ARGV, 2 do
   id = id + 1
-  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'e', ARGV[k + 1])
+  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'k', ARGV[2], 'e', ARGV[k + 1])
 end
 redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[1])
 return last
 """
-"""KEYS: the stream, the id counter; ARGV: capacity, then (session, json) per entry.
-One INCRBY numbers the batch; one exact trim keeps the bound (nothing else runs
-between the adds and the trim: no reader sees more than capacity)."""
+"""KEYS: the stream, the id counter, the schemas; ARGV: capacity, the schema's key and its
+names (JSON), then (session, values) per entry. One INCRBY numbers the batch; one exact
+trim keeps the bound (nothing runs between the adds and the trim: no reader sees more
+than capacity). The schema is set with every batch (a Redis restarted without it gets
+it back with the next)."""
 
-_FIELDS = """
-local function fields(item)
-  local f, i, s, e = item[2], nil, nil, nil
-  for k = 1, #f, 2 do
-    local name = f[k]
-    if name == 'i' then i = f[k + 1] elseif name == 's' then s = f[k + 1]
-    elseif name == 'e' then e = f[k + 1] end
-  end
-  return i, s, e
-end
-"""
-
-_READ = (
-    _FIELDS
-    + """
-local out = {}
-for _, item in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
-  local i, s, e = fields(item)
-  if #ARGV == 0 or s == ARGV[1] then
-    out[#out + 1] = i
-    out[#out + 1] = e
-  end
-end
-return out
-"""
-)
-"""KEYS: the stream; ARGV: nothing (every entry) or a session: (id, json) pairs, oldest first."""
-
-_CLEAR = (
-    _FIELDS
-    + """
+_CLEAR = """
 if #ARGV == 0 then
   return redis.call('DEL', KEYS[1])
 end
 local ids, gone = {}, 0
 for _, item in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
-  local i, s, e = fields(item)
-  if s == ARGV[1] then ids[#ids + 1] = item[1] end
+  local f = item[2]
+  for k = 1, #f, 2 do
+    if f[k] == 's' then
+      if f[k + 1] == ARGV[1] then ids[#ids + 1] = item[1] end
+      break
+    end
+  end
   if #ids == 500 then gone = gone + redis.call('XDEL', KEYS[1], unpack(ids)); ids = {} end
 end
 if #ids > 0 then gone = gone + redis.call('XDEL', KEYS[1], unpack(ids)) end
 return gone
 """
-)
 """KEYS: the stream; ARGV: nothing (delete it) or a session (delete its entries): atomic.
 The id counter stays: ids keep increasing after a clear, as in memory."""
 
-_NAMES = Recorded._fields
-_DEFAULTS = Recorded._field_defaults
-_VALUES = operator.attrgetter(*_NAMES)
+_NAMES = Recorded._fields[1:]
+"""What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""
+SCHEMA = json.dumps(_NAMES, separators=(",", ":"))
+"""The names of this version's values, as the schemas hash holds them."""
+SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
+"""How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
+other fields, write theirs under another key: each reads the other's by its names)."""
+_SCHEMA_KEY = SCHEMA_KEY.encode()
+_VALUES = operator.attrgetter(*Recorded._fields)
+_RETRY = Recorded._fields.index("retry")
+_NEAR_MISSES = Recorded._fields.index("near_misses")
+_JOURNALS: weakref.WeakSet[RedisJournal] = weakref.WeakSet()
+"""Every journal of this process, for :func:`_after_fork`."""
+_json = json.JSONEncoder(separators=(",", ":")).encode
+"""One encoder (json.dumps with any option makes one per call)."""
+_unjson = json.JSONDecoder().decode
 
 
-def encoded(entry: Entry) -> str:
-    """*entry* as the stream holds it: JSON of the fields not at their default, but its id.
+def encoded(entry: Entry | Recorded) -> str:
+    """*entry*'s values but its id as the stream holds them: a JSON array, in
+    :data:`SCHEMA`'s order (the names once per version, not per entry: half the cost)."""
+    values: Any = _VALUES(entry)[1:]
+    retry = entry.retry
+    if retry is not None:
+        values = list(values)
+        values[_RETRY - 1] = (retry.suggested_delay_ms, retry.max_attempts)
+    return _json(values)
 
-    Named fields (not positions), so that a replica running another version
-    reads what it knows (:meth:`Entry.from_json` leaves out what it does not,
-    and fills in defaults); defaults left out keep an entry some 300 bytes.
+
+def decoded(
+    ident: int | bytes | str, text: bytes | str, names: Sequence[str] | None = None
+) -> Entry:
+    """The entry :func:`encoded` made *text* of, numbered *ident*.
+
+    *names*: the schema it was written in, when not this version's: the
+    fields this version knows are taken by name, the others left out, and
+    those it does not hold get their defaults (:meth:`Entry.from_json`).
     """
-    data: dict[str, Any] = {}
-    for name, value in zip(_NAMES, _VALUES(entry), strict=True):
-        if name in _DEFAULTS:
-            default = _DEFAULTS[name]
-            if value == default and type(value) is type(default):
-                continue
-        data[name] = value
-    del data["id"]
-    if entry.retry is not None:
-        data["retry"] = entry.retry.as_json()
-    return json.dumps(data, separators=(",", ":"), allow_nan=True)
-
-
-def decoded(ident: int | bytes | str, text: bytes | str) -> Entry:
-    """The entry :func:`encoded` made *text* of, numbered *ident*."""
-    data = json.loads(text)
+    values = _unjson(text if isinstance(text, str) else text.decode())
+    if names is None:
+        retry = values[_RETRY - 1]
+        if retry is not None:
+            values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
+        values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
+        return Entry(int(ident), *values)
+    data = dict(zip(names, values, strict=False))
     data["id"] = int(ident)
+    retry = data.get("retry")
+    if isinstance(retry, list):
+        data["retry"] = {"suggested_delay_ms": retry[0], "max_attempts": retry[1]}
     return Entry.from_json(data)
 
 
@@ -150,34 +158,31 @@ class RedisJournal:
     """
 
     def __init__(
-        self, client: redis.Redis, prefix: str, capacity: int, replica: str | None
+        self,
+        client: redis.Redis,
+        prefix: str,
+        capacity: int,
+        replica: str | None,
+        *,
+        start: bool = True,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"the journal's capacity must be at least 1, not {capacity}")
         self.client = client
         self.stream = prefix + "journal"
         self.counter = prefix + "journal:ids"
+        self.schemas = prefix + "journal:schemas"
         self.replica = replica
         self._capacity = capacity
         self._append = client.register_script(_APPEND)
-        self._read = client.register_script(_READ)
         self._clear = client.register_script(_CLEAR)
         self._hidden: tuple[str, ...] = ()
+        self._decoded: dict[tuple[bytes, bytes, bytes], Entry] = {}
+        """Entries read before, by their stream fields (id, schema and JSON: the same id
+        with another text, as after a Redis restart, is decoded afresh)."""
+        self._schemas: dict[bytes, tuple[str, ...]] = {}
+        """Other versions' schemas read (their names), by key."""
         self._local_ids = iter(range(1, 2**63))
-        # The queue and its counts, behind one lock (a record holds it for an append):
-        self._lock = threading.Lock()
-        self._queue: deque[tuple[Entry | Recorded, tuple[str, ...]]] = deque(maxlen=capacity)
-        self._queued = 0
-        """How many records were queued, ever: the last one's number."""
-        self._done = 0
-        """The number of the last record the flusher is done with (sent, lost or dropped)."""
-        self._dropped = 0
-        self._failed = 0
-        self._closing = False
-        self._error: str | None = None
-        self._wake = threading.Event()
-        self._hurry = threading.Event()
-        self._done_changed = threading.Condition(self._lock)
         self.batches = 0
         """Script calls that took a batch (with :attr:`sent`: the batch sizes under load)."""
         self.sent = 0
@@ -185,9 +190,45 @@ class RedisJournal:
         self.trimmed = 0
         """Entries let go from a full queue while Redis took the batches (faster records than
         the flusher sends): the stream would have trimmed them, *capacity* newer ones behind."""
+        self._dropped = 0
+        self._failed = 0
+        self._unencodable = 0
+        self._closing = False
+        self._error: str | None = None
+        self._fresh()
+        _JOURNALS.add(self)
+        if start:
+            self.start()
+
+    def _fresh(self) -> None:
+        """An empty queue, its lock and events, and a flusher not yet started."""
+        # The queue and its counts, behind one lock (a record holds it for an append):
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[Entry | Recorded, tuple[str, ...]]] = deque(maxlen=self._capacity)
+        self._queued = 0
+        """How many records were queued, ever: the last one's number."""
+        self._done = 0
+        """The number of the last record the flusher is done with (sent, lost or dropped)."""
+        self._wake = threading.Event()
+        self._hurry = threading.Event()
+        self._done_changed = threading.Condition(self._lock)
         self._flusher = threading.Thread(
             target=self._flush_forever, name="mockskill-journal", daemon=True
         )
+
+    def _after_fork(self) -> None:
+        """In a forked child: a flusher of its own (threads do not survive a fork), and not
+        the parent's queue (the parent sends that; sent twice, it would be journalled twice)."""
+        started = self._flusher.ident is not None
+        self._fresh()
+        self.batches = self.sent = self.trimmed = 0  # this process's, from now on
+        self._dropped = self._failed = self._unencodable = 0
+        self._error = None
+        if started and not self._closing:
+            self._flusher.start()
+
+    def start(self) -> None:
+        """Start sending (once): made with ``start=False``, a journal only queues until then."""
         self._flusher.start()
 
     @property
@@ -199,7 +240,7 @@ class RedisJournal:
     def lost(self) -> int:
         """Entries recorded here that the journal could not keep: dropped from the full
         queue while Redis was away, or in a batch Redis did not take (not :attr:`trimmed`)."""
-        return self._dropped + self._failed
+        return self._dropped + self._failed + self._unencodable
 
     @property
     def error(self) -> str | None:
@@ -260,14 +301,62 @@ class RedisJournal:
         This replica's queue is sent first (read-your-writes here); another
         replica's entries show once its flusher has sent them.
         """
-        self.flush()
-        pairs = self._read(keys=[self.stream], args=[] if session is None else [session])
-        return [decoded(pairs[n], pairs[n + 1]) for n in range(0, len(pairs), 2)]
+        self._send_queued()
+        wanted = None if session is None else _utf8(session)
+        cache: dict[tuple[bytes, bytes, bytes], Entry] = self._decoded
+        seen: dict[tuple[bytes, bytes, bytes], Entry] = {}
+        entries: list[Entry] = []
+        start: bytes | str = "-"
+        while True:  # in pages: no one call holds Redis (every replica's requests) for long
+            page = cast(
+                list[tuple[Any, dict[Any, Any]]],
+                self.client.xrange(self.stream, start, "+", count=READ_PAGE),
+            )
+            for _, item in page:
+                fields = {_bytes(k): v for k, v in item.items()}
+                if wanted is not None and _bytes(fields.get(b"s", b"")) != wanted:
+                    continue
+                key = (_bytes(fields[b"i"]), _bytes(fields.get(b"k", b"")), _bytes(fields[b"e"]))
+                entry = cache.get(key)
+                if entry is None:
+                    entry = self._decoded_entry(*key)
+                    if entry is None:
+                        continue
+                seen[key] = entry
+                entries.append(entry)
+            if len(page) < READ_PAGE:
+                break
+            start = b"(" + _bytes(page[-1][0])
+        # What was read is what the next read decodes no more: the whole journal (a bound on
+        # the cache) after a full read, what is added to it after a session's.
+        if session is None:
+            self._decoded = seen
+        elif len(cache) + len(seen) <= 2 * self._capacity:
+            cache.update(seen)
+        return entries
+
+    def _decoded_entry(self, ident: bytes, schema: bytes, text: bytes) -> Entry | None:
+        """The entry of stream fields *ident*, *schema*, *text*; None when no schema of that
+        key is known (its entry cannot be read: a hash lost, not a replica's version)."""
+        if schema == _SCHEMA_KEY:
+            return decoded(ident, text)
+        names = self._schemas.get(schema)
+        if names is None:
+            found = self.client.hget(self.schemas, schema)
+            if found is None:
+                return None
+            names = self._schemas[schema] = tuple(_unjson(_bytes(found).decode()))
+        return decoded(ident, text, names)
 
     def clear(self, session: str | None = None) -> None:
         """Forget every entry, or *session*'s, of every replica (what this one queued too)."""
-        self.flush()
-        self._clear(keys=[self.stream], args=[] if session is None else [session])
+        self._send_queued()
+        self._clear(keys=[self.stream], args=[] if session is None else [_utf8(session)])
+
+    def _send_queued(self) -> None:
+        """Send what this replica queued before a read or clear; not waiting when the last
+        batch failed (Redis is away: the read or clear is about to say so itself)."""
+        self.flush(FLUSH_TIMEOUT if self._error is None else 0)
 
     def close(self, timeout: float = FLUSH_TIMEOUT) -> None:
         """Send what is queued (within *timeout*) and stop the flusher."""
@@ -276,7 +365,8 @@ class RedisJournal:
             self._closing = True
             self._wake.set()
             self._hurry.set()
-        self._flusher.join(timeout)
+        if self._flusher.is_alive():
+            self._flusher.join(timeout)
 
     # -- the flusher ---------------------------------------------------------------------------
 
@@ -294,7 +384,7 @@ class RedisJournal:
                 last = self._queued - len(self._queue)
             try:
                 args = self._encoded(batch)
-                self._append(keys=[self.stream, self.counter], args=args)
+                self._append(keys=[self.stream, self.counter, self.schemas], args=args)
             except Exception as error:  # whatever failed, the caller never sees it
                 failed = True
                 self._error = f"{type(error).__name__}: {error}"
@@ -322,18 +412,50 @@ class RedisJournal:
             yield queue.popleft()
 
     def _encoded(self, batch: list[tuple[Entry | Recorded, tuple[str, ...]]]) -> list[Any]:
-        """The script's arguments for *batch*: capacity, then (session, JSON) per entry."""
-        args: list[Any] = [self._capacity]
+        """The script's arguments for *batch*: capacity, schema, then (session, JSON) per entry."""
+        args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA]
         replica = self.replica
         for recorded, hidden in batch:
-            entry = kept(recorded, hidden)
-            if replica is not None:
-                entry = _named(entry, replica)
-            args += (entry.session, encoded(entry))
+            try:
+                values = _shown(recorded, hidden, replica)
+                args += (_utf8(values.session), encoded(values).encode())
+            except Exception:  # one entry that cannot be encoded is lost, not the batch
+                self._unencodable += 1
         return args
 
 
-def _named(entry: Entry, replica: str) -> Entry:
-    """*entry* naming the *replica* that served it."""
-    values: tuple[Any, ...] = (*_VALUES(entry)[:-1], replica)
-    return Entry(*values)
+def _utf8(text: str) -> bytes:
+    """*text* as Redis keeps it; a lone surrogate (a client's undecodable byte) too."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _bytes(value: bytes | str) -> bytes:
+    """A reply's value as bytes, whether the client decodes replies or not."""
+    return value if isinstance(value, bytes) else _utf8(value)
+
+
+_new_recorded = tuple.__new__
+
+
+def _shown(recorded: Entry | Recorded, hidden: tuple[str, ...], replica: str | None) -> Recorded:
+    """*recorded*'s values as the journal shows them (:func:`kept`), naming *replica*.
+
+    A tuple, not the Entry :func:`kept` would build (a frozen dataclass of 29
+    fields costs several of these): the stream holds only its JSON.
+    """
+    if type(recorded) is not Recorded:
+        recorded = _new_recorded(Recorded, _VALUES(recorded))
+    changes = shown_changes(recorded, hidden)
+    if changes:
+        recorded = recorded._replace(**changes)
+    if replica is None:
+        return recorded
+    return _new_recorded(Recorded, (*recorded[:-1], replica))  # replica is the last field
+
+
+def _after_fork() -> None:
+    for journal in list(_JOURNALS):
+        journal._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)

@@ -55,8 +55,7 @@ end
 """
 
 TAKE = (
-    NOW
-    + BOUND
+    BOUND
     + """
 -- KEYS: session hash, sessions set, activations hash, use counter
 -- ARGV: session, position field, draw field ('' none), scenario,
@@ -64,6 +63,8 @@ TAKE = (
 local position = -1
 local out = false
 if ARGV[5] ~= '' then
+  local t = redis.call('TIME')  -- only for an outage window: Redis's clock, not a replica's
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local since = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
   local elapsed = now - since
   out = elapsed >= tonumber(ARGV[5]) and elapsed < tonumber(ARGV[6])

@@ -21,6 +21,7 @@ import requests
 
 from mockskill import Server
 from mockskill.admin.dashboard import ASSETS, LINKED
+from mockskill.engine.entries import Entry
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Page
@@ -269,6 +270,35 @@ def test_with_an_admin_token_the_page_asks_for_it(serve: Callable[..., Server], 
     # The 401s that made the page ask are the only errors it logged.
     assert console.errors
     assert all("status of 401" in error for error in console.errors), console.errors
+
+
+def test_the_journal_names_the_replica_only_when_more_than_one_served(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    alone = f"dash-{uuid.uuid4().hex[:8]}"
+    assert invoke(server, "echo", alone) == 200
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/")
+    page.wait_for_selector(f"#journal tbody tr[data-session='{alone}']")
+    assert not page.locator("#journal th.replica").is_visible()  # one server: no column
+    assert not page.locator(f"#journal tr[data-session='{alone}'] td.replica").is_visible()
+
+    # Entries as a journal shared by two replicas holds them (--state redis://...).
+    shared = f"dash-shared-{uuid.uuid4().hex[:8]}"
+    for replica in ("replica-a:101", "replica-b:202"):
+        now = time.time()
+        server.state.record(
+            Entry(server.state.next_id(), now, now + 0.002, shared, "POST",
+                  "/skills/echo/invoke", 200, "invoke", skill="echo", replica=replica)
+        )  # fmt: skip
+    page.wait_for_selector("#journal.replicas th.replica")
+    assert page.locator("#journal th.replica").is_visible()
+    cells = page.locator(f"#journal tbody tr[data-session='{shared}'] td.replica")
+    assert cells.all_inner_texts() == ["replica-b:202", "replica-a:101"]  # newest first
+    assert page.locator(f"#journal tr[data-session='{alone}'] td.replica").inner_text() == ""
+    assert console.errors == []
 
 
 STUBBORN = """

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 
 import pytest
 import requests
 
 from mockskill import Server, ServerError
+from mockskill.engine.entries import Entry
 
 Serve = Callable[..., Server]
 
@@ -101,6 +103,24 @@ def test_the_journal_filters(serve: Serve, query: dict[str, object], paths: list
     server = serve(JOURNALED)
     play(server)
     assert [e["path"] for e in entries(server, **query)] == paths
+
+
+def test_each_entry_names_its_replica_and_the_listings_filter_on_it(serve: Serve) -> None:
+    server = serve(JOURNALED)
+    play(server)
+    assert {e["replica"] for e in entries(server)} == {None}  # a server's own journal
+    for replica, endpoint in (("web-1:7", "invoke"), ("web-2:9", "unmatched")):
+        now = time.time()  # as a journal several replicas share holds them
+        server.state.record(
+            Entry(server.state.next_id(), now, now, "s3", "GET", f"/from/{replica}", 200,
+                  endpoint, replica=replica)
+        )  # fmt: skip
+    assert [e["path"] for e in entries(server, replica="web-1:7")] == ["/from/web-1:7"]
+    assert entries(server, replica="web-3:1") == []
+    unmatched = requests.get(
+        f"{server.url}/__admin/unmatched", params={"replica": "web-2:9"}, timeout=10
+    )
+    assert [r["path"] for r in unmatched.json()["requests"]] == ["/from/web-2:9"]
 
 
 def test_the_journal_filters_on_the_start_time(serve: Serve) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
+import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,8 +34,10 @@ def journals(redis_url: str) -> Iterator[Callable[..., RedisJournal]]:
     """Make journals on *redis_url* (one per replica, each its own client); closed after."""
     made: list[RedisJournal] = []
 
-    def make(replica: str | None = "a", capacity: int = 100, url: str = redis_url) -> RedisJournal:
-        journal = RedisJournal(_client(url), PREFIX, capacity, replica)
+    def make(
+        replica: str | None = "a", capacity: int = 100, url: str = redis_url, start: bool = True
+    ) -> RedisJournal:
+        journal = RedisJournal(_client(url), PREFIX, capacity, replica, start=start)
         made.append(journal)
         return journal
 
@@ -226,7 +231,29 @@ def test_every_field_of_an_entry_round_trips_through_its_encoding() -> None:
     assert decoded(b"7", encoded(entry).encode()) == entry
     plain = Entry(1, 1.5, 2.5, "s", "GET", "/", 200, "list")
     assert decoded(1, encoded(plain)) == plain
-    assert '"near_misses"' not in encoded(plain)  # defaults are left out
+
+
+def test_a_replica_of_another_version_is_read_by_the_names_of_its_fields(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    a.record(request(path="/this-version"))
+    a.flush()
+    # A version whose entries have a field this one does not know, and lack some it does.
+    names = ["started", "finished", "session", "method", "path", "status", "endpoint",
+             "retry", "replica", "some_future_field"]  # fmt: skip
+    values = [1.5, 2.5, "ci-9", "GET", "/other-version", 429, "invoke", [250, 4], "old:1", 42]
+    a.client.hset(a.schemas, "other-version", json.dumps(names))
+    fields = {"i": 99, "s": "ci-9", "k": "other-version", "e": json.dumps(values)}
+    a.client.xadd(a.stream, fields)  # type: ignore[arg-type]
+
+    mine, theirs = a.entries()
+    assert mine.path == "/this-version"
+    assert theirs == Entry(
+        99, 1.5, 2.5, "ci-9", "GET", "/other-version", 429, "invoke",
+        retry=Retry(250, 4), replica="old:1",
+    )  # fmt: skip
+    assert a.entries("ci-9") == [theirs]
 
 
 def test_every_field_round_trips_through_redis(journals: Callable[..., RedisJournal]) -> None:
@@ -266,3 +293,62 @@ def test_with_redis_stopped_records_are_counted_lost_without_blocking_and_resume
     assert [e.path for e in a.entries()] == ["/after"]  # a Redis without persistence restarted
     assert a.error is None
     assert a.lost + a.trimmed == 200
+
+
+def test_a_session_name_that_is_not_valid_utf8_is_kept_read_and_cleared(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals()
+    odd = "ci-\udcff"  # a byte no UTF-8 decodes, as a surrogate escape
+    a.record(request(session=odd, path="/odd"))
+    a.record(request(session="ci-plain", path="/plain"))
+    assert [e.path for e in a.entries(odd)] == ["/odd"]
+    a.clear(odd)
+    assert [e.path for e in a.entries()] == ["/plain"]
+    assert a.lost == 0
+
+
+def test_a_read_decodes_only_what_it_has_not_read_before(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals(capacity=3000)
+    for n in range(2500):  # more than a page of the stream
+        a.record(request(path=f"/{n}"))
+    first = a.entries()
+    a.record(request(path="/new"))
+    second = a.entries()
+    assert [e.path for e in second] == [*(f"/{n}" for n in range(2500)), "/new"]
+    assert all(x is y for x, y in zip(first, second, strict=False))  # the same objects
+
+
+def _child(journal: RedisJournal, start: bool) -> None:
+    """A worker forked from a process that holds *journal*: it records and sends one."""
+    if start:
+        journal.start()
+    journal.record(request(path=f"/child-{os.getpid()}"))
+    os._exit(0 if journal.flush(timeout=20) and journal.sent == 1 else 1)
+
+
+def test_a_forked_worker_sends_its_own_entries_and_not_its_parent_s(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    fork = multiprocessing.get_context("fork")
+    sending = journals("sending")  # forked while its flusher runs: the child gets one too
+    sending.record(request(path="/sent-before"))
+    assert sending.flush()
+    waiting = journals("waiting", start=False)  # forked with an entry queued, not sent
+    waiting.record(request(path="/queued-at-fork"))
+    children = [
+        fork.Process(target=_child, args=(sending, False)),
+        fork.Process(target=_child, args=(waiting, True)),
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(30)
+    assert [child.exitcode for child in children] == [0, 0]
+    waiting.start()
+    assert waiting.flush()
+    paths = sorted(e.path for e in sending.entries())
+    pids = [child.pid for child in children]
+    assert paths == sorted(["/sent-before", "/queued-at-fork", *(f"/child-{p}" for p in pids)])

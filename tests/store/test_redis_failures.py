@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -106,6 +108,8 @@ def test_redis_stopped_makes_needs_unavailable_and_health_degraded_until_it_retu
         assert (health.status, health.reason, health.lost_entries) == ("ok", None, 1)
         assert store.answer(STEP) == Taken(0, -1)
         store.record(Entry(store.next_id(), 3.0, 4.0, "alice", "GET", "/", 200, "list"))
+        # (a read after a failed batch does not wait for the flusher: flush first)
+        assert store.journal_store.flush(timeout=10)
         assert [e.started for e in store.journal()] == [3.0]
         store.answer(IssueToken("t", frozenset({"a"}), None, 1))
         assert store.answer(UseToken("t")) == frozenset({"a"})
@@ -161,3 +165,21 @@ def test_a_hung_redis_is_unavailable_within_the_socket_timeout(
     finally:
         os.kill(pid, signal.SIGCONT)
         store.close()
+
+
+def test_without_the_redis_client_a_shared_url_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['redis'] = None\n"
+        "from mockskill.store import StoreOpenError, open_store\n"
+        "try:\n"
+        "    open_store('redis://:pw@cache:6379/0')\n"
+        "except StoreOpenError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == (
+        "cannot use the state store redis://:***@cache:6379/0: the Redis client is not"
+        " installed (redis): pip install 'mockskill[redis]'"
+    )

@@ -14,6 +14,7 @@ import concurrent.futures
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 
@@ -47,7 +48,7 @@ def invoke(server: Server, session: str = "default") -> requests.Response:
 def test_three_servers_on_one_redis_fail_twice_then_succeed_exactly(
     serve: Callable[..., Server], redis_url: str
 ) -> None:
-    servers = [serve(FLAKY, state=redis_url) for _ in range(3)]
+    servers = [serve(FLAKY, state=redis_url, replica=f"replica-{n}") for n in range(3)]
     sessions = [requests.Session() for _ in range(30)]  # 30 clients, keep-alive each
 
     def client(n: int) -> list[int]:
@@ -64,9 +65,16 @@ def test_three_servers_on_one_redis_fail_twice_then_succeed_exactly(
     for http in sessions:
         http.close()
     assert collections.Counter(statuses) == {503: 200, 200: 100}
-    # one journal: each replica shows all 300, each naming the replica that served it
+    # one journal: each replica shows all 300 (another replica's last entries show once
+    # its flusher sent them: a batch's round trip), each naming the replica that served it
     for server in servers:
-        assert len(server.journal()) == 300
+        deadline = time.monotonic() + 10
+        while len(entries := server.journal()) < 300 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(entries) == 300
+        assert collections.Counter(e.replica for e in entries) == {
+            s.state.replica: 100 for s in servers
+        }
 
 
 def test_a_stopped_redis_is_a_503_of_mockskills_own_and_service_resumes(
@@ -117,3 +125,45 @@ def test_the_embedded_default_never_imports_redis() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_redis_stopped_and_started_under_traffic_never_breaks_a_request(
+    serve: Callable[..., Server], own_redis: Callable[..., RedisServer]
+) -> None:
+    """Clients keep sending while Redis goes away and comes back: every answer is the
+    scripted one or mockskill's own 503, never a 500 or a hang; after, service resumes."""
+    redis = own_redis()
+    server = serve(FLAKY, state=redis.url)
+    codes: collections.Counter[str] = collections.Counter()
+    stop = threading.Event()
+
+    def client() -> None:
+        with requests.Session() as http:
+            while not stop.is_set():
+                answer = http.post(f"{server.url}/skills/flaky-cycle/invoke", json={}, timeout=10)
+                body = answer.json()
+                codes[body["error"]["code"] if "error" in body else str(answer.status_code)] += 1
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+
+    def until(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 20
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    until(lambda: codes["200"] >= 5)
+    redis.stop()
+    until(lambda: codes["MOCKSKILL_STATE_UNAVAILABLE"] >= 20)
+    redis.start()
+    served = codes["200"]
+    until(lambda: codes["200"] >= served + 5)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert set(codes) == {"ENDPOINT_UNREACHABLE", "200", "MOCKSKILL_STATE_UNAVAILABLE"}
+    assert requests.get(f"{server.url}/__admin/health", timeout=10).json()["status"] == "ok"
+    # the sequence counts on (Redis came back empty: from its start)
+    statuses = [invoke(server, "after").status_code for _ in range(3)]
+    assert statuses == [503, 503, 200]

@@ -250,6 +250,9 @@
     const newest = [...state.journal.values()].sort((a, b) => b.id - a.id).slice(0, JOURNAL_ROWS);
     state.journal = new Map(newest.map((e) => [e.id, e]));
     $("journal-count").textContent = `(${answer.size} recorded)`;
+    // Replicas sharing one journal (--state redis://...): a column saying which served each.
+    const replicas = new Set(newest.map((e) => e.replica).filter((r) => r));
+    $("journal").classList.toggle("replicas", replicas.size > 1);
     $("journal").tBodies[0].replaceChildren(...newest.map(journalRow));
     if (state.selected === null && newest.length) select(newest[0].session);
     drawSessions();
@@ -266,7 +269,8 @@
       el("td", { class: "mono" }, `${entry.method} ${entry.path}`),
       el("td", { class: "mono" }, status),
       el("td", { class: "mono" }, entry.fault || entry.error_code || ""),
-      el("td", { class: "num mono" }, took < 10 ? took.toFixed(1) : Math.round(took)));
+      el("td", { class: "num mono" }, took < 10 ? took.toFixed(1) : Math.round(took)),
+      el("td", { class: "replica mono" }, entry.replica || ""));
     row.addEventListener("click", () => select(entry.session));
     return row;
   }
