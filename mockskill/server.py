@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
     from . import audit
+    from .store.scenarios import SharedScenarios
 
 DEFAULT_KEEP_ALIVE = Limits.keep_alive
 """Seconds an idle kept-alive connection stays open (see :class:`mockskill.transport.Limits`)."""
@@ -229,6 +230,15 @@ class Server:
     (the name of this process in a shared journal; ``hostname:pid`` by default)
     and closes it when it stops (it is not started again after). :attr:`state`
     is that store.
+
+    *shared_scenarios* (a ``redis://`` URL; by default the URL *state* gives,
+    when it names a shared store; ``"memory"``: none) serves the scenario set
+    kept there, shared with every server given the same URL: a change on one
+    is served by all within about a second, and a reset reaches them all
+    (docs/admin.md, "One set for every replica"). Started with *scenarios*,
+    the server publishes them unless the stored set came from the same ones;
+    started without (None), it joins the stored set. A Redis it cannot reach
+    raises ServerError.
     """
 
     def __init__(
@@ -250,6 +260,7 @@ class Server:
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         state: Store | str | None = None,
         replica: str | None = None,
+        shared_scenarios: str | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -269,6 +280,16 @@ class Server:
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
+        if shared_scenarios is None and isinstance(state, str) and state not in ("", "memory"):
+            shared_scenarios = state  # a shared state shares its scenarios: one truth
+        self._shared: SharedScenarios | None = None
+        if shared_scenarios is not None and shared_scenarios != "memory":
+            try:
+                self._shared = self._share(shared_scenarios, scenarios is None)
+            except BaseException:
+                if self._owns_state:
+                    self.state.close()
+                raise
         if admin_token is not None:
             # Now, not when the admin app is built (create_app does it too): a skill
             # request may carry the token in its path before any /__admin request.
@@ -291,6 +312,39 @@ class Server:
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
+
+    def _share(self, url: str, joins: bool) -> SharedScenarios:
+        """Serve the scenario set shared on the Redis at *url* (docs/admin.md).
+
+        Imported here, only when asked for: a server that shares nothing never
+        imports the Redis client. *joins*: started without scenarios of its
+        own, it serves the stored set rather than publishing the bundled one.
+        """
+        from .engine.store import StoreUnavailable
+        from .store.redis import RedisStore
+        from .store.scenarios import SharedScenarios
+        from .store.url import BadStoreURL
+
+        state = self.state
+        # The state on the same Redis: a version restarts its sequences there in the same
+        # step (else a replica hearing of it first could build on the old generations).
+        same = isinstance(state, RedisStore) and state.url == url
+        keys = (state.keys.gen, state.keys.act) if isinstance(state, RedisStore) else None
+        try:
+            shared = SharedScenarios(url, state_keys=keys if same else None)
+        except BadStoreURL as exc:
+            raise ServerError(str(exc).replace("--state", "shared_scenarios", 1)) from None
+        try:
+            self.registry.share(shared, publish=not joins)
+        except StoreUnavailable as exc:
+            shared.stop()
+            raise ServerError(
+                f'{exc}: is Redis running there? (shared_scenarios="memory" serves alone)'
+            ) from None
+        except BaseException:
+            shared.stop()
+            raise
+        return shared
 
     @property
     def app(self) -> Flask:
@@ -461,8 +515,11 @@ class Server:
         return self.registry.last_reload
 
     def reset(self, session: str | None = None) -> None:
-        """Forget positions, random draws and journal: all of them, or one session's."""
-        self.state.reset(session)
+        """Forget positions, random draws and journal: all of them, or one session's.
+
+        Sharing a scenario set (*shared_scenarios*), every replica forgets it too.
+        """
+        self.registry.reset(session)
 
     def journal(self, session: str | None = None) -> list[Entry]:
         """The requests answered, oldest first; all of them, or one session's."""
@@ -514,6 +571,8 @@ class Server:
         self._transport = transport.Server(
             surface, self.host, limits=limits, sock=sock, before_trim=self.state.compact
         )
+        if self._shared is not None:  # catches up at once: what changed since __init__ too
+            self._shared.start(self.registry.catch_up, self.registry.reset_here)
 
     def serve_forever(self) -> None:
         """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.
@@ -562,6 +621,8 @@ class Server:
         if self._surface is not None:
             self._surface.close()
         self.engine.close()
+        if self._shared is not None:
+            self._shared.stop()
         self._transport = self._sock = self._surface = None
         if self._owns_state:
             self.state.close()  # its journal sent, its connections let go

@@ -77,13 +77,15 @@ def blueprint(registry: Registry) -> Blueprint:
         reload = registry.last_reload
         if reload is not None:
             body["reload"] = reload.as_json()
+        if registry.shared is not None:  # docs/admin.md, "One set for every replica"
+            body["scenario_set"] = {"version": registry.version}
         return body
 
     @bp.post("/reset")
     def reset() -> dict[str, Any]:
         """Forget sequence positions, journal and random draws; ``?session=NAME``: one session's."""
         session = request.args.get("session")
-        engine.state.reset(session)
+        registry.reset(session)  # and, sharing a scenario set, every replica's
         return {"reset": "session" if session else "all", "session": session}
 
     @bp.get("/journal")

@@ -29,80 +29,45 @@ The server (:class:`~mockskill.server.Server`), the admin API
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
-from ..scenario.claims import Claim
+from ..engine.playable import check_playable
+from ..engine.store import StoreUnavailable
 from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
-from ..scenario.source import Position
+from ..store.shared_set import Record, Stored, files_digest
+from .clashes import (
+    Conflict,
+    check_names_free,
+    check_served_once,
+    name_clash,
+    with_clashes,
+)
+from .loaded import LoadedScenario, UnknownScenario
+from .sharing import (
+    SharedSet,
+    changed_scenarios,
+    entries_of,
+    record_of,
+    unavailable_problem,
+)
 from .watch import ReloadResult
 
+__all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
-@dataclass(frozen=True)
-class LoadedScenario:
-    """One loaded scenario and how it is served; replaced whole on every change."""
-
-    scenario: Scenario
-    active: bool
-    """Whether it is served (an inactive one is kept, listed, and not served)."""
-    loaded: float
-    """When it was loaded (or last replaced), in seconds since the epoch."""
-    activated: float | None
-    """When it was last activated (loaded active counts); None while inactive."""
-    added: bool = False
-    """Whether it was loaded at run time (:meth:`Registry.add`: ``Server.add``, the
-    admin API) rather than from the server's scenario files: a reload of the
-    files keeps it."""
-
-    @property
-    def name(self) -> str:
-        return self.scenario.name
-
-    @property
-    def origin(self) -> str:
-        """Where it came from: a file's path, or the name given to text
-        (``<added 2>`` for :meth:`Server.add <mockskill.server.Server.add>`,
-        ``<request body 3>`` or ``?file=`` for the admin API)."""
-        return self.scenario.file
-
-
-class UnknownScenario(KeyError):
-    """No scenario of that name is loaded; says which are, and the nearest names."""
-
-    def __init__(self, name: str, loaded: Sequence[str]) -> None:
-        self.name = name
-        self.loaded = list(loaded)
-        self.suggestions = difflib.get_close_matches(name, self.loaded, n=3, cutoff=0.6)
-        message = f"no scenario named {name!r} is loaded"
-        if self.suggestions:
-            message += f"; did you mean {self.suggestions[0]!r}?"
-        message += f" (loaded: {', '.join(repr(n) for n in self.loaded) or 'none'})"
-        self.message = message
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        return self.message  # KeyError would show the repr of the message
-
-
-class Conflict(ScenarioError):
-    """A change that would load a name twice, or serve a skill id or route twice.
-
-    Its problems point at the scenario that was refused; :attr:`reasons`
-    says each clash in a short sentence. Nothing was changed.
-    """
-
-    def __init__(self, problems: Sequence[Problem], reasons: Sequence[str]) -> None:
-        super().__init__(problems)
-        self.reasons = tuple(reasons)
+T = TypeVar("T")
+Planned = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
+"""What a change plans: the loaded scenarios after it, those to restart, what it answers."""
+log = logging.getLogger("mockskill.shared")
 
 
 class Registry:
@@ -127,6 +92,13 @@ class Registry:
         )
         self.last_reload: ReloadResult | None = None
         """What the last :meth:`reload` did; ``none`` once watching, None before."""
+        self._shared: SharedSet | None = None
+        # The stored version served, its records and files digest (when shared).
+        self._version = 0
+        self._records: tuple[Record, ...] = ()
+        self._files = ""
+        self._unsent: list[str | Path] | None = None
+        """The paths of a reload the shared set could not be reached for."""
 
     # -- reading --------------------------------------------------------------
 
@@ -154,7 +126,8 @@ class Registry:
         then the new scenario takes the old one's place. Active ones must not
         serve a skill id or route another active scenario serves.
         """
-        with self._changes:
+
+        def plan() -> Planned[tuple[LoadedScenario, ...]]:
             now = time.time()
             current = self._loaded
             names = {e.name: e for e in current}
@@ -164,7 +137,7 @@ class Registry:
             for scenario in scenarios.scenarios:
                 old = names.get(scenario.name)
                 if scenario.name in incoming or (old is not None and not replace):
-                    _name_clash(scenario.name, scenario.where, old, problems, reasons)
+                    name_clash(scenario.name, scenario.where, old, problems, reasons)
                 incoming[scenario.name] = LoadedScenario(
                     scenario, active, now, now if active else None, added=True
                 )
@@ -176,11 +149,13 @@ class Registry:
             replaced = [names[n] for n in incoming if n in names]
             if active:
                 others = [e.scenario for e in loaded if e.active and e.name not in incoming]
-                _check_served_once(list(scenarios.scenarios), others)
+                check_served_once(list(scenarios.scenarios), others)
             restart = list(scenarios.scenarios) if active else []
             restart += [e.scenario for e in replaced if e.active]
-            self._swap(loaded, restart)
-            return tuple(incoming.values())
+            return loaded, restart, tuple(incoming.values())
+
+        with self._changes:
+            return self._commit(plan)
 
     def refused(
         self, exc: ScenarioError, *, active: bool = True, replace: bool = False
@@ -191,31 +166,19 @@ class Registry:
         against the loaded ones as :meth:`add` would check it, so that one
         answer has every problem. Nothing changes.
         """
-        claims = exc.claims if isinstance(exc, InvalidScenarios) else ()
-        if not claims:
-            return exc
-        current = self._loaded
-        names = {e.name: e for e in current}
-        problems: list[Problem] = []
-        reasons: list[str] = []
-        for claim in claims:
-            old = names.get(claim.name) if claim.name is not None else None
-            if old is not None and not replace:
-                _name_clash(claim.name, claim.where, old, problems, reasons)
-        if active:  # against every active one but those it would replace
-            replaced = {claim.name for claim in claims} if replace else set()
-            served = [e.scenario for e in current if e.active and e.name not in replaced]
-            problems += _served_clashes(claims, served, among_incoming=False)[0]
-        return InvalidScenarios([*exc.problems, *problems], claims)
+        return with_clashes(exc, self._loaded, active=active, replace=replace)
 
     def remove(self, name: str) -> LoadedScenario:
         """Unload scenario *name* (served or not); return it as it was."""
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             loaded = tuple(e for e in self._loaded if e is not entry)
             # Positions of a served one restart, so that loading it again starts afresh.
-            self._swap(loaded, [entry.scenario] if entry.active else [])
-            return entry
+            return loaded, [entry.scenario] if entry.active else [], entry
+
+        with self._changes:
+            return self._commit(plan)
 
     def activate(self, name: str) -> LoadedScenario:
         """Serve scenario *name* from the next request on, its sequences and outage restarted.
@@ -223,25 +186,31 @@ class Registry:
         Refused (:class:`Conflict`) when an active scenario serves one of its
         skill ids or routes. An active scenario is left as it is.
         """
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             if entry.active:
-                return entry
+                return self._loaded, [], entry
             others = [e.scenario for e in self._loaded if e.active]
-            _check_served_once([entry.scenario], others)
+            check_served_once([entry.scenario], others)
             activated = dataclasses.replace(entry, active=True, activated=time.time())
-            self._swap(self._replaced(entry, activated), [entry.scenario])
-            return activated
+            return self._replaced(entry, activated), [entry.scenario], activated
+
+        with self._changes:
+            return self._commit(plan)
 
     def deactivate(self, name: str) -> LoadedScenario:
         """Stop serving scenario *name* from the next request on; it stays loaded."""
-        with self._changes:
+
+        def plan() -> Planned[LoadedScenario]:
             entry = self.get(name)
             if not entry.active:
-                return entry
+                return self._loaded, [], entry
             deactivated = dataclasses.replace(entry, active=False, activated=None)
-            self._swap(self._replaced(entry, deactivated), [])
-            return deactivated
+            return self._replaced(entry, deactivated), [], deactivated
+
+        with self._changes:
+            return self._commit(plan)
 
     def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
         """Load the scenarios in *paths* instead of the ones the files gave (see Server.reload).
@@ -256,50 +225,55 @@ class Registry:
         (``/__admin/health`` shows it).
         """
         paths = list(paths)
+
+        def plan(files: ScenarioSet) -> Planned[ReloadResult]:
+            now = time.time()
+            added = [e for e in self._loaded if e.added]
+            check_names_free(files, added)
+            old = {e.name: e for e in self._loaded if not e.added}
+            loaded = []
+            for scenario in files.scenarios:
+                before = old.get(scenario.name)
+                if before is not None and before.scenario == scenario:
+                    loaded.append(before)  # the very object: the engine keeps its window
+                else:
+                    active = before.active if before is not None else True
+                    loaded.append(LoadedScenario(scenario, active, now, now if active else None))
+            changed = [e for e in loaded if old.get(e.name) is not e]
+            names = {e.name for e in loaded}
+            removed = [e for e in old.values() if e.name not in names]
+            # Only what was or will be served: an inactive scenario may share
+            # skill ids (so sequence keys) with a served one.
+            restarted = [e.scenario for e in changed + removed if e.active]
+            restarted += [
+                old[e.name].scenario for e in changed if e.name in old and old[e.name].active
+            ]
+            check_served_once(
+                [e.scenario for e in loaded if e.active],
+                [e.scenario for e in added if e.active],
+            )
+            result = ReloadResult(
+                "ok",
+                now,
+                scenarios=tuple(e.name for e in loaded),
+                changed=tuple(e.name for e in changed),
+                removed=tuple(e.name for e in removed),
+                added=tuple(e.name for e in changed if e.name not in old),
+            )
+            return tuple(loaded + added), restarted, result
+
         with self._changes:
+            self._unsent = None
             try:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
-                now = time.time()
-                added = [e for e in self._loaded if e.added]
-                _check_names_free(files, added)
-                old = {e.name: e for e in self._loaded if not e.added}
-                loaded = []
-                for scenario in files.scenarios:
-                    before = old.get(scenario.name)
-                    if before is not None and before.scenario == scenario:
-                        loaded.append(before)  # the very object: the engine keeps its window
-                    else:
-                        active = before.active if before is not None else True
-                        loaded.append(
-                            LoadedScenario(scenario, active, now, now if active else None)
-                        )
-                changed = [e for e in loaded if old.get(e.name) is not e]
-                names = {e.name for e in loaded}
-                removed = [e for e in old.values() if e.name not in names]
-                # Only what was or will be served: an inactive scenario may share
-                # skill ids (so sequence keys) with a served one.
-                restarted = [e.scenario for e in changed + removed if e.active]
-                restarted += [
-                    old[e.name].scenario for e in changed if e.name in old and old[e.name].active
-                ]
-                _check_served_once(
-                    [e.scenario for e in loaded if e.active],
-                    [e.scenario for e in added if e.active],
-                )
-                self._swap(tuple(loaded + added), restarted)
+                result = self._commit(lambda: plan(files), files=True)
             except InvalidScenarios as exc:
                 result = ReloadResult.failed(self._with_file_clashes(exc).problems)
             except ScenarioError as exc:
                 result = ReloadResult.failed(exc.problems)
-            else:
-                result = ReloadResult(
-                    "ok",
-                    now,
-                    scenarios=tuple(e.name for e in loaded),
-                    changed=tuple(e.name for e in changed),
-                    removed=tuple(e.name for e in removed),
-                    added=tuple(e.name for e in changed if e.name not in old),
-                )
+            except StoreUnavailable as exc:
+                result = ReloadResult.failed([unavailable_problem(exc)])
+                self._unsent = paths  # read again once the set can be reached (catch_up)
             self.last_reload = result
             return result
 
@@ -309,26 +283,207 @@ class Registry:
             if self.last_reload is None:
                 self.last_reload = ReloadResult("none")
 
+    def reset(self, session: str | None = None) -> None:
+        """Forget positions, draws and journal (all, or *session*'s), on every replica sharing."""
+        self.engine.state.reset(session)
+        if self._shared is not None:
+            try:
+                self._shared.announce_reset(session)
+            except StoreUnavailable as exc:
+                message = f"{exc}; this replica was reset, the others were not told"
+                raise StoreUnavailable(message) from exc
+
+    # -- sharing with other replicas (mockskill/store/scenarios.py) -----------
+
+    @property
+    def shared(self) -> SharedSet | None:
+        """The shared scenario set this registry serves, if any."""
+        return self._shared
+
+    @property
+    def version(self) -> int:
+        """The version of the shared set served (0: none, or not shared)."""
+        return self._version
+
+    def share(self, shared: SharedSet, *, publish: bool = True) -> None:
+        """Serve the scenario set *shared* keeps, and write every change there from now on.
+
+        With nothing stored yet, the scenarios loaded now are published as the
+        first version. With a set stored, it is served instead when it came
+        from the same files (equal digests: nothing is written) or when not
+        *publish* (a replica started without scenario files joins); else the
+        loaded scenarios are published as the next version: the files a
+        replica is started with are the deployment's truth. Raises
+        StoreUnavailable when the set cannot be reached, ScenarioError when a
+        loaded scenario cannot be shared (built in Python, with no text).
+        """
+        with self._changes:
+            mine = tuple(record_of(e) for e in self._loaded)
+            digest = files_digest(mine)
+            while True:
+                stored = shared.read()
+                if stored is not None and (not publish or stored.files == digest):
+                    self._shared = shared
+                    self._adopt(stored)
+                    return
+                # Over another set (a new deployment's files), sequences start afresh.
+                served = [e.scenario for e in self._loaded if e.active]
+                restart = sequence_keys(served) if stored is not None else set()
+                version = shared.write(
+                    0 if stored is None else stored.version, mine, digest, restart=restart
+                )
+                if version is not None:
+                    self._shared = shared
+                    self._version, self._records, self._files = version, mine, digest
+                    if restart and shared.restarts:  # serve on the new generations
+                        self._swap(self._loaded, [], activate=False)
+                    return
+
+    def catch_up(self) -> bool:
+        """Serve the newest stored version if it is not the one served; True if it was not.
+
+        Called by the shared set's listener on every announcement and poll.
+        Raises StoreUnavailable when the set cannot be reached.
+        """
+        shared = self._shared
+        if shared is None:
+            return False
+        same = shared.version() == self._version  # the poll's one round trip
+        unsent = self._unsent
+        if unsent is not None:  # a reload Redis missed: its files, read again now
+            self.reload(unsent)
+            return True
+        if same:
+            return False
+        with self._changes:
+            return self._catch_up()
+
+    def reset_here(self, session: str | None) -> None:
+        """Another replica reset *session* (None: everything): forget what this process keeps.
+
+        A shared state was reset by that replica already; a state of this
+        process's own is reset here.
+        """
+        if self.engine.state.replica is None:
+            self.engine.state.reset(session)
+
     # -- inside ---------------------------------------------------------------
+
+    def _commit(self, plan: Callable[[], Planned[T]], *, files: bool = False) -> T:
+        """Apply the change *plan* computes from the loaded scenarios; return what it says.
+
+        Shared, the change is planned on the newest stored version, checked
+        whole, then written as the next version; if another replica wrote one
+        first, that one is served and the change planned (checked) again on it.
+        *files*: the change loads the scenario files (their digest is noted).
+        Hold the lock.
+        """
+        shared = self._shared
+        while True:
+            try:
+                if shared is not None:
+                    self._catch_up()
+                loaded, restart, result = plan()
+                if shared is None or self._published(shared, loaded, restart, files=files):
+                    break
+            except StoreUnavailable as exc:
+                raise StoreUnavailable(
+                    f"{exc}; nothing was changed, this replica serves its last good scenarios"
+                ) from exc
+        if shared is not None and shared.restarts:  # restarted with the version, in one step
+            self._swap(loaded, [], activate=False)
+        else:
+            self._swap(loaded, restart)
+        return result
+
+    def _published(
+        self,
+        shared: SharedSet,
+        loaded: tuple[LoadedScenario, ...],
+        restart: Sequence[Scenario],
+        *,
+        files: bool,
+    ) -> bool:
+        """Write *loaded* as the next version; False if another replica wrote one first."""
+        # What only the engine checks, before any other replica is told to serve it.
+        served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
+        check_playable(served, raw_socket=self.engine.raw_socket)
+        records = tuple(record_of(e) for e in loaded)
+        digest = files_digest(records) if files else self._files
+        if records == self._records and digest == self._files:
+            return True  # nothing to write: another replica wrote this very set
+        # As Engine.load would start them: the outage windows of scenarios newly served.
+        before = self.engine.scenarios.scenarios
+        starting = [
+            s.name for s in served.scenarios if s.outage and not any(s is old for old in before)
+        ]
+        version = shared.write(
+            self._version,
+            records,
+            digest,
+            restart=sequence_keys(restart),
+            activate=starting,
+        )
+        if version is None:
+            return False
+        self._version, self._records, self._files = version, records, digest
+        return True
+
+    def _catch_up(self) -> bool:
+        """Serve the stored version if it is not the one served (hold the lock)."""
+        assert self._shared is not None
+        stored = self._shared.read()
+        if stored is None:
+            # Nothing stored (Redis restarted empty, or flushed): what is served is the set.
+            version = self._shared.write(0, self._records, self._files)
+            if version is not None:
+                self._version = version
+                return False
+            stored = self._shared.read()
+            if stored is None:
+                return False
+        if stored.version == self._version and stored.records == self._records:
+            return False
+        self._adopt(stored)
+        return True
+
+    def _adopt(self, stored: Stored) -> None:
+        """Serve *stored*, another replica's version (hold the lock).
+
+        Its records are read again with the loader; a scenario whose record
+        did not change stays the very object. If this replica cannot read or
+        play it, the last good set stays served and the problem is logged.
+        """
+        try:
+            loaded = entries_of(stored.records, self._loaded, max_delay_ms=self.max_delay_ms)
+            # The writer restarted what it changed in its state: shared, that is everyone's;
+            # a state of this process's own restarts them here.
+            local = self.engine.state.replica is None
+            restart = changed_scenarios(self._loaded, loaded) if local else []
+            self._swap(loaded, restart, activate=local)  # so are outage windows
+        except ScenarioError as exc:
+            log.error(
+                "shared scenario set version %d cannot be served here; serving the last good"
+                " set:\n%s",
+                stored.version,
+                exc,
+            )
+        self._version, self._records, self._files = stored.version, stored.records, stored.files
 
     def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
         """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""
-        added = [e for e in self._loaded if e.added]
-        names = {e.name: e for e in added}
-        problems: list[Problem] = []
-        reasons: list[str] = []
-        for claim in exc.claims:
-            old = names.get(claim.name) if claim.name is not None else None
-            if old is not None:
-                _name_clash(claim.name, claim.where, old, problems, reasons)
-        served = [e.scenario for e in added if e.active]
-        problems += _served_clashes(exc.claims, served, among_incoming=False)[0]
-        return InvalidScenarios([*exc.problems, *problems], exc.claims)
+        return with_clashes(exc, [e for e in self._loaded if e.added], active=True, replace=False)
 
     def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
         return tuple(new if e is old else e for e in self._loaded)
 
-    def _swap(self, loaded: tuple[LoadedScenario, ...], restart: Sequence[Scenario]) -> None:
+    def _swap(
+        self,
+        loaded: tuple[LoadedScenario, ...],
+        restart: Sequence[Scenario],
+        *,
+        activate: bool = True,
+    ) -> None:
         """Serve the active ones of *loaded*, *restart*'s sequences afresh (hold the lock).
 
         The engine checks first and raises ScenarioError if it cannot play
@@ -337,93 +492,5 @@ class Registry:
         served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
         # The engine restarts them as it swaps tables: afterwards would let a
         # request matched on the old table take position 0 of the new sequences.
-        self.engine.load(served, restart=sequence_keys(restart))
+        self.engine.load(served, restart=sequence_keys(restart), activate=activate)
         self._loaded = loaded
-
-
-def _name_clash(
-    name: str | None,
-    where: Position,
-    old: LoadedScenario | None,
-    problems: list[Problem],
-    reasons: list[str],
-) -> None:
-    if old is None:  # twice in what was given
-        found, reason = f"{name!r} again", f"scenario {name!r} is given twice"
-    else:
-        found = f"{name!r}, loaded already (from {old.origin})"
-        reason = f"a scenario named {name!r} is loaded already (from {old.origin})"
-    problems.append(
-        Problem(
-            where.file,
-            where.line,
-            where.column,
-            "name",
-            "a scenario name not loaded yet",
-            found,
-            "replace it, or remove it first",
-        )
-    )
-    reasons.append(reason)
-
-
-def _check_names_free(files: ScenarioSet, added: Sequence[LoadedScenario]) -> None:
-    """Raise :class:`Conflict` if the files name a scenario loaded at run time."""
-    names = {e.name: e for e in added}
-    problems: list[Problem] = []
-    reasons: list[str] = []
-    for scenario in files.scenarios:
-        old = names.get(scenario.name)
-        if old is not None:
-            _name_clash(scenario.name, scenario.where, old, problems, reasons)
-    if problems:
-        raise Conflict(problems, reasons)
-
-
-def _check_served_once(incoming: Sequence[Scenario], served: Sequence[Scenario]) -> None:
-    """Raise :class:`Conflict` if *incoming* would serve a skill id or route *served* serve."""
-    problems, reasons = _served_clashes([Claim.of(s) for s in incoming], served)
-    if problems:
-        raise Conflict(problems, reasons)
-
-
-def _served_clashes(
-    incoming: Sequence[Claim], served: Sequence[Scenario], *, among_incoming: bool = True
-) -> tuple[list[Problem], list[str]]:
-    """The skill ids and routes *incoming* claim that *served* serve (or, unless
-    not *among_incoming*, that two of *incoming* claim: the loader reports those)."""
-    skills: dict[str, Scenario | Claim] = {k.id: s for s in served for k in s.skills}
-    routes: dict[tuple[str, str], Scenario | Claim] = {
-        (m, r.path): s for s in served for r in s.routes for m in r.methods
-    }
-    problems: list[Problem] = []
-    reasons: list[str] = []
-
-    def clash(owner: Scenario | Claim, what: str, shown: str, path: str, where: Position) -> None:
-        if not among_incoming and not isinstance(owner, Scenario):
-            return
-        file = owner.file if isinstance(owner, Scenario) else owner.where.file
-        problems.append(
-            Problem(
-                where.file,
-                where.line,
-                where.column,
-                path,
-                f"a {what} no other active scenario serves",
-                f"{shown!r}, served by active scenario {owner.name!r} (from {file})",
-                f"deactivate or remove {owner.name!r} first, or load this one inactive",
-            )
-        )
-        reasons.append(f"{what} {shown!r} is served by active scenario {owner.name!r}")
-
-    for claim in incoming:
-        for i, skill_id, where in claim.skills:
-            owner = skills.setdefault(skill_id, claim)
-            if owner is not claim:
-                clash(owner, "skill id", skill_id, f"skills[{i}].id", where)
-        for i, methods, route_path, where in claim.routes:
-            for method in methods:
-                owner = routes.setdefault((method, route_path), claim)
-                if owner is not claim:
-                    clash(owner, "route", f"{method} {route_path}", f"routes[{i}].path", where)
-    return problems, reasons

@@ -8,7 +8,6 @@ the scenarios and applies every change at once (docs/admin.md).
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import itertools
 import json
@@ -20,10 +19,11 @@ from typing import Any
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
+from ..engine.store import StoreUnavailable
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
-from ..scenario.model import Scenario, ScenarioSet
+from ..scenario.model import ScenarioSet
 from ..scenario.problems import Problem, ScenarioError, describe
 from ..scenario.source import read_text
 from .journal_query import BadFilter
@@ -183,7 +183,7 @@ def register(bp: Blueprint, registry: Registry) -> None:
                 expected = f"the name in the URL, {name!r} (or no name)"
                 hint = "PUT names the scenario in its URL: leave name out, or make them agree"
                 raise ScenarioError([document.problem(("name",), expected, describe(given), hint)])
-            scenario = _named(scenario, name)
+            scenario = scenario.renamed(name)
         existed = any(e.name == name for e in registry.scenarios)
         entries = registry.add(
             ScenarioSet((scenario,)), active=bool(options.get("active", True)), replace=True
@@ -223,6 +223,12 @@ def register(bp: Blueprint, registry: Registry) -> None:
         message = "; ".join(exc.reasons) + "; nothing was changed"
         details = {"problems": [p.as_json() for p in exc.problems]}
         return unified_body("MOCKSKILL_SCENARIO_CONFLICT", message, details), 409
+
+    @bp.errorhandler(StoreUnavailable)
+    def unavailable(exc: StoreUnavailable) -> tuple[dict[str, Any], int]:
+        # The shared scenario set (docs/admin.md) could not be reached; the message says
+        # what that left undone.
+        return unified_body("MOCKSKILL_STATE_UNAVAILABLE", str(exc)), 503
 
     @bp.errorhandler(ScenarioError)
     def invalid(exc: ScenarioError) -> tuple[dict[str, Any], int]:
@@ -271,13 +277,3 @@ def _position(text: str, word: str) -> tuple[int, int]:
             before = text[: match.start()]
             return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
     return 1, 1
-
-
-def _named(scenario: Scenario, name: str) -> Scenario:
-    """*scenario* under another name (its skills and routes say whose they are too)."""
-    return dataclasses.replace(
-        scenario,
-        name=name,
-        skills=tuple(dataclasses.replace(s, scenario=name) for s in scenario.skills),
-        routes=tuple(dataclasses.replace(r, scenario=name) for r in scenario.routes),
-    )

@@ -102,27 +102,32 @@ class Engine:
         be another's while the plan is kept."""
         self.load(scenarios)
 
-    def load(self, scenarios: ScenarioSet, restart: Iterable[str] = ()) -> None:
+    def load(
+        self, scenarios: ScenarioSet, restart: Iterable[str] = (), *, activate: bool = True
+    ) -> None:
         """Serve *scenarios* from the next request on (requests in flight keep theirs).
 
         Sequences *restart* (their keys) start afresh for the requests that
         arrive from then on; a request in flight finishes on the table and
         sequence positions it matched. Raises ScenarioError, and keeps
         serving what it served, if this server cannot play them. Outage
-        windows of newly loaded scenarios start now.
+        windows of newly loaded scenarios start now, unless not *activate*
+        (another replica loaded them and started their windows in the shared
+        store: starting them again here would move them).
         """
         check_playable(scenarios, raw_socket=self.raw_socket)
         table = RoutingTable(scenarios)
         # Outage windows start when a scenario is loaded; one kept as it was
         # (the very object: Server.add, Server.remove) keeps its window.
         served = self.scenarios.scenarios
-        self.state.activate(
-            [
-                s.name
-                for s in scenarios.scenarios
-                if s.outage and not any(s is old for old in served)
-            ]
-        )
+        if activate:
+            self.state.activate(
+                [
+                    s.name
+                    for s in scenarios.scenarios
+                    if s.outage and not any(s is old for old in served)
+                ]
+            )
         # Restarted before the table is served, and the table built on the new
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)

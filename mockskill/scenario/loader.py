@@ -266,6 +266,7 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
         seed=seed,
         outage=outage,
         credentials=credentials,
+        text=r.doc.text,
     )
     return scenario, claim
 

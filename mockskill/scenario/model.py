@@ -11,6 +11,7 @@ problem's path in a file points at the attribute here too.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import json
 from collections.abc import Mapping
@@ -303,6 +304,20 @@ class Scenario:
     """Seeds this scenario's own random generator (else: the server's seed and the name)."""
     outage: Outage | None = None
     credentials: Credentials = Credentials()
+    text: str = field(default="", compare=False, repr=False)
+    """All of the text (YAML or JSON) of the file or body it was read from; "" when it was
+    built in Python. Not part of what the scenario *is* (a comment is not), only where it
+    can be read again: a shared scenario set stores it, so that every replica reads the
+    same scenario from it."""
+
+    def renamed(self, name: str) -> Scenario:
+        """This scenario under another name (its skills and routes say whose they are too)."""
+        return dataclasses.replace(
+            self,
+            name=name,
+            skills=tuple(dataclasses.replace(s, scenario=name) for s in self.skills),
+            routes=tuple(dataclasses.replace(r, scenario=name) for r in self.routes),
+        )
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ class Document:
     """Path of a value → (line, column) of the value, 1-based."""
     key_positions: dict[Path, tuple[int, int]] = field(repr=False)
     """Path of a mapping entry → (line, column) of its key."""
+    text: str = field(default="", repr=False)
+    """The whole text the document was read from (every document of it)."""
 
     def problem(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
@@ -128,8 +130,8 @@ def _key_id(node: yaml.Node) -> object:
 class _Builder:
     """Turns one composed node tree into plain data, with positions."""
 
-    def __init__(self, file: str, index: int) -> None:
-        self.doc = Document(file, index, None, {}, {})
+    def __init__(self, file: str, index: int, text: str = "") -> None:
+        self.doc = Document(file, index, None, {}, {}, text)
         self.problems: list[Problem] = []
         self.nodes = 0
         self.constructor = _Constructor()
@@ -263,7 +265,7 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
         for index, node in enumerate(_compose_all(text)):
             if node is None or _is_empty(node):
                 continue  # nothing between two "---"
-            builder = _Builder(file, index)
+            builder = _Builder(file, index, text)
             document = builder.build(node)
             if document is not None:
                 documents.append(document)
