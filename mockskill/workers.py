@@ -131,12 +131,17 @@ class Supervisor:
     _signals: int = 0
     _started: bool = False
 
+    _mode: str | None = None
+
     @property
     def mode(self) -> str:
         """``reuseport`` or ``inherit``: what ``auto`` comes to on this platform."""
-        if self.worker_socket != "auto":
-            return self.worker_socket
-        return "reuseport" if reuse_port_available() else "inherit"
+        if self._mode is None:
+            chosen = self.worker_socket
+            if chosen == "auto":
+                chosen = "reuseport" if reuse_port_available() else "inherit"
+            self._mode = chosen
+        return self._mode
 
     @property
     def url(self) -> str:
@@ -148,10 +153,16 @@ class Supervisor:
 
     def bind(self) -> None:
         """Reserve the port (ServerError if it cannot be had), before any worker starts."""
-        reuse = self.mode == "reuseport"
-        if reuse and not reuse_port_available():
+        if self.mode == "inherit":
+            self._sock = listen(self.host, self.port)
+            return
+        if not reuse_port_available():
             raise ServerError("--worker-socket reuseport: this platform has no SO_REUSEPORT")
-        self._sock = listen(self.host, self.port, reuse_port=reuse, listening=not reuse)
+        # First without SO_REUSEPORT: a port anything holds (another supervisor's
+        # workers included, which would otherwise share it silently) is refused here.
+        with listen(self.host, self.port, listening=False) as probe:
+            port = probe.getsockname()[1]
+        self._sock = listen(self.host, port, reuse_port=True, listening=False)
 
     def run(self) -> int:
         """Start the workers, supervise them until stopped; the exit code to leave with."""

@@ -415,3 +415,21 @@ def test_the_stores_password_is_never_shown(
     assert run.finish() == 0
     assert password not in run.output
     assert password not in health
+
+
+def test_a_port_another_supervisor_serves_is_refused(
+    supervised: Callable[..., Supervised], scenario: Path, redis_url: str
+) -> None:
+    first = supervised("--workers", "2", "--state", redis_url, str(scenario))
+    url, _ = first.serving()
+    port = url.rsplit(":", 1)[1]
+    command = ["serve", "--workers", "2", "--port", port, "--state", redis_url, str(scenario)]
+    second = subprocess.run(
+        [sys.executable, "-m", "mockskill", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
+    assert f"port {port} is in use" in second.stderr
