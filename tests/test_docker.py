@@ -262,9 +262,11 @@ class Container:
         started = time.monotonic()
         while True:
             try:
-                if requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=1).ok:
+                if requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=5).ok:
                     return time.monotonic() - started
-            except requests.ConnectionError:
+            # Not up yet, or (on loaded cores) its first answer, which builds the admin
+            # app, slower than the wait: both mean ask again.
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             if self.inspect(".State.Running") is not True:
                 raise AssertionError(f"the container stopped:\n{self.logs()}")
