@@ -10,12 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import requests
 from click.testing import CliRunner
+from redis_server import RedisServer
 
 from mockskill import Server, __version__
 from mockskill.cli import cli
@@ -435,3 +437,44 @@ def test_serve_help_shows_the_state_and_workers_options() -> None:
     assert "--worker-socket [auto|reuseport|inherit]" in text
     for hidden in ("--ready-fd", "--parent-fd", "--listen-fd", "--worker-index", "--reuse-port"):
         assert hidden not in text  # the supervisor's, not the user's
+
+
+def test_serve_names_its_store_with_the_password_masked_and_never_shows_it(
+    own_redis: Callable[..., RedisServer],
+) -> None:
+    password = f"pw-{uuid.uuid4().hex}"
+    redis = own_redis(password=password)
+    state = f"redis://:{password}@127.0.0.1:{redis.port}/0"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", state],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    url = re.search(r" at (http://\S+)", first)
+    assert url is not None, first
+    assert requests.post(f"{url.group(1)}/skills/flaky/invoke", timeout=10).status_code == 503
+    health = requests.get(f"{url.group(1)}/__admin/health", timeout=10).text
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
+    assert process.stderr is not None
+    output = first + process.stdout.read() + process.stderr.read()  # past what readline buffered
+    process.stdout.close()
+    process.stderr.close()
+    assert f"state: shared, redis://:***@127.0.0.1:{redis.port}/0" in output
+    assert password not in output + health
+    # A wrong password: refused at start, named without it.
+    wrong = state.replace(password, "not-the-" + password)
+    refused = subprocess.run(
+        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", wrong],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert f"cannot use the state store redis://:***@127.0.0.1:{redis.port}/0" in refused.stderr
+    assert password not in refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
