@@ -15,10 +15,11 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mockskill/ mockskill/
 COPY scenarios/ scenarios/
+# With the redis extra (redis-py and hiredis: --state redis://..., docs/scaling.md).
 # The venv gets no pip of its own (the base image's pip installs into it), so
 # the runtime stage carries only mockskill, its dependencies and their .pyc.
 RUN python -m venv --without-pip /opt/mockskill \
- && python -m pip --python /opt/mockskill/bin/python install --no-cache-dir .
+ && python -m pip --python /opt/mockskill/bin/python install --no-cache-dir '.[redis]'
 
 # -- runtime: the venv, the bundled scenarios at /scenarios, a non-root user
 FROM ${BASE_IMAGE}

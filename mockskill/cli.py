@@ -11,6 +11,7 @@ not be read (unreachable, an HTTP error, not JSON).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,19 +20,29 @@ from typing import Any, TypeVar
 import click
 
 from ._version import __version__
-from .admin.watch import ReloadResult
 from .app import DEFAULT_MAX_BODY
+from .cli_banner import banner, count, report_reload
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
 from .scenario.loader import bundled_path, load_paths
-from .scenario.model import Scenario, ScenarioSet
-from .scenario.problems import ScenarioError, format_report
+from .scenario.model import ScenarioSet
+from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
 from .server import DEFAULT_KEEP_ALIVE, Server, ServerError, is_loopback
+from .store.url import MEMORY, BadStoreURL, checked, is_shared
 from .transport import DEFAULT_GRACE
+from .workers import (
+    WORKER_SOCKETS,
+    log_as_worker,
+    needs_shared_state,
+    report_ready,
+    stop_with_parent,
+    supervise,
+    worker_listener,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -183,7 +194,46 @@ def cli() -> None:
     help="Reload PATHS when a file in them changes; an invalid edit keeps the last good"
     " scenarios serving (docs/reload.md).",
 )
+@click.option(
+    "--state",
+    default=MEMORY,
+    show_default=True,
+    metavar="URL",
+    envvar="MOCKSKILL_STATE",
+    show_envvar=True,
+    help="Where sequences, tokens, outage clocks, draws and the journal live: memory (this"
+    " process), or a Redis shared by several servers: redis://[:PASSWORD@]HOST:PORT/DB"
+    " (rediss:// for TLS; docs/scaling.md).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    envvar="MOCKSKILL_WORKERS",
+    show_envvar=True,
+    help="Serve the port from N processes, supervised by this one (N > 1 needs a shared --state).",
+)
+@click.option(
+    "--worker-socket",
+    type=click.Choice(WORKER_SOCKETS),
+    default="auto",
+    show_default=True,
+    envvar="MOCKSKILL_WORKER_SOCKET",
+    show_envvar=True,
+    help="How --workers share the port: each its own socket with SO_REUSEPORT, or one"
+    " socket the parent listens on, inherited (auto: reuseport where the platform has it).",
+)
+# A worker's own settings, given by its supervisor (mockskill/workers.py); not for users.
+@click.option("--worker-index", type=int, default=None, hidden=True)
+@click.option("--ready-fd", type=int, default=None, hidden=True)
+@click.option("--parent-fd", type=int, default=None, hidden=True)
+@click.option("--listen-fd", type=int, default=None, hidden=True)
+@click.option("--reuse-port", is_flag=True, hidden=True)
+@click.pass_context
 def serve(
+    ctx: click.Context,
     paths: tuple[Path, ...],
     host: str,
     port: int,
@@ -198,6 +248,14 @@ def serve(
     grace: float,
     keep_alive: float,
     watch: bool,
+    state: str,
+    workers: int,
+    worker_socket: str,
+    worker_index: int | None,
+    ready_fd: int | None,
+    parent_fd: int | None,
+    listen_fd: int | None,
+    reuse_port: bool,
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none).
 
@@ -208,7 +266,16 @@ def serve(
             "--watch reloads the scenario files you name: give their PATHs (or set"
             " MOCKSKILL_SCENARIOS; the bundled scenarios do not change while serving)"
         )
-    if not is_loopback(host) and admin_token is None and insecure_admin:
+    try:
+        shared = is_shared(state)
+    except BadStoreURL as exc:
+        raise click.UsageError(str(exc)) from None
+    if workers > 1:
+        if not shared:
+            raise click.UsageError(needs_shared_state(workers))
+        _load_or_exit(paths, max_delay)  # one report, not one per worker
+        raise SystemExit(supervise(ctx, paths, workers))
+    if not is_loopback(host) and admin_token is None and insecure_admin and worker_index is None:
         click.echo(
             f"mockskill: WARNING: --insecure-admin: /__admin on {host} takes no token;"
             " anyone who can reach this port can reset or reconfigure the server."
@@ -216,6 +283,8 @@ def serve(
             err=True,
         )
     scenarios = _load_or_exit(paths, max_delay)
+    if worker_index is not None and not quiet:
+        log_as_worker(worker_index)
     try:
         server = Server(
             scenarios,
@@ -230,18 +299,27 @@ def serve(
             journal_size=journal_size,
             grace=grace,
             keep_alive=keep_alive,
+            state=checked(state) if shared else None,
         )
-        server.bind()
+        server.bind(worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port))
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
-    click.echo(_banner(server, scenarios, paths))
+    if worker_index is None or worker_index == 1:
+        worker = "" if worker_index is None else f"worker {worker_index}, pid {os.getpid()}; "
+        click.echo(banner(server, scenarios, paths, state, worker))
+    else:  # the first worker shows the banner; each other says it serves
+        click.echo(f"mockskill: worker {worker_index} (pid {os.getpid()}) serving at {server.url}")
     if watch:
-        server.watch(paths, on_reload=lambda result: _report_reload(server, result))
-        click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
+        server.watch(paths, on_reload=lambda result: report_reload(server, result))
+        if worker_index in (None, 1):
+            click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
+    report_ready(ready_fd)
+    stop_with_parent(parent_fd)
 
     # SIGTERM and Ctrl-C drain (the transport's signal handlers); a second one cuts.
     server.serve_forever()
-    click.echo("mockskill stopped.", err=True)
+    if worker_index is None:
+        click.echo("mockskill stopped.", err=True)
 
 
 @cli.command()
@@ -250,7 +328,7 @@ def serve(
 def validate(paths: tuple[Path, ...], max_delay: int) -> None:
     """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
     scenarios = _load_or_exit(paths, max_delay)
-    counts = _count(len(scenarios.scenarios), "scenario"), _count(len(scenarios.skills), "skill")
+    counts = count(len(scenarios.scenarios), "scenario"), count(len(scenarios.skills), "skill")
     click.echo(f"ok: {', '.join(counts)}")
 
 
@@ -398,59 +476,6 @@ def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun if n == 1 else noun + 's'}"
-
-
-def _report_reload(server: Server, result: ReloadResult) -> None:
-    """To stderr per reload: what changed, and the URLs of new skills; a failed one's problems."""
-    if result.ok:
-        added = set(result.added)
-        changed = [name for name in result.changed if name not in added]
-        parts = [f"added: {', '.join(result.added)}"] if result.added else []
-        if changed or not parts:
-            parts.append(f"changed: {', '.join(changed) or 'none'}")
-        if result.removed:
-            parts.append(f"removed: {', '.join(result.removed)}")
-        summary = f"reloaded {_count(len(result.scenarios), 'scenario')} ({'; '.join(parts)})"
-        lines = [f"mockskill: {summary}"]
-        new = [e.scenario for e in server.scenarios if e.name in added]
-        width = max((len(skill.id) for scenario in new for skill in scenario.skills), default=0)
-        for scenario in new:  # as the banner shows them at start
-            lines.extend(_scenario_lines(server.url, scenario, width))
-        click.echo("\n".join(lines), err=True)
-    else:
-        click.echo(format_report(result.problems), err=True)
-        click.echo("mockskill: reload failed; still serving the last good scenarios", err=True)
-
-
-def _banner(server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...]) -> str:
-    url = server.url
-    source = ", ".join(str(p) for p in paths) if paths else "bundled scenarios"
-    lines = [
-        f"mockskill {__version__} serving {source} at {url}  (seed {server.seed}; Ctrl-C stops)",
-        f"  list of skills: GET {url}/skills",
-    ]
-    if server.admin_required:
-        lines.append(f"  admin: {url}/__admin asks for the admin token (the token is not shown)")
-    if server.cors:
-        lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
-    width = max((len(s.id) for s in scenarios.skills), default=0)
-    for scenario in scenarios.scenarios:
-        lines.extend(_scenario_lines(url, scenario, width))
-    return "\n".join(lines)
-
-
-def _scenario_lines(url: str, scenario: Scenario, width: int) -> list[str]:
-    lines = [f"{scenario.name}  ({scenario.file})"]
-    for skill in scenario.skills:
-        lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
-        lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
-    for route in scenario.routes:
-        lines.append(f"  {route.label}  {url}{route.path}")
-    return lines
 
 
 def main() -> None:

@@ -7,12 +7,13 @@ already running, shared by every worker and suite) and ``mockskill`` (a
 :class:`MockskillSession`: the test's own ``Mockskill-Session``, so that tests
 sharing the server never see each other's sequence positions or journal
 entries), the ``mockskill`` marker (scenarios of a test's own, served by a
-server of its own), the ``--mockskill-scenarios``, ``--mockskill-url`` and
-``--mockskill-admin-token`` options, the
-``mockskill_scenarios`` ini setting, and the check after each test: requests
-of the test's session that matched nothing, or that mockskill itself refused
-(``MOCKSKILL_*`` errors, such as an exhausted sequence), fail a test that
-passed, and are shown beside the failure of a test that failed already.
+server of its own), the ``--mockskill-scenarios``, ``--mockskill-url``,
+``--mockskill-admin-token`` and ``--mockskill-state`` options, the
+``mockskill_scenarios`` and ``mockskill_state`` ini settings, and the check
+after each test: requests of the test's session that matched nothing, or
+that mockskill itself refused (``MOCKSKILL_*`` errors, such as an exhausted
+sequence), fail a test that passed, and are shown beside the failure of a
+test that failed already.
 A session can also be audited: :meth:`MockskillSession.assert_clean_audit`
 fails the test with every finding of the retry audit (docs/audit.md).
 
@@ -35,7 +36,8 @@ from . import audit
 from .remote import RemoteError, RemoteServer
 from .scenario.loader import bundled_path, load_any, load_paths
 from .scenario.problems import ScenarioError
-from .server import Server
+from .server import Server, ServerError
+from .store.url import MEMORY, BadStoreURL, checked, is_shared
 
 if TYPE_CHECKING:
     from .engine.state import Entry
@@ -46,8 +48,10 @@ MARKER_KEYS = ("scenarios", "check")
 _MAX_NAME = 100
 URL_ENV = "MOCKSKILL_URL"
 TOKEN_ENV = "MOCKSKILL_ADMIN_TOKEN"
+STATE_ENV = "MOCKSKILL_STATE"
 
 _scenarios_key = pytest.StashKey["ScenarioSet | None"]()
+_state_key = pytest.StashKey[str]()
 _session_key = pytest.StashKey["MockskillSession"]()
 _reports_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -216,11 +220,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help=f"the admin token of the server at --mockskill-url (default: {TOKEN_ENV})",
     )
+    group.addoption(
+        "--mockskill-state",
+        dest="mockskill_state",
+        metavar="URL",
+        default=None,
+        help=f"where the mockskill_server fixture keeps sequences, tokens and the journal: "
+        f"memory, or redis://HOST:PORT/DB shared with other servers (default: "
+        f"{STATE_ENV}, else the ini setting mockskill_state, else memory); a marker's own "
+        f"server keeps its state in memory",
+    )
     parser.addini(
         "mockskill_scenarios",
         type="linelist",
         default=[],
         help="scenario files or folders (relative to rootdir) for the mockskill_server fixture",
+    )
+    parser.addini(
+        "mockskill_state",
+        default="",
+        help="the mockskill_server fixture's state store: memory, or redis://HOST:PORT/DB",
     )
 
 
@@ -231,8 +250,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "on these scenarios (paths relative to the test file, or YAML text); "
         "check=False: server-side problems do not fail the test",
     )
-    # Configured scenarios are checked now, so that a bad file stops the run
-    # at once with its problem report (and not once per test).
+    # The state URL and configured scenarios are checked now, so that a bad one
+    # stops the run at once with its problem report (and not once per test).
+    config.stash[_state_key] = state_url(config)
     given: list[str] | None = config.getoption("mockskill_scenarios", None)
     if given:
         base, items, label = config.invocation_params.dir, given, "--mockskill-scenarios"
@@ -246,6 +266,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_scenarios_key] = load_scenarios(items, base, label)
     except ScenarioError as exc:
         raise pytest.UsageError(f"{label}: the scenarios cannot be served:\n{exc}") from None
+
+
+def state_url(config: pytest.Config) -> str:
+    """The fixture server's store: ``--mockskill-state``, MOCKSKILL_STATE, the ini setting.
+
+    Checked (:func:`mockskill.store.url.checked`): a URL no store can use
+    stops the run with what is wrong (its password masked).
+    """
+    given = (
+        config.getoption("mockskill_state", None)
+        or os.environ.get(STATE_ENV)
+        or config.getini("mockskill_state")
+        or MEMORY
+    )
+    try:
+        return checked(given)
+    except BadStoreURL as exc:
+        raise pytest.UsageError(f"mockskill: {exc}") from None
 
 
 def remote_server(config: pytest.Config) -> RemoteServer | None:
@@ -286,7 +324,18 @@ def mockskill_server(
         yield remote
         return
     scenarios = pytestconfig.stash.get(_scenarios_key, None)
-    server = Server(scenarios if scenarios is not None else load_paths([bundled_path()]))
+    state = pytestconfig.stash.get(_state_key, MEMORY)
+    try:
+        server = Server(
+            scenarios if scenarios is not None else load_paths([bundled_path()]),
+            state=state if is_shared(state) else None,
+        )
+    except ServerError as exc:  # the store cannot be reached: said once, plainly
+        failure = f"mockskill: the mockskill_server fixture cannot start: {exc}"
+    else:
+        failure = ""
+    if failure:
+        pytest.fail(failure, pytrace=False)
     server.start()
     try:
         yield server

@@ -106,13 +106,23 @@ def _masked_parameter(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(
+    host: str, port: int, *, reuse_port: bool = False, listening: bool = True
+) -> socket.socket:
+    """A socket bound to *host*:*port* (listening unless not *listening*), or ServerError.
+
+    *reuse_port* sets SO_REUSEPORT, so that several processes each listen on the
+    port and the kernel spreads connections among them (``--workers``, Linux).
+    """
     family = select_address_family(host, port)
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(get_sockaddr(host, port, family))
-        sock.listen(BACKLOG)
+        if listening:
+            sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
         hint = ""
@@ -150,7 +160,8 @@ def is_loopback(host: str) -> bool:
         return False  # a name that may resolve anywhere
 
 
-def _exposed_without_token(host: str) -> str:
+def exposed_without_token(host: str) -> str:
+    """Why a Server on *host* without an admin token is refused, and the ways out."""
     return (
         f"refusing to serve on {host}, which is not a loopback address, without an admin"
         " token: anyone who can reach it could reset or reconfigure this server. Pass"
@@ -254,7 +265,7 @@ class Server:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
         if not is_loopback(host) and admin_token is None and not insecure_admin:
-            raise ServerError(_exposed_without_token(host))
+            raise ServerError(exposed_without_token(host))
         if max_body_bytes < 1:
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         if journal_size < 1:
@@ -529,8 +540,12 @@ class Server:
 
     # -- serving ---------------------------------------------------------------
 
-    def bind(self) -> None:
-        """Listen on the port (without serving yet); raise ServerError if it cannot."""
+    def bind(self, sock: socket.socket | None = None) -> None:
+        """Listen on the port (without serving yet); raise ServerError if it cannot.
+
+        *sock*: serve this listening socket instead (a ``--workers`` worker's,
+        inherited from its supervisor or bound with SO_REUSEPORT).
+        """
         if self._transport is not None:
             return
         if self._state_closed:
@@ -538,7 +553,8 @@ class Server:
                 "this Server closed the store it opened when it stopped: make another"
             )
         _raise_fd_limit()
-        sock = _listen(self.host, self._port)
+        if sock is None:
+            sock = listen(self.host, self._port)
         self.engine.open()
         surface = LoopSurface(
             self.engine, self._admin_wsgi, max_body_bytes=self.max_body_bytes, cors=self.cors

@@ -10,12 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import requests
 from click.testing import CliRunner
+from redis_server import RedisServer
 
 from mockskill import Server, __version__
 from mockskill.cli import cli
@@ -391,3 +393,88 @@ def test_max_delay_from_the_environment(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(path)], env={"MOCKSKILL_MAX_DELAY": "1000"})
     assert result.exit_code == 1
     assert "expected a whole number from 0 to 1000 ms" in result.output
+
+
+# -- --state and --workers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("postgres://db/1", "found the scheme 'postgres'"),
+        ("redis://", "the URL names no host"),
+        ("redis://cache:port/0", "the port is not a number"),
+        ("redis://:hunter2-secret@cache:6379/zero", "the database 'zero' is not a number"),
+    ],
+)
+def test_a_state_url_that_names_no_store_is_refused_at_once(url: str, problem: str) -> None:
+    for given in (["--state", url], []):  # on the command line, or from MOCKSKILL_STATE
+        result = CliRunner().invoke(cli, ["serve", *given], env={"MOCKSKILL_STATE": url})
+        assert result.exit_code == 2, result.output
+        assert problem in result.output
+        assert "--state" in result.output
+        assert "hunter2-secret" not in result.output  # masked: redis://:***@cache:6379/zero
+        assert "Traceback" not in result.output
+
+
+def test_more_than_one_worker_without_a_shared_store_is_refused() -> None:
+    for env in ({}, {"MOCKSKILL_STATE": "memory"}, {"MOCKSKILL_WORKERS": "3"}):
+        args = ["serve"] if "MOCKSKILL_WORKERS" in env else ["serve", "--workers", "2"]
+        result = CliRunner().invoke(cli, args, env=env)
+        count = env.get("MOCKSKILL_WORKERS", "2")
+        assert result.exit_code == 2, result.output
+        assert (
+            f"--workers {count} needs a shared state store: add --state redis://HOST:PORT/DB"
+            " (each worker would otherwise keep its own sequences and journal)"
+        ) in " ".join(result.output.split())
+
+
+def test_serve_help_shows_the_state_and_workers_options() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    text = " ".join(result.output.split())
+    for shown in ("--state URL", "MOCKSKILL_STATE", "--workers N", "MOCKSKILL_WORKERS"):
+        assert shown in text
+    assert "--worker-socket [auto|reuseport|inherit]" in text
+    for hidden in ("--ready-fd", "--parent-fd", "--listen-fd", "--worker-index", "--reuse-port"):
+        assert hidden not in text  # the supervisor's, not the user's
+
+
+def test_serve_names_its_store_with_the_password_masked_and_never_shows_it(
+    own_redis: Callable[..., RedisServer],
+) -> None:
+    password = f"pw-{uuid.uuid4().hex}"
+    redis = own_redis(password=password)
+    state = f"redis://:{password}@127.0.0.1:{redis.port}/0"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", state],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    url = re.search(r" at (http://\S+)", first)
+    assert url is not None, first
+    assert requests.post(f"{url.group(1)}/skills/flaky/invoke", timeout=10).status_code == 503
+    health = requests.get(f"{url.group(1)}/__admin/health", timeout=10).text
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
+    assert process.stderr is not None
+    output = first + process.stdout.read() + process.stderr.read()  # past what readline buffered
+    process.stdout.close()
+    process.stderr.close()
+    assert f"state: shared, redis://:***@127.0.0.1:{redis.port}/0" in output
+    assert password not in output + health
+    # A wrong password: refused at start, named without it.
+    wrong = state.replace(password, "not-the-" + password)
+    refused = subprocess.run(
+        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", wrong],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert f"cannot use the state store redis://:***@127.0.0.1:{redis.port}/0" in refused.stderr
+    assert password not in refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -262,9 +262,11 @@ class Container:
         started = time.monotonic()
         while True:
             try:
-                if requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=1).ok:
+                if requests.get(f"{self.url}/__admin/health", headers=self.admin, timeout=5).ok:
                     return time.monotonic() - started
-            except requests.ConnectionError:
+            # Not up yet, or (on loaded cores) its first answer, which builds the admin
+            # app, slower than the wait: both mean ask again.
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             if self.inspect(".State.Running") is not True:
                 raise AssertionError(f"the container stopped:\n{self.logs()}")
@@ -837,3 +839,149 @@ def test_docker_compose_up_runs_the_example(image: str, engine: Engine, tmp_path
         assert "at http://mockskill:8080/oauth/authorize" in printed  # URLs name the service
     finally:
         subprocess.run([*compose, "down", "--volumes"], capture_output=True, timeout=120)
+
+
+# -- the fleet example: three replicas, one Redis, nginx in front ------------------
+
+FLEET = EXAMPLES / "compose" / "docker-compose.yml"
+STAND_INS = {
+    # The fleet's other images, from Debian's packages on the build's base: the
+    # private engine has no registry to pull redis:7 or nginx:1.27 from.
+    "redis": ("redis-server", '["redis-server"]'),
+    "nginx": ("nginx-light", '["nginx", "-g", "daemon off;"]'),
+}
+
+
+@pytest.fixture(scope="module")
+def stand_ins(engine: Engine) -> Iterator[dict[str, str]]:
+    """Images standing in for redis:7 and nginx:1.27 (their commands, as the compose file has)."""
+    tags = {}
+    for service, (package, command) in STAND_INS.items():
+        tag = f"mockskill-test-{service}:{RUN_ID}"
+        dockerfile = (
+            f"FROM {engine.base_image}\n"
+            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
+            f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
+            f"CMD {command}\n"
+        )
+        built = subprocess.run(
+            ["docker", "build", "--network", "host", "--label", LABEL, "--tag", tag, "-"],
+            input=dockerfile,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
+        tags[service] = tag
+    yield tags
+    for tag in tags.values():
+        docker("rmi", tag, check=False)
+
+
+def test_the_fleet_example_is_valid() -> None:
+    result = subprocess.run(
+        [*_compose_command(), "--file", str(FLEET), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    assert set(services) == {"redis", "mockskill-1", "mockskill-2", "mockskill-3", "nginx"}
+    for name in ("mockskill-1", "mockskill-2", "mockskill-3"):
+        environment = services[name]["environment"]
+        assert environment["MOCKSKILL_STATE"] == "redis://redis:6379/0"
+        assert environment["MOCKSKILL_HOST"] == "0.0.0.0"
+        assert environment["MOCKSKILL_ADMIN_TOKEN"]
+    upstream = (FLEET.parent / "nginx.conf").read_text()
+    assert re.findall(r"server (mockskill-\d):8080;", upstream) == [
+        "mockskill-1",
+        "mockskill-2",
+        "mockskill-3",
+    ]
+    assert "keepalive" in upstream
+    assert "proxy_next_upstream off;" in upstream
+
+
+@pytest.mark.timeout(600)
+def test_the_fleet_behind_nginx_keeps_one_sequence_and_one_journal(
+    image: str, stand_ins: dict[str, str], tmp_path: Path
+) -> None:
+    """``docker compose up`` of the fleet: "503 twice, then 200" holds across the replicas."""
+    config = yaml.safe_load(
+        subprocess.run(
+            [*_compose_command(), "--file", str(FLEET), "config"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    )
+    services = config["services"]
+    for name, service in services.items():
+        service.pop("build", None)  # the image built for these tests, not a second build
+        service.pop("ports", None)  # reached at its address: published ports may be taken here
+        service["image"] = stand_ins.get(name, image)
+        service["labels"] = {"mockskill-test": RUN_ID}
+    file = tmp_path / "fleet.yml"
+    file.write_text(yaml.safe_dump(config))
+    project = f"mockskillfleet{RUN_ID}"
+    compose = [*_compose_command(), "--project-name", project, "--file", str(file)]
+    token = services["mockskill-1"]["environment"]["MOCKSKILL_ADMIN_TOKEN"]
+    try:
+        up = subprocess.run(
+            [*compose, "up", "--detach", "--no-build"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert up.returncode == 0, up.stdout + up.stderr
+        nginx = subprocess.run(
+            [*compose, "ps", "-q", "nginx"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.strip()
+        address = docker(
+            "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", nginx
+        ).stdout.strip()
+        url = f"http://{address}:80"
+        _eventually(lambda: _answers(f"{url}/skills"), "nginx passes requests on", timeout=60)
+        session = {"Mockskill-Session": f"fleet-{uuid.uuid4().hex[:8]}"}
+        # Each on a connection of its own; nginx sends consecutive ones to consecutive replicas.
+        statuses = [
+            requests.post(f"{url}/skills/flaky/invoke", headers=session, timeout=10).status_code
+            for _ in range(30)
+        ]
+        assert statuses == [503, 503, 200] * 10
+        admin = {"Authorization": f"Bearer {token}"}
+
+        def journal() -> list[dict[str, Any]]:
+            answer = requests.get(
+                f"{url}/__admin/journal",
+                params={"session": session["Mockskill-Session"]},
+                headers=admin,
+                timeout=10,
+            )
+            assert answer.status_code == 200, answer.text
+            entries: list[dict[str, Any]] = answer.json()["entries"]
+            return entries
+
+        # Each replica sends its entries in batches: all 30 are there within moments.
+        _eventually(lambda: len(journal()) == 30, "every replica's entries are in the journal")
+        entries = sorted(journal(), key=lambda e: e["started"])
+        assert [e["status"] for e in entries] == statuses
+        assert len({e["replica"] for e in entries}) == 3  # one name per replica
+    finally:
+        logs = subprocess.run(
+            [*compose, "logs", "--no-color"], capture_output=True, text=True, timeout=60
+        ).stdout
+        subprocess.run([*compose, "down", "--volumes"], capture_output=True, timeout=180)
+    assert "Traceback" not in logs
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=5).status_code == 200
+    except requests.RequestException:
+        return False

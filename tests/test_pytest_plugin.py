@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 import requests  # imported once here: in-process inner runs then share it
 
+# The admin app's modules (Flask among them) are imported here too: a server of this
+# process builds its admin app on its first /__admin request, which may come from an
+# in-process inner run; pytester then drops the modules first imported during that run,
+# and a later run's Flask is a new module whose request context the app never pushes
+# ("Working outside of request context", when this file runs alone).
+import mockskill.admin.blueprint  # noqa: F401
 from mockskill import Server
 
 pytest_plugins = ["pytester"]
@@ -30,6 +36,7 @@ def _no_remote_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner runs start their own server unless a test says otherwise, whatever the shell says."""
     monkeypatch.delenv("MOCKSKILL_URL", raising=False)
     monkeypatch.delenv("MOCKSKILL_ADMIN_TOKEN", raising=False)
+    monkeypatch.delenv("MOCKSKILL_STATE", raising=False)
 
 
 def module(body: str) -> str:
@@ -601,3 +608,80 @@ def test_the_audit_example_in_the_docs_fails_as_shown(pytester: pytest.Pytester)
     # The same lines, but for what changes from run to run: session suffix, ids, timings.
     patterns = [re.sub(r"-[0-9a-f]{8}'|#\d+|\d+ ms", "*", line) for line in shown.splitlines()]
     result.stdout.fnmatch_lines([p.replace("[", "[[]") for p in patterns])
+
+
+# -- the state store -------------------------------------------------------------
+
+
+STATE_CHECK = """
+    def test_state(mockskill, mockskill_server):
+        health = requests.get(mockskill.url + "/__admin/health").json()
+        assert health["state"]["backend"] == "redis"
+        answer = requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers)
+        assert answer.status_code == 503
+        print("SESSION", mockskill.name)
+    """
+
+
+@pytest.mark.parametrize("source", ["option", "environment", "ini"])
+def test_the_fixture_server_keeps_its_state_in_the_store_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, redis_url: str, source: str
+) -> None:
+    args: list[str] = ["-s"]
+    if source == "option":
+        args += ["--mockskill-state", redis_url]
+    elif source == "environment":
+        monkeypatch.setenv("MOCKSKILL_STATE", redis_url)
+    else:
+        pytester.makeini(f"[pytest]\nmockskill_state = {redis_url}\n")
+    result = run(pytester, STATE_CHECK, *args)
+    result.assert_outcomes(passed=1)
+    (session,) = re.findall(r"SESSION (\S+)", result.stdout.str())
+    # Another server on the same store sees the request: it was kept there, not in memory.
+    with Server(state=redis_url) as other:
+        assert [(e.path, e.status) for e in other.journal(session)] == [
+            ("/skills/flaky/invoke", 503)
+        ]
+
+
+def test_the_option_wins_over_the_environment_and_the_ini(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    monkeypatch.setenv("MOCKSKILL_STATE", "memory")
+    pytester.makeini("[pytest]\nmockskill_state = memory\n")
+    run(pytester, STATE_CHECK, "--mockskill-state", redis_url).assert_outcomes(passed=1)
+    monkeypatch.setenv("MOCKSKILL_STATE", redis_url)  # the environment over the ini
+    run(pytester, STATE_CHECK).assert_outcomes(passed=1)
+
+
+def test_a_state_url_no_store_can_use_stops_the_run_with_the_password_masked(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=module("def test_never(mockskill): pass\n"))
+    result = pytester.runpytest(*QUIET, "--mockskill-state", "redis://:s3cret-pw@cache:6379/x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: mockskill: --state 'redis://:***@cache:6379/x': the database 'x' is not a number"]
+    )
+    assert "s3cret-pw" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_store_that_does_not_answer_fails_the_tests_that_need_the_server(
+    pytester: pytest.Pytester,
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        nowhere = f"redis://127.0.0.1:{holder.getsockname()[1]}/0"
+    body = """
+        def test_needs_it(mockskill):
+            pass
+
+        def test_does_not():
+            pass
+        """
+    result = run(pytester, body, "--mockskill-state", nowhere)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*mockskill: the mockskill_server fixture cannot start: *{nowhere}*"]
+    )
+    assert "Traceback" not in result.stdout.str()

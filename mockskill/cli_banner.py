@@ -1,0 +1,73 @@
+"""What ``mockskill serve`` prints: the banner at start, and each reload's outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._version import __version__
+from .admin.watch import ReloadResult
+from .scenario.model import Scenario, ScenarioSet
+from .scenario.problems import format_report
+from .server import Server
+from .store.url import is_shared, masked
+
+
+def count(n: int, noun: str) -> str:
+    """*n* and *noun*, in the plural unless *n* is 1."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
+
+
+def report_reload(server: Server, result: ReloadResult) -> None:
+    """To stderr per reload: what changed, and the URLs of new skills; a failed one's problems."""
+    if result.ok:
+        added = set(result.added)
+        changed = [name for name in result.changed if name not in added]
+        parts = [f"added: {', '.join(result.added)}"] if result.added else []
+        if changed or not parts:
+            parts.append(f"changed: {', '.join(changed) or 'none'}")
+        if result.removed:
+            parts.append(f"removed: {', '.join(result.removed)}")
+        summary = f"reloaded {count(len(result.scenarios), 'scenario')} ({'; '.join(parts)})"
+        lines = [f"mockskill: {summary}"]
+        new = [e.scenario for e in server.scenarios if e.name in added]
+        width = max((len(skill.id) for scenario in new for skill in scenario.skills), default=0)
+        for scenario in new:  # as the banner shows them at start
+            lines.extend(_scenario_lines(server.url, scenario, width))
+        click.echo("\n".join(lines), err=True)
+    else:
+        click.echo(format_report(result.problems), err=True)
+        click.echo("mockskill: reload failed; still serving the last good scenarios", err=True)
+
+
+def banner(
+    server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...], state: str, worker: str
+) -> str:
+    url = server.url
+    source = ", ".join(str(p) for p in paths) if paths else "bundled scenarios"
+    lines = [
+        f"mockskill {__version__} serving {source} at {url}"
+        f"  ({worker}seed {server.seed}; Ctrl-C stops)",
+        f"  list of skills: GET {url}/skills",
+    ]
+    if is_shared(state):
+        lines.append(f"  state: shared, {masked(state)}")
+    if server.admin_required:
+        lines.append(f"  admin: {url}/__admin asks for the admin token (the token is not shown)")
+    if server.cors:
+        lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
+    width = max((len(s.id) for s in scenarios.skills), default=0)
+    for scenario in scenarios.scenarios:
+        lines.extend(_scenario_lines(url, scenario, width))
+    return "\n".join(lines)
+
+
+def _scenario_lines(url: str, scenario: Scenario, width: int) -> list[str]:
+    lines = [f"{scenario.name}  ({scenario.file})"]
+    for skill in scenario.skills:
+        lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
+        lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
+    for route in scenario.routes:
+        lines.append(f"  {route.label}  {url}{route.path}")
+    return lines
