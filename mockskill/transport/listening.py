@@ -1,28 +1,30 @@
-"""The listening socket: what the kernel holds is taken at once, even while the loop is busy.
+"""Accepting: what the kernel holds is taken soon, even while the loop is busy elsewhere.
 
-Not the loop's own server (``loop.create_server``): uvloop 0.23 (its bundled
-libuv) accepts ONE connection per pass of the loop, however many the kernel
-has queued, and a pass during a burst also runs everything else that is
-ready — a thousand arrivals, the waits that end, the closes — so the loop
-took one connection every few milliseconds. 10 000 clients connecting at
-once filled the kernel's listen queue (4096, ``net.core.somaxconn``); the
-kernel dropped the SYNs beyond it, and the clients' kernels resent them a
-second later: a burst took ~3 s instead of ~2 (``bench/burst_peers.py``,
-``TcpExtListenOverflows`` 300 to 7 000 per burst).
+The loop's own server (``loop.create_server``) accepts when the loop polls
+the listening socket. uvloop 0.23 (its bundled libuv) takes ONE connection
+per pass of the loop there, however many the kernel has queued, and a pass
+during a burst also runs everything else that is ready — a thousand
+arrivals, the waits that end, the closes. So during a burst of 10 000 the
+loop took one connection every few milliseconds, the kernel's listen queue
+(4096, ``net.core.somaxconn``) filled, the kernel dropped the SYNs beyond
+it, and the clients' kernels resent them a second later: a burst took ~3 s
+instead of ~2 (``bench/burst_peers.py``: ``TcpExtListenOverflows`` 300 to
+9 500 per burst, the queue at 2 000 to 4 097 for seconds of each).
 
-:class:`Listener` watches the socket itself (``add_reader``) and, at each
-readiness, accepts until the kernel's queue is empty (at most
-:data:`ACCEPT_BATCH`), on either loop. And while connections keep coming
-it looks again every :data:`ACCEPT_AGAIN` seconds on the shared timers,
-whose due callbacks the connections run before each event they handle
-(:meth:`.timers.Timers.run_due`): a pass of the loop that plans a thousand
-requests takes the connections that arrive meanwhile, instead of leaving
-them to the kernel until the pass ends.
-
-Each accepted socket becomes a transport and a protocol through
-``loop.connect_accepted_socket`` (a task, which a stop waits for). When the
-process runs out of descriptors, accepting pauses for :data:`ACCEPT_RETRY`
-seconds, as asyncio's own server does: the kernel's queue holds the rest.
+:class:`Listener` is the other way in, on a duplicate of the listening
+socket: once connections arrive (:meth:`Listener.arrived`, from each
+connection's ``connection_made``) it accepts everything the kernel holds,
+and looks again every :data:`ACCEPT_AGAIN` seconds until
+:data:`ACCEPT_WATCH` seconds pass without one, on the shared timers — whose
+due callbacks the connections run before each event they handle
+(:meth:`.timers.Timers.run_due`). A pass of the loop that plans a thousand
+requests thus takes the connections that arrive meanwhile instead of leaving
+them to the kernel until it ends. The loop's own server still takes the
+connections of a quiet server, on its cheaper path (on uvloop about half
+the CPU of ``loop.connect_accepted_socket``, which the Listener uses: a task
+each, which a stop waits for). When the process runs
+out of descriptors the Listener pauses for :data:`ACCEPT_RETRY` seconds; the
+loop's own server handles that on its side.
 """
 
 from __future__ import annotations
@@ -39,86 +41,83 @@ from .timers import Timers
 log = logging.getLogger("mockskill.transport")
 
 ACCEPT_BATCH = 4096
-"""Connections accepted per readiness at most: as many as the kernel queues (somaxconn)."""
+"""Connections accepted at one look at most: as many as the kernel queues (somaxconn)."""
 
 ACCEPT_AGAIN = 0.005
-"""Seconds after an accept that found connections before the next look, from any callback."""
+"""Seconds between looks while they find connections: the kernel's queue fills in
+~0.2 s at the fastest a client here connects (~20 000 a second)."""
 
 ACCEPT_WATCH = 1.0
-"""Seconds after the last connection accepted for which the socket is looked at so often."""
+"""Seconds after the last connection arrived for which the looks go on: a pass of the
+loop that finds nothing new may be followed by one that is busy for long."""
 
 ACCEPT_RETRY = 0.1
-"""Seconds accepting pauses when the process has no descriptor left."""
+"""Seconds the Listener pauses when the process has no descriptor left."""
 
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class Listener:
-    """Accepts on *sock* (bound; listened to here) for *loop*: *factory* makes each protocol."""
+    """Accepts from a duplicate of *sock* (listening) while connections arrive (module doc).
+
+    *factory* makes each connection's protocol; *timers* carry the next look.
+    """
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         sock: socket.socket,
         factory: Callable[[], asyncio.Protocol],
-        backlog: int,
         timers: Timers,
     ) -> None:
-        self._loop, self._sock, self._factory = loop, sock, factory
-        self._backlog = backlog
-        self._timers = timers
-        self._again_tick: int | None = None
-        self._took_at = float("-inf")
-        self._fd = -1
-        self._tcp = sock.family in (socket.AF_INET, socket.AF_INET6)
-        self._adopting: set[asyncio.Task[object]] = set()
-        self._retry: asyncio.TimerHandle | None = None
-
-    @property
-    def sockname(self) -> tuple[str, int]:
-        name = self._sock.getsockname()
-        return str(name[0]), int(name[1])
-
-    def start(self) -> None:
+        self._loop, self._factory, self._timers = loop, factory, timers
+        self._sock: socket.socket | None = sock.dup()
         self._sock.setblocking(False)
-        self._sock.listen(self._backlog)
-        self._fd = self._sock.fileno()
-        self._loop.add_reader(self._fd, self._accept)
+        # asyncio sets TCP_NODELAY only on a socket whose proto says TCP, and a socket made
+        # with proto 0 accepts ones that say 0; uvloop sets it on every TCP transport.
+        self._nodelay = sock.family in (socket.AF_INET, socket.AF_INET6)
+        self._tick: int | None = None
+        """The next look's millisecond on the timers, while one is due."""
+        self._active_at = float("-inf")
+        """When a connection last arrived (either way in)."""
+        self._adopting: set[asyncio.Task[object]] = set()
+        self._paused: asyncio.TimerHandle | None = None
+
+    def arrived(self) -> None:
+        """A connection arrived: take what else the kernel holds, unless a look is due."""
+        self._active_at = self._loop.time()
+        if self._tick is None:
+            self._look()
 
     async def close(self) -> None:
-        """Stop accepting now (the socket is closed); then let what was accepted arrive."""
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            self._fd = -1
-        if self._retry is not None:
-            self._retry.cancel()
-            self._retry = None
-        if self._again_tick is not None:
-            self._timers.remove(self._again, self._again_tick)
-            self._again_tick = None
-        self._sock.close()
+        """Stop accepting now; then let the connections accepted meanwhile arrive."""
+        if self._tick is not None:
+            self._timers.remove(self._look, self._tick)
+            self._tick = None
+        if self._paused is not None:
+            self._paused.cancel()
+            self._paused = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
         if self._adopting:
             # Accepted, on their way to connection_made: let them arrive, so that a stop
             # drains or cuts them like every other connection.
             await asyncio.wait(set(self._adopting), timeout=1.0)
 
-    def _accept(self) -> None:
-        """Take what the kernel holds; while connections keep coming, look again soon."""
+    def _look(self) -> None:
+        self._tick = None
+        if self._sock is None or self._paused is not None:
+            return
         now = self._loop.time()
         if self._take():
-            self._took_at = now
-        if self._again_tick is None and self._fd >= 0 and now - self._took_at < ACCEPT_WATCH:
-            # Run by whichever connection's callback comes first after the time
-            # (Timers.run_due), not only when the loop polls the socket again.
-            self._again_tick = self._timers.add(self._again, ACCEPT_AGAIN)
-
-    def _again(self) -> None:
-        self._again_tick = None
-        if self._fd >= 0:
-            self._accept()
+            self._active_at = now
+        if now - self._active_at < ACCEPT_WATCH:
+            self._tick = self._timers.add(self._look, ACCEPT_AGAIN)
 
     def _take(self) -> int:
         """Accept until the kernel's queue is empty (or ACCEPT_BATCH); how many were."""
+        assert self._sock is not None
         accept = self._sock.accept
         taken = 0
         while taken < ACCEPT_BATCH:
@@ -132,19 +131,20 @@ class Listener:
                 if exc.errno not in _OUT_OF_RESOURCES:
                     raise
                 log.warning("cannot accept connections (%s): retrying in %g s", exc, ACCEPT_RETRY)
-                self._pause()
+                self._paused = self._loop.call_later(ACCEPT_RETRY, self._resume)
                 break
             taken += 1
             self._adopt(conn)
         return taken
 
+    def _resume(self) -> None:
+        self._paused = None
+        self._look()
+
     def _adopt(self, conn: socket.socket) -> None:
-        conn.setblocking(False)
-        if self._tcp:
-            # Answers are written whole: Nagle must not hold back their last segment.
-            # Set here, not left to the loop: asyncio sets it only on a socket whose
-            # proto says TCP, and a socket made with proto 0 accepts ones that say 0.
+        if self._nodelay:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Both loops make the socket non-blocking themselves.
         task = self._loop.create_task(self._loop.connect_accepted_socket(self._factory, conn))
         self._adopting.add(task)
         task.add_done_callback(functools.partial(self._adopted, conn))
@@ -155,15 +155,3 @@ class Listener:
             # The socket failed before it had a transport (reset at once): nothing to serve.
             log.debug("an accepted connection could not be set up: %r", task)
             conn.close()
-
-    def _pause(self) -> None:
-        if self._fd < 0:
-            return
-        self._loop.remove_reader(self._fd)
-
-        def resume() -> None:
-            self._retry = None
-            if self._fd >= 0:
-                self._loop.add_reader(self._fd, self._accept)
-
-        self._retry = self._loop.call_later(ACCEPT_RETRY, resume)

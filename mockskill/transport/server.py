@@ -59,7 +59,8 @@ def new_loop(kind: LoopKind = "auto") -> asyncio.AbstractEventLoop:
 def _bind(host: str, port: int) -> socket.socket:
     """A TCP socket bound to *host* (an address, or a name of one) and *port* (0: any)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on what a socket that says TCP accepts.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
@@ -93,6 +94,7 @@ class Server:
         self.limits = limits or Limits()
         self.backlog = backlog
         self._sock = sock
+        self._server: asyncio.AbstractServer | None = None
         self._listener: Listener | None = None
         self._shared: Shared | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -114,10 +116,12 @@ class Server:
             timers.run_due()
             return Connection(shared)
 
-        listener = Listener(loop, sock, connection, self.backlog, timers)
-        listener.start()
+        server = await loop.create_server(connection, sock=sock, backlog=self.backlog)
+        self._server = server
+        listener = Listener(loop, sock, connection, timers)
+        shared.arrived = listener.arrived
         self._listener = listener
-        self.port = listener.sockname[1]
+        self.port = int(sock.getsockname()[1])
 
     @property
     def accepted(self) -> int:
@@ -146,14 +150,18 @@ class Server:
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> bool:
         """Stop accepting now, drain for up to *grace* s, cut the rest; True if none was cut."""
-        if self._listener is None or self._shared is None:
+        if self._server is None or self._listener is None or self._shared is None:
             return True
-        # The listening socket: no new connection from here on. Those accepted just
-        # before are let in first, so that the drain closes them in order.
+        # The listening socket (both ways in): no new connection from here on.
+        self._server.close()
         await self._listener.close()
+        for _ in range(3):
+            # Connections the loop accepted just before are still being made (a task
+            # on asyncio's loop): let them in, so that the drain closes them in order.
+            await asyncio.sleep(0)
         drained = await self._shared.drain(grace) if grace > 0 else False
         await self._shared.cut()
-        self._listener = None
+        self._server = self._listener = None
         return drained
 
 

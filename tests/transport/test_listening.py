@@ -11,6 +11,8 @@ from the callbacks of a busy pass, not only when the loop polls again.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import socket
 import struct
 import sys
@@ -21,7 +23,9 @@ from collections.abc import Iterator
 import pytest
 from transport_helpers import LOOPS, Recorder, echo, parse, read_until_closed
 
+from mockskill import Server
 from mockskill.transport import Plan, Request, ThreadedServer
+from mockskill.transport.connection import Connection
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="TCP_INFO of a listening socket: Linux"
@@ -147,3 +151,32 @@ def test_a_busy_pass_of_the_loop_takes_the_connections_that_arrive_meanwhile(
         assert seen[99] == 0, seen[:100]
     finally:
         server.stop(grace=0)
+
+
+def test_the_servers_accepted_sockets_do_not_delay_small_writes_without_uvloop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A plain install has no uvloop: asyncio's loop sets TCP_NODELAY only on sockets whose
+    # proto says TCP, and accepted sockets say what the listening socket says.
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop fails: asyncio's loop
+    with Server() as server:  # the bundled scenarios
+        assert isinstance(server._threaded.loop, asyncio.BaseEventLoop)  # type: ignore[union-attr]
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /skills HTTP/1.1\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+            def nodelay() -> None:
+                (connection,) = (
+                    o
+                    for o in gc.get_objects()
+                    if type(o) is Connection and o._local[1] == server.port and not o._closed
+                )
+                raw = connection._transport.get_extra_info("socket")  # type: ignore[union-attr]
+                found.append(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                got.set()
+
+            found: list[int] = []
+            got = threading.Event()
+            server._threaded.call(nodelay)  # type: ignore[union-attr]
+            assert got.wait(5)
+            assert found == [1]
