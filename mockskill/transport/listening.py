@@ -24,8 +24,8 @@ them to the kernel until it ends. The loop's own server still takes the
 connections of a quiet server, on its cheaper path (on uvloop about half
 the CPU of ``loop.connect_accepted_socket``, which the Listener uses: a task
 each, which a stop waits for). When the process runs
-out of descriptors the Listener pauses for :data:`ACCEPT_RETRY` seconds; the
-loop's own server handles that on its side.
+out of descriptors (or accepting fails otherwise) the Listener pauses for
+:data:`ACCEPT_RETRY` seconds; the loop's own server handles that on its side.
 """
 
 from __future__ import annotations
@@ -154,9 +154,13 @@ class Listener:
             except ConnectionAbortedError:
                 continue  # reset by the client before it was accepted
             except OSError as exc:
-                if exc.errno not in _OUT_OF_RESOURCES:
-                    raise
-                log.warning("cannot accept connections (%s): retrying in %g s", exc, ACCEPT_RETRY)
+                # Out of descriptors (or anything else): not the arriving connection's
+                # problem, whose connection_made this may run in. The loop's own server
+                # still accepts meanwhile (or meets the same error and says so).
+                if exc.errno in _OUT_OF_RESOURCES:
+                    log.warning("cannot accept (%s): retrying in %g s", exc, ACCEPT_RETRY)
+                else:
+                    log.error("cannot accept (%s): retrying in %g s", exc, ACCEPT_RETRY)
                 self._paused = self._loop.call_later(ACCEPT_RETRY, self._resume)
                 break
             taken += 1
