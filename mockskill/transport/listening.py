@@ -181,6 +181,9 @@ class Listener:
 
     def _adopted(self, conn: socket.socket, task: asyncio.Task[object]) -> None:
         self._adopting.discard(task)
+        if not self._adopting:
+            # A set never shrinks: the table a burst's thousands of tasks took would stay.
+            self._adopting = set()
         if task.cancelled() or task.exception() is not None:
             # The socket failed before it had a transport (reset at once): nothing to serve.
             log.debug("an accepted connection could not be set up: %r", task)
