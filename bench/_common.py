@@ -362,6 +362,25 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
         print(line(row))
 
 
+def tcp_counters(*names: str) -> dict[str, int]:
+    """The kernel's TCP extension counters (``nstat``'s ``TcpExt*``, this network namespace).
+
+    ``ListenOverflows``: connections dropped because a listen queue was full (the
+    client's kernel resends the SYN after 1 s); ``TCPSynRetrans``: SYNs resent.
+    Machine-wide: a delta is the burst's only when nothing else runs. Empty
+    where /proc/net/netstat is not (not Linux).
+    """
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return {}
+    rows = [line.split() for line in lines if line.startswith("TcpExt:")]
+    if len(rows) < 2:
+        return {}
+    values = dict(zip(rows[0][1:], (int(v) for v in rows[1][1:]), strict=True))
+    return {name: values[name] for name in names if name in values}
+
+
 def machine() -> str:
     from importlib.metadata import version
     from importlib.util import find_spec

@@ -25,7 +25,11 @@ once, 0 failures), which would time the client's kernel, not the server.
 moment it is fully sent to the last byte of its body (per Content-Length, or
 EOF for nginx's chunked answer); the overshoot is that minus 1 s. Wall is
 first connect -> last byte; a failure is any error, timeout (``--timeout``)
-or status other than 200. The bursts go to the servers in turn, ``--rounds``
+or status other than 200. Around each burst the kernel's
+``TcpExtListenOverflows`` and ``TCPSynRetrans`` are read (``/proc/net/netstat``,
+machine-wide: run nothing else meanwhile): a connection the listen queue had
+no room for is dropped and its SYN resent after 1 s, which is what a ~1 s
+longer burst means. The bursts go to the servers in turn, ``--rounds``
 times per size, with 2 s between bursts for sockets to wind down. Overshoot
 percentiles are over all the rounds' requests; wall is the median and the
 worst round.
@@ -61,6 +65,8 @@ PATH = "/skills/delay/invoke"
 DELAY_S = 1.0
 TARGET_WALL_S = {1000: 1.15, 10_000: 2.5}
 TARGET_P99_VS_NGINX_MS = 20.0
+COUNTERS = ("ListenOverflows", "TCPSynRetrans")
+"""Kernel counters read before and after each burst (machine-wide: run nothing else)."""
 
 
 async def _asyncio_burst(port: int, clients: int, timeout: float, window: int) -> list[c.Timed]:
@@ -204,6 +210,7 @@ def main() -> None:
     overs: dict[tuple[str, int], list[float]] = {}
     walls: dict[tuple[str, int], list[float]] = {}
     fails: dict[tuple[str, int], Counter[str]] = {}
+    drops: dict[tuple[str, int], list[list[int]]] = {}
     with ExitStack() as stack:
         path = stack.enter_context(c.scenario_file(c.DELAY_SCENARIO))
         healthy = str(c.REPO / "scenarios" / "healthy.yaml")
@@ -215,12 +222,17 @@ def main() -> None:
         for clients in args.clients:
             for _ in range(args.rounds):
                 for name, port in ports.items():
+                    before = c.tcp_counters(*COUNTERS)
                     if args.client == "epoll":
                         timed = epoll_burst(port, clients, args.timeout, args.connect_window)
                     else:
                         burst = _asyncio_burst(port, clients, args.timeout, args.connect_window)
                         timed = asyncio.run(burst)
+                    after = c.tcp_counters(*COUNTERS)
                     key = (name, clients)
+                    drops.setdefault(key, []).append(
+                        [after[n] - before[n] for n in COUNTERS if n in before and n in after]
+                    )
                     answered = [t for t in timed if t.outcome == "ok"]
                     overs.setdefault(key, []).extend(
                         ((t.done - t.sent) - DELAY_S) * 1000 for t in answered
@@ -259,6 +271,7 @@ def main() -> None:
                 f"{c.percentile(over, 50):.0f}",
                 f"{c.percentile(over, 99):.0f}",
                 f"{max(over):.0f}" if over else "nan",
+                " ".join("/".join(str(v) for v in burst) for burst in drops[key]) or "?",
                 verdict,
             )
         )
@@ -271,6 +284,7 @@ def main() -> None:
         "over p50 ms",
         "over p99 ms",
         "over max ms",
+        "overflows/SYNs resent per burst",
         "target",
     )
     c.print_table(headers, rows)

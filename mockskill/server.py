@@ -115,7 +115,10 @@ def listen(
     port and the kernel spreads connections among them (``--workers``, Linux).
     """
     family = select_address_family(host, port)
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # The protocol named, not 0: asyncio's loop (no uvloop installed) sets TCP_NODELAY
+    # only on accepted sockets that say TCP, and they say what this one says.
+    tcp = family in (socket.AF_INET, socket.AF_INET6)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP if tcp else 0)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:

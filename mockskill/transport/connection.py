@@ -138,8 +138,8 @@ class Connection(Playing, asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._shared.timers.run_due()  # waits that are over end before an arrival is handled
-        # Answers are written whole, and both loops (asyncio's, uvloop's) set TCP_NODELAY
-        # on the sockets they accept: Nagle does not hold an answer's last segment.
+        # Answers are written whole, and the listener sets TCP_NODELAY on the sockets it
+        # accepts (listening.py): Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")

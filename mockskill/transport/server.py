@@ -29,6 +29,7 @@ from typing import Literal
 
 from .connection import Connection
 from .handler import Handler
+from .listening import Listener
 from .reading import Limits
 from .shared import Shared
 
@@ -55,6 +56,22 @@ def new_loop(kind: LoopKind = "auto") -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to *host* (an address, or a name of one) and *port* (0: any)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on what a socket that says TCP accepts.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class Server:
     """An HTTP/1.1 server on the running event loop, answering through *handler*."""
 
@@ -78,6 +95,7 @@ class Server:
         self.backlog = backlog
         self._sock = sock
         self._server: asyncio.AbstractServer | None = None
+        self._listener: Listener | None = None
         self._shared: Shared | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_stop_request: Callable[[], None] | None = None
@@ -88,20 +106,22 @@ class Server:
         self._loop = loop
         shared = Shared(self.handler, self.limits, loop, self.before_trim)
         self._shared = shared
-        if self._sock is not None:
-            server = await loop.create_server(
-                lambda: Connection(shared), sock=self._sock, backlog=self.backlog
-            )
-        else:
-            server = await loop.create_server(
-                lambda: Connection(shared),
-                self.host,
-                self.port,
-                backlog=self.backlog,
-                reuse_address=True,
-            )
+        sock = self._sock if self._sock is not None else _bind(self.host, self.port)
+        timers = shared.timers
+
+        def connection() -> Connection:
+            # Made in a pass of the loop that sets up thousands of them in a burst: what
+            # is due (waits that are over, the next look at the listening socket) runs
+            # between them, not after them all.
+            timers.run_due()
+            return Connection(shared)
+
+        server = await loop.create_server(connection, sock=sock, backlog=self.backlog)
         self._server = server
-        self.port = int(server.sockets[0].getsockname()[1])
+        listener = Listener(loop, sock, connection, timers)
+        shared.arrived = listener.arrived
+        self._listener = listener
+        self.port = int(sock.getsockname()[1])
 
     @property
     def accepted(self) -> int:
@@ -130,16 +150,18 @@ class Server:
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> bool:
         """Stop accepting now, drain for up to *grace* s, cut the rest; True if none was cut."""
-        if self._server is None or self._shared is None:
+        if self._server is None or self._listener is None or self._shared is None:
             return True
-        self._server.close()  # the listening socket: no new connection from here on
+        # The listening socket (both ways in): no new connection from here on.
+        self._server.close()
+        await self._listener.close()
         for _ in range(3):
             # Connections the loop accepted just before are still being made (a task
             # on asyncio's loop): let them in, so that the drain closes them in order.
             await asyncio.sleep(0)
         drained = await self._shared.drain(grace) if grace > 0 else False
         await self._shared.cut()
-        self._server = None
+        self._server = self._listener = None
         return drained
 
 

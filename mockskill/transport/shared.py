@@ -75,6 +75,10 @@ def trim_heap() -> bool:
     return True
 
 
+def _nothing() -> None:
+    pass
+
+
 def resolve(future: asyncio.Future[Any], value: Any) -> None:
     """Set *future*'s result unless it is done already."""
     if not future.done():
@@ -101,6 +105,8 @@ class Shared:
         self.timers = Timers(loop)
         """The connections' waits, by the millisecond they end, on one loop timer."""
         self.connections: set[Connection] = set()
+        self.arrived: Callable[[], None] = _nothing
+        """Called as each connection arrives (the listener: take what else is queued)."""
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
         self.draining = False
@@ -121,6 +127,7 @@ class Shared:
         self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
     def register(self, connection: Connection) -> int:
+        self.arrived()
         self.accepted += 1
         self.connections.add(connection)
         self._peak = max(self._peak, len(self.connections))

@@ -112,8 +112,8 @@ def test_a_connection_has_no_instance_dict(loop: str) -> None:
 
 
 def test_accepted_sockets_do_not_delay_small_writes(loop: str) -> None:
-    # Both loops set TCP_NODELAY on what they accept: an answer's last segment is not
-    # held back by Nagle waiting for the client's ACK.
+    # The listener sets TCP_NODELAY on what it accepts (on either loop): an answer's last
+    # segment is not held back by Nagle waiting for the client's ACK.
     with serving(loop=loop) as (server, _), connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
         sock.recv(65536)
