@@ -52,7 +52,8 @@ def take(table: RoutingTable, target: Target, session: str) -> Take:
     parts = table.takes.get(target.key)
     if parts is None:  # the same for every request on the table: made once
         parts = table.takes[target.key] = _take_parts(table, target)
-    return _new(Take, (session, *parts))
+    key, generation, scenario, outage, draws = parts  # a tuple built at once, not a starred one
+    return _new(Take, (session, key, generation, scenario, outage, draws))
 
 
 def _take_parts(
