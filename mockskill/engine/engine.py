@@ -359,7 +359,10 @@ class Engine:
                 return self._judged(refusal, started, session, table, target, urls)
             if refusal is None:  # a sequence step (_choose's, here: every request comes here)
                 decided = Decided(started, session, table, target, urls, None, False)
-                take = choosing.take(table, target, session)
+                takes = table.takes.get(target.key)  # choosing.take's, here: kept for the session
+                take = None if takes is None else takes.get(session)
+                if take is None:
+                    take = choosing.take(table, target, session)
                 if self._answer is not None:  # an inline store: answered here, no Pending
                     return choosing.choose(decided, self._answer(take))
                 return _new(Pending, (take, decided.took))
