@@ -49,10 +49,19 @@ class Chosen:
 def take(table: RoutingTable, target: Target, session: str) -> Take:
     """What *target*'s next request in *session* takes of the store, on *table* (the one
     it was matched on: a scenario removed or deactivated since the match is not in it)."""
-    parts = table.takes.get(target.key)
-    if parts is None:  # the same for every request on the table: made once
-        parts = table.takes[target.key] = _take_parts(table, target)
-    return _new(Take, (session, *parts))
+    takes = table.takes.get(target.key)
+    if takes is None:
+        takes = table.takes[target.key] = {}
+    took = takes.get(session)
+    if took is None:  # the same for every request of the session on the table: made once
+        if len(takes) >= MAX_KEPT_TAKES:
+            takes.clear()  # atomic, unlike evicting one: handle() runs on threads
+        took = takes[session] = _new(Take, (session, *_take_parts(table, target)))
+    return took
+
+
+MAX_KEPT_TAKES = 256
+"""Sessions whose Take of a sequence a table keeps (beyond: made anew, then kept)."""
 
 
 def _take_parts(

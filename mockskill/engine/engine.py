@@ -80,6 +80,9 @@ class Engine:
         host: str = "127.0.0.1",
     ) -> None:
         self.state = state
+        self._answer = None if state.remote else state.answer
+        """An inline store's answer(): the driver inlined where a step needs it (no Pending
+        made, nothing resumed); None for a remote store, whose needs are handed out."""
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
         self._open = False
@@ -154,8 +157,8 @@ class Engine:
         with timers; both decide through :meth:`_decide`.
         """
         incoming = Incoming.of(request)
-        result = self._decide(incoming)
-        try:
+        try:  # an inline store answers within _decide: it may raise there too
+            result = self._decide(incoming)
             decided = answered(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
             return respond(self._unavailable(incoming, exc))
@@ -202,8 +205,8 @@ class Engine:
         says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._decide(incoming) if answered is None else answered
         try:
+            result = self._decide(incoming) if answered is None else answered
             while type(result) is Pending:  # answered(), inline: every request comes here
                 need, resume = result  # unpacked: faster than a NamedTuple's attributes
                 result = resume(self.state.answer(need))
@@ -251,8 +254,8 @@ class Engine:
         """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
         for a remote store, which must never block it."""
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
-        result = self._decide(incoming)
         try:
+            result = self._decide(incoming)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
             return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
@@ -264,7 +267,10 @@ class Engine:
         target = decided.target
         if decided.reply is not None or isinstance(target, Miss):
             return decided
-        return Pending(choosing.take(decided.table, target, decided.session), decided.took)
+        take = choosing.take(decided.table, target, decided.session)
+        if self._answer is not None:  # an inline store (see _decide)
+            return choosing.choose(decided, self._answer(take))
+        return Pending(take, decided.took)
 
     def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
         """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
@@ -350,22 +356,38 @@ class Engine:
         else:  # a provider refuses callers it must not serve before running the skill
             refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
-                found = target
-
-                def judged(refused: Reply | None) -> Later[Decided]:
-                    filled = None if refused is None else urls.fill(refused)
-                    return self._choose(
-                        Decided(started, session, table, found, urls, filled, False)
-                    )
-
-                return refusal.then(judged)
+                return self._judged(refusal, started, session, table, target, urls)
             if refusal is None:  # a sequence step (_choose's, here: every request comes here)
-                took = Decided(started, session, table, target, urls, None, False).took
-                return _new(Pending, (choosing.take(table, target, session), took))
+                decided = Decided(started, session, table, target, urls, None, False)
+                takes = table.takes.get(target.key)  # choosing.take's, here: kept for the session
+                take = None if takes is None else takes.get(session)
+                if take is None:
+                    take = choosing.take(table, target, session)
+                if self._answer is not None:  # an inline store: answered here, no Pending
+                    return choosing.choose(decided, self._answer(take))
+                return _new(Pending, (take, decided.took))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
+
+    def _judged(
+        self,
+        refusal: Pending[Reply | None],
+        started: float,
+        session: str,
+        table: RoutingTable,
+        target: Target,
+        urls: Urls,
+    ) -> Pending[Decided]:
+        """:meth:`_decide`'s end for a request judged on the store's answer (a token): a
+        method, not a closure there, whose captured names would cost every request a cell."""
+
+        def judged(refused: Reply | None) -> Later[Decided]:
+            filled = None if refused is None else urls.fill(refused)
+            return self._choose(Decided(started, session, table, target, urls, filled, False))
+
+        return refusal.then(judged)
 
     def _refusal(
         self, request: Incoming, table: RoutingTable, target: Target
@@ -378,11 +400,19 @@ class Engine:
         if skill is not None and skill.requires is not None and target.kind == "invoke":
             refused = auth.check(request, skill.requires, table.credentials, target.context)
             if isinstance(refused, Pending):
-                return refused.then(lambda reply: reply or self._versions(request, target))
+                return self._then_versions(refused, request, target)
             if refused is not None:
                 return refused
         version = request.headers.get(_VERSION)  # _versions', here: every request comes here
         return None if version is None else version_reply(target, version)
+
+    def _then_versions(
+        self, refused: Pending[Reply | None], request: Incoming, target: Target
+    ) -> Pending[Reply | None]:
+        """*refused*, then :meth:`_versions` when the store's answer lets the caller in: a
+        method, not a lambda in :meth:`_refusal`, whose captured names would cost a cell
+        on every request."""
+        return refused.then(lambda reply: reply or self._versions(request, target))
 
     def _versions(self, request: Incoming, target: Target) -> Reply | None:
         """422 for a caller asking for a protocol version the skill does not speak."""

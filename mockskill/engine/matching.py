@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, MapAdapter, Rule
@@ -21,6 +21,9 @@ from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
 from ..scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
 from .state import MAX_PATH, shorten
+
+if TYPE_CHECKING:
+    from .store import Take
 
 Kind = Literal["list", "describe", "invoke", "route"]
 _SURFACE = (
@@ -98,9 +101,9 @@ class RoutingTable:
         self.seed = 0
         """The server's seed, which draws use when a scenario sets none (set with
         :attr:`generations`)."""
-        self.takes: dict[str, tuple[str, int, str, tuple[float, float] | None, bool]] = {}
-        """Per sequence key, what its Take holds besides the session (``choosing.take``
-        fills it on first use: it is the same for every request on this table)."""
+        self.takes: dict[str, dict[str, Take]] = {}
+        """Per sequence key, per session, its Take (``choosing.take`` fills it on first
+        use: it is the same for every request of the session on this table)."""
         self.credentials = scenarios.credentials
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {

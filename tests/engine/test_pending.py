@@ -20,6 +20,7 @@ from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
 from mockskill import load_text
+from mockskill.engine import choosing
 from mockskill.engine.engine import STATE_UNAVAILABLE, Engine
 from mockskill.engine.pending import Pending, answered, awaited
 from mockskill.engine.state import State
@@ -136,6 +137,19 @@ def test_a_plain_step_makes_one_take() -> None:
         1,
     )
     assert store.needs == [Take("a", "skill/plain/invoke", 0, "shop", None, False)]
+
+
+def test_each_session_takes_its_own_step_beyond_the_takes_a_table_keeps() -> None:
+    # The routing table keeps each session's Take (choosing.MAX_KEPT_TAKES of them):
+    # more sessions than that, twice over, each still takes its own positions.
+    store = Recording(seed=1)
+    served = engine(store)
+    sessions = [f"s{i}" for i in range(choosing.MAX_KEPT_TAKES + 44)]
+    for expected in (1, 2):
+        for session in sessions:
+            call = request("POST", "/skills/plain/invoke", {"Mockskill-Session": session})
+            assert body(served, call) == (200, expected)
+    assert [need.session for need in store.needs if isinstance(need, Take)] == sessions * 2
 
 
 def test_a_miss_a_listing_and_a_forced_error_make_none() -> None:
