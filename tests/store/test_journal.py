@@ -224,6 +224,14 @@ def test_the_stream_shows_what_kept_shows_at_the_edges_of_its_cheap_path(
         for entry, shown in zip(recorded, got, strict=True)
     ]
     assert got == want
+    # ... and what kept shows, spelled out (kept's own test of plain texts is the one above):
+    assert (got[0].path, got[0].method) == (recorded[0].path, recorded[0].method)
+    assert got[2].session.endswith("...[1 more characters]")
+    assert got[3].skill.endswith("...[1 more characters]")  # type: ignore[union-attr]
+    assert got[3].credential.endswith("...[1 more characters]")  # type: ignore[union-attr]
+    assert got[4].path == "/caf\u00e9/%E2%80%AEevil"
+    assert (got[5].path, got[5].protocol_version) == ("/a%09b", "1%7F")
+    assert (got[8].credential, got[8].skill) == (f"bearer {MASK}", "%E2%80%A8")
     assert (got[7].session, got[7].path) == ("s3c", "ret/")
     assert got[6].path == f"/x/{MASK}"
     assert got[9].near_misses[0]["reasons"] == [f"header {MASK}"]
