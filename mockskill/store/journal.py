@@ -106,6 +106,8 @@ SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
 other fields, write theirs under another key: each reads the other's by its names)."""
 _SCHEMA_KEY = SCHEMA_KEY.encode()
 _VALUES = operator.attrgetter(*Recorded._fields)
+_Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
+"""A queued record and the secrets hidden when it was recorded (None: built already)."""
 _RETRY = Recorded._fields.index("retry")
 _NEAR_MISSES = Recorded._fields.index("near_misses")
 _JOURNALS: weakref.WeakSet[RedisJournal] = weakref.WeakSet()
@@ -205,7 +207,7 @@ class RedisJournal:
         """An empty queue, its lock and events, and a flusher not yet started."""
         # The queue and its counts, behind one lock (a record holds it for an append):
         self._lock = threading.Lock()
-        self._queue: deque[tuple[Entry | Recorded, tuple[str, ...]]] = deque(maxlen=self._capacity)
+        self._queue: deque[_Slot] = deque(maxlen=self._capacity)
         self._queued = 0
         """How many records were queued, ever: the last one's number."""
         self._done = 0
@@ -263,9 +265,9 @@ class RedisJournal:
         One holding a text over its bound is built at once (as in memory), so
         that the queue holds no more than bounded entries meanwhile.
         """
-        hidden = self._hidden
+        hidden: tuple[str, ...] | None = self._hidden
         if oversized(entry):
-            entry, hidden = kept(entry, hidden), ()
+            entry, hidden = kept(entry, self._hidden), None  # built: shown as is (cut once)
         with self._lock:
             queue = self._queue
             if not queue:
@@ -407,20 +409,20 @@ class RedisJournal:
                 self._hurry.clear()
                 wait = min(wait * 2, RETRY_AFTER[1])
 
-    def _take(self) -> Iterator[tuple[Entry | Recorded, tuple[str, ...]]]:
+    def _take(self) -> Iterator[_Slot]:
         """The oldest queued, up to :data:`MAX_BATCH` (hold the lock)."""
         queue = self._queue
         for _ in range(min(len(queue), MAX_BATCH)):
             yield queue.popleft()
 
-    def _encoded(self, batch: list[tuple[Entry | Recorded, tuple[str, ...]]]) -> list[Any]:
+    def _encoded(self, batch: list[_Slot]) -> list[Any]:
         """The script's arguments for *batch*: capacity, schema, then (session, JSON) per entry."""
         args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA]
         replica = self.replica
         for recorded, hidden in batch:
             try:
                 values = _shown(recorded, hidden, replica)
-                args += (_utf8(values.session), encoded(values).encode())
+                args += (_utf8(values[_SESSION]), _json(values).encode())
             except Exception:  # one entry that cannot be encoded is lost, not the batch
                 self._unencodable += 1
         return args
@@ -437,22 +439,35 @@ def _bytes(value: bytes | str) -> bytes:
 
 
 _new_recorded = tuple.__new__
+_SESSION = Recorded._fields.index("session") - 1
+"""Where an entry's session is in :func:`_shown`'s values (they leave the id out)."""
 
 
-def _shown(recorded: Entry | Recorded, hidden: tuple[str, ...], replica: str | None) -> Recorded:
-    """*recorded*'s values as the journal shows them (:func:`kept`), naming *replica*.
+def _shown(
+    recorded: Entry | Recorded, hidden: tuple[str, ...] | None, replica: str | None
+) -> list[Any]:
+    """*recorded*'s values but its id as the stream holds them (what :func:`encoded` makes
+    of what :func:`kept` shows), naming *replica*. *hidden* None: *recorded* is kept's
+    already (an oversized one, built when recorded): cut again, its marker would lie.
 
-    A tuple, not the Entry :func:`kept` would build (a frozen dataclass of 29
-    fields costs several of these): the stream holds only its JSON.
+    Plain values, not the Entry :func:`kept` would build (a frozen dataclass of
+    29 fields costs several of these): the stream holds only their JSON.
     """
-    if type(recorded) is not Recorded:
-        recorded = _new_recorded(Recorded, _VALUES(recorded))
-    changes = shown_changes(recorded, hidden)
+    values: list[Any] = list(recorded if type(recorded) is Recorded else _VALUES(recorded))
+    changes = None if hidden is None else shown_changes(recorded, hidden)  # most often none
     if changes:
-        recorded = recorded._replace(**changes)
-    if replica is None:
-        return recorded
-    return _new_recorded(Recorded, (*recorded[:-1], replica))  # replica is the last field
+        for name, value in changes.items():
+            values[_INDEX[name]] = value
+    retry = values[_RETRY]
+    if retry is not None:
+        values[_RETRY] = (retry.suggested_delay_ms, retry.max_attempts)
+    if replica is not None:
+        values[-1] = replica  # replica is the last field
+    del values[0]
+    return values
+
+
+_INDEX = {name: i for i, name in enumerate(Recorded._fields)}
 
 
 def _after_fork() -> None:

@@ -15,7 +15,15 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from mockskill.engine.entries import MASK, MAX_PATH, MAX_TEXT, Entry, Recorded
+from mockskill.engine.entries import (
+    MASK,
+    MAX_PATH,
+    MAX_SESSION_NAME,
+    MAX_TEXT,
+    Entry,
+    Recorded,
+    kept,
+)
 from mockskill.protocol.catalog import Retry
 from mockskill.store.journal import RedisJournal, decoded, encoded
 
@@ -186,6 +194,48 @@ def test_an_entry_over_the_bounds_is_stored_bounded_and_escaped(
     assert entry.method.startswith("P" * MAX_TEXT + "...[")
     assert entry.protocol_version == "1%0A2"
     assert max(len(v) for _, f in a.client.xrange(a.stream) for v in f.values()) < 2000
+
+
+def test_the_stream_shows_what_kept_shows_at_the_edges_of_its_cheap_path(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    """The stream's entries are :func:`kept`'s, whichever texts the cheap test lets through."""
+    a = journals(replica=None)
+    a.hide("s3cret")
+    miss = {"endpoint": "invoke", "skill": "w", "reasons": ["header s3cret"]}
+    recorded = [
+        request(path="/" + "p" * (MAX_PATH - 1), method="M" * MAX_TEXT),  # exactly at the bounds
+        request(path="/" + "p" * MAX_PATH),  # one over
+        request(session="s" * (MAX_SESSION_NAME + 1)),
+        request(skill="k" * (MAX_TEXT + 1), credential="c" * (MAX_TEXT + 1)),
+        request(path="/caf\u00e9/\u202eevil"),  # printable non-ASCII, then a bidi override
+        request(path="/a\tb", protocol_version="1\x7f"),  # ASCII controls
+        request(path="/x/s3cret"),  # a secret in a field
+        request(session="s3c", path="ret/"),  # one across two fields: a false alarm only
+        request(credential="bearer s3cret", skill="\u2028"),
+        request(near_misses=(miss,)),  # a near miss's reason holding a secret
+        request(),  # the plain case
+    ]
+    for entry in recorded:
+        a.record(entry)
+    got = a.entries()
+    want = [
+        dataclasses.replace(kept(entry, ("s3cret",)), id=shown.id)
+        for entry, shown in zip(recorded, got, strict=True)
+    ]
+    assert got == want
+    # ... and what kept shows, spelled out (kept's own test of plain texts is the one above):
+    assert (got[0].path, got[0].method) == (recorded[0].path, recorded[0].method)
+    assert got[2].session.endswith("...[1 more characters]")
+    assert got[3].skill.endswith("...[1 more characters]")  # type: ignore[union-attr]
+    assert got[3].credential.endswith("...[1 more characters]")  # type: ignore[union-attr]
+    assert got[4].path == "/caf\u00e9/%E2%80%AEevil"
+    assert (got[5].path, got[5].protocol_version) == ("/a%09b", "1%7F")
+    assert (got[8].credential, got[8].skill) == (f"bearer {MASK}", "%E2%80%A8")
+    assert (got[7].session, got[7].path) == ("s3c", "ret/")
+    assert got[6].path == f"/x/{MASK}"
+    assert got[9].near_misses[0]["reasons"] == [f"header {MASK}"]
+    assert got[1].path.endswith("...[1 more characters]")  # cut once, when recorded
 
 
 def every_field() -> Entry:
