@@ -23,6 +23,7 @@ from ._version import __version__
 from .app import DEFAULT_MAX_BODY
 from .cli_banner import banner, count, report_reload
 from .engine.state import DEFAULT_JOURNAL_SIZE
+from .listening import ServerError, is_loopback
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
@@ -31,7 +32,7 @@ from .scenario.model import ScenarioSet
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
-from .server import DEFAULT_KEEP_ALIVE, Server, ServerError, is_loopback
+from .server import DEFAULT_KEEP_ALIVE, Server
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
 from .transport import DEFAULT_GRACE
 from .workers import (
