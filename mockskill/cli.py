@@ -260,7 +260,8 @@ def serve(
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none).
 
-    PATHS may also come from MOCKSKILL_SCENARIOS (several joined with ':').
+    PATHS may also come from MOCKSKILL_SCENARIOS (several joined with ':'). With a
+    shared --state and no PATHS, the set the fleet stored there (the bundled ones if none).
     """
     if watch and not paths:
         raise click.UsageError(
@@ -284,11 +285,14 @@ def serve(
             err=True,
         )
     scenarios = _load_or_exit(paths, max_delay)
+    # A replica given no files joins the set its fleet shares (the bundled one is
+    # published only when none is stored); alone, it serves the bundled scenarios.
+    joins = shared and not paths
     if worker_index is not None and not quiet:
         log_as_worker(worker_index)
     try:
         server = Server(
-            scenarios,
+            None if joins else scenarios,
             host=host,
             port=port,
             seed=seed,
@@ -307,7 +311,7 @@ def serve(
         raise SystemExit(f"mockskill: {exc}") from None
     if worker_index is None or worker_index == 1:
         worker = "" if worker_index is None else f"worker {worker_index}, pid {os.getpid()}; "
-        click.echo(banner(server, scenarios, paths, state, worker))
+        click.echo(banner(server, paths, state, worker, joined=joins))
     else:  # the first worker shows the banner; each other says it serves
         click.echo(f"mockskill: worker {worker_index} (pid {os.getpid()}) serving at {server.url}")
     if watch:
