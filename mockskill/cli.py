@@ -23,6 +23,7 @@ from ._version import __version__
 from .app import DEFAULT_MAX_BODY
 from .cli_banner import banner, count, report_reload
 from .engine.state import DEFAULT_JOURNAL_SIZE
+from .listening import ServerError, is_loopback
 from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
@@ -31,7 +32,7 @@ from .scenario.model import ScenarioSet
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
-from .server import DEFAULT_KEEP_ALIVE, Server, ServerError, is_loopback
+from .server import DEFAULT_KEEP_ALIVE, Server
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
 from .transport import DEFAULT_GRACE
 from .workers import (
@@ -259,7 +260,8 @@ def serve(
 ) -> None:
     """Serve the scenarios in PATHS (files or folders; the bundled ones if none).
 
-    PATHS may also come from MOCKSKILL_SCENARIOS (several joined with ':').
+    PATHS may also come from MOCKSKILL_SCENARIOS (several joined with ':'). With a
+    shared --state and no PATHS, the set the fleet stored there (the bundled ones if none).
     """
     if watch and not paths:
         raise click.UsageError(
@@ -283,11 +285,14 @@ def serve(
             err=True,
         )
     scenarios = _load_or_exit(paths, max_delay)
+    # A replica given no files joins the set its fleet shares (the bundled one is
+    # published only when none is stored); alone, it serves the bundled scenarios.
+    joins = shared and not paths
     if worker_index is not None and not quiet:
         log_as_worker(worker_index)
     try:
         server = Server(
-            scenarios,
+            None if joins else scenarios,
             host=host,
             port=port,
             seed=seed,
@@ -306,7 +311,7 @@ def serve(
         raise SystemExit(f"mockskill: {exc}") from None
     if worker_index is None or worker_index == 1:
         worker = "" if worker_index is None else f"worker {worker_index}, pid {os.getpid()}; "
-        click.echo(banner(server, scenarios, paths, state, worker))
+        click.echo(banner(server, paths, state, worker, joined=joins))
     else:  # the first worker shows the banner; each other says it serves
         click.echo(f"mockskill: worker {worker_index} (pid {os.getpid()}) serving at {server.url}")
     if watch:

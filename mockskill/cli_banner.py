@@ -8,7 +8,7 @@ import click
 
 from ._version import __version__
 from .admin.watch import ReloadResult
-from .scenario.model import Scenario, ScenarioSet
+from .scenario.model import Scenario
 from .scenario.problems import format_report
 from .server import Server
 from .store.url import is_shared, masked
@@ -42,10 +42,19 @@ def report_reload(server: Server, result: ReloadResult) -> None:
 
 
 def banner(
-    server: Server, scenarios: ScenarioSet, paths: tuple[Path, ...], state: str, worker: str
+    server: Server, paths: tuple[Path, ...], state: str, worker: str, *, joined: bool = False
 ) -> str:
+    """What ``serve`` prints at start: where, what, and each served scenario's URLs.
+
+    *joined*: started without PATHS on a shared state, the server serves the
+    fleet's stored set (version shown), which is what it lists.
+    """
     url = server.url
-    source = ", ".join(str(p) for p in paths) if paths else "bundled scenarios"
+    scenarios = server.engine.scenarios
+    if joined:
+        source = f"the shared scenario set (version {server.registry.version})"
+    else:
+        source = ", ".join(str(p) for p in paths) if paths else "bundled scenarios"
     lines = [
         f"mockskill {__version__} serving {source} at {url}"
         f"  ({worker}seed {server.seed}; Ctrl-C stops)",

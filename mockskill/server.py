@@ -22,35 +22,36 @@ it with the admin API, and its scenario methods delegate to it.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import gc
-import ipaddress
 import itertools
-import logging
-import re
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_plus
-
-from werkzeug.serving import get_sockaddr, select_address_family
 
 from . import transport
+from .access_log import access_log, log_request, log_to_stderr, masked
 from .admin.registry import LoadedScenario, Registry
 from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
 from .engine.plan import Outcome
-from .engine.state import DEFAULT_JOURNAL_SIZE, Entry, State
+from .engine.state import DEFAULT_JOURNAL_SIZE, Entry
 from .engine.store import Store
+from .listening import (
+    BACKLOG,
+    ServerError,
+    exposed_without_token,
+    is_loopback,
+    listen,
+    raise_fd_limit,
+)
 from .scenario.loader import Scenarios, Source, load_any
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
+from .server_store import open_state, set_moves_state, share, shared_url
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
 
@@ -61,151 +62,25 @@ if TYPE_CHECKING:
     from . import audit
     from .store.scenarios import SharedScenarios
 
+__all__ = [
+    "BACKLOG",
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_KEEP_ALIVE",
+    "YOUNG_GC_THRESHOLD",
+    "Server",
+    "ServerError",
+    "access_log",
+    "exposed_without_token",
+    "is_loopback",
+    "listen",
+    "masked",
+]
+"""The face: the Server, and what its neighbours own that callers name from here."""
+
 DEFAULT_KEEP_ALIVE = Limits.keep_alive
 """Seconds an idle kept-alive connection stays open (see :class:`mockskill.transport.Limits`)."""
 DEFAULT_HEADER_TIMEOUT = Limits.header_timeout
 """Seconds a request head may take (slowloris → 408)."""
-access_log = logging.getLogger("mockskill.access")
-"""The request log (``quiet=False``): one line per exchange, secrets masked."""
-
-BACKLOG = 4096
-"""Pending connections the kernel queues (capped by net.core.somaxconn)."""
-
-
-class ServerError(Exception):
-    """The server could not start; the message says why and what to do."""
-
-
-SECRET_PARAMETERS = frozenset(
-    {
-        "access_token",
-        "api_key",
-        "apikey",
-        "client_secret",
-        "id_token",
-        "password",
-        "refresh_token",
-        "token",
-    }
-)
-"""Query parameters whose values the request log masks (names compared decoded, in any case)."""
-_PARAMETER = re.compile(r"([?&;])([^=&;#\s\"']+)=([^&;#\s\"']*)")
-
-
-def masked(text: str, token: str | None) -> str:
-    """*text* (a request-log line) with the admin *token* and secret query values as ``***``."""
-    if token:
-        text = text.replace(token, "***")
-    return _PARAMETER.sub(_masked_parameter, text)
-
-
-def _masked_parameter(match: re.Match[str]) -> str:
-    separator, name, _ = match.groups()
-    if unquote_plus(name).strip().lower() in SECRET_PARAMETERS:
-        return f"{separator}{name}=***"
-    return match.group(0)
-
-
-def listen(
-    host: str, port: int, *, reuse_port: bool = False, listening: bool = True
-) -> socket.socket:
-    """A socket bound to *host*:*port* (listening unless not *listening*), or ServerError.
-
-    *reuse_port* sets SO_REUSEPORT, so that several processes each listen on the
-    port and the kernel spreads connections among them (``--workers``, Linux).
-    """
-    family = select_address_family(host, port)
-    # The protocol named, not 0: asyncio's loop (no uvloop installed) sets TCP_NODELAY
-    # only on accepted sockets that say TCP, and they say what this one says.
-    tcp = family in (socket.AF_INET, socket.AF_INET6)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP if tcp else 0)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(get_sockaddr(host, port, family))
-        if listening:
-            sock.listen(BACKLOG)
-    except OSError as exc:
-        sock.close()
-        hint = ""
-        if exc.errno == errno.EADDRINUSE:
-            hint = (
-                f"; port {port} is in use: stop what holds it, or pick another with --port (0: any)"
-            )
-        elif exc.errno == errno.EADDRNOTAVAIL:
-            hint = f"; {host} is not an address of this machine"
-        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from exc
-    return sock
-
-
-def _raise_fd_limit() -> None:
-    """Allow a descriptor per connection for thousands of clients (best effort)."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not on Windows
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = hard if hard != resource.RLIM_INFINITY else 65536
-    if soft < wanted:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-
-
-def is_loopback(host: str) -> bool:
-    """Whether *host* is only reachable from this machine (127.0.0.0/8, ::1, localhost)."""
-    host = host.strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name that may resolve anywhere
-
-
-def exposed_without_token(host: str) -> str:
-    """Why a Server on *host* without an admin token is refused, and the ways out."""
-    return (
-        f"refusing to serve on {host}, which is not a loopback address, without an admin"
-        " token: anyone who can reach it could reset or reconfigure this server. Pass"
-        " --admin-token TOKEN (or set MOCKSKILL_ADMIN_TOKEN; Server(admin_token=...)), or"
-        " --insecure-admin (Server(insecure_admin=True)) to serve the admin surface to anyone,"
-        " or bind 127.0.0.1"
-    )
-
-
-def _store(
-    state: Store | str | None, seed: int | None, journal_size: int, replica: str | None
-) -> Store:
-    """The store a Server keeps its state in: *state*, else a new in-memory one.
-
-    A store named by URL is opened here (``memory``, or a shared one: connected
-    at once, an unusable one a ServerError naming the masked URL and why), with
-    *seed*, *journal_size* and *replica*. A store given brings its own seed and
-    journal bound: *seed* and *journal_size*, when given too, must say the same,
-    rather than be silently ignored.
-    """
-    if state is None:
-        return State(seed=seed, journal_size=journal_size)
-    if isinstance(state, str):
-        # mockskill.store imports the Redis client only for a shared URL.
-        from .store import BadStoreURL, StoreOpenError, open_store
-
-        try:
-            return open_store(state, seed=seed, journal_size=journal_size, replica=replica)
-        except (BadStoreURL, StoreOpenError) as error:
-            raise ServerError(str(error)) from None
-    if seed is not None and seed != state.seed:
-        raise ServerError(
-            f"seed {seed} differs from the given state store's seed {state.seed}: a store"
-            " brings its own seed (give it there, or give no seed)"
-        )
-    if journal_size not in (DEFAULT_JOURNAL_SIZE, state.capacity):
-        raise ServerError(
-            f"journal_size {journal_size} differs from the given state store's journal"
-            f" bound {state.capacity}: a store brings its own (give it there)"
-        )
-    return state
 
 
 class Server:
@@ -274,21 +149,26 @@ class Server:
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
         self.host = host
-        self.state: Store = _store(state, seed, journal_size, replica)
+        self.state: Store = open_state(state, seed, journal_size, replica)
         self._owns_state = isinstance(state, str)
         """Whether the Server opened its store (from a URL): it closes it when it stops."""
         self._state_closed = False
+        shares = shared_url(state, shared_scenarios)
+        # Sharing a set that moves this state's outage windows, the replica that publishes
+        # a set starts them with it; starting them here too would move the fleet's.
         self.engine = Engine(
-            load_any(scenarios, max_delay_ms=max_delay_ms), self.state, raw_socket=True, host=host
+            load_any(scenarios, max_delay_ms=max_delay_ms),
+            self.state,
+            raw_socket=True,
+            host=host,
+            activate=not set_moves_state(self.state, shares),
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
-        if shared_scenarios is None and isinstance(state, str) and state not in ("", "memory"):
-            shared_scenarios = state  # a shared state shares its scenarios: one truth
         self._shared: SharedScenarios | None = None
-        if shared_scenarios is not None and shared_scenarios != "memory":
+        if shares is not None:
             try:
-                self._shared = self._share(shared_scenarios, scenarios is None)
+                self._shared = share(self.registry, shares, joins=scenarios is None)
             except BaseException:
                 if self._owns_state:
                     self.state.close()
@@ -315,39 +195,6 @@ class Server:
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
-
-    def _share(self, url: str, joins: bool) -> SharedScenarios:
-        """Serve the scenario set shared on the Redis at *url* (docs/admin.md).
-
-        Imported here, only when asked for: a server that shares nothing never
-        imports the Redis client. *joins*: started without scenarios of its
-        own, it serves the stored set rather than publishing the bundled one.
-        """
-        from .engine.store import StoreUnavailable
-        from .store.redis import RedisStore
-        from .store.scenarios import SharedScenarios
-        from .store.url import BadStoreURL
-
-        state = self.state
-        # The state on the same Redis: a version restarts its sequences there in the same
-        # step (else a replica hearing of it first could build on the old generations).
-        same = isinstance(state, RedisStore) and state.url == url
-        keys = (state.keys.gen, state.keys.act) if isinstance(state, RedisStore) else None
-        try:
-            shared = SharedScenarios(url, state_keys=keys if same else None)
-        except BadStoreURL as exc:
-            raise ServerError(str(exc).replace("--state", "shared_scenarios", 1)) from None
-        try:
-            self.registry.share(shared, publish=not joins)
-        except StoreUnavailable as exc:
-            shared.stop()
-            raise ServerError(
-                f'{exc}: is Redis running there? (shared_scenarios="memory" serves alone)'
-            ) from None
-        except BaseException:
-            shared.stop()
-            raise
-        return shared
 
     @property
     def app(self) -> Flask:
@@ -555,7 +402,7 @@ class Server:
             raise ServerError(
                 "this Server closed the store it opened when it stopped: make another"
             )
-        _raise_fd_limit()
+        raise_fd_limit()
         if sock is None:
             sock = listen(self.host, self._port)
         self.engine.open()
@@ -563,7 +410,7 @@ class Server:
             self.engine, self._admin_wsgi, max_body_bytes=self.max_body_bytes, cors=self.cors
         )
         if not self._quiet:
-            _log_to_stderr()
+            log_to_stderr()
             surface.on_played = self._log_request
         limits = Limits(
             max_body=self.max_body_bytes,
@@ -632,14 +479,7 @@ class Server:
             self._state_closed = True
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
-        method = exchange.method or "-"
-        target = exchange.target or "-"
-        version = exchange.version if isinstance(exchange, TransportRequest) else "1.1"
-        status = outcome.answer.status if outcome.answer is not None else "-"
-        peer = exchange.peer[0]
-        when = time.strftime("%d/%b/%Y %H:%M:%S")
-        line = f'{peer} - - [{when}] "{method} {target} HTTP/{version}" {status} -'
-        access_log.info("%s", masked(line, self._admin_token))
+        log_request(exchange, outcome, self._admin_token)
 
     def __enter__(self) -> Server:
         return self.start()
@@ -651,14 +491,6 @@ class Server:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _log_to_stderr() -> None:
-    """Show the request log on stderr unless the application configured logging."""
-    if not access_log.handlers and not logging.getLogger().handlers:
-        access_log.addHandler(logging.StreamHandler())
-    if access_log.level == logging.NOTSET:
-        access_log.setLevel(logging.INFO)
 
 
 YOUNG_GC_THRESHOLD = 10_000

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import click
 
-from .server import ServerError, exposed_without_token, is_loopback, listen
+from .listening import ServerError, exposed_without_token, is_loopback, listen
 
 WORKER_SOCKETS = ("auto", "reuseport", "inherit")
 """How the workers share the port: see the module's docstring."""
@@ -377,7 +377,7 @@ def log_as_worker(index: int) -> None:
     """Begin each request-log line with the worker that served it (``[worker 2 pid 4711]``)."""
     import logging
 
-    from .server import access_log
+    from .access_log import access_log
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter(f"[worker {index} pid {os.getpid()}] %(message)s"))

@@ -329,8 +329,15 @@ class Registry:
                 # Over another set (a new deployment's files), sequences start afresh.
                 served = [e.scenario for e in self._loaded if e.active]
                 restart = sequence_keys(served) if stored is not None else set()
+                # The publisher starts the outage windows of the set it publishes, in
+                # the same step (the engine did not: a replica joining must not move them).
+                outages = [s.name for s in served if s.outage]
                 version = shared.write(
-                    0 if stored is None else stored.version, mine, digest, restart=restart
+                    0 if stored is None else stored.version,
+                    mine,
+                    digest,
+                    restart=restart,
+                    activate=outages,
                 )
                 if version is not None:
                     self._shared = shared

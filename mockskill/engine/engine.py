@@ -68,7 +68,8 @@ class Engine:
     *raw_socket* says whether the server hands the app each connection's
     socket (Werkzeug's does, as ``werkzeug.socket``); scenarios with
     transport faults are refused without it. *host* is where a port is held
-    for unreachable skills.
+    for unreachable skills. The outage windows of *scenarios* start now,
+    unless not *activate* (see :meth:`load`).
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class Engine:
         *,
         raw_socket: bool = False,
         host: str = "127.0.0.1",
+        activate: bool = True,
     ) -> None:
         self.state = state
         self._answer = None if state.remote else state.answer
@@ -101,7 +103,7 @@ class Engine:
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
-        self.load(scenarios)
+        self.load(scenarios, activate=activate)
 
     def load(
         self, scenarios: ScenarioSet, restart: Iterable[str] = (), *, activate: bool = True

@@ -615,3 +615,31 @@ def test_with_a_shared_state_a_new_deployments_files_restart_their_sequences(
     assert invoke(b, "count").json() == {"n": 10}
     until(lambda: a.registry.version == b.registry.version)
     assert invoke(a, "count").json() == {"n": 2}
+
+
+def test_with_a_shared_state_a_replica_started_from_the_same_files_leaves_outage_windows_alone(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(OUTAGE, state=redis_url)  # publishes the set: its window starts
+    assert invoke(a, "recovering").status_code != 200  # in the window
+    until(lambda: invoke(a, "recovering").status_code == 200)  # after it
+
+    b = replica(OUTAGE, state=redis_url)  # the same files: joins version 1, starts nothing
+
+    assert b.registry.version == a.registry.version == 1
+    assert invoke(b, "recovering").status_code == 200
+    assert invoke(a, "recovering").status_code == 200
+
+
+def test_with_a_shared_state_a_new_deployments_files_start_their_outage_windows(
+    replica: Replica, redis_url: str
+) -> None:
+    a = replica(COUNTER, state=redis_url)
+    assert invoke(a, "count").status_code == 200
+
+    b = replica(OUTAGE, state=redis_url)  # other files: published over A's, window started
+
+    assert invoke(b, "recovering").status_code != 200
+    until(lambda: a.registry.version == b.registry.version)
+    assert invoke(a, "recovering").status_code != 200  # the one window, everyone's
+    until(lambda: invoke(a, "recovering").status_code == 200)
