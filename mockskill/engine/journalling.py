@@ -9,7 +9,8 @@ keyed digests and credentials as keyed fingerprints, never as they were.
 
 from __future__ import annotations
 
-import secrets
+import hashlib
+import hmac
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +37,11 @@ class Journalling:
 
     def __init__(self, state: Store) -> None:
         self.state = state
-        # Keys the journal's body digests: a short body (a PIN, a password)
-        # cannot be guessed back from its digest without it.
-        self.body_digest = KeyedDigest(secrets.token_bytes(32))
-        self.credential_key = secrets.token_bytes(32)  # the same, for credential fingerprints
+        # The store's key (shared by every replica on a shared store), one derived key per
+        # use: a short body (a PIN, a password) cannot be guessed back from its digest.
+        key = state.digest_key
+        self.body_digest = KeyedDigest(hmac.new(key, b"body", hashlib.sha256).digest())
+        self.credential_key = hmac.new(key, b"credential", hashlib.sha256).digest()
 
     def recorded(
         self,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+import secrets
 import threading
 import time
 from collections import OrderedDict, deque
@@ -186,6 +187,7 @@ class State:
         if seed is None:
             seed = random.SystemRandom().randrange(2**32)
         self.seed = seed
+        self.digest_key = secrets.token_bytes(32)
         self.max_sessions = max_sessions
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()

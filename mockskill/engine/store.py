@@ -101,6 +101,10 @@ class Store(Protocol):
 
     seed: int
     """The seed draws use when a scenario sets none."""
+    digest_key: bytes
+    """Keys the journal's digests (request bodies, credential fingerprints): the same for
+    every process sharing the store, so that a retry another replica served is known for
+    the same request; secret, so that a short body cannot be guessed back from its digest."""
     remote: bool
     """Whether needs must be awaited (:meth:`answer_async`) rather than answered inline."""
     replica: str | None

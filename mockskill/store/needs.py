@@ -23,6 +23,7 @@ class Keys:
     __slots__ = (
         "act",
         "clock",
+        "digest_key",
         "gen",
         "prefix",
         "seed",
@@ -41,6 +42,7 @@ class Keys:
         self.gen = prefix + "gen"
         self.act = prefix + "act"
         self.seed = prefix + "seed"
+        self.digest_key = prefix + "digest-key"
         self.clock = prefix + "clock"
 
 

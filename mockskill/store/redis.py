@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import os
 import random
+import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,7 @@ class RedisStore:
         self.replica: str | None = replica or f"{socket.gethostname()}:{os.getpid()}"
         self.max_sessions = max_sessions
         self.seed = 0
+        self.digest_key = b""
         self.keys = Keys(PREFIX + (f"{namespace}:" if namespace else ""))
         self.shas = {
             name: hashlib.sha1(source.encode()).hexdigest()
@@ -140,6 +142,10 @@ class RedisStore:
         else:
             self.client.set(self.keys.seed, seed)
         self.seed = seed
+        # The journal's digest key, the first replica's: the audit knows a retry that
+        # another replica served for the same request by its body's digest.
+        self.client.set(self.keys.digest_key, secrets.token_bytes(32), nx=True)
+        self.digest_key = self.client.get(self.keys.digest_key)  # type: ignore[assignment]
 
     def reason(self, error: BaseException) -> str:
         """What *error* says, with its kind, for a person (never the URL's password)."""

@@ -167,3 +167,70 @@ def test_redis_stopped_and_started_under_traffic_never_breaks_a_request(
     # the sequence counts on (Redis came back empty: from its start)
     statuses = [invoke(server, "after").status_code for _ in range(3)]
     assert statuses == [503, 503, 200]
+
+
+RECOVERS = """
+name: chains
+skills:
+  - id: recovers
+    invoke:
+      - error: ENDPOINT_UNREACHABLE
+        retry: {suggested_delay_ms: 100, max_attempts: 4}
+        times: 2
+      - json: {result: ok}
+  - id: hasty
+    invoke: {error: ENDPOINT_UNREACHABLE, retry: {suggested_delay_ms: 300, max_attempts: 5}}
+"""
+
+
+def consume(servers: list[Server], session: str) -> None:
+    """One consumer: each skill invoked until it succeeds or thrice, every attempt (its
+    retries) sent to the next replica: "recovers" retried after the advice, backing off;
+    "hasty" too soon, and sooner the second time (waits far from the audit's margins)."""
+    turn = 0
+    for skill, waits in (("recovers", (0.15, 0.3)), ("hasty", (0.05, 0.0))):
+        for attempt in range(3):
+            server = servers[turn % len(servers)]
+            turn += 1
+            answer = requests.post(
+                f"{server.url}/skills/{skill}/invoke",
+                json={},
+                headers={"Mockskill-Session": session},
+                timeout=10,
+            )
+            if answer.status_code == 200 or attempt == 2:
+                break
+            time.sleep(waits[attempt])
+
+
+def graded(server: Server, session: str) -> dict[str, object]:
+    """*server*'s report of *session*: its chains (skill, attempts' statuses) and findings."""
+    body = requests.get(f"{server.url}/__admin/report", params={"session": session}, timeout=10)
+    (report,) = body.json()["sessions"]
+    chains = [(c["skill"], [a["status"] for a in c["attempts"]]) for c in report["chains"]]
+    return {
+        "requests": report["requests"],
+        "chains": chains,
+        "findings": sorted(f["rule"] for f in report["findings"]),
+    }
+
+
+def test_retries_alternating_between_replicas_make_one_chain_graded_once_on_every_replica(
+    serve: Callable[..., Server], redis_url: str
+) -> None:
+    replicas = [serve(RECOVERS, state=redis_url, replica=f"replica-{n}") for n in range(3)]
+    alone = serve(RECOVERS)  # the same consumer against one in-memory server: the grading
+    consume([alone], "consumer")
+    consume(replicas, "consumer")
+    for server in replicas:
+        server.state.journal()  # this replica's own entries sent (a read flushes them)
+    expected = graded(alone, "consumer")
+    assert expected["chains"] == [("recovers", [503, 503, 200]), ("hasty", [503, 503, 503])]
+    assert expected["findings"]  # the hasty retries are found, once each
+    deadline = time.monotonic() + 10
+    for server in replicas:  # any replica: the other replicas' entries land within a flush
+        while graded(server, "consumer")["requests"] < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert graded(server, "consumer") == expected
+    served = collections.Counter(e.replica for e in replicas[0].journal("consumer"))
+    assert served == {f"replica-{n}": 2 for n in range(3)}
