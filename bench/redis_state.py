@@ -25,7 +25,10 @@ socket but Redis's: 32 requests in flight at a time on one loop), with the
 journal and without (``record`` replaced by nothing), for memory and Redis:
 figures that do not move with the machine's load. Run::
 
-    python bench/redis_state.py [--rounds 3 --duration 5] [--cpu 32000]
+    python bench/redis_state.py [--rounds 3 --duration 5] [--cpu 32000] [--workers]
+
+``--workers`` compares ``mockskill serve --state redis://... --workers 1``
+with ``--workers 2`` instead (the same error step, in turn).
 """
 
 from __future__ import annotations
@@ -175,12 +178,44 @@ def cpu_per_request(url: str, count: int, journal: bool) -> float:
         server.engine.close()
 
 
+def compare_workers(rounds: int, duration: int) -> None:
+    """``mockskill serve --workers 1`` against ``--workers 2``, both on one Redis, in turn."""
+    c.raise_nofile()
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_port:
+        lua = str(Path(tmp) / "post.lua")
+        Path(lua).write_text(WRK_LUA)
+        url = f"redis://{c.HOST}:{redis_port}/0"
+        for _ in range(rounds):
+            for workers in runs:
+                port = c.free_port()
+                cmd = [*c.mockskill_cmd(port), "--state", url, "--workers", str(workers)]
+                with p.running(cmd, p.answers_status(port, 503)):
+                    runs[workers].append(run_wrk(port, duration, "keep-alive", lua, 503).rps)
+    print(
+        f"POST {c.ERROR_PATH} -> 503; wrk -t2 -c32 keep-alive, {rounds} x {duration} s each;"
+        " mockskill serve --state redis://... --workers 1, then 2 (wrk and Redis share the cores)"
+    )
+    print(c.machine())
+    c.print_table(
+        ["workers", "req/s (median)", "runs"],
+        [(n, f"{c.median(r):.0f}", " ".join(f"{x:.0f}" for x in r)) for n, r in runs.items()],
+    )
+    print(f"\n--workers 2 / --workers 1: {c.median(runs[2]) / c.median(runs[1]):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=5, help="seconds per run")
     parser.add_argument("--cpu", type=int, help="in-process CPU per request instead, N requests")
+    parser.add_argument(
+        "--workers", action="store_true", help="--workers 1 against 2, both on Redis"
+    )
     args = parser.parse_args()
+    if args.workers:
+        compare_workers(args.rounds, args.duration)
+        return
     if args.cpu:
         with redis_server() as redis_port:
             url = f"redis://{c.HOST}:{redis_port}/0"

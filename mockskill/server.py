@@ -37,6 +37,7 @@ from .admin.registry import LoadedScenario, Registry
 from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
+from .engine.matching import COMPILING
 from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE, Entry
 from .engine.store import Store
@@ -207,7 +208,8 @@ class Server:
         """
         if self._app is not None:
             return self._app
-        with self._app_lock:
+        # COMPILING: Flask's rules compile with ast, as the routing tables' do (matching.py).
+        with self._app_lock, COMPILING:
             if self._app is None:
                 self._app = create_app(
                     registry=self.registry,

@@ -113,6 +113,12 @@ SKILL_OF = {
 # -- the engine, and docker on the command line ----------------------------------
 
 
+# The first test to ask builds the image (and the compose example its stand-ins): minutes on
+# a cold cache or loaded cores, counted in that test's time by pytest-timeout. Every docker
+# call and HTTP request in here has its own timeout, so a hang still fails.
+pytestmark = pytest.mark.timeout(900)
+
+
 def docker(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False

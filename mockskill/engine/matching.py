@@ -10,6 +10,7 @@ its near misses: the closest routes, each with the reasons it missed.
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -235,8 +236,17 @@ def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
     return keys
 
 
+COMPILING = threading.RLock()
+"""Held while Werkzeug compiles rules: it parses Python source with ``ast``, and CPython
+3.11's AST constructor keeps its recursion depth per interpreter, not per thread, so two
+threads compiling at once (two admin changes, or a change and a shared set arriving) can
+raise ``SystemError: AST constructor recursion depth mismatch``. Tables are built on
+load, never per request: the lock costs a request nothing."""
+
+
 def _bind(rules: list[Rule]) -> MapAdapter:
-    return Map(rules, strict_slashes=False, merge_slashes=False).bind("mockskill.local")
+    with COMPILING:
+        return Map(rules, strict_slashes=False, merge_slashes=False).bind("mockskill.local")
 
 
 def _listed(skill: Skill) -> dict[str, Any]:
