@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import _common as c
@@ -178,6 +178,15 @@ def cpu_per_request(url: str, count: int, journal: bool) -> float:
         server.engine.close()
 
 
+def print_runs(what: str, runs: Mapping[object, list[float]]) -> None:
+    """The machine, then one row per server: its median req/s and every run's."""
+    print(c.machine())
+    c.print_table(
+        [what, "req/s (median)", "runs"],
+        [(k, f"{c.median(r):.0f}", " ".join(f"{x:.0f}" for x in r)) for k, r in runs.items()],
+    )
+
+
 def compare_workers(rounds: int, duration: int) -> None:
     """``mockskill serve --workers 1`` against ``--workers 2``, both on one Redis, in turn."""
     c.raise_nofile()
@@ -196,11 +205,7 @@ def compare_workers(rounds: int, duration: int) -> None:
         f"POST {c.ERROR_PATH} -> 503; wrk -t2 -c32 keep-alive, {rounds} x {duration} s each;"
         " mockskill serve --state redis://... --workers 1, then 2 (wrk and Redis share the cores)"
     )
-    print(c.machine())
-    c.print_table(
-        ["workers", "req/s (median)", "runs"],
-        [(n, f"{c.median(r):.0f}", " ".join(f"{x:.0f}" for x in r)) for n, r in runs.items()],
-    )
+    print_runs("workers", runs)
     print(f"\n--workers 2 / --workers 1: {c.median(runs[2]) / c.median(runs[1]):.2f}")
 
 
@@ -263,11 +268,7 @@ def main() -> None:
         f"POST {c.ERROR_PATH} -> 503; wrk -t2 -c32 keep-alive, {args.rounds} x {args.duration} s"
         " each, servers in turn; one worker each (mockskill.Server in a child interpreter)"
     )
-    print(c.machine())
-    c.print_table(
-        ["state", "req/s (median)", "runs"],
-        [(name, f"{c.median(r):.0f}", " ".join(f"{x:.0f}" for x in r)) for name, r in runs.items()],
-    )
+    print_runs("state", runs)
     print(f"\nRedis / memory: {redis / memory:.0%} (target >= 50 %)")
     evalsha = calls.pop("evalsha", 0)
     inner = {k: v for k, v in calls.items() if k not in ("info", "ping") and v}
