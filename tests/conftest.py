@@ -6,6 +6,7 @@ import socket
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis_server import RedisServer
@@ -104,7 +105,7 @@ def own_redis() -> Iterator[Callable[..., RedisServer]]:
     """Start private redis-servers (to stop and restart under traffic); closed after."""
     servers: list[RedisServer] = []
 
-    def start(**kwargs: str | None) -> RedisServer:
+    def start(**kwargs: Any) -> RedisServer:
         server = RedisServer(**kwargs).start()
         servers.append(server)
         return server

@@ -13,9 +13,11 @@ import contextlib
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,22 +49,49 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process on 127.0.0.1, no persistence; restartable on its port.
 
-    ``password`` sets ``requirepass`` (the URL then carries it). :meth:`stop`
-    and :meth:`start` again keep the port, so that a client configured with
-    :attr:`url` sees the same Redis go away and come back.
+    ``password`` sets ``requirepass`` (the URL then carries it). ``tls``: it
+    speaks TLS only, with a certificate for 127.0.0.1 from a CA made for it
+    (trustme), :attr:`ca` the CA's PEM file; ``client_certs`` makes it require
+    a client certificate from that CA too (:attr:`client_cert`, :attr:`client_key`).
+    :meth:`stop` and :meth:`start` again keep the port, so that a client
+    configured with :attr:`url` sees the same Redis go away and come back.
     """
 
-    def __init__(self, *, password: str | None = None) -> None:
+    def __init__(
+        self, *, password: str | None = None, tls: bool = False, client_certs: bool = False
+    ) -> None:
         self.program = require_redis()
         self.port = _free_port()
         self.password = password
+        self.tls = tls or client_certs
+        self.client_certs = client_certs
         self._dir = Path(tempfile.mkdtemp(prefix="mockskill-redis-"))
         self._process: subprocess.Popen[bytes] | None = None
+        if self.tls:
+            self._make_certificates()
 
     @property
     def url(self) -> str:
+        """Its URL: ``redis://``, or ``rediss://`` trusting :attr:`ca` (``ssl_ca_certs``)."""
         auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        if not self.tls:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={self.ca}"
+
+    def _make_certificates(self) -> None:
+        import trustme  # a test extra: only the TLS tests need it
+
+        authority = trustme.CA()
+        self.ca = self._dir / "ca.pem"
+        authority.cert_pem.write_to_path(str(self.ca))
+        issued = authority.issue_cert("127.0.0.1", "localhost")
+        self.cert, self.key = self._dir / "redis.pem", self._dir / "redis.key"
+        issued.cert_chain_pems[0].write_to_path(str(self.cert))
+        issued.private_key_pem.write_to_path(str(self.key))
+        client = authority.issue_cert("mockskill-client")
+        self.client_cert, self.client_key = self._dir / "client.pem", self._dir / "client.key"
+        client.cert_chain_pems[0].write_to_path(str(self.client_cert))
+        client.private_key_pem.write_to_path(str(self.client_key))
 
     def start(self) -> RedisServer:
         """Start it (again) and wait until it answers PING."""
@@ -78,6 +107,14 @@ class RedisServer:
         ]  # fmt: skip
         if self.password:
             args += ["--requirepass", self.password]
+        if self.tls:  # TLS only: the plain port closed, the TLS one on the port
+            args[1:3] = ["--port", "0", "--tls-port", str(self.port)]
+            args += [
+                "--tls-cert-file", str(self.cert),
+                "--tls-key-file", str(self.key),
+                "--tls-ca-cert-file", str(self.ca),
+                "--tls-auth-clients", "yes" if self.client_certs else "no",
+            ]  # fmt: skip
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -93,7 +130,7 @@ class RedisServer:
     def ping(self) -> bool:
         """Whether it answers PING now (a raw socket: no client library needed)."""
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+            with self._connected() as sock:
                 if self.password:
                     sock.sendall(f"AUTH {self.password}\r\n".encode())
                     sock.recv(64)
@@ -101,6 +138,26 @@ class RedisServer:
                 return sock.recv(64).startswith(b"+PONG")
         except OSError:
             return False
+
+    @contextlib.contextmanager
+    def _connected(self) -> Iterator[socket.socket]:
+        """A socket to it (TLS when it speaks TLS, with the client certificate)."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=0.5)
+        if self.tls:
+            context = ssl.create_default_context(cafile=str(self.ca))
+            context.load_cert_chain(str(self.client_cert), str(self.client_key))
+            sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+        with sock:
+            yield sock
+
+    def command(self, *words: str) -> bytes:
+        """One command's raw reply (first 64 bytes), e.g. ``FLUSHALL``."""
+        with self._connected() as sock:
+            if self.password:
+                sock.sendall(f"AUTH {self.password}\r\n".encode())
+                sock.recv(64)
+            sock.sendall(" ".join(words).encode() + b"\r\n")
+            return sock.recv(64)
 
     def stop(self) -> None:
         """Stop it (it can be started again on the same port)."""

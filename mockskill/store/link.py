@@ -9,8 +9,9 @@ replies are parsed by hiredis (the ``redis`` extra installs it), or by
 :class:`Parser` (RESP2, pure Python) without it, and resolved in order.
 
 A :class:`Link` is connected by :func:`connect` (``AUTH`` and ``SELECT`` as the
-URL says, TLS for ``rediss://``); lost, it fails what is waiting and is not
-used again (the batcher connects a new one).
+URL says; TLS for ``rediss://``, with the URL's ``ssl_*`` options read as
+redis-py reads them: :func:`tls_context`); lost, it fails what is waiting and
+is not used again (the batcher connects a new one).
 """
 
 from __future__ import annotations
@@ -197,16 +198,44 @@ class Link(asyncio.Protocol):
             self._transport.close()
 
 
+CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+
+def tls_context(options: dict[str, Any]) -> ssl.SSLContext:
+    """The TLS context a ``rediss://`` URL's query asks for, as redis-py reads the same URL
+    (the off-loop client's connections and the loop's must trust the same server):
+    ``ssl_ca_certs`` / ``ssl_ca_path`` (the CA to trust, else the system's),
+    ``ssl_certfile`` + ``ssl_keyfile`` (a client certificate, for ``tls-auth-clients``),
+    ``ssl_cert_reqs`` (``required``, the default; ``optional``; ``none``: no verification)
+    and ``ssl_check_hostname`` (default on, off with ``ssl_cert_reqs=none``)."""
+    reqs = options.get("ssl_cert_reqs", "required")
+    if reqs not in CERT_REQS:
+        raise LinkError(
+            f"ssl_cert_reqs={reqs!r} in the URL: expected one of {', '.join(CERT_REQS)}"
+        )
+    verify = CERT_REQS[reqs]
+    context = ssl.create_default_context(
+        cafile=options.get("ssl_ca_certs"), capath=options.get("ssl_ca_path")
+    )
+    context.check_hostname = bool(options.get("ssl_check_hostname", True)) and (
+        verify != ssl.CERT_NONE
+    )
+    context.verify_mode = verify
+    certfile: str | None = options.get("ssl_certfile")
+    keyfile: str | None = options.get("ssl_keyfile")
+    if certfile or keyfile:  # (one PEM file may hold both)
+        context.load_cert_chain(certfile or keyfile or "", keyfile)
+    return context
+
+
 async def connect(url: str, timeout: float) -> Link:
     """A :class:`Link` to the Redis *url* names, authenticated and on its database."""
     options: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
     host, port = options.get("host", "localhost"), int(options.get("port", 6379))
-    context = None
-    if url.startswith("rediss://"):
-        context = ssl.create_default_context()
-        if options.get("ssl_cert_reqs") in ("none", ssl.CERT_NONE):
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+    try:
+        context = tls_context(options) if url.startswith("rediss://") else None
+    except OSError as error:  # a CA or certificate file missing or unreadable
+        raise LinkError(f"cannot set up TLS from the URL's ssl_* files: {error}") from None
     loop = asyncio.get_running_loop()
     try:
         _, link = await asyncio.wait_for(
@@ -214,6 +243,8 @@ async def connect(url: str, timeout: float) -> Link:
         )
     except asyncio.TimeoutError:
         raise LinkError(f"Timeout connecting to {host}:{port}") from None
+    except ssl.SSLError as error:  # (an OSError too: say it is TLS that failed)
+        raise LinkError(f"TLS handshake with {host}:{port} failed: {error}") from None
     except OSError as error:
         raise LinkError(
             f"Error {error.errno} connecting to {host}:{port}. {error.strerror}."

@@ -75,8 +75,9 @@ def test_an_unreachable_redis_is_refused_at_start(own_redis: Callable[..., Redis
     assert "Connection refused" in str(refused.value)
 
 
-def test_a_tls_url_is_accepted_and_handed_to_the_client(redis_url: str) -> None:
-    """No TLS Redis here: a rediss:// URL to a plain one fails at the TLS handshake."""
+def test_a_tls_url_to_a_plain_redis_is_refused_at_start(redis_url: str) -> None:
+    """A rediss:// URL to a Redis without TLS fails at the handshake (tests/store/
+    test_redis_tls.py has a TLS Redis)."""
     with pytest.raises(StoreOpenError) as refused:
         open_store(redis_url.replace("redis://", "rediss://"))
     assert str(refused.value).startswith("cannot use the state store rediss://127.0.0.1:")
