@@ -127,12 +127,6 @@ class RequestReader(abc.ABC):
         "serial",
     )
 
-    # httptools looks up every callback of the parser it makes (one per connection):
-    # one it does not find costs an AttributeError, its message formatted, each time.
-    # Chunk boundaries are not needed here (the body's pieces come through on_body).
-    on_chunk_header = None
-    on_chunk_complete = None
-
     def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
         self._limits = limits
         # The limits read for every request, copied: one attribute lookup each, not two.

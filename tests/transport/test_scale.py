@@ -153,14 +153,3 @@ def test_the_memory_of_a_flood_is_handed_back_once_it_has_gone(
         for sock in flood[100:]:
             sock.close()
         wait_until(lambda: server.server.heap_trims == 1, timeout=5)
-
-
-def test_the_parser_of_a_new_connection_finds_every_callback_it_looks_for() -> None:
-    # httptools' request parser looks up these on its protocol as it is made, once per
-    # connection; each one missing costs an AttributeError raised and dropped.
-    looked_up = (
-        "on_message_begin", "on_url", "on_header", "on_headers_complete", "on_body",
-        "on_message_complete", "on_chunk_header", "on_chunk_complete",
-    )  # fmt: skip
-    for name in looked_up:
-        assert hasattr(Connection, name), name
