@@ -22,8 +22,12 @@ due callbacks the connections run before each event they handle
 requests thus takes the connections that arrive meanwhile instead of leaving
 them to the kernel until it ends. The loop's own server still takes the
 connections of a quiet server, on its cheaper path (on uvloop about half
-the CPU of ``loop.connect_accepted_socket``, which the Listener uses: a task
-each, which a stop waits for). When the process runs
+the CPU of ``loop.connect_accepted_socket``, which the Listener uses). The
+Listener steps that coroutine itself, with no task: its first step makes the
+transport and schedules ``connection_made``, and its last (once the
+connection has been made) only returns — a task per connection (made, stepped
+twice, its done callback run, freed) cost about as much again as the rest of
+the adoption. A stop waits for the coroutines still under way. When the process runs
 out of descriptors (or accepting fails otherwise) the Listener pauses for
 :data:`ACCEPT_RETRY` seconds; the loop's own server handles that on its side.
 """
@@ -37,8 +41,10 @@ import logging
 import socket
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
+from .shared import resolve
 from .timers import Timers
 
 log = logging.getLogger("mockskill.transport")
@@ -95,7 +101,10 @@ class Listener:
         """The next look's millisecond on the timers, while one is due."""
         self._active_at = float("-inf")
         """When a connection last arrived (either way in)."""
-        self._adopting: set[asyncio.Task[object]] = set()
+        self._adopting = 0
+        """Connections accepted whose connect_accepted_socket has not returned yet."""
+        self._adopted_all: asyncio.Future[None] | None = None
+        """Set when the last of them returns, once a stop waits for them."""
         self._paused: asyncio.TimerHandle | None = None
 
     def arrived(self) -> None:
@@ -118,7 +127,8 @@ class Listener:
         if self._adopting:
             # Accepted, on their way to connection_made: let them arrive, so that a stop
             # drains or cuts them like every other connection.
-            await asyncio.wait(set(self._adopting), timeout=1.0)
+            self._adopted_all = self._loop.create_future()
+            await asyncio.wait({self._adopted_all}, timeout=1.0)
 
     def _look(self) -> None:
         self._tick = None
@@ -175,16 +185,35 @@ class Listener:
         if self._nodelay:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Both loops make the socket non-blocking themselves.
-        task = self._loop.create_task(self._loop.connect_accepted_socket(self._factory, conn))
-        self._adopting.add(task)
-        task.add_done_callback(functools.partial(self._adopted, conn))
+        self._adopting += 1
+        self._step(conn, self._loop.connect_accepted_socket(self._factory, conn))
 
-    def _adopted(self, conn: socket.socket, task: asyncio.Task[object]) -> None:
-        self._adopting.discard(task)
-        if not self._adopting:
-            # A set never shrinks: the table a burst's thousands of tasks took would stay.
-            self._adopting = set()
-        if task.cancelled() or task.exception() is not None:
+    def _step(
+        self,
+        conn: socket.socket,
+        coroutine: Coroutine[Any, Any, object],
+        _: object = None,
+    ) -> None:
+        """Run *coroutine* (connect_accepted_socket) on until it awaits; as a task would."""
+        try:
+            awaited = coroutine.send(None)
+        except StopIteration:  # the connection is made
+            self._stepped()
+            return
+        except (Exception, asyncio.CancelledError) as exc:
             # The socket failed before it had a transport (reset at once): nothing to serve.
-            log.debug("an accepted connection could not be set up: %r", task)
+            log.debug("an accepted connection could not be set up: %r", exc)
             conn.close()
+            self._stepped()
+            return
+        step = functools.partial(self._step, conn, coroutine)
+        if isinstance(awaited, asyncio.Future):  # what both loops' coroutines await
+            awaited._asyncio_future_blocking = False
+            awaited.add_done_callback(step)
+        else:  # a bare yield: go on in the next pass
+            self._loop.call_soon(step)
+
+    def _stepped(self) -> None:
+        self._adopting -= 1
+        if not self._adopting and self._adopted_all is not None:
+            resolve(self._adopted_all, None)

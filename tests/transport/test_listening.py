@@ -180,3 +180,38 @@ def test_the_servers_accepted_sockets_do_not_delay_small_writes_without_uvloop(
             server._threaded.call(nodelay)  # type: ignore[union-attr]
             assert got.wait(5)
             assert found == [1]
+
+
+def test_the_connections_taken_from_the_kernels_queue_make_no_task_each(
+    loop: str, listening: socket.socket
+) -> None:
+    # The Listener steps the loop's connect_accepted_socket itself: a task each (made,
+    # stepped, its callback run, freed) cost about as much as the rest of the adoption.
+    server = ThreadedServer(Recorder(), loop=loop, sock=listening).start()  # type: ignore[arg-type]
+    try:
+        made: list[object] = []
+
+        def counting(
+            event_loop: asyncio.AbstractEventLoop, coroutine: object, **kwargs: object
+        ) -> asyncio.Task[object]:
+            if "connect_accepted_socket" in str(getattr(coroutine, "__qualname__", "")):
+                made.append(coroutine)  # not the loop's own server's (asyncio: a task each)
+            return asyncio.Task(coroutine, loop=event_loop, **kwargs)  # type: ignore[arg-type]
+
+        blocked, release = threading.Event(), threading.Event()
+
+        def busy() -> None:
+            server.loop.set_task_factory(counting)  # type: ignore[arg-type]
+            blocked.set()
+            release.wait(10)
+
+        server.call(busy)
+        assert blocked.wait(10)
+        waiting = clients(server.port, 200)
+        wait_until_queued(listening, 200)
+        release.set()
+        assert [answered(sock) for sock in waiting] == [200] * 200
+        assert server.server.accepted == 200
+        assert made == []
+    finally:
+        server.stop(grace=0)
