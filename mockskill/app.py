@@ -32,7 +32,7 @@ from werkzeug.wrappers import Request, Response
 
 from .admin.registry import Registry
 from .engine.actions import answer_of
-from .engine.engine import SESSION_HEADER, Engine
+from .engine.engine import SESSION_HEADER, Engine, journalled
 from .engine.incoming import Incoming, decoded_path, headers_of_raw
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
@@ -346,7 +346,8 @@ class LoopSurface:
             planned, record = self.engine.plan(req)
         except Exception as exc:
             return _failed(req, exc)
-        self._pending[id(request)] = record
+        if record is not journalled:  # (most requests are: nothing to record once played)
+            self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
 
     async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
