@@ -385,10 +385,12 @@ class LoopSurface:
             if not self._is_admin(exchange.target or ""):
                 self._record_refusal(exchange, outcome)
         else:
-            record = self._pending.pop(id(exchange), None)
+            # Looked up only when not empty: most requests were journalled as planned.
+            pending, planning = self._pending, self._planning
+            record = pending.pop(id(exchange), None) if pending else None
             if record is not None:
                 record(outcome)
-            elif (flight := self._planning.pop(id(exchange), None)) is not None:
+            elif planning and (flight := planning.pop(id(exchange), None)) is not None:
                 flight.ended = outcome  # ended before its plan came: journalled when it does
             elif outcome.dropped and not self._is_admin(exchange.target):
                 self._record_dropped(exchange, outcome)

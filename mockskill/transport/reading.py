@@ -71,6 +71,21 @@ _FRAMING = {
 }
 """The (lowercased) header names the reader looks at; all others are only kept."""
 
+_KINDS: dict[bytes, int] = {}
+"""Header names as read -> their :data:`_FRAMING` kind, -1 for the others: a client sends
+the same few names on every request, lowered and looked up once each."""
+MAX_KINDS = 256
+"""Names :data:`_KINDS` keeps; beyond, it starts afresh (a client inventing names cannot
+grow memory)."""
+
+
+def _kind(name: bytes) -> int:
+    if len(_KINDS) >= MAX_KINDS:
+        _KINDS.clear()
+    kind = _KINDS[name] = _FRAMING.get(name.lower(), -1)
+    return kind
+
+
 _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
 """Decoded once: the methods a mock is asked for all day."""
 
@@ -339,9 +354,12 @@ class RequestReader(abc.ABC):
         length: int | None = None
         host = chunked = connection = close = False
         expect: bytes | None = None
+        kinds = _KINDS
         for name, value in headers:
-            kind = _FRAMING.get(name.lower())
+            kind = kinds.get(name)
             if kind is None:
+                kind = _kind(name)
+            if kind < 0:
                 continue
             if kind == _CONTENT_LENGTH:
                 # llhttp refuses these already; said again here so that the rule does

@@ -466,3 +466,15 @@ def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_doe
     assert [alike(p) for p, _ in pairs] == [alike(h) for _, h in pairs]
     assert any(p.invalid_descriptor for p, _ in pairs)
     assert any(not p.invalid_descriptor and p.status == 200 for p, _ in pairs)
+
+
+def test_header_names_are_read_in_any_case_and_a_client_inventing_them_grows_nothing() -> None:
+    from mockskill.engine import incoming
+
+    for spelling in (b"Mockskill-Session", b"MOCKSKILL-SESSION", b"mockskill-session"):
+        headers = incoming.headers_of_raw(((spelling, b"s1"), (b"Host", b"h")))
+        assert headers == {"mockskill-session": "s1", "host": "h"}
+    for n in range(3 * incoming.MAX_NAMES):
+        headers = incoming.headers_of_raw(((f"X-Invented-{n}".encode(), b"v"),))
+        assert headers == {f"x-invented-{n}": "v"}
+        assert len(incoming._NAMES) <= incoming.MAX_NAMES
