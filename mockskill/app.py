@@ -32,7 +32,7 @@ from werkzeug.wrappers import Request, Response
 
 from .admin.registry import Registry
 from .engine.actions import answer_of
-from .engine.engine import SESSION_HEADER, Engine
+from .engine.engine import SESSION_HEADER, Engine, journalled
 from .engine.incoming import Incoming, decoded_path, headers_of_raw
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
@@ -346,7 +346,8 @@ class LoopSurface:
             planned, record = self.engine.plan(req)
         except Exception as exc:
             return _failed(req, exc)
-        self._pending[id(request)] = record
+        if record is not journalled:  # (most requests are: nothing to record once played)
+            self._pending[id(request)] = record
         return _with_cors_plan(planned) if self.cors else planned
 
     async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
@@ -384,10 +385,12 @@ class LoopSurface:
             if not self._is_admin(exchange.target or ""):
                 self._record_refusal(exchange, outcome)
         else:
-            record = self._pending.pop(id(exchange), None)
+            # Looked up only when not empty: most requests were journalled as planned.
+            pending, planning = self._pending, self._planning
+            record = pending.pop(id(exchange), None) if pending else None
             if record is not None:
                 record(outcome)
-            elif (flight := self._planning.pop(id(exchange), None)) is not None:
+            elif planning and (flight := planning.pop(id(exchange), None)) is not None:
                 flight.ended = outcome  # ended before its plan came: journalled when it does
             elif outcome.dropped and not self._is_admin(exchange.target):
                 self._record_dropped(exchange, outcome)

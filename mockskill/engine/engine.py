@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, overload
 
 from werkzeug.wrappers import Request, Response
 
@@ -35,7 +36,7 @@ from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, 
 from .actions import plan as plan_step
 from .choosing import Chosen, Decided
 from .incoming import Incoming
-from .journalling import Journalling, finished
+from .journalling import Journalling, Plain, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
@@ -88,7 +89,7 @@ class Engine:
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
         self._open = False
-        journalling = Journalling(state)
+        journalling = self._journalling = Journalling(state)
         self._recorded = journalling.recorded
         self._record = journalling.own
         self._body_digest = journalling.body_digest
@@ -103,6 +104,9 @@ class Engine:
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
+        self._plains: dict[tuple[int, int, int], tuple[object, object, Plain | None]] = {}
+        """Plain steps' journalling and plans (see :meth:`_plain`), by the ids of the target,
+        the step's index and the Urls; None for a step that is not plain."""
         self.load(scenarios, activate=activate)
 
     def load(
@@ -137,6 +141,7 @@ class Engine:
         table.seed = self.state.seed
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
+        self._plains.clear()
         if self._open:
             self.open()
 
@@ -208,15 +213,17 @@ class Engine:
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
-            result = self._decide(incoming) if answered is None else answered
+            result = self._decide(incoming, True) if answered is None else answered
+            if type(result) is plans.Plan:  # a plain step's, journalled already
+                return result, journalled
             while type(result) is Pending:  # answered(), inline: every request comes here
                 need, resume = result  # unpacked: faster than a NamedTuple's attributes
                 result = resume(self.state.answer(need))
         except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+            return plans.Plan(answer(self._unavailable(incoming, exc))), journalled
         decided: Response | Decided = result  # type: ignore[assignment]  # not Pending: done
         if isinstance(decided, Response):  # answered by mockskill itself, journalled already
-            return plans.Plan(answer_of(decided)), _nothing
+            return plans.Plan(answer_of(decided)), journalled
         reply, chosen = decided.reply, decided.chosen
         if reply is None:
             assert chosen is not None
@@ -260,7 +267,7 @@ class Engine:
             result = self._decide(incoming)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), _nothing
+            return plans.Plan(answer(self._unavailable(incoming, exc))), journalled
         return self.plan(incoming, decided)
 
     def _choose(self, decided: Decided) -> Later[Decided]:
@@ -326,10 +333,25 @@ class Engine:
             self._plans[key] = (step, urls, planned)
         return planned
 
-    def _decide(self, request: Incoming) -> Later[Response | Decided]:
+    @overload
+    def _decide(
+        self, request: Incoming, planning: Literal[False] = False
+    ) -> Later[Response | Decided]: ...
+
+    @overload
+    def _decide(
+        self, request: Incoming, planning: Literal[True]
+    ) -> Later[Response | Decided] | plans.Plan: ...
+
+    def _decide(
+        self, request: Incoming, planning: bool = False
+    ) -> Later[Response | Decided] | plans.Plan:
         """Everything about *request* up to its step: an answer, or what to play; and what
         that needs of the store first, then the rest once answered (a sequence step's
-        Take; a credential's or the token endpoint's need)."""
+        Take; a credential's or the token endpoint's need).
+
+        *planning* (:meth:`plan`'s, with an inline store): a plain step's request
+        (:meth:`_plain`) is journalled here, and its kept plan returned."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -360,18 +382,53 @@ class Engine:
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
                 return self._judged(refusal, started, session, table, target, urls)
             if refusal is None:  # a sequence step (_choose's, here: every request comes here)
-                decided = Decided(started, session, table, target, urls, None, False)
                 takes = table.takes.get(target.key)  # choosing.take's, here: kept for the session
                 take = None if takes is None else takes.get(session)
                 if take is None:
                     take = choosing.take(table, target, session)
                 if self._answer is not None:  # an inline store: answered here, no Pending
-                    return choosing.choose(decided, self._answer(take))
+                    taken = self._answer(take)
+                    if planning and not target.draws:
+                        plain = self._plain(target, taken, urls)
+                        if plain is not None:  # most requests: journalled here, planned
+                            plain.record(request, started, session, taken[0])  # type: ignore[index,arg-type]
+                            return plain.plan
+                    decided = Decided(started, session, table, target, urls, None, False)
+                    return choosing.choose(decided, taken)
+                decided = Decided(started, session, table, target, urls, None, False)
                 return _new(Pending, (take, decided.took))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
+
+    def _plain(self, target: Target, taken: object, urls: Urls) -> Plain | None:
+        """The kept journalling and plan of the step *taken* (a Take's answer) of *target*
+        for *urls* if it is plain: nothing drawn, no delay, execution, hang, dribble or
+        fault (its plan answers at once, the same to every request); else None."""
+        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
+        if position is None:  # in the scenario's outage
+            return None
+        sequence = target.sequence
+        assert sequence is not None
+        index = sequence.step_at(position)
+        if index is None:  # the sequence is over
+            return None
+        key = (id(target), index, id(urls))
+        kept = self._plains.get(key, _UNSEEN)
+        if kept is not _UNSEEN and kept[0] is target and kept[1] is urls:
+            return kept[2]
+        step = sequence.steps[index]
+        plain = None
+        if not step.random and step.delay is None and step.execution is None:
+            planned = self._planned(Chosen(step, index, position), urls)
+            if planned.plan.instant:
+                plain = self._journalling.plain(target, index, planned.plan, planned.reply)
+        if len(self._plains) >= MAX_CACHED:
+            self._plains.clear()  # atomic, unlike evicting one: handle() runs on threads
+        # The target and Urls kept with it: neither id can be another's while it is kept.
+        self._plains[key] = (target, urls, plain)
+        return plain
 
     def _judged(
         self,
@@ -497,5 +554,9 @@ class Engine:
         return urls
 
 
-def _nothing(outcome: plans.Outcome) -> None:
-    """Recording nothing: the answer was journalled when it was decided."""
+def journalled(outcome: plans.Outcome) -> None:
+    """The recorder of a plan journalled when it was made (recording nothing more)."""
+
+
+_UNSEEN = (None, None, None)
+"""What :meth:`Engine._plain` finds for a step it has not looked at yet."""

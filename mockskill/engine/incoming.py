@@ -103,10 +103,15 @@ def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         pairs = tuple(pairs)
     # One pass for the common case, every name once (a loop: in 3.11 a comprehension is a
     # function call of its own); a repeated name shows as fewer keys than pairs, and only
-    # then are the values joined pair by pair.
+    # then are the values joined pair by pair. The names as sent are looked up in _NAMES:
+    # a client sends the same few on every request, lowered and decoded once.
     headers = {}
+    names = _NAMES
     for name, raw in pairs:
-        headers[name.lower().decode("latin-1")] = raw.decode("latin-1")
+        key = names.get(name)
+        if key is None:
+            key = _name(name)
+        headers[key] = raw.decode("latin-1")
     if len(headers) == len(pairs):
         return headers
     headers = {}
@@ -114,6 +119,21 @@ def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         key, value = name.lower().decode("latin-1"), raw.decode("latin-1")
         headers[key] = f"{headers[key]},{value}" if key in headers else value
     return headers
+
+
+_NAMES: dict[bytes, str] = {}
+"""Header names as read -> as :attr:`Incoming.headers` names them (lowered, decoded)."""
+MAX_NAMES = 256
+"""Names :data:`_NAMES` keeps; beyond, it starts afresh (a client inventing names cannot
+grow memory)."""
+
+
+def _name(name: bytes) -> str:
+    """*name* lowered and decoded, kept in :data:`_NAMES` for the next request."""
+    if len(_NAMES) >= MAX_NAMES:
+        _NAMES.clear()  # atomic, unlike evicting one: WSGI requests run on threads
+    key = _NAMES[name] = name.lower().decode("latin-1")
+    return key
 
 
 def decoded_path(target: str) -> str:

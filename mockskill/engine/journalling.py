@@ -21,7 +21,8 @@ from .choosing import Chosen
 from .digests import KeyedDigest
 from .entries import Entry, Recorded
 from .incoming import Incoming
-from .matching import Miss
+from .matching import Miss, Target
+from .plan import Plan
 from .replies import VERSION_HEADER
 from .store import Store
 
@@ -110,6 +111,10 @@ class Journalling:
             ),
         )
 
+    def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:
+        """The journalling of *target*'s step *index*, a plain one (see :class:`Plain`)."""
+        return Plain(self, target, index, plan, served)
+
     def own(
         self,
         request: Incoming,
@@ -132,6 +137,74 @@ class Journalling:
             **fields,
         )
         self.state.record(entry)
+
+
+class Plain:
+    """A plain step's *plan* (answered at once, nothing drawn or measured), journalled as it
+    is planned, with everything that is the same for all its requests made once.
+
+    :meth:`Journalling.recorded` of such a request, fed the outcome of an answer sent whole
+    (what the transport reports for an instant plan), gives the same values: the request's
+    are its id, times, session, method, path, position, credential, protocol version and
+    body digest; the rest is the step's and its *target*'s. It is recorded when planned
+    (there is nothing to wait for, so "finished" is then), which spares the engine the
+    request's Decided, Chosen and recorder, and the transport's report a lookup.
+    """
+
+    __slots__ = (
+        "_after",
+        "_after_all",
+        "_before",
+        "_credential_key",
+        "_digest",
+        "_next_id",
+        "_record",
+        "plan",
+        "target",
+    )
+
+    def __init__(
+        self, journalling: Journalling, target: Target, index: int, plan: Plan, served: Reply
+    ) -> None:
+        state = journalling.state
+        self._record, self._next_id = state.record, state.next_id
+        self._digest, self._credential_key = journalling.body_digest, journalling.credential_key
+        self.plan, self.target = plan, target
+        status = plan.answer.status
+        endpoint = target.kind
+        invalid = endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)
+        # Recorded's fields around the request's own, in its order (see recorded()).
+        self._before = (status, endpoint, target.skill_id, target.scenario, index)
+        self._after = (served.error_code, served.retry, False, False) + (None,) * 6 + ((),)
+        self._after_all = (invalid, False, None)
+
+    def record(self, request: Incoming, started: float, session: str, position: int) -> None:
+        """Journal *request*, the *position*-th of its sequence in *session*, answered now."""
+        headers = request.headers
+        credential = None
+        if "authorization" in headers or facts.API_KEY in headers:
+            credential = facts.credential(request, self._credential_key)
+        body = request.body
+        self._record(
+            _new_recorded(
+                Recorded,
+                (
+                    self._next_id(),
+                    started,
+                    time.time(),
+                    session,
+                    request.method,
+                    request.path,
+                    *self._before,
+                    position,
+                    *self._after,
+                    credential,
+                    headers.get(_VERSION),
+                    self._digest(body) if body else None,
+                    *self._after_all,
+                ),
+            )
+        )
 
 
 def finished(recorded: Recorded, connection: Connection) -> Recorded:

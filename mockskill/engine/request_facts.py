@@ -18,7 +18,9 @@ from ..protocol.validator import validate as validate_descriptor
 from . import auth
 from .incoming import Incoming
 
-_API_KEY = auth.API_KEY_HEADER.lower()
+API_KEY = _API_KEY = auth.API_KEY_HEADER.lower()
+"""The API key header, as :attr:`Incoming.headers` names it (a credential is in it or in
+``authorization``)."""
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 

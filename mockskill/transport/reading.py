@@ -27,6 +27,7 @@ from .handler import Refusal, Request
 log = logging.getLogger("mockskill.transport")
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,21 @@ _FRAMING = {
     b"expect": _EXPECT,
 }
 """The (lowercased) header names the reader looks at; all others are only kept."""
+
+_KINDS: dict[bytes, int] = {}
+"""Header names as read -> their :data:`_FRAMING` kind, -1 for the others: a client sends
+the same few names on every request, lowered and looked up once each."""
+MAX_KINDS = 256
+"""Names :data:`_KINDS` keeps; beyond, it starts afresh (a client inventing names cannot
+grow memory)."""
+
+
+def _kind(name: bytes) -> int:
+    if len(_KINDS) >= MAX_KINDS:
+        _KINDS.clear()
+    kind = _KINDS[name] = _FRAMING.get(name.lower(), -1)
+    return kind
+
 
 _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
 """Decoded once: the methods a mock is asked for all day."""
@@ -339,9 +355,12 @@ class RequestReader(abc.ABC):
         length: int | None = None
         host = chunked = connection = close = False
         expect: bytes | None = None
+        kinds = _KINDS
         for name, value in headers:
-            kind = _FRAMING.get(name.lower())
+            kind = kinds.get(name)
             if kind is None:
+                kind = _kind(name)
+            if kind < 0:
                 continue
             if kind == _CONTENT_LENGTH:
                 # llhttp refuses these already; said again here so that the rule does
@@ -385,19 +404,17 @@ class RequestReader(abc.ABC):
         self._in_message = False
         self._head_complete = False
         self.deadline = 0.0
-        request = Request(
-            self._method,
-            self._url.decode("latin-1"),
-            self._version,
-            (),
-            b"" if (body := self._body) is None else body[0] if len(body) == 1 else b"".join(body),
-            self._peer,
-            self._local,
-            time.time(),
-            self.serial,
-            self._index,
-            tuple(self._headers),
-        )
+        # Request's slots set here, not through its __init__ (eleven arguments passed and
+        # sorted out cost more than the rest of this callback): the transport's own way of
+        # making one, with the headers as read (decoded on first use, see Request).
+        request = _new(Request)
+        request.method, request.target = self._method, self._url.decode("latin-1")
+        request.version, request.raw_headers = self._version, tuple(self._headers)
+        request._headers = None
+        body = self._body
+        request.body = b"" if body is None else body[0] if len(body) == 1 else b"".join(body)
+        request.peer, request.local, request.time = self._peer, self._local, time.time()
+        request.connection, request.index = self.serial, self._index
         # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.
         last = self._version != "1.1" or self._close_asked
         if last:

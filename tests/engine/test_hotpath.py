@@ -385,3 +385,96 @@ def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
     assert [alike(e) for e in planned] == [alike(e) for e in handled]
     assert [e.status for e in planned] == [200, 200, 503]
     assert all(e.credential and e.body_digest and e.protocol_version for e in planned)
+
+
+PLAIN = """
+    name: plain
+    skills:
+      - id: plain
+        invoke:
+          - {delay: 2, json: {result: late}}
+          - {error: ENDPOINT_UNREACHABLE}
+          - {json: {result: "{base_url}/done"}, keep_alive: {close_after: true}}
+"""
+
+
+def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    # Steps answered at once (an error with its retry advice, a reply filled with the
+    # address, a keep-alive fault after it) are journalled as they are planned: the
+    # entry is there before the transport reports the exchange, with every field the
+    # WSGI path (which plays, then records) gives the same request.
+    server, loop = surface(PLAIN)
+    headers = (
+        ("Authorization", "Bearer t0k"),
+        ("Skill-Protocol-Version", "1.0.0"),
+        ("Content-Type", "application/json"),
+    )
+    for session in ("planned", "handled"):
+        for n in range(4):
+            request = transport_request(
+                "/skills/plain/invoke",
+                headers=(("Mockskill-Session", session), *headers),
+                body=b'{"q": 1}',
+            )
+            if session == "handled":
+                server.engine.handle(Request(wsgi_environ(request)))
+                continue
+            before = len(server.state.journal())
+            plan = loop.plan(request)
+            assert isinstance(plan, Plan)
+            in_journal = len(server.state.journal()) - before
+            assert in_journal == (0 if n == 0 else 1)  # the delayed step: once played
+            now = time.time()
+            loop.played(request, Outcome(plan.answer, now, now, now))
+            assert len(server.state.journal()) - before == 1  # and only once
+    journal = server.state.journal()
+    planned = [e for e in journal if e.session == "planned"]
+    handled = [e for e in journal if e.session == "handled"]
+
+    def alike(entry: Entry) -> Entry:
+        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+
+    assert [alike(e) for e in planned] == [alike(e) for e in handled]
+    assert [(e.status, e.step, e.position, e.delay_ms) for e in planned] == [
+        (200, 0, 0, 2),
+        (503, 1, 1, None),
+        (200, 2, 2, None),
+        (200, 2, 3, None),  # the last step again (end: last)
+    ]
+    assert planned[1].retry == Retry(suggested_delay_ms=2000, max_attempts=5)
+    assert all(e.started <= e.finished for e in planned)
+
+
+def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_does(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(None)  # the bundled scenarios: their descriptors, valid or not
+
+    def alike(entry: Entry) -> Entry:
+        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+
+    pairs = []
+    for skill in server.engine.scenarios.skills:
+        target = f"/skills/{skill.id}"
+        planned = (("Mockskill-Session", "planned"),)
+        exchange(loop, transport_request(target, method="GET", headers=planned))
+        handled = transport_request(target, method="GET", headers=(("Mockskill-Session", "h"),))
+        server.engine.handle(Request(wsgi_environ(handled)))
+        pairs.append(tuple(server.state.journal()[-2:]))
+    assert [alike(p) for p, _ in pairs] == [alike(h) for _, h in pairs]
+    assert any(p.invalid_descriptor for p, _ in pairs)
+    assert any(not p.invalid_descriptor and p.status == 200 for p, _ in pairs)
+
+
+def test_header_names_are_read_in_any_case_and_a_client_inventing_them_grows_nothing() -> None:
+    from mockskill.engine import incoming
+
+    for spelling in (b"Mockskill-Session", b"MOCKSKILL-SESSION", b"mockskill-session"):
+        headers = incoming.headers_of_raw(((spelling, b"s1"), (b"Host", b"h")))
+        assert headers == {"mockskill-session": "s1", "host": "h"}
+    for n in range(3 * incoming.MAX_NAMES):
+        headers = incoming.headers_of_raw(((f"X-Invented-{n}".encode(), b"v"),))
+        assert headers == {f"x-invented-{n}": "v"}
+        assert len(incoming._NAMES) <= incoming.MAX_NAMES
