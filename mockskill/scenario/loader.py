@@ -22,8 +22,8 @@ from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
 from ..protocol.versions import Range, parse_version
 from . import access
+from .cases import read_endpoint
 from .claims import Claim, clashes
-from .conditions import read_endpoint
 from .credentials import read_credentials, read_requirement
 from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe

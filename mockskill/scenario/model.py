@@ -291,6 +291,11 @@ class Skill:
     """The cases of each endpoint, tried in order before its default sequence."""
 
     @property
+    def sequences(self) -> tuple[Sequence, ...]:
+        """Every sequence its endpoints may play: defaults and cases'."""
+        return _sequences((self.describe, self.invoke), self.describe_cases + self.invoke_cases)
+
+    @property
     def accepted(self) -> Range | None:
         """The consumer versions this skill serves; None: any."""
         if self.accepts is not None:
@@ -315,6 +320,17 @@ class Route:
     @property
     def label(self) -> str:
         return f"{'|'.join(self.methods)} {self.path}"
+
+    @property
+    def sequences(self) -> tuple[Sequence, ...]:
+        """Every sequence it may play: its default and its cases'."""
+        return _sequences((self.sequence,), self.cases)
+
+
+def _sequences(
+    defaults: tuple[Sequence | None, ...], cases: tuple[Case, ...]
+) -> tuple[Sequence, ...]:
+    return (*(s for s in defaults if s is not None), *(case.sequence for case in cases))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import conditions, delays, loader, steps
+from mockskill.scenario import cases, delays, loader, steps
 from mockskill.scenario.model import END_RULES, FAULTS
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
@@ -86,9 +86,9 @@ OBJECTS = {
     "outage": (SCHEMA["$defs"]["outage"], loader.OUTAGE_KEYS),
     "skill": (SCHEMA["$defs"]["skill"], loader.SKILL_KEYS),
     "route": (SCHEMA["$defs"]["route"], loader.ROUTE_KEYS),
-    "cases": (SCHEMA["$defs"]["cases_endpoint"], conditions.CASES_KEYS),
-    "when": (SCHEMA["$defs"]["when"], conditions.WHEN_KEYS),
-    "tests": (SCHEMA["$defs"]["tests"]["anyOf"][0], conditions.OPERATORS),
+    "cases": (SCHEMA["$defs"]["cases_endpoint"], cases.CASES_KEYS),
+    "when": (SCHEMA["$defs"]["when"], cases.WHEN_KEYS),
+    "tests": (SCHEMA["$defs"]["tests"]["anyOf"][0], cases.OPERATORS),
     "step": (SCHEMA["$defs"]["step"], steps.STEP_KEYS),
     "outcome": (SCHEMA["$defs"]["outcome"], OUTCOME_KEYS),
     "sequence": (SCHEMA["$defs"]["sequence"], steps.SEQUENCE_KEYS),

@@ -58,9 +58,9 @@ def read_when(
     before = len(r.problems)
     r.keys(raw, path, WHEN_KEYS)
     conditions: list[Condition] = []
-    for source in SOURCES:
-        if source not in raw:
-            continue
+    for source in raw:  # in the order written: a near-miss gives its reasons in that order
+        if source not in SOURCES:
+            continue  # (reported by keys above)
         where = (*path, source)
         if source in ("body", "raw_body") and set(methods) <= BODILESS:
             r.bad(

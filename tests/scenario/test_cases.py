@@ -9,7 +9,7 @@ import pytest
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
-from mockskill.scenario.conditions import parse_pointer
+from mockskill.scenario.cases import parse_pointer
 from mockskill.scenario.model import Case, Check, Skill
 from mockskill.scenario.problems import Problem
 
