@@ -36,13 +36,15 @@ ABSENT = _Absent()
 class Facts:
     """The parts of one request that conditions look at, each read on first use."""
 
-    __slots__ = ("_json", "_query", "_text", "request")
+    __slots__ = ("_json", "_query", "_text", "found", "request")
 
     def __init__(self, request: Incoming) -> None:
         self.request = request
         self._json: Any = None
         self._query: dict[str, list[str]] | None = None
         self._text: str | None = None
+        self.found: dict[tuple[str, str], list[Any] | None] = {}
+        """Each place's values, once looked up (cases often test the same place)."""
 
     def json(self) -> Any:
         """The body as JSON; a :class:`NotJSON` when it is not (empty, not UTF-8, not JSON)."""
@@ -83,35 +85,96 @@ class NotJSON:
         self.why = why
 
 
-def pick(cases: Sequence[Case], request: Incoming) -> tuple[Case | None, list[dict[str, Any]]]:
-    """The first of *cases* whose conditions hold for *request* (None: none holds), and for
-    each case tried before it why it missed: ``{"case": "case 1", "reasons": [...]}``."""
+def pick(cases: Sequence[Case], request: Incoming) -> Case | None:
+    """The first of *cases* whose conditions all hold for *request*; None when none does.
+
+    The request's every case is tried on this path, so it only decides; why a
+    case missed is :func:`misses`'s, asked only when no case and no default
+    took the request.
+    """
     facts = Facts(request)
-    missed: list[dict[str, Any]] = []
     for case in cases:
-        reasons = [why for c in case.conditions if (why := failed(c, facts)) is not None]
-        if not reasons:
-            return case, missed
-        missed.append({"case": case.label, "reasons": reasons})
-    return None, missed
+        for condition in case.conditions:
+            if not meets(condition, facts):
+                break
+        else:
+            return case
+    return None
+
+
+def misses(cases: Sequence[Case], request: Incoming) -> list[dict[str, Any]]:
+    """For each of *cases*, why it does not take *request*:
+    ``{"case": "case 1", "reasons": [every condition that failed, and why]}``."""
+    facts = Facts(request)
+    return [
+        {"case": case.label, "reasons": [why for c in case.conditions if (why := failed(c, facts))]}
+        for case in cases
+    ]
+
+
+def meets(condition: Condition, facts: Facts) -> bool:
+    """Whether *condition* holds for the request of *facts* (:func:`failed` without words).
+
+    Every case of an endpoint is tried on the request's path: the values of a
+    place are looked up once per request, and the common test (one ``equals``
+    on one value) is compared here, without a call per check.
+    """
+    place = condition.place
+    found = facts.found
+    values = found[place] if place in found else found.setdefault(place, _values(condition, facts))
+    if values is None:
+        return False
+    checks = condition.checks
+    if not values:
+        return all(check.operator == "absent" for check in checks)
+    if len(checks) == 1 and len(values) == 1:
+        check, value = checks[0], values[0]
+        if check.operator == "equals":
+            want = check.operand
+            # JSON equality without same()'s calls when both are text (or alike and plain)
+            if type(value) is type(want) and type(value) in _PLAIN:
+                return bool(value == want)
+            return same(value, want)
+        return holds(check, value)
+    for check in checks:
+        for value in values:
+            if holds(check, value):
+                break
+        else:
+            return False
+    return True
+
+
+_PLAIN = frozenset({str, int, float, type(None)})
+"""Types whose JSON equality is Python's when both sides have the same one."""
+
+
+def _values(condition: Condition, facts: Facts) -> list[Any] | None:
+    """The request's values of *condition*'s place (none: absent); None for a body
+    pointer into a body that is not JSON."""
+    source = condition.source
+    if source == "body":
+        body = facts.json()
+        if isinstance(body, NotJSON):
+            return None
+        found = resolve(body, condition.pointer)
+        return [] if found is ABSENT else [found]
+    if source == "headers":
+        header = facts.request.header(condition.name)
+        return [] if header is None else [header]
+    if source == "query":
+        return facts.query(condition.name)
+    return [facts.text()]
 
 
 def failed(condition: Condition, facts: Facts) -> str | None:
     """Why *condition* does not hold for the request of *facts*; None when it holds."""
-    source = condition.source
-    if source == "headers":
-        header = facts.request.header(condition.name)
-        values: list[Any] = [] if header is None else [header]
-    elif source == "query":
-        values = facts.query(condition.name)
-    elif source == "raw_body":
-        values = [facts.text()]
-    else:
+    place = condition.place
+    found = facts.found
+    values = found[place] if place in found else found.setdefault(place, _values(condition, facts))
+    if values is None:
         body = facts.json()
-        if isinstance(body, NotJSON):
-            return f"{condition.label}: {body.why}"
-        found = resolve(body, condition.pointer)
-        values = [] if found is ABSENT else [found]
+        return f"{condition.label}: {body.why}"
     if not values:  # absent: only an absent test holds
         if all(check.operator == "absent" for check in condition.checks):
             return None

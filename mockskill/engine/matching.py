@@ -55,6 +55,8 @@ class Target:
     :meth:`RoutingTable.case` picks the request's. None of them has cases."""
     case: Case | None = None
     """The case this target plays (None: the endpoint's default sequence)."""
+    endpoint_cases: tuple[Case, ...] = ()
+    """The cases of :attr:`cases`, in order (what :func:`conditions.pick` tries)."""
 
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
@@ -97,7 +99,7 @@ class Target:
             )
             for case in cases
         )
-        return dataclasses.replace(self, cases=targets)
+        return dataclasses.replace(self, cases=targets, endpoint_cases=cases)
 
 
 @dataclass(frozen=True)
@@ -206,11 +208,13 @@ class RoutingTable:
         """The target of the first of *target*'s cases that *request* meets, else *target*
         itself (its default sequence), else — an endpoint with cases only — a miss
         whose near misses say which condition of which case failed, and why."""
-        picked, missed = conditions.pick([t.case for t in target.cases if t.case], request)
+        cases = target.endpoint_cases
+        picked = conditions.pick(cases, request)
         if picked is not None:
             return target.cases[picked.index]
         if target.sequence is not None:
             return target
+        missed = conditions.misses(cases, request)
         route = target.route
         endpoint = route.label if route is not None else f"{request.method} {request.path}"
         near = tuple(

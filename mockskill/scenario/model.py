@@ -235,6 +235,11 @@ class Condition:
     """A body pointer's tokens, unescaped (``/a~1b/0`` -> ``("a/b", "0")``); () otherwise."""
     checks: tuple[Check, ...]
     where: Position
+    place: tuple[str, str] = field(init=False, repr=False, compare=False)
+    """Where its value is, (source, name): the same for every condition there."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "place", (self.source, self.name))
 
     @property
     def label(self) -> str:

@@ -10,7 +10,7 @@ import pytest
 from werkzeug.test import EnvironBuilder
 
 from mockskill import load_text
-from mockskill.engine.conditions import ABSENT, pick, resolve, same
+from mockskill.engine.conditions import ABSENT, misses, pick, resolve, same
 from mockskill.engine.incoming import Incoming
 from mockskill.scenario.model import Case
 
@@ -35,7 +35,10 @@ def request(
 
 
 def taken(cases: tuple[Case, ...], incoming: Incoming) -> int | None:
-    case, _ = pick(cases, incoming)
+    case = pick(cases, incoming)
+    missed = misses(cases, incoming)  # the words agree with the decision: none before it
+    first = next((n for n, m in enumerate(missed) if not m["reasons"]), None)
+    assert first == (None if case is None else case.index)
     return None if case is None else case.index
 
 
@@ -55,18 +58,18 @@ def test_the_issues_example_picks_by_the_body() -> None:
 
 
 def test_a_miss_says_which_condition_of_which_case_failed_and_why() -> None:
-    case, missed = pick(TRANSLATE, request({"input": {"text": "hi", "lang": "de"}}))
-    assert case is None
-    assert missed == [
+    incoming = request({"input": {"text": "hi", "lang": "de"}})
+    assert pick(TRANSLATE, incoming) is None
+    assert misses(TRANSLATE, incoming) == [
         {"case": "case 1", "reasons": ["body /input/text equals 'boom': found \"hi\""]},
         {"case": "case 2", "reasons": ['body /input/lang absent: found "de"']},
     ]
 
 
 def test_a_body_that_is_not_json_misses_every_body_condition_saying_so() -> None:
-    _, missed = pick(TRANSLATE, request(b"text=boom"))
+    missed = misses(TRANSLATE, request(b"text=boom"))
     assert missed[0]["reasons"] == ["body /input/text: the body is not JSON"]
-    _, missed = pick(TRANSLATE, request(b""))
+    missed = misses(TRANSLATE, request(b""))
     assert missed[0]["reasons"] == ["body /input/text: the body is empty"]
 
 
@@ -78,22 +81,22 @@ def test_headers_in_any_case_and_query_parameters_any_of_their_values() -> None:
       json: {}
     """)
     assert taken(cases, request(headers={"x-tenant": "acme-1"}, query="lang=en&lang=de")) == 0
-    _, missed = pick(cases, request(headers={"X-Tenant": "acme-1"}, query="lang=en"))
+    missed = misses(cases, request(headers={"X-Tenant": "acme-1"}, query="lang=en"))
     assert missed[0]["reasons"] == ["query parameter lang equals 'de': found \"en\""]
-    _, missed = pick(cases, request(query="lang=de"))
+    missed = misses(cases, request(query="lang=de"))
     assert missed[0]["reasons"] == ["header x-tenant matches '^acme-': it is absent"]
 
 
 def test_every_condition_of_a_case_is_reported_not_only_the_first() -> None:
     cases = cases_of("- when: {headers: {X-A: a}, query: {b: b}}\n  json: {}\n")
-    _, missed = pick(cases, request())
+    missed = misses(cases, request())
     assert len(missed[0]["reasons"]) == 2
 
 
 def test_the_tests_of_one_value_must_all_hold() -> None:
     cases = cases_of("- when: {raw_body: {contains: bo, matches: 'm$'}}\n  json: {}\n")
     assert taken(cases, request(b"boom")) == 0
-    _, missed = pick(cases, request(b"boots"))
+    missed = misses(cases, request(b"boots"))
     assert missed[0]["reasons"] == ["the raw body matches 'm$': found \"boots\""]
 
 
@@ -141,7 +144,7 @@ def test_a_case_with_no_conditions_takes_every_request() -> None:
 
 
 def test_a_long_value_is_quoted_shortened_in_a_reason() -> None:
-    _, missed = pick(TRANSLATE, request({"input": {"text": "x" * 10_000, "lang": "de"}}))
+    missed = misses(TRANSLATE, request({"input": {"text": "x" * 10_000, "lang": "de"}}))
     reason = missed[0]["reasons"][0]
     assert len(reason) < 200
     assert "more characters" in reason
