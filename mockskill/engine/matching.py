@@ -56,7 +56,9 @@ class Target:
     case: Case | None = None
     """The case this target plays (None: the endpoint's default sequence)."""
     endpoint_cases: tuple[Case, ...] = ()
-    """The cases of :attr:`cases`, in order (what :func:`conditions.pick` tries)."""
+    """The cases of :attr:`cases`, in order."""
+    picker: conditions.Picker | None = field(default=None, compare=False, repr=False)
+    """What tries :attr:`endpoint_cases` on a request."""
 
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
@@ -99,7 +101,8 @@ class Target:
             )
             for case in cases
         )
-        return dataclasses.replace(self, cases=targets, endpoint_cases=cases)
+        picker = conditions.Picker(cases)
+        return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,9 @@ class RoutingTable:
         itself (its default sequence), else — an endpoint with cases only — a miss
         whose near misses say which condition of which case failed, and why."""
         cases = target.endpoint_cases
-        picked = conditions.pick(cases, request)
+        picker = target.picker
+        assert picker is not None  # (an endpoint with cases has one)
+        picked = picker.pick(request)
         if picked is not None:
             return target.cases[picked.index]
         if target.sequence is not None:

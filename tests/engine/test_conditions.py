@@ -10,7 +10,7 @@ import pytest
 from werkzeug.test import EnvironBuilder
 
 from mockskill import load_text
-from mockskill.engine.conditions import ABSENT, misses, pick, resolve, same
+from mockskill.engine.conditions import ABSENT, Picker, misses, pick, resolve, same
 from mockskill.engine.incoming import Incoming
 from mockskill.scenario.model import Case
 
@@ -148,3 +148,54 @@ def test_a_long_value_is_quoted_shortened_in_a_reason() -> None:
     reason = missed[0]["reasons"][0]
     assert len(reason) < 200
     assert "more characters" in reason
+
+
+MIXED = cases_of("""\
+- when: {body: {/n: 1}}
+  json: {}
+- when: {body: {/n: "1"}}
+  json: {}
+- when: {body: {/n: 1}}
+  json: {}
+- when: {body: {/n: null}}
+  json: {}
+- when: {body: {/n: 2.0}}
+  json: {}
+- when: {body: {/n: 3}}
+  json: {}
+- when: {body: {/m: 3}}
+  json: {}
+- when: {body: {/n: {matches: "^x"}}}
+  json: {}
+- when: {body: {/n: 4}}
+  json: {}
+- when: {body: {/n: true}}
+  json: {}
+- when: {headers: {X-N: "1"}, body: {/n: 5}}
+  json: {}
+""")
+
+VALUES: list[Any] = [1, "1", 1.0, True, False, None, 2, 2.0, 3, 3.5, 4, 5, "x1", [1], {"n": 1}]
+
+
+@pytest.mark.parametrize("value", [*VALUES, "absent", "not json"])
+def test_the_picker_answers_what_trying_every_case_in_order_does(value: Any) -> None:
+    picker = Picker(MIXED)
+    for m in (None, 3):
+        if value == "not json":
+            incoming = request(b"n=1")
+        else:
+            body: dict[str, Any] = {} if value == "absent" else {"n": value}
+            if m is not None:
+                body["m"] = m
+            incoming = request(body, headers={"X-N": "1"})
+        assert picker.pick(incoming) == pick(MIXED, incoming), (value, m)
+
+
+def test_a_run_of_equalities_on_one_place_is_one_lookup() -> None:
+    twenty = cases_of("".join(f"- when: {{body: {{/n: {k}}}}}\n  json: {{}}\n" for k in range(20)))
+    picker = Picker(twenty)
+    assert len(picker._steps) == 1  # one run
+    assert picker.pick(request({"n": 19})) is twenty[19]
+    assert picker.pick(request({"n": 20})) is None
+    assert picker.pick(request({"n": 19.0})) is twenty[19]  # tried one by one: JSON-equal
