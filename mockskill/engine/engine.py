@@ -363,6 +363,8 @@ class Engine:
         if path == catalog.TOKEN_PATH:
             return self._token(request, session, started)
         target = table.match(method, path)
+        if type(target) is Target and target.cases:  # the request picks one of its cases
+            target = table.case(target, request)
         if self.matched is not None:
             self.matched(request, target)
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:

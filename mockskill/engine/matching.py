@@ -9,6 +9,7 @@ its near misses: the closest routes, each with the reasons it missed.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import threading
 from collections.abc import Iterable, Mapping
@@ -20,10 +21,12 @@ from werkzeug.routing import Map, MapAdapter, Rule
 
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
-from ..scenario.model import Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from . import conditions
 from .state import MAX_PATH, shorten
 
 if TYPE_CHECKING:
+    from .incoming import Incoming
     from .store import Take
 
 Kind = Literal["list", "describe", "invoke", "route"]
@@ -44,8 +47,18 @@ class Target:
     """Names the sequence in the store (unique per scenario set)."""
     context: Context
     sequence: Sequence | None = None
+    """What it plays; None for the list, and for an endpoint whose cases are all it has."""
     skill: Skill | None = None
     route: Route | None = None
+    cases: tuple[Target, ...] = ()
+    """An endpoint's cases, in order, each a target of its own (its sequence and key):
+    :meth:`RoutingTable.case` picks the request's. None of them has cases."""
+    case: Case | None = None
+    """The case this target plays (None: the endpoint's default sequence)."""
+    endpoint_cases: tuple[Case, ...] = ()
+    """The cases of :attr:`cases`, in order."""
+    picker: conditions.Picker | None = field(default=None, compare=False, repr=False)
+    """What tries :attr:`endpoint_cases` on a request."""
 
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
@@ -64,11 +77,32 @@ class Target:
 
     @property
     def label(self) -> str:
+        of = f" of {self.case.label}" if self.case is not None else ""
         if self.skill is not None:
-            return f"the {self.kind} sequence of skill {self.skill.id!r}"
+            return f"the {self.kind} sequence{of} of skill {self.skill.id!r}"
         if self.route is not None:
-            return f"the sequence of route {self.route.label}"
+            return f"the sequence{of} of route {self.route.label}"
         return "the list of skills"
+
+    def with_cases(self, cases: tuple[Case, ...]) -> Target:
+        """This endpoint's target with a target for each of *cases* (keys: its own, then
+        ``/case/N``: each case keeps its own positions per session)."""
+        if not cases:
+            return self
+        targets = tuple(
+            Target(
+                self.kind,
+                f"{self.key}/case/{case.index}",
+                self.context,
+                case.sequence,
+                self.skill,
+                self.route,
+                case=case,
+            )
+            for case in cases
+        )
+        picker = conditions.Picker(cases)
+        return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
 
 
 @dataclass(frozen=True)
@@ -81,6 +115,9 @@ class Miss:
     """Set when the path was the skill surface's, but the id is unknown."""
     suggestions: tuple[str, ...] = ()
     near_misses: tuple[dict[str, Any], ...] = ()
+    endpoint: str | None = None
+    """Set when the path and method were an endpoint's, but none of its cases took the
+    request (and it has no default): its near misses are the cases'."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +151,13 @@ class RoutingTable:
                 Context.for_skill(sid, "describe"),
                 s.describe,
                 s,
-            )
+            ).with_cases(s.describe_cases)
             for sid, s in self.skills.items()
         }
         self._invoke = {
-            sid: Target("invoke", skill_key(sid, "invoke"), Context.for_skill(sid), s.invoke, s)
+            sid: Target(
+                "invoke", skill_key(sid, "invoke"), Context.for_skill(sid), s.invoke, s
+            ).with_cases(s.invoke_cases)
             for sid, s in self.skills.items()
         }
         self._list = Target("list", "list", Context(None, f"{BASE_URL}/skills"))
@@ -131,7 +170,7 @@ class RoutingTable:
                 Context(None, BASE_URL + r.path),
                 r.sequence,
                 route=r,
-            )
+            ).with_cases(r.cases)
             for r in self.routes
         ]
         rules = [
@@ -167,6 +206,27 @@ class RoutingTable:
             else:
                 return self._route_targets[int(index)]
         return Miss(method, path, near_misses=self.near_misses(method, path))
+
+    def case(self, target: Target, request: Incoming) -> Target | Miss:
+        """The target of the first of *target*'s cases that *request* meets, else *target*
+        itself (its default sequence), else — an endpoint with cases only — a miss
+        whose near misses say which condition of which case failed, and why."""
+        cases = target.endpoint_cases
+        picker = target.picker
+        assert picker is not None  # (an endpoint with cases has one)
+        picked = picker.pick(request)
+        if picked is not None:
+            return target.cases[picked.index]
+        if target.sequence is not None:
+            return target
+        missed = conditions.misses(cases, request)
+        route = target.route
+        endpoint = route.label if route is not None else f"{request.method} {request.path}"
+        near = tuple(
+            {"route": f"{endpoint}, {miss['case']}", "reasons": miss["reasons"]}
+            for miss in missed[:MAX_NEAR_MISSES]
+        )
+        return Miss(request.method, request.path, near_misses=near, endpoint=shorten(endpoint))
 
     def _match_surface(self, method: str, path: str) -> Target | Miss | None:
         parts = path[1:].rstrip("/").split("/")
@@ -231,8 +291,15 @@ def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
     keys: set[str] = set()
     for scenario in scenarios:
         for skill in scenario.skills:
-            keys.update(skill_key(skill.id, endpoint) for endpoint in ("describe", "invoke"))
-        keys.update(route_key(route) for route in scenario.routes)
+            for endpoint, cases in (
+                ("describe", skill.describe_cases),
+                ("invoke", skill.invoke_cases),
+            ):
+                keys.add(key := skill_key(skill.id, endpoint))
+                keys.update(f"{key}/case/{case.index}" for case in cases)
+        for route in scenario.routes:
+            keys.add(key := route_key(route))
+            keys.update(f"{key}/case/{case.index}" for case in route.cases)
     return keys
 
 

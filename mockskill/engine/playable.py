@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from ..scenario.model import ScenarioSet, Step
+from ..scenario.model import Route, ScenarioSet, Skill, Step
 from ..scenario.problems import Problem, ScenarioError
 
 
 def check_playable(scenarios: ScenarioSet, *, raw_socket: bool) -> None:
     if raw_socket:
         return
-    problems = []
-    for skill in scenarios.skills:
-        for sequence in (skill.describe, skill.invoke):
-            for step in sequence.steps:
-                if step.needs_socket:
-                    problems.append(_socket_problem(step))
-    for route in scenarios.routes:
-        problems.extend(_socket_problem(s) for s in route.sequence.steps if s.needs_socket)
+    problems: list[Problem] = []
+    owners: list[Skill | Route] = [*scenarios.skills, *scenarios.routes]
+    for owner in owners:
+        for sequence in owner.sequences:
+            problems.extend(_socket_problem(s) for s in sequence.steps if s.needs_socket)
     for scenario in scenarios.scenarios:
         if scenario.outage and scenario.outage.step.needs_socket:
             problems.append(_socket_problem(scenario.outage.step))

@@ -34,7 +34,11 @@ def miss_reply(miss: Miss) -> Reply:
             "method": miss.method,
             "near_misses": list(miss.near_misses),
         }
-        message = f"No skill or route matches {miss.method} {miss.path}"
+        message = (
+            f"No case of {miss.endpoint} matches the request"
+            if miss.endpoint is not None
+            else f"No skill or route matches {miss.method} {miss.path}"
+        )
     return Reply.error(catalog.render("SKILL_NOT_FOUND", message=message, details=details))
 
 

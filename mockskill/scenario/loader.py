@@ -22,13 +22,14 @@ from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
 from ..protocol.versions import Range, parse_version
 from . import access
+from .cases import read_endpoint
 from .claims import Claim, clashes
 from .credentials import read_credentials, read_requirement
 from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, Position, read_file, read_text
-from .steps import StepContext, read_sequence, read_step, single_step
+from .steps import StepContext, read_step, single_step
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
 SKILL_KEYS = (
@@ -45,7 +46,7 @@ SKILL_KEYS = (
     "invoke",
 )
 OUTAGE_KEYS = ("start", "duration", "step")
-ROUTE_KEYS = ("path", "method", "steps", "end")
+ROUTE_KEYS = ("path", "method", "steps", "end", "cases")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
 SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
@@ -339,11 +340,21 @@ def _read_skill(
     else:
         ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
     default_invoke = Sequence((Step(ok_reply, where),))
-    describe_seq = read_sequence(
-        r, raw.get("describe", Reader.MISSING), (*path, "describe"), describe_ctx, default_describe
+    describe_read = read_endpoint(
+        r,
+        raw.get("describe", Reader.MISSING),
+        (*path, "describe"),
+        describe_ctx,
+        default_describe,
+        methods=("GET", "HEAD"),
     )
-    invoke_seq = read_sequence(
-        r, raw.get("invoke", Reader.MISSING), (*path, "invoke"), invoke_ctx, default_invoke
+    invoke_read = read_endpoint(
+        r,
+        raw.get("invoke", Reader.MISSING),
+        (*path, "invoke"),
+        invoke_ctx,
+        default_invoke,
+        methods=("POST",),
     )
     timeout_ms = None
     if raw.get("timeout_ms") is not None:
@@ -364,8 +375,9 @@ def _read_skill(
                 describe(text),
             )
     upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
-    if describe_seq is None or invoke_seq is None or len(r.problems) > before:
+    if describe_read is None or invoke_read is None or len(r.problems) > before:
         return None
+    (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read
     assert skill_id is not None  # a missing or wrong id is a problem
     name = document.get("name") if isinstance(document, dict) else None
     version = document.get("protocol_version") if isinstance(document, dict) else None
@@ -385,6 +397,8 @@ def _read_skill(
         accepts=accepts,
         upgrade_url=upgrade_url or catalog.UPGRADE_URL,
         requires=requires,
+        describe_cases=describe_cases,
+        invoke_cases=invoke_cases,
     )
 
 
@@ -438,18 +452,21 @@ def _read_route(
     if raw is None:
         return None
     before = len(r.problems)
-    r.keys(raw, path, ROUTE_KEYS, required=("path", "steps"))
+    r.keys(raw, path, ROUTE_KEYS, required=("path",) if "cases" in raw else ("path", "steps"))
     route_path = r.string(raw, "path", path)
     path_ok = route_path is not None and _check_route_path(r, route_path, (*path, "path"))
     methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
     if path_ok and methods is not None and route_path is not None:
         claims.append((index, methods, route_path, r.position(path)))
     context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"))
-    sequence_raw = {k: raw[k] for k in ("steps", "end") if k in raw}
-    sequence = read_sequence(r, sequence_raw, path, context) if "steps" in raw else None
-    if sequence is None or route_path is None or methods is None or len(r.problems) > before:
+    endpoint_raw = {k: raw[k] for k in ("steps", "end", "cases") if k in raw}
+    read = None
+    if "steps" in raw or "cases" in raw:
+        read = read_endpoint(r, endpoint_raw, path, context, None, methods=methods or ("GET",))
+    if read is None or route_path is None or methods is None or len(r.problems) > before:
         return None
-    return Route(route_path, methods, sequence, scenario, index, r.position(path))
+    sequence, cases = read
+    return Route(route_path, methods, sequence, scenario, index, r.position(path), cases)
 
 
 def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:

@@ -14,6 +14,7 @@ import bisect
 import dataclasses
 import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -202,6 +203,67 @@ class Sequence:
         return bisect.bisect_right(ends, position)
 
 
+Source = Literal["headers", "query", "body", "raw_body"]
+Operator = Literal["equals", "contains", "matches", "exists", "absent"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One test on one value: *operand* is the JSON value (``equals``, ``contains``), the
+    compiled pattern (``matches``), or unused (``exists``, ``absent``)."""
+
+    operator: Operator
+    operand: Any = None
+
+    @property
+    def text(self) -> str:
+        """The test as the scenario wrote it, for a near-miss: ``equals 'boom'``."""
+        if self.operator in ("exists", "absent"):
+            return self.operator
+        shown = self.operand.pattern if isinstance(self.operand, re.Pattern) else self.operand
+        return f"{self.operator} {shown!r}"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Tests on one value of the request; all must hold."""
+
+    source: Source
+    name: str
+    """A header's name (lower case), a query parameter's, a JSON Pointer; "" for raw_body."""
+    pointer: tuple[str, ...]
+    """A body pointer's tokens, unescaped (``/a~1b/0`` -> ``("a/b", "0")``); () otherwise."""
+    checks: tuple[Check, ...]
+    where: Position
+    place: tuple[str, str] = field(init=False, repr=False, compare=False)
+    """Where its value is, (source, name): the same for every condition there."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "place", (self.source, self.name))
+
+    @property
+    def label(self) -> str:
+        """Where the value is, as the scenario wrote it: ``body /input/text``, ``header x-a``."""
+        if self.source == "raw_body":
+            return "the raw body"
+        kind = {"headers": "header", "query": "query parameter", "body": "body"}[self.source]
+        return f"{kind} {self.name or '(the whole body)'}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of an endpoint: its conditions and the sequence it plays."""
+
+    index: int
+    conditions: tuple[Condition, ...]
+    sequence: Sequence
+    where: Position
+
+    @property
+    def label(self) -> str:
+        return f"case {self.index + 1}"
+
+
 @dataclass(frozen=True)
 class Skill:
     """A skill: its descriptor and the two sequences of its endpoints."""
@@ -212,10 +274,10 @@ class Skill:
     descriptor: bytes
     """The descriptor as served (JSON, ``{base_url}`` unfilled); raw ones too."""
     raw: bool
-    describe: Sequence
-    """``GET /skills/{id}``."""
-    invoke: Sequence
-    """``POST /skills/{id}/invoke``."""
+    describe: Sequence | None
+    """``GET /skills/{id}``: the default sequence (None: only cases, see :attr:`cases`)."""
+    invoke: Sequence | None
+    """``POST /skills/{id}/invoke``: the default sequence (None: only cases)."""
     where: Position
     timeout_ms: int | None = None
     """Execution longer than this is cut short with ``EXECUTION_TIMEOUT``."""
@@ -229,6 +291,14 @@ class Skill:
     upgrade_url: str = UPGRADE_URL
     requires: Requirement | None = None
     """Credentials its invocation needs (None: none)."""
+    describe_cases: tuple[Case, ...] = ()
+    invoke_cases: tuple[Case, ...] = ()
+    """The cases of each endpoint, tried in order before its default sequence."""
+
+    @property
+    def sequences(self) -> tuple[Sequence, ...]:
+        """Every sequence its endpoints may play: defaults and cases'."""
+        return _sequences((self.describe, self.invoke), self.describe_cases + self.invoke_cases)
 
     @property
     def accepted(self) -> Range | None:
@@ -245,14 +315,27 @@ class Route:
 
     path: str
     methods: tuple[str, ...]
-    sequence: Sequence
+    sequence: Sequence | None
+    """The default sequence (None: only :attr:`cases`; a request none takes is unmatched)."""
     scenario: str
     index: int
     where: Position
+    cases: tuple[Case, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{'|'.join(self.methods)} {self.path}"
+
+    @property
+    def sequences(self) -> tuple[Sequence, ...]:
+        """Every sequence it may play: its default and its cases'."""
+        return _sequences((self.sequence,), self.cases)
+
+
+def _sequences(
+    defaults: tuple[Sequence | None, ...], cases: tuple[Case, ...]
+) -> tuple[Sequence, ...]:
+    return (*(s for s in defaults if s is not None), *(case.sequence for case in cases))
 
 
 @dataclass(frozen=True)

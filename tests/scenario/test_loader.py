@@ -853,6 +853,7 @@ BUNDLED_SKILLS = {
     "delays": ["fixed-delay", "uniform-delay", "long-tail", "dribble", "hang", "times-out"],
     "chaos": ["coin-flip", "weighted"],
     "outage": ["recovering"],
+    "matching": ["checks-input"],
     "protected": ["guarded", "admin", "keyed", "next-gen"],
     "healthy": ["translate"],
     "slow": ["slow"],

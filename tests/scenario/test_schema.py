@@ -23,7 +23,7 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import delays, loader, steps
+from mockskill.scenario import cases, delays, loader, steps
 from mockskill.scenario.model import END_RULES, FAULTS
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
@@ -86,6 +86,9 @@ OBJECTS = {
     "outage": (SCHEMA["$defs"]["outage"], loader.OUTAGE_KEYS),
     "skill": (SCHEMA["$defs"]["skill"], loader.SKILL_KEYS),
     "route": (SCHEMA["$defs"]["route"], loader.ROUTE_KEYS),
+    "cases": (SCHEMA["$defs"]["cases_endpoint"], cases.CASES_KEYS),
+    "when": (SCHEMA["$defs"]["when"], cases.WHEN_KEYS),
+    "tests": (SCHEMA["$defs"]["tests"]["anyOf"][0], cases.OPERATORS),
     "step": (SCHEMA["$defs"]["step"], steps.STEP_KEYS),
     "outcome": (SCHEMA["$defs"]["outcome"], OUTCOME_KEYS),
     "sequence": (SCHEMA["$defs"]["sequence"], steps.SEQUENCE_KEYS),
@@ -561,6 +564,15 @@ def test_documented_scenario_matches_schema_and_loads(text: str) -> None:
 # id: (where the loader reports the problem, the scenario text)
 INVALID: dict[str, tuple[str, str]] = {
     "unknown top-level key": ("skils", "name: x\nskils: []\n"),
+    "a body condition's pointer without /": (
+        "skills[0].invoke.cases[0].when.body.input",
+        _invoke("{cases: [{when: {body: {input: 1}}, json: 1}]}"),
+    ),
+    "an unknown condition test": (
+        "skills[0].invoke.cases[0].when.headers.X-A.equal",
+        _invoke("{cases: [{when: {headers: {X-A: {equal: a}}}, json: 1}]}"),
+    ),
+    "a case without when": ("skills[0].invoke.cases[0]", _invoke("{cases: [{json: 1}]}")),
     "unknown step key": ("skills[0].invoke.dealy", _invoke("{json: 1, dealy: 5}")),
     "misspelt error code": ("skills[0].invoke.error", _invoke("{error: AUTH_REQUIRE}")),
     "validation error as a step": ("skills[0].invoke.error", _invoke("{error: VALIDATION_ERROR}")),
@@ -778,6 +790,34 @@ VALID = {
               - {fault: MALFORMED_RESPONSE_CHUNK, json: {partial: true}}
               - {fault: RANDOM_DATA_THEN_CLOSE, execution: {fixed: 0}}
               - {fault: TRUNCATED_BODY, status: 200, text: cut short}
+        """
+    ),
+    "cases": textwrap.dedent(
+        """\
+        name: cases
+        skills:
+          - id: translate
+            invoke:
+              cases:
+                - when: {body: {/input/text: boom}}
+                  error: EXECUTION_TIMEOUT
+                - when:
+                    body: {/input/lang: {absent: true}}
+                    headers: {X-Tenant: {matches: "^acme-", contains: acme}}
+                    query: {debug: {exists: true}}
+                  status: 400
+                  json: {error: lang is required}
+                - when: {raw_body: {contains: hola}}
+                  steps: [{error: ENDPOINT_UNREACHABLE, times: 2}, {json: {ok: true}}]
+                  end: cycle
+              steps:
+                - json: {translation: hola}
+        routes:
+          - path: /orders
+            method: POST
+            cases:
+              - when: {body: {"": {contains: id}, /tags: {contains: 7}}}
+                json: {order: 1}
         """
     ),
     "random steps": textwrap.dedent(

@@ -1,0 +1,277 @@
+"""Request conditions: what a case of an endpoint asks of the request, checked at load.
+
+A skill's ``describe``/``invoke`` and a route may list ``cases``; each case
+has conditions (``when``) and its own sequence, and the first case whose
+conditions all hold plays (the endpoint's default sequence otherwise)::
+
+    invoke:
+      cases:
+        - when:
+            body: {/input/text: boom}             # a JSON Pointer: equals
+          error: EXECUTION_TIMEOUT
+        - when:
+            body: {/input/lang: {absent: true}}
+          status: 400
+          json: {error: lang is required}
+      steps:                                      # the default; none: unmatched
+        - json: {translation: hola}
+
+A condition names where the value is (``headers``, ``query``, ``body`` by
+JSON Pointer, ``raw_body``) and one or more tests on it: ``equals``,
+``contains``, ``matches`` (a regular expression, searched), ``exists``,
+``absent``; a plain value is ``equals``. This module owns their reading:
+pointers parsed, regexes compiled, a case no request can reach refused. The
+frozen model is :mod:`.model`'s (:class:`~.model.Case`); what a request makes
+of it is the engine's (:mod:`mockskill.engine.conditions`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .model import Case, Check, Condition, Operator, Sequence, Source
+from .problems import Path, describe
+from .reader import Reader
+from .steps import StepContext, read_sequence
+
+SOURCES: tuple[Source, ...] = ("headers", "query", "body", "raw_body")
+OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
+WHEN_KEYS: tuple[str, ...] = SOURCES
+CASE_KEYS = ("when",)
+"""A case's own keys; the rest are its sequence's (``steps``/``end``) or its one step's."""
+BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods whose requests carry no body a condition could look at."""
+
+
+def read_when(
+    r: Reader, value: Any, path: Path, *, methods: tuple[str, ...]
+) -> tuple[Condition, ...] | None:
+    """A case's ``when``: its conditions (none: the case takes every request).
+
+    *methods* are those the endpoint answers: a body condition where none
+    of them carries a body could never hold.
+    """
+    raw = r.mapping(value, path, "conditions: a mapping of headers, query, body, raw_body")
+    if raw is None:
+        return None
+    before = len(r.problems)
+    r.keys(raw, path, WHEN_KEYS)
+    conditions: list[Condition] = []
+    for source in raw:  # in the order written: a near-miss gives its reasons in that order
+        if source not in SOURCES:
+            continue  # (reported by keys above)
+        where = (*path, source)
+        if source in ("body", "raw_body") and set(methods) <= BODILESS:
+            r.bad(
+                where,
+                "conditions on headers or query",
+                f"a {source} condition on {'/'.join(methods)} requests, which carry no body",
+                "match the body on an endpoint that takes one (POST, PUT, PATCH, DELETE)",
+                at_key=True,
+            )
+            continue
+        if source == "raw_body":
+            tests = _read_tests(r, raw[source], where, source)
+            if tests is not None:
+                conditions.append(Condition(source, "", (), tests, r.position(where)))
+            continue
+        names = r.mapping(raw[source], where, f"a mapping of {_NAMED[source]} to tests")
+        for name, tested in (names or {}).items():
+            condition = _read_condition(r, source, name, tested, (*where, name))
+            if condition is not None:
+                conditions.append(condition)
+    if len(r.problems) > before:
+        return None
+    return tuple(conditions)
+
+
+_NAMED = {"headers": "header names", "query": "query parameters", "body": "JSON Pointers"}
+
+
+def _read_condition(
+    r: Reader, source: Source, name: Any, tested: Any, path: Path
+) -> Condition | None:
+    if not isinstance(name, str) or (source != "body" and not name):
+        r.bad(path, f"a {_NAMED[source][:-1]}", describe(name), at_key=True)
+        return None
+    pointer: tuple[str, ...] = ()
+    if source == "body":
+        parsed = parse_pointer(name)
+        if parsed is None:
+            r.bad(
+                path,
+                "a JSON Pointer: '' (the whole body) or /key/0/... (~0 for ~, ~1 for /)",
+                describe(name),
+                "write the path from the body's root, beginning with /",
+                at_key=True,
+            )
+            return None
+        pointer = parsed
+    tests = _read_tests(r, tested, path, source)
+    if tests is None:
+        return None
+    shown = name.lower() if source == "headers" else name
+    return Condition(source, shown, pointer, tests, r.position(path))
+
+
+def parse_pointer(text: str) -> tuple[str, ...] | None:
+    """RFC 6901: the reference tokens of *text*, unescaped; None when it is not a pointer."""
+    if text == "":
+        return ()
+    if not text.startswith("/") or re.search(r"~(?![01])", text):
+        return None
+    return tuple(token.replace("~1", "/").replace("~0", "~") for token in text[1:].split("/"))
+
+
+def _read_tests(r: Reader, value: Any, path: Path, source: Source) -> tuple[Check, ...] | None:
+    """The tests on one value: a mapping of operators, or a plain value (``equals``)."""
+    if not isinstance(value, dict):
+        if source != "body" and not isinstance(value, str):
+            r.bad(path, "a string (equals) or a mapping of tests", describe(value))
+            return None
+        return (Check("equals", value),)
+    if not value:
+        r.bad(path, "at least one test: " + ", ".join(OPERATORS), "an empty mapping")
+        return None
+    before = len(r.problems)
+    r.keys(value, path, OPERATORS)
+    tests: list[Check] = []
+    for operator in value:  # in the order written: a near-miss names the first that fails
+        if operator not in OPERATORS:
+            continue  # (reported by keys above)
+        operand, where = value[operator], (*path, operator)
+        if operator in ("exists", "absent"):
+            if not isinstance(operand, bool):
+                r.bad(where, "true or false", describe(operand))
+                continue
+            # absent: false is exists (and the other way round): one test, said positively
+            present = operand if operator == "exists" else not operand
+            tests.append(Check("exists" if present else "absent"))
+        elif operator == "matches":
+            pattern = _pattern(r, operand, where)
+            if pattern is not None:
+                tests.append(Check("matches", pattern))
+        elif source != "body" and not isinstance(operand, str):
+            r.bad(where, f"a string ({_WHAT[source]} are text)", describe(operand))
+        else:
+            tests.append(Check(operator, operand))
+    if len(r.problems) > before:
+        return None
+    operators = {test.operator for test in tests}
+    if "absent" in operators and len(operators) > 1:
+        r.bad(
+            path,
+            "absent alone",
+            "absent with tests on the value",
+            "a value that is absent has nothing to test",
+        )
+        return None
+    return tuple(tests)
+
+
+_WHAT = {"headers": "header values", "query": "query values", "raw_body": "bodies here"}
+
+
+def _pattern(r: Reader, operand: Any, path: Path) -> re.Pattern[str] | None:
+    if not isinstance(operand, str):
+        r.bad(path, "a regular expression (a string)", describe(operand))
+        return None
+    try:
+        return re.compile(operand)
+    except re.error as error:
+        at = f" at position {error.pos}" if error.pos is not None else ""
+        r.bad(
+            path, "a regular expression (Python's re syntax)", describe(operand), f"{error.msg}{at}"
+        )
+        return None
+
+
+def unreachable(cases: tuple[Case, ...], r: Reader, path: Path) -> bool:
+    """Report each case after one with no conditions (it takes every request first);
+    True when there was one."""
+    for case in cases:
+        if not case.conditions:
+            later = [c for c in cases if c.index > case.index]
+            for shadowed in later:
+                r.bad(
+                    (*path, shadowed.index),
+                    "a case some request can reach",
+                    f"a case after {case.label}, whose empty conditions take every request",
+                    f"move {case.label} last, or give it conditions",
+                )
+            return bool(later)
+    return False
+
+
+CASES_KEYS = ("cases", "steps", "end")
+"""An endpoint with cases: the cases, and its default sequence (none: unmatched)."""
+
+
+def read_endpoint(
+    r: Reader,
+    value: Any,
+    path: Path,
+    ctx: StepContext,
+    default: Sequence | None,
+    *,
+    methods: tuple[str, ...],
+) -> tuple[Sequence | None, tuple[Case, ...]] | None:
+    """An endpoint's default sequence and its cases; None (problems recorded) when wrong.
+
+    Without ``cases`` it is :func:`~.steps.read_sequence`'s (and *default* when
+    the key is missing). With them, the default is its ``steps`` (with
+    ``end``), or none: a request no case takes is then unmatched.
+    """
+    if not (isinstance(value, dict) and "cases" in value):
+        sequence = read_sequence(r, value, path, ctx, default)
+        return None if sequence is None else (sequence, ())
+    before = len(r.problems)
+    r.keys(value, path, CASES_KEYS)
+    raw_cases, cases_path = value["cases"], (*path, "cases")
+    if not isinstance(raw_cases, list) or not raw_cases:
+        r.bad(cases_path, "a list of cases, each with when: and its steps", describe(raw_cases))
+        return None
+    cases = []
+    for index, raw in enumerate(raw_cases):
+        case = _read_case(r, raw, (*cases_path, index), index, ctx, methods)
+        if case is not None:
+            cases.append(case)
+    fallback = None
+    if "steps" in value:
+        fallback = read_sequence(
+            r, {k: value[k] for k in ("steps", "end") if k in value}, path, ctx
+        )
+    elif "end" in value:
+        r.bad((*path, "end"), "end beside the default steps", "end without steps", at_key=True)
+    if len(cases) == len(raw_cases):
+        unreachable(tuple(cases), r, cases_path)
+    if len(r.problems) > before:
+        return None
+    return fallback, tuple(cases)
+
+
+def _read_case(
+    r: Reader,
+    raw: Any,
+    path: Path,
+    index: int,
+    ctx: StepContext,
+    methods: tuple[str, ...],
+) -> Case | None:
+    """One case: ``when`` and a sequence (``steps``/``end``, or one step's keys inline)."""
+    case = r.mapping(raw, path, "a case: a mapping with when: and a step or steps:")
+    if case is None:
+        return None
+    if "when" not in case:
+        r.bad(path, "the key 'when'", "it missing", "a case without conditions: write when: {}")
+        return None
+    conditions = read_when(r, case["when"], (*path, "when"), methods=methods)
+    played = {k: v for k, v in case.items() if k != "when"}
+    if not played:
+        r.bad(path, "a step (error:, json: ...) or steps: beside when:", "only when:")
+        return None
+    sequence = read_sequence(r, played, path, ctx)
+    if conditions is None or sequence is None:
+        return None
+    return Case(index, conditions, sequence, r.position(path))

@@ -1,0 +1,354 @@
+"""Cases and their conditions, as the loader reads them: what each becomes, each rule it checks."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+from conftest import assert_problem
+
+from mockskill import ScenarioError, load_text
+from mockskill.scenario.cases import parse_pointer
+from mockskill.scenario.model import Case, Check, Skill
+from mockskill.scenario.problems import Problem
+
+TRANSLATE = """
+skills:
+  - id: translate
+    invoke:
+      cases:
+        - when:
+            body: {/input/text: boom}
+          error: EXECUTION_TIMEOUT
+        - when:
+            body: {/input/lang: {absent: true}}
+          status: 400
+          json: {error: lang is required}
+      steps:
+        - json: {translation: hola}
+"""
+
+
+def skill_of(text: str) -> Skill:
+    [skill] = load_text(textwrap.dedent(text), "s.yaml").skills
+    return skill
+
+
+def problems_in(text: str) -> list[Problem]:
+    with pytest.raises(ScenarioError) as caught:
+        load_text(textwrap.dedent(text), "s.yaml")
+    return list(caught.value.problems)
+
+
+def cases_yaml(cases: str, *, steps: bool = True) -> str:
+    """A translate skill whose invoke has *cases* (the list's items, at column 9) and a
+    default step unless *steps* is false. The first case's ``- `` is on line 6."""
+    default = "      steps:\n        - json: {translation: hola}\n" if steps else ""
+    return (
+        "skills:\n  - id: translate\n    invoke:\n      cases:\n"
+        + textwrap.indent(textwrap.dedent(cases), "        ")
+        + default
+    )
+
+
+# -- what cases become --------------------------------------------------------------
+
+
+def test_the_issues_example_loads_as_two_cases_and_a_default() -> None:
+    skill = skill_of(TRANSLATE)
+    first, second = skill.invoke_cases
+    assert isinstance(first, Case)
+    assert (first.index, second.index) == (0, 1)
+    [boom] = first.conditions
+    assert (boom.source, boom.name, boom.pointer) == ("body", "/input/text", ("input", "text"))
+    assert boom.checks == (Check("equals", "boom"),)
+    assert first.sequence.steps[0].reply.error_code == "EXECUTION_TIMEOUT"
+    [lang] = second.conditions
+    assert lang.checks == (Check("absent"),)
+    assert second.sequence.steps[0].reply.status == 400
+    assert skill.invoke is not None
+    assert skill.invoke.steps[0].reply.status == 200
+    assert skill.describe_cases == ()
+
+
+def test_a_case_may_have_a_sequence_of_its_own() -> None:
+    skill = skill_of(
+        cases_yaml("""\
+        - when: {headers: {X-Tenant: acme}}
+          steps:
+            - error: ENDPOINT_UNREACHABLE
+              times: 2
+            - json: {ok: true}
+          end: cycle
+        """)
+    )
+    [case] = skill.invoke_cases
+    assert case.sequence.length == 3
+    assert case.sequence.end == "cycle"
+    assert case.conditions[0].name == "x-tenant"  # header names in any case
+
+
+def test_every_source_and_operator() -> None:
+    [case] = skill_of(
+        cases_yaml("""\
+        - when:
+            headers: {X-A: {matches: "^a+$", contains: a}}
+            query: {debug: {exists: true}, lang: {equals: de}}
+            body: {"": {contains: input}, /tags: {contains: 7}, /a~1b/0: {exists: false}}
+            raw_body: {matches: "bo+m"}
+          json: {}
+        """)
+    ).invoke_cases
+    found = {(c.source, c.name): c.checks for c in case.conditions}
+    pattern = found[("headers", "x-a")][0].operand
+    assert isinstance(pattern, re.Pattern)
+    assert pattern.pattern == "^a+$"
+    assert found[("headers", "x-a")][1] == Check("contains", "a")
+    assert found[("query", "debug")] == (Check("exists"),)
+    assert found[("query", "lang")] == (Check("equals", "de"),)
+    assert found[("body", "")] == (Check("contains", "input"),)
+    assert found[("body", "/tags")] == (Check("contains", 7),)
+    assert found[("body", "/a~1b/0")] == (Check("absent"),)  # exists: false is absent
+    assert found[("raw_body", "")][0].operator == "matches"
+
+
+def test_cases_without_steps_have_no_default() -> None:
+    skill = skill_of(cases_yaml("- when: {body: {/x: 1}}\n  json: {}\n", steps=False))
+    assert skill.invoke is None
+    assert len(skill.invoke_cases) == 1
+
+
+def test_a_route_may_have_cases_and_no_steps() -> None:
+    [scenario] = load_text(
+        textwrap.dedent("""\
+        routes:
+          - path: /orders
+            method: POST
+            cases:
+              - when: {body: {/id: 1}}
+                json: {order: 1}
+        """),
+        "r.yaml",
+    ).scenarios
+    [route] = scenario.routes
+    assert route.sequence is None
+    assert route.cases[0].conditions[0].pointer == ("id",)
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("", ()), ("/", ("",)), ("/a/0", ("a", "0")), ("/a~1b/~0c", ("a/b", "~c")), ("/~01", ("~1",))],
+)
+def test_json_pointers_unescape_as_rfc_6901_says(text: str, tokens: tuple[str, ...]) -> None:
+    assert parse_pointer(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["a", "a/b", "/a~", "/a~2b"])
+def test_what_is_not_a_json_pointer(text: str) -> None:
+    assert parse_pointer(text) is None
+
+
+# -- every rule a case can break -----------------------------------------------------
+
+BAD_CASES = [
+    # (cases, path, line, column, expected, found, hint)
+    pytest.param(
+        "- when: {body: {input/text: boom}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.body.input/text",
+        5,
+        25,
+        "a JSON Pointer",
+        "'input/text'",
+        "beginning with /",
+        id="pointer-without-slash",
+    ),
+    pytest.param(
+        "- when: {body: {/a~2: boom}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.body./a~2",
+        5,
+        25,
+        "a JSON Pointer",
+        "'/a~2'",
+        "beginning with /",
+        id="pointer-bad-escape",
+    ),
+    pytest.param(
+        "- when: {headers: {X-A: {matches: '(unclosed'}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.headers.X-A.matches",
+        5,
+        43,
+        "a regular expression",
+        "'(unclosed'",
+        "missing ), unterminated subpattern",
+        id="regex-does-not-compile",
+    ),
+    pytest.param(
+        "- when: {bdy: {/a: 1}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.bdy",
+        5,
+        18,
+        "a known key",
+        "unknown key 'bdy'",
+        "did you mean 'body'",
+        id="unknown-source",
+    ),
+    pytest.param(
+        "- when: {body: {/a: {equal: 1}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.body./a.equal",
+        5,
+        30,
+        "a known key",
+        "unknown key 'equal'",
+        "did you mean 'equals'",
+        id="unknown-operator",
+    ),
+    pytest.param(
+        "- when: {headers: {X-A: {equals: 1}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.headers.X-A.equals",
+        5,
+        42,
+        "a string (header values are text)",
+        "1",
+        "",
+        id="header-value-not-text",
+    ),
+    pytest.param(
+        "- when: {query: {a: {exists: yes please}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.query.a.exists",
+        5,
+        38,
+        "true or false",
+        "'yes please'",
+        "",
+        id="exists-not-boolean",
+    ),
+    pytest.param(
+        "- when: {body: {/a: {absent: true, equals: 1}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.body./a",
+        5,
+        29,
+        "absent alone",
+        "absent with tests",
+        "nothing to test",
+        id="absent-with-tests",
+    ),
+    pytest.param(
+        "- when: {body: {/a: {}}}\n  json: {}\n",
+        "skills[0].invoke.cases[0].when.body./a",
+        5,
+        29,
+        "at least one test",
+        "an empty mapping",
+        "",
+        id="no-tests",
+    ),
+    pytest.param(
+        "- json: {}\n",
+        "skills[0].invoke.cases[0]",
+        5,
+        11,
+        "the key 'when'",
+        "it missing",
+        "when: {}",
+        id="case-without-when",
+    ),
+    pytest.param(
+        "- when: {headers: {X-A: a}}\n",
+        "skills[0].invoke.cases[0]",
+        5,
+        11,
+        "a step (error:, json: ...) or steps:",
+        "only when:",
+        "",
+        id="case-without-step",
+    ),
+    pytest.param(
+        "- when: {headers: {X-A: a}}\n  eror: SKILL_NOT_FOUND\n",
+        "skills[0].invoke.cases[0].eror",
+        6,
+        11,
+        "a known key",
+        "unknown key 'eror'",
+        "did you mean 'error'",
+        id="a-case's-step-checked-like-any",
+    ),
+    pytest.param(
+        "- when: {}\n  json: {a: 1}\n- when: {headers: {X-A: a}}\n  json: {b: 2}\n",
+        "skills[0].invoke.cases[1]",
+        7,
+        11,
+        "a case some request can reach",
+        "a case after case 1",
+        "move case 1 last",
+        id="unreachable-after-a-catch-all",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cases", "path", "line", "column", "expected", "found", "hint"), BAD_CASES
+)
+def test_a_bad_case_is_a_positioned_problem(
+    cases: str, path: str, line: int, column: int, expected: str, found: str, hint: str
+) -> None:
+    problems = problems_in(cases_yaml(cases))
+    assert_problem(problems[-1], path, line, column, expected, found, hint)
+
+
+def test_body_conditions_on_describe_are_refused_as_it_carries_no_body() -> None:
+    [problem] = problems_in(
+        """\
+        skills:
+          - id: s
+            describe:
+              cases:
+                - when: {body: {/a: 1}}
+                  descriptor: true
+        """
+    )
+    assert_problem(
+        problem,
+        "skills[0].describe.cases[0].when.body",
+        5, 18, "conditions on headers or query", "a body condition on GET/HEAD", "POST",
+    )  # fmt: skip
+
+
+def test_body_conditions_on_a_get_route_are_refused() -> None:
+    [problem] = problems_in(
+        """\
+        routes:
+          - path: /x
+            cases:
+              - when: {raw_body: {contains: a}}
+                json: {}
+        """
+    )
+    assert (problem.path, problem.line, problem.column) == (
+        "routes[0].cases[0].when.raw_body",
+        4,
+        16,
+    )
+    assert problem.found.startswith("a raw_body condition on GET requests")
+
+
+def test_every_problem_of_every_case_at_once() -> None:
+    problems = problems_in(
+        cases_yaml(
+            "- when: {body: {nope: 1}}\n  json: {}\n- when: {query: {a: {matches: '['}}}\n"
+            "  json: {}\n"
+        )
+    )
+    assert [p.path for p in problems] == [
+        "skills[0].invoke.cases[0].when.body.nope",
+        "skills[0].invoke.cases[1].when.query.a.matches",
+    ]
+
+
+def test_cases_must_be_a_non_empty_list() -> None:
+    [problem] = problems_in(
+        "skills:\n  - id: s\n    invoke:\n      cases: []\n      steps: [{json: {}}]\n"
+    )
+    assert_problem(
+        problem, "skills[0].invoke.cases", 4, 14, "a list of cases", "a list of 0 items", ""
+    )
