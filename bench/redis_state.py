@@ -13,8 +13,9 @@ What Redis did per request comes from ``INFO commandstats`` before and after
 each Redis run: the ``EVALSHA`` calls (the round-trip commands: one per
 sequence step, plus one per journal batch) and every command the scripts ran
 inside them; the server itself reports (at exit) how many pipelines its
-loop sent and how many journal batches its flusher sent, so the needs per
-pipeline and entries per journal batch are printed too.
+loop sent and how many journal batches it sent (and how many of them in the
+loop's own writes), so the needs per pipeline and entries per journal batch
+are printed too.
 
 Client, servers and Redis share the machine's cores (2 here): the ratio
 counts more than the absolute figures, and a loaded machine hurts the Redis
@@ -69,6 +70,7 @@ if state != "memory":
     counts = {
         "pipelines": sum(b.batches for b in store._batchers.values()),
         "journal_batches": store.journal_store.batches,
+        "journal_loop_batches": sum(q.batches for q in store.journal_store.loops),
         "journal_sent": store.journal_store.sent,
         "journal_lost": store.journal_store.lost,
     }
@@ -369,8 +371,9 @@ def main() -> None:
         print(
             f"The Redis server's loop sent {pipelines} pipelines"
             f" ({requests / max(pipelines, 1):.1f} needs each, over the whole run);"
-            f" its journal flusher {batches} batches"
-            f" ({counts['journal_sent'] / max(batches, 1):.1f} entries each),"
+            f" its journal {batches} batches"
+            f" ({counts['journal_sent'] / max(batches, 1):.1f} entries each,"
+            f" {counts.get('journal_loop_batches', 0)} of them in the loop's writes),"
             f" {counts['journal_lost']} entries lost"
         )
     cpu.print()
