@@ -133,19 +133,24 @@ class Batcher:
 
     def _write(self, link: Link, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
         self.batches += 1
-        answered = link.request(b"".join(command for command, _ in batch), len(batch))
-        self._out.add(answered)
-        answered.add_done_callback(lambda done: self._answered(batch, done))
+        out: asyncio.Future[None] = self.loop.create_future()  # (what close() waits for)
+        self._out.add(out)
+
+        def answered(result: list[Any] | LinkError) -> None:
+            # Called as the replies are read: the needs' futures are set in the same
+            # callback (their requests go on at the next turn, not one turn later).
+            self._out.discard(out)
+            out.set_result(None)
+            self._answered(batch, result)
+
+        link.send(b"".join(command for command, _ in batch), len(batch), answered)
 
     def _answered(
-        self, batch: list[tuple[bytes, asyncio.Future[Any]]], done: asyncio.Future[list[Any]]
+        self, batch: list[tuple[bytes, asyncio.Future[Any]]], replies: list[Any] | LinkError
     ) -> None:
-        self._out.discard(done)
-        error = LinkError("cancelled") if done.cancelled() else done.exception()
-        if error is not None:
-            self._failed(batch, error)
+        if isinstance(replies, LinkError):
+            self._failed(batch, replies)
             return
-        replies = done.result()
         again = [i for i, reply in enumerate(replies) if _noscript(reply)]
         if again:  # Redis restarted (its script cache is empty): load them, send those again
             reload = self.loop.create_task(self._reload([batch[i] for i in again]))
