@@ -13,8 +13,9 @@ What Redis did per request comes from ``INFO commandstats`` before and after
 each Redis run: the ``EVALSHA`` calls (the round-trip commands: one per
 sequence step, plus one per journal batch) and every command the scripts ran
 inside them; the server itself reports (at exit) how many pipelines its
-loop sent and how many journal batches its flusher sent, so the needs per
-pipeline and entries per journal batch are printed too.
+loop sent and how many journal batches it sent (and how many of them in the
+loop's own writes), so the needs per pipeline and entries per journal batch
+are printed too.
 
 Client, servers and Redis share the machine's cores (2 here): the ratio
 counts more than the absolute figures, and a loaded machine hurts the Redis
@@ -37,6 +38,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
+import resource
 import shutil
 import signal
 import socket
@@ -67,6 +70,7 @@ if state != "memory":
     counts = {
         "pipelines": sum(b.batches for b in store._batchers.values()),
         "journal_batches": store.journal_store.batches,
+        "journal_loop_batches": sum(q.batches for q in store.journal_store.loops),
         "journal_sent": store.journal_store.sent,
         "journal_lost": store.journal_store.lost,
     }
@@ -105,8 +109,77 @@ def commandstats(port: int) -> dict[str, int]:
     return calls
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command's name (field 3 first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU seconds process *pid* used so far, every thread (``/proc/PID/stat``);
+    *children*: and its living children's (a supervisor's workers), recursively."""
+    try:
+        fields = _stat(pid)
+    except OSError:
+        return 0.0
+    used = (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15)
+    if children:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    if int(_stat(int(entry.name))[1]) == pid:  # its parent (field 4)
+                        used += cpu_seconds(int(entry.name), children=True)
+    return used
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children waited for so far (wrk's, after each run)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Cpu:
+    """CPU microseconds per request of each process over the runs measured, by name."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, dict[str, float]] = {}
+        self.requests: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def run(self, name: str, pids: Mapping[str, tuple[int, bool]]) -> Iterator[list[int]]:
+        """Measure *pids* (process name: pid, with its children) and wrk over one run;
+        the caller appends the run's request count to the list yielded."""
+        before = {k: cpu_seconds(pid, kids) for k, (pid, kids) in pids.items()}
+        wrk_before = children_cpu()
+        count: list[int] = []
+        yield count
+        used = self.used.setdefault(name, {})
+        for k, (pid, kids) in pids.items():
+            used[k] = used.get(k, 0.0) + cpu_seconds(pid, kids) - before[k]
+        used["wrk"] = used.get("wrk", 0.0) + children_cpu() - wrk_before
+        self.requests[name] = self.requests.get(name, 0) + sum(count)
+
+    def print(self) -> None:
+        columns = sorted({k for used in self.used.values() for k in used}, key=_CPU_ORDER.index)
+        print("\nCPU per request (us, /proc/PID/stat and wrk's rusage over every run):")
+        rows = []
+        for name, used in self.used.items():
+            n = max(self.requests[name], 1)
+            total = sum(used.values())
+            rows.append(
+                (name, *(f"{used[k] / n * 1e6:.1f}" if k in used else "" for k in columns),
+                 f"{total / n * 1e6:.1f}")
+            )  # fmt: skip
+        c.print_table(["run", *columns, "all"], rows)
+
+
+_CPU_ORDER = ["mockskill", "redis-server", "wrk"]
+
+
 @contextlib.contextmanager
-def redis_server() -> Iterator[int]:
+def redis_server() -> Iterator[tuple[int, int]]:
     program = shutil.which("redis-server")
     if program is None:
         raise SystemExit("redis-server is not installed (apt-get install redis-server)")
@@ -127,7 +200,7 @@ def redis_server() -> Iterator[int]:
                 if time.monotonic() > deadline:
                     raise RuntimeError("redis-server did not answer within 10 s")
                 time.sleep(0.02)
-            yield port
+            yield port, proc.pid
         finally:
             c.stop(proc)  # type: ignore[arg-type]
 
@@ -191,7 +264,8 @@ def compare_workers(rounds: int, duration: int) -> None:
     """``mockskill serve --workers 1`` against ``--workers 2``, both on one Redis, in turn."""
     c.raise_nofile()
     runs: dict[int, list[float]] = {1: [], 2: []}
-    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_port:
+    cpu = Cpu()
+    with tempfile.TemporaryDirectory() as tmp, redis_server() as (redis_port, redis_pid):
         lua = str(Path(tmp) / "post.lua")
         Path(lua).write_text(WRK_LUA)
         url = f"redis://{c.HOST}:{redis_port}/0"
@@ -199,14 +273,19 @@ def compare_workers(rounds: int, duration: int) -> None:
             for workers in runs:
                 port = c.free_port()
                 cmd = [*c.mockskill_cmd(port), "--state", url, "--workers", str(workers)]
-                with p.running(cmd, p.answers_status(port, 503)):
-                    runs[workers].append(run_wrk(port, duration, "keep-alive", lua, 503).rps)
+                with p.running(cmd, p.answers_status(port, 503)) as (proc, _):
+                    pids = {"mockskill": (proc.pid, True), "redis-server": (redis_pid, False)}
+                    with cpu.run(f"--workers {workers}", pids) as count:
+                        run = run_wrk(port, duration, "keep-alive", lua, 503)
+                        count.append(run.requests)
+                    runs[workers].append(run.rps)
     print(
         f"POST {c.ERROR_PATH} -> 503; wrk -t2 -c32 keep-alive, {rounds} x {duration} s each;"
         " mockskill serve --state redis://... --workers 1, then 2 (wrk and Redis share the cores)"
     )
     print_runs("workers", runs)
     print(f"\n--workers 2 / --workers 1: {c.median(runs[2]) / c.median(runs[1]):.2f}")
+    cpu.print()
 
 
 def main() -> None:
@@ -222,7 +301,7 @@ def main() -> None:
         compare_workers(args.rounds, args.duration)
         return
     if args.cpu:
-        with redis_server() as redis_port:
+        with redis_server() as (redis_port, _):
             url = f"redis://{c.HOST}:{redis_port}/0"
             rows = []
             for journal in (True, False):
@@ -239,20 +318,28 @@ def main() -> None:
     runs: dict[str, list[float]] = {"memory": [], "redis": []}
     requests = 0
     calls: dict[str, int] = {}
-    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_port:
+    cpu = Cpu()
+    with tempfile.TemporaryDirectory() as tmp, redis_server() as (redis_port, redis_pid):
         lua = str(Path(tmp) / "post.lua")
         Path(lua).write_text(WRK_LUA)
         report = Path(tmp) / "counts.json"
         url = f"redis://{c.HOST}:{redis_port}/0"
         ports = {"memory": c.free_port(), "redis": c.free_port()}
         with (
-            mockskill(ports["memory"], "memory", Path(tmp) / "memory.json"),
+            mockskill(ports["memory"], "memory", Path(tmp) / "memory.json") as memory_proc,
             mockskill(ports["redis"], url, report) as redis_proc,
         ):
+            procs = {"memory": memory_proc, "redis": redis_proc}
             for _ in range(args.rounds):
                 for name, port in ports.items():
                     before = commandstats(redis_port)
-                    run = run_wrk(port, args.duration, "keep-alive", lua, 503)
+                    pids = {
+                        "mockskill": (procs[name].pid, False),
+                        "redis-server": (redis_pid, False),
+                    }
+                    with cpu.run(name, pids) as count:
+                        run = run_wrk(port, args.duration, "keep-alive", lua, 503)
+                        count.append(run.requests)
                     runs[name].append(run.rps)
                     if name == "redis":
                         after = commandstats(redis_port)
@@ -284,10 +371,12 @@ def main() -> None:
         print(
             f"The Redis server's loop sent {pipelines} pipelines"
             f" ({requests / max(pipelines, 1):.1f} needs each, over the whole run);"
-            f" its journal flusher {batches} batches"
-            f" ({counts['journal_sent'] / max(batches, 1):.1f} entries each),"
+            f" its journal {batches} batches"
+            f" ({counts['journal_sent'] / max(batches, 1):.1f} entries each,"
+            f" {counts.get('journal_loop_batches', 0)} of them in the loop's writes),"
             f" {counts['journal_lost']} entries lost"
         )
+    cpu.print()
 
 
 if __name__ == "__main__":

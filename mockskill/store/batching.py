@@ -12,6 +12,11 @@ requests pipelined on one keep-alive connection take their positions in
 their order) and a request waits for one round trip, not for the batches
 queued before it.
 
+The journal's entries recorded on the loop go out in the same writes: the
+batcher's *rider* (:class:`~.loop_journal.LoopJournal`) adds its appends to
+each batch, and has the batcher flush (:meth:`Batcher.wake`) when it has
+entries and no need is queued.
+
 A batch that fails (Redis gone, no reply within the socket timeout) fails
 every need in it with :class:`~mockskill.engine.store.StoreUnavailable`;
 a script Redis no longer knows (``NOSCRIPT``: it restarted) is loaded again
@@ -21,12 +26,31 @@ and its commands sent again, once (they did not run).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, Protocol
 
 from ..engine.store import StoreUnavailable
 from .link import Link, LinkError, ReplyError, connect
 from .needs import packed
+
+Command = tuple[bytes, "asyncio.Future[Any]"]
+"""One command in RESP and the future its reply (or its failure) is set on."""
+
+
+class Rider(Protocol):
+    """What goes out with each batch besides the needs (the loop's journal)."""
+
+    def commands(self) -> list[Command]:
+        """The commands to add to the batch being written (taken: sent now); often none."""
+        ...
+
+    def unreachable(self, reason: str) -> None:
+        """No connection could be made: what the rider holds waits (it may wake later)."""
+        ...
+
+    def holds(self) -> bool:
+        """Whether it has commands to add."""
+        ...
 
 
 class Batcher:
@@ -59,6 +83,8 @@ class Batcher:
         self._scheduled = False
         self._out: set[asyncio.Future[Any]] = set()
         """The batches written and not answered yet (and the reloads)."""
+        self.rider: Rider | None = None
+        """What adds its commands to each batch (the journal's entries recorded on the loop)."""
         self.batches = 0
         """How many batches were written (for the benchmarks)."""
 
@@ -68,10 +94,18 @@ class Batcher:
         self._queue.append((command, future))
         if not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._flush)
+            self.loop.call_soon(self.flush)
         return future
 
-    def _flush(self) -> None:
+    def wake(self) -> None:
+        """Write a batch at the next turn of the loop, though no need may be queued (the
+        rider has commands): one per turn, the needs' and the rider's together."""
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what is queued now (the rider's too), connecting first if there is no link."""
         self._scheduled = False
         link = self._link
         if link is None or link.lost is not None:
@@ -79,6 +113,8 @@ class Batcher:
                 self._connecting = self.loop.create_task(self._connect())
             return
         batch, self._queue = self._queue, []
+        if self.rider is not None:
+            batch += self.rider.commands()
         if batch:
             self._write(link, batch)
 
@@ -88,26 +124,33 @@ class Batcher:
         except LinkError as error:
             batch, self._queue = self._queue, []
             self._failed(batch, error)
+            if self.rider is not None:
+                self.rider.unreachable(self._reason(error))
+            return
         finally:
             self._connecting = None
-        if self._queue:
-            self._flush()
+        self.flush()  # what waited for the link (the needs', the rider's)
 
     def _write(self, link: Link, batch: list[tuple[bytes, asyncio.Future[Any]]]) -> None:
         self.batches += 1
-        answered = link.request(b"".join(command for command, _ in batch), len(batch))
-        self._out.add(answered)
-        answered.add_done_callback(lambda done: self._answered(batch, done))
+        out: asyncio.Future[None] = self.loop.create_future()  # (what close() waits for)
+        self._out.add(out)
+
+        def answered(result: list[Any] | LinkError) -> None:
+            # Called as the replies are read: the needs' futures are set in the same
+            # callback (their requests go on at the next turn, not one turn later).
+            self._out.discard(out)
+            out.set_result(None)
+            self._answered(batch, result)
+
+        link.send(b"".join(command for command, _ in batch), len(batch), answered)
 
     def _answered(
-        self, batch: list[tuple[bytes, asyncio.Future[Any]]], done: asyncio.Future[list[Any]]
+        self, batch: list[tuple[bytes, asyncio.Future[Any]]], replies: list[Any] | LinkError
     ) -> None:
-        self._out.discard(done)
-        error = LinkError("cancelled") if done.cancelled() else done.exception()
-        if error is not None:
-            self._failed(batch, error)
+        if isinstance(replies, LinkError):
+            self._failed(batch, replies)
             return
-        replies = done.result()
         again = [i for i, reply in enumerate(replies) if _noscript(reply)]
         if again:  # Redis restarted (its script cache is empty): load them, send those again
             reload = self.loop.create_task(self._reload([batch[i] for i in again]))
@@ -144,7 +187,7 @@ class Batcher:
             if not future.done():
                 future.set_exception(StoreUnavailable(failure))
 
-    async def guard(self) -> AsyncIterator[None]:
+    async def guard(self) -> AsyncGenerator[None, None]:
         """Closes the connection when the loop ends: iterate it once on the loop.
 
         The loop's owner ends it with ``shutdown_asyncgens`` (``asyncio.run`` and
@@ -157,11 +200,15 @@ class Batcher:
             await self.close()
 
     async def close(self) -> None:
-        """Wait (within the timeout) for the batches written, then close the connection."""
+        """Write what is queued (the rider's entries too), wait (within the timeout) for the
+        batches written to be answered, then close the connection."""
+        deadline = self.loop.time() + self.timeout
+        if self._queue or (self.rider is not None and self.rider.holds()):
+            self.flush()
         if self._connecting is not None:
             await asyncio.wait([self._connecting], timeout=self.timeout)
-        if self._out:
-            await asyncio.wait(list(self._out), timeout=self.timeout)
+        while self._out and (left := deadline - self.loop.time()) > 0:
+            await asyncio.wait(list(self._out), timeout=left)  # (a reload writes again)
         link, self._link = self._link, None
         if link is not None:
             link.close()

@@ -1,52 +1,59 @@
 """The shared journal: every replica's requests in one capped Redis stream.
 
 :class:`RedisJournal` is the journal half of the Redis store (the store owns
-the client and delegates here). A request's entry is recorded on the
-caller's thread — the event loop, for every request — so :meth:`record`
-only queues it: a flusher thread builds each entry as the journal shows it
-(:func:`~mockskill.engine.entries.kept`: bounds, escaping, the secrets hidden
-when it was recorded), names the replica, encodes it as JSON (replicas may
-run different Pythons: nothing marshalled or pickled crosses processes) and
-sends a batch as ONE script call. The script numbers the batch from a global
-counter (an entry's id is unique across replicas and increases in append
-order) and adds it to the stream, trimmed to exactly the journal's capacity.
-An entry's values are a JSON array; the names they go by (its schema: a
-version's Entry fields) are kept once in a hash, so that replicas of two
-versions read each other's entries by name.
+the client and delegates here). An entry is recorded on the caller's thread,
+so recording only queues it. Records made on the event loop (every skill
+request's) are queued there and sent in the loop's own batches
+(:mod:`.loop_journal`, one of :attr:`RedisJournal.loops` per loop); those
+made on other threads (the WSGI face, admin) go to this module's queue, which
+a flusher thread sends with the blocking client. Either way, a batch is
+built as the journal shows it and encoded (:mod:`.stream_entries`), and sent
+as ONE script call. The script numbers the batch from a global counter (an
+entry's id is unique across replicas and increases in append order) and adds
+it to the stream, trimmed to exactly the journal's capacity.
 
 What cannot be kept is counted, never raised to the caller: the queue holds
 at most *capacity* entries (when Redis is away the oldest go first), and a
 batch Redis did not take is lost whole (sent again, a batch whose reply was
 lost would be journalled twice). :attr:`RedisJournal.lost` counts both.
 
-Reads (:meth:`~RedisJournal.entries`) and clears send this replica's queue
-first, so a replica reads its own writes; another replica's entries show
-once its flusher sent them (a batch's round trip, under load a few ms).
+Reads (:meth:`~RedisJournal.entries`) and clears send this replica's queues
+first (each loop's too: the loop is asked to, and waited for), so a replica
+reads its own writes; another replica's entries show once it sent them (a
+batch's round trip, under load a few ms).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import operator
 import os
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..engine.entries import Entry, Recorded, kept, oversized, shown_changes
-from ..protocol.catalog import Retry
+from ..engine.entries import Entry, Recorded, kept, oversized
+from .stream_entries import (
+    APPEND,
+    MAX_BATCH,
+    SCHEMA,
+    SCHEMA_KEY,
+    SCHEMA_KEY_BYTES,
+    Slot,
+    as_bytes,
+    decoded,
+    encoded,
+    stream_fields,
+    utf8,
+)
 
 if TYPE_CHECKING:
     import redis
 
-MAX_BATCH = 256
-"""Entries sent in one script call at most (some 50 KB, which Redis adds in 1-2 ms): a
-bigger backlog goes as several calls, so that no call holds Redis (every replica's
-requests wait behind it) for long."""
+__all__ = ["SCHEMA", "SCHEMA_KEY", "RedisJournal", "decoded", "encoded"]
+
 READ_PAGE = 1000
 """Stream entries read per XRANGE: a read of the whole journal is several short calls."""
 FLUSH_TIMEOUT = 5.0
@@ -54,27 +61,6 @@ FLUSH_TIMEOUT = 5.0
 RETRY_AFTER = (0.05, 1.0)
 """Seconds the flusher waits before it sends again after a failed batch: the first
 wait, doubled on each failure up to the second (Redis away is not a busy loop)."""
-
-# Each entry of the stream: i = its id, s = its session as shown (what a session's read
-# or clear compares, without decoding), k = its schema (the names of e's values), e = the
-# entry's values but its id, as a JSON array.
-_APPEND = """
-redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3])
-local n = (#ARGV - 3) / 2
-local last = redis.call('INCRBY', KEYS[2], n)
-local id = last - n
-for k = 4, #ARGV, 2 do
-  id = id + 1
-  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'k', ARGV[2], 'e', ARGV[k + 1])
-end
-redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[1])
-return last
-"""
-"""KEYS: the stream, the id counter, the schemas; ARGV: capacity, the schema's key and its
-names (JSON), then (session, values) per entry. One INCRBY numbers the batch; one exact
-trim keeps the bound (nothing runs between the adds and the trim: no reader sees more
-than capacity). The schema is set with every batch (a Redis restarted without it gets
-it back with the next)."""
 
 _CLEAR = """
 if #ARGV == 0 then
@@ -97,59 +83,24 @@ return gone
 """KEYS: the stream; ARGV: nothing (delete it) or a session (delete its entries): atomic.
 The id counter stays: ids keep increasing after a clear, as in memory."""
 
-_NAMES = Recorded._fields[1:]
-"""What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""
-SCHEMA = json.dumps(_NAMES, separators=(",", ":"))
-"""The names of this version's values, as the schemas hash holds them."""
-SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
-"""How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
-other fields, write theirs under another key: each reads the other's by its names)."""
-_SCHEMA_KEY = SCHEMA_KEY.encode()
-_VALUES = operator.attrgetter(*Recorded._fields)
-_Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
-"""A queued record and the secrets hidden when it was recorded (None: built already)."""
-_RETRY = Recorded._fields.index("retry")
-_NEAR_MISSES = Recorded._fields.index("near_misses")
+
+class LoopJournal(Protocol):
+    """A loop's queue of records (:class:`~.loop_journal.LoopJournal`), as this journal
+    counts it and has it send its queue."""
+
+    error: str | None
+    batches: int
+    sent: int
+    trimmed: int
+    dropped: int
+    failed: int
+    unencodable: int
+
+    def flush(self, timeout: float) -> bool: ...
+
+
 _JOURNALS: weakref.WeakSet[RedisJournal] = weakref.WeakSet()
 """Every journal of this process, for :func:`_after_fork`."""
-_json = json.JSONEncoder(separators=(",", ":")).encode
-"""One encoder (json.dumps with any option makes one per call)."""
-_unjson = json.JSONDecoder().decode
-
-
-def encoded(entry: Entry | Recorded) -> str:
-    """*entry*'s values but its id as the stream holds them: a JSON array, in
-    :data:`SCHEMA`'s order (the names once per version, not per entry: half the cost)."""
-    values: Any = _VALUES(entry)[1:]
-    retry = entry.retry
-    if retry is not None:
-        values = list(values)
-        values[_RETRY - 1] = (retry.suggested_delay_ms, retry.max_attempts)
-    return _json(values)
-
-
-def decoded(
-    ident: int | bytes | str, text: bytes | str, names: Sequence[str] | None = None
-) -> Entry:
-    """The entry :func:`encoded` made *text* of, numbered *ident*.
-
-    *names*: the schema it was written in, when not this version's: the
-    fields this version knows are taken by name, the others left out, and
-    those it does not hold get their defaults (:meth:`Entry.from_json`).
-    """
-    values = _unjson(text if isinstance(text, str) else text.decode())
-    if names is None:
-        retry = values[_RETRY - 1]
-        if retry is not None:
-            values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
-        values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
-        return Entry(int(ident), *values)
-    data = dict(zip(names, values, strict=False))
-    data["id"] = int(ident)
-    retry = data.get("retry")
-    if isinstance(retry, list):
-        data["retry"] = {"suggested_delay_ms": retry[0], "max_attempts": retry[1]}
-    return Entry.from_json(data)
 
 
 class RedisJournal:
@@ -177,7 +128,7 @@ class RedisJournal:
         self.schemas = prefix + "journal:schemas"
         self.replica = replica
         self._capacity = capacity
-        self._append = client.register_script(_APPEND)
+        self._append = client.register_script(APPEND)
         self._clear = client.register_script(_CLEAR)
         self._hidden: tuple[str, ...] = ()
         self._decoded: dict[tuple[bytes, bytes, bytes], Entry] = {}
@@ -186,13 +137,11 @@ class RedisJournal:
         self._schemas: dict[bytes, tuple[str, ...]] = {}
         """Other versions' schemas read (their names), by key."""
         self._local_ids = iter(range(1, 2**63))
-        self.batches = 0
-        """Script calls that took a batch (with :attr:`sent`: the batch sizes under load)."""
-        self.sent = 0
-        """Entries the stream took from this replica."""
-        self.trimmed = 0
-        """Entries let go from a full queue while Redis took the batches (faster records than
-        the flusher sends): the stream would have trimmed them, *capacity* newer ones behind."""
+        self.loops: list[LoopJournal] = []
+        """The queues of the event loops recording here (:meth:`attach`)."""
+        self._batches = 0
+        self._sent = 0
+        self._trimmed = 0
         self._dropped = 0
         self._failed = 0
         self._unencodable = 0
@@ -207,7 +156,7 @@ class RedisJournal:
         """An empty queue, its lock and events, and a flusher not yet started."""
         # The queue and its counts, behind one lock (a record holds it for an append):
         self._lock = threading.Lock()
-        self._queue: deque[_Slot] = deque(maxlen=self._capacity)
+        self._queue: deque[Slot] = deque(maxlen=self._capacity)
         self._queued = 0
         """How many records were queued, ever: the last one's number."""
         self._done = 0
@@ -224,7 +173,8 @@ class RedisJournal:
         the parent's queue (the parent sends that; sent twice, it would be journalled twice)."""
         started = self._flusher.ident is not None
         self._fresh()
-        self.batches = self.sent = self.trimmed = 0  # this process's, from now on
+        self.loops = []  # the parent's loops are not the child's (nor what they hold)
+        self._batches = self._sent = self._trimmed = 0  # this process's, from now on
         self._dropped = self._failed = self._unencodable = 0
         self._error = None
         if started and not self._closing:
@@ -241,14 +191,42 @@ class RedisJournal:
 
     @property
     def lost(self) -> int:
-        """Entries recorded here that the journal could not keep: dropped from the full
+        """Entries recorded here that the journal could not keep: dropped from a full
         queue while Redis was away, or in a batch Redis did not take (not :attr:`trimmed`)."""
-        return self._dropped + self._failed + self._unencodable
+        lost = self._dropped + self._failed + self._unencodable
+        return lost + sum(loop.dropped + loop.failed + loop.unencodable for loop in self.loops)
+
+    @property
+    def trimmed(self) -> int:
+        """Entries let go from a full queue while Redis took the batches (faster records than
+        they are sent): the stream would have trimmed them, *capacity* newer ones behind."""
+        return self._trimmed + sum(loop.trimmed for loop in self.loops)
+
+    @property
+    def batches(self) -> int:
+        """Script calls that took a batch (with :attr:`sent`: the batch sizes under load)."""
+        return self._batches + sum(loop.batches for loop in self.loops)
+
+    @property
+    def sent(self) -> int:
+        """Entries the stream took from this replica."""
+        return self._sent + sum(loop.sent for loop in self.loops)
 
     @property
     def error(self) -> str | None:
-        """Why the last batch failed, until one is sent again; None when the last was sent."""
-        return self._error
+        """Why the last batch failed, until one is sent again; None when the last was sent
+        (the flusher's, else a loop's)."""
+        return self._error or next((loop.error for loop in self.loops if loop.error), None)
+
+    def attach(self, loop: LoopJournal) -> None:
+        """Count *loop*'s queue with this journal's, and send it before each read or clear."""
+        self.loops.append(loop)
+
+    def adopt(self, slots: Iterable[Slot]) -> None:
+        """Queue *slots* (records a loop can no longer send: it stopped) for the flusher."""
+        with self._lock:
+            for slot in slots:
+                self._append_slot(slot)
 
     def next_id(self) -> int:
         """A provisional id (the stream renumbers every entry: see :meth:`record`)."""
@@ -265,20 +243,29 @@ class RedisJournal:
         One holding a text over its bound is built at once (as in memory), so
         that the queue holds no more than bounded entries meanwhile.
         """
-        hidden: tuple[str, ...] | None = self._hidden
-        if oversized(entry):
-            entry, hidden = kept(entry, self._hidden), None  # built: shown as is (cut once)
+        slot = self.slot(entry)
         with self._lock:
-            queue = self._queue
-            if not queue:
-                self._wake.set()  # only from empty: a busy flusher is not woken per record
-            elif len(queue) == self._capacity:  # the oldest goes (the deque's bound):
-                if self._error is None:
-                    self.trimmed += 1  # as the stream would, behind *capacity* newer ones
-                else:
-                    self._dropped += 1  # Redis is away: it might have shown until it was back
-            queue.append((entry, hidden))
-            self._queued += 1
+            self._append_slot(slot)
+
+    def slot(self, entry: Entry | Recorded) -> Slot:
+        """What a queue holds for *entry*: it and the secrets hidden now. One holding a text
+        over its bound is built at once (as in memory): a queue holds bounded entries only."""
+        if oversized(entry):
+            return kept(entry, self._hidden), None  # built: shown as is (cut once)
+        return entry, self._hidden
+
+    def _append_slot(self, slot: Slot) -> None:
+        """Queue *slot* (hold the lock)."""
+        queue = self._queue
+        if not queue:
+            self._wake.set()  # only from empty: a busy flusher is not woken per record
+        elif len(queue) == self._capacity:  # the oldest goes (the deque's bound):
+            if self._error is None:
+                self._trimmed += 1  # as the stream would, behind *capacity* newer ones
+            else:
+                self._dropped += 1  # Redis is away: it might have shown until it was back
+        queue.append(slot)
+        self._queued += 1
 
     def flush(self, timeout: float | None = FLUSH_TIMEOUT) -> bool:
         """Wait until everything recorded before the call is sent (or lost); True if it was.
@@ -305,7 +292,7 @@ class RedisJournal:
         replica's entries show once its flusher has sent them.
         """
         self._send_queued()
-        wanted = None if session is None else _utf8(session)
+        wanted = None if session is None else utf8(session)
         cache: dict[tuple[bytes, bytes, bytes], Entry] = self._decoded
         seen: dict[tuple[bytes, bytes, bytes], Entry] = {}
         entries: list[Entry] = []
@@ -316,10 +303,14 @@ class RedisJournal:
                 self.client.xrange(self.stream, start, "+", count=READ_PAGE),
             )
             for _, item in page:
-                fields = {_bytes(k): v for k, v in item.items()}
-                if wanted is not None and _bytes(fields.get(b"s", b"")) != wanted:
+                fields = {as_bytes(k): v for k, v in item.items()}
+                if wanted is not None and as_bytes(fields.get(b"s", b"")) != wanted:
                     continue
-                key = (_bytes(fields[b"i"]), _bytes(fields.get(b"k", b"")), _bytes(fields[b"e"]))
+                key = (
+                    as_bytes(fields[b"i"]),
+                    as_bytes(fields.get(b"k", b"")),
+                    as_bytes(fields[b"e"]),
+                )
                 entry = cache.get(key)
                 if entry is None:
                     entry = self._decoded_entry(*key)
@@ -329,7 +320,7 @@ class RedisJournal:
                 entries.append(entry)
             if len(page) < READ_PAGE:
                 break
-            start = b"(" + _bytes(page[-1][0])
+            start = b"(" + as_bytes(page[-1][0])
         # What was read is what the next read decodes no more: the whole journal (a bound on
         # the cache) after a full read, what is added to it after a session's.
         if session is None:
@@ -341,29 +332,35 @@ class RedisJournal:
     def _decoded_entry(self, ident: bytes, schema: bytes, text: bytes) -> Entry | None:
         """The entry of stream fields *ident*, *schema*, *text*; None when no schema of that
         key is known (its entry cannot be read: a hash lost, not a replica's version)."""
-        if schema == _SCHEMA_KEY:
+        if schema == SCHEMA_KEY_BYTES:
             return decoded(ident, text)
         names = self._schemas.get(schema)
         if names is None:
             found = self.client.hget(self.schemas, schema)
             if found is None:
                 return None
-            names = self._schemas[schema] = tuple(_unjson(_bytes(found).decode()))
+            names = self._schemas[schema] = tuple(json.loads(as_bytes(found).decode()))
         return decoded(ident, text, names)
 
     def clear(self, session: str | None = None) -> None:
         """Forget every entry, or *session*'s, of every replica (what this one queued too)."""
         self._send_queued()
-        self._clear(keys=[self.stream], args=[] if session is None else [_utf8(session)])
+        self._clear(keys=[self.stream], args=[] if session is None else [utf8(session)])
 
     def _send_queued(self) -> None:
-        """Send what this replica queued before a read or clear. A flusher waiting to try
-        again after a failure tries at once: Redis back, what was queued is read; still
-        away, the batch fails within the client's timeout (and so will the read)."""
+        """Send what this replica queued before a read or clear: each loop's (the loop
+        sends it, this thread waits), then the flusher's. One waiting to try again after a
+        failure tries at once: Redis back, what was queued is read; still away, the batch
+        fails within the timeout (and so will the read)."""
+        for loop in list(self.loops):
+            loop.flush(FLUSH_TIMEOUT)
         self.flush(FLUSH_TIMEOUT)
 
     def close(self, timeout: float = FLUSH_TIMEOUT) -> None:
-        """Send what is queued (within *timeout*) and stop the flusher."""
+        """Send what is queued (within *timeout*) and stop the flusher. A loop still running
+        sends its queue; what a loop stopped without sending holds is sent from here."""
+        for loop in list(self.loops):
+            loop.flush(timeout)
         self.flush(timeout)
         with self._lock:
             self._closing = True
@@ -395,8 +392,8 @@ class RedisJournal:
             else:
                 failed = False
                 self._error = None
-                self.batches += 1
-                self.sent += (len(args) - 3) // 2  # but any that could not be encoded
+                self._batches += 1
+                self._sent += (len(args) - 3) // 2  # but any that could not be encoded
                 wait = RETRY_AFTER[0]
             with self._lock:
                 if failed:
@@ -409,65 +406,22 @@ class RedisJournal:
                 self._hurry.clear()
                 wait = min(wait * 2, RETRY_AFTER[1])
 
-    def _take(self) -> Iterator[_Slot]:
+    def _take(self) -> Iterator[Slot]:
         """The oldest queued, up to :data:`MAX_BATCH` (hold the lock)."""
         queue = self._queue
         for _ in range(min(len(queue), MAX_BATCH)):
             yield queue.popleft()
 
-    def _encoded(self, batch: list[_Slot]) -> list[Any]:
+    def _encoded(self, batch: list[Slot]) -> list[Any]:
         """The script's arguments for *batch*: capacity, schema, then (session, JSON) per entry."""
         args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA]
         replica = self.replica
-        for recorded, hidden in batch:
+        for slot in batch:
             try:
-                values = _shown(recorded, hidden, replica)
-                args += (_utf8(values[_SESSION]), _json(values).encode())
+                args += stream_fields(slot, replica)
             except Exception:  # one entry that cannot be encoded is lost, not the batch
                 self._unencodable += 1
         return args
-
-
-def _utf8(text: str) -> bytes:
-    """*text* as Redis keeps it; a lone surrogate (a client's undecodable byte) too."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _bytes(value: bytes | str) -> bytes:
-    """A reply's value as bytes, whether the client decodes replies or not."""
-    return value if isinstance(value, bytes) else _utf8(value)
-
-
-_new_recorded = tuple.__new__
-_SESSION = Recorded._fields.index("session") - 1
-"""Where an entry's session is in :func:`_shown`'s values (they leave the id out)."""
-
-
-def _shown(
-    recorded: Entry | Recorded, hidden: tuple[str, ...] | None, replica: str | None
-) -> list[Any]:
-    """*recorded*'s values but its id as the stream holds them (what :func:`encoded` makes
-    of what :func:`kept` shows), naming *replica*. *hidden* None: *recorded* is kept's
-    already (an oversized one, built when recorded): cut again, its marker would lie.
-
-    Plain values, not the Entry :func:`kept` would build (a frozen dataclass of
-    29 fields costs several of these): the stream holds only their JSON.
-    """
-    values: list[Any] = list(recorded if type(recorded) is Recorded else _VALUES(recorded))
-    changes = None if hidden is None else shown_changes(recorded, hidden)  # most often none
-    if changes:
-        for name, value in changes.items():
-            values[_INDEX[name]] = value
-    retry = values[_RETRY]
-    if retry is not None:
-        values[_RETRY] = (retry.suggested_delay_ms, retry.max_attempts)
-    if replica is not None:
-        values[-1] = replica  # replica is the last field
-    del values[0]
-    return values
-
-
-_INDEX = {name: i for i, name in enumerate(Recorded._fields)}
 
 
 def _after_fork() -> None:

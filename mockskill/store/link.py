@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from redis.connection import parse_url
@@ -112,6 +112,10 @@ def reader() -> _Reader:
     return hiredis.Reader(replyError=ReplyError)
 
 
+Answered = Callable[[list[Any] | LinkError], None]
+"""Told a batch's replies, in order, or why there are none (the link failed)."""
+
+
 class Link(asyncio.Protocol):
     """One connection: :meth:`request` writes a batch and answers its replies, in order."""
 
@@ -119,7 +123,7 @@ class Link(asyncio.Protocol):
         self.timeout = timeout
         self._reader = reader()
         self._transport: asyncio.Transport | None = None
-        self._waiting: deque[tuple[int, list[Any], asyncio.Future[list[Any]]]] = deque()
+        self._waiting: deque[tuple[int, list[Any], Answered]] = deque()
         self._timer: asyncio.TimerHandle | None = None
         self.lost: str | None = None
         """Why the link is unusable (None while it works)."""
@@ -139,12 +143,11 @@ class Link(asyncio.Protocol):
             reply = reader.gets()
             if reply is False:
                 return
-            count, replies, future = waiting[0]
+            count, replies, answered = waiting[0]
             replies.append(reply)
             if len(replies) == count:
                 waiting.popleft()
-                if not future.done():
-                    future.set_result(replies)
+                answered(replies)
                 self._time_next()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -157,14 +160,29 @@ class Link(asyncio.Protocol):
     def request(self, data: bytes, count: int) -> asyncio.Future[list[Any]]:
         """Send *data* (*count* packed commands); the future answers their *count* replies."""
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+
+        def answered(result: list[Any] | LinkError) -> None:
+            if future.done():
+                return
+            if isinstance(result, LinkError):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+        self.send(data, count, answered)
+        return future
+
+    def send(self, data: bytes, count: int, answered: Answered) -> None:
+        """Send *data* (*count* packed commands); *answered* is called with their replies as
+        soon as they are read (in the same callback: no turn of the loop in between), or
+        with the LinkError that ends them (at once, if the link is unusable)."""
         if self.lost is not None or self._transport is None:
-            future.set_exception(LinkError(self.lost or "not connected"))
-            return future
-        self._waiting.append((count, [], future))
+            answered(LinkError(self.lost or "not connected"))
+            return
+        self._waiting.append((count, [], answered))
         self._transport.write(data)
         if self._timer is None:
             self._time_next()
-        return future
 
     def _time_next(self) -> None:
         """Time the oldest batch waiting (its replies are due within the timeout)."""
@@ -187,9 +205,8 @@ class Link(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         while self._waiting:
-            _, _, future = self._waiting.popleft()
-            if not future.done():
-                future.set_exception(LinkError(reason))
+            _, _, answered = self._waiting.popleft()
+            answered(LinkError(reason))
 
     def close(self) -> None:
         if self.lost is None:

@@ -5,7 +5,9 @@ Redis server (``--state redis://...``). Each need is one Lua script
 (:mod:`.scripts`), run by ``EVALSHA``: off the loop (the WSGI face, admin
 threads) with a blocking client, one command per need; on the loop with an
 asyncio client, the needs of one loop turn in one pipeline
-(:mod:`.batching`). The journal is the shared stream of :mod:`.journal`.
+(:mod:`.batching`). The journal is the shared stream of :mod:`.journal`;
+its entries recorded on a loop go out in that loop's batches
+(:mod:`.loop_journal`), the others from the journal's flusher thread.
 
 Failures are a state, not a loss: a command that cannot be answered
 (Redis unreachable, a reply later than :data:`SOCKET_TIMEOUT`) raises
@@ -28,7 +30,7 @@ import os
 import random
 import secrets
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -42,7 +44,9 @@ from . import scripts
 from .batching import Batcher
 from .errors import StoreOpenError
 from .journal import RedisJournal
+from .loop_journal import LoopJournal
 from .needs import Encoder, Keys, decoded
+from .stream_entries import APPEND, APPEND_SHA
 from .url import checked, masked
 
 if TYPE_CHECKING:
@@ -115,13 +119,15 @@ class RedisStore:
             for name, source in scripts.SCRIPTS.items()
         }
         self._sources = {self.shas[name]: source for name, source in scripts.SCRIPTS.items()}
+        self._sources[APPEND_SHA] = APPEND  # the journal's, sent on the loop's connection too
         self.encoder = Encoder(self.keys, self.shas, max_sessions, session_ttl * 1000)
         # No retries: a command sent again after a lost reply could take a position twice.
         self.client = redis.Redis.from_url(url, **self._options())
         self._execute: Callable[..., Any] = self.client.execute_command  # (untyped in redis-py)
         self.journal_store = RedisJournal(self.client, self.keys.prefix, journal_size, self.replica)
         self._batchers: dict[asyncio.AbstractEventLoop, Batcher] = {}
-        self._guards: list[AsyncIterator[None]] = []
+        self._loop_journals: dict[asyncio.AbstractEventLoop, LoopJournal] = {}
+        self._guards: list[AsyncGenerator[None, None]] = []
         self._failure: str | None = None
 
     def _options(self) -> dict[str, Any]:
@@ -176,14 +182,24 @@ class RedisStore:
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)
         if batcher is None:
-            batcher = self._batchers[loop] = self._batcher()
-            self._guards.append(guard := batcher.guard())
-            await anext(guard)
+            batcher = self._on_loop(loop).batcher
         return decoded(need, await batcher.send(self.encoder.packed(need)))
 
-    def _batcher(self) -> Batcher:
-        """The batcher of the running loop (the server runs one per process)."""
-        return Batcher(self.url, SOCKET_TIMEOUT, self._sources, self.reason, self._seen)
+    def _on_loop(self, loop: asyncio.AbstractEventLoop) -> LoopJournal:
+        """The running *loop*'s batcher and journal queue, made (the server runs one loop).
+
+        The batcher's guard is started here, at once, so that the loop's end
+        (``shutdown_asyncgens``) sends what is queued and closes the connection.
+        """
+        batcher = self._batchers[loop] = Batcher(
+            self.url, SOCKET_TIMEOUT, self._sources, self.reason, self._seen
+        )
+        journal = self._loop_journals[loop] = LoopJournal(self.journal_store, batcher)
+        guard = batcher.guard()
+        self._guards.append(guard)
+        with contextlib.suppress(StopIteration):  # it stops at its yield: it is started
+            guard.asend(None).send(None)
+        return journal
 
     def _load_scripts(self) -> None:
         for source in scripts.SCRIPTS.values():
@@ -266,7 +282,16 @@ class RedisStore:
         return self.journal_store.next_id()
 
     def record(self, entry: Entry | Recorded) -> None:
-        self.journal_store.record(entry)
+        """Queue *entry*: on a loop in the loop's queue (sent with its batches), elsewhere
+        in the journal's (sent by its flusher thread)."""
+        loop = _get_running_loop()
+        if loop is None:
+            self.journal_store.record(entry)
+            return
+        journal = self._loop_journals.get(loop)
+        if journal is None:
+            journal = self._on_loop(loop)
+        journal.record(entry)
 
     def journal(self, session: str | None = None) -> list[Entry]:
         return self._journal_call(lambda: self.journal_store.entries(session))  # type: ignore[no-any-return]
@@ -301,20 +326,32 @@ class RedisStore:
         return Health("ok", None, journal.lost, backend)
 
     def close(self) -> None:
-        """Send what the journal holds, and let go of the connections."""
-        journal = self.__dict__.get("journal_store")
-        if journal is not None:
-            journal.close()
-        for loop, batcher in list(self._batchers.items()):
+        """Send what the journal holds, and let go of the connections.
+
+        Each loop still running sends its queue and closes its connection first;
+        what a loop stopped without that holds is sent by the journal's flusher.
+        """
+        batchers: dict[asyncio.AbstractEventLoop, Batcher] = self.__dict__.get("_batchers", {})
+        here = _running_loop()
+        for loop, batcher in list(batchers.items()):
             if loop.is_closed() or not loop.is_running():
-                continue  # its connection closed with it (Batcher.guard)
-            if _running_loop() is loop:
+                continue  # its connection closed with it (Batcher.guard), its queue is sent below
+            if here is loop:
                 loop.create_task(batcher.close())
             else:
                 with contextlib.suppress(Exception):  # a loop stopping meanwhile: nothing to wait
-                    asyncio.run_coroutine_threadsafe(batcher.close(), loop).result(SOCKET_TIMEOUT)
-        self._batchers.clear()
+                    done = asyncio.run_coroutine_threadsafe(batcher.close(), loop)
+                    done.result(3 * SOCKET_TIMEOUT)  # (a connection made, its batches answered)
+        journal = self.__dict__.get("journal_store")
+        if journal is not None:
+            journal.close()
+        batchers.clear()
+        self.__dict__.get("_loop_journals", {}).clear()
         self.client.close()
+
+
+_get_running_loop = asyncio._get_running_loop
+"""The running loop of this thread, or None (asyncio's own test, without raising)."""
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

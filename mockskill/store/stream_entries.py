@@ -1,0 +1,164 @@
+"""How a journal entry is held in the shared stream, and the script that appends a batch.
+
+Owns the entry's stream form, which every replica's journal writes and reads
+(:mod:`.journal` off the loop, :mod:`.loop_journal` on it): the entry as the
+journal shows it (:func:`~mockskill.engine.entries.kept`: bounds, escaping,
+the secrets hidden when it was recorded), naming its replica, as a JSON
+array of its values but its id, in :data:`SCHEMA`'s order. JSON because
+replicas may run different Pythons: nothing marshalled or pickled crosses
+processes. The names the values go by are kept once per version in a hash,
+so that replicas of two versions read each other's entries by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import json.encoder
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..engine.entries import Entry, Recorded, shown_changes
+from ..protocol.catalog import Retry
+
+# Each entry of the stream: i = its id, s = its session as shown (what a session's read
+# or clear compares, without decoding), k = its schema (the names of e's values), e = the
+# entry's values but its id, as a JSON array.
+APPEND = """
+redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3])
+local n = (#ARGV - 3) / 2
+local last = redis.call('INCRBY', KEYS[2], n)
+local id = last - n
+for k = 4, #ARGV, 2 do
+  id = id + 1
+  redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'k', ARGV[2], 'e', ARGV[k + 1])
+end
+redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[1])
+return last
+"""
+"""KEYS: the stream, the id counter, the schemas; ARGV: capacity, the schema's key and its
+names (JSON), then (session, values) per entry. One INCRBY numbers the batch; one exact
+trim keeps the bound (nothing runs between the adds and the trim: no reader sees more
+than capacity). The schema is set with every batch (a Redis restarted without it gets
+it back with the next)."""
+APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
+
+MAX_BATCH = 256
+"""Entries sent in one script call at most (some 50 KB, which Redis adds in 1-2 ms): a
+bigger backlog goes as several calls, so that no call holds Redis (every replica's
+requests wait behind it) for long."""
+
+_NAMES = Recorded._fields[1:]
+"""What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""
+SCHEMA = json.dumps(_NAMES, separators=(",", ":"))
+"""The names of this version's values, as the schemas hash holds them."""
+SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
+"""How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
+other fields, write theirs under another key: each reads the other's by its names)."""
+SCHEMA_KEY_BYTES = SCHEMA_KEY.encode()
+VALUES = operator.attrgetter(*Recorded._fields)
+Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
+"""A queued record and the secrets hidden when it was recorded (None: built already)."""
+_RETRY = Recorded._fields.index("retry")
+_NEAR_MISSES = Recorded._fields.index("near_misses")
+_SESSION = Recorded._fields.index("session") - 1
+"""Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
+_INDEX = {name: i for i, name in enumerate(Recorded._fields)}
+
+
+def _refuse(value: object) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _encoder() -> Callable[[Any], str]:
+    """``json.dumps(values, separators=(",", ":"))``, at the C encoder's own cost: made once,
+    without the check for circular values (an entry's are plain) and its dict per call."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has the C encoder
+        return json.JSONEncoder(separators=(",", ":")).encode
+    encode = make(
+        None, _refuse, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    join = "".join
+    return lambda values: join(encode(values, 0))
+
+
+json_text = _encoder()
+"""*values* as compact JSON (ASCII: a lone surrogate is escaped, never an encoding error)."""
+_unjson = json.JSONDecoder().decode
+
+
+def encoded(entry: Entry | Recorded) -> str:
+    """*entry*'s values but its id as the stream holds them: a JSON array, in
+    :data:`SCHEMA`'s order (the names once per version, not per entry: half the cost)."""
+    values: Any = VALUES(entry)[1:]
+    retry = entry.retry
+    if retry is not None:
+        values = list(values)
+        values[_RETRY - 1] = (retry.suggested_delay_ms, retry.max_attempts)
+    return json_text(values)
+
+
+def decoded(
+    ident: int | bytes | str, text: bytes | str, names: Sequence[str] | None = None
+) -> Entry:
+    """The entry :func:`encoded` made *text* of, numbered *ident*.
+
+    *names*: the schema it was written in, when not this version's: the
+    fields this version knows are taken by name, the others left out, and
+    those it does not hold get their defaults (:meth:`Entry.from_json`).
+    """
+    values = _unjson(text if isinstance(text, str) else text.decode())
+    if names is None:
+        retry = values[_RETRY - 1]
+        if retry is not None:
+            values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
+        values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
+        return Entry(int(ident), *values)
+    data = dict(zip(names, values, strict=False))
+    data["id"] = int(ident)
+    retry = data.get("retry")
+    if isinstance(retry, list):
+        data["retry"] = {"suggested_delay_ms": retry[0], "max_attempts": retry[1]}
+    return Entry.from_json(data)
+
+
+def utf8(text: str) -> bytes:
+    """*text* as Redis keeps it; a lone surrogate (a client's undecodable byte) too."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def as_bytes(value: bytes | str) -> bytes:
+    """A reply's value as bytes, whether the client decodes replies or not."""
+    return value if isinstance(value, bytes) else utf8(value)
+
+
+def shown(
+    recorded: Entry | Recorded, hidden: tuple[str, ...] | None, replica: str | None
+) -> list[Any]:
+    """*recorded*'s values but its id as the stream holds them (what :func:`encoded` makes
+    of what :func:`kept` shows), naming *replica*. *hidden* None: *recorded* is kept's
+    already (an oversized one, built when recorded): cut again, its marker would lie.
+
+    Plain values, not the Entry :func:`kept` would build (a frozen dataclass of
+    29 fields costs several of these): the stream holds only their JSON.
+    """
+    values: list[Any] = list(recorded if type(recorded) is Recorded else VALUES(recorded))
+    changes = None if hidden is None else shown_changes(recorded, hidden)  # most often none
+    if changes:
+        for name, value in changes.items():
+            values[_INDEX[name]] = value
+    retry = values[_RETRY]
+    if retry is not None:
+        values[_RETRY] = (retry.suggested_delay_ms, retry.max_attempts)
+    if replica is not None:
+        values[-1] = replica  # replica is the last field
+    del values[0]
+    return values
+
+
+def stream_fields(slot: Slot, replica: str | None) -> tuple[bytes, bytes]:
+    """A queued record's session (as shown) and its JSON, as the append script takes them."""
+    values = shown(slot[0], slot[1], replica)
+    return utf8(values[_SESSION]), json_text(values).encode()
