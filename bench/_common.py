@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -392,3 +393,26 @@ def machine() -> str:
         f", Flask {version('flask')}, Werkzeug {version('werkzeug')}"
         f" ({platform.system()} {platform.release()}); mockskill from {where}"
     )
+
+
+# --------------------------------------------------------------------------- callgrind
+
+_CALLGRIND_ROW = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*)$")
+
+
+def callgrind_functions(out: Path) -> dict[str, int]:
+    """Inclusive instructions by C function of a callgrind file, as callgrind_annotate
+    prints them (for differencing two runs: bench/callgrind_request.py, _connection.py)."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    costs: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _CALLGRIND_ROW.match(line)
+        if match:
+            name = match.group(2).split(" [", 1)[0].strip()
+            costs[name] = costs.get(name, 0) + int(match.group(1).replace(",", ""))
+    return costs

@@ -185,26 +185,6 @@ def measure(step: str, count: int, wave_size: int, warm: int, journal: int, fold
     return int(match.group(1))
 
 
-_ROW = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*)$")
-
-
-def functions(out: Path) -> dict[str, int]:
-    """Inclusive instructions by C function, as callgrind_annotate prints them."""
-    text = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    costs: dict[str, int] = {}
-    for line in text.splitlines():
-        match = _ROW.match(line)
-        if match:
-            name = match.group(2).split(" [", 1)[0].strip()
-            costs[name] = costs.get(name, 0) + int(match.group(1).replace(",", ""))
-    return costs
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--step", nargs="+", choices=sorted(PATHS), default=["plain", "delay"])
@@ -239,7 +219,10 @@ def main() -> None:
                 print(f"{step} wave {size}: {per / 1000:.1f} k instructions per connection")
                 if args.functions:
                     out = Path(folder) / f"callgrind.{step}.{size}"
-                    a, b = functions(Path(f"{out}.{n1}")), functions(Path(f"{out}.{n2}"))
+                    a, b = (
+                        c.callgrind_functions(Path(f"{out}.{n1}")),
+                        c.callgrind_functions(Path(f"{out}.{n2}")),
+                    )
                     costs = sorted(((b.get(k, 0) - a.get(k, 0)) / (n2 - n1), k) for k in a | b)
                     for cost, name in costs[::-1][: args.functions]:
                         print(f"  {cost:12,.0f}  {name}")

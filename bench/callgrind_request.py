@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -160,26 +159,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         raise
 
 
-_ROW = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*)$")
-
-
-def _functions(out: Path) -> dict[str, int]:
-    """Inclusive instructions by function, as callgrind_annotate prints them."""
-    text = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    costs: dict[str, int] = {}
-    for line in text.splitlines():
-        match = _ROW.match(line)
-        if match:
-            name = match.group(2).split(" [", 1)[0].strip()
-            costs[name] = costs.get(name, 0) + int(match.group(1).replace(",", ""))
-    return costs
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n1", type=int, default=2000)
@@ -230,7 +209,7 @@ def main() -> None:
         )
         print(f"\n**{per:,.0f} instructions per request** ((N2 - N1) / {args.n2 - args.n1})")
         if args.functions:
-            a, b = _functions(low.out), _functions(high.out)
+            a, b = c.callgrind_functions(low.out), c.callgrind_functions(high.out)
             rows = sorted(
                 ((b.get(k, 0) - a.get(k, 0)) / (args.n2 - args.n1), k) for k in set(a) | set(b)
             )[::-1][: args.functions]
