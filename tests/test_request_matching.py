@@ -83,13 +83,19 @@ def test_each_case_keeps_its_own_positions_per_session(
     assert other.status_code == 503  # another session: its own position in that case
 
 
-def test_the_journal_names_the_sequence_each_case_played(serve: Callable[..., Server]) -> None:
+def test_the_journal_names_the_case_each_request_played(serve: Callable[..., Server]) -> None:
     server = serve(TRANSLATE)
     invoke(server, {"input": {"text": "boom", "lang": "es"}})
+    invoke(server, {"input": {"text": "hello"}})
     invoke(server, {"input": {"text": "hello", "lang": "es"}})
-    first, second = server.journal()
-    assert (first.status, first.error_code, first.step) == (504, "EXECUTION_TIMEOUT", 0)
-    assert (second.status, second.step) == (200, 0)
+    invoke(server, {"input": {"text": "hello", "lang": "es"}}, **{"X-Tenant": "flaky-9"})
+    boom, no_lang, default, flaky = server.journal()
+    assert (boom.case, boom.status, boom.error_code, boom.step) == (0, 504, "EXECUTION_TIMEOUT", 0)
+    assert (no_lang.case, no_lang.status) == (1, 400)
+    assert (default.case, default.status, default.step) == (None, 200, 0)
+    assert (flaky.case, flaky.status, flaky.position) == (2, 503, 0)
+    shown = requests.get(f"{server.url}/__admin/journal", timeout=10).json()
+    assert [e["case"] for e in shown.get("entries", shown.get("requests", []))] == [0, 1, None, 2]
 
 
 def test_a_route_with_only_cases_leaves_other_requests_unmatched_saying_why(

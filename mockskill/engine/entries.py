@@ -116,6 +116,9 @@ class Entry:
     replica: str | None = None
     """The replica that served it, in a journal several share (``--state redis://...``);
     None for a server's own journal (the embedded default)."""
+    case: int | None = None
+    """The index of the endpoint's case that played (0-based, as ``cases:`` lists them);
+    None when its default sequence played, or it has no cases."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -197,6 +200,7 @@ class Recorded(NamedTuple):
     invalid_descriptor: bool = False
     stopped: bool = False
     replica: str | None = None
+    case: int | None = None
 
 
 def oversized(recorded: Entry | Recorded) -> bool:

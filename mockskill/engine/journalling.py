@@ -61,8 +61,10 @@ class Journalling:
         target = decided.target
         if isinstance(target, Miss):
             endpoint, scenario, near_misses = "unmatched", None, target.near_misses
+            case = None
         else:
             endpoint, scenario, near_misses = target.kind, target.scenario, ()
+            case = None if target.case is None else target.case.index
         invalid = False
         if endpoint == "describe" and status == 200:
             invalid = facts.invalid_descriptor(served.body)
@@ -108,6 +110,7 @@ class Journalling:
                 invalid,
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
+                case,
             ),
         )
 
@@ -176,7 +179,7 @@ class Plain:
         # Recorded's fields around the request's own, in its order (see recorded()).
         self._before = (status, endpoint, target.skill_id, target.scenario, index)
         self._after = (served.error_code, served.retry, False, False) + (None,) * 6 + ((),)
-        self._after_all = (invalid, False, None)
+        self._after_all = (invalid, False, None, None if target.case is None else target.case.index)
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
         """Journal *request*, the *position*-th of its sequence in *session*, answered now."""

@@ -61,6 +61,7 @@ VALUES = operator.attrgetter(*Recorded._fields)
 Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
 """A queued record and the secrets hidden when it was recorded (None: built already)."""
 _RETRY = Recorded._fields.index("retry")
+_REPLICA = Recorded._fields.index("replica")
 _NEAR_MISSES = Recorded._fields.index("near_misses")
 _SESSION = Recorded._fields.index("session") - 1
 """Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
@@ -153,7 +154,7 @@ def shown(
     if retry is not None:
         values[_RETRY] = (retry.suggested_delay_ms, retry.max_attempts)
     if replica is not None:
-        values[-1] = replica  # replica is the last field
+        values[_REPLICA] = replica
     del values[0]
     return values
 

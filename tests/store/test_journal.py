@@ -270,6 +270,7 @@ def every_field() -> Entry:
         invalid_descriptor=True,
         stopped=True,
         replica="host:123",
+        case=3,
     )
 
 
