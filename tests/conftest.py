@@ -30,6 +30,20 @@ def assert_problem(
         assert problem.hint == ""
 
 
+FLAKY = """
+name: shared
+skills:
+  - id: flaky-cycle
+    invoke:
+      end: cycle
+      steps:
+        - error: ENDPOINT_UNREACHABLE
+          times: 2
+        - json: {result: ok}
+"""
+"""503 twice, then 200, cycling: what the shared-store tests count across replicas."""
+
+
 EVERY_FAILURE = (
     "auth-required",
     "permission-denied",

@@ -87,7 +87,8 @@ class NotJSON:
 
 
 class Picker:
-    """An endpoint's cases, made ready to be tried: :meth:`pick` is :func:`pick`'s answer.
+    """An endpoint's cases, made ready to be tried: :meth:`pick` answers the first whose
+    conditions all hold (each by :func:`meets`), as trying them in order would.
 
     A run of consecutive cases that each test one place for equality with a
     different plain value (``/input/n: 1``, ``/input/n: 2`` ...: the common
@@ -233,24 +234,6 @@ def _indexable(case: Case) -> tuple[tuple[str, str], Any] | None:
         return None
     value = condition.checks[0].operand
     return (condition.place, value) if type(value) in _EXACT else None
-
-
-def pick(cases: Sequence[Case], request: Incoming) -> Case | None:
-    """The first of *cases* whose conditions all hold for *request*; None when none does.
-
-    The request's every case is tried on this path, so it only decides; why a
-    case missed is :func:`misses`'s, asked only when no case and no default
-    took the request. (An endpoint keeps a :class:`Picker`, which answers the same
-    faster.)
-    """
-    facts = Facts(request)
-    for case in cases:
-        for condition in case.conditions:
-            if not meets(condition, facts):
-                break
-        else:
-            return case
-    return None
 
 
 def misses(cases: Sequence[Case], request: Incoming) -> list[dict[str, Any]]:

@@ -355,26 +355,17 @@ def test_the_path_as_written_and_respelled_take_turns_in_one_sequence(
     ]
 
 
-def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
-) -> None:
-    server, loop = surface(SEQUENCE)
-    headers = (
-        ("Authorization", "Bearer t0k"),
-        ("Skill-Protocol-Version", "1.0.0"),
-        ("Content-Type", "application/json"),
-    )
-    for session in ("planned", "handled"):
-        for _ in range(3):
-            request = transport_request(
-                "/skills/counted/invoke",
-                headers=(("Mockskill-Session", session), *headers),
-                body=b'{"q": 1}',
-            )
-            if session == "planned":
-                exchange(loop, request)
-            else:
-                server.engine.handle(Request(wsgi_environ(request)))
+CONSUMER_HEADERS = (
+    ("Authorization", "Bearer t0k"),
+    ("Skill-Protocol-Version", "1.0.0"),
+    ("Content-Type", "application/json"),
+)
+"""What a consumer sends (a credential, a version, a JSON body): every field is journalled."""
+
+
+def planned_alike_handled(server: Server) -> list[Entry]:
+    """The journal's "planned" session's entries, checked equal field for field (but id,
+    times and session) to the "handled" session's, which the WSGI path journalled."""
     journal = server.state.journal()
     planned = [e for e in journal if e.session == "planned"]
     handled = [e for e in journal if e.session == "handled"]
@@ -383,6 +374,25 @@ def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
         return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
 
     assert [alike(e) for e in planned] == [alike(e) for e in handled]
+    return planned
+
+
+def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    server, loop = surface(SEQUENCE)
+    for session in ("planned", "handled"):
+        for _ in range(3):
+            request = transport_request(
+                "/skills/counted/invoke",
+                headers=(("Mockskill-Session", session), *CONSUMER_HEADERS),
+                body=b'{"q": 1}',
+            )
+            if session == "planned":
+                exchange(loop, request)
+            else:
+                server.engine.handle(Request(wsgi_environ(request)))
+    planned = planned_alike_handled(server)
     assert [e.status for e in planned] == [200, 200, 503]
     assert all(e.credential and e.body_digest and e.protocol_version for e in planned)
 
@@ -406,16 +416,11 @@ def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
     # entry is there before the transport reports the exchange, with every field the
     # WSGI path (which plays, then records) gives the same request.
     server, loop = surface(PLAIN)
-    headers = (
-        ("Authorization", "Bearer t0k"),
-        ("Skill-Protocol-Version", "1.0.0"),
-        ("Content-Type", "application/json"),
-    )
     for session in ("planned", "handled"):
         for n in range(4):
             request = transport_request(
                 "/skills/plain/invoke",
-                headers=(("Mockskill-Session", session), *headers),
+                headers=(("Mockskill-Session", session), *CONSUMER_HEADERS),
                 body=b'{"q": 1}',
             )
             if session == "handled":
@@ -429,14 +434,7 @@ def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
             now = time.time()
             loop.played(request, Outcome(plan.answer, now, now, now))
             assert len(server.state.journal()) - before == 1  # and only once
-    journal = server.state.journal()
-    planned = [e for e in journal if e.session == "planned"]
-    handled = [e for e in journal if e.session == "handled"]
-
-    def alike(entry: Entry) -> Entry:
-        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
-
-    assert [alike(e) for e in planned] == [alike(e) for e in handled]
+    planned = planned_alike_handled(server)
     assert [(e.status, e.step, e.position, e.delay_ms) for e in planned] == [
         (200, 0, 0, 2),
         (503, 1, 1, None),

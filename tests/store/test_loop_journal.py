@@ -21,24 +21,13 @@ import time
 from collections.abc import Callable
 
 import requests
+from conftest import FLAKY
 from redis_server import RedisServer
 
 from mockskill import Server
 from mockskill.engine.entries import Entry
 from mockskill.store import open_store
 from mockskill.store.redis import RedisStore
-
-FLAKY = """
-name: shared
-skills:
-  - id: flaky-cycle
-    invoke:
-      end: cycle
-      steps:
-        - error: ENDPOINT_UNREACHABLE
-          times: 2
-        - json: {result: ok}
-"""
 
 
 def entry(store: RedisStore, path: str) -> Entry:

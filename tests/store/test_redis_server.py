@@ -19,21 +19,10 @@ import time
 from collections.abc import Callable
 
 import requests
+from conftest import FLAKY
 from redis_server import RedisServer
 
 from mockskill import Server
-
-FLAKY = """
-name: shared
-skills:
-  - id: flaky-cycle
-    invoke:
-      end: cycle
-      steps:
-        - error: ENDPOINT_UNREACHABLE
-          times: 2
-        - json: {result: ok}
-"""
 
 
 def invoke(server: Server, session: str = "default") -> requests.Response:

@@ -17,24 +17,13 @@ from collections.abc import Callable
 
 import pytest
 import requests
+from conftest import FLAKY
 from redis_server import RedisServer
 
 from mockskill import Server
 from mockskill.store import StoreOpenError, open_store
 
 pytest.importorskip("trustme", reason="the TLS tests make their certificates with trustme")
-
-FLAKY = """
-name: shared
-skills:
-  - id: flaky-cycle
-    invoke:
-      end: cycle
-      steps:
-        - error: ENDPOINT_UNREACHABLE
-          times: 2
-        - json: {result: ok}
-"""
 
 
 def statuses(servers: list[Server], count: int) -> list[int]:
