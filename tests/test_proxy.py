@@ -30,7 +30,8 @@ SKILLS = ("echo", "flaky", "committed", "dropped", "late", "once", "failing")
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[mockskill.Server]:
     skills = "\n".join(f"  - id: {s}" for s in SKILLS if s != "failing")
-    text = f"name: real\nskills:\n{skills}\n  - id: failing\n    invoke: {{error: EXECUTION_TIMEOUT}}\n"
+    failing = "  - id: failing\n    invoke: {error: EXECUTION_TIMEOUT}\n"
+    text = f"name: real\nskills:\n{skills}\n{failing}"
     with mockskill.Server(text) as server:
         yield server
 
