@@ -39,6 +39,8 @@ from functools import cached_property
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from .entries import escaped, shorten
+
 if TYPE_CHECKING:
     from ..scenario.model import Proxy, Reply
 
@@ -316,15 +318,35 @@ class Relayed:
     cut: bool = False
     """The upstream failed after its status line was relayed: the consumer's connection was cut."""
 
-    def journal(self, url: str) -> dict[str, Any]:
-        """The journal entry's ``upstream`` field."""
-        return {
-            "url": url,
-            "reached": self.reached,
-            "status": self.status,
-            "error": self.error,
-            "ms": round(self.ms, 3),
-        }
+    def journal(self, url: str, idempotency_key: str | None) -> dict[str, Any]:
+        """The journal entry's ``upstream`` field (see :func:`upstream_journal`)."""
+        return upstream_journal(
+            url, idempotency_key, self.reached, self.status, self.error, round(self.ms, 3)
+        )
+
+
+def upstream_journal(
+    url: str,
+    idempotency_key: str | None,
+    reached: bool = False,
+    status: int | None = None,
+    error: str | None = None,
+    ms: float = 0.0,
+) -> dict[str, Any]:
+    """A proxied request's ``upstream`` field in the journal (docs/admin.md's entry table).
+
+    *idempotency_key* is the consumer's ``Idempotency-Key`` header, by which the retry
+    audit tells the attempts of one operation apart from a new one; cut and escaped as
+    the journal keeps any text a client chose.
+    """
+    return {
+        "url": url,
+        "reached": reached,
+        "status": status,
+        "error": error,
+        "ms": ms,
+        "idempotency_key": None if idempotency_key is None else escaped(shorten(idempotency_key)),
+    }
 
 
 @dataclass(frozen=True, eq=False)

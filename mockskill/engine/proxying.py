@@ -214,9 +214,11 @@ class Proxying:
                 None,
                 outcome.stopped,
             )
-            journal = None if relayed is None else relayed.journal(url)
-            if journal is None:  # not played upstream: a client gone, a stop, during a delay
-                journal = {"url": url, "reached": False, "status": None, "error": None, "ms": 0.0}
+            key = request.header("idempotency-key")
+            journal = (
+                # not played upstream: a client gone, a stop, during a delay
+                plans.upstream_journal(url, key) if relayed is None else relayed.journal(url, key)
+            )
             self._state.record(recorded._replace(upstream=journal))
             if recorder is not None and relayed is not None and relayed.status is not None:
                 recorder.add(
