@@ -106,6 +106,7 @@ class Provider:
             "query": request.query_string.decode(),
             "headers": [[k, v] for k, v in request.headers.items()],
             "body": request.get_data().decode(),
+            "peer_port": request.environ.get("REMOTE_PORT"),
         }
         self.seen.append(seen)
         return seen
@@ -122,11 +123,14 @@ class Provider:
 
 class Misbehaving:
     """Reads one request per connection, then *mode*: ``reset`` (RST at once) or
-    ``head_then_reset`` (a 200 head promising 100 bytes, 10 of them, then RST)."""
+    ``head_then_reset`` (a 200 head promising 100 bytes, 10 of them, then RST); or
+    ``keep_alive``: answers every request on a connection ``200 ok``, kept alive
+    (:attr:`connections` counts the connections it accepted)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.requests = 0
+        self.connections = 0
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -142,6 +146,10 @@ class Misbehaving:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            self.connections += 1
+            if self.mode == "keep_alive":
+                threading.Thread(target=self._keep_alive, args=(conn,), daemon=True).start()
+                continue
             with conn:
                 data = b""
                 while b"\r\n\r\n" not in data:
@@ -153,6 +161,19 @@ class Misbehaving:
                 if self.mode == "head_then_reset":
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def _keep_alive(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                _, _, data = data.partition(b"\r\n\r\n")  # (GETs: no body)
+                self.requests += 1
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
     def stop(self) -> None:
         self._stopped = True
