@@ -1,4 +1,4 @@
-"""Proxy overhead (issue 15): latency and req/s through a ``proxy`` step vs straight to the upstream.
+"""Proxy overhead (issue 15): latency and req/s through a ``proxy`` step vs straight upstream.
 
 The upstream answers at once: bench/floor_server.py (asyncio + httptools, one
 constant 503 answer). ``wrk -t2 -c32 --latency`` keep-alive on the benches'

@@ -290,10 +290,15 @@ class Relaying(Playing):
         answer = Answer(status, ())
         headers_at = time.time()
         head = upstream.answer_head(status, up.reason, headers, framing, close=close)
-        if complete and (not pending or head_only or not has_body):
+        if complete:  # the whole answer came with its head (most): one write
+            data = b"".join(pending) if has_body and not head_only else b""
+            if data and not relayed.sent_body:
+                self._keep(relayed, upstream, pending)
+            if chunked and not head_only:
+                data = (_chunk(data) if data else b"") + b"0\r\n\r\n"
             relayed.ms = (time.perf_counter() - begun) * 1000
             self._report_relayed(item, answer, started, headers_at, waited, close, relayed)
-            transport.write(head + (b"0\r\n\r\n" if chunked and not head_only else b""))
+            transport.write(head + data)
             self._after(plan, close)
             return
         transport.write(head)
