@@ -53,6 +53,12 @@ class Provider:
 
             return Response(body(), mimetype="text/plain")
 
+        @app.route("/big")
+        def big() -> Response:
+            provider._saw()
+            size = int(request.args.get("n", "0"))
+            return Response(b"x" * size, mimetype="application/octet-stream")
+
         @app.route("/slow")
         def slow() -> Response:
             provider._saw()
@@ -72,6 +78,11 @@ class Provider:
                     }
                 ]
             )
+
+        @app.route("/skills/not-json")
+        def not_json() -> Response:
+            provider._saw()
+            return Response(b"not a descriptor", mimetype="text/plain")
 
         @app.route("/skills/<skill_id>")
         def descriptor(skill_id: str) -> Response:

@@ -62,7 +62,8 @@ class Relaying(Playing):
         upstream = plan.upstream
         assert upstream is not None
         assert isinstance(item, Request)  # a refusal is never proxied
-        relayed = Relayed(item.target, item.headers)
+        # The consumer's headers decoded only for a recording (the Exchange has them).
+        relayed = Relayed(item.target, item.headers if upstream.keep else ())
         head = upstream.request_head(
             item.method, item.target, item.raw_headers, item.peer[0], len(item.body)
         )
@@ -260,6 +261,7 @@ class Relaying(Playing):
         headers = list(relayed.response_headers)
         complete = up.complete  # read first: the chunks come with it
         pending = up.take_chunks()
+        kept = False  # whether the body was kept (for a recording, the audit) already
         if upstream.rewrite is not None and has_body and not head_only:
             size = 0
             while not complete and size <= MAX_REWRITTEN:  # buffered, to rewrite its URLs
@@ -273,6 +275,7 @@ class Relaying(Playing):
             if complete:
                 body = b"".join(pending)
                 self._keep(relayed, upstream, [body])
+                kept = True
                 rewritten = upstream.rewrite(body)
                 if rewritten is not body:
                     relayed.sent_body = rewritten
@@ -292,7 +295,7 @@ class Relaying(Playing):
         head = upstream.answer_head(status, up.reason, headers, framing, close=close)
         if complete:  # the whole answer came with its head (most): one write
             data = b"".join(pending) if has_body and not head_only else b""
-            if data and not relayed.sent_body:
+            if data and not kept:
                 self._keep(relayed, upstream, pending)
             if chunked and not head_only:
                 data = (_chunk(data) if data else b"") + b"0\r\n\r\n"
@@ -304,7 +307,7 @@ class Relaying(Playing):
         transport.write(head)
         while True:
             if pending:
-                if not relayed.sent_body:
+                if not kept:
                     self._keep(relayed, upstream, pending)
                 data = b"".join(pending)
                 pending = []
