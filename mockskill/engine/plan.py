@@ -299,7 +299,8 @@ class Relayed:
     target: str
     """The request target forwarded (path and query, as the consumer sent it)."""
     headers: tuple[tuple[str, str], ...]
-    """The consumer's request headers as received (names as sent)."""
+    """The consumer's request headers as received (names as sent), while recording
+    (:attr:`Upstream.keep`); else empty."""
     reached: bool = False
     """Whether the request was sent on a connection to the upstream (it may have run)."""
     status: int | None = None
