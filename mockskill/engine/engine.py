@@ -42,7 +42,7 @@ from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import RefusedPort
-from .proxying import Proxying
+from .proxying import Proxying, proxy_needs_loop
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -196,7 +196,7 @@ class Engine:
         assert chosen is not None
         assert chosen.step is not None
         if chosen.step.proxy is not None:
-            reply = proxy_needs_loop(chosen.step, decided.urls)
+            reply = proxy_needs_loop(chosen.step)
             self.state.record(self._recorded(incoming, decided, chosen, reply.status, reply))
             return respond(reply)
         response, played, connection = self._play(incoming, chosen, decided.urls)
@@ -573,17 +573,6 @@ class Engine:
                 self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
             self._urls_by_host[key] = urls
         return urls
-
-
-def proxy_needs_loop(step: Step, urls: Urls) -> Reply:
-    """The WSGI path's answer to a proxy step: 501, proxying is the event-loop server's."""
-    assert step.proxy is not None
-    message = (
-        f"this step forwards to {step.proxy.url}, which only mockskill's own server does"
-        " (mockskill serve, mockskill.Server); a WSGI server mounting the app cannot proxy"
-    )
-    details = {"upstream": step.proxy.url, "where": str(step.where)}
-    return Reply.error(catalog.tool_error(501, "MOCKSKILL_PROXY_UNSUPPORTED", message, details))
 
 
 def journalled(outcome: plans.Outcome) -> None:

@@ -239,3 +239,14 @@ class Proxying:
                 )
 
         return plan, record
+
+
+def proxy_needs_loop(step: Step) -> Reply:
+    """The WSGI path's answer to a proxy step: 501, proxying is the event-loop server's."""
+    assert step.proxy is not None
+    message = (
+        f"this step forwards to {step.proxy.url}, which only mockskill's own server does"
+        " (mockskill serve, mockskill.Server); a WSGI server mounting the app cannot proxy"
+    )
+    details = {"upstream": step.proxy.url, "where": str(step.where)}
+    return Reply.error(catalog.tool_error(501, "MOCKSKILL_PROXY_UNSUPPORTED", message, details))
