@@ -436,7 +436,8 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             (f"{{clients: [{{client_id: c, client_secret_sha256: {'f' * 64}}}]}}", True),
             ("{clients: [{client_id: c}]}", False),
             (
-                f"{{clients: [{{client_id: c, client_secret: s, client_secret_sha256: {'f' * 64}}}]}}",
+                f"{{clients: [{{client_id: c, client_secret: s,"
+                f" client_secret_sha256: {'f' * 64}}}]}}",
                 False,
             ),
         ]
