@@ -35,12 +35,14 @@ from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
 from .choosing import Chosen, Decided
+from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plain, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import RefusedPort
+from .proxying import Proxying
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -94,6 +96,7 @@ class Engine:
         self._record = journalling.own
         self._body_digest = journalling.body_digest
         self._credential_key = journalling.credential_key
+        self._proxying = Proxying(journalling, state)
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
@@ -108,6 +111,16 @@ class Engine:
         """Plain steps' journalling and plans (see :meth:`_plain`), by the ids of the target,
         the step's index and the Urls; None for a step that is not plain."""
         self.load(scenarios, activate=activate)
+
+    @property
+    def recorder(self) -> ExchangeRecorder | None:
+        """Where proxied exchanges go while a recording is on (None: no recording); set and
+        unset while serving, read once per proxied request (when it is planned)."""
+        return self._proxying.recorder
+
+    @recorder.setter
+    def recorder(self, recorder: ExchangeRecorder | None) -> None:
+        self._proxying.recorder = recorder
 
     def load(
         self, scenarios: ScenarioSet, restart: Iterable[str] = (), *, activate: bool = True
@@ -182,6 +195,10 @@ class Engine:
             return response
         assert chosen is not None
         assert chosen.step is not None
+        if chosen.step.proxy is not None:
+            reply = proxy_needs_loop(chosen.step, decided.urls)
+            self.state.record(self._recorded(incoming, decided, chosen, reply.status, reply))
+            return respond(reply)
         response, played, connection = self._play(incoming, chosen, decided.urls)
         status = None if isinstance(response, Cut) else response.status_code
         recorded = self._recorded(
@@ -234,6 +251,8 @@ class Engine:
         else:
             assert chosen is not None
             assert chosen.step is not None
+            if chosen.step.proxy is not None:  # forwarded: planned and journalled by proxying
+                return self._proxying.plan(incoming, decided, chosen)
             planned = self._planned(chosen, decided.urls)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         dribbled = plan.dribble is not None
@@ -422,7 +441,7 @@ class Engine:
             return kept[2]
         step = sequence.steps[index]
         plain = None
-        if not step.random and step.delay is None and step.execution is None:
+        if not step.random and step.delay is None and step.execution is None and not step.proxy:
             planned = self._planned(Chosen(step, index, position), urls)
             if planned.plan.instant:
                 plain = self._journalling.plain(target, index, planned.plan, planned.reply)
@@ -554,6 +573,17 @@ class Engine:
                 self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
             self._urls_by_host[key] = urls
         return urls
+
+
+def proxy_needs_loop(step: Step, urls: Urls) -> Reply:
+    """The WSGI path's answer to a proxy step: 501, proxying is the event-loop server's."""
+    assert step.proxy is not None
+    message = (
+        f"this step forwards to {step.proxy.url}, which only mockskill's own server does"
+        " (mockskill serve, mockskill.Server); a WSGI server mounting the app cannot proxy"
+    )
+    details = {"upstream": step.proxy.url, "where": str(step.where)}
+    return Reply.error(catalog.tool_error(501, "MOCKSKILL_PROXY_UNSUPPORTED", message, details))
 
 
 def journalled(outcome: plans.Outcome) -> None:

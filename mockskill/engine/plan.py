@@ -37,6 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .proxying import Relayed, Upstream
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 """Header names the transport writes itself; an answer's own are dropped."""
@@ -243,6 +247,9 @@ class Plan:
     close: bool = False
     """Close the connection after the answer, saying so (``Connection: close``)."""
     keep_alive: KeepAlive | None = None
+    upstream: Upstream | None = None
+    """Forward the request to a real provider after the waits, and relay its answer
+    (:mod:`.proxying`); :attr:`answer` is then not sent."""
     instant: bool = field(init=False, repr=False, compare=False)
     """Nothing to wait for: the transport writes it at once, without a task."""
 
@@ -252,7 +259,9 @@ class Plan:
         if self.close and self.keep_alive is not None:
             raise ValueError("a plan that closes saying so has no keep-alive fault")
         object.__setattr__(
-            self, "instant", not self.waits and self.dribble is None and self.fault is None
+            self,
+            "instant",
+            not self.waits and self.dribble is None and self.fault is None and not self.upstream,
         )
 
 
@@ -293,6 +302,8 @@ class Outcome:
     dropped: bool = False
     """The request was read and dropped unanswered: its connection had gone stale
     (:attr:`~mockskill.engine.plan.Stale.DROP_NEXT`); no plan was asked for."""
+    upstream: Relayed | None = None
+    """What happened upstream, for a plan with :attr:`Plan.upstream` that got that far."""
 
     @classmethod
     def sent(cls, answer: Answer, at: float, closed: bool) -> Outcome:
