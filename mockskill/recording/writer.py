@@ -48,6 +48,7 @@ from ..scenario.source import MAX_FILE_BYTES
 from ..scenario.steps import SERVER_HEADERS
 from . import telling
 from .access import Access
+from .errors import Errors
 from .rebase import Rebase
 from .secrets import (
     QUERY_SECRETS,
@@ -134,6 +135,19 @@ class _Endpoint:
     shapes: list[telling.Shape] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     delays: list[float | None] = field(default_factory=list)
+    credentials: list[tuple[str, str] | None] = field(default_factory=list)
+    """The credential each request presented (invocations only)."""
+
+    def only(self, keep: list[bool]) -> _Endpoint:
+        """The requests *keep* says, in order."""
+        picked = [i for i, k in enumerate(keep) if k]
+        return _Endpoint(
+            self.methods,
+            [self.shapes[i] for i in picked],
+            [self.steps[i] for i in picked],
+            [self.delays[i] for i in picked],
+            [self.credentials[i] for i in picked],
+        )
 
 
 @dataclass
@@ -205,6 +219,7 @@ class _Build:
         self.skills: dict[str, _Skill] = {}
         self.routes: dict[tuple[str, str], _Endpoint] = {}
         self.access = Access(self.secrets)
+        self.errors = Errors()
         self.left_out: dict[str, int] = {}
         self.notes: dict[str, None] = {}
 
@@ -224,23 +239,26 @@ class _Build:
         step, latency = self._step(exchange, rewrite), exchange.upstream_ms
         if (m := _DESCRIBE.fullmatch(path)) and method == "GET":
             skill = self._skill(m[1])
+            step = self.errors.step(step, {"skill": skill.id, "endpoint": "describe"})
             step = self._descriptor_step(skill, step)
             self._into(skill.describe, exchange, query, step, latency)
         elif (m := _INVOKE.fullmatch(path)) and method == "POST":
             skill = self._skill(m[1])
+            step = self.errors.step(step, {"skill": skill.id, "endpoint": "invoke"})
             credential = presented(exchange.headers)
             if 200 <= exchange.status < 300:
                 if credential is None:
                     skill.open_success = True
                 else:
                     skill.credentials.setdefault(credential)
-            self._into(skill.invoke, exchange, query, step, latency)
+            self._into(skill.invoke, exchange, query, step, latency, credential)
         elif path == "/skills":
             self._leave_out("GET /skills (mockskill lists the skills it serves itself)")
         elif path.startswith(("/skills/", "/__admin", TOKEN_PATH)) or "<" in unquote(path):
             self._leave_out(f"{method} requests outside what a scenario can script ({path})")
         else:
             route = unquote(path)
+            step = self.errors.step(step, {"path": route, "method": method})
             endpoint = self.routes.setdefault((method, route), _Endpoint((method,)))
             self._into(endpoint, exchange, query, step, latency)
 
@@ -257,10 +275,12 @@ class _Build:
         query: str,
         step: dict[str, Any],
         latency: float,
+        credential: tuple[str, str] | None = None,
     ) -> None:
         endpoint.shapes.append(self._shape(exchange, query, endpoint.methods[0]))
         endpoint.steps.append(step)
         endpoint.delays.append(latency if self.delays else None)
+        endpoint.credentials.append(credential)
 
     def _shape(self, exchange: Exchange, query: str, method: str) -> telling.Shape:
         headers: dict[str, str] = {}
@@ -378,8 +398,11 @@ class _Build:
             data["requires"] = requirement
         if skill.describe.steps:
             data["describe"] = self._endpoint(skill.describe)
-        if skill.invoke.steps:
-            data["invoke"] = self._endpoint(skill.invoke)
+        invoke = skill.invoke
+        if requirement is not None:  # the replay refuses the others itself, as they were
+            invoke = invoke.only([c in skill.credentials for c in invoke.credentials])
+        if invoke.steps:
+            data["invoke"] = self._endpoint(invoke)
         return data
 
     def _endpoint(self, endpoint: _Endpoint, *, route_keys: bool = False) -> dict[str, Any]:

@@ -134,7 +134,8 @@ def test_identical_requests_replay_their_answers_in_the_order_seen(replay: Any) 
         delays=False,
     )
     steps = yaml.safe_load(written.text)["skills"][0]["invoke"]["steps"]
-    assert [s.get("status", 200) for s in steps] == [503, 200]
+    # the unified body of a protocol error is written as the error step that renders it
+    assert [s.get("error", s.get("status", 200)) for s in steps] == ["ENDPOINT_UNREACHABLE", 200]
     assert steps[0]["times"] == 2
     server = replay(written.text)
     got = [requests.post(server.invoke_url("flaky"), timeout=10) for _ in range(4)]
@@ -142,6 +143,17 @@ def test_identical_requests_replay_their_answers_in_the_order_seen(replay: Any) 
     assert got[0].headers["Retry-After"] == "2"
     details = got[0].json()["error"]["details"]
     assert details["endpoint_url"] == server.invoke_url("flaky")  # the provider's URL, rebased
+    # a replay journals the category, so the retry audit grades the consumer as before
+    assert [e.error_code for e in server.journal()][:2] == ["ENDPOINT_UNREACHABLE"] * 2
+
+
+def test_an_error_body_mockskill_would_not_render_the_same_stays_a_result(replay: Any) -> None:
+    odd = {"error": {"code": "ENDPOINT_UNREACHABLE", "message": "down", "extra": 1}}
+    written = write([exchange("POST", "/skills/odd/invoke", odd, status=503)], delays=False)
+    (step,) = yaml.safe_load(written.text)["skills"][0]["invoke"]["steps"]
+    assert step == {"status": 503, "json": odd}
+    server = replay(written.text)
+    assert requests.post(server.invoke_url("odd"), timeout=10).json() == odd
 
 
 def test_requests_that_differed_become_cases_that_tell_them_apart(replay: Any) -> None:
@@ -382,3 +394,27 @@ def test_the_header_says_when_what_and_how_much_was_dropped() -> None:
     assert "from http://provider.test at 1970-01-01T00:00:00Z: 2 exchanges" in header
     assert "3 more exchanges were dropped" in header
     assert "1 HEAD requests" in header
+
+
+def test_a_refused_invocation_is_the_replays_own_refusal_not_a_step(replay: Any) -> None:
+    # The consumer first called without its token (the provider said 401), then with it.
+    refused = {"error": {"code": "AUTH_REQUIRED", "message": "no token"}}
+    written = write(
+        [
+            exchange("POST", "/skills/guarded/invoke", refused, status=401),
+            exchange(
+                "POST",
+                "/skills/guarded/invoke",
+                {"result": "ok"},
+                headers=(("Authorization", f"Bearer {BEARER}"),),
+            ),
+        ],
+        delays=False,
+    )
+    skill = yaml.safe_load(written.text)["skills"][0]
+    assert skill["invoke"] == {"steps": [{"json": {"result": "ok"}}]}
+    server = replay(written.text)
+    url = server.invoke_url("guarded")
+    assert requests.post(url, timeout=10).status_code == 401  # mockskill's own, not a step
+    answered = requests.post(url, headers={"Authorization": f"Bearer {BEARER}"}, timeout=10)
+    assert answered.json() == {"result": "ok"}
