@@ -15,7 +15,7 @@ It may import :mod:`mockskill.engine`, :mod:`mockskill.scenario` and
 
 from __future__ import annotations
 
-from .buffer import Recording, Status
+from .buffer import Recording, Status, dump
 from .writer import RecordingError, Written, write
 
-__all__ = ["Recording", "RecordingError", "Status", "Written", "write"]
+__all__ = ["Recording", "RecordingError", "Status", "Written", "dump", "write"]

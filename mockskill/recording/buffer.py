@@ -15,6 +15,9 @@ the status and in the file's header.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -105,3 +108,15 @@ class Recording:
             return Status(
                 self._open, self.target, self.since, len(self._kept), self._dropped, self._bytes
             )
+
+
+def dump(exchanges: tuple[Exchange, ...]) -> str:
+    """*exchanges* as JSON (bodies in base64), to keep a recording no file could be made of."""
+
+    def plain(exchange: Exchange) -> dict[str, object]:
+        out = dataclasses.asdict(exchange)
+        for key in ("body", "response_body"):
+            out[key] = base64.b64encode(getattr(exchange, key)).decode()
+        return out
+
+    return json.dumps([plain(e) for e in exchanges], indent=1) + "\n"
