@@ -260,6 +260,7 @@ class Relaying(Playing):
         headers = list(relayed.response_headers)
         complete = up.complete  # read first: the chunks come with it
         pending = up.take_chunks()
+        kept = False  # whether the body is in relayed.body already (a recording's copy)
         if upstream.rewrite is not None and has_body and not head_only:
             size = 0
             while not complete and size <= MAX_REWRITTEN:  # buffered, to rewrite its URLs
@@ -273,6 +274,7 @@ class Relaying(Playing):
             if complete:
                 body = b"".join(pending)
                 self._keep(relayed, upstream, [body])
+                kept = True
                 rewritten = upstream.rewrite(body)
                 if rewritten is not body:
                     relayed.sent_body = rewritten
@@ -299,7 +301,7 @@ class Relaying(Playing):
         transport.write(head)
         while True:
             if pending:
-                if not relayed.sent_body:
+                if not kept:
                     self._keep(relayed, upstream, pending)
                 data = b"".join(pending)
                 pending = []
