@@ -97,6 +97,13 @@ class Recordings:
                     "a recording is already running: stop it first",
                     target=self._current.target,
                 )
+            if out is not None and not Path(out).parent.is_dir():  # said now, not at stop
+                raise RecordingRefused(
+                    400,
+                    "MOCKSKILL_BAD_REQUEST",
+                    f"out: {Path(out).parent} is not a folder",
+                    key="out",
+                )
             if target is None and not _proxies_somewhere(self.registry):
                 raise RecordingRefused(
                     400,
