@@ -33,14 +33,14 @@ wrongly on purpose is what :class:`Fault` is for.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .proxying import Relayed, Upstream
+    from ..scenario.model import Proxy, Reply
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 """Header names the transport writes itself; an answer's own are dropped."""
@@ -266,6 +266,167 @@ class Plan:
 
 
 _new = object.__new__
+
+
+# -- a proxy step's part of a plan (planned by engine/proxying.py) ---------------
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers about one connection (RFC 9110 §7.6.1), never relayed; nor those named in
+``Connection``."""
+_NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
+"""Request headers the relay writes itself (or, ``Expect``, the transport answered)."""
+
+
+@dataclass(eq=False)
+class Relayed:
+    """What happened upstream, as the transport reports it on the :class:`~.plan.Outcome`."""
+
+    target: str
+    """The request target forwarded (path and query, as the consumer sent it)."""
+    headers: tuple[tuple[str, str], ...]
+    """The consumer's request headers as received (names as sent)."""
+    reached: bool = False
+    """Whether the request was sent on a connection to the upstream (it may have run)."""
+    status: int | None = None
+    """The upstream's status (None: no answer came)."""
+    error: str | None = None
+    """Why the upstream gave no (whole) answer: refused, a DNS or TLS failure, a reset, a
+    timeout; None when it answered whole."""
+    ms: float = 0.0
+    """From the request's first byte sent upstream to the answer's last byte (or the error)."""
+    response_headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    """The upstream's body, as far as it was kept (:attr:`Upstream.keep`)."""
+    truncated: bool = False
+    sent_body: bytes | None = None
+    """The body the consumer got when mockskill rewrote it (a descriptor's URLs)."""
+    cut: bool = False
+    """The upstream failed after its status line was relayed: the consumer's connection was cut."""
+
+    def journal(self, url: str) -> dict[str, Any]:
+        """The journal entry's ``upstream`` field."""
+        return {
+            "url": url,
+            "reached": self.reached,
+            "status": self.status,
+            "error": self.error,
+            "ms": round(self.ms, 3),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Upstream:
+    """Where and how to forward one request; the transport plays it (see the module)."""
+
+    proxy: Proxy
+    base: str
+    """This server as the consumer reached it (``{base_url}``), for the rewrites."""
+    forwarded_proto: str
+    failed: Callable[[str, str, float], Answer]
+    """The answer when no answer came: (``"timeout"`` or ``"unreachable"``, reason, ms)."""
+    after: Answer | None = None
+    """Commit then fail: this answer replaces the upstream's (read whole first)."""
+    after_fault: Fault | None = None
+    """Commit then fail: this fault replaces the upstream's answer."""
+    fault_seed: int = 0
+    rewrite: Callable[[bytes], bytes] | None = None
+    """A descriptor's or the list's body, its URLs pointed back at mockskill."""
+    keep: int = 0
+    """How much of the upstream's body to keep (for a recording); errors keep
+    :data:`MAX_GRADED` anyway, for the audit."""
+    failures: list[Reply] = field(default_factory=list)
+
+    def request_head(
+        self, method: str, target: str, raw: Sequence[tuple[bytes, bytes]], peer: str, length: int
+    ) -> bytes:
+        """The head sent upstream for the consumer's request (its body follows, *length* long)."""
+        named: set[str] = set()
+        for raw_name, raw_value in raw:
+            if raw_name.lower() == b"connection":
+                named.update(v.strip().lower() for v in raw_value.decode("latin-1").split(","))
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host()}"]
+        forwarded_for: str | None = None
+        host: str | None = None
+        for name_b, value_b in raw:
+            name, value = name_b.decode("latin-1"), value_b.decode("latin-1")
+            low = name.lower()
+            if low in _NOT_FORWARDED or low in named:
+                if low == "host":
+                    host = value
+                continue
+            if low == "x-forwarded-for":
+                forwarded_for = value if forwarded_for is None else f"{forwarded_for}, {value}"
+                continue
+            if low in ("x-forwarded-host", "x-forwarded-proto"):
+                continue  # said anew below, for the hop the consumer made
+            if low == "accept-encoding" and self.rewrite is not None:
+                continue  # a body to rewrite must come as it is, not compressed
+            lines.append(f"{name}: {value}")
+        lines.append(
+            f"X-Forwarded-For: {peer if forwarded_for is None else forwarded_for + ', ' + peer}"
+        )
+        if host is not None:
+            lines.append(f"X-Forwarded-Host: {host}")
+        lines.append(f"X-Forwarded-Proto: {self.forwarded_proto}")
+        if length or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {length}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _host(self) -> str:
+        proxy = self.proxy
+        default = 443 if proxy.scheme == "https" else 80
+        host = f"[{proxy.host}]" if ":" in proxy.host else proxy.host
+        return host if proxy.port == default else f"{host}:{proxy.port}"
+
+    @staticmethod
+    def relayed_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The upstream's answer headers a consumer gets: hop-by-hop ones (and those named in
+        ``Connection``) and the framing removed (the transport frames the answer itself)."""
+        named = {
+            v.strip().lower()
+            for name, value in headers
+            if name.lower() == "connection"
+            for v in value.split(",")
+        }
+        return [
+            (name, value)
+            for name, value in headers
+            if (low := name.lower()) not in HOP_BY_HOP
+            and low not in named
+            and low != "content-length"
+        ]
+
+    @staticmethod
+    def answer_head(
+        status: int,
+        reason: str,
+        headers: Sequence[tuple[str, str]],
+        framing: str | None,
+        *,
+        close: bool,
+    ) -> bytes:
+        """The head of the relayed answer: the upstream's status and end-to-end headers, then
+        *framing* (the transport's ``Content-Length`` or chunked line, if any)."""
+        lines = [f"HTTP/1.1 {status} {reason or Answer(status).phrase}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        if framing is not None:
+            lines.append(framing)
+        if close:
+            lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 @dataclass

@@ -30,8 +30,8 @@ import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from ..engine.plan import Answer, Outcome, Plan
-from ..engine.proxying import MAX_GRADED, MAX_REWRITTEN, Relayed, Upstream
+from ..engine.plan import Answer, Outcome, Plan, Relayed, Upstream
+from ..engine.proxying import MAX_GRADED, MAX_REWRITTEN
 from .faults import FAULTS
 from .handler import Refusal, Request
 from .playing import Playing
