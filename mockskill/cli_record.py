@@ -46,8 +46,22 @@ from .server import Server, ServerError
     help="On Ctrl-C / SIGTERM, seconds requests in flight get to finish, then the file is written.",
 )
 @click.option("--quiet", is_flag=True, help="Do not log each request.")
+@click.option(
+    "--admin-token",
+    envvar="MOCKSKILL_ADMIN_TOKEN",
+    default=None,
+    metavar="TOKEN",
+    help="Required on /__admin (env MOCKSKILL_ADMIN_TOKEN); needed to bind a non-loopback address.",
+)
 def record(
-    target: str, host: str, port: int, out: Path, no_delay: bool, grace: float, quiet: bool
+    target: str,
+    host: str,
+    port: int,
+    out: Path,
+    no_delay: bool,
+    grace: float,
+    quiet: bool,
+    admin_token: str | None,
 ) -> None:
     """Record a real provider at --target into a scenario file (--out), served back by
     `mockskill serve`: point the consumer at this server instead of the provider.
@@ -63,7 +77,9 @@ def record(
         raise click.BadParameter(f"{out.parent} is not a folder", param_hint="--out")
     name = out.stem if SCENARIO_NAME.fullmatch(out.stem) else "recording"
     try:
-        server = Server(ScenarioSet(), host=host, port=port, quiet=quiet, grace=grace)
+        server = Server(
+            ScenarioSet(), host=host, port=port, quiet=quiet, grace=grace, admin_token=admin_token
+        )
         server.bind()
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
