@@ -180,6 +180,8 @@ def write(
     if not SCENARIO_NAME.fullmatch(name):
         raise RecordingError(f"{name!r} is not a scenario name (letters, digits, . _ ~ -)")
     recorded = list(exchanges)
+    if not recorded:
+        raise RecordingError("nothing was recorded: no request was forwarded to the provider")
     build = _Build(delays=delays, max_delay_ms=max_delay_ms)
     for exchange in recorded:
         build.add(exchange)

@@ -137,3 +137,25 @@ def test_a_recording_that_makes_no_valid_file_is_kept_and_says_why(
     status = admin(proxy, "status").json()
     assert (status["recording"], status["count"], status.get("failed")) == (False, 2, True)
     assert len(proxy.recording.failed.exchanges()) == 2  # type: ignore[union-attr]
+
+
+def test_without_a_target_what_the_served_proxies_forward_is_recorded(upstream: Server) -> None:
+    scenario = f"""
+name: front
+skills:
+  - {{id: echo, proxy: {upstream.url}}}
+  - {{id: scripted, invoke: {{json: {{here: true}}}}}}
+"""
+    with Server(scenario) as front:
+        assert admin(front, "start").status_code == 201
+        session = {"Mockskill-Session": "admin-no-target"}
+        requests.post(front.invoke_url("echo"), headers=session, timeout=10)
+        requests.post(front.invoke_url("scripted"), headers=session, timeout=10)
+        text = admin(front, "stop").text
+        # the server's own scenarios are untouched by the recording
+        assert front.scenario_names == ["front"]
+    skills = yaml.safe_load(text)["skills"]
+    assert [s["id"] for s in skills] == ["echo"]  # only what reached the provider
+    (step,) = skills[0]["invoke"]["steps"]
+    assert step["json"] == {"n": 1}
+    assert set(step) <= {"json", "delay"}  # the measured latency kept, by default

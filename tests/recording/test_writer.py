@@ -418,3 +418,14 @@ def test_a_refused_invocation_is_the_replays_own_refusal_not_a_step(replay: Any)
     assert requests.post(url, timeout=10).status_code == 401  # mockskill's own, not a step
     answered = requests.post(url, headers={"Authorization": f"Bearer {BEARER}"}, timeout=10)
     assert answered.json() == {"result": "ok"}
+
+
+def test_an_empty_recording_says_nothing_was_forwarded() -> None:
+    with pytest.raises(RecordingError, match="nothing was recorded"):
+        write([])
+
+
+def test_a_file_over_the_loaders_size_is_an_error_not_a_file_it_would_refuse() -> None:
+    big = exchange("GET", "/big", text=b"x" * (1024 * 1024 + 1), response_headers=())
+    with pytest.raises(RecordingError, match="over the 1048576 a scenario file may be"):
+        write([big])
