@@ -38,8 +38,8 @@ import yaml
 
 from ..engine.conditions import ABSENT
 from ..engine.exchange import Exchange
-from ..protocol.catalog import TOKEN_PATH
-from ..protocol.versions import parse_version
+from ..protocol.catalog import BASE_URL, TOKEN_PATH
+from ..scenario.cases import BODILESS
 from ..scenario.loader import SCENARIO_NAME, load_text
 from ..scenario.model import JSON_TYPE, TEXT_TYPE, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
@@ -295,10 +295,10 @@ class _Build:
         pairs = parse_qsl(query, keep_blank_values=True)
         for key, _ in pairs:
             if key.lower() in QUERY_SECRETS:
-                self.secrets.field(key)
+                self.secrets.names.setdefault(f"query parameter {key}")
         pairs = [(k, v) for k, v in pairs if k.lower() not in QUERY_SECRETS]
-        if method in ("GET", "HEAD", "OPTIONS"):
-            return telling.shape_of(pairs, headers, ABSENT, "")
+        if method in BODILESS:  # (no condition may test a body there)
+            return telling.shape_of(pairs, headers, ABSENT, None)
         body: Any = ABSENT
         text: str | None = None
         try:
@@ -355,6 +355,17 @@ class _Build:
         document = step.get("json", ABSENT)
         if "status" in step or not isinstance(document, dict):
             return step
+        endpoint = document.get("endpoint")
+        if isinstance(endpoint, dict) and isinstance(endpoint.get("url"), str):
+            # As the proxy showed it to the consumer: on this server, its path kept
+            # (whichever host the provider named).
+            url = endpoint["url"]
+            origin = re.match(r"^https?://[^/?#]*", url)
+            if origin is not None:
+                document = {
+                    **document,
+                    "endpoint": {**endpoint, "url": BASE_URL + url[origin.end() :]},
+                }
         if skill.descriptor is ABSENT:
             skill.descriptor = document
         if document == skill.descriptor and set(step) == {"json"}:
@@ -387,11 +398,9 @@ class _Build:
         data: dict[str, Any] = {"id": skill.id}
         if skill.descriptor is not ABSENT:
             data["raw_descriptor"] = skill.descriptor
-            version = skill.descriptor.get("protocol_version")
-            if isinstance(version, str) and parse_version(version) is not None:
-                # What the provider answered each version is in the recording: a replay
-                # plays it, and refuses none of them itself.
-                data["accepts"] = ">=0.0.0"
+        # What the provider answered each consumer version is in the recording: a replay
+        # plays it, and refuses none of them itself.
+        data["accepts"] = ">=0.0.0"
         open_success = skill.open_success
         requirement = (
             None if open_success else self.access.requirement(skill.credentials, skill.descriptor)

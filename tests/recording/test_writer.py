@@ -8,8 +8,6 @@ secrets included); each written file is loaded and served by a real
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +15,12 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from click.testing import CliRunner
 
 from mockskill import Server
+from mockskill.cli import cli
 from mockskill.engine.exchange import Exchange
-from mockskill.recording import RecordingError, write
+from mockskill.recording import RecordingError, write, writer
 
 UP = "http://127.0.0.1:9"
 JSON = (("Content-Type", "application/json"),)
@@ -373,14 +373,9 @@ def test_the_written_file_passes_mockskill_validate(tmp_path: Path) -> None:
     )
     path = tmp_path / "recorded.yaml"
     path.write_text(written.text, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mockskill", "validate", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = CliRunner().invoke(cli, ["validate", str(path)])
+    assert done.exit_code == 0, done.output
+    assert "1 scenario, 1 skill" in done.output
 
 
 def test_the_header_says_when_what_and_how_much_was_dropped() -> None:
@@ -425,7 +420,37 @@ def test_an_empty_recording_says_nothing_was_forwarded() -> None:
         write([])
 
 
-def test_a_file_over_the_loaders_size_is_an_error_not_a_file_it_would_refuse() -> None:
-    big = exchange("GET", "/big", text=b"x" * (1024 * 1024 + 1), response_headers=())
-    with pytest.raises(RecordingError, match="over the 1048576 a scenario file may be"):
+def test_a_file_over_the_loaders_size_is_an_error_not_a_file_it_would_refuse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(writer, "MAX_FILE_BYTES", 2000)  # the loader's 1 MiB, made small
+    write([exchange("GET", "/small", text=b"x" * 100, response_headers=())])
+    big = exchange("GET", "/big", text=b"x" * 2000, response_headers=())
+    with pytest.raises(RecordingError, match="over the 2000 a scenario file may be"):
         write([big])
+
+
+def test_a_descriptor_naming_another_host_points_at_the_replay_as_the_proxy_showed_it(
+    replay: Any,
+) -> None:
+    elsewhere = {**descriptor("far"), "endpoint": {"url": "https://far.example/v2/run?x=1"}}
+    written = write([exchange("GET", "/skills/far", elsewhere)], delays=False)
+    data = yaml.safe_load(written.text)
+    assert data["skills"][0]["raw_descriptor"]["endpoint"] == {"url": "{base_url}/v2/run?x=1"}
+    server = replay(written.text)
+    served = requests.get(server.skill_url("far"), timeout=10).json()
+    assert served["endpoint"]["url"] == f"{server.url}/v2/run?x=1"
+
+
+def test_a_secret_in_the_query_is_no_condition_and_named_in_the_header() -> None:
+    written = write(
+        [
+            exchange("GET", "/feed?access_token=query-secret-1&page=1", {"page": 1}),
+            exchange("GET", "/feed?access_token=query-secret-2&page=2", {"page": 2}),
+        ],
+        delays=False,
+    )
+    assert "query-secret" not in written.text
+    assert "query parameter access_token" in written.redacted
+    cases = yaml.safe_load(written.text)["routes"][0]["cases"]
+    assert [c["when"] for c in cases] == [{"query": {"page": "1"}}, {"query": {"page": "2"}}]
