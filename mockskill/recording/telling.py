@@ -205,8 +205,9 @@ def shape_of(
 ) -> Shape:
     """The :class:`Shape` of a request: *body* its JSON (secrets out) or ABSENT."""
     grouped: dict[str, list[str]] = {}
-    for name, value in query:
+    for name, value in query:  # (in any order: a test holds if any value does)
         grouped.setdefault(name, []).append(value)
+    grouped = {name: sorted(set(values)) for name, values in grouped.items()}
     if body is not ABSENT:
         key = "json:" + json.dumps(body, sort_keys=True)
     else:

@@ -98,6 +98,10 @@ DROPPED_ANSWER_HEADERS = frozenset({*SERVER_HEADERS, "date", "server", "content-
 serving software's, and the type (a step says it with ``json:``/``text:``)."""
 
 
+MAX_CASES = 64
+"""Different requests an endpoint is told apart by (as cases); past it, one sequence."""
+
+
 class _Dumper(yaml.SafeDumper):
     """Safe YAML, lists indented under their key as the README writes them."""
 
@@ -418,18 +422,26 @@ class _Build:
 
     def _endpoint(self, endpoint: _Endpoint, *, route_keys: bool = False) -> dict[str, Any]:
         """The endpoint's sequence (``steps``), or its ``cases``."""
-        if len(set(endpoint.shapes)) == 1:
+        distinct = len(set(endpoint.shapes))
+        if distinct > MAX_CASES:  # (every request different: an id in each, say)
+            self.notes.setdefault(
+                f"an endpoint had more than {MAX_CASES} different requests: its answers"
+                " play in the order seen, whatever is asked"
+            )
+        if distinct == 1 or distinct > MAX_CASES:
             return {"steps": self._steps(endpoint.steps, endpoint.delays)}
         listed, picked = telling.cases(endpoint.shapes)
         cases = []
         for index, tests in enumerate(listed):
             mine = [i for i, p in enumerate(picked) if p == index]
-            if not mine:
+            if not mine:  # (a shape no condition tells apart: its requests went before)
                 continue
             steps = self._steps(
                 [endpoint.steps[i] for i in mine], [endpoint.delays[i] for i in mine]
             )
             cases.append({"when": telling.when(tests), "steps": steps})
+        if len(cases) == 1:  # nothing told apart after all
+            return {"steps": cases[0]["steps"]}
         return {"cases": cases}
 
     def _steps(

@@ -454,3 +454,28 @@ def test_a_secret_in_the_query_is_no_condition_and_named_in_the_header() -> None
     assert "query parameter access_token" in written.redacted
     cases = yaml.safe_load(written.text)["routes"][0]["cases"]
     assert [c["when"] for c in cases] == [{"query": {"page": "1"}}, {"query": {"page": "2"}}]
+
+
+def test_requests_no_condition_tells_apart_share_one_sequence(replay: Any) -> None:
+    # 1 and 1.0 are one JSON value to a condition: the two bodies cannot be told apart.
+    path = "/skills/numbers/invoke"
+    written = write(
+        [
+            exchange("POST", path, {"n": "first"}, body=b'{"n": 1}'),
+            exchange("POST", path, {"n": "second"}, body=b'{"n": 1.0}'),
+        ],
+        delays=False,
+    )
+    invoke = yaml.safe_load(written.text)["skills"][0]["invoke"]
+    assert invoke == {"steps": [{"json": {"n": "first"}}, {"json": {"n": "second"}}]}
+
+
+def test_an_endpoint_of_many_different_requests_plays_them_in_order() -> None:
+    many = [
+        exchange("POST", "/skills/ids/invoke", {"i": i}, body={"request_id": i})
+        for i in range(writer.MAX_CASES + 1)
+    ]
+    written = write(many, delays=False)
+    steps = yaml.safe_load(written.text)["skills"][0]["invoke"]["steps"]
+    assert [s["json"]["i"] for s in steps] == list(range(writer.MAX_CASES + 1))
+    assert f"more than {writer.MAX_CASES} different requests" in written.text
