@@ -25,11 +25,13 @@ import httpx
 import pytest
 import requests
 import yaml
+from click.testing import CliRunner
 from flask import Flask, jsonify
 from flask import request as flask_request
 from werkzeug.serving import make_server
 
 from mockskill import Server, load_text
+from mockskill.cli import cli
 from mockskill.scenario.model import ScenarioSet
 
 SESSION = {"Mockskill-Session": "recorded-run"}
@@ -144,30 +146,19 @@ def test_mockskill_record_writes_the_file_on_sigterm(upstream: Server, tmp_path:
             process.communicate()
     assert process.returncode == 0, err
     assert f"wrote {out}: 2 exchanges" in err
-    validated = subprocess.run(
-        [sys.executable, "-m", "mockskill", "validate", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert validated.returncode == 0, validated.stdout + validated.stderr
+    validated = CliRunner().invoke(cli, ["validate", str(out)])
+    assert validated.exit_code == 0, validated.output
     with Server(str(out)) as replay:
         assert requests.post(replay.invoke_url("flaky"), timeout=10).status_code == 503
         assert requests.get(f"{replay.url}/status", timeout=10).json() == {"status": "up"}
 
 
 def test_a_bad_target_is_a_mistyped_command_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "mockskill", "record", "--target", "ftp://x", "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 2
-    assert "--target" in done.stderr
+    out = str(tmp_path / "x.yaml")
+    done = CliRunner().invoke(cli, ["record", "--target", "ftp://x", "--port", "0", "--out", out])
+    assert done.exit_code == 2
+    assert "--target" in done.output
+    assert "not a provider's URL" in done.output
 
 
 TOKEN = "flask-provider-secret-token-0123456789"
