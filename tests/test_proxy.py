@@ -253,6 +253,47 @@ def test_a_scenario_proxy_forwards_what_it_does_not_script(
     assert not [s for s in provider.seen if s["path"].startswith("/skills/mine")]
 
 
+def test_a_recording_keeps_a_bounded_part_of_a_big_body_and_the_consumer_gets_all_of_it(
+    fallback: mockskill.Server,
+) -> None:
+    got: list[Exchange] = []
+
+    class Recorder:
+        def add(self, exchange: Exchange) -> None:
+            got.append(exchange)
+
+    size = 2 * 1024 * 1024 + 5
+    fallback.engine.recorder = Recorder()
+    try:
+        response = requests.get(f"{fallback.url}/big?n={size}", timeout=20)
+    finally:
+        fallback.engine.recorder = None
+    assert len(response.content) == size
+    assert response.headers["Content-Length"] == str(size)
+    [exchange] = got
+    assert exchange.truncated
+    assert len(exchange.response_body) == 1024 * 1024
+
+
+def test_a_descriptor_that_is_not_json_is_relayed_and_recorded_as_it_came(
+    fallback: mockskill.Server,
+) -> None:
+    got: list[Exchange] = []
+
+    class Recorder:
+        def add(self, exchange: Exchange) -> None:
+            got.append(exchange)
+
+    fallback.engine.recorder = Recorder()
+    try:
+        response = requests.get(f"{fallback.url}/skills/not-json", timeout=10)
+    finally:
+        fallback.engine.recorder = None
+    assert response.content == b"not a descriptor"
+    [exchange] = got
+    assert exchange.response_body == b"not a descriptor"
+
+
 # -- the WSGI path -------------------------------------------------------------
 
 

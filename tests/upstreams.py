@@ -53,6 +53,12 @@ class Provider:
 
             return Response(body(), mimetype="text/plain")
 
+        @app.route("/big")
+        def big() -> Response:
+            provider._saw()
+            size = int(request.args.get("n", "0"))
+            return Response(b"x" * size, mimetype="application/octet-stream")
+
         @app.route("/slow")
         def slow() -> Response:
             provider._saw()
@@ -72,6 +78,11 @@ class Provider:
                     }
                 ]
             )
+
+        @app.route("/skills/not-json")
+        def not_json() -> Response:
+            provider._saw()
+            return Response(b"not a descriptor", mimetype="text/plain")
 
         @app.route("/skills/<skill_id>")
         def descriptor(skill_id: str) -> Response:
@@ -106,6 +117,7 @@ class Provider:
             "query": request.query_string.decode(),
             "headers": [[k, v] for k, v in request.headers.items()],
             "body": request.get_data().decode(),
+            "peer_port": request.environ.get("REMOTE_PORT"),
         }
         self.seen.append(seen)
         return seen
@@ -122,11 +134,14 @@ class Provider:
 
 class Misbehaving:
     """Reads one request per connection, then *mode*: ``reset`` (RST at once) or
-    ``head_then_reset`` (a 200 head promising 100 bytes, 10 of them, then RST)."""
+    ``head_then_reset`` (a 200 head promising 100 bytes, 10 of them, then RST); or
+    ``keep_alive``: answers every request on a connection ``200 ok``, kept alive
+    (:attr:`connections` counts the connections it accepted)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.requests = 0
+        self.connections = 0
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -142,6 +157,10 @@ class Misbehaving:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            self.connections += 1
+            if self.mode == "keep_alive":
+                threading.Thread(target=self._keep_alive, args=(conn,), daemon=True).start()
+                continue
             with conn:
                 data = b""
                 while b"\r\n\r\n" not in data:
@@ -153,6 +172,19 @@ class Misbehaving:
                 if self.mode == "head_then_reset":
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def _keep_alive(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                _, _, data = data.partition(b"\r\n\r\n")  # (GETs: no body)
+                self.requests += 1
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
     def stop(self) -> None:
         self._stopped = True

@@ -286,8 +286,15 @@ HOP_BY_HOP = frozenset(
 )
 """Headers about one connection (RFC 9110 §7.6.1), never relayed; nor those named in
 ``Connection``."""
-_NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
-"""Request headers the relay writes itself (or, ``Expect``, the transport answered)."""
+_SAID_ANEW = frozenset({b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto"})
+"""Request headers said anew for the hop the consumer made (``X-Forwarded-For`` appended)."""
+_NOT_FORWARDED = frozenset(
+    {h.encode() for h in HOP_BY_HOP | {"host", "content-length", "expect"}}
+    | _SAID_ANEW
+    | {b"accept-encoding"}
+)
+"""Request headers (lower case, as read) the relay writes itself (or, ``Expect``, the
+transport answered), and those it looks at before forwarding; all else goes as it came."""
 
 
 @dataclass(eq=False)
@@ -297,7 +304,8 @@ class Relayed:
     target: str
     """The request target forwarded (path and query, as the consumer sent it)."""
     headers: tuple[tuple[str, str], ...]
-    """The consumer's request headers as received (names as sent)."""
+    """The consumer's request headers as received (names as sent), while recording
+    (:attr:`Upstream.keep`); else empty."""
     reached: bool = False
     """Whether the request was sent on a connection to the upstream (it may have run)."""
     status: int | None = None
@@ -353,37 +361,42 @@ class Upstream:
         self, method: str, target: str, raw: Sequence[tuple[bytes, bytes]], peer: str, length: int
     ) -> bytes:
         """The head sent upstream for the consumer's request (its body follows, *length* long)."""
-        named: set[str] = set()
+        # On the bytes as read: no header is decoded (a request has a dozen; this runs
+        # for every proxied one).
+        named: set[bytes] = set()
         for raw_name, raw_value in raw:
             if raw_name.lower() == b"connection":
-                named.update(v.strip().lower() for v in raw_value.decode("latin-1").split(","))
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host()}"]
-        forwarded_for: str | None = None
-        host: str | None = None
-        for name_b, value_b in raw:
-            name, value = name_b.decode("latin-1"), value_b.decode("latin-1")
+                named.update(v.strip().lower() for v in raw_value.split(b","))
+        parts = [f"{method} {target} HTTP/1.1\r\nHost: {self._host()}\r\n".encode("latin-1")]
+        forwarded_for: bytes | None = None
+        host: bytes | None = None
+        skipped = _NOT_FORWARDED
+        for name, value in raw:
             low = name.lower()
-            if low in _NOT_FORWARDED or low in named:
-                if low == "host":
+            if low in skipped or low in named:
+                if low == b"host":
                     host = value
+                elif low == b"x-forwarded-for":
+                    forwarded_for = (
+                        value if forwarded_for is None else forwarded_for + b", " + value
+                    )
+                elif low == b"accept-encoding" and self.rewrite is None and low not in named:
+                    parts += (name, b": ", value, b"\r\n")  # (a body to rewrite comes plain)
                 continue
-            if low == "x-forwarded-for":
-                forwarded_for = value if forwarded_for is None else f"{forwarded_for}, {value}"
-                continue
-            if low in ("x-forwarded-host", "x-forwarded-proto"):
-                continue  # said anew below, for the hop the consumer made
-            if low == "accept-encoding" and self.rewrite is not None:
-                continue  # a body to rewrite must come as it is, not compressed
-            lines.append(f"{name}: {value}")
-        lines.append(
-            f"X-Forwarded-For: {peer if forwarded_for is None else forwarded_for + ', ' + peer}"
+            parts += (name, b": ", value, b"\r\n")
+        client = peer.encode("latin-1")
+        parts += (
+            b"X-Forwarded-For: ",
+            client if forwarded_for is None else forwarded_for + b", " + client,
+            b"\r\n",
         )
         if host is not None:
-            lines.append(f"X-Forwarded-Host: {host}")
-        lines.append(f"X-Forwarded-Proto: {self.forwarded_proto}")
+            parts += (b"X-Forwarded-Host: ", host, b"\r\n")
+        parts.append(f"X-Forwarded-Proto: {self.forwarded_proto}\r\n".encode("latin-1"))
         if length or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {length}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            parts.append(b"Content-Length: %d\r\n" % length)
+        parts.append(b"\r\n")
+        return b"".join(parts)
 
     def _host(self) -> str:
         proxy = self.proxy

@@ -62,7 +62,8 @@ class Relaying(Playing):
         upstream = plan.upstream
         assert upstream is not None
         assert isinstance(item, Request)  # a refusal is never proxied
-        relayed = Relayed(item.target, item.headers)
+        # The consumer's headers decoded only for a recording (the Exchange has them).
+        relayed = Relayed(item.target, item.headers if upstream.keep else ())
         head = upstream.request_head(
             item.method, item.target, item.raw_headers, item.peer[0], len(item.body)
         )
@@ -260,7 +261,7 @@ class Relaying(Playing):
         headers = list(relayed.response_headers)
         complete = up.complete  # read first: the chunks come with it
         pending = up.take_chunks()
-        kept = False  # whether the body is in relayed.body already (a recording's copy)
+        kept = False  # whether the body was kept (for a recording, the audit) already
         if upstream.rewrite is not None and has_body and not head_only:
             size = 0
             while not complete and size <= MAX_REWRITTEN:  # buffered, to rewrite its URLs
@@ -292,10 +293,15 @@ class Relaying(Playing):
         answer = Answer(status, ())
         headers_at = time.time()
         head = upstream.answer_head(status, up.reason, headers, framing, close=close)
-        if complete and (not pending or head_only or not has_body):
+        if complete:  # the whole answer came with its head (most): one write
+            data = b"".join(pending) if has_body and not head_only else b""
+            if data and not kept:
+                self._keep(relayed, upstream, pending)
+            if chunked and not head_only:
+                data = (_chunk(data) if data else b"") + b"0\r\n\r\n"
             relayed.ms = (time.perf_counter() - begun) * 1000
             self._report_relayed(item, answer, started, headers_at, waited, close, relayed)
-            transport.write(head + (b"0\r\n\r\n" if chunked and not head_only else b""))
+            transport.write(head + data)
             self._after(plan, close)
             return
         transport.write(head)

@@ -67,6 +67,7 @@ class UpstreamConnection(asyncio.Protocol):
         self.received = False
         self._paused = False
         self.head_only = False
+        self.keep_alive = False
 
     # -- asyncio ------------------------------------------------------------------
 
@@ -151,6 +152,9 @@ class UpstreamConnection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.head_done:
             self.complete = True
+            # Asked now: once the callback returns, the parser is ready for the next
+            # message and no longer says.
+            self.keep_alive = self._parser.should_keep_alive()
 
     # -- what the relay reads -----------------------------------------------------
 
@@ -196,7 +200,7 @@ class UpstreamConnection(asyncio.Protocol):
             and self.error is None
             and not self.lost
             and not self.head_only
-            and self._parser.should_keep_alive()
+            and self.keep_alive
         )
 
     def done(self) -> None:

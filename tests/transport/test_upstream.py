@@ -48,8 +48,15 @@ def cut_mid_body() -> Iterator[Misbehaving]:
 
 
 @pytest.fixture(scope="module")
+def keeps_alive() -> Iterator[Misbehaving]:
+    made = Misbehaving("keep_alive")
+    yield made
+    made.stop()
+
+
+@pytest.fixture(scope="module")
 def proxy(
-    provider: Provider, resetting: Misbehaving, cut_mid_body: Misbehaving
+    provider: Provider, resetting: Misbehaving, cut_mid_body: Misbehaving, keeps_alive: Misbehaving
 ) -> Iterator[mockskill.Server]:
     text = f"""
 name: relay
@@ -61,6 +68,7 @@ routes:
   - {{path: /nowhere, proxy: "http://no-such-host.invalid"}}
   - {{path: /reset, proxy: {resetting.url}}}
   - {{path: /cut, proxy: {cut_mid_body.url}}}
+  - {{path: /kept, proxy: {keeps_alive.url}}}
 """
     with mockskill.Server(text) as server:
         yield server
@@ -118,9 +126,7 @@ def test_the_answer_keeps_its_status_headers_and_length_without_hop_by_hop_ones(
     assert response.json()["method"] == "DELETE"
 
 
-def test_the_consumer_connection_and_the_upstream_connection_are_kept_alive(
-    proxy: mockskill.Server, provider: Provider
-) -> None:
+def test_the_consumer_connection_is_kept_alive(proxy: mockskill.Server, provider: Provider) -> None:
     with requests.Session() as session:
         ports = set()
         for _ in range(3):
@@ -130,6 +136,16 @@ def test_the_consumer_connection_and_the_upstream_connection_are_kept_alive(
     assert len(ports) == 1
     entries = [e for e in proxy.journal() if e.path == "/echo"][-3:]
     assert all(e.upstream and e.upstream["reached"] for e in entries)
+
+
+def test_the_upstream_connection_is_pooled_and_reused(
+    proxy: mockskill.Server, keeps_alive: Misbehaving
+) -> None:
+    before = keeps_alive.connections
+    for _ in range(5):
+        response = requests.get(f"{proxy.url}/kept", timeout=10)
+        assert (response.status_code, response.content) == (200, b"ok")
+    assert keeps_alive.connections - before <= 1
 
 
 def test_curl_gets_the_relayed_answer(proxy: mockskill.Server) -> None:
