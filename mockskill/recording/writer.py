@@ -25,6 +25,7 @@ is returned; a recording that does not load is a :class:`RecordingError`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import re
@@ -98,6 +99,8 @@ DROPPED_ANSWER_HEADERS = frozenset({*SERVER_HEADERS, "date", "server", "content-
 serving software's, and the type (a step says it with ``json:``/``text:``)."""
 
 
+SESSION_HEADER = "mockskill-session"
+DEFAULT_SESSION = "default"
 MAX_CASES = 64
 """Different requests an endpoint is told apart by (as cases); past it, one sequence."""
 
@@ -141,6 +144,8 @@ class _Endpoint:
     delays: list[float | None] = field(default_factory=list)
     credentials: list[tuple[str, str] | None] = field(default_factory=list)
     """The credential each request presented (invocations only)."""
+    sessions: list[str] = field(default_factory=list)
+    """The session of each request (``Mockskill-Session``; ``default`` without one)."""
 
     def only(self, keep: list[bool]) -> _Endpoint:
         """The requests *keep* says, in order."""
@@ -151,7 +156,21 @@ class _Endpoint:
             [self.steps[i] for i in picked],
             [self.delays[i] for i in picked],
             [self.credentials[i] for i in picked],
+            [self.sessions[i] for i in picked],
         )
+
+    def by_session(self) -> _Endpoint:
+        """The same requests, each shape also saying its session (a header test may tell
+        sessions apart: the default one has no ``Mockskill-Session``)."""
+        shapes = [
+            shape
+            if session == DEFAULT_SESSION
+            else dataclasses.replace(
+                shape, headers=tuple(sorted((*shape.headers, (SESSION_HEADER, session))))
+            )
+            for shape, session in zip(self.shapes, self.sessions, strict=True)
+        ]
+        return dataclasses.replace(self, shapes=shapes)
 
 
 @dataclass
@@ -287,6 +306,7 @@ class _Build:
         endpoint.steps.append(step)
         endpoint.delays.append(latency if self.delays else None)
         endpoint.credentials.append(credential)
+        endpoint.sessions.append(exchange.session)
 
     def _shape(self, exchange: Exchange, query: str, method: str) -> telling.Shape:
         headers: dict[str, str] = {}
@@ -392,7 +412,7 @@ class _Build:
             route: dict[str, Any] = {"path": path}
             if method != "GET":
                 route["method"] = method
-            route.update(self._endpoint(endpoint, route_keys=True))
+            route.update(self._endpoint(endpoint))
             routes.append(route)
         if routes:
             data["routes"] = routes
@@ -420,8 +440,24 @@ class _Build:
             data["invoke"] = self._endpoint(invoke)
         return data
 
-    def _endpoint(self, endpoint: _Endpoint, *, route_keys: bool = False) -> dict[str, Any]:
-        """The endpoint's sequence (``steps``), or its ``cases``."""
+    def _endpoint(self, endpoint: _Endpoint) -> dict[str, Any]:
+        """The endpoint's sequence (``steps``), or its ``cases``.
+
+        A replay keeps positions per session, so each session's requests make the
+        sequences: sessions that saw the same answers share them; sessions that saw
+        different ones get cases that test ``Mockskill-Session`` too.
+        """
+        sessions = list(dict.fromkeys(endpoint.sessions))
+        if len(sessions) > 1:
+            each = [
+                self._endpoint(endpoint.only([s == x for x in endpoint.sessions])) for s in sessions
+            ]
+            if all(value == each[0] for value in each):
+                return each[0]
+            return self._told_apart(endpoint.by_session())
+        return self._told_apart(endpoint)
+
+    def _told_apart(self, endpoint: _Endpoint) -> dict[str, Any]:
         distinct = len(set(endpoint.shapes))
         if distinct > MAX_CASES:  # (every request different: an id in each, say)
             self.notes.setdefault(

@@ -37,13 +37,14 @@ def exchange(
     response_headers: tuple[tuple[str, str], ...] = JSON,
     text: bytes | None = None,
     ms: float = 3.0,
+    session: str = "default",
 ) -> Exchange:
     """One proxied exchange: a JSON *answer* (or raw *text*), a JSON or raw request *body*."""
     sent = body if isinstance(body, bytes) else json.dumps(body).encode()
     answered = text if text is not None else b"" if answer is None else json.dumps(answer).encode()
     return Exchange(
         at=1_700_000_000.0,
-        session="default",
+        session=session,
         method=method,
         target=target,
         headers=(("Host", "127.0.0.1:8080"), ("User-Agent", "test"), *headers),
@@ -479,3 +480,52 @@ def test_an_endpoint_of_many_different_requests_plays_them_in_order() -> None:
     steps = yaml.safe_load(written.text)["skills"][0]["invoke"]["steps"]
     assert [s["json"]["i"] for s in steps] == list(range(writer.MAX_CASES + 1))
     assert f"more than {writer.MAX_CASES} different requests" in written.text
+
+
+def test_sessions_that_saw_the_same_answers_share_one_sequence(replay: Any) -> None:
+    # Two consumers ran at once, each in its own session: their requests interleave.
+    answers = [(503, UNREACHABLE), (503, UNREACHABLE), (200, {"result": "ok"})]
+    retry = (*JSON, ("Retry-After", "2"))
+    exchanges = [
+        exchange(
+            "POST",
+            "/skills/flaky/invoke",
+            answer,
+            status=status,
+            session=session,
+            response_headers=retry if status == 503 else JSON,
+        )
+        for status, answer in answers
+        for session in ("one", "two")
+    ]
+    written = write(exchanges, delays=False)
+    steps = yaml.safe_load(written.text)["skills"][0]["invoke"]["steps"]
+    assert [(s.get("error"), s.get("times", 1)) for s in steps] == [
+        ("ENDPOINT_UNREACHABLE", 2),
+        (None, 1),
+    ]
+    server = replay(written.text)
+    for session in ("one", "two", "a-new-one"):  # each session replays the run afresh
+        headers = {"Mockskill-Session": session}
+        got = [
+            requests.post(server.invoke_url("flaky"), headers=headers, timeout=10).status_code
+            for _ in range(3)
+        ]
+        assert got == [503, 503, 200], session
+
+
+def test_sessions_that_saw_different_answers_are_told_apart_by_session(replay: Any) -> None:
+    exchanges = [
+        exchange("GET", "/quota", {"left": 10}, session="default"),
+        exchange("GET", "/quota", {"left": 0}, status=429, session="spent"),
+        exchange("GET", "/quota", {"left": 9}, session="default"),
+    ]
+    written = write(exchanges, delays=False)
+    cases = yaml.safe_load(written.text)["routes"][0]["cases"]
+    whens = [c["when"]["headers"]["mockskill-session"] for c in cases]
+    assert sorted(map(str, whens)) == sorted(["spent", str({"absent": True})])
+    server = replay(written.text)
+    url = f"{server.url}/quota"
+    spent = requests.get(url, headers={"Mockskill-Session": "spent"}, timeout=10)
+    assert (spent.status_code, spent.json()) == (429, {"left": 0})
+    assert [requests.get(url, timeout=10).json()["left"] for _ in range(2)] == [10, 9]
