@@ -454,7 +454,10 @@ class _Build:
             ]
             if all(value == each[0] for value in each):
                 return each[0]
-            return self._told_apart(endpoint.by_session())
+            told = self._told_apart(endpoint.by_session())
+            if "cases" in told and set(each[0]) == {"steps"}:
+                told["steps"] = each[0]["steps"]  # another session: the first one's answers
+            return told
         return self._told_apart(endpoint)
 
     def _told_apart(self, endpoint: _Endpoint) -> dict[str, Any]:

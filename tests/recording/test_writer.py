@@ -529,3 +529,6 @@ def test_sessions_that_saw_different_answers_are_told_apart_by_session(replay: A
     spent = requests.get(url, headers={"Mockskill-Session": "spent"}, timeout=10)
     assert (spent.status_code, spent.json()) == (429, {"left": 0})
     assert [requests.get(url, timeout=10).json()["left"] for _ in range(2)] == [10, 9]
+    # a session the recording never saw gets the first session's answers
+    other = {"Mockskill-Session": "another-run"}
+    assert requests.get(url, headers=other, timeout=10).json() == {"left": 10}
