@@ -9,9 +9,11 @@ that a replay names itself wherever it is served.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..engine.exchange import Exchange
+from ..protocol.catalog import BASE_URL
 
 
 class Rebase:
@@ -22,12 +24,20 @@ class Rebase:
         for name, value in exchange.headers:
             if name.lower() == "host" and value:
                 bases.append(f"http://{value}")
-        self.bases = [b for b in dict.fromkeys(bases) if b]
+        found = [b for b in dict.fromkeys(bases) if b]
+        # A base where a URL's authority ends: not http://host:80 inside http://host:8080.
+        self._pattern = (
+            re.compile(
+                "(?:" + "|".join(re.escape(b) for b in found) + r")(?![A-Za-z0-9.:@\[\]_~%-])"
+            )
+            if found
+            else None
+        )
 
     def text(self, value: str) -> str:
-        for base in self.bases:
-            value = value.replace(base, "{base_url}")
-        return value
+        if self._pattern is None or "://" not in value:
+            return value
+        return self._pattern.sub(BASE_URL, value)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):

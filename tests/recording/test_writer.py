@@ -261,7 +261,11 @@ def test_secrets_never_reach_the_file_and_replay_accepts_the_consumers(replay: A
                 "POST",
                 "/skills/guarded/invoke",
                 {"result": "ok"},
-                headers=(("Authorization", f"Bearer {BEARER}"), ("Cookie", "sid=cookie-value")),
+                headers=(
+                    ("Authorization", f"Bearer {BEARER}"),
+                    ("Proxy-Authorization", "Basic cHJveHktc2VjcmV0"),
+                    ("Cookie", "sid=cookie-value"),
+                ),
                 response_headers=(*JSON, ("Set-Cookie", "sid=set-cookie-value")),
             ),
             exchange(
@@ -283,11 +287,13 @@ def test_secrets_never_reach_the_file_and_replay_accepts_the_consumers(replay: A
         ],
         delays=False,
     )
-    for secret in (BEARER, KEY, CLIENT_SECRET, ISSUED, "cookie-value", "set-cookie-value"):
+    secrets = (BEARER, KEY, CLIENT_SECRET, ISSUED, "cookie-value", "set-cookie-value")
+    for secret in (*secrets, "cHJveHktc2VjcmV0"):
         assert secret not in written.text
     header = [line for line in written.text.splitlines() if line.startswith("#")]
     for name in (
         "Authorization",
+        "Proxy-Authorization",
         "Cookie",
         "Set-Cookie",
         "X-API-Key",
@@ -532,3 +538,20 @@ def test_sessions_that_saw_different_answers_are_told_apart_by_session(replay: A
     # a session the recording never saw gets the first session's answers
     other = {"Mockskill-Session": "another-run"}
     assert requests.get(url, headers=other, timeout=10).json() == {"left": 10}
+
+
+def test_only_the_providers_own_urls_are_rebased() -> None:
+    body = {
+        "self": f"{UP}/orders/1",
+        "longer_port": f"{UP}0/orders/1",  # http://127.0.0.1:90: another server
+        "proxy": "http://127.0.0.1:8080/x",  # the consumer's Host: the proxy it reached
+        "other": "http://127.0.0.1:80801/x",
+    }
+    written = write([exchange("GET", "/orders/1", body)], delays=False)
+    step = yaml.safe_load(written.text)["routes"][0]["steps"][0]
+    assert step["json"] == {
+        "self": "{base_url}/orders/1",
+        "longer_port": f"{UP}0/orders/1",
+        "proxy": "{base_url}/x",
+        "other": "http://127.0.0.1:80801/x",
+    }
