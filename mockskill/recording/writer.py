@@ -24,7 +24,6 @@ is returned; a recording that does not load is a :class:`RecordingError`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import json
@@ -42,13 +41,13 @@ from ..engine.exchange import Exchange
 from ..protocol.catalog import BASE_URL, TOKEN_PATH
 from ..scenario.cases import BODILESS
 from ..scenario.loader import SCENARIO_NAME, load_text
-from ..scenario.model import JSON_TYPE, TEXT_TYPE, ScenarioSet
+from ..scenario.model import ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
 from ..scenario.source import MAX_FILE_BYTES
-from ..scenario.steps import SERVER_HEADERS
 from . import telling
 from .access import Access
+from .answers import answer_step
 from .errors import Errors
 from .rebase import Rebase
 from .secrets import (
@@ -94,9 +93,6 @@ IGNORED_HEADERS = frozenset(
     }
 )
 """Request headers a case never tests: the transport's, the client's own, per-request ids."""
-DROPPED_ANSWER_HEADERS = frozenset({*SERVER_HEADERS, "date", "server", "content-type"})
-"""Answer headers a step does not hold: the framing's (the replay frames its own), the
-serving software's, and the type (a step says it with ``json:``/``text:``)."""
 
 
 SESSION_HEADER = "mockskill-session"
@@ -261,7 +257,10 @@ class _Build:
             self.access.token_request(exchange)
             self._leave_out(f"{TOKEN_PATH} requests (mockskill's own token endpoint answers them)")
             return
-        step, latency = self._step(exchange, rewrite), exchange.upstream_ms
+        step, latency = (
+            answer_step(exchange, rewrite, self.secrets, self.notes),
+            exchange.upstream_ms,
+        )
         if (m := _DESCRIBE.fullmatch(path)) and method == "GET":
             skill = self._skill(m[1])
             step = self.errors.step(step, {"skill": skill.id, "endpoint": "describe"})
@@ -336,42 +335,6 @@ class _Build:
         return telling.shape_of(pairs, headers, body, text)
 
     # -- answers as steps
-
-    def _step(self, exchange: Exchange, rewrite: Rebase) -> dict[str, Any]:
-        step: dict[str, Any] = {}
-        if exchange.status != 200:
-            step["status"] = exchange.status
-        headers: dict[str, str] = {}
-        content_type = ""
-        for name, value in exchange.response_headers:
-            lower = name.lower()
-            if lower == "content-type":
-                content_type = value
-            elif is_secret_header(name):
-                self.secrets.header(name)
-            elif lower not in DROPPED_ANSWER_HEADERS:
-                value = rewrite.text(value)
-                headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        body = exchange.response_body
-        if exchange.truncated:
-            self.notes.setdefault(
-                "some answers were longer than the recording keeps: their bodies are cut"
-            )
-        if body and "json" in content_type.lower():
-            with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
-                step["json"] = self.secrets.answer_out(rewrite.value(json.loads(body)))
-        if body and "json" not in step:
-            try:
-                step["text"] = rewrite.text(body.decode("utf-8"))
-            except UnicodeDecodeError:
-                step["text"] = body.decode("utf-8", "replace")
-                self.notes.setdefault("binary answers are kept as text (bad bytes replaced)")
-        default = JSON_TYPE if "json" in step else TEXT_TYPE
-        if content_type and content_type != default and (body or content_type):
-            headers["Content-Type"] = content_type
-        if headers:
-            step["headers"] = headers
-        return step
 
     def _descriptor_step(self, skill: _Skill, step: dict[str, Any]) -> dict[str, Any]:
         """The first descriptor answered becomes the skill's; answering it is ``descriptor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from test_writer import exchange
+from recording_helpers import exchange
 
 from mockskill.recording import Recording
 
