@@ -425,3 +425,18 @@ def test_credentials_by_digest_accept_the_secret_the_file_does_not_hold(serve: S
     )
     assert wrong.status_code == 401
     assert wrong.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize(("client", "secret"), [("consumer", "s3crét"), ("cönsumer", "s3cret")])
+def test_a_non_ascii_client_credential_is_invalid_client_not_a_500(
+    serve: Serve, client: str, secret: str
+) -> None:
+    # (compared as bytes: str comparison in constant time refuses non-ASCII text)
+    server = serve(SCENARIO)
+    refused = requests.post(
+        f"{server.url}/oauth/token",
+        data={"grant_type": "client_credentials", "client_id": client, "client_secret": secret},
+        timeout=10,
+    )
+    assert refused.status_code == 401
+    assert refused.json()["error"] == "invalid_client"
