@@ -323,6 +323,8 @@ class Relayed:
     """The body the consumer got when mockskill rewrote it (a descriptor's URLs)."""
     cut: bool = False
     """The upstream failed after its status line was relayed: the consumer's connection was cut."""
+    reported: bool = False
+    """Whether the transport reported the exchange already (it does once)."""
 
     def journal(self, url: str) -> dict[str, Any]:
         """The journal entry's ``upstream`` field."""

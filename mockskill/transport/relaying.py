@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -38,6 +39,8 @@ from .playing import Playing
 from .shared import resolve
 from .upstream import UpstreamConnection, UpstreamError, pool
 from .waiting import LEFT
+
+log = logging.getLogger("mockskill.transport")
 
 TIMEOUT = "timeout"
 _T = TypeVar("_T")
@@ -56,14 +59,43 @@ class Relaying(Playing):
     def _close_gracefully(self) -> None:
         """FIN, then discard what the client still sends (the connection's)."""
 
+    def _told(self, item: Request, outcome: Outcome) -> None:
+        """Report *outcome* (once: a relay's outcome carries what happened upstream)."""
+        relayed = outcome.upstream
+        if relayed is not None:
+            relayed.reported = True
+        self._report(item, outcome)
+
     async def _relay(
         self, item: Request | Refusal, plan: Plan, close: bool, started: float, waited: float
     ) -> None:
+        assert isinstance(item, Request)  # a refusal is never proxied
+        relayed = Relayed(item.target, ())
+        try:
+            await self._relaying(item, plan, close, started, waited, relayed)
+        except Exception as exc:  # a bug: the consumer must not wait for an answer forever
+            log.exception("relaying %r failed", item)
+            if not relayed.reported:
+                self._relay_broken(
+                    item, started, waited, relayed, f"mockskill failed: {exc}", None, 0.0
+                )
+            elif self._transport is not None and not self._closed:
+                self._closed = True
+                self._transport.abort()
+
+    async def _relaying(
+        self,
+        item: Request,
+        plan: Plan,
+        close: bool,
+        started: float,
+        waited: float,
+        relayed: Relayed,
+    ) -> None:
         upstream = plan.upstream
         assert upstream is not None
-        assert isinstance(item, Request)  # a refusal is never proxied
-        # The consumer's headers decoded only for a recording (the Exchange has them).
-        relayed = Relayed(item.target, item.headers if upstream.keep else ())
+        if upstream.keep:  # the consumer's headers decoded only for a recording (the Exchange)
+            relayed.headers = item.headers
         head = upstream.request_head(
             item.method, item.target, item.raw_headers, item.peer[0], len(item.body)
         )
@@ -219,7 +251,7 @@ class Relaying(Playing):
             relayed.error = reason
         answer = upstream.after
         if upstream.after_fault is not None:
-            self._report(
+            self._told(
                 item,
                 Outcome(
                     answer,
@@ -352,7 +384,7 @@ class Relaying(Playing):
         close: bool,
         relayed: Relayed,
     ) -> None:
-        self._report(
+        self._told(
             item,
             Outcome(
                 answer,
@@ -396,11 +428,12 @@ class Relaying(Playing):
     ) -> None:
         """The upstream failed once its answer had begun: the consumer's connection is cut."""
         relayed.error, relayed.cut = reason, True
-        relayed.ms = (time.perf_counter() - begun) * 1000
+        if begun:
+            relayed.ms = (time.perf_counter() - begun) * 1000
         now = time.time()
         outcome = Outcome(answer, started, headers_at=now, waited_ms=waited, closed=True)
         outcome.upstream = relayed
-        self._report(item, outcome)
+        self._told(item, outcome)
         self._closed = True
         self._dead_parser = True
         if self._transport is not None:
@@ -411,7 +444,7 @@ class Relaying(Playing):
         stopped = reason == "stop"
         outcome.client_left_at = None if stopped else (self._left_at or time.time())
         outcome.stopped, outcome.closed, outcome.upstream = stopped, True, relayed
-        self._report(item, outcome)
+        self._told(item, outcome)
         self._closed = True
         self._dead_parser = True
         if self._transport is not None:

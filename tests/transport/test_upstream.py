@@ -20,6 +20,7 @@ import requests
 from upstreams import Misbehaving, Provider, free_port
 
 import mockskill
+from mockskill.engine.plan import Upstream
 
 trustme = pytest.importorskip(
     "trustme", reason="the TLS tests make their certificates with trustme"
@@ -307,3 +308,35 @@ def test_tls_is_verified_by_default(tls_proxy: mockskill.Server) -> None:
 def test_tls_verification_can_be_turned_off(tls_proxy: mockskill.Server) -> None:
     response = requests.get(f"{tls_proxy.url}/skills/lax", timeout=10)
     assert response.status_code == 200
+
+
+def test_a_head_request_is_relayed_without_a_body_and_the_connection_goes_on(
+    proxy: mockskill.Server,
+) -> None:
+    with requests.Session() as session:
+        head = session.head(f"{proxy.url}/echo", timeout=10)
+        assert head.status_code == 200
+        assert head.content == b""
+        assert int(head.headers["Content-Length"]) > 0  # the GET's length, as HEAD says
+        assert session.get(f"{proxy.url}/echo", timeout=10).json()["method"] == "GET"
+
+
+def test_a_relay_that_fails_inside_mockskill_cuts_the_consumer_and_is_journalled(
+    proxy: mockskill.Server, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(Upstream, "answer_head", staticmethod(broken))
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{proxy.url}/echo?broken", timeout=10)
+    monkeypatch.undo()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(
+        e.upstream and "a bug" in (e.upstream["error"] or "") for e in proxy.journal()
+    ):
+        time.sleep(0.01)
+    entry = last(proxy, "/echo")
+    assert entry.upstream is not None
+    assert "mockskill failed: a bug" in entry.upstream["error"]
+    assert "relaying" in caplog.text
