@@ -22,6 +22,7 @@ import click
 from ._version import __version__
 from .app import DEFAULT_MAX_BODY
 from .cli_banner import banner, count, report_reload
+from .cli_record import record
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .listening import ServerError, is_loopback
 from .protocol import jsonstyle
@@ -481,6 +482,9 @@ def _load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
+
+
+cli.add_command(record)
 
 
 def main() -> None:

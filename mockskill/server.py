@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
     from . import audit
+    from .admin.recordings import Recordings
     from .store.scenarios import SharedScenarios
 
 __all__ = [
@@ -218,6 +219,14 @@ class Server:
                     cors=self.cors,
                 )
             return self._app
+
+    @property
+    def recording(self) -> Recordings:
+        """This server's recording (``start(target, out)``, ``stop()``, ``status()``): what
+        its proxies forward, turned into a scenario file (README, "Record and replay")."""
+        from .admin.recordings import recordings_of  # (the recording stage: on first use)
+
+        return recordings_of(self.registry)
 
     def _admin_wsgi(self, environ: WSGIEnvironment, start_response: StartResponse) -> Any:
         """The admin app as WSGI, built on the first request it gets."""

@@ -11,7 +11,9 @@ from the bottom:
 - ``transport/`` — the serving layer (the transport rework lands here);
   imports ``engine/`` and what is below it, and nothing below imports it;
 - ``audit/`` — grading a consumer from the journal; no serving, no control;
-- ``admin/`` — the control surface; may read the audit;
+- ``recording/`` — proxied exchanges into a scenario file; reads the engine's
+  exchanges and the scenario loader, nothing that serves;
+- ``admin/`` — the control surface; may read the audit and drive a recording;
 - the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
   ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
   them imports a face. ``_version`` is a leaf everyone may read.
@@ -39,8 +41,18 @@ MAY_IMPORT: dict[str, set[str]] = {
     "transport": {"engine", "scenario", "protocol"},
     "audit": {"engine", "scenario", "protocol"},
     "store": {"engine", "scenario", "protocol"},
-    "admin": {"store", "audit", "transport", "engine", "scenario", "protocol"},
-    FACES: {"admin", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "recording": {"engine", "scenario", "protocol"},
+    "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    FACES: {
+        "admin",
+        "recording",
+        "store",
+        "audit",
+        "transport",
+        "engine",
+        "scenario",
+        "protocol",
+    },
 }
 
 

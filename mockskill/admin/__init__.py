@@ -6,10 +6,12 @@ its OpenAPI document ``openapi.json``), scenarios added, replaced, activated
 and removed over HTTP (``scenarios``), the journal's query filters
 (``journal_query``), the registry that owns the loaded scenario files and
 swaps them into the engine (``registry``), watching files for changes
-(``watch``), the report served at ``/__admin/report`` (``report``) and the
-dashboard page and its static files (``dashboard``).
+(``watch``), the report served at ``/__admin/report`` (``report``), the
+server's recording and ``/__admin/recordings`` (``recordings``,
+``recording_routes``) and the dashboard page and its static files (``dashboard``).
 
-It may import :mod:`mockskill.audit` (the report it serves), the transport
+It may import :mod:`mockskill.audit` (the report it serves),
+:mod:`mockskill.recording` (the recording it drives), the transport
 (``mockskill/transport/``), :mod:`mockskill.engine`, :mod:`mockskill.scenario`
 and :mod:`mockskill.protocol`. Only the faces import it.
 """

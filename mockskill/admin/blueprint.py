@@ -6,7 +6,8 @@ nothing matched (``/unmatched``), the reference descriptor validator, the
 corpus of invalid descriptors (``/corpus``) and the OpenAPI document
 describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
 It gathers the routes other modules own: the loaded scenarios
-(:mod:`mockskill.admin.scenarios`), the retry audit (:mod:`mockskill.admin.report`)
+(:mod:`mockskill.admin.scenarios`), the recording
+(:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report`)
 and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
 errors use the unified shape (docs/admin.md).
 """
@@ -26,7 +27,7 @@ from ..engine.store import Health
 from ..protocol.catalog import render, unified_body
 from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
-from . import dashboard
+from . import dashboard, recording_routes
 from . import scenarios as admin_scenarios
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
@@ -198,6 +199,7 @@ def blueprint(registry: Registry) -> Blueprint:
         return json_response({"violations": list(case.violations)})
 
     admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
+    recording_routes.register(bp, registry)  # /__admin/recordings (admin/recording_routes.py)
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 

@@ -54,6 +54,11 @@ def fingerprint(secret: str, key: bytes) -> str:
     return "hmac-sha256:" + hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:16]
 
 
+def _sha256(secret: str) -> str:
+    """A presented credential's digest, as a scenario's ``token_sha256``/``key_sha256``."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
 def presented(request: Incoming) -> tuple[str, str] | None:
     """The credential a request carries: ("bearer", token) or ("api_key", key), if any."""
     header = request.header("Authorization") or ""
@@ -84,8 +89,13 @@ def check(
         )
     kind, secret = credential
     if kind == "api_key":
-        return _judged(requirement, context, credentials.api_keys.get(secret), kind)
+        granted = credentials.api_keys.get(secret)
+        if granted is None and credentials.key_digests:
+            granted = credentials.key_digests.get(_sha256(secret))
+        return _judged(requirement, context, granted, kind)
     granted = credentials.tokens.get(secret)
+    if granted is None and credentials.token_digests:
+        granted = credentials.token_digests.get(_sha256(secret))
     if granted is not None:
         return _judged(requirement, context, granted, kind)
 
@@ -167,7 +177,7 @@ def token_endpoint(request: Request, credentials: Credentials) -> Later[Response
     if not client_id or client_secret is None:
         return _oauth_error(401, "invalid_client", "client authentication failed")
     client = credentials.clients.get(client_id)
-    if client is None or not secrets.compare_digest(client.client_secret, client_secret):
+    if client is None or not client.accepts(client_secret):
         return _oauth_error(401, "invalid_client", "client authentication failed")
     if form["grant_type"] != "client_credentials":
         return _oauth_error(

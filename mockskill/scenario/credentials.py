@@ -10,6 +10,7 @@ loader's.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..protocol.catalog import DEFAULT_SCOPE
@@ -24,24 +25,29 @@ AUTH_TYPES = ("oauth2", "bearer", "api_key")
 
 
 def read_credentials(r: Reader, value: Any, path: Path) -> Credentials:
-    """``auth: {tokens, api_keys, clients, token_lifetime}``: who may call, with which scopes."""
+    """``auth: {tokens, api_keys, clients, token_lifetime}``: who may call, with which scopes.
+
+    Each token, key and client secret may be written as itself or as its
+    SHA-256 digest (``token_sha256``, ``key_sha256``, ``client_secret_sha256``:
+    64 hex digits, as ``sha256sum`` prints them), so that a file can accept a
+    consumer's credential without holding it (a recording does).
+    """
     if value is None:
         return Credentials()
     raw = r.mapping(value, path, "{tokens: [...], api_keys: [...], clients: [...]}")
     if raw is None or not r.keys(raw, path, AUTH_KEYS):
         return Credentials()
-    tokens = _secrets(r, raw, path, "tokens", ("token", "scopes"))
-    keys = _secrets(r, raw, path, "api_keys", ("key", "scopes"))
+    tokens, token_digests = _secrets(r, raw, path, "tokens", "token")
+    keys, key_digests = _secrets(r, raw, path, "api_keys", "key")
     clients = {}
     for item, where in _items(r, raw, path, "clients"):
-        if r.keys(
-            item, where, ("client_id", "client_secret", "scopes"), ("client_id", "client_secret")
-        ):
+        allowed = ("client_id", "client_secret", "client_secret_sha256", "scopes")
+        if r.keys(item, where, allowed, ("client_id",)):
             client_id = r.string(item, "client_id", where)
-            secret = r.string(item, "client_secret", where)
+            secret, digest = _one_form(r, item, where, "client_secret")
             scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
-            if client_id is not None and secret is not None and scopes is not None:
-                clients[client_id] = Client(client_id, secret, scopes)
+            if client_id is not None and (secret, digest) != (None, None) and scopes is not None:
+                clients[client_id] = Client(client_id, secret or "", scopes, digest)
     lifetime = Lifetime()
     if raw.get("token_lifetime") is not None:
         life = r.mapping(raw["token_lifetime"], (*path, "token_lifetime"), "{seconds: N, uses: N}")
@@ -54,7 +60,32 @@ def read_credentials(r: Reader, value: Any, path: Path) -> Credentials:
             )
             uses = r.integer(life, "uses", where, default=0, minimum=1) if "uses" in life else None
             lifetime = Lifetime(seconds, uses)
-    return Credentials(tokens, keys, clients, lifetime)
+    return Credentials(tokens, keys, clients, lifetime, token_digests, key_digests)
+
+
+DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+DIGEST_TEXT = "a SHA-256 digest: 64 hex digits (printf %s SECRET | sha256sum)"
+
+
+def _one_form(
+    r: Reader, item: dict[str, Any], where: Path, name: str
+) -> tuple[str | None, str | None]:
+    """*name* or ``{name}_sha256``, exactly one of them: (the secret, None) or (None, its
+    digest, in lower case); (None, None) after a problem."""
+    digest_key = f"{name}_sha256"
+    if (name in item) == (digest_key in item):
+        found = "both" if name in item else "neither"
+        r.bad(where, f"{name} or {digest_key} (one of them)", found)
+        return None, None
+    if name in item:
+        return r.string(item, name, where), None
+    digest = r.string(item, digest_key, where)
+    if digest is None:
+        return None, None
+    if not DIGEST.fullmatch(digest):
+        r.bad((*where, digest_key), DIGEST_TEXT, describe(digest))
+        return None, None
+    return None, digest.lower()
 
 
 def _items(
@@ -74,17 +105,20 @@ def _items(
 
 
 def _secrets(
-    r: Reader, raw: dict[str, Any], path: Path, key: str, keys: tuple[str, str]
-) -> dict[str, frozenset[str]]:
-    out = {}
-    name = keys[0]
+    r: Reader, raw: dict[str, Any], path: Path, key: str, name: str
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """The secrets listed under *key* and the scopes each grants: (as written, by digest)."""
+    plain: dict[str, frozenset[str]] = {}
+    digests: dict[str, frozenset[str]] = {}
     for item, where in _items(r, raw, path, key):
-        if r.keys(item, where, keys, required=(name,)):
-            secret = r.string(item, name, where)
+        if r.keys(item, where, (name, f"{name}_sha256", "scopes")):
+            secret, digest = _one_form(r, item, where, name)
             scopes = _scopes(r, item.get("scopes", [DEFAULT_SCOPE]), (*where, "scopes"))
-            if secret is not None and scopes is not None:
-                out[secret] = scopes
-    return out
+            if scopes is not None and secret is not None:
+                plain[secret] = scopes
+            elif scopes is not None and digest is not None:
+                digests[digest] = scopes
+    return plain, digests
 
 
 def _scopes(r: Reader, value: Any, path: Path) -> frozenset[str] | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import hashlib
+import hmac
 import json
 import re
 from collections.abc import Mapping
@@ -382,6 +384,15 @@ class Client:
     client_id: str
     client_secret: str
     scopes: frozenset[str]
+    secret_sha256: str | None = None
+    """The secret's SHA-256 digest (hex) when the file holds that instead of the secret."""
+
+    def accepts(self, secret: str) -> bool:
+        """Whether *secret* is this client's (compared in constant time)."""
+        if self.secret_sha256 is not None:
+            digest = hashlib.sha256(secret.encode()).hexdigest()
+            return hmac.compare_digest(self.secret_sha256, digest)
+        return hmac.compare_digest(self.client_secret.encode(), secret.encode())
 
 
 @dataclass(frozen=True)
@@ -392,6 +403,10 @@ class Credentials:
     api_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
     clients: Mapping[str, Client] = field(default_factory=dict)
     lifetime: Lifetime = Lifetime()
+    token_digests: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Bearer tokens by their SHA-256 digest (hex, lower case), and the scopes each grants."""
+    key_digests: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """API keys by their SHA-256 digest."""
 
 
 @dataclass(frozen=True)
@@ -470,4 +485,6 @@ class ScenarioSet:
             api_keys={k: v for c in parts for k, v in c.api_keys.items()},
             clients={k: v for c in parts for k, v in c.clients.items()},
             lifetime=next((c.lifetime for c in parts if c.clients), Lifetime()),
+            token_digests={k: v for c in parts for k, v in c.token_digests.items()},
+            key_digests={k: v for c in parts for k, v in c.key_digests.items()},
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -212,6 +213,15 @@ def test_secrets_stay_out_of_the_journal(serve: Serve) -> None:
         ("auth: {token_lifetime: {seconds: 0}}\nskills: [{id: s}]", "auth.token_lifetime.seconds"),
         ("auth: {tokenz: []}\nskills: [{id: s}]", "auth.tokenz"),
         ("routes: [{path: /oauth/token, steps: [{json: 1}]}]", "routes[0].path"),
+        ("auth: {tokens: [{token_sha256: abc}]}\nskills: [{id: s}]", "auth.tokens[0].token_sha256"),
+        (f"auth: {{tokens: [{{token: t, token_sha256: {'0' * 64}}}]}}", "auth.tokens[0]"),
+        ("auth: {api_keys: [{scopes: [a]}]}", "auth.api_keys[0]"),
+        ("auth: {api_keys: [{key_sha256: 12}]}", "auth.api_keys[0].key_sha256"),
+        ("auth: {clients: [{client_secret_sha256: x}]}", "auth.clients[0]"),
+        (
+            f"auth: {{clients: [{{client_id: c, client_secret_sha256: {'g' * 64}}}]}}",
+            "auth.clients[0].client_secret_sha256",
+        ),
     ],
 )
 def test_bad_credentials_are_load_errors(yaml: str, path: str) -> None:
@@ -373,3 +383,60 @@ def test_every_url_in_the_bundled_descriptors_and_error_details_answers(
         timeout=10,
     ).json()["requests"]
     assert unmatched == []
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_credentials_by_digest_accept_the_secret_the_file_does_not_hold(serve: Serve) -> None:
+    # A recorded file holds digests; the consumer presents the credentials themselves.
+    server = serve(
+        f"""
+        name: digests
+        auth:
+          tokens: [{{token_sha256: "{sha256("tok-recorded").upper()}", scopes: [skill:invoke]}}]
+          api_keys: [{{key_sha256: "{sha256("key-recorded")}", scopes: [skill:read]}}]
+          clients:
+            - {{client_id: rec, client_secret_sha256: "{sha256("sec-recorded")}"}}
+        skills:
+          - id: bearer
+            requires: {{type: bearer}}
+          - id: keyed
+            requires: {{type: api_key, scopes: [skill:read]}}
+        """
+    )
+    assert invoke(server, "bearer", "tok-recorded").status_code == 200
+    refused = invoke(server, "bearer", "tok-other")
+    assert refused.status_code == 401
+    assert refused.json()["error"]["details"]["reason"] == "the token is unknown or expired"
+    # the digest itself is not a credential
+    assert invoke(server, "bearer", sha256("tok-recorded")).status_code == 401
+    assert invoke(server, "keyed", **{"X-API-Key": "key-recorded"}).status_code == 200
+    assert invoke(server, "keyed", **{"X-API-Key": "key-other"}).status_code == 401
+    # a token the digested client's secret obtained is accepted like any issued one
+    issued = token(server, "rec", "sec-recorded")
+    assert invoke(server, "bearer", issued).status_code == 200
+    wrong = requests.post(
+        f"{server.url}/oauth/token",
+        data={"grant_type": "client_credentials"},
+        auth=("rec", "sec-other"),
+        timeout=10,
+    )
+    assert wrong.status_code == 401
+    assert wrong.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize(("client", "secret"), [("consumer", "s3crét"), ("cönsumer", "s3cret")])
+def test_a_non_ascii_client_credential_is_invalid_client_not_a_500(
+    serve: Serve, client: str, secret: str
+) -> None:
+    # (compared as bytes: str comparison in constant time refuses non-ASCII text)
+    server = serve(SCENARIO)
+    refused = requests.post(
+        f"{server.url}/oauth/token",
+        data={"grant_type": "client_credentials", "client_id": client, "client_secret": secret},
+        timeout=10,
+    )
+    assert refused.status_code == 401
+    assert refused.json()["error"] == "invalid_client"

@@ -422,6 +422,26 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
     ),
     "hang with a body": (True, _invoke("{json: 1, hang: 5}")),
     "only a wait": (False, _invoke("{delay: 5, execution: 5}")),
+    **{
+        f"auth {value}": (ok, f"auth: {value}\nskills: []\n")
+        for value, ok in [
+            ("{tokens: [{token: t}]}", True),
+            (f"{{tokens: [{{token_sha256: {'a' * 64}}}]}}", True),
+            (f"{{tokens: [{{token_sha256: {'A' * 64}, scopes: [x]}}]}}", True),
+            (f"{{tokens: [{{token_sha256: {'a' * 63}}}]}}", False),
+            (f"{{tokens: [{{token: t, token_sha256: {'a' * 64}}}]}}", False),
+            ("{tokens: [{scopes: [x]}]}", False),
+            (f"{{api_keys: [{{key_sha256: {'b' * 64}}}]}}", True),
+            ("{api_keys: [{key_sha256: zz}]}", False),
+            (f"{{clients: [{{client_id: c, client_secret_sha256: {'f' * 64}}}]}}", True),
+            ("{clients: [{client_id: c}]}", False),
+            (
+                f"{{clients: [{{client_id: c, client_secret: s,"
+                f" client_secret_sha256: {'f' * 64}}}]}}",
+                False,
+            ),
+        ]
+    },
     "descriptor in a skill's outcome": (True, _invoke("{one_of: [descriptor: true]}")),
     "descriptor in a route's outcome": (False, _route("steps: [{one_of: [descriptor: true]}]")),
     "descriptor in a route's failure": (

@@ -1,0 +1,255 @@
+"""Record a real provider through mockskill, replay the file: the consumer sees the same.
+
+The upstreams are real servers started here — a mockskill Server on the
+bundled scenarios, and a small plain Flask provider that wants a bearer
+token — the consumers real clients (requests, httpx). A run is recorded
+through a recording proxy (``Server.recording``, ``mockskill record``), the
+file is checked by the loader and served, and the same run replayed gets
+the same status and body for every request (the servers' own URLs aside:
+each names itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import requests
+import yaml
+from click.testing import CliRunner
+from flask import Flask, jsonify
+from flask import request as flask_request
+from werkzeug.serving import make_server
+
+from mockskill import Server, load_text
+from mockskill.cli import cli
+from mockskill.scenario.model import ScenarioSet
+
+SESSION = {"Mockskill-Session": "recorded-run"}
+
+# A scripted consumer run over the bundled scenarios: (method, path, body, headers).
+RUN: list[tuple[str, str, Any, dict[str, str]]] = [
+    ("GET", "/skills/translate", None, {}),
+    ("POST", "/skills/translate/invoke", {"input": {"text": "Hello"}}, {}),
+    ("POST", "/skills/flaky/invoke", None, {}),
+    ("POST", "/skills/flaky/invoke", None, {}),
+    ("POST", "/skills/flaky/invoke", None, {}),
+    ("POST", "/skills/flaky/invoke", None, {}),
+    ("POST", "/skills/checks-input/invoke", {"input": {"text": "boom", "lang": "de"}}, {}),
+    ("POST", "/skills/checks-input/invoke", {"input": {"text": "hello"}}, {}),
+    ("POST", "/skills/checks-input/invoke", {"input": {"text": "hello", "lang": "de"}}, {}),
+    ("GET", "/skills/keyed", None, {}),
+    ("POST", "/skills/keyed/invoke", None, {}),
+    ("POST", "/skills/keyed/invoke", None, {"X-API-Key": "demo-key"}),
+    ("GET", "/skills/guarded", None, {}),
+    ("POST", "/skills/guarded/invoke", None, {}),
+    ("POST", "/skills/guarded/invoke", None, {"Authorization": "Bearer demo-token"}),
+    ("POST", "/skills/admin/invoke", None, {"Authorization": "Bearer demo-token"}),
+    ("GET", "/skills/next-gen", None, {}),
+    ("POST", "/skills/next-gen/invoke", None, {"Skill-Protocol-Version": "1.4.0"}),
+    ("POST", "/skills/next-gen/invoke", None, {"Skill-Protocol-Version": "2.0.0"}),
+    ("GET", "/skills/invalid-descriptor", None, {}),
+    ("POST", "/skills/permission-denied/invoke", None, {}),
+    ("POST", "/skills/bad-gateway/invoke", None, {}),
+    ("POST", "/skills/execution-timeout-408/invoke", None, {}),
+    ("GET", "/skills/skill-not-found", None, {}),
+    ("GET", "/status", None, {}),
+]
+
+
+def drive(base: str, client: Any) -> list[tuple[int, Any]]:
+    """The run against *base*: each answer's status and body (JSON, or text)."""
+    answers = []
+    for method, path, body, headers in RUN:
+        sent = {**SESSION, **headers}
+        response = client.request(method, base + path, json=body, headers=sent, timeout=10)
+        try:
+            parsed: Any = response.json()
+        except ValueError:
+            parsed = response.text
+        answers.append((response.status_code, parsed))
+    return answers
+
+
+def rebased(answers: list[tuple[int, Any]], *bases: str) -> list[tuple[int, Any]]:
+    """*answers* with each server's own URL written as {base}."""
+    text = json.dumps(answers)
+    for base in bases:
+        text = text.replace(base, "{base}")
+    return [tuple(pair) for pair in json.loads(text)]  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Server]:
+    with Server() as server:  # the bundled scenarios: the "real" provider here
+        yield server
+
+
+def test_the_bundled_scenarios_recorded_and_replayed_answer_the_same_run(
+    upstream: Server,
+) -> None:
+    with Server(ScenarioSet()) as proxy:
+        proxy.recording.start(upstream.url, delays=False)
+        with requests.Session() as client:
+            recorded = drive(proxy.url, client)
+        assert proxy.recording.status()["count"] == len(RUN)
+        stopped = proxy.recording.stop()
+        proxy_url = proxy.url
+    text = stopped.written.text
+    load_text(text, "recorded.yaml")  # what mockskill validate checks
+    for secret in ("demo-key", "demo-token"):
+        assert secret not in text
+    with Server(text) as replay, httpx.Client() as client:
+        replayed = rebased(drive(replay.url, client), replay.url)
+        listed = {s["id"] for s in client.get(f"{replay.url}/skills").json()["skills"]}
+    for (method, path, _, _), got, was in zip(
+        RUN, replayed, rebased(recorded, proxy_url, upstream.url), strict=True
+    ):
+        assert got == was, f"{method} {path}"
+    assert listed == {path.split("/")[2] for _, path, _, _ in RUN if path.startswith("/skills/")}
+    # the answers are the provider's, not a replay's defaults: the run met real failures
+    assert [status for status, _ in recorded].count(503) == 2
+    assert (401, 200) in zip([s for s, _ in recorded], [s for s, _ in recorded][1:], strict=False)
+
+
+def test_mockskill_record_writes_the_file_on_sigterm(upstream: Server, tmp_path: Path) -> None:
+    out = tmp_path / "provider.yaml"
+    command = [sys.executable, "-m", "mockskill", "record", "--target", upstream.url]
+    command += ["--port", "0", "--out", str(out), "--no-delay", "--quiet", "--grace", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        assert lines[0].startswith("mockskill "), lines
+        assert upstream.url in lines[0], lines
+        base = lines[1].split("serving at ")[1].split(": point")[0]
+        assert str(out) in lines[2]
+        session = {"Mockskill-Session": "cli-run"}
+        with httpx.Client() as client:
+            first = client.post(f"{base}/skills/flaky/invoke", headers=session)
+            second = client.get(f"{base}/status", headers=session)
+        assert (first.status_code, second.status_code) == (503, 200)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert f"wrote {out}: 2 exchanges" in err
+    validated = CliRunner().invoke(cli, ["validate", str(out)])
+    assert validated.exit_code == 0, validated.output
+    with Server(str(out)) as replay:
+        assert requests.post(replay.invoke_url("flaky"), timeout=10).status_code == 503
+        assert requests.get(f"{replay.url}/status", timeout=10).json() == {"status": "up"}
+
+
+def test_a_bad_target_is_a_mistyped_command_line(tmp_path: Path) -> None:
+    out = str(tmp_path / "x.yaml")
+    done = CliRunner().invoke(cli, ["record", "--target", "ftp://x", "--port", "0", "--out", out])
+    assert done.exit_code == 2
+    assert "--target" in done.output
+    assert "not a provider's URL" in done.output
+
+
+TOKEN = "flask-provider-secret-token-0123456789"
+
+
+def flask_provider() -> Flask:
+    """A plain provider: a descriptor, an invoke that wants a bearer token, a free route."""
+    app = Flask("provider")
+
+    @app.get("/skills/weather")
+    def weather_descriptor() -> Any:
+        base = flask_request.host_url.rstrip("/")
+        return jsonify(
+            protocol_version="1.0.0",
+            id="weather",
+            name="Weather",
+            version="1.0.0",
+            capability_type="api",
+            endpoint={"url": f"{base}/skills/weather/invoke", "method": "POST"},
+            auth={"type": "bearer"},
+        )
+
+    @app.post("/skills/weather/invoke")
+    def weather() -> Any:
+        if flask_request.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return jsonify(error="unauthorized"), 401
+        city = (flask_request.get_json(silent=True) or {}).get("city", "nowhere")
+        return jsonify(result={"city": city, "forecast": "sun" if city == "Rome" else "rain"})
+
+    @app.get("/v1/cities")
+    def cities() -> Any:
+        return jsonify(cities=["Rome", "Oslo"], page=flask_request.args.get("page", "1"))
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def flask_upstream() -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, flask_provider(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+def test_a_flask_provider_with_a_bearer_token_replays_without_the_token_in_the_file(
+    flask_upstream: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    run = [
+        ("GET", "/skills/weather", None, {}),
+        ("POST", "/skills/weather/invoke", {"city": "Rome"}, auth),
+        ("POST", "/skills/weather/invoke", {"city": "Oslo"}, auth),
+        ("GET", "/v1/cities?page=2", None, {}),
+    ]
+    monkeypatch.chdir(tmp_path)
+    with Server(ScenarioSet()) as proxy:
+        started = requests.post(
+            f"{proxy.url}/__admin/recordings/start",
+            json={"target": flask_upstream, "out": "weather.yaml"},
+            timeout=10,
+        )
+        assert started.status_code == 201, started.text
+        recorded = [
+            requests.request(m, proxy.url + p, json=b, headers=h, timeout=10).json()
+            for m, p, b, h in run
+        ]
+        stopped = requests.post(f"{proxy.url}/__admin/recordings/stop", timeout=10)
+        assert stopped.status_code == 200, stopped.text
+        assert "header Authorization" in stopped.json()["redacted"]
+        proxy_url = proxy.url
+    text = (tmp_path / "weather.yaml").read_text(encoding="utf-8")
+    assert TOKEN not in text
+    assert "# Redacted" in text
+    skill = yaml.safe_load(text)["skills"][0]
+    assert skill["requires"]["type"] == "bearer"
+    with Server(text) as replay:
+        replayed = [
+            requests.request(m, replay.url + p, json=b, headers=h, timeout=10).json()
+            for m, p, b, h in run
+        ]
+        refused = requests.post(replay.invoke_url("weather"), json={"city": "Rome"}, timeout=10)
+        wrong = requests.post(
+            replay.invoke_url("weather"),
+            json={"city": "Rome"},
+            headers={"Authorization": "Bearer not-the-token"},
+            timeout=10,
+        )
+        assert replayed[0]["endpoint"]["url"] == replay.invoke_url("weather")
+        replayed = rebased(replayed, replay.url)
+    assert replayed == rebased(recorded, proxy_url, flask_upstream)
+    assert (refused.status_code, wrong.status_code) == (401, 401)
+    assert os.listdir(tmp_path) == ["weather.yaml"]  # written whole: no temporary file left
