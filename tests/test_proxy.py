@@ -253,6 +253,18 @@ def test_a_scenario_proxy_forwards_what_it_does_not_script(
     assert not [s for s in provider.seen if s["path"].startswith("/skills/mine")]
 
 
+def test_a_scenario_proxy_forwards_the_token_endpoint_unless_its_scenarios_have_clients(
+    fallback: mockskill.Server, provider: Provider
+) -> None:
+    form = {"grant_type": "client_credentials", "client_id": "app", "client_secret": "s"}
+    got = requests.post(f"{fallback.url}/oauth/token", data=form, timeout=10)
+    assert got.json()["access_token"] == "the-providers-own"  # the provider's, not the mock's
+    clients = "auth: {clients: [{client_id: app, client_secret: s, scopes: [a]}]}"
+    with mockskill.Server(f"name: own\nproxy: {provider.url}\n{clients}\n") as own:
+        issued = requests.post(f"{own.url}/oauth/token", data=form, timeout=10).json()
+    assert issued["access_token"] != "the-providers-own"  # a scenario's clients: mockskill's own
+
+
 def test_a_recording_keeps_a_bounded_part_of_a_big_body_and_the_consumer_gets_all_of_it(
     fallback: mockskill.Server,
 ) -> None:

@@ -4,7 +4,8 @@
 TLS) on an ephemeral port: it echoes what it was sent (``/echo``), streams
 a body whose second half waits for the test (``/stream``, :attr:`release`),
 answers late (``/slow``), and serves a skill surface of its own (``/skills``,
-``/skills/{id}``, ``/skills/{id}/invoke``) whose URLs name itself.
+``/skills/{id}``, ``/skills/{id}/invoke``) whose URLs name itself, and a
+token endpoint of its own (``/oauth/token``).
 :class:`Misbehaving` is a socket server that reads a request and then does
 one wrong thing: resets at once, or sends a head and part of a body and
 resets.
@@ -97,6 +98,11 @@ class Provider:
                 endpoint={"url": f"{provider.url}/skills/{skill_id}/invoke", "method": "POST"},
                 auth={"type": "none"},
             )
+
+        @app.route("/oauth/token", methods=["POST"])
+        def token() -> Response:
+            provider._saw()
+            return jsonify(access_token="the-providers-own", token_type="Bearer")
 
         @app.route("/skills/<skill_id>/invoke", methods=["POST"])
         def invoke(skill_id: str) -> Response:

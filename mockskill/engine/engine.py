@@ -379,7 +379,9 @@ class Engine:
         session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return self._session_too_long(request, session, started)
-        if path == catalog.TOKEN_PATH:
+        if path == catalog.TOKEN_PATH and (table.fallback is None or table.credentials.clients):
+            # Behind a scenario's proxy with no clients of its own, the provider's token
+            # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).
             return self._token(request, session, started)
         target = table.match(method, path)
         if type(target) is Target and target.cases:  # the request picks one of its cases
