@@ -119,10 +119,17 @@ class Entry:
     case: int | None = None
     """The index of the endpoint's case that played (0-based, as ``cases:`` lists them);
     None when its default sequence played, or it has no cases."""
+    tls: tuple[str, str | None, str | None] | None = None
+    """A TLS handshake that failed on a skill's fault port (docs/tls.md): the fault, the
+    alert the client sent (None: none), the SNI name it offered (None: none). Then no
+    request was read: ``method`` is empty, ``path`` the skill's invoke path."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["retry"] = None if self.retry is None else self.retry.as_json()
+        if self.tls is not None:
+            fault, alert, sni = self.tls
+            data["tls"] = {"fault": fault, "alert": alert, "sni": sni}
         data["near_misses"] = list(self.near_misses)
         return data
 
@@ -148,6 +155,11 @@ class Entry:
         if retry is not None:
             values["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
         values["near_misses"] = tuple(dict(m) for m in values.get("near_misses") or ())
+        tls = values.get("tls")
+        if isinstance(tls, Mapping):
+            values["tls"] = (tls["fault"], tls.get("alert"), tls.get("sni"))
+        elif tls is not None:
+            values["tls"] = tuple(tls)
         return cls(**values)
 
 
@@ -201,6 +213,7 @@ class Recorded(NamedTuple):
     stopped: bool = False
     replica: str | None = None
     case: int | None = None
+    tls: tuple[str, str | None, str | None] | None = None
 
 
 def oversized(recorded: Entry | Recorded) -> bool:

@@ -111,6 +111,7 @@ class Journalling:
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
+                None,  # tls: only a failed handshake has it, and is no request
             ),
         )
 
@@ -179,7 +180,8 @@ class Plain:
         # Recorded's fields around the request's own, in its order (see recorded()).
         self._before = (status, endpoint, target.skill_id, target.scenario, index)
         self._after = (served.error_code, served.retry, False, False) + (None,) * 6 + ((),)
-        self._after_all = (invalid, False, None, None if target.case is None else target.case.index)
+        case = None if target.case is None else target.case.index
+        self._after_all = (invalid, False, None, case, None)  # ..., replica, case, tls
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
         """Journal *request*, the *position*-th of its sequence in *session*, answered now."""

@@ -63,6 +63,7 @@ Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
 _RETRY = Recorded._fields.index("retry")
 _REPLICA = Recorded._fields.index("replica")
 _NEAR_MISSES = Recorded._fields.index("near_misses")
+_TLS = Recorded._fields.index("tls")
 _SESSION = Recorded._fields.index("session") - 1
 """Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
 _INDEX = {name: i for i, name in enumerate(Recorded._fields)}
@@ -116,6 +117,8 @@ def decoded(
         if retry is not None:
             values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
         values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
+        if values[_TLS - 1] is not None:  # a JSON array, held as a tuple
+            values[_TLS - 1] = tuple(values[_TLS - 1])
         return Entry(int(ident), *values)
     data = dict(zip(names, values, strict=False))
     data["id"] = int(ident)

@@ -271,6 +271,7 @@ def every_field() -> Entry:
         stopped=True,
         replica="host:123",
         case=3,
+        tls=("expired", "certificate_expired", "skills.example"),
     )
 
 
