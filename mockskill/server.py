@@ -280,6 +280,13 @@ class Server:
             return None
         return tls_authority().ca_bundle
 
+    @property
+    def client_context(self) -> ssl.SSLContext | None:
+        """A client TLS context that trusts :attr:`ca_bundle` (None when that is None):
+        ``httpx.Client(verify=server.client_context)`` (httpx 0.28 deprecates a path)."""
+        bundle = self.ca_bundle
+        return None if bundle is None else ssl.create_default_context(cafile=bundle)
+
     def client_certificate(self) -> bytes:
         """A client certificate (PEM: key, then certificate) from the server's CA: what a
         ``tls: client_cert_required`` skill accepts (``POST /__admin/tls/client-cert``)."""

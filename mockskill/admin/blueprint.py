@@ -28,6 +28,7 @@ from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
 from . import dashboard
 from . import scenarios as admin_scenarios
+from . import tls as admin_tls
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
 
@@ -198,6 +199,7 @@ def blueprint(registry: Registry) -> Blueprint:
         return json_response({"violations": list(case.violations)})
 
     admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
+    admin_tls.register(bp, engine)  # /__admin/tls (mockskill/admin/tls.py)
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 

@@ -33,6 +33,7 @@ import shutil
 import ssl
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -138,8 +139,10 @@ class Authority:
             # TLS 1.0 only: what current clients (and OpenSSL's default security level)
             # refuse. The server side lowers its own level to be able to offer it.
             context.set_ciphers("DEFAULT:@SECLEVEL=0")
-            context.minimum_version = ssl.TLSVersion.TLSv1
-            context.maximum_version = ssl.TLSVersion.TLSv1
+            with warnings.catch_warnings():  # deprecated: the very point of this fault
+                warnings.simplefilter("ignore", DeprecationWarning)
+                context.minimum_version = ssl.TLSVersion.TLSv1
+                context.maximum_version = ssl.TLSVersion.TLSv1
         else:
             raise ValueError(f"not a certificate fault: {fault!r}")
         return context

@@ -278,6 +278,9 @@ class _Listener:
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
             self._failed(started, alert_of(exc), sni)
+        except Exception:  # not the client's doing: said, and the connection let go
+            log.exception("the %s handshake failed on mockskill's side", self.fault)
+            conn.close()
 
     def _drop(self, conn: socket.socket) -> None:
         self._open.discard(conn)
