@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 import requests
+import urllib3.exceptions
 
 from mockskill import Server
 from mockskill.scenario.model import TLS_FAULTS
@@ -192,7 +193,8 @@ def test_aiohttp_raises(server: Server, urls: dict[str, str]) -> None:
 
 @pytest.mark.skipif(CURL is None, reason="curl is not installed")
 def test_curl_exits_with(server: Server, urls: dict[str, str]) -> None:
-    assert CURL is not None and server.ca_bundle is not None
+    assert CURL is not None
+    assert server.ca_bundle is not None
     found = {}
     for fault, url in urls.items():
         args = [CURL, "-sS", "-X", "POST", "-o", "/dev/null", "--max-time", str(TIMEOUT)]
@@ -223,7 +225,8 @@ const urls = JSON.parse(process.argv[2]);
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_node_fetch_fails_with(server: Server, urls: dict[str, str], tmp_path: Path) -> None:
-    assert NODE is not None and server.ca_bundle is not None
+    assert NODE is not None
+    assert server.ca_bundle is not None
     script = tmp_path / "fetch.js"
     script.write_text(NODE_SCRIPT % int(TIMEOUT * 1000))
     done = subprocess.run(
@@ -278,8 +281,10 @@ def test_the_journal_records_each_failed_handshake(server: Server, urls: dict[st
     entries = _settled(server, 2)
     untrusted, reset = entries
     assert untrusted.tls == ("untrusted", "unknown_ca", "localhost")
-    assert untrusted.skill == "untrusted" and untrusted.status is None
-    assert untrusted.path == "/skills/untrusted/invoke" and untrusted.method == ""
+    assert untrusted.skill == "untrusted"
+    assert untrusted.status is None
+    assert untrusted.path == "/skills/untrusted/invoke"
+    assert untrusted.method == ""
     assert untrusted.error_code == "MOCKSKILL_TLS_HANDSHAKE_FAILED"
     assert reset.tls == ("handshake_reset", None, None)
     shown = requests.get(f"{server.url}/__admin/journal", verify=server.ca_bundle).json()
@@ -301,20 +306,23 @@ def test_a_retried_permanent_fault_is_a_finding_and_coverage_counts_it(
         requests.post(urls["handshake_reset"], verify=server.ca_bundle, timeout=TIMEOUT)
     _settled(server, 4)
     [report] = server.report("default")["sessions"]
-    assert report["handshakes_failed"] == 4 and report["requests"] == 0
+    assert report["handshakes_failed"] == 4
+    assert report["requests"] == 0
     assert report["coverage"]["tls_faults"]["expired"] == 3
     assert report["coverage"]["tls_faults"]["handshake_reset"] == 1
-    assert report["chains"] == [] and report["timeouts"] == []
+    assert report["chains"] == []
+    assert report["timeouts"] == []
     [finding] = report["findings"]
     assert finding["rule"] == "non-retryable-retried"
-    assert "expired" in finding["message"] and "certificate_expired" in finding["found"]
+    assert "expired" in finding["message"]
+    assert "certificate_expired" in finding["found"]
 
 
 def test_a_handshake_that_succeeds_plays_the_skills_sequence(
     server: Server, urls: dict[str, str]
 ) -> None:
     # A client that does not verify gets through an expired certificate.
-    with pytest.warns(Warning):
+    with pytest.warns(urllib3.exceptions.InsecureRequestWarning):
         answer = requests.post(urls["expired"], verify=False, timeout=5)
     assert answer.status_code == 200
     assert answer.json() == {"skill": "expired", "result": "ok"}
