@@ -47,6 +47,9 @@ log = logging.getLogger("mockskill.transport")
 RAW_FAULTS = ("handshake_reset", "handshake_hang", "plain_http")
 """The TLS faults done to the raw connection (no handshake)."""
 
+LINGER = 2.0
+"""Seconds a failed handshake's connection is read (and dropped) before it is closed."""
+
 HELLO_TIMEOUT = 10.0
 """Seconds a connection may take to send its ClientHello before it is closed."""
 
@@ -137,14 +140,21 @@ class FaultListeners:
         assert self._handler is not None, "serve() first"
         with self._lock:
             self._loop = loop
-            self._shared = Shared(self._handler(), self._limits, loop)
             for listener in self._held.values():
                 listener.start()
+
+    def _connections(self) -> Shared:
+        """What the connections whose handshake succeeded share; made on the first (a server
+        without TLS faults makes no second handler)."""
+        if self._shared is None:
+            assert self._handler is not None and self._loop is not None
+            self._shared = Shared(self._handler(), self._limits, self._loop)
+        return self._shared
 
     async def stop(self, grace: float = 0.0) -> bool:
         with self._lock:
             listeners, shared = list(self._held.values()), self._shared
-            self._loop = None
+            self._loop, self._shared = None, None
         for listener in listeners:
             listener.close()
         if shared is None:
@@ -158,8 +168,7 @@ class FaultListeners:
             self._shared.hurry()
 
     def connection(self) -> Connection:
-        assert self._shared is not None
-        return Connection(self._shared)
+        return Connection(self._connections())
 
     def context(self, fault: str) -> ssl.SSLContext:
         return self._authority().fault_context(fault, self._names)
@@ -265,6 +274,9 @@ class _Listener:
 
     async def _handshake(self, conn: socket.socket, started: float, sni: str | None) -> None:
         assert self._loop is not None
+        # A second descriptor of the connection, so that the loop's close of a failed one
+        # closes nothing yet: the close is this module's, lingering (see _linger).
+        spare = conn.dup()
         try:
             await self._loop.connect_accepted_socket(
                 self.owner.connection,
@@ -274,13 +286,48 @@ class _Listener:
             )
         except asyncio.CancelledError:
             conn.close()
+            spare.close()
             raise
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
+            self._linger(spare)
             self._failed(started, alert_of(exc), sni)
         except Exception:  # not the client's doing: said, and the connection let go
             log.exception("the %s handshake failed on mockskill's side", self.fault)
             conn.close()
+            spare.close()
+        else:
+            spare.close()  # the connection is the loop's transport's now
+
+    def _linger(self, conn: socket.socket) -> None:
+        """Close a failed handshake's connection as a FIN, whatever the client sent after.
+
+        Closed at once with the client's next bytes unread (under TLS 1.3 a client
+        sends its request before it learns that its certificate was refused), the kernel
+        would reset the connection instead: the client would see a reset or a close,
+        by a race. So the server's side is shut, what arrives is read and dropped until
+        the client closes (or :data:`LINGER` seconds pass), then the socket is closed.
+        """
+        assert self._loop is not None
+        conn.setblocking(False)
+        try:
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            conn.close()
+            return
+        self._open.add(conn)
+        self._loop.add_reader(conn.fileno(), self._drain, conn)
+        self._loop.call_later(LINGER, self._drop, conn)
+
+    def _drain(self, conn: socket.socket) -> None:
+        try:
+            data = conn.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
 
     def _drop(self, conn: socket.socket) -> None:
         self._open.discard(conn)
