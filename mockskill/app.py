@@ -306,7 +306,6 @@ class LoopSurface:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         cors: bool = False,
         workers: int = 4,
-        scheme: str = "http",
     ) -> None:
         # *admin_app* is the Flask app's wsgi_app, or (mockskill.Server) a callable
         # that builds the app on its first call, in the pool: start-up skips Flask.
@@ -315,9 +314,6 @@ class LoopSurface:
         """Whether plans await the store (:meth:`_plan_remote`): the store is the engine's
         for good, so read once."""
         self.cors = cors
-        self._incoming = _incoming if scheme == "http" else _incoming_https
-        """The engine's view of a request, as it reached this surface (HTTPS: the scheme
-        the descriptor URLs and ``{base_url}`` say)."""
         self.admin = WSGIHandler(admin_app, workers=workers)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
@@ -342,7 +338,7 @@ class LoopSurface:
             and request.header("Access-Control-Request-Method")
         ):
             return Plan(answer_of(_preflight()))
-        req = self._incoming(request)
+        req = _incoming(request)
         if self._remote:
             flight = self._planning[id(request)] = _Flight()
             return self._plan_remote(request, req, flight)
@@ -476,13 +472,6 @@ def _incoming(request: TransportRequest) -> Incoming:
         request.time,
         lambda: Request(wsgi_environ(request)),
     )
-
-
-def _incoming_https(request: TransportRequest) -> Incoming:
-    """:func:`_incoming` of a request read over TLS."""
-    req = _incoming(request)
-    req.scheme = "https"
-    return req
 
 
 def _with_cors_plan(plan: Plan) -> Plan:

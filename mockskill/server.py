@@ -471,7 +471,9 @@ class Server:
                 sock.close()
                 raise
         self.engine.open()
-        surface = self._new_surface("https" if self.tls else "http")
+        surface = self._new_surface()
+        if context is not None:  # the engine's URLs say https:// for requests read on it
+            self.engine.secure_ports.add(int(sock.getsockname()[1]))
         limits = Limits(
             max_body=self.max_body_bytes,
             keep_alive=self.keep_alive,
@@ -487,14 +489,11 @@ class Server:
             tls=context,
         )
         # The TLS faults' ports serve HTTPS once their handshake succeeds.
-        secure = surface if self.tls else None
-        self._faults.serve(lambda: secure or self._new_surface("https"), limits)
+        self._faults.serve(lambda: surface, limits)
         self._transport.companions.append(self._faults)
         if http_sock is not None:
             self._http_sock = http_sock
-            plain = transport.Server(
-                self._new_surface("http"), self.host, limits=limits, sock=http_sock
-            )
+            plain = transport.Server(surface, self.host, limits=limits, sock=http_sock)
             self._transport.companions.append(plain)
         if self._shared is not None:  # catches up at once: what changed since __init__ too
             self._shared.start(self.registry.catch_up, self.registry.reset_here)
@@ -540,13 +539,12 @@ class Server:
         self._threaded = None
         self._closed()
 
-    def _new_surface(self, scheme: str) -> LoopSurface:
+    def _new_surface(self) -> LoopSurface:
         surface = LoopSurface(
             self.engine,
             self._admin_wsgi,
             max_body_bytes=self.max_body_bytes,
             cors=self.cors,
-            scheme=scheme,
         )
         self._surfaces.append(surface)
         if not self._quiet:

@@ -173,3 +173,24 @@ def test_serve_tls_prints_the_ca_and_serves_https_within_its_start_budget(
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+        (["--http-port", "0"], "--http-port serves plain HTTP beside --tls"),
+        (
+            ["--tls", "--workers", "2", "--state", "redis://127.0.0.1:1/0"],
+            "each worker would make its own CA",
+        ),
+    ],
+)
+def test_serve_refuses_tls_options_that_do_not_go_together(args: list[str], said: str) -> None:
+    from click.testing import CliRunner
+
+    from mockskill.cli import cli
+
+    result = CliRunner().invoke(cli, ["serve", *args])
+    assert result.exit_code == 2
+    assert said in result.output

@@ -95,6 +95,10 @@ class Engine:
         """The TLS faults' ports (held by the server that serves them; None: none can be)."""
         self._tls_bases: tuple[tuple[str, int], ...] = ()
         """The skills with a TLS fault and their ports, while open."""
+        self.secure_ports: set[int] = set()
+        """The local ports that read requests over TLS (``--tls``'s; the TLS faults' are
+        added when held): their URLs say ``https://``. Read when a Urls is made, never
+        per request (the Urls are kept by the local address)."""
         self._open = False
         journalling = self._journalling = Journalling(state)
         self._recorded = journalling.recorded
@@ -160,7 +164,9 @@ class Engine:
         faults = {s.id: s.tls for s in self.scenarios.skills if s.tls is not None}
         if self.tls is not None and (faults or self._tls_bases):
             ports = self.tls.hold(faults)
+            self.secure_ports.difference_update(n for _, n in self._tls_bases)
             self._tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
+            self.secure_ports.update(ports.values())
             self._urls_by_host.clear()  # their Urls name the ports held before
 
     def close(self) -> None:
@@ -169,6 +175,7 @@ class Engine:
         self.refused.close()
         if self.tls is not None:
             self.tls.release()
+            self.secure_ports.difference_update(n for _, n in self._tls_bases)
             self._tls_bases = ()
             self._urls_by_host.clear()
 
@@ -561,6 +568,8 @@ class Engine:
         urls = self._urls_by_host.get(key)
         if urls is None:
             base = facts.base_url(request)
+            if request.server[1] in self.secure_ports and base.startswith("http://"):
+                base = f"https://{base[7:]}"
             hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
             urls = Urls(base) if port is None else Urls(base, f"{hostname}:{port}")
             if self._tls_bases:

@@ -147,7 +147,8 @@ class FaultListeners:
         """What the connections whose handshake succeeded share; made on the first (a server
         without TLS faults makes no second handler)."""
         if self._shared is None:
-            assert self._handler is not None and self._loop is not None
+            assert self._handler is not None
+            assert self._loop is not None
             self._shared = Shared(self._handler(), self._limits, self._loop)
         return self._shared
 
