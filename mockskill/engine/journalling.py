@@ -111,7 +111,6 @@ class Journalling:
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
-                None,  # tls: only a failed handshake has it, and is no request
             ),
         )
 
@@ -181,7 +180,7 @@ class Plain:
         self._before = (status, endpoint, target.skill_id, target.scenario, index)
         self._after = (served.error_code, served.retry, False, False) + (None,) * 6 + ((),)
         case = None if target.case is None else target.case.index
-        self._after_all = (invalid, False, None, case, None)  # ..., replica, case, tls
+        self._after_all = (invalid, False, None, case)  # ..., replica, case
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
         """Journal *request*, the *position*-th of its sequence in *session*, answered now."""
