@@ -35,7 +35,7 @@ COPY scenarios/ /scenarios/
 # server builds on its first /__admin request, is built and asked once too.
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin --no-log-init mockskill \
- && /opt/mockskill/bin/python -c "import mockskill.cli, mockskill.server; mockskill.Server().app.test_client().get('/__admin/health')" \
+ && /opt/mockskill/bin/python -c "import mockskill.cli, mockskill.server, trustme; mockskill.Server().app.test_client().get('/__admin/health')" \
  && /opt/mockskill/bin/mockskill validate /scenarios
 ENV PATH=/opt/mockskill/bin:$PATH \
     PYTHONUNBUFFERED=1 \
@@ -47,9 +47,10 @@ ENV PATH=/opt/mockskill/bin:$PATH \
 USER 10001:10001
 EXPOSE 8080
 # Python's standard library only (the real python:*-slim has no curl). It
-# reads the address, port and admin token from the same variables as serve.
+# reads the address, port, admin token and TLS from the same variables as serve
+# (over TLS it asks without verifying: it checks that the server answers, not who it is).
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["python", "-I", "-S", "-c", "import os,sys,http.client as h;e=os.environ.get;a=e('MOCKSKILL_HOST') or '';a={'':'127.0.0.1','0.0.0.0':'127.0.0.1','::':'::1'}.get(a,a);t=e('MOCKSKILL_ADMIN_TOKEN');c=h.HTTPConnection(a,int(e('MOCKSKILL_PORT') or 8080),timeout=2);c.request('GET','/__admin/health',headers={'Authorization':'Bearer '+t} if t else {});sys.exit(c.getresponse().status!=200)"]
+  CMD ["python", "-I", "-S", "-c", "import os,ssl,sys,http.client as h;e=os.environ.get;a=e('MOCKSKILL_HOST') or '';a={'':'127.0.0.1','0.0.0.0':'127.0.0.1','::':'::1'}.get(a,a);t=e('MOCKSKILL_ADMIN_TOKEN');p=int(e('MOCKSKILL_PORT') or 8080);s=(e('MOCKSKILL_TLS') or '').lower() in ('1','true','yes','on') or e('MOCKSKILL_TLS_CERT');c=h.HTTPSConnection(a,p,timeout=2,context=ssl._create_unverified_context()) if s else h.HTTPConnection(a,p,timeout=2);c.request('GET','/__admin/health',headers={'Authorization':'Bearer '+t} if t else {});sys.exit(c.getresponse().status!=200)"]
 # Exec form: mockskill is PID 1 and gets SIGTERM itself (it stops at once).
 ENTRYPOINT ["mockskill"]
 CMD ["serve"]

@@ -227,6 +227,49 @@ def cli() -> None:
     help="How --workers share the port: each its own socket with SO_REUSEPORT, or one"
     " socket the parent listens on, inherited (auto: reuseport where the platform has it).",
 )
+@click.option(
+    "--tls",
+    is_flag=True,
+    envvar="MOCKSKILL_TLS",
+    show_envvar=True,
+    help="Serve HTTPS, with a certificate made at start by a local CA (its file is printed;"
+    " GET /__admin/tls/ca.pem serves it) for localhost, 127.0.0.1, ::1, --host and --tls-name.",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    envvar="MOCKSKILL_TLS_CERT",
+    show_envvar=True,
+    help="Serve HTTPS with this certificate (chain, PEM) instead; needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    envvar="MOCKSKILL_TLS_KEY",
+    show_envvar=True,
+    help="The private key (PEM) of --tls-cert.",
+)
+@click.option(
+    "--tls-name",
+    "tls_names",
+    multiple=True,
+    metavar="NAME",
+    envvar="MOCKSKILL_TLS_NAMES",  # several joined with spaces
+    show_envvar=True,
+    help="Another name or address the --tls certificate holds (repeatable).",
+)
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    envvar="MOCKSKILL_HTTP_PORT",
+    show_envvar=True,
+    help="With --tls, serve plain HTTP on this port too (0: any free port).",
+)
 # A worker's own settings, given by its supervisor (mockskill/workers.py); not for users.
 @click.option("--worker-index", type=int, default=None, hidden=True)
 @click.option("--ready-fd", type=int, default=None, hidden=True)
@@ -253,6 +296,11 @@ def serve(
     state: str,
     workers: int,
     worker_socket: str,
+    tls: bool,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    tls_names: tuple[str, ...],
+    http_port: int | None,
     worker_index: int | None,
     ready_fd: int | None,
     parent_fd: int | None,
@@ -269,11 +317,20 @@ def serve(
             "--watch reloads the scenario files you name: give their PATHs (or set"
             " MOCKSKILL_SCENARIOS; the bundled scenarios do not change while serving)"
         )
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together: give both")
+    if http_port is not None and not (tls or tls_cert):
+        raise click.UsageError("--http-port serves plain HTTP beside --tls: give --tls too")
     try:
         shared = is_shared(state)
     except BadStoreURL as exc:
         raise click.UsageError(str(exc)) from None
     if workers > 1:
+        if tls and tls_cert is None:
+            raise click.UsageError(
+                "--tls with --workers: each worker would make its own CA; give the certificate"
+                " they all serve with --tls-cert FILE --tls-key FILE"
+            )
         if not shared:
             raise click.UsageError(needs_shared_state(workers))
         _load_or_exit(paths, max_delay)  # one report, not one per worker
@@ -306,6 +363,11 @@ def serve(
             grace=grace,
             keep_alive=keep_alive,
             state=checked(state) if shared else None,
+            tls=tls,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_names=tls_names,
+            http_port=http_port,
         )
         server.bind(worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port))
     except ServerError as exc:

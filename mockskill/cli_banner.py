@@ -60,6 +60,13 @@ def banner(
         f"  ({worker}seed {server.seed}; Ctrl-C stops)",
         f"  list of skills: GET {url}/skills",
     ]
+    if server.ca_bundle is not None:
+        lines.append(f"  TLS: certificate from a local CA: {server.ca_bundle}")
+        lines.append(f"       (also GET {url}/__admin/tls/ca.pem)")
+    elif server.tls:
+        lines.append("  TLS: the certificate given (--tls-cert)")
+    if server.http_url is not None:
+        lines.append(f"  plain HTTP too: {server.http_url}")
     if is_shared(state):
         lines.append(f"  state: shared, {masked(state)}")
     if server.admin_required:

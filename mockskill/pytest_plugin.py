@@ -109,6 +109,12 @@ class MockskillSession:
         """This session's requests, oldest first."""
         return self.server.journal(self.name)
 
+    @property
+    def ca_bundle(self) -> str | None:
+        """The CA certificate file of a server that serves HTTPS (``--mockskill-tls``), for
+        ``verify=``; None otherwise."""
+        return getattr(self.server, "ca_bundle", None)
+
     def reset(self) -> None:
         """Start this session afresh: positions, random draws and journal entries."""
         self.server.reset(self.name)
@@ -230,6 +236,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"{STATE_ENV}, else the ini setting mockskill_state, else memory); a marker's own "
         f"server keeps its state in memory",
     )
+    group.addoption(
+        "--mockskill-tls",
+        dest="mockskill_tls",
+        action="store_true",
+        default=None,
+        help="the mockskill fixtures' servers serve HTTPS, with a certificate from a local CA "
+        "(mockskill_server.ca_bundle, mockskill.ca_bundle: pass it as verify=); default: the "
+        "ini setting mockskill_tls",
+    )
+    parser.addini(
+        "mockskill_tls",
+        type="bool",
+        default=False,
+        help="the mockskill fixtures' servers serve HTTPS (see --mockskill-tls)",
+    )
     parser.addini(
         "mockskill_scenarios",
         type="linelist",
@@ -286,6 +307,12 @@ def state_url(config: pytest.Config) -> str:
         raise pytest.UsageError(f"mockskill: {exc}") from None
 
 
+def tls_wanted(config: pytest.Config) -> bool:
+    """Whether the fixtures' servers serve HTTPS: ``--mockskill-tls``, else the ini setting."""
+    given = config.getoption("mockskill_tls", None)
+    return bool(given) if given is not None else bool(config.getini("mockskill_tls"))
+
+
 def remote_server(config: pytest.Config) -> RemoteServer | None:
     """The server of ``--mockskill-url`` (else ``MOCKSKILL_URL``), checked; None if neither.
 
@@ -329,6 +356,7 @@ def mockskill_server(
         server = Server(
             scenarios if scenarios is not None else load_paths([bundled_path()]),
             state=state if is_shared(state) else None,
+            tls=tls_wanted(pytestconfig),
         )
     except ServerError as exc:  # the store cannot be reached: said once, plainly
         failure = f"mockskill: the mockskill_server fixture cannot start: {exc}"
@@ -363,7 +391,10 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
         if isinstance(items, (str, Path)):
             items = [items]
         try:
-            own = Server(load_scenarios(items, item.path.parent, "mark.mockskill scenarios"))
+            own = Server(
+                load_scenarios(items, item.path.parent, "mark.mockskill scenarios"),
+                tls=tls_wanted(request.config),
+            )
         except ScenarioError as exc:
             report = str(exc)  # failed outside the handler: no "during handling" chain
         else:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import itertools
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -39,7 +40,7 @@ from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
 from .engine.matching import COMPILING
 from .engine.plan import Outcome
-from .engine.state import DEFAULT_JOURNAL_SIZE, Entry
+from .engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_SESSION, Entry
 from .engine.store import Store
 from .listening import (
     BACKLOG,
@@ -55,6 +56,9 @@ from .scenario.reader import MAX_DELAY_MS
 from .server_store import open_state, set_moves_state, share, shared_url
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
+from .transport.tls import authority as tls_authority
+from .transport.tls import own_context
+from .transport.tls_faults import Failed, FaultListeners
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -141,6 +145,11 @@ class Server:
         state: Store | str | None = None,
         replica: str | None = None,
         shared_scenarios: str | None = None,
+        tls: bool = False,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+        tls_names: Iterable[str] = (),
+        http_port: int | None = None,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -150,7 +159,18 @@ class Server:
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
+        if (tls_cert is None) != (tls_key is None):
+            raise ServerError("a certificate needs its key: give both tls_cert and tls_key")
         self.host = host
+        self.tls = tls or tls_cert is not None
+        """Whether the port serves HTTPS (docs/tls.md)."""
+        self._tls_files = None if tls_cert is None else (str(tls_cert), str(tls_key))
+        self._tls_names = tuple(tls_names)
+        self._http_port = http_port
+        self._http_sock: socket.socket | None = None
+        self._faults = FaultListeners(
+            host, tls_authority, self._journal_handshake, names=self._tls_names
+        )
         self.state: Store = open_state(state, seed, journal_size, replica)
         self._owns_state = isinstance(state, str)
         """Whether the Server opened its store (from a URL): it closes it when it stops."""
@@ -164,6 +184,7 @@ class Server:
             raw_socket=True,
             host=host,
             activate=not set_moves_state(self.state, shares),
+            tls=self._faults,
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
@@ -194,6 +215,7 @@ class Server:
         self.header_timeout = header_timeout
         self._sock: socket.socket | None = None
         self._surface: LoopSurface | None = None
+        self._surfaces: list[LoopSurface] = []
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
@@ -240,11 +262,44 @@ class Server:
 
     @property
     def url(self) -> str:
-        """The base URL, e.g. ``http://127.0.0.1:54321`` (no trailing slash)."""
+        """The base URL, e.g. ``http://127.0.0.1:54321`` (``https://`` with TLS; no trailing
+        slash)."""
+        return f"{'https' if self.tls else 'http'}://{self._url_host}:{self.port}"
+
+    @property
+    def http_url(self) -> str | None:
+        """The plain-HTTP base URL beside HTTPS (*http_port*), or None."""
+        if self._http_sock is None:
+            return None
+        return f"http://{self._url_host}:{self._http_sock.getsockname()[1]}"
+
+    @property
+    def _url_host(self) -> str:
         host = self.host if ":" not in self.host else f"[{self.host}]"
         if host in ("0.0.0.0", "[::]"):
             host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
-        return f"http://{host}:{self.port}"
+        return host
+
+    @property
+    def ca_bundle(self) -> str | None:
+        """The path of the CA certificate (PEM) that signs this server's certificate, for
+        ``requests.get(url, verify=server.ca_bundle)``; None without TLS, or with the
+        user's own certificate (*tls_cert*)."""
+        if not self.tls or self._tls_files is not None:
+            return None
+        return tls_authority().ca_bundle
+
+    @property
+    def client_context(self) -> ssl.SSLContext | None:
+        """A client TLS context that trusts :attr:`ca_bundle` (None when that is None):
+        ``httpx.Client(verify=server.client_context)`` (httpx 0.28 deprecates a path)."""
+        bundle = self.ca_bundle
+        return None if bundle is None else ssl.create_default_context(cafile=bundle)
+
+    def client_certificate(self) -> bytes:
+        """A client certificate (PEM: key, then certificate) from the server's CA: what a
+        ``tls: client_cert_required`` skill accepts (``POST /__admin/tls/client-cert``)."""
+        return tls_authority().client_certificate()
 
     @property
     def seed(self) -> int:
@@ -414,15 +469,20 @@ class Server:
                 "this Server closed the store it opened when it stopped: make another"
             )
         raise_fd_limit()
+        context = self._tls_context()  # before the port: a bad certificate binds nothing
         if sock is None:
             sock = listen(self.host, self._port)
+        http_sock = None
+        if self._http_port is not None:
+            try:
+                http_sock = listen(self.host, self._http_port)
+            except ServerError:
+                sock.close()
+                raise
         self.engine.open()
-        surface = LoopSurface(
-            self.engine, self._admin_wsgi, max_body_bytes=self.max_body_bytes, cors=self.cors
-        )
-        if not self._quiet:
-            log_to_stderr()
-            surface.on_played = self._log_request
+        surface = self._new_surface()
+        if context is not None:  # the engine's URLs say https:// for requests read on it
+            self.engine.secure_ports.add(int(sock.getsockname()[1]))
         limits = Limits(
             max_body=self.max_body_bytes,
             keep_alive=self.keep_alive,
@@ -430,8 +490,20 @@ class Server:
         )
         self._sock, self._surface = sock, surface
         self._transport = transport.Server(
-            surface, self.host, limits=limits, sock=sock, before_trim=self.state.compact
+            surface,
+            self.host,
+            limits=limits,
+            sock=sock,
+            before_trim=self.state.compact,
+            tls=context,
         )
+        # The TLS faults' ports serve HTTPS once their handshake succeeds.
+        self._faults.serve(lambda: surface, limits)
+        self._transport.companions.append(self._faults)
+        if http_sock is not None:
+            self._http_sock = http_sock
+            plain = transport.Server(surface, self.host, limits=limits, sock=http_sock)
+            self._transport.companions.append(plain)
         if self._shared is not None:  # catches up at once: what changed since __init__ too
             self._shared.start(self.registry.catch_up, self.registry.reset_here)
 
@@ -476,11 +548,63 @@ class Server:
         self._threaded = None
         self._closed()
 
+    def _new_surface(self) -> LoopSurface:
+        surface = LoopSurface(
+            self.engine,
+            self._admin_wsgi,
+            max_body_bytes=self.max_body_bytes,
+            cors=self.cors,
+        )
+        self._surfaces.append(surface)
+        if not self._quiet:
+            log_to_stderr()
+            surface.on_played = self._log_request
+        return surface
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        """The context of ``--tls``: the user's certificate, or one from the local CA."""
+        if not self.tls:
+            return None
+        if self._tls_files is not None:
+            cert, key = self._tls_files
+            try:
+                return own_context(cert, key)
+            except (OSError, ssl.SSLError) as exc:
+                raise ServerError(
+                    f"cannot use the certificate {cert} with the key {key}: {exc}"
+                ) from exc
+        return tls_authority().server_context((self.host, *self._tls_names))
+
+    def _journal_handshake(self, failed: Failed) -> None:
+        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md)."""
+        state = self.state
+        skill = next((s for s in self.engine.scenarios.skills if s.id == failed.skill), None)
+        state.record(
+            Entry(
+                id=state.next_id(),
+                started=failed.started,
+                finished=failed.finished,
+                session=DEFAULT_SESSION,
+                method="",
+                path=f"/skills/{failed.skill}/invoke",
+                status=None,
+                endpoint="invoke",
+                skill=failed.skill,
+                scenario=skill.scenario if skill is not None else None,
+                error_code="MOCKSKILL_TLS_HANDSHAKE_FAILED",
+                tls=(failed.fault, failed.alert, failed.sni),
+            )
+        )
+
     def _closed(self) -> None:
         if self._sock is not None:
             self._sock.close()
-        if self._surface is not None:
-            self._surface.close()
+        if self._http_sock is not None:
+            self._http_sock.close()
+            self._http_sock = None
+        for surface in self._surfaces:
+            surface.close()
+        self._surfaces.clear()
         self.engine.close()
         if self._shared is not None:
             self._shared.stop()

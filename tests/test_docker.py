@@ -37,6 +37,7 @@ import textwrap
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import Any
 
 import pytest
 import requests
+import urllib3.exceptions
 import yaml
 
 from mockskill.cli import serve
@@ -992,3 +994,30 @@ def _answers(url: str) -> bool:
         return requests.get(url, timeout=5).status_code == 200
     except requests.RequestException:
         return False
+
+
+def test_tls_serves_https_with_the_ca_from_the_admin_surface_and_stays_healthy(
+    run: Run, tmp_path: Path
+) -> None:
+    container = run(env={"MOCKSKILL_TLS": "1", "MOCKSKILL_TLS_NAMES": "mockskill"}, serve=False)
+    url = f"https://127.0.0.1:{container.port}"
+    deadline = time.monotonic() + 20
+    while True:  # as docs/docker.md does: the CA once, unverified (curl -k)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+                ca = requests.get(f"{url}/__admin/tls/ca.pem", verify=False, timeout=5)
+            break
+        except (requests.ConnectionError, requests.Timeout):
+            assert time.monotonic() < deadline, container.logs()
+            time.sleep(0.05)
+    assert ca.status_code == 200
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(ca.content)
+    listed = requests.get(f"{url}/skills", verify=str(bundle), timeout=5)
+    assert listed.status_code == 200
+    assert listed.json()["skills"][0]["descriptor_url"].startswith(f"{url}/skills/")
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(f"{url}/skills", timeout=5)  # the system's CAs do not know it
+    assert "TLS: certificate from a local CA" in container.logs()
+    container.wait_healthy()  # the HEALTHCHECK speaks HTTPS too

@@ -690,3 +690,26 @@ def test_a_store_that_does_not_answer_fails_the_tests_that_need_the_server(
         [f"*mockskill: the mockskill_server fixture cannot start: *{nowhere}*"]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_mockskill_tls_serves_the_fixtures_over_https_with_their_ca_bundle(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_https(mockskill, mockskill_server):
+            assert mockskill.url.startswith("https://")
+            assert mockskill.ca_bundle == mockskill_server.ca_bundle is not None
+            answer = requests.post(
+                mockskill.invoke_url("translate"),
+                json={"text": "hi"},
+                headers=mockskill.headers,
+                verify=mockskill.ca_bundle,
+            )
+            assert answer.status_code == 200
+            assert [e.status for e in mockskill.journal()] == [200]
+        """,
+        "--mockskill-tls",
+    )
+    result.assert_outcomes(passed=1)

@@ -33,6 +33,8 @@ LAZY = (
     "mockskill.cli_report",
     "mockskill.remote",
     "mockskill.scenario.syntax",
+    "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
+    "cryptography",
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 

@@ -29,6 +29,7 @@ from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
 from . import dashboard, recording_routes
 from . import scenarios as admin_scenarios
+from . import tls as admin_tls
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
 
@@ -200,6 +201,7 @@ def blueprint(registry: Registry) -> Blueprint:
 
     admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
     recording_routes.register(bp, registry)  # /__admin/recordings (admin/recording_routes.py)
+    admin_tls.register(bp, engine)  # /__admin/tls (mockskill/admin/tls.py)
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 

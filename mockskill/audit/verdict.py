@@ -19,6 +19,7 @@ from ..protocol.catalog import CODES
 from .covered import FAULT_NAMES, coverage, timeouts
 from .executions import duplicate_executions
 from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
+from .handshakes import http_entries, permanent_retried, tls_coverage
 from .policy import Policy
 from .retries import chains, endpoint_of
 
@@ -28,7 +29,9 @@ def session_report(
 ) -> dict[str, Any]:
     """The audit of one session's requests."""
     chain_list = []
-    findings: list[Finding] = []
+    findings: list[Finding] = permanent_retried(name, entries)
+    handshakes = entries
+    entries = http_entries(entries)  # a failed handshake is no request: no chain, no timeout
     for chain in chains(entries):
         attempts, found = audit_chain(name, chain, policy)
         findings.extend(found)
@@ -45,8 +48,9 @@ def session_report(
     return {
         "session": name,
         "requests": len(entries),
+        "handshakes_failed": len(handshakes) - len(entries),
         "clean": not findings,
-        "coverage": coverage(entries),
+        "coverage": {**coverage(entries), "tls_faults": tls_coverage(handshakes)},
         "chains": chain_list,
         "timeouts": timeouts(entries),
         "findings": [f.as_json() for f in findings],

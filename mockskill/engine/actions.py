@@ -121,6 +121,8 @@ class Urls:
 
     base: str
     refused: str | None = None
+    tls: tuple[tuple[str, str], ...] = ()
+    """Each TLS fault skill's placeholder (``{tls_base_url:ID}``) and its port's base URL."""
 
     def fill_kept(self, reply: Reply) -> Reply:
         """:meth:`fill` for a reply of the model (made at load time): the filled reply is
@@ -137,6 +139,9 @@ class Urls:
         if self.refused is not None:
             body = body.replace(_REFUSED, self.refused.encode())
             headers = tuple((k, v.replace(REFUSED_BASE_URL, self.refused)) for k, v in headers)
+        for placeholder, base in self.tls:
+            body = body.replace(placeholder.encode(), base.encode())
+            headers = tuple((k, v.replace(placeholder, base)) for k, v in headers)
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
 
 

@@ -21,6 +21,7 @@ tuple, built into its Entry when the journal is read.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, overload
@@ -28,6 +29,7 @@ from typing import Literal, overload
 from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
+from ..protocol.catalog import tls_base_url
 from ..scenario.model import Reply, ScenarioSet, Step
 from . import auth, choosing
 from . import plan as plans
@@ -41,7 +43,7 @@ from .journalling import Journalling, Plain, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
-from .ports import RefusedPort
+from .ports import RefusedPort, TLSPorts
 from .proxying import Proxying, proxy_needs_loop
 from .replies import (
     ERROR_HEADER,
@@ -71,8 +73,8 @@ class Engine:
     *raw_socket* says whether the server hands the app each connection's
     socket (Werkzeug's does, as ``werkzeug.socket``); scenarios with
     transport faults are refused without it. *host* is where a port is held
-    for unreachable skills. The outage windows of *scenarios* start now,
-    unless not *activate* (see :meth:`load`).
+    for unreachable skills; *tls* holds the TLS faults' (none without it). The
+    outage windows of *scenarios* start now, unless not *activate* (see :meth:`load`).
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class Engine:
         raw_socket: bool = False,
         host: str = "127.0.0.1",
         activate: bool = True,
+        tls: TLSPorts | None = None,
     ) -> None:
         self.state = state
         self._answer = None if state.remote else state.answer
@@ -90,6 +93,14 @@ class Engine:
         made, nothing resumed); None for a remote store, whose needs are handed out."""
         self.raw_socket = raw_socket
         self.refused = RefusedPort(host)
+        self.tls = tls
+        """The TLS faults' ports (held by the server that serves them; None: none can be)."""
+        self._tls_bases: tuple[tuple[str, int], ...] = ()
+        """The skills with a TLS fault and their ports, while open."""
+        self.secure_ports: set[int] = set()
+        """The local ports that read requests over TLS (``--tls``'s; the TLS faults' are
+        added when held): their URLs say ``https://``. Read when a Urls is made, never
+        per request (the Urls are kept by the local address)."""
         self._open = False
         journalling = self._journalling = Journalling(state)
         self._recorded = journalling.recorded
@@ -135,7 +146,7 @@ class Engine:
         (another replica loaded them and started their windows in the shared
         store: starting them again here would move them).
         """
-        check_playable(scenarios, raw_socket=self.raw_socket)
+        check_playable(scenarios, raw_socket=self.raw_socket, tls=self.tls is not None)
         table = RoutingTable(scenarios)
         # Outage windows start when a scenario is loaded; one kept as it was
         # (the very object: Server.add, Server.remove) keeps its window.
@@ -163,11 +174,23 @@ class Engine:
         self._open = True
         if any(skill.unreachable for skill in self.scenarios.skills):
             self.refused.open()
+        faults = {s.id: s.tls for s in self.scenarios.skills if s.tls is not None}
+        if self.tls is not None and (faults or self._tls_bases):
+            ports = self.tls.hold(faults)
+            self.secure_ports.difference_update(n for _, n in self._tls_bases)
+            self._tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
+            self.secure_ports.update(ports.values())
+            self._urls_by_host.clear()  # their Urls name the ports held before
 
     def close(self) -> None:
         """Stop serving: let go of the held port (:meth:`open` takes one again)."""
         self._open = False
         self.refused.close()
+        if self.tls is not None:
+            self.tls.release()
+            self.secure_ports.difference_update(n for _, n in self._tls_bases)
+            self._tls_bases = ()
+            self._urls_by_host.clear()
 
     def handle(self, request: Request) -> Response:
         """Answer *request* on this thread: waits are slept (a WSGI server's way); the
@@ -566,11 +589,14 @@ class Engine:
         urls = self._urls_by_host.get(key)
         if urls is None:
             base = facts.base_url(request)
-            if port is None:
-                urls = Urls(base)
-            else:
-                hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
-                urls = Urls(base, f"{hostname}:{port}")
+            if request.server[1] in self.secure_ports and base.startswith("http://"):
+                base = f"https://{base[7:]}"
+            hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
+            urls = Urls(base) if port is None else Urls(base, f"{hostname}:{port}")
+            if self._tls_bases:
+                host = hostname.split("://", 1)[1]
+                tls = tuple((p, f"https://{host}:{n}") for p, n in self._tls_bases)
+                urls = dataclasses.replace(urls, tls=tls)
             if len(self._urls_by_host) >= MAX_CACHED:
                 self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
             self._urls_by_host[key] = urls

@@ -124,10 +124,17 @@ class Entry:
     provider's base), ``reached`` (the request was sent to it: it may have run),
     ``status`` (its answer's, or None), ``error`` (why no whole answer came, or None)
     and ``ms``; None when the request was not proxied."""
+    tls: tuple[str, str | None, str | None] | None = None
+    """A TLS handshake that failed on a skill's fault port (docs/tls.md): the fault, the
+    alert the client sent (None: none), the SNI name it offered (None: none). Then no
+    request was read: ``method`` is empty, ``path`` the skill's invoke path."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["retry"] = None if self.retry is None else self.retry.as_json()
+        if self.tls is not None:
+            fault, alert, sni = self.tls
+            data["tls"] = {"fault": fault, "alert": alert, "sni": sni}
         data["near_misses"] = list(self.near_misses)
         return data
 
@@ -153,6 +160,11 @@ class Entry:
         if retry is not None:
             values["retry"] = Retry(int(retry["suggested_delay_ms"]), int(retry["max_attempts"]))
         values["near_misses"] = tuple(dict(m) for m in values.get("near_misses") or ())
+        tls = values.get("tls")
+        if isinstance(tls, Mapping):
+            values["tls"] = (tls["fault"], tls.get("alert"), tls.get("sni"))
+        elif tls is not None:
+            values["tls"] = tuple(tls)
         return cls(**values)
 
 
@@ -207,6 +219,13 @@ class Recorded(NamedTuple):
     replica: str | None = None
     case: int | None = None
     upstream: dict[str, Any] | None = None
+
+
+# Entry.tls is no field of a Recorded, whose ``tls`` reads None: a request never has it (a
+# failed TLS handshake is recorded as an Entry), and a field more cost every request's
+# tuple ~240 instructions (bench/callgrind_request.py). Set here: a NamedTuple's body
+# takes fields only.
+Recorded.tls = None  # type: ignore[attr-defined]
 
 
 def oversized(recorded: Entry | Recorded) -> bool:
@@ -298,8 +317,11 @@ def _masked(text: str, hidden: tuple[str, ...]) -> str:
 
 
 _RETRY = Recorded._fields.index("retry")
-_VALUES = operator.attrgetter(*Recorded._fields)
-"""An Entry's (or a Recorded's) values, in their order."""
+_RECORDED_SIZE = len(Recorded._fields)
+ENTRY_FIELDS = (*Recorded._fields, "tls")
+"""An Entry's fields, in order: a Recorded's, then ``tls`` (which a Recorded reads as None)."""
+_VALUES = operator.attrgetter(*ENTRY_FIELDS)
+"""An Entry's values, in their order."""
 
 
 def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry | Recorded]]) -> bytes:
@@ -331,5 +353,10 @@ def unpacked(data: bytes, last: int) -> list[Entry]:
         hidden, values = rows[n], rows[n + 1]
         if values[_RETRY] is not None:
             values = (*values[:_RETRY], Retry(*values[_RETRY]), *values[_RETRY + 1 :])
-        entries.append(Entry(*values) if hidden is None else kept(Recorded(*values), hidden))
+        if hidden is None:
+            entries.append(Entry(*values))
+        elif len(values) == _RECORDED_SIZE:
+            entries.append(kept(Recorded(*values), hidden))
+        else:  # an Entry recorded as one (a refusal, a failed handshake): tls too
+            entries.append(kept(Entry(*values), hidden))
     return entries

@@ -1,10 +1,14 @@
-"""A port on this host where nothing listens, held so that nothing else takes it.
+"""Ports held for the descriptors to name: one where nothing listens; the TLS faults'.
 
-Skills marked ``unreachable`` name it in their descriptor's
+Skills marked ``unreachable`` name :class:`RefusedPort` in their descriptor's
 ``endpoint.url``: a consumer that follows the descriptor meets a real
 connection refusal, not a scripted one. The port is bound (so no other
 program gets it while mockskill runs) but never listened on, so the kernel
 refuses every connection to it.
+
+Skills with ``tls: FAULT`` name a port of their own whose handshake fails
+(:class:`TLSPorts`): the transport holds and serves those
+(mockskill/transport/tls_faults.py); the engine only asks for their numbers.
 """
 
 from __future__ import annotations
@@ -12,8 +16,32 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Mapping
+from typing import Protocol
 
 from werkzeug.serving import get_sockaddr, select_address_family
+
+
+class TLSPorts(Protocol):
+    """The TLS faults' ports of a server, as the engine and the admin API see them."""
+
+    def hold(self, faults: Mapping[str, str]) -> Mapping[str, int]:
+        """Hold a port for each skill of *faults* (skill id -> fault), let go of the others;
+        the port of each skill."""
+        ...
+
+    def release(self) -> None:
+        """Let go of every port."""
+        ...
+
+    @property
+    def ca_pem(self) -> bytes:
+        """The certificate (PEM) of the CA that signs the server's certificates."""
+        ...
+
+    def client_certificate(self) -> bytes:
+        """A client certificate from that CA (PEM: key, then certificate)."""
+        ...
 
 
 class RefusedPort:

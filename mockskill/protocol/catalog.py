@@ -23,6 +23,15 @@ BASE_URL = "{base_url}"
 """Placeholder for the server's base URL, filled in per request."""
 REFUSED_BASE_URL = "{refused_base_url}"
 """Placeholder for a base URL on this host where nothing listens (connections are refused)."""
+TLS_BASE_URL = "{tls_base_url:"
+"""The start of a skill's TLS fault placeholder, ``{tls_base_url:ID}``: the HTTPS base URL
+of the port whose handshake fails as the skill's ``tls:`` says."""
+
+
+def tls_base_url(skill_id: str) -> str:
+    """The placeholder of skill *skill_id*'s TLS fault port (see :data:`TLS_BASE_URL`)."""
+    return f"{TLS_BASE_URL}{skill_id}}}"
+
 
 TOKEN_PATH = "/oauth/token"
 """Where this provider's OAuth2 clients get tokens (a descriptor's ``token_url``)."""
@@ -56,10 +65,15 @@ class Context:
 
     @classmethod
     def for_skill(
-        cls, skill_id: str, endpoint: str = "invoke", *, unreachable: bool = False
+        cls,
+        skill_id: str,
+        endpoint: str = "invoke",
+        *,
+        unreachable: bool = False,
+        tls: bool = False,
     ) -> Context:
         suffix = "/invoke" if endpoint == "invoke" else ""
-        base = REFUSED_BASE_URL if unreachable else BASE_URL
+        base = REFUSED_BASE_URL if unreachable else tls_base_url(skill_id) if tls else BASE_URL
         return cls(skill_id, f"{BASE_URL}/skills/{skill_id}{suffix}", base)
 
     @property

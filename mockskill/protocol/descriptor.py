@@ -17,22 +17,24 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from .catalog import BASE_URL, REFUSED_BASE_URL, TOKEN_PATH
+from .catalog import BASE_URL, REFUSED_BASE_URL, TOKEN_PATH, tls_base_url
 
 PROTOCOL_VERSION = "1.0.0"
 CAPABILITY_TYPES = ("plugin", "api", "knowledge", "task")
 
 
-def invoke_url(skill_id: str, *, unreachable: bool = False) -> str:
-    """Where a skill is invoked; for an unreachable one, a port where nothing listens."""
-    return f"{REFUSED_BASE_URL if unreachable else BASE_URL}/skills/{skill_id}/invoke"
+def invoke_url(skill_id: str, *, unreachable: bool = False, tls: bool = False) -> str:
+    """Where a skill is invoked; for an unreachable one, a port where nothing listens; for
+    one with a TLS fault, the port whose handshake fails."""
+    base = REFUSED_BASE_URL if unreachable else tls_base_url(skill_id) if tls else BASE_URL
+    return f"{base}/skills/{skill_id}/invoke"
 
 
 def descriptor_url(skill_id: str) -> str:
     return f"{BASE_URL}/skills/{skill_id}"
 
 
-def default(skill_id: str, *, unreachable: bool = False) -> dict[str, Any]:
+def default(skill_id: str, *, unreachable: bool = False, tls: bool = False) -> dict[str, Any]:
     """A valid descriptor for *skill_id*, invoked at this server (or where nothing listens)."""
     return {
         "protocol_version": PROTOCOL_VERSION,
@@ -41,7 +43,10 @@ def default(skill_id: str, *, unreachable: bool = False) -> dict[str, Any]:
         "description": f"Mock skill {skill_id!r} served by mockskill",
         "version": "1.0.0",
         "capability_type": "api",
-        "endpoint": {"url": invoke_url(skill_id, unreachable=unreachable), "method": "POST"},
+        "endpoint": {
+            "url": invoke_url(skill_id, unreachable=unreachable, tls=tls),
+            "method": "POST",
+        },
         "auth": {"type": "none"},
     }
 

@@ -9,6 +9,7 @@ lists them all, so a server never serves half a configuration.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -25,7 +26,18 @@ from . import access, proxying
 from .cases import read_endpoint
 from .claims import Claim, clashes
 from .credentials import read_credentials, read_requirement
-from .model import Outage, Reply, Requirement, Route, Scenario, ScenarioSet, Sequence, Skill, Step
+from .model import (
+    TLS_FAULTS,
+    Outage,
+    Reply,
+    Requirement,
+    Route,
+    Scenario,
+    ScenarioSet,
+    Sequence,
+    Skill,
+    Step,
+)
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .source import Document, Position, read_file, read_text
@@ -37,6 +49,7 @@ SKILL_KEYS = (
     "descriptor",
     "raw_descriptor",
     "unreachable",
+    "tls",
     "timeout_ms",
     "timeout_status",
     "accepts",
@@ -330,12 +343,17 @@ def _read_skill(
     if not isinstance(unreachable, bool):
         r.bad((*path, "unreachable"), "true or false", describe(unreachable))
         unreachable = False
-    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires)
+    tls = _tls_fault(r, raw, path, unreachable)
+    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires, tls)
     body = served if served is not None else b"{}"
     describe_ctx = StepContext(
-        Context.for_skill(checked_id, "describe", unreachable=unreachable), body
+        Context.for_skill(checked_id, "describe", unreachable=unreachable, tls=tls is not None),
+        body,
     )
-    invoke_ctx = StepContext(Context.for_skill(checked_id, "invoke", unreachable=unreachable), body)
+    invoke_ctx = StepContext(
+        Context.for_skill(checked_id, "invoke", unreachable=unreachable, tls=tls is not None),
+        body,
+    )
     where = r.position(path)
     default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
     if unreachable:  # asked here anyway, answer as a gateway that could not connect would
@@ -405,7 +423,34 @@ def _read_skill(
         requires=requires,
         describe_cases=describe_cases,
         invoke_cases=invoke_cases,
+        tls=tls,
     )
+
+
+def _tls_fault(r: Reader, raw: dict[str, Any], path: Path, unreachable: bool) -> str | None:
+    """The skill's ``tls:`` fault (None: none), checked against :data:`TLS_FAULTS`."""
+    value = raw.get("tls")
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in TLS_FAULTS:
+        close = difflib.get_close_matches(str(value), TLS_FAULTS, n=1)
+        r.bad(
+            (*path, "tls"),
+            f"a TLS fault: {', '.join(TLS_FAULTS)}",
+            describe(value),
+            f"did you mean {close[0]}?" if close else "",
+        )
+        return None
+    if unreachable:
+        r.bad(
+            (*path, "tls"),
+            "tls or unreachable",
+            "both",
+            "an unreachable skill's port refuses connections: no handshake happens there",
+            at_key=True,
+        )
+        return None
+    return value
 
 
 def _descriptor(
@@ -415,6 +460,7 @@ def _descriptor(
     skill_id: str,
     unreachable: bool,
     requires: Requirement | None,
+    tls: str | None = None,
 ) -> tuple[Any, bytes | None]:
     """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
     if "raw_descriptor" in raw:
@@ -438,7 +484,7 @@ def _descriptor(
             "to serve something that is not a mapping, use raw_descriptor",
         )
         return None, None
-    base = descriptors.default(skill_id, unreachable=unreachable)
+    base = descriptors.default(skill_id, unreachable=unreachable, tls=tls is not None)
     if requires is not None:
         base["auth"] = descriptors.auth_section(requires.type, requires.scopes)
     merged = descriptors.merge(base, override)

@@ -21,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL, UPGRADE_URL, Rendered, Retry
+from ..protocol.catalog import (
+    BASE_URL,
+    REFUSED_BASE_URL,
+    TLS_BASE_URL,
+    UPGRADE_URL,
+    Rendered,
+    Retry,
+)
 from ..protocol.versions import Range, parse_version
 from .delays import Delay, LogNormal, Uniform
 from .source import Position
@@ -39,6 +46,20 @@ FAULTS: tuple[str, ...] = (
     "TRUNCATED_BODY",
 )
 """The transport faults a step may name (``fault:``); the engine's faults module plays each."""
+TLS_FAULTS: tuple[str, ...] = (
+    "expired",
+    "not_yet_valid",
+    "wrong_host",
+    "untrusted",
+    "self_signed",
+    "weak_key",
+    "client_cert_required",
+    "handshake_reset",
+    "handshake_hang",
+    "plain_http",
+    "protocol_version",
+)
+"""The TLS faults a skill may name (``tls:``); mockskill/transport/tls_faults.py does each."""
 Endpoint = Literal["describe", "invoke", "route"]
 
 
@@ -68,7 +89,7 @@ class Reply:
         retry: Retry | None = None,
     ) -> Reply:
         pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
-        markers = (BASE_URL, REFUSED_BASE_URL)
+        markers = (BASE_URL, REFUSED_BASE_URL, TLS_BASE_URL)
         templated = any(m.encode() in body or any(m in v for _, v in pairs) for m in markers)
         return cls(status, pairs, body, content_type, error_code, retry, templated)
 
@@ -325,6 +346,9 @@ class Skill:
     describe_cases: tuple[Case, ...] = ()
     invoke_cases: tuple[Case, ...] = ()
     """The cases of each endpoint, tried in order before its default sequence."""
+    tls: str | None = None
+    """The TLS fault of its invoke endpoint (:data:`TLS_FAULTS`; None: none): the
+    descriptor's ``endpoint.url`` names a port of its own whose handshake fails so."""
 
     @property
     def sequences(self) -> tuple[Sequence, ...]:

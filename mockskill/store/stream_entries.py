@@ -19,7 +19,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.entries import Entry, Recorded, shown_changes
+from ..engine.entries import ENTRY_FIELDS, Entry, Recorded, shown_changes
 from ..protocol.catalog import Retry
 
 # Each entry of the stream: i = its id, s = its session as shown (what a session's read
@@ -49,7 +49,7 @@ MAX_BATCH = 256
 bigger backlog goes as several calls, so that no call holds Redis (every replica's
 requests wait behind it) for long."""
 
-_NAMES = Recorded._fields[1:]
+_NAMES = ENTRY_FIELDS[1:]
 """What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""
 SCHEMA = json.dumps(_NAMES, separators=(",", ":"))
 """The names of this version's values, as the schemas hash holds them."""
@@ -57,12 +57,13 @@ SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
 """How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
 other fields, write theirs under another key: each reads the other's by its names)."""
 SCHEMA_KEY_BYTES = SCHEMA_KEY.encode()
-VALUES = operator.attrgetter(*Recorded._fields)
+VALUES = operator.attrgetter(*ENTRY_FIELDS)
 Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
 """A queued record and the secrets hidden when it was recorded (None: built already)."""
 _RETRY = Recorded._fields.index("retry")
 _REPLICA = Recorded._fields.index("replica")
 _NEAR_MISSES = Recorded._fields.index("near_misses")
+_TLS = ENTRY_FIELDS.index("tls")
 _SESSION = Recorded._fields.index("session") - 1
 """Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
 _INDEX = {name: i for i, name in enumerate(Recorded._fields)}
@@ -116,6 +117,10 @@ def decoded(
         if retry is not None:
             values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
         values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
+        # A request's entry ends before tls (a Recorded has none); a failed handshake's
+        # holds it, a JSON array, held as a tuple.
+        if len(values) >= _TLS and values[_TLS - 1] is not None:
+            values[_TLS - 1] = tuple(values[_TLS - 1])
         return Entry(int(ident), *values)
     data = dict(zip(names, values, strict=False))
     data["id"] = int(ident)

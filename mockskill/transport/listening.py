@@ -39,6 +39,7 @@ import errno
 import functools
 import logging
 import socket
+import ssl
 import struct
 import sys
 from collections.abc import Callable, Coroutine
@@ -90,8 +91,10 @@ class Listener:
         sock: socket.socket,
         factory: Callable[[], asyncio.Protocol],
         timers: Timers,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._loop, self._factory, self._timers = loop, factory, timers
+        self._ssl = tls
         self._sock: socket.socket | None = sock.dup()
         self._sock.setblocking(False)
         # asyncio sets TCP_NODELAY only on a socket whose proto says TCP, and a socket made
@@ -186,7 +189,7 @@ class Listener:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Both loops make the socket non-blocking themselves.
         self._adopting += 1
-        self._step(conn, self._loop.connect_accepted_socket(self._factory, conn))
+        self._step(conn, self._loop.connect_accepted_socket(self._factory, conn, ssl=self._ssl))
 
     def _step(
         self,

@@ -23,9 +23,10 @@ import asyncio
 import contextlib
 import signal
 import socket
+import ssl
 import threading
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol
 
 from .connection import Connection
 from .handler import Handler
@@ -42,6 +43,16 @@ BACKLOG = 4096
 DEFAULT_GRACE = 5.0
 """Seconds requests in flight get to finish on stop: below ``docker stop``'s 10 s,
 so that the drain ends before Docker's SIGKILL."""
+
+
+class Companion(Protocol):
+    """What starts and stops with a :class:`Server`, on its loop (a second listener)."""
+
+    async def start(self) -> None: ...
+
+    def stop(self, grace: float = DEFAULT_GRACE) -> Awaitable[bool]: ...
+
+    def hurry(self) -> None: ...
 
 
 def new_loop(kind: LoopKind = "auto") -> asyncio.AbstractEventLoop:
@@ -86,8 +97,14 @@ class Server:
         backlog: int = BACKLOG,
         sock: socket.socket | None = None,
         before_trim: Callable[[], bool] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.handler = handler
+        self.tls = tls
+        """The TLS context of an HTTPS server (None: plain HTTP)."""
+        self.companions: list[Companion] = []
+        """Started after this server, on its loop, and stopped before it (``--http-port``
+        beside ``--tls``, the TLS faults' listeners)."""
         self.before_trim = before_trim
         """Called before the heap is trimmed after a flood, until it returns True
         (:class:`.shared.Shared`)."""
@@ -117,12 +134,14 @@ class Server:
             timers.run_due()
             return Connection(shared)
 
-        server = await loop.create_server(connection, sock=sock, backlog=self.backlog)
+        server = await loop.create_server(connection, sock=sock, backlog=self.backlog, ssl=self.tls)
         self._server = server
-        listener = Listener(loop, sock, connection, timers)
+        listener = Listener(loop, sock, connection, timers, self.tls)
         shared.arrived = listener.arrived
         self._listener = listener
         self.port = int(sock.getsockname()[1])
+        for companion in self.companions:
+            await companion.start()
 
     @property
     def accepted(self) -> int:
@@ -148,11 +167,15 @@ class Server:
         """End the drain of a :meth:`stop` under way now: what is in flight is cut."""
         if self._shared is not None:
             self._shared.hurry()
+        for companion in self.companions:
+            companion.hurry()
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> bool:
         """Stop accepting now, drain for up to *grace* s, cut the rest; True if none was cut."""
         if self._server is None or self._listener is None or self._shared is None:
             return True
+        # The companions' listeners stop and drain alongside this one's.
+        others = [asyncio.ensure_future(c.stop(grace)) for c in self.companions]
         # The listening socket (both ways in): no new connection from here on.
         self._server.close()
         await self._listener.close()
@@ -162,6 +185,8 @@ class Server:
             await asyncio.sleep(0)
         drained = await self._shared.drain(grace) if grace > 0 else False
         await self._shared.cut()
+        for other in others:
+            drained = await other and drained
         close_pool(asyncio.get_running_loop())  # the proxy steps' kept-alive upstreams
         self._server = self._listener = None
         return drained

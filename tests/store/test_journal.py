@@ -272,6 +272,7 @@ def every_field() -> Entry:
         replica="host:123",
         case=3,
         upstream={"url": "http://p:9", "reached": True, "status": 200, "error": None, "ms": 1.25},
+        tls=("expired", "certificate_expired", "skills.example"),
     )
 
 

@@ -1,0 +1,396 @@
+"""The TLS faults' listeners: a port per skill with ``tls: FAULT``, whose handshake fails.
+
+A TLS fault comes before any HTTP request, so it belongs to the endpoint the
+consumer connects to: each skill with ``tls:`` gets a port of its own (held,
+like ``unreachable``'s, for as long as the scenario is served), named in its
+descriptor's ``endpoint.url``. :class:`FaultListeners` holds them all for one
+server and runs them on its loop (a :class:`~.server.Companion` of the main
+listener); the engine asks it for the ports (:meth:`FaultListeners.hold`,
+the :class:`~mockskill.engine.ports.TLSPorts` interface) and never does the I/O.
+
+Each accepted connection is first looked at without reading it
+(``MSG_PEEK``): the ClientHello's server name (SNI) is read off it, then
+
+- ``handshake_reset``: the connection is reset (RST) once the ClientHello is in;
+- ``handshake_hang``: nothing is answered until the client gives up (or the server stops);
+- ``plain_http``: a plain HTTP ``400`` is answered on the TLS port;
+- every other fault (:data:`.tls.CERT_FAULTS`) is a real handshake with the
+  fault's certificate or context; one that succeeds (a client that does not
+  verify, a valid client certificate for ``client_cert_required``) is served
+  as every HTTPS connection is: the skill's usual sequence plays.
+
+Every handshake that fails is reported to *on_failed* (the journal): the fault,
+the alert the client sent when it sent one, the SNI name offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .connection import Connection
+from .handler import Handler
+from .reading import Limits
+from .shared import Shared
+from .tls import Authority
+
+log = logging.getLogger("mockskill.transport")
+
+RAW_FAULTS = ("handshake_reset", "handshake_hang", "plain_http")
+"""The TLS faults done to the raw connection (no handshake)."""
+
+LINGER = 2.0
+"""Seconds a failed handshake's connection is read (and dropped) before it is closed."""
+
+HELLO_TIMEOUT = 10.0
+"""Seconds a connection may take to send its ClientHello before it is closed."""
+
+PLAIN_ANSWER = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 52\r\n"
+    b"Connection: close\r\n\r\nmockskill plain_http: this port speaks plain HTTP.\r\n"
+)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A handshake that failed on a fault's port, for the journal."""
+
+    skill: str
+    fault: str
+    started: float
+    finished: float
+    alert: str | None
+    """The TLS alert the client sent (``unknown_ca``, ``bad_certificate``, ...), if any."""
+    sni: str | None
+    """The server name the ClientHello offered (None: none, or no ClientHello)."""
+
+
+class FaultListeners:
+    """The TLS faults' ports of one server (module doc): held, served, stopped."""
+
+    def __init__(
+        self,
+        host: str,
+        authority: Callable[[], Authority],
+        on_failed: Callable[[Failed], None],
+        names: tuple[str, ...] = (),
+    ) -> None:
+        self.host = host
+        self._authority = authority
+        self._handler: Callable[[], Handler] | None = None
+        self._limits = Limits()
+        self._on_failed = on_failed
+        self._names = (host, *names)
+        self._lock = threading.Lock()
+        self._held: dict[str, _Listener] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._shared: Shared | None = None
+
+    # -- the engine's side (any thread) ---------------------------------------------------
+
+    def hold(self, faults: Mapping[str, str]) -> dict[str, int]:
+        """Hold a port for each skill of *faults* (skill id -> fault); let go of the others."""
+        with self._lock:
+            for skill in [s for s, held in self._held.items() if faults.get(s) != held.fault]:
+                self._let_go(self._held.pop(skill))
+            for skill, fault in faults.items():
+                if skill not in self._held:
+                    listener = _Listener(self, skill, fault, _listening(self.host))
+                    self._held[skill] = listener
+                    if self._loop is not None:
+                        self._loop.call_soon_threadsafe(listener.start)
+            return {skill: listener.port for skill, listener in self._held.items()}
+
+    def release(self) -> None:
+        """Let go of every port."""
+        with self._lock:
+            for listener in self._held.values():
+                self._let_go(listener)
+            self._held.clear()
+
+    def _let_go(self, listener: _Listener) -> None:
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(listener.close)
+        else:
+            listener.close()
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self._authority().ca_pem
+
+    def client_certificate(self) -> bytes:
+        return self._authority().client_certificate()
+
+    # -- the loop's side (a Companion of the main listener) -------------------------------
+
+    def serve(self, handler: Callable[[], Handler], limits: Limits) -> None:
+        """What serves a connection whose handshake succeeds (made on the first start)."""
+        self._handler, self._limits = handler, limits
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._handler is not None, "serve() first"
+        with self._lock:
+            self._loop = loop
+            for listener in self._held.values():
+                listener.start()
+
+    def _connections(self) -> Shared:
+        """What the connections whose handshake succeeded share; made on the first (a server
+        without TLS faults makes no second handler)."""
+        if self._shared is None:
+            assert self._handler is not None
+            assert self._loop is not None
+            self._shared = Shared(self._handler(), self._limits, self._loop)
+        return self._shared
+
+    async def stop(self, grace: float = 0.0) -> bool:
+        with self._lock:
+            listeners, shared = list(self._held.values()), self._shared
+            self._loop, self._shared = None, None
+        for listener in listeners:
+            listener.close()
+        if shared is None:
+            return True
+        drained = await shared.drain(grace) if grace > 0 else False
+        await shared.cut()
+        return drained
+
+    def hurry(self) -> None:
+        if self._shared is not None:
+            self._shared.hurry()
+
+    def connection(self) -> Connection:
+        return Connection(self._connections())
+
+    def context(self, fault: str) -> ssl.SSLContext:
+        return self._authority().fault_context(fault, self._names)
+
+    def failed(self, failed: Failed) -> None:
+        try:
+            self._on_failed(failed)
+        except Exception:  # the journal's problem, not the connection's
+            log.exception("could not journal a failed TLS handshake")
+
+
+class _Listener:
+    """One skill's fault port."""
+
+    def __init__(self, owner: FaultListeners, skill: str, fault: str, sock: socket.socket) -> None:
+        self.owner, self.skill, self.fault = owner, skill, fault
+        self.sock: socket.socket | None = sock
+        sock.setblocking(False)
+        self.port = int(sock.getsockname()[1])
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open: set[socket.socket] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        if self.sock is None or self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.sock.fileno(), self._accept)
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            if self._loop is not None:
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
+        for conn in list(self._open):
+            self._drop(conn)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _accept(self) -> None:
+        assert self.sock is not None
+        assert self._loop is not None
+        try:
+            conn, _ = self.sock.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        except OSError as exc:
+            log.warning("cannot accept on the %s port: %s", self.fault, exc)
+            return
+        conn.setblocking(False)
+        self._open.add(conn)
+        started = time.time()
+        loop = self._loop
+        deadline = loop.call_later(HELLO_TIMEOUT, self._drop, conn)
+        loop.add_reader(conn.fileno(), self._hello, conn, started, deadline)
+
+    def _hello(self, conn: socket.socket, started: float, deadline: asyncio.TimerHandle) -> None:
+        """The ClientHello is in (or the client left): the fault is done."""
+        assert self._loop is not None
+        try:
+            data = conn.recv(16384, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        self._loop.remove_reader(conn.fileno())
+        deadline.cancel()
+        if not data:  # gone before saying anything
+            self._drop(conn)
+            return
+        sni = server_name(data)
+        fault = self.fault
+        if fault == "handshake_reset":
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self._drop(conn)
+            self._failed(started, None, sni)
+        elif fault == "handshake_hang":
+            self._loop.add_reader(conn.fileno(), self._hanging, conn, started, sni)
+        elif fault == "plain_http":
+            with contextlib.suppress(OSError):
+                conn.recv(16384)
+                conn.send(PLAIN_ANSWER)
+            self._drop(conn)
+            self._failed(started, None, sni)
+        else:
+            self._open.discard(conn)
+            task = self._loop.create_task(self._handshake(conn, started, sni))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _hanging(self, conn: socket.socket, started: float, sni: str | None) -> None:
+        """The hanging connection has something to say: its close means the client gave up."""
+        try:
+            data = conn.recv(16384)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+            self._failed(started, None, sni)
+
+    async def _handshake(self, conn: socket.socket, started: float, sni: str | None) -> None:
+        assert self._loop is not None
+        # A second descriptor of the connection, so that the loop's close of a failed one
+        # closes nothing yet: the close is this module's, lingering (see _linger).
+        spare = conn.dup()
+        try:
+            await self._loop.connect_accepted_socket(
+                self.owner.connection,
+                conn,
+                ssl=self.owner.context(self.fault),
+                ssl_handshake_timeout=HELLO_TIMEOUT,
+            )
+        except asyncio.CancelledError:
+            conn.close()
+            spare.close()
+            raise
+        except (OSError, asyncio.TimeoutError) as exc:
+            conn.close()
+            self._linger(spare)
+            self._failed(started, alert_of(exc), sni)
+        except Exception:  # not the client's doing: said, and the connection let go
+            log.exception("the %s handshake failed on mockskill's side", self.fault)
+            conn.close()
+            spare.close()
+        else:
+            spare.close()  # the connection is the loop's transport's now
+
+    def _linger(self, conn: socket.socket) -> None:
+        """Close a failed handshake's connection as a FIN, whatever the client sent after.
+
+        Closed at once with the client's next bytes unread (under TLS 1.3 a client
+        sends its request before it learns that its certificate was refused), the kernel
+        would reset the connection instead: the client would see a reset or a close,
+        by a race. So the server's side is shut, what arrives is read and dropped until
+        the client closes (or :data:`LINGER` seconds pass), then the socket is closed.
+        """
+        assert self._loop is not None
+        conn.setblocking(False)
+        try:
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            conn.close()
+            return
+        self._open.add(conn)
+        self._loop.add_reader(conn.fileno(), self._drain, conn)
+        self._loop.call_later(LINGER, self._drop, conn)
+
+    def _drain(self, conn: socket.socket) -> None:
+        try:
+            data = conn.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+
+    def _drop(self, conn: socket.socket) -> None:
+        self._open.discard(conn)
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(conn.fileno())
+        with contextlib.suppress(OSError):
+            conn.close()
+
+    def _failed(self, started: float, alert: str | None, sni: str | None) -> None:
+        self.owner.failed(Failed(self.skill, self.fault, started, time.time(), alert, sni))
+
+
+def _listening(host: str) -> socket.socket:
+    """A socket listening on a free port of *host*."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host.strip("[]"), 0))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def alert_of(exc: BaseException) -> str | None:
+    """The TLS alert the client sent, as the handshake's error names it (None: no alert).
+
+    OpenSSL reports a received alert as ``SSLV3_ALERT_BAD_CERTIFICATE``,
+    ``TLSV1_ALERT_UNKNOWN_CA``, ...: the part after ``ALERT_``, lowered.
+    """
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str) and "_ALERT_" in reason:
+        return reason.split("_ALERT_", 1)[1].lower()
+    return None
+
+
+def server_name(hello: bytes) -> str | None:
+    """The SNI host name of a TLS ClientHello record (None: none, or not a ClientHello)."""
+    try:
+        if len(hello) < 43 or hello[0] != 0x16 or hello[5] != 0x01:
+            return None
+        at = 9 + 2 + 32  # record header, handshake header, version, random
+        at += 1 + hello[at]  # session id
+        (ciphers,) = struct.unpack_from("!H", hello, at)
+        at += 2 + ciphers
+        at += 1 + hello[at]  # compression methods
+        (extensions,) = struct.unpack_from("!H", hello, at)
+        at += 2
+        end = min(len(hello), at + extensions)
+        while at + 4 <= end:
+            kind, length = struct.unpack_from("!HH", hello, at)
+            at += 4
+            if kind == 0:  # server_name: list length, then (type, length, name)
+                name_type, (name_length,) = hello[at + 2], struct.unpack_from("!H", hello, at + 3)
+                if name_type == 0:
+                    return hello[at + 5 : at + 5 + name_length].decode("ascii", "replace")
+                return None
+            at += length
+    except (IndexError, struct.error):
+        return None
+    return None
