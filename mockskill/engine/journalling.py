@@ -171,7 +171,10 @@ class Plain:
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
-        self._digest, self._credential_key = journalling.body_digest, journalling.credential_key
+        self._digest, self._credential_key = (
+            journalling.body_digest.digest,
+            journalling.credential_key,
+        )
         self.plan, self.target = plan, target
         status = plan.answer.status
         endpoint = target.kind
