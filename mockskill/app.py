@@ -320,7 +320,9 @@ class LoopSurface:
         self._planning: dict[int, _Flight] = {}
         """Requests whose plan awaits a remote store, by id (see :meth:`_plan_remote`)."""
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
-        """Called after each exchange is journalled (the request log)."""
+        """Called after each exchange is journalled (the request log). While it is None, a
+        plan journalled as planned is played without an outcome reported back
+        (:attr:`~mockskill.engine.plan.Plan.journalled`)."""
 
     def _is_admin(self, target: str) -> bool:
         if not target.startswith(ADMIN_PREFIX):
@@ -348,6 +350,8 @@ class LoopSurface:
             return _failed(req, exc)
         if record is not journalled:  # (most requests are: nothing to record once played)
             self._pending[id(request)] = record
+        elif self.on_played is not None:  # the request log hears of every exchange
+            planned = planned.reported
         return _with_cors_plan(planned) if self.cors else planned
 
     async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:

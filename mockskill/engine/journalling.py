@@ -9,6 +9,7 @@ keyed digests and credentials as keyed fingerprints, never as they were.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import time
@@ -175,7 +176,9 @@ class Plain:
             journalling.body_digest.digest,
             journalling.credential_key,
         )
-        self.plan, self.target = plan, target
+        # Marked: the transport reports no outcome of it when sent whole at once, as it
+        # always is (Plan.journalled), since it is recorded here as it is planned.
+        self.plan, self.target = dataclasses.replace(plan, journalled=True), target
         status = plan.answer.status
         endpoint = target.kind
         invalid = endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)

@@ -325,22 +325,24 @@ class Connection(Playing, asyncio.Protocol):
         keep = plan.keep_alive
         ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        if started == now and not (cut or waited_ms):  # an instant plan's: most requests'
-            outcome = Outcome.sent(answer, now, ends)
-        else:
-            outcome = Outcome(
-                answer,
-                started,
-                headers_at=now,
-                last_byte_at=now,
-                cut=cut,
-                waited_ms=waited_ms,
-                closed=ends,
+        if started != now or cut or waited_ms:
+            self._report(
+                item,
+                Outcome(
+                    answer,
+                    started,
+                    headers_at=now,
+                    last_byte_at=now,
+                    cut=cut,
+                    waited_ms=waited_ms,
+                    closed=ends,
+                ),
             )
-        try:
-            self._handler.played(item, outcome)
-        except Exception:
-            log.exception("the handler failed to record %r", item)
+        elif not plan.journalled:  # an instant plan's (most requests'), unless journalled
+            try:
+                self._handler.played(item, Outcome.sent(answer, now, ends))
+            except Exception:
+                log.exception("the handler failed to record %r", item)
         if item.method == "HEAD" and isinstance(item, Request):
             transport.write(answer.head(close=close))
         else:
