@@ -33,7 +33,7 @@ from werkzeug.wrappers import Request, Response
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine, journalled
-from .engine.incoming import Incoming, decoded_path, headers_of_raw
+from .engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .protocol.catalog import tool_error
@@ -466,7 +466,7 @@ def _incoming(request: TransportRequest) -> Incoming:
     if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
         parts = urlsplit(target)
         target = parts.path or "/"
-    return Incoming(
+    return viewed(
         request.method,
         decoded_path(target),
         # From the bytes as read: the transport's decoded headers are not made for this.
@@ -474,8 +474,13 @@ def _incoming(request: TransportRequest) -> Incoming:
         request.body,
         request.local,
         request.time,
-        lambda: Request(wsgi_environ(request)),
+        _werkzeug_of,
+        request,
     )
+
+
+def _werkzeug_of(request: TransportRequest) -> Request:
+    return Request(wsgi_environ(request))
 
 
 def _with_cors_plan(plan: Plan) -> Plan:
