@@ -229,8 +229,36 @@ class Connection(Playing, asyncio.Protocol):
             self._want_close = True
         if not self._queue and not self._busy and not self._closed and not self._write_paused:
             # The common case, fused: nothing before it, so it is answered from the
-            # parser's callback, and an instant plan is written there and then.
-            self._start(request, last, request.time)
+            # parser's callback, and an instant plan is written there and then — here,
+            # for the plainest (what _start and _send do, without their calls).
+            now = request.time
+            if self._drop_next:
+                self._start(request, last, now)
+                return
+            try:
+                planned = self._handler.plan(request)
+            except Exception:
+                log.exception("the handler failed to plan %r", request)
+                planned = FALLBACK
+            if (
+                type(planned) is not Plan
+                or not planned.instant
+                or planned.keep_alive is not None
+                or request.method == "HEAD"
+            ):
+                self._perform(request, planned, last, now)
+                return
+            close = last or planned.close or self._shared.draining
+            answer = planned.answer
+            if not planned.journalled:  # reported before the bytes go (see _send)
+                try:
+                    self._handler.played(request, Outcome.sent(answer, now, close))
+                except Exception:
+                    log.exception("the handler failed to record %r", request)
+            assert self._transport is not None
+            self._transport.write(answer.wires[close])
+            if close:
+                self._close_gracefully()
             return
         self._queue.append(request)
         if len(self._queue) >= self._limits.max_pipeline and not self._reading_paused:
@@ -292,6 +320,12 @@ class Connection(Playing, asyncio.Protocol):
         except Exception:
             log.exception("the handler failed to plan %r", item)
             planned = FALLBACK
+        return self._perform(item, planned, close, now)
+
+    def _perform(
+        self, item: Request | Refusal, planned: Plan | Awaitable[Plan], close: bool, now: float
+    ) -> bool:
+        """Play *planned*: True if it was answered at once, False if timers or a task play it."""
         if isinstance(planned, Plan) and planned.instant:
             # Written whole, now, from the callback that read the request.
             self._send(item, planned, planned.answer, close, now, now)
