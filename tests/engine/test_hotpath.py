@@ -21,7 +21,7 @@ from mockskill import Server, load_text
 from mockskill.app import LoopSurface, _incoming
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
-from mockskill.engine.entries import Entry, Recorded, escaped
+from mockskill.engine.entries import Entry, Recorded, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.protocol.catalog import Retry
@@ -167,6 +167,34 @@ def test_a_client_text_over_its_bound_is_cut_when_recorded_not_kept_whole() -> N
     assert slot.recorded is None  # built at once: the 60 KB path is not held until read
     assert slot.built is not None
     assert len(slot.built.path) < 600
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("path", "/" + "p" * 600),
+        ("session", "s" * 300),
+        ("method", "M" * 200),
+        ("skill", "k" * 200),
+        ("credential", "bearer " + "c" * 200),
+        ("protocol_version", "9" * 200),
+        ("path", "/" + "p" * 511),  # at its bound, not over it
+        ("protocol_version", "9" * 128),
+    ],
+)
+def test_each_client_text_of_a_recorded_request_is_held_to_its_bound_when_recorded(
+    field: str, value: str
+) -> None:
+    """State.record reads a Recorded's bounds by index: the same fields entries.oversized
+    reads by name, each bound the same."""
+    state = State(seed=1)
+    recorded = Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/p", 200, "invoke", "k")
+    recorded = recorded._replace(**{field: value})
+    state.record(recorded)
+    (slot,) = state._journal
+    assert (slot.built is not None) == oversized(recorded)
+    assert oversized(recorded) == (len(value) > {"path": 512, "session": 256}.get(field, 128))
+    assert state.journal()[0].id == recorded.id
 
 
 # -- the request view ----------------------------------------------------------------
