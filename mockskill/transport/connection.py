@@ -158,7 +158,9 @@ class Connection(Playing, asyncio.Protocol):
         self.deadline = self._loop.time() + self._limits.keep_alive
 
     def data_received(self, data: bytes) -> None:
-        self._shared.timers.run_due()
+        timers = self._shared.timers
+        if timers.ticks:  # (run_due's first look, without its call)
+            timers.run_due()
         if self._dead_parser:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
@@ -168,7 +170,18 @@ class Connection(Playing, asyncio.Protocol):
                 self._transport.close()
             return
         self._feed(data)
-        self._advance()
+        if (
+            self._queue
+            or self._busy
+            or self._closed
+            or self._reading_paused
+            or self._continue_pending
+            or self._eof
+            or self._shared.draining
+        ):
+            self._advance()
+        elif not self._in_message:  # answered and idle (_advance's end, without its call)
+            self.deadline = self._loop.time() + self._limits.keep_alive
 
     def eof_received(self) -> bool:
         self._shared.timers.run_due()

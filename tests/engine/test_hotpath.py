@@ -473,6 +473,55 @@ def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
     assert all(e.started <= e.finished for e in planned)
 
 
+ENDS = """
+    name: ends
+    skills:
+      - id: cycled
+        invoke:
+          end: cycle
+          steps:
+            - {error: ENDPOINT_UNREACHABLE, times: 2}
+            - {delay: 1, json: {result: slow}}
+            - {json: {result: ok}, times: 3}
+      - id: once
+        invoke:
+          end: fail
+          steps:
+            - {json: {result: ok}, times: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("skill", "steps"),
+    [
+        ("cycled", [0, 0, 1, 2, 2, 2, 0, 0, 1, 2, 2, 2, 0]),  # each step's times, then again
+        ("once", [0, 0, None, None]),  # then the sequence is exhausted
+    ],
+)
+def test_the_step_of_each_planned_request_is_the_one_its_position_and_end_rule_name(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    skill: str,
+    steps: list[int | None],
+) -> None:
+    """Steps that repeat (times), a step that is not plain among them, and the end rules
+    past the last: planned, each request gets the step the WSGI path gives it."""
+    server, loop = surface(ENDS)
+    for session in ("planned", "handled"):
+        for _ in steps:
+            request = transport_request(
+                f"/skills/{skill}/invoke", headers=(("Mockskill-Session", session),)
+            )
+            if session == "planned":
+                exchange(loop, request)
+            else:
+                server.engine.handle(Request(wsgi_environ(request)))
+    planned = planned_alike_handled(server)
+    assert [e.step for e in planned] == steps
+    assert [e.position for e in planned] == list(range(len(steps)))
+    exhausted = [e.error_code for e in planned if e.step is None]
+    assert exhausted == ["MOCKSKILL_SEQUENCE_EXHAUSTED"] * steps.count(None)
+
+
 def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_does(
     surface: Callable[[str | None], tuple[Server, LoopSurface]],
 ) -> None:

@@ -171,7 +171,7 @@ def test_removing_what_is_far_off_keeps_no_trace_of_it(
             ticks.append(timers.add(callback, 60 + i / 100))
         for callback, tick in zip(callbacks, ticks, strict=True):
             timers.remove(callback, tick)
-        sizes.extend((len(timers), len(timers._ticks)))
+        sizes.extend((len(timers), len(timers.ticks)))
 
     run(event_loop, body, 0.05)
     assert sizes[0] == 0
