@@ -463,12 +463,22 @@ def _failed(req: Incoming, exc: Exception) -> Plan:
 def _incoming(request: TransportRequest) -> Incoming:
     """The engine's view of a transport request; its Werkzeug request made only if asked."""
     target = request.target
-    if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
-        parts = urlsplit(target)
-        target = parts.path or "/"
+    if (
+        target[:1] == "/"
+        and target[1:2] != "/"
+        and "?" not in target
+        and "%" not in target
+        and target.isascii()
+    ):
+        path = target  # decoded_path's own fast case, here: most targets are such paths
+    else:
+        if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
+            parts = urlsplit(target)
+            target = parts.path or "/"
+        path = decoded_path(target)
     return viewed(
         request.method,
-        decoded_path(target),
+        path,
         # From the bytes as read: the transport's decoded headers are not made for this.
         headers_of_raw(request.raw_headers),
         request.body,
