@@ -21,7 +21,7 @@ close (FIN, then unread bytes discarded until the client closes or
 :attr:`Limits.linger` passes), so that a client still sending a body reads
 the refusal instead of a reset.
 
-Timeouts (head, idle keep-alive) are deadlines checked by one sweep per
+Timeouts (head, idle keep-alive) and the linger are deadlines checked by one sweep per
 server (:class:`~.shared.Shared`).
 """
 
@@ -58,7 +58,6 @@ class Connection(Playing, asyncio.Protocol):
         "_drop_next",
         "_handler",
         "_left_at",
-        "_linger_tick",
         "_lingering",
         "_queue",
         "_reading_paused",
@@ -87,7 +86,6 @@ class Connection(Playing, asyncio.Protocol):
         self._discarded = 0
         self._want_close = False
         self._lingering = False
-        self._linger_tick: int | None = None
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
@@ -118,9 +116,12 @@ class Connection(Playing, asyncio.Protocol):
         return task
 
     def expire(self) -> None:
-        """The deadline passed: a head too slow (408) or a connection idle too long."""
+        """The deadline passed: a head too slow (408), a connection idle too long, or the
+        linger of one closing (the client has not closed its end: closed outright)."""
         self.deadline = 0.0
         if self._closed:
+            if self._lingering and self._transport is not None:
+                self._transport.close()
             return
         if self._in_message:
             if self._body_until and self._loop.time() >= self._body_until:
@@ -215,11 +216,9 @@ class Connection(Playing, asyncio.Protocol):
         self._closed = True
         self._dead_parser = True
         self._interrupt(LEFT)
-        if self._linger_tick is not None and self._transport is not None:
-            self._shared.timers.remove(self._transport.close, self._linger_tick)
         if self._idle_timer is not None:
             self._idle_timer.cancel()
-        self._linger_tick, self._idle_timer = None, None
+            self._idle_timer = None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -510,8 +509,9 @@ class Connection(Playing, asyncio.Protocol):
         else:
             self._lingering = True
             transport.write_eof()
-            # On the shared timers: a burst's connections all linger at once.
-            self._linger_tick = self._shared.timers.add(transport.close, self._limits.linger)
+            # A deadline, which the server's sweep looks at (expire closes it): no timer
+            # made and cancelled per connection, since most clients close well before.
+            self.deadline = self._loop.time() + self._limits.linger
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:
