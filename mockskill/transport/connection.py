@@ -215,7 +215,10 @@ class Connection(Playing, asyncio.Protocol):
             self._report(refusal, Outcome(None, now, client_left_at=now, closed=True))
         self._closed = True
         self._dead_parser = True
-        self._interrupt(LEFT)
+        if self._waiter is not None or self._drain_waiter is not None or self._timed is not None:
+            self._interrupt(LEFT)
+        elif self._interrupted is None:  # (_interrupt's, without its call: nothing waits)
+            self._interrupted = LEFT
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

@@ -180,6 +180,12 @@ class RequestReader(abc.ABC):
         """A timer the subclass runs only while the connection is idle (a stale
         keep-alive's): cancelled here as soon as a request begins."""
 
+    on_chunk_header = None
+    on_chunk_complete = None
+    """Callbacks httptools would call, and does not when they are None: it looks each up
+    when a parser is made, and one missing is an AttributeError raised and formatted, for
+    every connection."""
+
     # -- what the connection provides ---------------------------------------------
 
     @abc.abstractmethod

@@ -129,8 +129,10 @@ class Shared:
     def register(self, connection: Connection) -> int:
         self.arrived()
         self.accepted += 1
-        self.connections.add(connection)
-        self._peak = max(self._peak, len(self.connections))
+        connections = self.connections
+        connections.add(connection)
+        if len(connections) > self._peak:
+            self._peak = len(connections)
         if self._sweeper is None:
             self._sweeper = self.loop.call_later(self._interval, self._sweep)
         return self.accepted
