@@ -138,7 +138,9 @@ class Connection(Playing, asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._shared.timers.run_due()  # waits that are over end before an arrival is handled
+        timers = self._shared.timers
+        if timers.ticks:  # waits that are over end before an arrival is handled
+            timers.run_due()
         # Answers are written whole, and the listener sets TCP_NODELAY on the sockets it
         # accepts (listening.py): Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -185,12 +187,14 @@ class Connection(Playing, asyncio.Protocol):
             self.deadline = self._loop.time() + self._limits.keep_alive
 
     def eof_received(self) -> bool:
-        self._shared.timers.run_due()
+        timers = self._shared.timers
+        if timers.ticks:
+            timers.run_due()
         self._eof = True
-        if self._left_at is None:
-            self._left_at = time.time()
         if self._lingering:
             return False  # the client has read our answer and closed: done
+        if self._left_at is None:
+            self._left_at = time.time()
         if self._in_message and not self._dead_parser:
             what = "body" if self._head_complete else "head"
             self._refuse(400, f"the request {what} was cut short")
