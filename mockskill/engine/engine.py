@@ -30,7 +30,6 @@ from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from ..scenario.model import Sequence as Steps
 from . import auth, choosing
 from . import plan as plans
 from . import request_facts as facts
@@ -38,7 +37,7 @@ from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, 
 from .actions import plan as plan_step
 from .choosing import Chosen, Decided
 from .incoming import Incoming
-from .journalling import Journalling, Plain, finished
+from .journalling import Journalling, Plain, Plains, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
@@ -106,8 +105,8 @@ class Engine:
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
-        self._plains: dict[tuple[int, int], tuple[object, object, _Plains]] = {}
-        """Plain steps' journalling and plans (see :class:`_Plains`), by the ids of the target
+        self._plains: dict[tuple[int, int], tuple[object, object, Plains]] = {}
+        """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
         and the Urls."""
         self.load(scenarios, activate=activate)
 
@@ -422,11 +421,11 @@ class Engine:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
 
-    def _plains_of(self, target: Target, urls: Urls) -> _Plains:
-        """The plain steps of *target*'s sequence for *urls*, kept (see :class:`_Plains`)."""
+    def _plains_of(self, target: Target, urls: Urls) -> Plains:
+        """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""
         sequence = target.sequence
         assert sequence is not None
-        plains = _Plains(target, urls, sequence)
+        plains = Plains(target, urls, sequence)
         for index, step in enumerate(sequence.steps):
             if not step.random and step.delay is None and step.execution is None:
                 planned = self._planned(Chosen(step, index, 0), urls)
@@ -440,7 +439,7 @@ class Engine:
         self._plains[(id(target), id(urls))] = (target, urls, plains)
         return plains
 
-    def _plain(self, plains: _Plains, position: int) -> Plain | None:
+    def _plain(self, plains: Plains, position: int) -> Plain | None:
         """The Plain of the step at *position* (0-based) of the sequence *plains* keeps, past
         its steps' end (its end rule says which, if any); None when that step is not plain."""
         index = plains.sequence.step_at(position)
@@ -568,23 +567,6 @@ class Engine:
                 self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
             self._urls_by_host[key] = urls
         return urls
-
-
-class _Plains:
-    """What the engine keeps of a target's sequence for one Urls: each step's
-    :class:`~.journalling.Plain` if it is plain — nothing drawn, no delay, execution, hang,
-    dribble or fault (its plan answers at once, the same to every request) — else None;
-    and the sequence's step ends, to find a position's step without a call."""
-
-    __slots__ = ("ends", "last", "sequence", "steps", "target", "urls")
-
-    def __init__(self, target: Target, urls: Urls, sequence: Steps) -> None:
-        self.target, self.urls, self.sequence = target, urls, sequence
-        self.ends = sequence.ends
-        """Where each step's requests end (``Sequence.step_at``'s bisect looks in it)."""
-        self.last = self.ends[-1]
-        """The requests the sequence answers before its end rule applies."""
-        self.steps: list[Plain | None] = [None] * len(sequence.steps)
 
 
 def journalled(outcome: plans.Outcome) -> None:
