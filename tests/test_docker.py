@@ -431,7 +431,8 @@ def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedPro
             environment.pop(name, None)
         else:
             environment[name] = value
-    options = ["-p", "no:cacheprovider", "-s", "-rs", "-q", "-k", test]
+    # schemathesis's plugin would cost seconds to import, and nothing here uses it.
+    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-s", "-rs", "-q", "-k", test]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *options, __file__],
         capture_output=True,

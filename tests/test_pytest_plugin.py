@@ -22,8 +22,13 @@ from mockskill import Server
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
-# Inner runs: plugins of this machine that would get in the way stay out.
-QUIET = ("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:cacheprovider")
+# Inner runs: plugins of this machine that would get in the way stay out, and so do the
+# ones only this project's own tests use (schemathesis and hypothesis cost an inner run
+# seconds to import, in each xdist worker: a user's project would not have them).
+QUIET = (
+    *("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:cacheprovider"),
+    *("-p", "no:schemathesis", "-p", "no:hypothesispytest"),
+)
 
 HEADER = """
 import pytest

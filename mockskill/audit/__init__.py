@@ -10,6 +10,9 @@ by concept, in the order a report is made:
 - ``findings`` — the four rules (``non-retryable-retried``,
   ``retry-too-soon``, ``backoff-not-growing``, ``too-many-attempts``) applied
   to each chain;
+- ``executions`` — the fifth, ``duplicate-execution``: a retry that ran an
+  operation again on a real provider (behind a ``proxy`` step) after an
+  attempt that had reached it, without the earlier attempt's idempotency key;
 - ``covered`` — the categories and transport faults each session met, and
   the consumer's real timeouts;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of

@@ -1,11 +1,13 @@
-"""The four rules, applied to one retry chain, and the findings they make.
+"""The retry rules, applied to one retry chain, and the findings they make.
 
 ``non-retryable-retried``, ``retry-too-soon``, ``backoff-not-growing`` and
 ``too-many-attempts`` (docs/audit.md documents each): :func:`audit_chain`
 measures every attempt's wait against the :mod:`policy <mockskill.audit.policy>`,
 and each breach becomes a :class:`Finding` that says what was found, what
 the chapter expects and the fix. :func:`used_invalid` finds skills invoked
-after their descriptor failed validation.
+after their descriptor failed validation. The fifth rule,
+``duplicate-execution`` (a retry that ran an operation twice on a real
+provider), is :mod:`.executions`'.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from .retries import (
     outcome,
 )
 
-RULES = ("non-retryable-retried", "retry-too-soon", "backoff-not-growing", "too-many-attempts")
+RULES = (
+    "non-retryable-retried",
+    "retry-too-soon",
+    "backoff-not-growing",
+    "too-many-attempts",
+    "duplicate-execution",  # audit/executions.py: retries behind a proxy step
+)
 
 
 @dataclass

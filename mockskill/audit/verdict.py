@@ -17,6 +17,7 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
 from .covered import FAULT_NAMES, coverage, timeouts
+from .executions import duplicate_executions
 from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
 from .policy import Policy
 from .retries import chains, endpoint_of
@@ -31,6 +32,7 @@ def session_report(
     for chain in chains(entries):
         attempts, found = audit_chain(name, chain, policy)
         findings.extend(found)
+        findings.extend(duplicate_executions(name, chain))
         chain_list.append(
             {
                 "endpoint": endpoint_of(chain[0]),

@@ -36,12 +36,14 @@ from . import request_facts as facts
 from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
 from .actions import plan as plan_step
 from .choosing import Chosen, Decided
+from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plain, Plains, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import RefusedPort
+from .proxying import Proxying, proxy_needs_loop
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -95,6 +97,7 @@ class Engine:
         self._record = journalling.own
         self._body_digest = journalling.body_digest
         self._credential_key = journalling.credential_key
+        self._proxying = Proxying(journalling, state)
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).
         Tests use it to land a change of scenarios between the two."""
@@ -109,6 +112,16 @@ class Engine:
         """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
         and the Urls."""
         self.load(scenarios, activate=activate)
+
+    @property
+    def recorder(self) -> ExchangeRecorder | None:
+        """Where proxied exchanges go while a recording is on (None: no recording); set and
+        unset while serving, read once per proxied request (when it is planned)."""
+        return self._proxying.recorder
+
+    @recorder.setter
+    def recorder(self, recorder: ExchangeRecorder | None) -> None:
+        self._proxying.recorder = recorder
 
     def load(
         self, scenarios: ScenarioSet, restart: Iterable[str] = (), *, activate: bool = True
@@ -183,6 +196,10 @@ class Engine:
             return response
         assert chosen is not None
         assert chosen.step is not None
+        if chosen.step.proxy is not None:
+            reply = proxy_needs_loop(chosen.step)
+            self.state.record(self._recorded(incoming, decided, chosen, reply.status, reply))
+            return respond(reply)
         response, played, connection = self._play(incoming, chosen, decided.urls)
         status = None if isinstance(response, Cut) else response.status_code
         recorded = self._recorded(
@@ -235,6 +252,8 @@ class Engine:
         else:
             assert chosen is not None
             assert chosen.step is not None
+            if chosen.step.proxy is not None:  # forwarded: planned and journalled by proxying
+                return self._proxying.plan(incoming, decided, chosen)
             planned = self._planned(chosen, decided.urls)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         dribbled = plan.dribble is not None
@@ -427,7 +446,7 @@ class Engine:
         assert sequence is not None
         plains = Plains(target, urls, sequence)
         for index, step in enumerate(sequence.steps):
-            if not step.random and step.delay is None and step.execution is None:
+            if not step.random and step.delay is None and step.execution is None and not step.proxy:
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
                     plains.steps[index] = self._journalling.plain(

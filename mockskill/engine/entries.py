@@ -119,6 +119,11 @@ class Entry:
     case: int | None = None
     """The index of the endpoint's case that played (0-based, as ``cases:`` lists them);
     None when its default sequence played, or it has no cases."""
+    upstream: dict[str, Any] | None = None
+    """For a proxied request (a ``proxy`` step), what happened upstream: ``url`` (the
+    provider's base), ``reached`` (the request was sent to it: it may have run),
+    ``status`` (its answer's, or None), ``error`` (why no whole answer came, or None)
+    and ``ms``; None when the request was not proxied."""
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -201,6 +206,7 @@ class Recorded(NamedTuple):
     stopped: bool = False
     replica: str | None = None
     case: int | None = None
+    upstream: dict[str, Any] | None = None
 
 
 def oversized(recorded: Entry | Recorded) -> bool:

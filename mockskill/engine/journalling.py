@@ -114,6 +114,7 @@ class Journalling:
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
+                None,  # upstream: a proxied request's is proxying's (engine/proxying.py)
             ),
         )
 
@@ -241,6 +242,7 @@ class Plain:
                     False,  # stopped
                     None,  # replica
                     self._case,
+                    None,  # upstream: a plain step is not proxied
                 ),
             )
         )

@@ -161,6 +161,14 @@ class RoutingTable:
             for sid, s in self.skills.items()
         }
         self._list = Target("list", "list", Context(None, f"{BASE_URL}/skills"))
+        proxied = next((s for s in scenarios.scenarios if s.proxy is not None), None)
+        self.fallback: Target | None = None
+        """A scenario's ``proxy: URL``: what every request the scenarios do not script
+        plays (the first such scenario's; the list of skills too)."""
+        if proxied is not None:
+            key = f"proxy/{proxied.name}"
+            self.fallback = Target("route", key, Context(None, BASE_URL), proxied.proxy)
+            self._list = Target("list", f"{key}/list", self._list.context, proxied.proxy)
         self.listing = Reply.json(200, {"skills": [_listed(s) for s in self.skills.values()]})
         self.routes = scenarios.routes
         self._route_targets = [
@@ -196,7 +204,7 @@ class RoutingTable:
             return exact
         if path == "/skills" or path.startswith("/skills/"):
             target = self._match_surface(method, path)
-            if target is not None:
+            if target is not None and (self.fallback is None or type(target) is Target):
                 return target
         elif self.routes:
             try:
@@ -205,6 +213,8 @@ class RoutingTable:
                 pass
             else:
                 return self._route_targets[int(index)]
+        if self.fallback is not None:  # nothing scripted takes it: forwarded
+            return self.fallback
         return Miss(method, path, near_misses=self.near_misses(method, path))
 
     def case(self, target: Target, request: Incoming) -> Target | Miss:

@@ -21,7 +21,7 @@ from ..protocol import catalog
 from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
 from ..protocol.versions import Range, parse_version
-from . import access
+from . import access, proxying
 from .cases import read_endpoint
 from .claims import Claim, clashes
 from .credentials import read_credentials, read_requirement
@@ -31,7 +31,7 @@ from .reader import MAX_DELAY_MS, Reader
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
 
-SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes")
+SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes", "proxy")
 SKILL_KEYS = (
     "id",
     "descriptor",
@@ -44,9 +44,10 @@ SKILL_KEYS = (
     "requires",
     "describe",
     "invoke",
+    "proxy",
 )
 OUTAGE_KEYS = ("start", "duration", "step")
-ROUTE_KEYS = ("path", "method", "steps", "end", "cases")
+ROUTE_KEYS = ("path", "method", "steps", "end", "cases", "proxy")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
 SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
@@ -241,8 +242,9 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
         r.bad(("name",), NAME_TEXT, describe(name))
         claimed_name = None
     description = r.string(raw, "description", (), default="") or ""
-    if "skills" not in raw and "routes" not in raw:
-        r.bad((), "at least one of skills or routes", describe(raw))
+    if "skills" not in raw and "routes" not in raw and "proxy" not in raw:
+        r.bad((), "at least one of skills, routes or proxy", describe(raw))
+    fallback = proxying.shorthand(r, raw, ())
     skill_claims: list[tuple[int, str, Position]] = []
     route_claims: list[tuple[int, tuple[str, ...], str, Position]] = []
     skills = _read_list(
@@ -268,6 +270,7 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
         outage=outage,
         credentials=credentials,
         text=r.doc.text,
+        proxy=fallback if isinstance(fallback, Sequence) else None,
     )
     return scenario, claim
 
@@ -340,6 +343,9 @@ def _read_skill(
     else:
         ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
     default_invoke = Sequence((Step(ok_reply, where),))
+    proxied = proxying.shorthand(r, raw, path)  # proxy: URL: both endpoints forward to it
+    if isinstance(proxied, Sequence):
+        default_describe = default_invoke = proxied
     describe_read = read_endpoint(
         r,
         raw.get("describe", Reader.MISSING),
@@ -452,7 +458,8 @@ def _read_route(
     if raw is None:
         return None
     before = len(r.problems)
-    r.keys(raw, path, ROUTE_KEYS, required=("path",) if "cases" in raw else ("path", "steps"))
+    one_of = "cases" in raw or "proxy" in raw
+    r.keys(raw, path, ROUTE_KEYS, required=("path",) if one_of else ("path", "steps"))
     route_path = r.string(raw, "path", path)
     path_ok = route_path is not None and _check_route_path(r, route_path, (*path, "path"))
     methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
@@ -463,6 +470,9 @@ def _read_route(
     read = None
     if "steps" in raw or "cases" in raw:
         read = read_endpoint(r, endpoint_raw, path, context, None, methods=methods or ("GET",))
+    proxied = proxying.shorthand(r, raw, path, ("steps",))  # proxy: URL: forwards to it
+    if isinstance(proxied, Sequence) and "steps" not in raw:
+        read = (proxied, read[1] if read is not None else ())
     if read is None or route_path is None or methods is None or len(r.problems) > before:
         return None
     sequence, cases = read

@@ -118,6 +118,28 @@ class KeepAlive:
 
 
 @dataclass(frozen=True)
+class Proxy:
+    """Forward the request to a real provider (a ``proxy`` step), and relay its answer.
+
+    *url* is the upstream's base, ``scheme://host[:port]`` (no path, query or
+    fragment: the request's own path and query are forwarded as sent).
+    """
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    verify: bool | str = True
+    """Verify the upstream's TLS certificate (True), not at all (False), or against
+    the CA certificates of this file."""
+    timeout_ms: int = 30_000
+    """How long connecting, and then each wait for the upstream's next bytes, may take."""
+    after: Step | None = None
+    """Commit then fail: the upstream answers, then this step's error or fault replaces
+    the answer (None: the upstream's answer is relayed)."""
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a sequence, played *times* requests in a row.
 
@@ -141,6 +163,8 @@ class Step:
     keep_alive: KeepAlive | None = None
     """What the connection does after the answer (only the event-loop transport plays it)."""
     choices: tuple[Choice, ...] = ()
+    proxy: Proxy | None = None
+    """Forward to a real provider instead of answering with :attr:`reply`."""
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
@@ -155,6 +179,11 @@ class Step:
     def needs_socket(self) -> bool:
         """Whether it acts on the raw connection (transport faults)."""
         return self.fault is not None or any(c.step.needs_socket for c in self.choices)
+
+    @property
+    def proxied(self) -> bool:
+        """Whether it (or one of its choices) forwards to a real provider."""
+        return self.proxy is not None or any(c.step.proxied for c in self.choices)
 
 
 @dataclass(frozen=True)
@@ -398,6 +427,9 @@ class Scenario:
     built in Python. Not part of what the scenario *is* (a comment is not), only where it
     can be read again: a shared scenario set stores it, so that every replica reads the
     same scenario from it."""
+    proxy: Sequence | None = None
+    """``proxy: URL`` on the scenario: what every request it does not script plays (one
+    proxy step); its skills and routes win."""
 
     def renamed(self, name: str) -> Scenario:
         """This scenario under another name (its skills and routes say whose they are too)."""

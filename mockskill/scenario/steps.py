@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import wire
+from . import proxying, wire
 from .model import (
     END_RULES,
     JSON_TYPE,
@@ -58,6 +58,8 @@ STEP_KEYS = (
     "failure_rate",
     "failure",
     "times",
+    "proxy",
+    "after",
 )
 ERROR_ONLY = ("message", "details", "retry")
 BODY_KEYS = ("json", "text", "descriptor")
@@ -136,6 +138,8 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 
 
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    if "proxy" in raw or "after" in raw:  # forwarded to a real provider
+        return proxying.proxy_step(r, raw, path, ctx, read_step)
     kinds = [k for k in ("error", *BODY_KEYS) if k in raw]
     if len(kinds) > 1:
         r.bad(

@@ -36,8 +36,8 @@ from typing import cast
 from ..engine.plan import Answer, Outcome, Plan, Stale
 from .faults import FAULTS
 from .handler import FALLBACK, Refusal, Request
-from .playing import Playing
 from .reading import CONTINUE
+from .relaying import Relaying
 from .shared import Shared, resolve
 from .waiting import LEFT, STOP, Waits
 
@@ -47,13 +47,12 @@ LINGER_BYTES = 1024 * 1024
 """Bytes a refused or closing connection reads and discards before it closes outright."""
 
 
-class Connection(Playing, asyncio.Protocol):
+class Connection(Relaying, asyncio.Protocol):
     """One client connection (see the module's docstring)."""
 
     # Slots, not a __dict__: ten thousand connections held open cost ~1 KB less each.
     # A new attribute has to be named here.
     __slots__ = (
-        "_closed",
         "_discarded",
         "_drop_next",
         "_handler",
@@ -350,7 +349,7 @@ class Connection(Playing, asyncio.Protocol):
             self._send(item, planned, planned.answer, close, now, now)
             return True
         self._busy = True
-        if isinstance(planned, Plan) and planned.dribble is None:
+        if isinstance(planned, Plan) and planned.dribble is None and planned.upstream is None:
             timed = Waits(self._shared.timers, self._loop, item, planned, close, now, self._waited)
             self._timed = timed
             timed.start(self._early())

@@ -69,6 +69,12 @@ class Playing(Waiting):
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:
         """Tell the handler how the exchange went."""
 
+    @abc.abstractmethod
+    async def _relay(
+        self, item: Request | Refusal, plan: Plan, close: bool, started: float, waited: float
+    ) -> None:
+        """Forward the request upstream and relay the answer (:mod:`.relaying`)."""
+
     async def _play(
         self, item: Request | Refusal, planned: Plan | Awaitable[Plan], close: bool
     ) -> None:
@@ -111,6 +117,9 @@ class Playing(Waiting):
                 answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
                 cut = True
                 break
+        if plan.upstream is not None and not cut:  # a proxy step: forwarded after its waits
+            await self._relay(item, plan, close, started, waited)
+            return
         if plan.dribble is not None and not cut and answer.has_body:
             await self._dribble(item, plan, answer, close, started, waited)
             return

@@ -32,6 +32,7 @@ from .handler import Handler
 from .listening import Listener
 from .reading import Limits
 from .shared import Shared
+from .upstream import close_pool
 
 LoopKind = Literal["auto", "asyncio", "uvloop"]
 
@@ -161,6 +162,7 @@ class Server:
             await asyncio.sleep(0)
         drained = await self._shared.drain(grace) if grace > 0 else False
         await self._shared.cut()
+        close_pool(asyncio.get_running_loop())  # the proxy steps' kept-alive upstreams
         self._server = self._listener = None
         return drained
 

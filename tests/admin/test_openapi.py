@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from importlib import resources
@@ -130,32 +129,40 @@ def test_without_the_token_every_operation_answers_the_documented_401() -> None:
             assert response.json()["error"]["code"] == "MOCKSKILL_ADMIN_TOKEN_REQUIRED"
 
 
-def collected(*args: str, whole_file: bool = True) -> list[str]:
+ROOT = Path(__file__).parents[2]
+
+# The node-id test runs pytest's collection of this very file in this process: a child
+# pytest would import schemathesis again, three times (about a minute on a busy machine).
+pytest_plugins = ["pytester"]
+
+
+def collected(pytester: pytest.Pytester, *args: str, whole_file: bool = True) -> list[str]:
     """Node ids pytest collects with *args* (``-k``, ``--deselect``, node ids), from this
-    whole file unless *whole_file* is false."""
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    result = subprocess.run(
-        [*command, *args, *([__file__] if whole_file else [])],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).parents[2],
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return [line for line in result.stdout.splitlines() if "::" in line]
+    whole file unless *whole_file* is false; relative to the project, as a user sees them."""
+    with contextlib.chdir(ROOT):  # node ids as given, relative to the project
+        result = pytester.runpytest_inprocess(
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            *([__file__] if whole_file else []),
+        )
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    return [line for line in result.outlines if "::" in line]
 
 
-@pytest.mark.timeout(240)  # three child pytest runs, each importing schemathesis: slow when busy
-def test_each_operations_cases_have_a_node_id_of_their_own() -> None:
-    ids = [i for i in collected() if "::test_answers_" in i]
+def test_each_operations_cases_have_a_node_id_of_their_own(pytester: pytest.Pytester) -> None:
+    ids = [i for i in collected(pytester) if "::test_answers_" in i]
     assert len(ids) == len(set(ids)) == len(operations())
     # One can be picked by name, or left out, without touching the others (both in one run:
     # -k picks two, --deselect leaves one of them out).
     journal = next(i for i in ids if i.endswith("::test_answers_get_journal"))
-    picked = collected("-k", "answers_get_journal or answers_get_health", "--deselect", journal)
+    picked = collected(
+        pytester, "-k", "answers_get_journal or answers_get_health", "--deselect", journal
+    )
     assert [i.split("::")[1] for i in picked] == ["test_answers_get_health"]
-    assert collected(journal, whole_file=False) == [journal]
+    assert collected(pytester, journal, whole_file=False) == [journal]
 
 
 # -- schemathesis against a real server ------------------------------------------------------

@@ -84,7 +84,7 @@ BAD_SCENARIOS = [
         "(top level)",
         1,
         1,
-        "at least one of skills or routes",
+        "at least one of skills, routes or proxy",
         "a mapping with keys name",
         "",
         id="neither-skills-nor-routes",

@@ -432,6 +432,45 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
         False,
         "outage: {duration: 5, step: {descriptor: true}}\nskills: []\n",
     ),
+    **{
+        f"proxy {value}": (ok, _invoke(f"{{proxy: {value}}}"))
+        for value, ok in [
+            ("'http://h'", True),
+            ("'https://h:8443/'", True),
+            ("'http://h/path'", False),
+            ("'http://h?q'", False),
+            ("'ftp://h'", False),
+            ("'h:80'", False),
+            ("{url: 'https://h', verify: false, timeout_ms: 1}", True),
+            ("{url: 'https://h', timeout_ms: 0}", False),
+            ("{url: 'https://h', timeout_ms: 300001}", False),
+            ("{url: 'https://h', retries: 1}", False),
+            ("{verify: false}", False),
+        ]
+    },
+    "proxy with a delay, times and after": (
+        True,
+        _invoke("{proxy: 'http://h', delay: 5, times: 2, after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "proxy with a body": (False, _invoke("{proxy: 'http://h', json: 1}")),
+    "proxy with a fault": (False, _invoke("{proxy: 'http://h', fault: EMPTY_RESPONSE}")),
+    "after without proxy": (False, _invoke("{json: 1, after: {error: EXECUTION_TIMEOUT}}")),
+    "after a fault": (True, _invoke("{proxy: 'http://h', after: {fault: EMPTY_RESPONSE}}")),
+    "after a result": (False, _invoke("{proxy: 'http://h', after: {json: 1}}")),
+    "after with a delay": (
+        False,
+        _invoke("{proxy: 'http://h', after: {error: EXECUTION_TIMEOUT, delay: 5}}"),
+    ),
+    "proxy in an outcome": (True, _invoke("{one_of: [{proxy: 'http://h'}, {json: 1}]}")),
+    "proxy with failure_rate": (
+        True,
+        _invoke("{proxy: 'http://h', failure_rate: 0.5, failure: {error: ENDPOINT_UNREACHABLE}}"),
+    ),
+    "proxy on a skill": (True, "skills:\n  - {id: s, proxy: 'http://h:1'}\n"),
+    "proxy on a route": (True, _route("proxy: 'http://h'")),
+    "proxy and steps on a route": (False, _route("proxy: 'http://h', steps: [json: 1]")),
+    "proxy on a scenario alone": (True, "proxy: 'http://h'\n"),
+    "proxy on a scenario, bad": (False, "proxy: 'http://h/x'\n"),
 }
 
 
@@ -450,6 +489,8 @@ LOADER_ONLY: dict[str, str] = {
     ),
     # JSON Schema counts 1.0 as an integer; the loader wants a whole number written as one
     "whole number written 1.0": "seed: 1.0\nskills: []\n",
+    "a CA file that does not exist": _invoke("{proxy: {url: 'https://h', verify: no-such-ca.pem}}"),
+    "verify beside an http:// url": _invoke("{proxy: {url: 'http://h', verify: false}}"),
 }
 
 

@@ -271,6 +271,7 @@ def every_field() -> Entry:
         stopped=True,
         replica="host:123",
         case=3,
+        upstream={"url": "http://p:9", "reached": True, "status": 200, "error": None, "ms": 1.25},
     )
 
 

@@ -1,0 +1,123 @@
+"""The fifth rule: a retry that ran an operation again on a real provider.
+
+Behind a ``proxy`` step the provider is real, and an attempt can reach it,
+run, and still fail for the consumer: its answer replaced once it ran
+(``after:``, "commit then fail"), the connection cut, the upstream too slow,
+the consumer gone before the answer. The consumer cannot see that the
+operation ran; when it retries, the provider runs it twice. The journal's
+``upstream`` field says which attempts reached the provider, and what the
+consumer got: :func:`duplicate_executions` finds the retries that ran an
+operation again after such an attempt.
+
+The cure is an idempotency key: the same ``Idempotency-Key`` header value on
+every attempt of one operation (the IETF's draft-ietf-httpapi-idempotency-key-header),
+which the proxy relays and a provider that honours it uses to run the
+operation once. A retry that sends the earlier attempt's key is fine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..engine.state import Entry
+from .findings import Finding, plural
+from .retries import answered, endpoint_of
+
+RULE = "duplicate-execution"
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+"""The request header that names one operation across its attempts."""
+
+UNSAFE_METHODS = frozenset({"POST", "PATCH"})
+"""Methods whose requests a provider does not promise to be idempotent (RFC 9110 §9.2.2):
+an invoke is a POST. A PUT or DELETE sent twice leaves what one leaves."""
+
+
+def ran_unseen(entry: Entry) -> bool:
+    """Whether *entry* reached the provider, which may have run it, and the consumer did
+    not get the provider's own answer to say what happened."""
+    upstream = entry.upstream
+    if upstream is None or not upstream.get("reached"):
+        return False
+    own_answer = (
+        upstream.get("error") is None
+        and upstream.get("status") is not None
+        and entry.fault is None
+        and entry.status == upstream["status"]
+        and answered(entry)
+    )
+    return not own_answer
+
+
+def reached(entry: Entry) -> bool:
+    upstream = entry.upstream
+    return upstream is not None and bool(upstream.get("reached"))
+
+
+def key_of(entry: Entry) -> str | None:
+    """The attempt's idempotency key, as the journal kept it (None: it sent none)."""
+    upstream = entry.upstream
+    key = None if upstream is None else upstream.get("idempotency_key")
+    return key if isinstance(key, str) else None
+
+
+def _why(entry: Entry) -> str:
+    upstream = entry.upstream or {}
+    if upstream.get("error"):
+        return f"the upstream {upstream['error']}"
+    if entry.fault is not None:
+        return f"its answer replaced by the fault {entry.fault}"
+    if not answered(entry):
+        return "the consumer gone before the answer"
+    shown = f"{entry.status} {entry.error_code}" if entry.error_code else str(entry.status)
+    return f"the provider's {upstream.get('status')} replaced by {shown}"
+
+
+def duplicate_executions(session: str, chain: Sequence[Entry]) -> list[Finding]:
+    """The finding of *chain* (one retry chain) when a retry ran its operation again."""
+    if not chain or chain[0].method not in UNSAFE_METHODS:
+        return []
+    pairs: list[tuple[Entry, Entry]] = []
+    unseen: list[Entry] = []  # attempts so far that ran, unseen by the consumer
+    for entry in chain:
+        if reached(entry):
+            key = key_of(entry)
+            earlier = next((e for e in unseen if key is None or key_of(e) != key), None)
+            if earlier is not None:
+                pairs.append((earlier, entry))
+        if ran_unseen(entry):
+            unseen.append(entry)
+    if not pairs:
+        return []
+    n = len(pairs)
+    keyed = any(key_of(e) is not None for pair in pairs for e in pair)
+    return [
+        Finding(
+            rule=RULE,
+            session=session,
+            endpoint=endpoint_of(chain[0]),
+            attempts=sorted({e.id for pair in pairs for e in pair}),
+            message=f"{n} {plural(n, 'retry', 'retries')} ran the operation on the provider"
+            " again after an attempt that had reached it",
+            expected=f"a retry of an operation that may have run carries the same {IDEMPOTENCY_KEY}"
+            " as the attempt before it, so that the provider runs it once",
+            found="; ".join(
+                f"#{later.id} reached the provider again"
+                + (
+                    f" with {IDEMPOTENCY_KEY} {key_of(later)!r}"
+                    if key_of(later) is not None
+                    else f" without {IDEMPOTENCY_KEY}"
+                )
+                + f" after #{earlier.id} had reached it ({_why(earlier)}"
+                + (
+                    f"; its {IDEMPOTENCY_KEY} was {key_of(earlier)!r})"
+                    if key_of(earlier) is not None
+                    else ")"
+                )
+                for earlier, later in pairs
+            ),
+            fix=f"send an {IDEMPOTENCY_KEY} header, one value per operation, the same on every"
+            " attempt of it (mockskill relays it; a provider that honours it runs the operation"
+            " once)" + ("; keep the value when retrying, do not make a new one" if keyed else ""),
+        )
+    ]
