@@ -34,6 +34,8 @@ _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
 _new_recorded = tuple.__new__
 _time = time.time
+_NOT_PROXIED = (None,)
+"""Recorded's last field (upstream) for a request that was not proxied."""
 
 
 class Journalling:
@@ -211,7 +213,7 @@ class Plain:
         self._record(
             _new_recorded(
                 Recorded,
-                (
+                (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                     self._next_id(),
                     started,
                     _time(),
@@ -242,8 +244,11 @@ class Plain:
                     False,  # stopped
                     None,  # replica
                     self._case,
-                    None,  # upstream: a plain step is not proxied
-                ),
+                )
+                # upstream (a plain step is not proxied), joined on: a tuple display of
+                # more than 30 items compiles to a list appended to item by item (CPython's
+                # stack-use limit), which cost a Python call's worth more than this join.
+                + _NOT_PROXIED,
             )
         )
 
