@@ -33,7 +33,7 @@ from werkzeug.wrappers import Request, Response
 from .admin.registry import Registry
 from .engine.actions import answer_of
 from .engine.engine import SESSION_HEADER, Engine, journalled
-from .engine.incoming import Incoming, decoded_path, headers_of_raw
+from .engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
 from .engine.plan import Answer, Outcome, Plan
 from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry, State
 from .protocol.catalog import tool_error
@@ -320,7 +320,9 @@ class LoopSurface:
         self._planning: dict[int, _Flight] = {}
         """Requests whose plan awaits a remote store, by id (see :meth:`_plan_remote`)."""
         self.on_played: Callable[[TransportRequest | Refusal, Outcome], None] | None = None
-        """Called after each exchange is journalled (the request log)."""
+        """Called after each exchange is journalled (the request log). While it is None, a
+        plan journalled as planned is played without an outcome reported back
+        (:attr:`~mockskill.engine.plan.Plan.journalled`)."""
 
     def _is_admin(self, target: str) -> bool:
         if not target.startswith(ADMIN_PREFIX):
@@ -348,6 +350,8 @@ class LoopSurface:
             return _failed(req, exc)
         if record is not journalled:  # (most requests are: nothing to record once played)
             self._pending[id(request)] = record
+        elif self.on_played is not None:  # the request log hears of every exchange
+            planned = planned.reported
         return _with_cors_plan(planned) if self.cors else planned
 
     async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
@@ -459,19 +463,34 @@ def _failed(req: Incoming, exc: Exception) -> Plan:
 def _incoming(request: TransportRequest) -> Incoming:
     """The engine's view of a transport request; its Werkzeug request made only if asked."""
     target = request.target
-    if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
-        parts = urlsplit(target)
-        target = parts.path or "/"
-    return Incoming(
+    if (
+        target[:1] == "/"
+        and target[1:2] != "/"
+        and "?" not in target
+        and "%" not in target
+        and target.isascii()
+    ):
+        path = target  # decoded_path's own fast case, here: most targets are such paths
+    else:
+        if not target.startswith("/"):  # absolute form (a proxy's), or "*": as in the environ
+            parts = urlsplit(target)
+            target = parts.path or "/"
+        path = decoded_path(target)
+    return viewed(
         request.method,
-        decoded_path(target),
+        path,
         # From the bytes as read: the transport's decoded headers are not made for this.
         headers_of_raw(request.raw_headers),
         request.body,
         request.local,
         request.time,
-        lambda: Request(wsgi_environ(request)),
+        _werkzeug_of,
+        request,
     )
+
+
+def _werkzeug_of(request: TransportRequest) -> Request:
+    return Request(wsgi_environ(request))
 
 
 def _with_cors_plan(plan: Plan) -> Plan:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import socket
 import struct
@@ -518,3 +519,23 @@ def test_a_client_gone_before_the_store_answered_is_journalled_with_what_it_took
         assert gone.client_left is not None
         assert gone.status is None
         assert requests.post(server.invoke_url("seq"), timeout=10).json() == 2
+
+
+def test_the_request_log_and_the_journal_each_hear_of_every_plain_request_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A plain step is journalled as planned and its outcome not reported (Plan.journalled),
+    unless a request log wants every exchange: then both hear of each, once."""
+    caplog.set_level(logging.INFO, logger="mockskill.access")
+    for quiet in (True, False):
+        caplog.clear()
+        with Server(quiet=quiet) as server, requests.Session() as session:
+            for n in range(3):
+                answer = session.post(server.invoke_url("endpoint-unreachable"), json={"n": n})
+                assert answer.status_code == 503
+            entries = server.journal()
+        assert [e.status for e in entries] == [503, 503, 503]
+        assert len({e.body_digest for e in entries}) == 3
+        logged = [r.getMessage() for r in caplog.records if r.name == "mockskill.access"]
+        assert len(logged) == (0 if quiet else 3)
+        assert all('"POST /skills/endpoint-unreachable/invoke HTTP/1.1" 503' in m for m in logged)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, overload
 
@@ -39,7 +40,7 @@ from .actions import plan as plan_step
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plain, finished
+from .journalling import Journalling, Plain, Plains, finished
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
@@ -118,9 +119,9 @@ class Engine:
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
-        self._plains: dict[tuple[int, int, int], tuple[object, object, Plain | None]] = {}
-        """Plain steps' journalling and plans (see :meth:`_plain`), by the ids of the target,
-        the step's index and the Urls; None for a step that is not plain."""
+        self._plains: dict[tuple[int, int], tuple[object, object, Plains]] = {}
+        """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
+        and the Urls."""
         self.load(scenarios, activate=activate)
 
     @property
@@ -424,7 +425,12 @@ class Engine:
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
-            refusal = self._refusal(request, table, target)
+            skill = target.skill
+            if skill is not None and skill.requires is not None and target.kind == "invoke":
+                refusal = self._refusal(request, table, target)
+            else:  # no credentials asked for: _refusal's version check, here
+                version = headers.get(_VERSION)
+                refusal = None if version is None else version_reply(target, version)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
                 return self._judged(refusal, started, session, table, target, urls)
             if refusal is None:  # a sequence step (_choose's, here: every request comes here)
@@ -435,10 +441,21 @@ class Engine:
                 if self._answer is not None:  # an inline store: answered here, no Pending
                     taken = self._answer(take)
                     if planning and not target.draws:
-                        plain = self._plain(target, taken, urls)
-                        if plain is not None:  # most requests: journalled here, planned
-                            plain.record(request, started, session, taken[0])  # type: ignore[index,arg-type]
-                            return plain.plan
+                        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
+                        # _plain's lookup, here: the kept Plain of this target, Urls and step.
+                        kept = self._plains.get((id(target), id(urls)))
+                        if kept is not None and kept[0] is target and kept[1] is urls:
+                            plains = kept[2]
+                        else:
+                            plains = self._plains_of(target, urls)
+                        if position is not None:  # (None: in the scenario's outage)
+                            if position < plains.last:  # before the end rule: most requests
+                                plain = plains.steps[bisect_right(plains.ends, position)]
+                            else:
+                                plain = self._plain(plains, position)
+                            if plain is not None:  # most requests: journalled here, planned
+                                plain.record(request, started, session, position)
+                                return plain.plan
                     decided = Decided(started, session, table, target, urls, None, False)
                     return choosing.choose(decided, taken)
                 decided = Decided(started, session, table, target, urls, None, False)
@@ -448,33 +465,29 @@ class Engine:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
 
-    def _plain(self, target: Target, taken: object, urls: Urls) -> Plain | None:
-        """The kept journalling and plan of the step *taken* (a Take's answer) of *target*
-        for *urls* if it is plain: nothing drawn, no delay, execution, hang, dribble or
-        fault (its plan answers at once, the same to every request); else None."""
-        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
-        if position is None:  # in the scenario's outage
-            return None
+    def _plains_of(self, target: Target, urls: Urls) -> Plains:
+        """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""
         sequence = target.sequence
         assert sequence is not None
-        index = sequence.step_at(position)
-        if index is None:  # the sequence is over
-            return None
-        key = (id(target), index, id(urls))
-        kept = self._plains.get(key, _UNSEEN)
-        if kept is not _UNSEEN and kept[0] is target and kept[1] is urls:
-            return kept[2]
-        step = sequence.steps[index]
-        plain = None
-        if not step.random and step.delay is None and step.execution is None and not step.proxy:
-            planned = self._planned(Chosen(step, index, position), urls)
-            if planned.plan.instant:
-                plain = self._journalling.plain(target, index, planned.plan, planned.reply)
+        plains = Plains(target, urls, sequence)
+        for index, step in enumerate(sequence.steps):
+            if not step.random and step.delay is None and step.execution is None and not step.proxy:
+                planned = self._planned(Chosen(step, index, 0), urls)
+                if planned.plan.instant:
+                    plains.steps[index] = self._journalling.plain(
+                        target, index, planned.plan, planned.reply
+                    )
         if len(self._plains) >= MAX_CACHED:
             self._plains.clear()  # atomic, unlike evicting one: handle() runs on threads
         # The target and Urls kept with it: neither id can be another's while it is kept.
-        self._plains[key] = (target, urls, plain)
-        return plain
+        self._plains[(id(target), id(urls))] = (target, urls, plains)
+        return plains
+
+    def _plain(self, plains: Plains, position: int) -> Plain | None:
+        """The Plain of the step at *position* (0-based) of the sequence *plains* keeps, past
+        its steps' end (its end rule says which, if any); None when that step is not plain."""
+        index = plains.sequence.step_at(position)
+        return None if index is None else plains.steps[index]
 
     def _judged(
         self,
@@ -605,7 +618,3 @@ class Engine:
 
 def journalled(outcome: plans.Outcome) -> None:
     """The recorder of a plan journalled when it was made (recording nothing more)."""
-
-
-_UNSEEN = (None, None, None)
-"""What :meth:`Engine._plain` finds for a step it has not looked at yet."""

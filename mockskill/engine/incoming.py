@@ -12,9 +12,13 @@ query strings, the WSGI path's raw socket), and once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
 from werkzeug.wrappers import Request
+
+_Source = TypeVar("_Source")
+_new = object.__new__
 
 
 class Incoming:
@@ -27,6 +31,7 @@ class Incoming:
     __slots__ = (
         "_body",
         "_make",
+        "_source",
         "_werkzeug",
         "arrived",
         "headers",
@@ -56,7 +61,8 @@ class Incoming:
         """The address the client connected to (``SERVER_NAME``, ``SERVER_PORT``)."""
         self.arrived = arrived
         self._body = body
-        self._make = werkzeug
+        self._make: Callable[[Any], Request] = _called
+        self._source: Any = werkzeug
         self._werkzeug: Request | None = None
 
     @classmethod
@@ -92,8 +98,33 @@ class Incoming:
         """The Werkzeug request, made on first use: for what reads forms or a raw socket."""
         made = self._werkzeug
         if made is None:
-            made = self._werkzeug = self._make()
+            made = self._werkzeug = self._make(self._source)
         return made
+
+
+def viewed(
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes,
+    server: tuple[str, int | None],
+    arrived: float,
+    make: Callable[[_Source], Request],
+    source: _Source,
+) -> Incoming:
+    """The view of a request another server read (the event loop's), made for every one of
+    its requests: :class:`Incoming`'s slots set here, without its ``__init__`` (a call
+    through the type, and a closure to make the Werkzeug request, cost more than the rest);
+    ``make(source)`` makes the Werkzeug request when one is needed."""
+    view: Incoming = _new(Incoming)
+    view.method, view.path, view.headers, view.scheme = method, path, headers, "http"
+    view.server, view.arrived, view._body, view._werkzeug = server, arrived, body, None
+    view._make, view._source = make, source
+    return view
+
+
+def _called(make: Callable[[], Request]) -> Request:
+    return make()
 
 
 def headers_of_raw(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -142,6 +173,8 @@ def decoded_path(target: str) -> str:
     path = target.partition("?")[0]
     if "%" in path or not path.isascii():
         path = unquote_to_bytes(path).decode("utf-8", "replace")
+    elif path[:1] == "/" and path[1:2] != "/":
+        return path  # one leading slash already: most paths
     return "/" + path.lstrip("/")
 
 

@@ -9,14 +9,15 @@ keyed digests and credentials as keyed fingerprints, never as they were.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..scenario.model import Reply
+from ..scenario.model import Reply, Sequence
 from . import request_facts as facts
-from .actions import Connection
+from .actions import Connection, Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
 from .entries import Entry, Recorded
@@ -30,7 +31,11 @@ if TYPE_CHECKING:
     from .choosing import Decided
 
 _VERSION = VERSION_HEADER.lower()
+_API_KEY = facts.API_KEY
 _new_recorded = tuple.__new__
+_time = time.time
+_NOT_PROXIED = (None,)
+"""Recorded's last field (upstream) for a request that was not proxied."""
 
 
 class Journalling:
@@ -156,13 +161,19 @@ class Plain:
     """
 
     __slots__ = (
-        "_after",
-        "_after_all",
-        "_before",
+        "_case",
         "_credential_key",
         "_digest",
+        "_endpoint",
+        "_error_code",
+        "_index",
+        "_invalid",
         "_next_id",
         "_record",
+        "_retry",
+        "_scenario",
+        "_skill",
+        "_status",
         "plan",
         "target",
     )
@@ -172,44 +183,91 @@ class Plain:
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
-        self._digest, self._credential_key = journalling.body_digest, journalling.credential_key
-        self.plan, self.target = plan, target
-        status = plan.answer.status
-        endpoint = target.kind
-        invalid = endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)
-        # Recorded's fields around the request's own, in its order (see recorded()).
-        self._before = (status, endpoint, target.skill_id, target.scenario, index)
-        self._after = (served.error_code, served.retry, False, False) + (None,) * 6 + ((),)
-        case = None if target.case is None else target.case.index
-        self._after_all = (invalid, False, None, case, None)  # ..., replica, case, upstream
+        self._digest, self._credential_key = (
+            journalling.body_digest.digest,
+            journalling.credential_key,
+        )
+        # Marked: the transport reports no outcome of it when sent whole at once, as it
+        # always is (Plan.journalled), since it is recorded here as it is planned.
+        self.plan, self.target = dataclasses.replace(plan, journalled=True), target
+        status = self._status = plan.answer.status
+        endpoint = self._endpoint = target.kind
+        self._skill, self._scenario, self._index = target.skill_id, target.scenario, index
+        self._error_code, self._retry = served.error_code, served.retry
+        self._invalid = (
+            endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)
+        )
+        self._case = None if target.case is None else target.case.index
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
         """Journal *request*, the *position*-th of its sequence in *session*, answered now."""
         headers = request.headers
         credential = None
-        if "authorization" in headers or facts.API_KEY in headers:
+        if "authorization" in headers or _API_KEY in headers:
             credential = facts.credential(request, self._credential_key)
-        body = request.body
+        body = request._body  # the bytes the transport read (not the property: a call)
+        if body is None:  # (a WSGI request's, read on first use)
+            body = request.body
+        # Recorded's fields in its order (see recorded(); tests/engine/test_hotpath.py holds
+        # each in its place), one tuple built at once: the step's kept, the request's own.
         self._record(
             _new_recorded(
                 Recorded,
-                (
+                (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                     self._next_id(),
                     started,
-                    time.time(),
+                    _time(),
                     session,
                     request.method,
                     request.path,
-                    *self._before,
+                    self._status,
+                    self._endpoint,
+                    self._skill,
+                    self._scenario,
+                    self._index,
                     position,
-                    *self._after,
+                    self._error_code,
+                    self._retry,
+                    False,  # forced
+                    False,  # outage
+                    None,  # choice
+                    None,  # delay_ms
+                    None,  # execution_ms
+                    None,  # fault
+                    None,  # client_left
+                    None,  # headers_sent
+                    (),  # near_misses
                     credential,
                     headers.get(_VERSION),
                     self._digest(body) if body else None,
-                    *self._after_all,
-                ),
+                    self._invalid,
+                    False,  # stopped
+                    None,  # replica
+                    self._case,
+                )
+                # upstream (a plain step is not proxied), joined on: a tuple display of
+                # more than 30 items compiles to a list appended to item by item (CPython's
+                # stack-use limit), which cost a Python call's worth more than this join.
+                + _NOT_PROXIED,
             )
         )
+
+
+class Plains:
+    """What the engine keeps of a target's sequence for one Urls: each step's
+    :class:`Plain` if it is plain — nothing drawn, no delay, execution, hang,
+    dribble or fault (its plan answers at once, the same to every request) — else None;
+    and the sequence's step ends, to find a position's step without a call."""
+
+    __slots__ = ("ends", "last", "sequence", "steps", "target", "urls")
+
+    def __init__(self, target: Target, urls: Urls, sequence: Sequence) -> None:
+        self.target, self.urls, self.sequence = target, urls, sequence
+        self.ends = sequence.ends
+        """Where each step's requests end (``Sequence.step_at``'s bisect looks in it)."""
+        self.last = self.ends[-1]
+        """The requests the sequence answers before its end rule applies."""
+        self.steps: list[Plain | None] = [None] * len(sequence.steps)
 
 
 def finished(recorded: Recorded, connection: Connection) -> Recorded:

@@ -32,6 +32,7 @@ wrongly on purpose is what :class:`Fault` is for.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -252,6 +253,13 @@ class Plan:
     upstream: Upstream | None = None
     """Forward the request to a real provider after the waits, and relay its answer
     (:mod:`.proxying`); :attr:`answer` is then not sent."""
+    journalled: bool = False
+    """The handler journalled the exchange as it planned it, as the outcome of an answer
+    sent whole at once — what always happens to an instant plan, written as soon as it is
+    asked for: the transport then reports nothing to the handler's ``played``. Set by the
+    engine on a plain step's kept plan (an outcome built and handed over only to be
+    dropped cost a twentieth of the request); a handler that wants every outcome (a
+    request log) answers with :attr:`reported` instead."""
     instant: bool = field(init=False, repr=False, compare=False)
     """Nothing to wait for: the transport writes it at once, without a task."""
 
@@ -265,6 +273,13 @@ class Plan:
             "instant",
             not self.waits and self.dribble is None and self.fault is None and not self.upstream,
         )
+        if self.journalled and not self.instant:
+            raise ValueError("only an instant plan can be journalled as it is planned")
+
+    @cached_property
+    def reported(self) -> Plan:
+        """This plan with every outcome reported (not :attr:`journalled`): made once."""
+        return dataclasses.replace(self, journalled=False) if self.journalled else self
 
 
 _new = object.__new__

@@ -21,9 +21,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from .entries import (
     MASK,
@@ -67,6 +67,14 @@ COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
 COMPACT_SLICE = 1024
 """Journal slots :meth:`State.compact` packs at most per call: a few milliseconds."""
+
+
+_PATH, _SESSION, _METHOD, _SKILL, _CREDENTIAL, _VERSION = map(
+    Recorded._fields.index,
+    ("path", "session", "method", "skill", "credential", "protocol_version"),
+)
+"""Where :func:`~.entries.oversized` looks in a Recorded, by index: read for every request
+(a NamedTuple's fields by name are descriptor calls)."""
 
 
 @dataclass
@@ -196,6 +204,10 @@ class State:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._journal: deque[_Kept | _Packed] = deque(maxlen=journal_size)
         self._ids = itertools.count(1)
+        # The count's own __next__ (one C call, atomic under the GIL, so no lock: every
+        # request takes an id): a method calling next() on it cost a Python call more.
+        self.next_id: Callable[[], int] = self._ids.__next__
+        """The next entry id, from 1."""
         self._activated: dict[str, float] = {}
         self._generations: dict[str, int] = {}
         self._hidden: tuple[str, ...] = ()
@@ -231,7 +243,12 @@ class State:
             # lookups (LOAD_ATTR does not specialise for them).
             session, key, generation, _, outage, draws = need
             with self._lock:
-                record = self._session(session)
+                sessions = self._sessions
+                record = sessions.get(session)  # _session's, here: every request comes here
+                if record is None:
+                    record = self._session(session)
+                else:
+                    sessions.move_to_end(session)
                 if draws or outage is not None:
                     return self._take_drawn(record, need)
                 if generation != self._generations.get(key, 0):
@@ -309,11 +326,6 @@ class State:
                     else:
                         record.retired.pop(key, None)
 
-    def next_id(self) -> int:
-        # No lock: a count's next() is one C call, atomic under the GIL (every request
-        # takes an id, so the lock was paid on every one).
-        return next(self._ids)
-
     def record(self, entry: Entry | Recorded) -> None:
         """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden.
 
@@ -325,7 +337,18 @@ class State:
         # _Kept's slots set here, not through its __init__: a call less on every request.
         slot = _new_slot(_Kept)
         slot.recorded, slot.hidden, slot.built = entry, self._hidden, None
-        if oversized(entry):
+        if type(entry) is Recorded:  # the engine's, per request: oversized()'s, by index
+            e: tuple[Any, ...] = entry
+            if (
+                len(e[_PATH]) > MAX_PATH
+                or len(e[_SESSION]) > MAX_SESSION_NAME
+                or len(e[_METHOD]) > MAX_TEXT
+                or (e[_SKILL] is not None and len(e[_SKILL]) > MAX_TEXT)
+                or (e[_CREDENTIAL] is not None and len(e[_CREDENTIAL]) > MAX_TEXT)
+                or (e[_VERSION] is not None and len(e[_VERSION]) > MAX_TEXT)
+            ):
+                slot.entry()
+        elif oversized(entry):
             slot.entry()
         with self._lock:
             self._journal.append(slot)

@@ -239,6 +239,12 @@ class Sequence:
         """Requests the sequence answers before its end rule applies."""
         return self._ends[-1]
 
+    @property
+    def ends(self) -> tuple[int, ...]:
+        """Where each step's requests end: request *n* (0-based, under :attr:`length`) is
+        answered by the first step whose end is over *n* (``bisect_right(ends, n)``)."""
+        return self._ends
+
     def step_at(self, position: int) -> int | None:
         """The index of the step that answers request number *position* (0-based).
 

@@ -21,7 +21,7 @@ close (FIN, then unread bytes discarded until the client closes or
 :attr:`Limits.linger` passes), so that a client still sending a body reads
 the refusal instead of a reset.
 
-Timeouts (head, idle keep-alive) are deadlines checked by one sweep per
+Timeouts (head, idle keep-alive) and the linger are deadlines checked by one sweep per
 server (:class:`~.shared.Shared`).
 """
 
@@ -57,7 +57,6 @@ class Connection(Relaying, asyncio.Protocol):
         "_drop_next",
         "_handler",
         "_left_at",
-        "_linger_tick",
         "_lingering",
         "_queue",
         "_reading_paused",
@@ -86,7 +85,6 @@ class Connection(Relaying, asyncio.Protocol):
         self._discarded = 0
         self._want_close = False
         self._lingering = False
-        self._linger_tick: int | None = None
         self._reading_paused = False
         self._write_paused = False
         self._stale: Stale | None = None
@@ -117,9 +115,12 @@ class Connection(Relaying, asyncio.Protocol):
         return task
 
     def expire(self) -> None:
-        """The deadline passed: a head too slow (408) or a connection idle too long."""
+        """The deadline passed: a head too slow (408), a connection idle too long, or the
+        linger of one closing (the client has not closed its end: closed outright)."""
         self.deadline = 0.0
         if self._closed:
+            if self._lingering and self._transport is not None:
+                self._transport.close()
             return
         if self._in_message:
             if self._body_until and self._loop.time() >= self._body_until:
@@ -136,7 +137,9 @@ class Connection(Relaying, asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._shared.timers.run_due()  # waits that are over end before an arrival is handled
+        timers = self._shared.timers
+        if timers.ticks:  # waits that are over end before an arrival is handled
+            timers.run_due()
         # Answers are written whole, and the listener sets TCP_NODELAY on the sockets it
         # accepts (listening.py): Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -157,7 +160,9 @@ class Connection(Relaying, asyncio.Protocol):
         self.deadline = self._loop.time() + self._limits.keep_alive
 
     def data_received(self, data: bytes) -> None:
-        self._shared.timers.run_due()
+        timers = self._shared.timers
+        if timers.ticks:  # (run_due's first look, without its call)
+            timers.run_due()
         if self._dead_parser:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
@@ -167,15 +172,28 @@ class Connection(Relaying, asyncio.Protocol):
                 self._transport.close()
             return
         self._feed(data)
-        self._advance()
+        if (
+            self._queue
+            or self._busy
+            or self._closed
+            or self._reading_paused
+            or self._continue_pending
+            or self._eof
+            or self._shared.draining
+        ):
+            self._advance()
+        elif not self._in_message:  # answered and idle (_advance's end, without its call)
+            self.deadline = self._loop.time() + self._limits.keep_alive
 
     def eof_received(self) -> bool:
-        self._shared.timers.run_due()
+        timers = self._shared.timers
+        if timers.ticks:
+            timers.run_due()
         self._eof = True
-        if self._left_at is None:
-            self._left_at = time.time()
         if self._lingering:
             return False  # the client has read our answer and closed: done
+        if self._left_at is None:
+            self._left_at = time.time()
         if self._in_message and not self._dead_parser:
             what = "body" if self._head_complete else "head"
             self._refuse(400, f"the request {what} was cut short")
@@ -200,12 +218,13 @@ class Connection(Relaying, asyncio.Protocol):
             self._report(refusal, Outcome(None, now, client_left_at=now, closed=True))
         self._closed = True
         self._dead_parser = True
-        self._interrupt(LEFT)
-        if self._linger_tick is not None and self._transport is not None:
-            self._shared.timers.remove(self._transport.close, self._linger_tick)
+        if self._waiter is not None or self._drain_waiter is not None or self._timed is not None:
+            self._interrupt(LEFT)
+        elif self._interrupted is None:  # (_interrupt's, without its call: nothing waits)
+            self._interrupted = LEFT
         if self._idle_timer is not None:
             self._idle_timer.cancel()
-        self._linger_tick, self._idle_timer = None, None
+            self._idle_timer = None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -228,8 +247,36 @@ class Connection(Relaying, asyncio.Protocol):
             self._want_close = True
         if not self._queue and not self._busy and not self._closed and not self._write_paused:
             # The common case, fused: nothing before it, so it is answered from the
-            # parser's callback, and an instant plan is written there and then.
-            self._start(request, last, request.time)
+            # parser's callback, and an instant plan is written there and then — here,
+            # for the plainest (what _start and _send do, without their calls).
+            now = request.time
+            if self._drop_next:
+                self._start(request, last, now)
+                return
+            try:
+                planned = self._handler.plan(request)
+            except Exception:
+                log.exception("the handler failed to plan %r", request)
+                planned = FALLBACK
+            if (
+                type(planned) is not Plan
+                or not planned.instant
+                or planned.keep_alive is not None
+                or request.method == "HEAD"
+            ):
+                self._perform(request, planned, last, now)
+                return
+            close = last or planned.close or self._shared.draining
+            answer = planned.answer
+            if not planned.journalled:  # reported before the bytes go (see _send)
+                try:
+                    self._handler.played(request, Outcome.sent(answer, now, close))
+                except Exception:
+                    log.exception("the handler failed to record %r", request)
+            assert self._transport is not None
+            self._transport.write(answer.wires[close])
+            if close:
+                self._close_gracefully()
             return
         self._queue.append(request)
         if len(self._queue) >= self._limits.max_pipeline and not self._reading_paused:
@@ -291,6 +338,12 @@ class Connection(Relaying, asyncio.Protocol):
         except Exception:
             log.exception("the handler failed to plan %r", item)
             planned = FALLBACK
+        return self._perform(item, planned, close, now)
+
+    def _perform(
+        self, item: Request | Refusal, planned: Plan | Awaitable[Plan], close: bool, now: float
+    ) -> bool:
+        """Play *planned*: True if it was answered at once, False if timers or a task play it."""
         if isinstance(planned, Plan) and planned.instant:
             # Written whole, now, from the callback that read the request.
             self._send(item, planned, planned.answer, close, now, now)
@@ -324,22 +377,24 @@ class Connection(Relaying, asyncio.Protocol):
         keep = plan.keep_alive
         ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        if started == now and not (cut or waited_ms):  # an instant plan's: most requests'
-            outcome = Outcome.sent(answer, now, ends)
-        else:
-            outcome = Outcome(
-                answer,
-                started,
-                headers_at=now,
-                last_byte_at=now,
-                cut=cut,
-                waited_ms=waited_ms,
-                closed=ends,
+        if started != now or cut or waited_ms:
+            self._report(
+                item,
+                Outcome(
+                    answer,
+                    started,
+                    headers_at=now,
+                    last_byte_at=now,
+                    cut=cut,
+                    waited_ms=waited_ms,
+                    closed=ends,
+                ),
             )
-        try:
-            self._handler.played(item, outcome)
-        except Exception:
-            log.exception("the handler failed to record %r", item)
+        elif not plan.journalled:  # an instant plan's (most requests'), unless journalled
+            try:
+                self._handler.played(item, Outcome.sent(answer, now, ends))
+            except Exception:
+                log.exception("the handler failed to record %r", item)
         if item.method == "HEAD" and isinstance(item, Request):
             transport.write(answer.head(close=close))
         else:
@@ -460,8 +515,9 @@ class Connection(Relaying, asyncio.Protocol):
         else:
             self._lingering = True
             transport.write_eof()
-            # On the shared timers: a burst's connections all linger at once.
-            self._linger_tick = self._shared.timers.add(transport.close, self._limits.linger)
+            # A deadline, which the server's sweep looks at (expire closes it): no timer
+            # made and cancelled per connection, since most clients close well before.
+            self.deadline = self._loop.time() + self._limits.linger
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:

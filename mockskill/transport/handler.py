@@ -8,7 +8,9 @@ error body stays the handler's business; the transport closes the
 connection after it). Either way, when the exchange is over the transport
 reports what happened on the wire as an :class:`Outcome` to
 :meth:`Handler.played` — exactly once per request or refusal, on the loop,
-so it must be quick (a journal append).
+so it must be quick (a journal append); except for a plan the handler marked
+:attr:`~mockskill.engine.plan.Plan.journalled` (recorded as it was planned)
+and sent whole at once, which is reported not at all.
 
 A handler whose :meth:`~Handler.plan` returns an awaitable is awaited on
 the loop: that is how :class:`~mockskill.transport.wsgi.WSGIHandler` runs a
@@ -161,7 +163,8 @@ class Handler(Protocol):
         ...
 
     def played(self, exchange: Request | Refusal, outcome: Outcome) -> None:
-        """The exchange is over: record it. Called once per exchange, on the loop."""
+        """The exchange is over: record it. Called once per exchange, on the loop (none
+        for a :attr:`~mockskill.engine.plan.Plan.journalled` plan sent whole at once)."""
         ...
 
 

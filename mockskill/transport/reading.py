@@ -180,6 +180,12 @@ class RequestReader(abc.ABC):
         """A timer the subclass runs only while the connection is idle (a stale
         keep-alive's): cancelled here as soon as a request begins."""
 
+    on_chunk_header = None
+    on_chunk_complete = None
+    """Callbacks httptools would call, and does not when they are None: it looks each up
+    when a parser is made, and one missing is an AttributeError raised and formatted, for
+    every connection."""
+
     # -- what the connection provides ---------------------------------------------
 
     @abc.abstractmethod
@@ -279,7 +285,7 @@ class RequestReader(abc.ABC):
     # Called for every request, most of them from one packet holding it whole: each
     # does only what cannot wait. The headers are only kept as they come; their
     # limits and the framing headers are looked at once, when the head is complete
-    # (:meth:`_framing`), or when a packet ends inside it (:meth:`_under_way`).
+    # (:meth:`on_headers_complete`), or when a packet ends inside it (:meth:`_under_way`).
 
     def on_message_begin(self) -> None:
         self._in_message = True
@@ -309,40 +315,10 @@ class RequestReader(abc.ABC):
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        """The head is complete: its limits, and the headers its framing depends on (the
+        ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``), read in
+        one pass here — not in a method of their own: this runs for every request."""
         self._head_complete = True
-        length, chunked, expect, connection = self._framing()
-        parser = self._parser
-        method = parser.get_method()
-        self._method = _METHODS.get(method) or method.decode("latin-1")
-        # httptools formats the version with str.format, the costliest call here; llhttp
-        # (which reads only 0.9, 1.0, 1.1 and 2.0) keeps alive by default only 1.1, so
-        # without a Connection header to say otherwise, its verdict is the version.
-        if not connection and parser.should_keep_alive():
-            self._version = "1.1"
-        else:
-            self._version = parser.get_http_version()
-        if not length and not chunked:
-            return  # no body to wait for
-        if length is not None and length > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
-        self._body = []
-        self._body_len = 0
-        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
-            if not self._may_continue():
-                self._continue_pending = True  # sent in order, once those are answered
-                self.deadline = 0.0  # no deadline while it waits its turn
-                return
-            assert self._transport is not None
-            self._transport.write(CONTINUE)
-        # The body's deadlines start if the packet ends before it does (_under_way).
-
-    def _framing(self) -> tuple[int | None, bool, bytes | None, bool]:
-        """The head is complete: its limits, and the headers its framing depends on.
-
-        Returns the ``Content-Length`` (None without one), whether the body is
-        chunked, the first ``Expect`` value and whether there was a ``Connection``
-        header; notes ``Connection: close``.
-        """
         headers = self._headers
         if len(headers) > self._max_headers:
             raise _Refused(431, self._too_many_headers())
@@ -383,7 +359,30 @@ class RequestReader(abc.ABC):
             elif expect is None:
                 expect = value
         self._close_asked = close
-        return length, chunked, expect, connection
+        parser = self._parser
+        method = parser.get_method()
+        self._method = _METHODS.get(method) or method.decode("latin-1")
+        # httptools formats the version with str.format, the costliest call here; llhttp
+        # (which reads only 0.9, 1.0, 1.1 and 2.0) keeps alive by default only 1.1, so
+        # without a Connection header to say otherwise, its verdict is the version.
+        if not connection and parser.should_keep_alive():
+            self._version = "1.1"
+        else:
+            self._version = parser.get_http_version()
+        if not length and not chunked:
+            return  # no body to wait for
+        if length is not None and length > self._limits.max_body:
+            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+        self._body = []
+        self._body_len = 0
+        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
+            if not self._may_continue():
+                self._continue_pending = True  # sent in order, once those are answered
+                self.deadline = 0.0  # no deadline while it waits its turn
+                return
+            assert self._transport is not None
+            self._transport.write(CONTINUE)
+        # The body's deadlines start if the packet ends before it does (_under_way).
 
     def _body_begins(self) -> None:
         """The body may come now: its pause and whole-body deadlines start."""

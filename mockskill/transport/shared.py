@@ -2,7 +2,7 @@
 
 One :class:`Shared` per server counts and holds its connections, runs the
 one sweep that expires their deadlines (a head too slow, a connection idle
-too long: a request costs an assignment, not a timer), and carries out the
+too long, a linger over: each an assignment, not a timer), and carries out the
 two halves of a stop — the drain, then the cut. After a flood of
 connections has gone (most of :data:`TRIM_AFTER` or more), it hands the
 memory they freed back to the system (:func:`trim_heap`), after the server's
@@ -123,14 +123,16 @@ class Shared:
         """Connections open when the trim was last put off."""
         self.trims = 0
         """Trims done after floods (:func:`trim_heap`)."""
-        timeouts = (limits.header_timeout, limits.body_timeout, limits.keep_alive)
+        timeouts = (limits.header_timeout, limits.body_timeout, limits.keep_alive, limits.linger)
         self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
     def register(self, connection: Connection) -> int:
         self.arrived()
         self.accepted += 1
-        self.connections.add(connection)
-        self._peak = max(self._peak, len(self.connections))
+        connections = self.connections
+        connections.add(connection)
+        if len(connections) > self._peak:
+            self._peak = len(connections)
         if self._sweeper is None:
             self._sweeper = self.loop.call_later(self._interval, self._sweep)
         return self.accepted

@@ -39,14 +39,16 @@ Callback = Callable[[], object]
 class Timers:
     """What is due, by the millisecond, on one loop timer (see the module's docstring)."""
 
-    __slots__ = ("_armed", "_buckets", "_handle", "_loop", "_ticks")
+    __slots__ = ("_armed", "_buckets", "_handle", "_loop", "ticks")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._buckets: dict[int, dict[Callback, None]] = {}
         """Millisecond (of the loop's clock) -> what is due then, in the order it was added."""
-        self._ticks: list[int] = []
-        """A heap of the milliseconds that have (or had: removed lazily) something due."""
+        self.ticks: list[int] = []
+        """A heap of the milliseconds that have (or had: removed lazily) something due;
+        empty when nothing is: a connection looks at it before each arrival, and calls
+        :meth:`run_due` only when it is not (a call for nothing on every request, else)."""
         self._handle: asyncio.TimerHandle | None = None
         self._armed = 0
         """The millisecond the loop timer is set for (when there is one)."""
@@ -66,11 +68,11 @@ class Timers:
         bucket = self._buckets.get(tick)
         if bucket is None:
             bucket = self._buckets[tick] = {}
-            heapq.heappush(self._ticks, tick)
+            heapq.heappush(self.ticks, tick)
             if self._handle is None:
                 # The first due, not this one: a callback run by _fire() may add one
                 # for later than what is left before it.
-                self._arm(self._ticks[0])
+                self._arm(self.ticks[0])
             elif tick < self._armed:
                 self._arm(tick)
         bucket[callback] = None
@@ -85,19 +87,19 @@ class Timers:
         if not bucket:
             del self._buckets[tick]
             if not self._buckets:
-                self._ticks.clear()
+                self.ticks.clear()
                 self._disarm()
-            elif len(self._ticks) > 2 * len(self._buckets) + 64:
+            elif len(self.ticks) > 2 * len(self._buckets) + 64:
                 # Clients that all left a long hang: their milliseconds are far off, and
                 # would only be dropped from the heap once they are past.
-                self._ticks = list(self._buckets)
-                heapq.heapify(self._ticks)
+                self.ticks = list(self._buckets)
+                heapq.heapify(self.ticks)
             # Else the loop timer stays set: if it was for this millisecond, it finds
             # nothing to run then and moves on to the next.
 
     def run_due(self) -> None:
         """Run what is due by now, ahead of the loop's timer (see the module's docstring)."""
-        ticks = self._ticks
+        ticks = self.ticks
         if not ticks:
             return
         now = self._loop.time() * 1000
@@ -112,7 +114,7 @@ class Timers:
     def _fire(self) -> None:
         self._handle = None
         self.run_due()
-        ticks, buckets = self._ticks, self._buckets
+        ticks, buckets = self.ticks, self._buckets
         while ticks and ticks[0] not in buckets:
             heapq.heappop(ticks)  # emptied by remove()
         if ticks and (self._handle is None or ticks[0] < self._armed):

@@ -21,7 +21,7 @@ from mockskill import Server, load_text
 from mockskill.app import LoopSurface, _incoming
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
-from mockskill.engine.entries import Entry, Recorded, escaped
+from mockskill.engine.entries import Entry, Recorded, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.protocol.catalog import Retry
@@ -172,6 +172,34 @@ def test_a_client_text_over_its_bound_is_cut_when_recorded_not_kept_whole() -> N
     assert slot.recorded is None  # built at once: the 60 KB path is not held until read
     assert slot.built is not None
     assert len(slot.built.path) < 600
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("path", "/" + "p" * 600),
+        ("session", "s" * 300),
+        ("method", "M" * 200),
+        ("skill", "k" * 200),
+        ("credential", "bearer " + "c" * 200),
+        ("protocol_version", "9" * 200),
+        ("path", "/" + "p" * 511),  # at its bound, not over it
+        ("protocol_version", "9" * 128),
+    ],
+)
+def test_each_client_text_of_a_recorded_request_is_held_to_its_bound_when_recorded(
+    field: str, value: str
+) -> None:
+    """State.record reads a Recorded's bounds by index: the same fields entries.oversized
+    reads by name, each bound the same."""
+    state = State(seed=1)
+    recorded = Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/p", 200, "invoke", "k")
+    recorded = recorded._replace(**{field: value})
+    state.record(recorded)
+    (slot,) = state._journal
+    assert (slot.built is not None) == oversized(recorded)
+    assert oversized(recorded) == (len(value) > {"path": 512, "session": 256}.get(field, 128))
+    assert state.journal()[0].id == recorded.id
 
 
 # -- the request view ----------------------------------------------------------------
@@ -448,6 +476,55 @@ def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
     ]
     assert planned[1].retry == Retry(suggested_delay_ms=2000, max_attempts=5)
     assert all(e.started <= e.finished for e in planned)
+
+
+ENDS = """
+    name: ends
+    skills:
+      - id: cycled
+        invoke:
+          end: cycle
+          steps:
+            - {error: ENDPOINT_UNREACHABLE, times: 2}
+            - {delay: 1, json: {result: slow}}
+            - {json: {result: ok}, times: 3}
+      - id: once
+        invoke:
+          end: fail
+          steps:
+            - {json: {result: ok}, times: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("skill", "steps"),
+    [
+        ("cycled", [0, 0, 1, 2, 2, 2, 0, 0, 1, 2, 2, 2, 0]),  # each step's times, then again
+        ("once", [0, 0, None, None]),  # then the sequence is exhausted
+    ],
+)
+def test_the_step_of_each_planned_request_is_the_one_its_position_and_end_rule_name(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    skill: str,
+    steps: list[int | None],
+) -> None:
+    """Steps that repeat (times), a step that is not plain among them, and the end rules
+    past the last: planned, each request gets the step the WSGI path gives it."""
+    server, loop = surface(ENDS)
+    for session in ("planned", "handled"):
+        for _ in steps:
+            request = transport_request(
+                f"/skills/{skill}/invoke", headers=(("Mockskill-Session", session),)
+            )
+            if session == "planned":
+                exchange(loop, request)
+            else:
+                server.engine.handle(Request(wsgi_environ(request)))
+    planned = planned_alike_handled(server)
+    assert [e.step for e in planned] == steps
+    assert [e.position for e in planned] == list(range(len(steps)))
+    exhausted = [e.error_code for e in planned if e.step is None]
+    assert exhausted == ["MOCKSKILL_SEQUENCE_EXHAUSTED"] * steps.count(None)
 
 
 def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_does(

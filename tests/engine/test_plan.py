@@ -55,6 +55,7 @@ def test_a_header_that_would_break_the_framing_is_refused(header: tuple[str, str
         lambda: KeepAlive(max_requests=0),
         lambda: Plan(Answer(200), dribble=Dribble(2, 10), fault=Fault.EMPTY_RESPONSE),
         lambda: Plan(Answer(200), close=True, keep_alive=KeepAlive(close_after=True)),
+        lambda: Plan(Answer(200), waits=(Wait(5),), journalled=True),
     ],
     ids=[
         "status-too-low",
@@ -67,10 +68,11 @@ def test_a_header_that_would_break_the_framing_is_refused(header: tuple[str, str
         "zero-max-requests",
         "fault-and-dribble",
         "close-and-keep-alive-fault",
+        "journalled-but-waiting",
     ],
 )
 def test_a_plan_refuses_what_it_cannot_mean(build: object) -> None:
-    with pytest.raises(ValueError, match=r"must be|not both|no keep-alive"):
+    with pytest.raises(ValueError, match=r"must be|not both|no keep-alive|only an instant"):
         build()  # type: ignore[operator]
 
 
@@ -80,6 +82,17 @@ def test_only_a_plan_without_waits_dribble_or_fault_is_instant() -> None:
     assert not Plan(Answer(200), waits=(Wait(0),)).instant
     assert not Plan(Answer(200), dribble=Dribble(1, 0)).instant
     assert not Plan(Answer(200), fault=Fault.EMPTY_RESPONSE).instant
+
+
+def test_a_journalled_plan_is_reported_as_a_copy_made_once_and_an_unjournalled_as_itself() -> None:
+    plan = Plan(Answer(503, (), b"x"), close=True, journalled=True)
+    reported = plan.reported
+    assert not reported.journalled
+    assert reported is plan.reported  # made once
+    assert reported.answer is plan.answer  # the same rendered bytes
+    assert dataclasses.replace(reported, journalled=True) == plan
+    unjournalled = Plan(Answer(200))
+    assert unjournalled.reported is unjournalled
 
 
 def test_a_plan_is_frozen() -> None:

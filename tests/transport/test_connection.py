@@ -332,3 +332,35 @@ def test_an_instant_answer_to_a_lone_request_is_timed_by_one_clock_reading(loop:
         assert isinstance(request, Request)
         assert request.time == outcome.started == outcome.headers_at == outcome.last_byte_at
         assert outcome.closed
+
+
+def test_a_journalled_plan_sent_at_once_is_not_reported_and_every_other_exchange_is(
+    loop: str,
+) -> None:
+    """Plan.journalled: the handler recorded it as it planned it; the rest are reported."""
+
+    def plans(request: Request) -> Plan:
+        journalled = request.target.startswith("/journalled")
+        return Plan(Answer(200, JSON, request.target.encode()), journalled=journalled)
+
+    with serving(Recorder(plans), loop=loop) as (server, recorder), connect(server) as sock:
+        # Pipelined: the second and third are planned once the first is answered.
+        sock.sendall(
+            b"GET /journalled/1 HTTP/1.1\r\n\r\nGET /reported HTTP/1.1\r\n\r\n"
+            b"GET /journalled/2 HTTP/1.1\r\n\r\nGET /journalled/3 HTTP/1.1\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        answers = parse(read_until_closed(sock))
+        assert [a.body for a in answers] == [
+            b"/journalled/1",
+            b"/reported",
+            b"/journalled/2",
+            b"/journalled/3",
+        ]
+        ((request, outcome),) = recorder.wait_for(1)
+        time.sleep(0.05)  # nothing else comes: the connection closed after the last answer
+        assert len(recorder.exchanges) == 1
+        assert isinstance(request, Request)
+        assert request.target == "/reported"
+        assert outcome.answer is not None
+        assert outcome.answer.status == 200
