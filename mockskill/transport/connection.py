@@ -300,7 +300,7 @@ class Connection(Relaying, asyncio.Protocol):
             timed = Waits(self._shared.timers, self._loop, item, planned, close, now, self._waited)
             self._timed = timed
             timed.start(self._early())
-        elif not self._relay_at_once(item, planned, close, now):
+        else:
             self._task = self._loop.create_task(self._play(item, planned, close))
         return False
 

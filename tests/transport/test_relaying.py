@@ -1,11 +1,9 @@
-"""A relay on a pooled upstream connection: played from loop callbacks, with all the task's ends.
+"""A relay on a pooled upstream connection (most proxied requests), and all the ways it ends.
 
-Most proxied requests find an idle kept-alive connection to their upstream
-and get its whole answer at once; the relay then runs with no task. These
-specify that it keeps every behaviour of the general relay: the upstream
-too slow, the consumer leaving, the server stopping, a pooled connection
-gone stale, and an answer whose body is still coming (handed over, streamed).
-Each request here comes after one that left a connection in the pool.
+Each request here comes after one that left an idle kept-alive connection
+to the upstream in the pool: the upstream too slow, the consumer leaving,
+the server stopping, a pooled connection gone stale (replaced, the request
+sent again), and an answer whose body is still coming (streamed).
 """
 
 from __future__ import annotations
