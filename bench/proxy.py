@@ -84,13 +84,13 @@ def _ms(text: str) -> float:
 PACED_LUA = (
     WRK_LUA
     + """\
-local pause = {pause_ms}
+local pause = PAUSE_MS
 function delay()
   return math.random() * 2 * pause
 end
 """
 )
-"""The paced load's script: a random pause before each request, {pause_ms} on average."""
+"""The paced load's script: a random pause before each request, PAUSE_MS on average."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def main() -> None:
         loads: list[Load] = []
         for rate in args.rates:
             paced = Path(tmp) / f"paced-{rate}.lua"
-            paced.write_text(PACED_LUA.format(pause_ms=32_000 / rate))
+            paced.write_text(PACED_LUA.replace("PAUSE_MS", f"{32_000 / rate:g}"))
             loads.append(Load(f"paced {rate}/s, -c32", 32, str(paced)))
         loads += [Load(f"saturated, -c{n}", n, lua) for n in args.connections]
         floor_port, proxy_port, scripted_port = c.free_port(), c.free_port(), c.free_port()
