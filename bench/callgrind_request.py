@@ -16,9 +16,17 @@ must be the error step's 503.
 
 ``--functions K`` also prints the K C functions costing most per request
 (``callgrind_annotate --inclusive=yes`` of each run, differenced the same
-way); ``--keep DIR`` keeps the two callgrind files there. Run::
+way); ``--keep DIR`` keeps the two callgrind files there.
+
+``--proxy`` (issue 15) measures a proxied request instead: the served
+scenario's ``endpoint-unreachable`` skill is ``proxy: <the floor>``
+(bench/floor_server.py, started outside valgrind, answering the same 503),
+so the figure is the whole proxied request: the consumer's exchange, the
+engine's plan and journal, the relay and the pooled upstream exchange
+(only the upstream's own cost is left out). Run::
 
     python bench/callgrind_request.py [--n1 2000 --n2 6000 --warmup 1200] [--functions 25]
+    python bench/callgrind_request.py --proxy
 
 (~3 min on 2 cores; needs valgrind: ``apt-get install valgrind``.)
 """
@@ -34,10 +42,20 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import _common as c
+import _peers as p
+
+PROXY_SCENARIO = """\
+name: callgrind-proxy
+skills:
+  - id: translate
+  - id: endpoint-unreachable
+    proxy: http://127.0.0.1:{port}
+"""
 
 REQUEST = (
     "POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
@@ -118,6 +136,7 @@ def measure(requests: int, args: argparse.Namespace, where: Path) -> Run:
         "--quiet",
         "--journal-size",
         str(args.journal_size),
+        *args.scenarios,
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     started = time.monotonic()
@@ -170,14 +189,24 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="the server's interpreter")
     parser.add_argument("--functions", type=int, default=0, metavar="K")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the callgrind files here")
+    parser.add_argument(
+        "--proxy", action="store_true", help="a proxied request (to the floor) instead"
+    )
     args = parser.parse_args()
+    args.scenarios = []
     if args.n2 <= args.n1:
         parser.error("--n2 must be more than --n1")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
-    with tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
+        if args.proxy:
+            floor_port = c.free_port()
+            stack.enter_context(p.floor(floor_port))
+            scenario = Path(tmp) / "proxy.yaml"
+            scenario.write_text(PROXY_SCENARIO.format(port=floor_port))
+            args.scenarios = [str(scenario)]
         runs: dict[int, Run] = {}
         failed: list[BaseException] = []
 
@@ -196,8 +225,9 @@ def main() -> None:
             raise failed[0]
         low, high = runs[args.n1], runs[args.n2]
         per = (high.instructions - low.instructions) / (args.n2 - args.n1)
+        what = " proxied to the floor" if args.proxy else ""
         print(
-            f"# callgrind, whole keep-alive request: POST {c.ERROR_PATH}, one connection,"
+            f"# callgrind, whole keep-alive request: POST {c.ERROR_PATH}{what}, one connection,"
             f" sequential; warm-up {args.warmup}, journal {args.journal_size}, PYTHONHASHSEED=0"
         )
         c.print_table(

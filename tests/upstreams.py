@@ -142,12 +142,16 @@ class Misbehaving:
     """Reads one request per connection, then *mode*: ``reset`` (RST at once) or
     ``head_then_reset`` (a 200 head promising 100 bytes, 10 of them, then RST); or
     ``keep_alive``: answers every request on a connection ``200 ok``, kept alive
-    (:attr:`connections` counts the connections it accepted)."""
+    (:attr:`connections` counts the connections it accepted); but a path beginning
+    ``/hold`` is answered once :attr:`release` is set, ``/half`` sends its head and half
+    its body, the rest once released, and ``/drop`` closes a connection it comes on
+    unanswered unless it is the connection's first request (then ``200 fresh``)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.requests = 0
         self.connections = 0
+        self.release = threading.Event()
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -182,15 +186,28 @@ class Misbehaving:
     def _keep_alive(self, conn: socket.socket) -> None:
         with conn:
             data = b""
+            served = 0
             while True:
                 while b"\r\n\r\n" not in data:
                     chunk = conn.recv(65536)
                     if not chunk:
                         return
                     data += chunk
-                _, _, data = data.partition(b"\r\n\r\n")  # (GETs: no body)
+                head, _, data = data.partition(b"\r\n\r\n")  # (GETs: no body)
                 self.requests += 1
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                served += 1
+                target = head.split(b" ", 2)[1]
+                if target.startswith(b"/drop") and served > 1:
+                    return  # closed unanswered: a kept-alive connection gone stale
+                if target.startswith(b"/hold"):  # answers once the test releases it
+                    self.release.wait(10)
+                if target.startswith(b"/half"):  # half the body, the rest once released
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234")
+                    self.release.wait(10)
+                    conn.sendall(b"56789")
+                    continue
+                body = b"fresh" if target.startswith(b"/drop") else b"ok"
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
     def stop(self) -> None:
         self._stopped = True

@@ -21,6 +21,8 @@ through it.
 | :mod:`.timers` | what is due, by the millisecond, on one loop timer, however many waits |
 | :mod:`.playing` | plans played by a task: a dribbled body, a plan made off the loop |
 | :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
+| :mod:`.relaying` | a proxy step's request sent upstream, its answer's head awaited |
+| :mod:`.streaming` | a relayed answer handed on: whole in one write, or streamed |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
 | :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
 | :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
