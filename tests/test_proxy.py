@@ -244,6 +244,9 @@ def test_a_scenario_proxy_forwards_what_it_does_not_script(
 ) -> None:
     listing = requests.get(f"{fallback.url}/skills", timeout=10).json()
     assert listing["skills"][0]["descriptor_url"] == f"{fallback.url}/skills/real"
+    # The scripted skill is listed too, where discovery finds it, after the provider's.
+    assert [s["id"] for s in listing["skills"]][-1] == "mine"
+    assert listing["skills"][-1]["invoke_url"] == f"{fallback.url}/skills/mine/invoke"
     descriptor = requests.get(f"{fallback.url}/skills/real", timeout=10).json()
     assert descriptor["endpoint"]["url"] == f"{fallback.url}/skills/real/invoke"
     assert requests.post(descriptor["endpoint"]["url"], timeout=10).json()["ran"] == "real"

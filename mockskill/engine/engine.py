@@ -276,7 +276,9 @@ class Engine:
             assert chosen is not None
             assert chosen.step is not None
             if chosen.step.proxy is not None:  # forwarded: planned and journalled by proxying
-                return self._proxying.plan(incoming, decided, chosen)
+                table = decided.table  # a proxied list of skills gets the scripted ones
+                scripted = table.listing if table.skills else None
+                return self._proxying.plan(incoming, decided, chosen, scripted)
             planned = self._planned(chosen, decided.urls)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         dribbled = plan.dribble is not None

@@ -17,6 +17,7 @@ exchange to the :class:`~.exchange.Recorder` when a recording is on.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -49,9 +50,15 @@ _DESCRIPTOR = re.compile(r"^/skills/[^/]+/?$")
 
 
 def upstream_for(
-    step: Step, request: Incoming, decided: Decided, chosen: Chosen, recording: bool
+    step: Step,
+    request: Incoming,
+    decided: Decided,
+    chosen: Chosen,
+    recording: bool,
+    scripted: Reply | None = None,
 ) -> Upstream:
-    """The :class:`Upstream` of *step* (a proxy step) for *request*."""
+    """The :class:`Upstream` of *step* (a proxy step) for *request*; *scripted* is the
+    list of the skills the scenarios script, which a proxied list of skills is given."""
     proxy = step.proxy
     assert proxy is not None
     urls = decided.urls
@@ -84,7 +91,8 @@ def upstream_for(
     rewrite = None
     if request.method in ("GET", "HEAD"):
         if _LISTING.match(request.path):
-            rewrite = _rewriter(urls.base, _listing)
+            own = [] if scripted is None else json.loads(urls.fill(scripted).body)["skills"]
+            rewrite = _rewriter(urls.base, functools.partial(_listing, scripted=own))
         elif _DESCRIPTOR.match(request.path):
             rewrite = _rewriter(urls.base, _descriptor)
     return Upstream(
@@ -115,15 +123,25 @@ def _descriptor(document: Any, base: str) -> bool:
     return False
 
 
-def _listing(document: Any, base: str) -> bool:
+def _listing(document: Any, base: str, scripted: list[dict[str, Any]]) -> bool:
+    """The provider's list of skills, its URLs on mockskill, with the skills the scenarios
+    script in it: each in place of the provider's skill of its id, or added at the end (a
+    consumer that discovers skills finds the scripted ones too; they answer as scripted)."""
     skills = document.get("skills") if isinstance(document, dict) else None
+    if not isinstance(skills, list):
+        return False
     changed = False
-    for item in skills if isinstance(skills, list) else ():
+    for item in skills:
         if not isinstance(item, dict):
             continue
         for key, value in item.items():
             if isinstance(value, str) and re.match(r"^https?://", value):
                 item[key], changed = _origin(value, base), True
+    if scripted:
+        ids = {item["id"] for item in scripted}
+        kept = [i for i in skills if not (isinstance(i, dict) and i.get("id") in ids)]
+        skills[:] = kept + scripted
+        changed = True
     return changed
 
 
@@ -184,13 +202,13 @@ class Proxying:
         self.recorder: Recorder | None = None
 
     def plan(
-        self, request: Incoming, decided: Decided, chosen: Chosen
+        self, request: Incoming, decided: Decided, chosen: Chosen, scripted: Reply | None = None
     ) -> tuple[plans.Plan, Callable[[plans.Outcome], None]]:
         step = chosen.step
         assert step is not None
         assert step.proxy is not None
         recorder = self.recorder
-        upstream = upstream_for(step, request, decided, chosen, recorder is not None)
+        upstream = upstream_for(step, request, decided, chosen, recorder is not None, scripted)
         waits = (plans.Wait(chosen.delay_ms),) if chosen.delay_ms else ()
         plan = plans.Plan(plans.Answer(502), waits=waits, upstream=upstream)
         url = step.proxy.url
