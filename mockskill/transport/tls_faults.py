@@ -263,13 +263,7 @@ class _Listener:
 
     def _hanging(self, conn: socket.socket, started: float, sni: str | None) -> None:
         """The hanging connection has something to say: its close means the client gave up."""
-        try:
-            data = conn.recv(16384)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
+        if _peer_closed(conn):
             self._drop(conn)
             self._failed(started, None, sni)
 
@@ -321,13 +315,7 @@ class _Listener:
         self._loop.call_later(LINGER, self._drop, conn)
 
     def _drain(self, conn: socket.socket) -> None:
-        try:
-            data = conn.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
+        if _peer_closed(conn):
             self._drop(conn)
 
     def _drop(self, conn: socket.socket) -> None:
@@ -394,3 +382,13 @@ def server_name(hello: bytes) -> str | None:
     except (IndexError, struct.error):
         return None
     return None
+
+
+def _peer_closed(conn: socket.socket) -> bool:
+    """Read and drop what *conn* has; whether the client has closed it (or it failed)."""
+    try:
+        return not conn.recv(65536)
+    except (BlockingIOError, InterruptedError):
+        return False  # woken with nothing to read after all
+    except OSError:
+        return True
