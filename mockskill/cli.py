@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 import click
 
 from ._version import __version__
-from .app import DEFAULT_MAX_BODY
 from .cli_banner import banner, count, report_reload
 from .cli_record import record
 from .engine.state import DEFAULT_JOURNAL_SIZE
@@ -35,6 +34,7 @@ from .scenario.reader import MAX_DELAY_MS
 from .scenario.schema import SCHEMA_PATH
 from .server import DEFAULT_KEEP_ALIVE, Server
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
+from .surface import DEFAULT_MAX_BODY
 from .transport import DEFAULT_GRACE
 from .workers import (
     WORKER_SOCKETS,

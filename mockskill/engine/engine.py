@@ -1,16 +1,16 @@
 """One request through the scenarios: match → next step → act → record.
 
 The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
-or :meth:`Engine.plan_async` when the store is remote), or plays one on a
-WSGI server's thread (:meth:`Engine.handle`, a Werkzeug request in, a
-Werkzeug response out); either way it reads the request through
-:class:`~.incoming.Incoming`, and uses no Flask globals, so it can be driven
-without a server. It asks the store nothing itself: what a request needs of
-it (a sequence step, a token's use, a token issued) is handed out as a need
-(:mod:`.pending`) and the one path of :meth:`Engine._decide` resumed with
-the answer, inline or awaited. It reads the scenario set through one
-reference, swapped whole on reload, so a request finishes on the
-configuration it started with.
+or :meth:`Engine.plan_async` when the store is remote); a WSGI server's thread
+plays one through :func:`mockskill.engine.threaded.handle` (a Werkzeug request
+in, a Werkzeug response out: the only path that imports Werkzeug). Either way
+it reads the request through :class:`~.incoming.Incoming`, and uses no Flask
+globals, so it can be driven without a server. It asks the store nothing
+itself: what a request needs of it (a sequence step, a token's use, a token
+issued) is handed out as a need (:mod:`.pending`) and the one path of
+:meth:`Engine._decide` resumed with the answer, inline or awaited. It reads
+the scenario set through one reference, swapped whole on reload, so a
+request finishes on the configuration it started with.
 
 The hot path is the ordinary path with what does not change kept: the
 :class:`Urls` per address the client used, and the plan of a step whose
@@ -25,9 +25,7 @@ import dataclasses
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, overload
-
-from werkzeug.wrappers import Request, Response
+from typing import TYPE_CHECKING, Literal, overload
 
 from ..protocol import catalog
 from ..protocol.catalog import tls_base_url
@@ -35,17 +33,17 @@ from ..scenario.model import Reply, ScenarioSet, Step
 from . import auth, choosing
 from . import plan as plans
 from . import request_facts as facts
-from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
+from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plain, Plains, finished
+from .journalling import Journalling, Plain, Plains
 from .matching import Miss, RoutingTable, Target
-from .pending import Later, Pending, answered, awaited
+from .pending import Later, Pending, awaited
 from .playable import check_playable
 from .ports import RefusedPort, TLSPorts
-from .proxying import Proxying, proxy_needs_loop
+from .proxying import Proxying
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -55,6 +53,9 @@ from .replies import (
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import Store, StoreUnavailable
+
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request, Response
 
 SESSION_HEADER = "Mockskill-Session"
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
@@ -193,56 +194,8 @@ class Engine:
             self._tls_bases = ()
             self._urls_by_host.clear()
 
-    def handle(self, request: Request) -> Response:
-        """Answer *request* on this thread: waits are slept (a WSGI server's way); the
-        store's answers are waited for here too (:meth:`Store.answer`: off the loop).
-
-        The event-loop transport asks :meth:`plan` instead and plays the waits
-        with timers; both decide through :meth:`_decide`.
-        """
-        incoming = Incoming.of(request)
-        try:  # an inline store answers within _decide: it may raise there too
-            result = self._decide(incoming)
-            decided = answered(result, self.state) if isinstance(result, Pending) else result
-        except StoreUnavailable as exc:
-            return respond(self._unavailable(incoming, exc))
-        if isinstance(decided, Response):
-            return decided
-        reply, chosen = decided.reply, decided.chosen
-        if reply is None:
-            assert chosen is not None
-            reply = chosen.reply
-        if reply is not None:
-            response = respond(reply)
-            code = response.status_code
-            self.state.record(self._recorded(incoming, decided, chosen, code, reply))
-            return response
-        assert chosen is not None
-        assert chosen.step is not None
-        if chosen.step.proxy is not None:
-            reply = proxy_needs_loop(chosen.step)
-            self.state.record(self._recorded(incoming, decided, chosen, reply.status, reply))
-            return respond(reply)
-        response, played, connection = self._play(incoming, chosen, decided.urls)
-        status = None if isinstance(response, Cut) else response.status_code
-        recorded = self._recorded(
-            incoming,
-            decided,
-            chosen,
-            status,
-            played.reply,
-            fault=played.fault,
-            client_left=connection.left_at,
-        )
-        if chosen.step.dribble is None or played.timed_out:
-            self.state.record(recorded)
-        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(finished(recorded, connection))
-            response.call_on_close(connection.done)  # a body never iterated (HEAD)
-        return response
-
     def plan(
-        self, request: Incoming | Request, answered: Response | Decided | None = None
+        self, request: Incoming | Request, answered: Response | Reply | Decided | None = None
     ) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
@@ -262,8 +215,8 @@ class Engine:
                 result = resume(self.state.answer(need))
         except StoreUnavailable as exc:
             return plans.Plan(answer(self._unavailable(incoming, exc))), journalled
-        decided: Response | Decided = result  # type: ignore[assignment]  # not Pending: done
-        if isinstance(decided, Response):  # answered by mockskill itself, journalled already
+        decided: Response | Reply | Decided = result  # type: ignore[assignment]  # not Pending
+        if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), journalled
         reply, chosen = decided.reply, decided.chosen
         if reply is None:
@@ -381,16 +334,16 @@ class Engine:
     @overload
     def _decide(
         self, request: Incoming, planning: Literal[False] = False
-    ) -> Later[Response | Decided]: ...
+    ) -> Later[Response | Reply | Decided]: ...
 
     @overload
     def _decide(
         self, request: Incoming, planning: Literal[True]
-    ) -> Later[Response | Decided] | plans.Plan: ...
+    ) -> Later[Response | Reply | Decided] | plans.Plan: ...
 
     def _decide(
         self, request: Incoming, planning: bool = False
-    ) -> Later[Response | Decided] | plans.Plan:
+    ) -> Later[Response | Reply | Decided] | plans.Plan:
         """Everything about *request* up to its step: an answer, or what to play; and what
         that needs of the store first, then the rest once answered (a sequence step's
         Take; a credential's or the token endpoint's need).
@@ -539,7 +492,7 @@ class Engine:
         version = request.headers.get(_VERSION)
         return None if version is None else version_reply(target, version)
 
-    def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
+    def _session_too_long(self, request: Incoming, session: str, started: float) -> Reply:
         """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
         message = (
             f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
@@ -550,7 +503,7 @@ class Engine:
         # Kept cut to the limit, so the journal shows what was refused.
         code = reply.error_code
         self._record(request, session, started, reply.status, "refused", error_code=code)
-        return respond(reply)
+        return reply  # answered as it is (journalled here)
 
     def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
@@ -570,30 +523,6 @@ class Engine:
         response = auth.authorization_endpoint(request.werkzeug(), base)
         self._record(request, session, started, response.status_code, "authorize")
         return response
-
-    def _play(
-        self, request: Incoming, chosen: Chosen, urls: Urls
-    ) -> tuple[Response, Played, Connection]:
-        """Play *chosen*'s step on this thread (see :meth:`handle`)."""
-        step = chosen.step
-        assert step is not None
-        werkzeug_request = request.werkzeug()
-        connection = Connection(werkzeug_request.environ)
-        if chosen.delay_ms or chosen.execution_ms or step.hang_ms or step.dribble or step.fault:
-            # Read the whole request first: a fault must not strike while the
-            # client is still sending, and during a wait a readable socket
-            # must mean the client's goodbye.
-            werkzeug_request.get_data()
-        response, played = play(
-            step,
-            connection,
-            urls,
-            delay_ms=chosen.delay_ms,
-            execution_ms=chosen.execution_ms,
-            fault_seed=chosen.fault_seed,
-            timeout=chosen.timeout,
-        )
-        return response, played, connection
 
     def _urls(self, request: Incoming) -> Urls:
         """What the placeholders stand for, kept per address the client used (Host header

@@ -16,8 +16,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path as FsPath
 from typing import Any
 
-from werkzeug.routing import Map, Rule
-
 from ..protocol import catalog
 from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
@@ -40,6 +38,8 @@ from .model import (
 )
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
+from .routes import RuleError
+from .routes import parse as parse_rule
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
 
@@ -541,8 +541,8 @@ def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:
             )
             return False
     try:
-        Map([Rule(route_path)])
-    except (ValueError, LookupError, SyntaxError, TypeError) as exc:
+        parse_rule(route_path)
+    except RuleError as exc:
         r.bad(path, expected, describe(route_path), str(exc))
         return False
     return True
