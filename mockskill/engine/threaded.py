@@ -50,6 +50,7 @@ from .choosing import Chosen, Decided
 from .entries import Recorded
 from .faults import FAULTS, take
 from .incoming import Incoming
+from .own_answers import unavailable
 from .pending import Pending, answered
 from .proxying import proxy_needs_loop
 from .store import StoreUnavailable
@@ -70,7 +71,7 @@ def handle(engine: Engine, request: Request) -> Response:
         result = engine._decide(incoming)
         decided = answered(result, engine.state) if isinstance(result, Pending) else result
     except StoreUnavailable as exc:
-        return respond(engine._unavailable(incoming, exc))
+        return respond(unavailable(engine._journalling, incoming, exc))
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
     reply, chosen = decided.reply, decided.chosen
