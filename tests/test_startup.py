@@ -33,6 +33,8 @@ LAZY = (
     "werkzeug",
     "mockskill.app",
     "mockskill.engine.threaded",
+    "difflib",  # the suggestions for a misspelling or a miss, on the first one
+    "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
     "flask",
     "jinja2",
     "itsdangerous",

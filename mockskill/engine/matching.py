@@ -11,7 +11,6 @@ its near misses: the closest routes, each with the reasons it missed.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -245,11 +244,15 @@ class RoutingTable:
         target = table.get(skill_id)
         if target is not None:
             return target
+        import difflib  # a miss's suggestions: on the first such miss, not at start-up
+
         close = difflib.get_close_matches(skill_id, list(self.skills), n=3, cutoff=0.6)
         return Miss(method, path, skill_id=skill_id, suggestions=tuple(close))
 
     def near_misses(self, method: str, path: str) -> tuple[dict[str, Any], ...]:
         """The closest routes to a request that matched none, with why each missed."""
+        import difflib  # (as in _match_surface)
+
         scored = []
         # Quoted shortened: each near miss would otherwise copy a hostile path whole.
         shown_path, shown_method = shorten(path), shorten(method)

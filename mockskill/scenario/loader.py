@@ -9,7 +9,6 @@ lists them all, so a server never serves half a configuration.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -433,6 +432,8 @@ def _tls_fault(r: Reader, raw: dict[str, Any], path: Path, unreachable: bool) ->
     if value is None:
         return None
     if not isinstance(value, str) or value not in TLS_FAULTS:
+        import difflib  # a misspelt fault's suggestion only: not at start-up
+
         close = difflib.get_close_matches(str(value), TLS_FAULTS, n=1)
         r.bad(
             (*path, "tls"),

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 E = TypeVar("E")
 
-# Werkzeug's grammar (werkzeug/routing/rules.py), as it is: the same rules parse.
-_PART = re.compile(
-    r"""
+# Werkzeug's grammar (werkzeug/routing/rules.py), as it is: the same rules parse. Compiled
+# on the first rule parsed, not at import: a set without routes never needs them.
+_PART_SOURCE = r"""
     (?:
         (?P<slash>/)
       |
@@ -45,11 +44,8 @@ _PART = re.compile(
            >
         )
     )
-    """,
-    re.VERBOSE,
-)
-_ARGUMENT = re.compile(
-    r"""
+    """
+_ARGUMENT_SOURCE = r"""
     \s*
     ((?P<name>\w+)\s*=\s*)?
     (?P<value>
@@ -60,9 +56,9 @@ _ARGUMENT = re.compile(
         [\w\d_.]+|
         [urUR]?(?P<stringval>"[^"]*?"|'[^']*')
     )\s*,
-    """,
-    re.VERBOSE,
-)
+    """
+_grammar: list[re.Pattern[str]] = []
+"""The two expressions, once compiled: a rule's parts, a converter's arguments."""
 _CONSTANTS: dict[str, Any] = {"None": None, "True": True, "False": False}
 
 
@@ -181,8 +177,7 @@ CONVERTERS: dict[str, type[_Converter]] = {
 Weight = tuple[int, tuple[tuple[int, int], ...], int, tuple[int, ...]]
 
 
-@dataclass(frozen=True)
-class _Part:
+class _Part(NamedTuple):
     """A step of the machine: a path segment (static), or a regular expression over one
     (or, *final*, over the rest of the path). Equal parts of two rules share a state."""
 
@@ -191,16 +186,27 @@ class _Part:
     static: bool
     suffixed: bool
     weight: Weight
-    compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
 class Rule:
-    """One parsed rule: its parts, and its variables' converters in order."""
+    """One parsed rule: its parts (each with its expression compiled, None for a static
+    one), and its variables' converters in order."""
 
-    text: str
-    parts: tuple[_Part, ...]
-    converters: tuple[_Converter, ...]
+    __slots__ = ("converters", "parts", "text")
+
+    def __init__(
+        self,
+        text: str,
+        parts: tuple[tuple[_Part, re.Pattern[str] | None], ...],
+        converters: tuple[_Converter, ...],
+    ) -> None:
+        self.text, self.parts, self.converters = text, parts, converters
+
+
+def _grammar_of() -> list[re.Pattern[str]]:
+    if not _grammar:
+        _grammar.extend(re.compile(s, re.VERBOSE) for s in (_PART_SOURCE, _ARGUMENT_SOURCE))
+    return _grammar
 
 
 def _arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -209,7 +215,7 @@ def _arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     position = 0
-    for item in _ARGUMENT.finditer(text):
+    for item in _grammar_of()[1].finditer(text):
         if item.start() != position:
             raise RuleError(f"Cannot parse converter argument '{text[position : item.start()]}'")
         value = item.group("stringval")
@@ -257,7 +263,7 @@ def parse(text: str) -> Rule:
         raise RuleError(f"URL rule '{text}' must start with a slash.")
     converters: list[_Converter] = []
     names: set[str] = set()
-    parts: list[_Part] = [_Part("", False, True, False, (0, (), 0, ()))]  # the (empty) domain
+    parts = [_part("", False, True, False, (0, (), 0, ()))]  # the (empty) domain
     content, static, final = "", True, False
     argument_weights: list[int] = []
     static_weights: list[tuple[int, int]] = []
@@ -269,7 +275,7 @@ def parse(text: str) -> Rule:
 
     position = 0
     while position < len(text):
-        match = _PART.match(text, position)
+        match = _grammar_of()[0].match(text, position)
         if match is None:
             raise RuleError(f"malformed url rule: {text!r}")
         data = match.groupdict()
@@ -317,16 +323,19 @@ def parse(text: str) -> Rule:
     return Rule(text, tuple(parts), tuple(converters))
 
 
-def _part(content: str, final: bool, static: bool, suffixed: bool, weight: Weight) -> _Part:
-    compiled = None if static else re.compile(content)
-    return _Part(content, final, static, suffixed, weight, compiled)
+def _part(
+    content: str, final: bool, static: bool, suffixed: bool, weight: Weight
+) -> tuple[_Part, re.Pattern[str] | None]:
+    return _Part(content, final, static, suffixed, weight), None if static else re.compile(content)
 
 
-@dataclass
 class _State(Generic[E]):
-    dynamic: list[tuple[_Part, _State[E]]] = field(default_factory=list)
-    rules: list[tuple[Rule, frozenset[str] | None, E]] = field(default_factory=list)
-    static: dict[str, _State[E]] = field(default_factory=dict)
+    __slots__ = ("dynamic", "rules", "static")
+
+    def __init__(self) -> None:
+        self.dynamic: list[tuple[_Part, re.Pattern[str], _State[E]]] = []
+        self.rules: list[tuple[Rule, frozenset[str] | None, E]] = []
+        self.static: dict[str, _State[E]] = {}
 
 
 class Router(Generic[E]):
@@ -350,17 +359,17 @@ class Router(Generic[E]):
 
     def _add(self, rule: Rule, methods: frozenset[str] | None, endpoint: E) -> None:
         state = self._root
-        for part in rule.parts:
-            if part.static:
+        for part, compiled in rule.parts:
+            if compiled is None:
                 state = state.static.setdefault(part.content, _State())
             else:
-                for known, following in state.dynamic:
+                for known, _, following in state.dynamic:
                     if known == part:
                         state = following
                         break
                 else:
                     following = _State()
-                    state.dynamic.append((part, following))
+                    state.dynamic.append((part, compiled, following))
                     state = following
         state.rules.append((rule, methods, endpoint))
 
@@ -368,7 +377,7 @@ class Router(Generic[E]):
         state.dynamic.sort(key=lambda entry: entry[0].weight)
         for following in state.static.values():
             self._sort(following)
-        for _, following in state.dynamic:
+        for *_, following in state.dynamic:
             self._sort(following)
 
     def match(self, path: str, method: str = "GET") -> E | None:
@@ -409,12 +418,11 @@ def _walk(
         found = _walk(state.static[part], parts[1:], values, method)
         if found is not None:
             return found
-    for test, following in state.dynamic:
+    for test, compiled, following in state.dynamic:
         target, remaining = part, parts[1:]
         if test.final:  # takes the rest of the path
             target, remaining = "/".join(parts), []
-        assert test.compiled is not None
-        match = test.compiled.match(target)
+        match = compiled.match(target)
         if match is not None:
             if test.suffixed and match.groups()[-1] == "/":
                 remaining = [""]
