@@ -35,6 +35,7 @@ LAZY = (
     "mockskill.engine.threaded",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
+    "encodings.idna",  # (a str host name to getaddrinfo imports it: the port is bound by bytes)
     "flask",
     "jinja2",
     "itsdangerous",

@@ -36,8 +36,11 @@ def sockaddr(host: str, port: int, family: socket.AddressFamily) -> tuple[Any, .
     the first address *host* resolves to, or *host* as it is when it resolves to none."""
     if family == getattr(socket, "AF_UNIX", None):
         return os.path.abspath(host.partition("://")[2])
+    # An ASCII name as bytes: given a str, getaddrinfo encodes it with the "idna" codec,
+    # whose import (stringprep, unicodedata) is a few ms of start-up; the same lookup.
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
     try:
-        found = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        found = socket.getaddrinfo(name, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     except socket.gaierror:
         return host, port
     return found[0][4]
