@@ -35,7 +35,6 @@ LAZY = (
     "mockskill.engine.threaded",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
-    "encodings.idna",  # (a str host name to getaddrinfo imports it: the port is bound by bytes)
     "flask",
     "jinja2",
     "itsdangerous",
@@ -147,3 +146,5 @@ def test_serve_answers_its_first_request_without_werkzeug_or_flask(tmp_path: Pat
     modules = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
     assert "mockskill.surface" in modules  # the loop's surface answered
     assert loaded(modules) == []
+    # A str host name makes getaddrinfo import the idna codec: the port is bound by bytes.
+    assert "encodings.idna" not in modules
