@@ -6,7 +6,7 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from ._version import __version__
 from .scenario.loader import bundled_path, load_data, load_paths, load_text
@@ -14,7 +14,7 @@ from .scenario.model import ScenarioSet
 from .scenario.problems import Problem, ScenarioError
 from .server import Server, ServerError
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from .app import create_app
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # create_app (the WSGI app, with Flask and Werkzeug) is imported when first asked
     # for: ``import mockskill`` and serving skills load neither (issue 13, start-up).
     if name == "create_app":
