@@ -7,7 +7,8 @@ position of every value (``source``, syntax errors said in words by
 checks values and collects those problems (``reader``), the parts of a
 scenario (``steps``, ``delays``, ``credentials``), putting one scenario set
 together (``loader``) and refusing clashes between scenarios (``claims``),
-the frozen values the engine plays (``model``) and the scenario JSON Schema
+the frozen values the engine plays (``model``, with ``reply`` and a case's
+``conditions`` apart) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).
 
