@@ -17,28 +17,28 @@ lets requests in flight finish for up to :attr:`Server.grace` seconds.
 Which scenarios are loaded and served, and every change to them (add,
 remove, activate, reload …), is :mod:`mockskill.admin.registry`'s: a Server
 builds one :class:`~mockskill.admin.registry.Registry` around its engine, shares
-it with the admin API, and its scenario methods delegate to it.
+it with the admin API, and its scenario methods delegate to it. Those methods
+are :class:`~mockskill.server_scenarios.ScenarioControl`'s, the HTTPS ones
+:class:`~mockskill.server_tls.ServerTLS`'; Server inherits both.
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import socket
-import ssl
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import transport
 from .access_log import access_log, log_request, log_to_stderr, masked
-from .admin.registry import LoadedScenario, Registry
-from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
+from .admin.registry import Registry
+from .admin.watch import Watcher
 from .engine.engine import Engine
 from .engine.plan import Outcome
-from .engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_SESSION, Entry
+from .engine.state import DEFAULT_JOURNAL_SIZE
 from .engine.store import Store
 from .listening import (
     BACKLOG,
@@ -48,22 +48,22 @@ from .listening import (
     listen,
     raise_fd_limit,
 )
-from .scenario.loader import Scenarios, Source, load_any
-from .scenario.problems import ScenarioError
+from .scenario.loader import Scenarios, load_any
 from .scenario.reader import MAX_DELAY_MS
+from .server_heap import YOUNG_GC_THRESHOLD, freeze_heap
+from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
+from .server_tls import ServerTLS
 from .surface import DEFAULT_MAX_BODY, LoopSurface
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
 from .transport.tls import authority as tls_authority
-from .transport.tls import own_context
-from .transport.tls_faults import Failed, FaultListeners
+from .transport.tls_faults import FaultListeners
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
     from flask import Flask
 
-    from . import audit
     from .admin.recordings import Recordings
     from .store.scenarios import SharedScenarios
 
@@ -88,7 +88,7 @@ DEFAULT_HEADER_TIMEOUT = Limits.header_timeout
 """Seconds a request head may take (slowloris → 408)."""
 
 
-class Server:
+class Server(ScenarioControl, ServerTLS):
     """mockskill on a port, served from a background thread.
 
     ``scenarios`` is a :class:`~mockskill.scenario.model.ScenarioSet`, YAML text, a
@@ -281,27 +281,6 @@ class Server:
         return host
 
     @property
-    def ca_bundle(self) -> str | None:
-        """The path of the CA certificate (PEM) that signs this server's certificate, for
-        ``requests.get(url, verify=server.ca_bundle)``; None without TLS, or with the
-        user's own certificate (*tls_cert*)."""
-        if not self.tls or self._tls_files is not None:
-            return None
-        return tls_authority().ca_bundle
-
-    @property
-    def client_context(self) -> ssl.SSLContext | None:
-        """A client TLS context that trusts :attr:`ca_bundle` (None when that is None):
-        ``httpx.Client(verify=server.client_context)`` (httpx 0.28 deprecates a path)."""
-        bundle = self.ca_bundle
-        return None if bundle is None else ssl.create_default_context(cafile=bundle)
-
-    def client_certificate(self) -> bytes:
-        """A client certificate (PEM: key, then certificate) from the server's CA: what a
-        ``tls: client_cert_required`` skill accepts (``POST /__admin/tls/client-cert``)."""
-        return tls_authority().client_certificate()
-
-    @property
     def seed(self) -> int:
         return self.state.seed
 
@@ -315,144 +294,6 @@ class Server:
     def admin_required(self) -> bool:
         """Whether ``/__admin`` asks for a token (the token itself is not exposed)."""
         return self._admin_token is not None
-
-    # -- scenarios and state, from Python (mockskill/admin/registry.py does the work) --------
-
-    @property
-    def scenario_names(self) -> list[str]:
-        """The names of the scenarios served (the active ones), in order."""
-        return [s.name for s in self.engine.scenarios.scenarios]
-
-    @property
-    def scenarios(self) -> tuple[LoadedScenario, ...]:
-        """Every loaded scenario, active or not, in order: name, origin, active, times."""
-        return self.registry.scenarios
-
-    def add(
-        self,
-        scenarios: Source | Iterable[Source],
-        *,
-        active: bool = True,
-        replace: bool = False,
-    ) -> tuple[LoadedScenario, ...]:
-        """Serve *scenarios* beside the current ones, from the next request on.
-
-        YAML text, a dict, a path or a ScenarioSet (or a list of them),
-        checked whole first: a problem, or a scenario name, skill id or route
-        that clashes with one served, raises ScenarioError and changes
-        nothing. Requests in flight finish on the scenarios they started on.
-        With *replace*, a scenario takes the place of the loaded one of its
-        name (its sequences restart); with ``active=False`` it is loaded but
-        not served until :meth:`activate`, and may then share skill ids and
-        routes with served ones. Returns the scenarios as loaded.
-        """
-        try:
-            new = load_any(
-                scenarios, max_delay_ms=self._max_delay_ms, name=f"<added {next(self._added)}>"
-            )
-        except ScenarioError as exc:  # with the clashes it would have too: all at once
-            raise self.registry.refused(exc, active=active, replace=replace) from None
-        return self.registry.add(new, active=active, replace=replace)
-
-    def remove(self, name: str) -> None:
-        """Stop serving scenario *name* (its skills and routes) from the next request on.
-
-        It is unloaded, served or not; an unknown name raises KeyError
-        saying which are loaded, with a did-you-mean.
-        """
-        self.registry.remove(name)
-
-    def activate(self, name: str) -> LoadedScenario:
-        """Serve the loaded scenario *name* from the next request on, from its first steps.
-
-        Its sequences and outage window restart. Raises ScenarioError if an
-        active scenario serves one of its skill ids or routes (deactivate
-        that one first), KeyError if no scenario of that name is loaded.
-        """
-        return self.registry.activate(name)
-
-    def deactivate(self, name: str) -> LoadedScenario:
-        """Stop serving scenario *name* from the next request on; it stays loaded (KeyError)."""
-        return self.registry.deactivate(name)
-
-    def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
-        """Serve the scenarios in *paths* instead of the ones served, from the next request on.
-
-        The files are loaded whole first. If they have problems, nothing
-        changes: the last good scenarios go on being served, and the
-        result (also shown by ``/__admin/health``) has status ``failed``
-        and every problem. Otherwise they replace the scenarios the files
-        gave before; those loaded at run time (:meth:`add`, the admin API)
-        stay, so the files must not take their names, nor serve their
-        skill ids or routes while they are active. A scenario equal to
-        the one served under its name is kept as it was: its sequence
-        positions and outage window go on (and it stays inactive if it
-        was deactivated). A new or changed scenario's sequences restart,
-        for every session. Requests in flight finish on the scenarios
-        they started on.
-        """
-        return self.registry.reload(paths)
-
-    def watch(
-        self,
-        paths: Iterable[str | Path],
-        *,
-        interval: float = DEFAULT_INTERVAL,
-        on_reload: Callable[[ReloadResult], object] | None = None,
-    ) -> Watcher:
-        """Reload *paths* (see :meth:`reload`) whenever a file in them changes, until :meth:`stop`.
-
-        The files are polled every *interval* seconds (mockskill/admin/watch.py).
-        *on_reload* is called with each result, on the watcher's thread.
-        ``/__admin/health`` shows the last result under ``reload`` (status
-        ``none`` until the first change).
-        """
-        self.stop_watching()
-        paths = list(paths)
-
-        def changed() -> None:
-            result = self.reload(paths)
-            if on_reload is not None:
-                on_reload(result)
-
-        self.registry.watched()
-        self._watcher = Watcher(paths, changed, interval=interval).start()
-        return self._watcher
-
-    def stop_watching(self) -> None:
-        """Stop the watcher :meth:`watch` started, if any (a reload under way finishes)."""
-        watcher, self._watcher = self._watcher, None
-        if watcher is not None:
-            watcher.stop()
-
-    @property
-    def last_reload(self) -> ReloadResult | None:
-        """What the last :meth:`reload` did (None: never reloaded, nor watching)."""
-        return self.registry.last_reload
-
-    def reset(self, session: str | None = None) -> None:
-        """Forget positions, random draws and journal: all of them, or one session's.
-
-        Sharing a scenario set (*shared_scenarios*), every replica forgets it too.
-        """
-        self.registry.reset(session)
-
-    def journal(self, session: str | None = None) -> list[Entry]:
-        """The requests answered, oldest first; all of them, or one session's."""
-        return self.state.journal(session)
-
-    def report(
-        self, session: str | None = None, policy: audit.Policy | None = None
-    ) -> dict[str, Any]:
-        """The retry audit and category coverage (docs/audit.md): every session's, or *session*'s.
-
-        The same document as ``GET /__admin/report``; pass it to
-        :func:`mockskill.audit.assert_clean` to fail a test on findings.
-        """
-        from . import audit  # on first use: start-up does not pay for it
-
-        sessions = None if session is None else [session]
-        return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
 
     # -- serving ---------------------------------------------------------------
 
@@ -516,7 +357,7 @@ class Server:
         self.bind()
         assert self._transport is not None
         try:
-            transport.run(self._transport, grace=self.grace, on_started=_freeze_heap)
+            transport.run(self._transport, grace=self.grace, on_started=freeze_heap)
         finally:
             self.stop_watching()
             self._closed()
@@ -561,41 +402,6 @@ class Server:
             surface.on_played = self._log_request
         return surface
 
-    def _tls_context(self) -> ssl.SSLContext | None:
-        """The context of ``--tls``: the user's certificate, or one from the local CA."""
-        if not self.tls:
-            return None
-        if self._tls_files is not None:
-            cert, key = self._tls_files
-            try:
-                return own_context(cert, key)
-            except (OSError, ssl.SSLError) as exc:
-                raise ServerError(
-                    f"cannot use the certificate {cert} with the key {key}: {exc}"
-                ) from exc
-        return tls_authority().server_context((self.host, *self._tls_names))
-
-    def _journal_handshake(self, failed: Failed) -> None:
-        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md)."""
-        state = self.state
-        skill = next((s for s in self.engine.scenarios.skills if s.id == failed.skill), None)
-        state.record(
-            Entry(
-                id=state.next_id(),
-                started=failed.started,
-                finished=failed.finished,
-                session=DEFAULT_SESSION,
-                method="",
-                path=f"/skills/{failed.skill}/invoke",
-                status=None,
-                endpoint="invoke",
-                skill=failed.skill,
-                scenario=skill.scenario if skill is not None else None,
-                error_code="MOCKSKILL_TLS_HANDSHAKE_FAILED",
-                tls=(failed.fault, failed.alert, failed.sni),
-            )
-        )
-
     def _closed(self) -> None:
         if self._sock is not None:
             self._sock.close()
@@ -626,34 +432,3 @@ class Server:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-YOUNG_GC_THRESHOLD = 10_000
-"""Allocations between young collections in a process that is the server's (Python's: 700)."""
-
-
-def _freeze_heap(_: object) -> None:
-    """Keep what start-up built out of the cyclic collector's sight (:func:`gc.freeze`).
-
-    Called by :meth:`Server.serve_forever` once the scenarios are loaded and the
-    port is bound: the modules, the Flask app and the scenario model live as
-    long as the process, and a full collection (which the journal's growth
-    triggers now and then) need not walk them each time. Only here, where the
-    process is the server's: an embedded server (:meth:`Server.start`, in a test
-    suite's process) leaves the collector alone, since freezing would also keep
-    the suite's own garbage of the moment for good.
-
-    The young generation's threshold is raised too (:data:`YOUNG_GC_THRESHOLD`):
-    a burst of connections that each wait keeps everything it allocates alive
-    for the wait, so every young collection promotes it all, and a full one
-    follows each time the old generation has grown by a quarter — at Python's
-    700, a quarter of a 10 000-connection burst's CPU went to the collector,
-    six full passes over the burst's ~40 objects per connection among them.
-
-    No collection first: start-up leaves no cyclic garbage to speak of (none on
-    the bundled scenarios), and a full pass over its ~30 000 tracked objects
-    cost 10-20 ms before the first answer (issue 13, start-up).
-    """
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)

@@ -1,23 +1,14 @@
-"""The ``mockskill`` command: validate, serve, signals, and no tracebacks."""
+"""The ``mockskill`` command: validate, check-descriptor, schema, and no tracebacks."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import socket
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import requests
 from click.testing import CliRunner
-from redis_server import RedisServer
 
 from mockskill import Server, __version__
 from mockskill.cli import cli
@@ -30,12 +21,6 @@ def bad_file(tmp_path: Path) -> Path:
     path = tmp_path / "bad.yaml"
     path.write_text(BAD)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_validate_accepts_the_bundled_scenarios() -> None:
@@ -87,17 +72,6 @@ def test_serve_refuses_an_invalid_file_with_the_same_report(bad_file: Path) -> N
     assert "Traceback" not in result.output
 
 
-def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        port = holder.getsockname()[1]
-        result = CliRunner().invoke(cli, ["serve", "--port", str(port)])
-    assert result.exit_code == 1
-    assert f"port {port} is in use" in result.output
-    assert "Traceback" not in result.output
-
-
 def test_schema_prints_the_published_json_schema() -> None:
     from mockskill.scenario.schema import scenario_schema
 
@@ -110,60 +84,6 @@ def test_version() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert __version__ in result.output
-
-
-@pytest.fixture
-def served() -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """``python -m mockskill serve`` on the bundled scenarios, in a real process."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mockskill", "serve", "--port", str(port), "--seed", "7"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            requests.get(f"http://127.0.0.1:{port}/skills", timeout=1)
-            break
-        except requests.ConnectionError:
-            time.sleep(0.05)
-    yield process, port
-    if process.poll() is None:
-        process.kill()
-    process.communicate()
-
-
-def test_serve_prints_each_skill_url_and_the_seed(
-    served: tuple[subprocess.Popen[str], int],
-) -> None:
-    process, port = served
-    process.send_signal(signal.SIGTERM)
-    out, _ = process.communicate(timeout=10)
-    base = f"http://127.0.0.1:{port}"
-    assert f"at {base}" in out
-    assert "seed 7" in out
-    for skill in ("translate", "flaky", "slow", "auth-required", "invalid-descriptor"):
-        assert f"{base}/skills/{skill}\n" in out
-        assert f"{base}/skills/{skill}/invoke" in out
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
-def test_serve_stops_cleanly_and_quickly_on_a_signal(
-    served: tuple[subprocess.Popen[str], int], sig: signal.Signals
-) -> None:
-    process, port = served
-    assert requests.get(f"http://127.0.0.1:{port}/skills", timeout=5).status_code == 200
-    started = time.monotonic()
-    process.send_signal(sig)
-    _, err = process.communicate(timeout=10)
-    elapsed = time.monotonic() - started
-    assert process.returncode == 0
-    assert "Traceback" not in err
-    assert "mockskill stopped." in err
-    assert elapsed < 3  # within a second on an idle machine; margin for a noisy one
 
 
 CHAPTER_VIOLATIONS = [
@@ -275,206 +195,9 @@ def test_check_descriptor_exits_2_on_a_mistyped_command_line(args: list[str]) ->
     assert result.exit_code == 2, result.output
 
 
-# -- serve's settings from the environment (how the Docker image is configured) --
-
-
-def test_serve_takes_every_setting_from_the_environment(tmp_path: Path) -> None:
-    one = tmp_path / "one.yaml"
-    one.write_text("name: one\nskills: [{id: a}]\n")
-    (tmp_path / "two").mkdir()
-    (tmp_path / "two" / "b.yaml").write_text("name: two\nskills: [{id: b}]\n")
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "MOCKSKILL_SCENARIOS": f"{one}{os.pathsep}{tmp_path / 'two'}",
-        "MOCKSKILL_HOST": "127.0.0.1",
-        "MOCKSKILL_PORT": str(port),
-        "MOCKSKILL_SEED": "31",
-        "MOCKSKILL_WATCH": "1",
-        "MOCKSKILL_QUIET": "1",
-        "MOCKSKILL_CORS": "true",
-        "MOCKSKILL_MAX_BODY": "100",
-        "MOCKSKILL_JOURNAL_SIZE": "3",
-        "MOCKSKILL_ADMIN_TOKEN": "env-token",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mockskill", "serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    admin = {"Authorization": "Bearer env-token"}
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                health = requests.get(f"{base}/__admin/health", headers=admin, timeout=1)
-                break
-            except requests.ConnectionError:
-                assert process.poll() is None, process.communicate()
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-        assert health.json()["seed"] == 31
-        assert health.json()["scenarios"] == ["one", "two"]
-        assert health.json()["reload"]["status"] == "none"  # watching
-        assert requests.get(f"{base}/__admin/health", timeout=5).status_code == 401
-        listing = requests.get(f"{base}/skills", timeout=5)
-        assert listing.headers["Access-Control-Allow-Origin"] == "*"
-        assert (
-            requests.post(f"{base}/skills/a/invoke", data=b"x" * 101, timeout=5).status_code == 413
-        )
-        for _ in range(4):
-            requests.post(f"{base}/skills/b/invoke", timeout=5)
-        journal = requests.get(f"{base}/__admin/journal", headers=admin, timeout=5).json()
-        assert journal["capacity"] == 3
-    finally:
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=10)
-    assert process.returncode == 0, err
-    assert f"at {base}" in out
-    assert "watching" in out
-    assert "POST /skills/b/invoke" not in err  # quiet
-
-
-def test_the_command_line_wins_over_the_environment() -> None:
-    with socket.socket() as first, socket.socket() as second:
-        for holder in (first, second):
-            holder.bind(("127.0.0.1", 0))
-            holder.listen()
-        env_port, cli_port = first.getsockname()[1], second.getsockname()[1]
-        result = CliRunner().invoke(
-            cli, ["serve", "--port", str(cli_port)], env={"MOCKSKILL_PORT": str(env_port)}
-        )
-    assert result.exit_code == 1
-    assert f"port {cli_port} is in use" in result.output
-
-
-def test_a_host_from_the_environment_needs_a_token_or_insecure_admin() -> None:
-    refused = CliRunner().invoke(cli, ["serve"], env={"MOCKSKILL_HOST": "0.0.0.0"})
-    assert refused.exit_code == 1
-    assert "refusing to serve on 0.0.0.0" in refused.output
-    with socket.socket() as holder:  # a busy port: it stops after the warning
-        holder.bind(("0.0.0.0", 0))
-        holder.listen()
-        env = {
-            "MOCKSKILL_HOST": "0.0.0.0",
-            "MOCKSKILL_INSECURE_ADMIN": "1",
-            "MOCKSKILL_PORT": str(holder.getsockname()[1]),
-        }
-        insecure = CliRunner().invoke(cli, ["serve"], env=env)
-    assert insecure.exit_code == 1
-    assert "WARNING: --insecure-admin: /__admin on 0.0.0.0 takes no token" in insecure.output
-    assert "is in use" in insecure.output
-
-
-@pytest.mark.parametrize(
-    ("variable", "value"),
-    [("MOCKSKILL_PORT", "eighty"), ("MOCKSKILL_WATCH", "maybe"), ("MOCKSKILL_SEED", "1.5")],
-)
-def test_a_bad_value_in_a_variable_names_the_variable(variable: str, value: str) -> None:
-    result = CliRunner().invoke(cli, ["serve"], env={variable: value})
-    assert result.exit_code == 2
-    assert variable in result.output
-    assert repr(value) in result.output
-
-
-def test_watch_from_the_environment_needs_paths() -> None:
-    result = CliRunner().invoke(cli, ["serve"], env={"MOCKSKILL_WATCH": "1"})
-    assert result.exit_code == 2
-    assert "MOCKSKILL_SCENARIOS" in result.output
-
-
 def test_max_delay_from_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "slow.yaml"
     path.write_text("skills:\n  - id: s\n    invoke: {delay: 5000, json: 1}\n")
     result = CliRunner().invoke(cli, ["validate", str(path)], env={"MOCKSKILL_MAX_DELAY": "1000"})
     assert result.exit_code == 1
     assert "expected a whole number from 0 to 1000 ms" in result.output
-
-
-# -- --state and --workers -----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("url", "problem"),
-    [
-        ("postgres://db/1", "found the scheme 'postgres'"),
-        ("redis://", "the URL names no host"),
-        ("redis://cache:port/0", "the port is not a number"),
-        ("redis://:hunter2-secret@cache:6379/zero", "the database 'zero' is not a number"),
-    ],
-)
-def test_a_state_url_that_names_no_store_is_refused_at_once(url: str, problem: str) -> None:
-    for given in (["--state", url], []):  # on the command line, or from MOCKSKILL_STATE
-        result = CliRunner().invoke(cli, ["serve", *given], env={"MOCKSKILL_STATE": url})
-        assert result.exit_code == 2, result.output
-        assert problem in result.output
-        assert "--state" in result.output
-        assert "hunter2-secret" not in result.output  # masked: redis://:***@cache:6379/zero
-        assert "Traceback" not in result.output
-
-
-def test_more_than_one_worker_without_a_shared_store_is_refused() -> None:
-    for env in ({}, {"MOCKSKILL_STATE": "memory"}, {"MOCKSKILL_WORKERS": "3"}):
-        args = ["serve"] if "MOCKSKILL_WORKERS" in env else ["serve", "--workers", "2"]
-        result = CliRunner().invoke(cli, args, env=env)
-        count = env.get("MOCKSKILL_WORKERS", "2")
-        assert result.exit_code == 2, result.output
-        assert (
-            f"--workers {count} needs a shared state store: add --state redis://HOST:PORT/DB"
-            " (each worker would otherwise keep its own sequences and journal)"
-        ) in " ".join(result.output.split())
-
-
-def test_serve_help_shows_the_state_and_workers_options() -> None:
-    result = CliRunner().invoke(cli, ["serve", "--help"])
-    text = " ".join(result.output.split())
-    for shown in ("--state URL", "MOCKSKILL_STATE", "--workers N", "MOCKSKILL_WORKERS"):
-        assert shown in text
-    assert "--worker-socket [auto|reuseport|inherit]" in text
-    for hidden in ("--ready-fd", "--parent-fd", "--listen-fd", "--worker-index", "--reuse-port"):
-        assert hidden not in text  # the supervisor's, not the user's
-
-
-def test_serve_names_its_store_with_the_password_masked_and_never_shows_it(
-    own_redis: Callable[..., RedisServer],
-) -> None:
-    password = f"pw-{uuid.uuid4().hex}"
-    redis = own_redis(password=password)
-    state = f"redis://:{password}@127.0.0.1:{redis.port}/0"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", state],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    url = re.search(r" at (http://\S+)", first)
-    assert url is not None, first
-    assert requests.post(f"{url.group(1)}/skills/flaky/invoke", timeout=10).status_code == 503
-    health = requests.get(f"{url.group(1)}/__admin/health", timeout=10).text
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=20) == 0
-    assert process.stderr is not None
-    output = first + process.stdout.read() + process.stderr.read()  # past what readline buffered
-    process.stdout.close()
-    process.stderr.close()
-    assert f"state: shared, redis://:***@127.0.0.1:{redis.port}/0" in output
-    assert password not in output + health
-    # A wrong password: refused at start, named without it.
-    wrong = state.replace(password, "not-the-" + password)
-    refused = subprocess.run(
-        [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--state", wrong],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert refused.returncode == 1
-    assert f"cannot use the state store redis://:***@127.0.0.1:{redis.port}/0" in refused.stderr
-    assert password not in refused.stdout + refused.stderr
-    assert "Traceback" not in refused.stderr

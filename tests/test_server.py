@@ -11,7 +11,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 
-from mockskill import ScenarioError, Server, ServerError, load_text
+from mockskill import Server, ServerError, load_text
 from mockskill.engine.state import State
 from mockskill.engine.store import Answer, Need, StoreUnavailable
 
@@ -187,160 +187,6 @@ def test_more_waiting_connections_than_select_can_watch_are_all_answered(serve: 
     statuses = asyncio.run(all_of_them())
     assert statuses.count(b"HTTP/1.1 200 OK") == count, set(statuses)
     assert not [e for e in server.state.journal() if e.client_left is not None]
-
-
-# -- the Python API: scenarios as data, add/remove, reset, journal -------------------------
-
-
-def test_scenarios_may_be_a_dict_or_a_list_of_paths_and_yaml_text(tmp_path: Path) -> None:
-    with Server({"name": "data", "skills": [{"id": "from-dict"}]}) as server:
-        assert server.scenario_names == ["data"]
-        assert requests.post(server.invoke_url("from-dict"), timeout=10).status_code == 200
-    file = tmp_path / "file.yaml"
-    file.write_text("skills: [{id: from-file}]\n")
-    mixed: list[Path | str | dict[str, Any]] = [
-        file,
-        "name: text\nskills: [{id: from-text}]\n",
-        {"skills": [{"id": "d"}]},
-    ]
-    with Server(mixed) as server:
-        assert server.scenario_names == ["file", "text", "data-2"]
-        for skill in ("from-file", "from-text", "d"):
-            assert requests.post(server.invoke_url(skill), timeout=10).status_code == 200
-
-
-def test_a_list_with_clashing_names_is_refused_whole() -> None:
-    with pytest.raises(ScenarioError, match="'a' again"):
-        Server(["name: a\nskills: [{id: x}]\n", "name: a\nskills: [{id: y}]\n"])
-
-
-def test_add_serves_beside_and_remove_takes_away(serve: Serve) -> None:
-    server = serve("skills: [{id: first}]")
-    server.add("name: extra\nskills: [{id: second}]\n")
-    server.add({"name": "more", "skills": [{"id": "third"}]})
-    assert server.scenario_names == ["test", "extra", "more"]
-    for skill in ("first", "second", "third"):
-        assert requests.post(server.invoke_url(skill), timeout=10).status_code == 200
-    server.remove("extra")
-    assert server.scenario_names == ["test", "more"]
-    assert requests.post(server.invoke_url("second"), timeout=10).status_code == 404
-    assert requests.post(server.invoke_url("first"), timeout=10).status_code == 200
-
-
-def test_added_text_without_a_name_gets_one_of_its_own(serve: Serve) -> None:
-    server = serve("skills: [{id: first}]")
-    server.add("skills: [{id: a}]\n")
-    server.add("skills: [{id: b}]\n")
-    assert len(set(server.scenario_names)) == 3
-
-
-def test_add_with_a_clash_changes_nothing(serve: Serve) -> None:
-    server = serve("skills: [{id: first}]")
-    before = server.engine.scenarios
-    with pytest.raises(ScenarioError, match="skill id"):
-        server.add("name: other\nskills: [{id: first}]\n")
-    with pytest.raises(ScenarioError, match="scenario name"):
-        server.add("name: test\nskills: [{id: new}]\n")
-    with pytest.raises(ScenarioError):
-        server.add("name: broken\nskills: [{id: x, invoke: {error: NOPE}}]\n")
-    assert server.engine.scenarios is before
-    assert server.scenario_names == ["test"]
-    assert requests.post(server.invoke_url("new"), timeout=10).status_code == 404
-
-
-def test_remove_of_an_unknown_name_is_a_clear_key_error(serve: Serve) -> None:
-    server = serve("name: payments\nskills: [{id: first}]")
-    with pytest.raises(KeyError, match=r"no scenario named 'payment'.*did you mean 'payments'"):
-        server.remove("payment")
-    assert server.scenario_names == ["payments"]
-
-
-def test_reset_of_one_session_and_journal_per_session(serve: Serve) -> None:
-    server = serve(
-        """
-        skills:
-          - id: seq
-            invoke:
-              - {json: {n: 1}}
-              - {json: {n: 2}}
-        """
-    )
-
-    def call(session: str) -> int:
-        headers = {"Mockskill-Session": session}
-        response = requests.post(server.invoke_url("seq"), headers=headers, timeout=10)
-        return int(response.json()["n"])
-
-    assert [call("a"), call("a"), call("b")] == [1, 2, 1]
-    assert len(server.journal()) == 3
-    assert [e.session for e in server.journal("a")] == ["a", "a"]
-    assert len(server.journal("b")) == 1
-    server.reset("a")
-    assert server.journal("a") == []
-    assert len(server.journal("b")) == 1
-    assert [call("a"), call("b")] == [1, 2]
-    server.reset()
-    assert server.journal() == []
-    assert call("b") == 1
-
-
-@contextlib.contextmanager
-def _serving_forever() -> Iterator[Server]:
-    """A server run as the CLI runs it (serve_forever, here on a thread), stopped after."""
-    server = Server(load_text("skills: [{id: a}]"))
-    server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-
-
-def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not() -> None:
-    """The CLI's way of serving keeps the loaded scenarios, app and modules out of the
-    cyclic collector's walks (gc.freeze); a server embedded in a test suite leaves the
-    suite's collector alone."""
-    import gc
-
-    gc.unfreeze()
-    threshold = gc.get_threshold()
-    with Server(load_text("skills: [{id: a}]")) as embedded:
-        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
-        assert gc.get_freeze_count() == 0
-    try:
-        with _serving_forever() as server:
-            # Frozen before the loop serves anything: answered means frozen.
-            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
-            assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*threshold)
-
-
-def test_serve_forever_raises_the_young_gc_threshold_and_an_embedded_server_does_not() -> None:
-    """A burst's connections keep what they allocate alive while they wait: the CLI's
-    way of serving collects the young generation less often (fewer full passes over
-    them); an embedded server leaves the suite's collector as it is."""
-    import gc
-
-    from mockskill.server import YOUNG_GC_THRESHOLD
-
-    suites = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)  # Python's own
-    before = gc.get_threshold()
-    with Server(load_text("skills: [{id: a}]")) as embedded:
-        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
-        assert gc.get_threshold() == before
-    try:
-        with _serving_forever() as server:
-            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
-            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
-            assert before[0] < YOUNG_GC_THRESHOLD
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*suites)
 
 
 # -- the state store ---------------------------------------------------------------

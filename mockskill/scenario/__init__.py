@@ -5,9 +5,10 @@ finding and opening the files (``access``), reading YAML safely with the
 position of every value (``source``, syntax errors said in words by
 ``syntax``), the problems a file can have (``problems``), the reader that
 checks values and collects those problems (``reader``), the parts of a
-scenario (``steps``, ``delays``, ``credentials``), putting one scenario set
+scenario (``skills``, ``steps``, ``delays``, ``credentials``), putting one scenario set
 together (``loader``) and refusing clashes between scenarios (``claims``),
-the frozen values the engine plays (``model``) and the scenario JSON Schema
+the frozen values the engine plays (``model``, with ``reply`` and a case's
+``conditions`` apart) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).
 

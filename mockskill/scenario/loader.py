@@ -15,55 +15,47 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path as FsPath
 from typing import Any
 
-from ..protocol import catalog
-from ..protocol import descriptor as descriptors
 from ..protocol.catalog import TOKEN_PATH, Context
-from ..protocol.versions import Range, parse_version
 from . import access, proxying
 from .cases import read_endpoint
 from .claims import Claim, clashes
-from .credentials import read_credentials, read_requirement
-from .model import (
-    TLS_FAULTS,
-    Outage,
-    Reply,
-    Requirement,
-    Route,
-    Scenario,
-    ScenarioSet,
-    Sequence,
-    Skill,
-    Step,
-)
+from .credentials import read_credentials
+from .model import Outage, Route, Scenario, ScenarioSet, Sequence
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
 from .routes import RuleError
 from .routes import parse as parse_rule
+from .skills import NAME_TEXT, SCENARIO_NAME, SKILL_KEYS, read_skill
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
 
+__all__ = [
+    "HTTP_METHODS",
+    "NAME_TEXT",
+    "OUTAGE_KEYS",
+    "RESERVED_PREFIXES",
+    "ROUTE_KEYS",
+    "SCENARIO_KEYS",
+    "SCENARIO_NAME",
+    "SKILL_KEYS",
+    "InvalidScenarios",
+    "Scenarios",
+    "Source",
+    "bundled_path",
+    "combine",
+    "load_any",
+    "load_data",
+    "load_paths",
+    "load_text",
+    "scenario_files",
+]
+"""What callers name from here; a skill's reading (and the name rule) is :mod:`.skills`'."""
+
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes", "proxy")
-SKILL_KEYS = (
-    "id",
-    "descriptor",
-    "raw_descriptor",
-    "unreachable",
-    "tls",
-    "timeout_ms",
-    "timeout_status",
-    "accepts",
-    "upgrade_url",
-    "requires",
-    "describe",
-    "invoke",
-    "proxy",
-)
 OUTAGE_KEYS = ("start", "duration", "step")
 ROUTE_KEYS = ("path", "method", "steps", "end", "cases", "proxy")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
-SCENARIO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*$")
-NAME_TEXT = "a name of letters, digits and . _ ~ - (it goes into URLs)"
 
 
 class InvalidScenarios(ScenarioError):
@@ -260,7 +252,7 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
     skill_claims: list[tuple[int, str, Position]] = []
     route_claims: list[tuple[int, tuple[str, ...], str, Position]] = []
     skills = _read_list(
-        r, raw, "skills", lambda v, p: _read_skill(r, v, p, name or stem, skill_claims)
+        r, raw, "skills", lambda v, p: read_skill(r, v, p, name or stem, skill_claims)
     )
     routes = _read_list(
         r, raw, "routes", lambda v, p: _read_route(r, v, p, name or stem, int(p[-1]), route_claims)
@@ -316,180 +308,6 @@ def _read_list(r: Reader, raw: dict[str, Any], key: str, read: Any) -> list[Any]
         if value is not None:
             out.append(value)
     return out
-
-
-def _read_skill(
-    r: Reader,
-    value: Any,
-    path: Path,
-    scenario: str,
-    claims: list[tuple[int, str, Position]],
-) -> Skill | None:
-    """One skill; its id goes into *claims* when the id itself is right."""
-    raw = r.mapping(value, path, "a skill (a mapping with id, descriptor, invoke ...)")
-    if raw is None:
-        return None
-    before = len(r.problems)
-    r.keys(raw, path, SKILL_KEYS, required=("id",))
-    skill_id = r.string(raw, "id", path)
-    if skill_id is not None and not SCENARIO_NAME.fullmatch(skill_id):
-        r.bad((*path, "id"), NAME_TEXT, describe(skill_id))
-    elif skill_id is not None:
-        claims.append((int(path[-1]), skill_id, r.position(path)))
-    checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
-    requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
-    unreachable = raw.get("unreachable", False)
-    if not isinstance(unreachable, bool):
-        r.bad((*path, "unreachable"), "true or false", describe(unreachable))
-        unreachable = False
-    tls = _tls_fault(r, raw, path, unreachable)
-    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires, tls)
-    body = served if served is not None else b"{}"
-    describe_ctx = StepContext(
-        Context.for_skill(checked_id, "describe", unreachable=unreachable, tls=tls is not None),
-        body,
-    )
-    invoke_ctx = StepContext(
-        Context.for_skill(checked_id, "invoke", unreachable=unreachable, tls=tls is not None),
-        body,
-    )
-    where = r.position(path)
-    default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
-    if unreachable:  # asked here anyway, answer as a gateway that could not connect would
-        ok_reply = Reply.error(catalog.render("ENDPOINT_UNREACHABLE", invoke_ctx.error_context))
-    else:
-        ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
-    default_invoke = Sequence((Step(ok_reply, where),))
-    proxied = proxying.shorthand(r, raw, path)  # proxy: URL: both endpoints forward to it
-    if isinstance(proxied, Sequence):
-        default_describe = default_invoke = proxied
-    describe_read = read_endpoint(
-        r,
-        raw.get("describe", Reader.MISSING),
-        (*path, "describe"),
-        describe_ctx,
-        default_describe,
-        methods=("GET", "HEAD"),
-    )
-    invoke_read = read_endpoint(
-        r,
-        raw.get("invoke", Reader.MISSING),
-        (*path, "invoke"),
-        invoke_ctx,
-        default_invoke,
-        methods=("POST",),
-    )
-    timeout_ms = None
-    if raw.get("timeout_ms") is not None:
-        timeout_ms = r.integer(
-            raw, "timeout_ms", path, default=0, minimum=1, maximum=r.max_delay_ms, unit="ms"
-        )
-    timeout_status = r.integer(raw, "timeout_status", path, default=504)
-    if timeout_status is not None and catalog.status_problem("EXECUTION_TIMEOUT", timeout_status):
-        r.bad((*path, "timeout_status"), "408 or 504", describe(timeout_status))
-    accepts = None
-    if raw.get("accepts") is not None:
-        text = r.string(raw, "accepts", path)
-        accepts = Range.parse(text) if text is not None else None
-        if text is not None and accepts is None:
-            r.bad(
-                (*path, "accepts"),
-                "a range of consumer versions: 1.x, 1.2.x, >=1.2.0 <3.0.0, 1.x || 2.x",
-                describe(text),
-            )
-    upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
-    if describe_read is None or invoke_read is None or len(r.problems) > before:
-        return None
-    (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read
-    assert skill_id is not None  # a missing or wrong id is a problem
-    name = document.get("name") if isinstance(document, dict) else None
-    version = document.get("protocol_version") if isinstance(document, dict) else None
-    return Skill(
-        id=skill_id,
-        name=name if isinstance(name, str) else skill_id,
-        scenario=scenario,
-        descriptor=body,
-        raw="raw_descriptor" in raw,
-        describe=describe_seq,
-        invoke=invoke_seq,
-        where=where,
-        timeout_ms=timeout_ms,
-        timeout_status=timeout_status or 504,
-        unreachable=unreachable,
-        protocol_version=version if isinstance(version, str) and parse_version(version) else None,
-        accepts=accepts,
-        upgrade_url=upgrade_url or catalog.UPGRADE_URL,
-        requires=requires,
-        describe_cases=describe_cases,
-        invoke_cases=invoke_cases,
-        tls=tls,
-    )
-
-
-def _tls_fault(r: Reader, raw: dict[str, Any], path: Path, unreachable: bool) -> str | None:
-    """The skill's ``tls:`` fault (None: none), checked against :data:`TLS_FAULTS`."""
-    value = raw.get("tls")
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in TLS_FAULTS:
-        import difflib  # a misspelt fault's suggestion only: not at start-up
-
-        close = difflib.get_close_matches(str(value), TLS_FAULTS, n=1)
-        r.bad(
-            (*path, "tls"),
-            f"a TLS fault: {', '.join(TLS_FAULTS)}",
-            describe(value),
-            f"did you mean {close[0]}?" if close else "",
-        )
-        return None
-    if unreachable:
-        r.bad(
-            (*path, "tls"),
-            "tls or unreachable",
-            "both",
-            "an unreachable skill's port refuses connections: no handshake happens there",
-            at_key=True,
-        )
-        return None
-    return value
-
-
-def _descriptor(
-    r: Reader,
-    raw: dict[str, Any],
-    path: Path,
-    skill_id: str,
-    unreachable: bool,
-    requires: Requirement | None,
-    tls: str | None = None,
-) -> tuple[Any, bytes | None]:
-    """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
-    if "raw_descriptor" in raw:
-        if "descriptor" in raw:
-            r.bad(
-                (*path, "raw_descriptor"),
-                "descriptor (merged over the default) or raw_descriptor (served as is)",
-                "both",
-                "keep one",
-                at_key=True,
-            )
-            return None, None
-        document = raw["raw_descriptor"]
-        return document, r.json_bytes(document, (*path, "raw_descriptor"))
-    override = raw.get("descriptor", {})
-    if not isinstance(override, dict):
-        r.bad(
-            (*path, "descriptor"),
-            "a mapping merged over the default descriptor (null removes a field)",
-            describe(override),
-            "to serve something that is not a mapping, use raw_descriptor",
-        )
-        return None, None
-    base = descriptors.default(skill_id, unreachable=unreachable, tls=tls is not None)
-    if requires is not None:
-        base["auth"] = descriptors.auth_section(requires.type, requires.scopes)
-    merged = descriptors.merge(base, override)
-    return merged, r.json_bytes(merged, (*path, "descriptor"))
 
 
 def _read_route(

@@ -15,26 +15,50 @@ import dataclasses
 import functools
 import hashlib
 import hmac
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from ..protocol.catalog import (
-    BASE_URL,
-    REFUSED_BASE_URL,
-    TLS_BASE_URL,
-    UPGRADE_URL,
-    Rendered,
-    Retry,
-)
+from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
+from .conditions import Check, Condition, Operator, Source
 from .delays import Delay, LogNormal, Uniform
+from .reply import JSON_TYPE, TEXT_TYPE, Reply
 from .source import Position
 
-JSON_TYPE = "application/json"
-TEXT_TYPE = "text/plain; charset=utf-8"
+__all__ = [
+    "END_RULES",
+    "FAULTS",
+    "JSON_TYPE",
+    "STALE_MODES",
+    "TEXT_TYPE",
+    "TLS_FAULTS",
+    "Case",
+    "Check",
+    "Choice",
+    "Client",
+    "Condition",
+    "Credentials",
+    "Dribble",
+    "EndRule",
+    "Endpoint",
+    "KeepAlive",
+    "Lifetime",
+    "Operator",
+    "Outage",
+    "Proxy",
+    "Reply",
+    "Requirement",
+    "Route",
+    "Scenario",
+    "ScenarioSet",
+    "Sequence",
+    "Skill",
+    "Source",
+    "Step",
+]
+"""The frozen values; a reply and a case's conditions live in their own modules and are
+named from here too (:mod:`.reply`, :mod:`.conditions`)."""
 
 EndRule = Literal["last", "cycle", "fail"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
@@ -61,52 +85,6 @@ TLS_FAULTS: tuple[str, ...] = (
 )
 """The TLS faults a skill may name (``tls:``); mockskill/transport/tls_faults.py does each."""
 Endpoint = Literal["describe", "invoke", "route"]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A response, rendered at load time except for ``{base_url}``."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    content_type: str
-    error_code: str | None = None
-    """The protocol category (or ``MOCKSKILL_*`` code) when this is an error."""
-    retry: Retry | None = None
-    templated: bool = False
-    """Whether body or headers hold ``{base_url}`` to fill in per request."""
-
-    @classmethod
-    def make(
-        cls,
-        status: int,
-        body: bytes,
-        content_type: str,
-        headers: Mapping[str, str] | tuple[tuple[str, str], ...] = (),
-        *,
-        error_code: str | None = None,
-        retry: Retry | None = None,
-    ) -> Reply:
-        pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
-        markers = (BASE_URL, REFUSED_BASE_URL, TLS_BASE_URL)
-        templated = any(m.encode() in body or any(m in v for _, v in pairs) for m in markers)
-        return cls(status, pairs, body, content_type, error_code, retry, templated)
-
-    @classmethod
-    def json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:
-        return cls.make(status, json.dumps(value).encode(), JSON_TYPE, headers or {})
-
-    @classmethod
-    def error(cls, rendered: Rendered) -> Reply:
-        return cls.make(
-            rendered.status,
-            rendered.body.encode(),
-            JSON_TYPE,
-            rendered.headers,
-            error_code=rendered.code,
-            retry=rendered.retry,
-        )
 
 
 @dataclass(frozen=True)
@@ -259,53 +237,6 @@ class Sequence:
                 return None
             position %= length
         return bisect.bisect_right(ends, position)
-
-
-Source = Literal["headers", "query", "body", "raw_body"]
-Operator = Literal["equals", "contains", "matches", "exists", "absent"]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One test on one value: *operand* is the JSON value (``equals``, ``contains``), the
-    compiled pattern (``matches``), or unused (``exists``, ``absent``)."""
-
-    operator: Operator
-    operand: Any = None
-
-    @property
-    def text(self) -> str:
-        """The test as the scenario wrote it, for a near-miss: ``equals 'boom'``."""
-        if self.operator in ("exists", "absent"):
-            return self.operator
-        shown = self.operand.pattern if isinstance(self.operand, re.Pattern) else self.operand
-        return f"{self.operator} {shown!r}"
-
-
-@dataclass(frozen=True)
-class Condition:
-    """Tests on one value of the request; all must hold."""
-
-    source: Source
-    name: str
-    """A header's name (lower case), a query parameter's, a JSON Pointer; "" for raw_body."""
-    pointer: tuple[str, ...]
-    """A body pointer's tokens, unescaped (``/a~1b/0`` -> ``("a/b", "0")``); () otherwise."""
-    checks: tuple[Check, ...]
-    where: Position
-    place: tuple[str, str] = field(init=False, repr=False, compare=False)
-    """Where its value is, (source, name): the same for every condition there."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "place", (self.source, self.name))
-
-    @property
-    def label(self) -> str:
-        """Where the value is, as the scenario wrote it: ``body /input/text``, ``header x-a``."""
-        if self.source == "raw_body":
-            return "the raw body"
-        kind = {"headers": "header", "query": "query parameter", "body": "body"}[self.source]
-        return f"{kind} {self.name or '(the whole body)'}"
 
 
 @dataclass(frozen=True)

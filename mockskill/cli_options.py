@@ -1,0 +1,57 @@
+"""What the ``mockskill`` commands share: the PATHS argument, ``--max-delay``,
+``--admin-token``, and loading scenarios or exiting 1 with every problem.
+
+Apart from :mod:`mockskill.cli` (the group and the small commands) so that
+:mod:`mockskill.cli_serve` can use them too without importing the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .scenario.loader import bundled_path, load_paths
+from .scenario.model import ScenarioSet
+from .scenario.problems import ScenarioError
+from .scenario.reader import MAX_DELAY_MS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# readable=False: whether a path can be read is the loader's to say, positioned and with
+# the fix (mockskill.scenario.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+PATH = click.Path(path_type=Path, readable=False)
+PATHS = click.argument("paths", nargs=-1, type=PATH)
+MAX_DELAY = click.option(
+    "--max-delay",
+    type=click.IntRange(1),
+    default=MAX_DELAY_MS,
+    show_default=True,
+    metavar="MS",
+    envvar="MOCKSKILL_MAX_DELAY",
+    show_envvar=True,
+    help="Longest wait a step may script (delay, hang, execution); longer ones are refused.",
+)
+
+
+def admin_token(text: str) -> Callable[[F], F]:
+    """``--admin-token`` (or MOCKSKILL_ADMIN_TOKEN): what serve asks for, and report sends."""
+    return click.option(
+        "--admin-token",
+        metavar="TOKEN",
+        envvar="MOCKSKILL_ADMIN_TOKEN",
+        show_envvar=True,
+        default=None,
+        help=text,
+    )
+
+
+def load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
+    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1."""
+    try:
+        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms)
+    except ScenarioError as exc:
+        click.echo(str(exc), err=True)
+        raise SystemExit(1) from None

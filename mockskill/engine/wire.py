@@ -1,0 +1,111 @@
+"""What goes on the wire for a request: an answer's bytes, or a fault done instead.
+
+:class:`Answer` is an HTTP answer whose status line and headers are rendered
+once and kept (the framing headers are the transport's: an answer's own are
+not sent); :class:`Fault` names the failures below HTTP that replace an
+answer. Both are apart from :mod:`.plan` because more than a plan sends them:
+a proxy step's relayed answer and its commit-then-fail (:mod:`.forwarding`),
+the transport's refusals and its fault players. :mod:`.plan` names both too.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from http import HTTPStatus
+
+FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+"""Header names the transport writes itself; an answer's own are dropped."""
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: status, headers and body bytes.
+
+    Its status line and headers are rendered once, on first use, and kept:
+    a plan built at load time costs nothing to render per request.
+    """
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    reason: str = ""
+    """The reason phrase; the standard one for the status when empty."""
+    _heads: dict[int, bytes] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    """Rendered heads, by *close* (0, 1); the whole answers are :attr:`wires`."""
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 999:
+            raise ValueError(f"status must be 100..999, got {self.status}")
+        for name, value in self.headers:
+            if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:
+                raise ValueError(f"header {name!r}: {value!r} would break the framing")
+
+    @property
+    def phrase(self) -> str:
+        """The reason phrase sent."""
+        return self.reason or _reason(self.status)
+
+    @property
+    def has_body(self) -> bool:
+        """Whether the status allows a body (1xx, 204 and 304 do not)."""
+        return not (self.status < 200 or self.status in (204, 304))
+
+    def head(self, *, close: bool) -> bytes:
+        """The status line and headers, with the framing the transport owns."""
+        try:
+            return self._heads[close]
+        except KeyError:
+            pass
+        lines = [f"HTTP/1.1 {self.status} {self.phrase}"]
+        lines += [f"{k}: {v}" for k, v in self.headers if k.lower() not in FRAMING_HEADERS]
+        if self.has_body:
+            lines.append(f"Content-Length: {len(self.body)}")
+        if close:
+            lines.append("Connection: close")
+        rendered = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self._heads[close] = rendered
+        return rendered
+
+    def wire(self, *, close: bool) -> bytes:
+        """The whole answer as sent: :meth:`head` and the body, joined once and kept."""
+        return self.wires[close]
+
+    @cached_property
+    def wires(self) -> tuple[bytes, bytes]:
+        """The whole answer as sent, kept alive and with ``Connection: close`` (index *close*).
+
+        What the transport writes for every answer: an attribute lookup and an
+        index once rendered (a method call cost more than the rest of the write).
+        """
+        if not self.has_body:
+            return self.head(close=False), self.head(close=True)
+        return self.head(close=False) + self.body, self.head(close=True) + self.body
+
+
+class Fault(str, enum.Enum):
+    """Failures below HTTP, done to the connection instead of the answer.
+
+    The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``.
+    """
+
+    CONNECTION_RESET_BY_PEER = "CONNECTION_RESET_BY_PEER"
+    """A TCP reset (RST, by ``SO_LINGER`` 0 and abort) instead of any answer."""
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    """The connection closes without a byte."""
+    MALFORMED_RESPONSE_CHUNK = "MALFORMED_RESPONSE_CHUNK"
+    """A valid status line and headers, one good chunk, then a chunk size that is not hex."""
+    RANDOM_DATA_THEN_CLOSE = "RANDOM_DATA_THEN_CLOSE"
+    """Bytes that are not HTTP (seeded: a replay sends the same), then close."""
+    TRUNCATED_BODY = "TRUNCATED_BODY"
+    """A ``Content-Length`` longer than the body that is sent, then close."""

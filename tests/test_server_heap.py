@@ -1,0 +1,70 @@
+"""A process that is the server's: the start-up heap frozen, young collections rarer."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import requests
+
+from mockskill import Server, load_text
+
+
+@contextlib.contextmanager
+def _serving_forever() -> Iterator[Server]:
+    """A server run as the CLI runs it (serve_forever, here on a thread), stopped after."""
+    server = Server(load_text("skills: [{id: a}]"))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def test_serve_forever_freezes_the_start_up_heap_and_an_embedded_server_does_not() -> None:
+    """The CLI's way of serving keeps the loaded scenarios, app and modules out of the
+    cyclic collector's walks (gc.freeze); a server embedded in a test suite leaves the
+    suite's collector alone."""
+    import gc
+
+    gc.unfreeze()
+    threshold = gc.get_threshold()
+    with Server(load_text("skills: [{id: a}]")) as embedded:
+        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
+        assert gc.get_freeze_count() == 0
+    try:
+        with _serving_forever() as server:
+            # Frozen before the loop serves anything: answered means frozen.
+            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def test_serve_forever_raises_the_young_gc_threshold_and_an_embedded_server_does_not() -> None:
+    """A burst's connections keep what they allocate alive while they wait: the CLI's
+    way of serving collects the young generation less often (fewer full passes over
+    them); an embedded server leaves the suite's collector as it is."""
+    import gc
+
+    from mockskill.server import YOUNG_GC_THRESHOLD
+
+    suites = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # Python's own
+    before = gc.get_threshold()
+    with Server(load_text("skills: [{id: a}]")) as embedded:
+        assert requests.get(f"{embedded.url}/skills", timeout=10).status_code == 200
+        assert gc.get_threshold() == before
+    try:
+        with _serving_forever() as server:
+            assert requests.get(f"{server.url}/skills", timeout=10).status_code == 200
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+            assert before[0] < YOUNG_GC_THRESHOLD
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*suites)
