@@ -16,13 +16,13 @@ from pathlib import Path
 
 import click
 
-from .app import DEFAULT_MAX_BODY
 from .cli_banner import banner, report_reload
 from .cli_options import MAX_DELAY, PATH, admin_token, load_or_exit
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .listening import ServerError, is_loopback
 from .server import DEFAULT_KEEP_ALIVE, Server
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
+from .surface import DEFAULT_MAX_BODY
 from .transport import DEFAULT_GRACE
 from .workers import (
     WORKER_SOCKETS,

@@ -12,7 +12,7 @@ import errno
 import ipaddress
 import socket
 
-from werkzeug.serving import get_sockaddr, select_address_family
+from .engine.ports import address_family, sockaddr
 
 BACKLOG = 4096
 """Pending connections the kernel queues (capped by net.core.somaxconn)."""
@@ -30,7 +30,7 @@ def listen(
     *reuse_port* sets SO_REUSEPORT, so that several processes each listen on the
     port and the kernel spreads connections among them (``--workers``, Linux).
     """
-    family = select_address_family(host, port)
+    family = address_family(host)
     # The protocol named, not 0: asyncio's loop (no uvloop installed) sets TCP_NODELAY
     # only on accepted sockets that say TCP, and they say what this one says.
     tcp = family in (socket.AF_INET, socket.AF_INET6)
@@ -39,7 +39,7 @@ def listen(
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(get_sockaddr(host, port, family))
+        sock.bind(sockaddr(host, port, family))
         if listening:
             sock.listen(BACKLOG)
     except OSError as exc:

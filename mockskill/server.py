@@ -7,7 +7,7 @@ installed) that parses HTTP/1.1 with keep-alive and plays each request's
 plan — delays, hangs, dribbles, faults — with timers, no thread per
 connection or wait. Skill requests are planned by the engine on the loop;
 ``/__admin`` runs the Flask app in a small thread pool
-(:class:`~mockskill.app.LoopSurface`).
+(:class:`~mockskill.surface.LoopSurface`).
 
 It serves from a background thread (:meth:`Server.start`, for test
 suites) or the calling one (:meth:`Server.serve_forever`, for the CLI,
@@ -36,9 +36,7 @@ from . import transport
 from .access_log import access_log, log_request, log_to_stderr, masked
 from .admin.registry import Registry
 from .admin.watch import Watcher
-from .app import DEFAULT_MAX_BODY, LoopSurface, create_app
 from .engine.engine import Engine
-from .engine.matching import COMPILING
 from .engine.plan import Outcome
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .engine.store import Store
@@ -56,6 +54,7 @@ from .server_heap import YOUNG_GC_THRESHOLD, freeze_heap
 from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
 from .server_tls import ServerTLS
+from .surface import DEFAULT_MAX_BODY, LoopSurface
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
 from .transport.tls import authority as tls_authority
@@ -231,7 +230,8 @@ class Server(ScenarioControl, ServerTLS):
         """
         if self._app is not None:
             return self._app
-        # COMPILING: Flask's rules compile with ast, as the routing tables' do (matching.py).
+        from .app import COMPILING, create_app  # Flask and Werkzeug: on first use only
+
         with self._app_lock, COMPILING:
             if self._app is None:
                 self._app = create_app(

@@ -1,7 +1,13 @@
 """Start-up loads only what serving skills needs (issue 13: start -> first answer <= 250 ms).
 
-Flask (with Jinja, itsdangerous, blinker), the admin blueprint, the retry
-audit and ``urllib.request`` are imported on first use: the admin app is
+Werkzeug is not imported by serving skills at all (its package imports its
+development server and test client: ~100 ms): free routes are matched by
+mockskill.scenario.routes, the WSGI path (mockskill.app,
+mockskill.engine.threaded) is imported by the WSGI app alone, and the few
+answers that read a Werkzeug request (the OAuth2 endpoints' forms, query
+conditions) import it when first asked. Flask (with Jinja, itsdangerous,
+blinker), the admin blueprint, the retry audit and ``urllib.request`` are
+imported on first use: the admin app is
 built on the first ``/__admin`` request, the audit on the first report,
 ``urllib.request`` by ``check-descriptor`` alone, the words for YAML syntax
 errors (``scenario.syntax``) when a file has one. Each test runs a fresh
@@ -12,13 +18,23 @@ added anywhere on the way cannot silently bring the cost back.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 
 LAZY = (
+    "werkzeug",
+    "mockskill.app",
+    "mockskill.engine.threaded",
+    "difflib",  # the suggestions for a misspelling or a miss, on the first one
+    "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
     "flask",
     "jinja2",
     "itsdangerous",
@@ -99,3 +115,36 @@ def test_a_serving_server_loads_flask_on_the_first_admin_request() -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded(set(result["before"])) == []
     assert result["health"]["status"] == "ok"  # and then the admin app was there
+
+
+def test_serve_answers_its_first_request_without_werkzeug_or_flask(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a free port for the server to take
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "importtime.txt"
+    command = [sys.executable, "-X", "importtime", "-m", "mockskill", "serve"]
+    with log.open("w") as stderr:
+        server = subprocess.Popen(
+            [*command, "--port", str(port), "--quiet"], stdout=subprocess.DEVNULL, stderr=stderr
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    url = f"http://127.0.0.1:{port}/skills/translate"
+                    with urllib.request.urlopen(url, timeout=5) as answer:
+                        assert json.load(answer)["id"] == "translate"
+                    break
+                except (urllib.error.URLError, ConnectionError):
+                    assert time.monotonic() < deadline, "serve did not answer within 60 s"
+                    time.sleep(0.02)
+            # Read at once: what serve imported up to (and just after) its first answer.
+            lines = log.read_text().splitlines()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    modules = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    assert "mockskill.surface" in modules  # the loop's surface answered
+    assert loaded(modules) == []
+    # A str host name makes getaddrinfo import the idna codec: the port is bound by bytes.
+    assert "encodings.idna" not in modules

@@ -6,7 +6,6 @@ Its own module so that the registry (:mod:`.registry`) and its shared-set side
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +46,8 @@ class UnknownScenario(KeyError):
     def __init__(self, name: str, loaded: Sequence[str]) -> None:
         self.name = name
         self.loaded = list(loaded)
+        import difflib  # a suggestion for a misspelling: not at start-up
+
         self.suggestions = difflib.get_close_matches(name, self.loaded, n=3, cutoff=0.6)
         message = f"no scenario named {name!r} is loaded"
         if self.suggestions:

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
@@ -44,7 +44,6 @@ from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
-from ..store.shared_set import Record, Stored, files_digest
 from .clashes import (
     Conflict,
     check_names_free,
@@ -61,6 +60,9 @@ from .sharing import (
     unavailable_problem,
 )
 from .watch import ReloadResult
+
+if TYPE_CHECKING:  # (the shared set's records: imported where sharing is, not at start-up)
+    from ..store.shared_set import Record, Stored
 
 __all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
@@ -317,6 +319,8 @@ class Registry:
         StoreUnavailable when the set cannot be reached, ScenarioError when a
         loaded scenario cannot be shared (built in Python, with no text).
         """
+        from ..store.shared_set import files_digest
+
         with self._changes:
             mine = tuple(record_of(e) for e in self._loaded)
             digest = files_digest(mine)
@@ -412,6 +416,8 @@ class Registry:
         files: bool,
     ) -> bool:
         """Write *loaded* as the next version; False if another replica wrote one first."""
+        from ..store.shared_set import files_digest
+
         # What only the engine checks, before any other replica is told to serve it.
         served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
         check_playable(served, raw_socket=self.engine.raw_socket)

@@ -15,14 +15,16 @@ Nothing here talks to Redis: :mod:`mockskill.store.shared_set` is plain data.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..engine.store import StoreUnavailable
 from ..scenario.loader import load_text
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
-from ..store.shared_set import Record, Stored
 from .loaded import LoadedScenario
+
+if TYPE_CHECKING:  # (imported where a record is made: sharing only, not at start-up)
+    from ..store.shared_set import Record, Stored
 
 
 class SharedSet(Protocol):
@@ -79,6 +81,8 @@ def unavailable_problem(exc: StoreUnavailable) -> Problem:
 
 def record_of(entry: LoadedScenario) -> Record:
     """*entry* as the shared set keeps it; ScenarioError if it has no text to share."""
+    from ..store.shared_set import Record
+
     scenario = entry.scenario
     if not scenario.text:
         where = scenario.where

@@ -27,10 +27,8 @@ import hashlib
 import hmac
 import json
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-from werkzeug.wrappers import Request, Response
 
 from ..protocol import catalog
 from ..protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
@@ -38,6 +36,9 @@ from ..scenario.model import JSON_TYPE, Credentials, Reply, Requirement
 from .incoming import Incoming
 from .pending import Later, Pending
 from .store import Answer, IssueToken, UseToken
+
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request, Response
 
 GRANT_TYPES = ("client_credentials",)
 API_KEY_HEADER = "X-API-Key"
@@ -261,6 +262,8 @@ def _oauth_error(status: int, error: str, description: str) -> Response:
 
 
 def _json(status: int, body: dict[str, Any]) -> Response:
+    from werkzeug.wrappers import Response  # the OAuth2 endpoints' only: on first use
+
     response = Response(json.dumps(body), status=status, content_type=JSON_TYPE)
     response.headers["Cache-Control"] = "no-store"  # RFC 6749 §5.1
     response.headers["Pragma"] = "no-cache"

@@ -1,16 +1,16 @@
 """One request through the scenarios: match → next step → act → record.
 
 The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
-or :meth:`Engine.plan_async` when the store is remote), or plays one on a
-WSGI server's thread (:meth:`Engine.handle`, a Werkzeug request in, a
-Werkzeug response out); either way it reads the request through
-:class:`~.incoming.Incoming`, and uses no Flask globals, so it can be driven
-without a server. It asks the store nothing itself: what a request needs of
-it (a sequence step, a token's use, a token issued) is handed out as a need
-(:mod:`.pending`) and the one path of :meth:`Engine._decide` resumed with
-the answer, inline or awaited. It reads the scenario set through one
-reference, swapped whole on reload, so a request finishes on the
-configuration it started with.
+or :meth:`Engine.plan_async` when the store is remote); a WSGI server's thread
+plays one through :func:`mockskill.engine.threaded.handle` (a Werkzeug request
+in, a Werkzeug response out: the only path that imports Werkzeug). Either way
+it reads the request through :class:`~.incoming.Incoming`, and uses no Flask
+globals, so it can be driven without a server. It asks the store nothing
+itself: what a request needs of it (a sequence step, a token's use, a token
+issued) is handed out as a need (:mod:`.pending`) and the one path of
+:meth:`Engine._decide` resumed with the answer, inline or awaited. It reads
+the scenario set through one reference, swapped whole on reload, so a
+request finishes on the configuration it started with.
 
 The hot path is the ordinary path with what does not change kept: the
 :class:`Urls` per address the client used, and the plan of a step whose
@@ -21,31 +21,30 @@ tuple, built into its Entry when the journal is read.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, overload
-
-from werkzeug.wrappers import Request, Response
+from typing import TYPE_CHECKING, Literal, overload
 
 from ..protocol import catalog
-from ..protocol.catalog import tls_base_url
 from ..scenario.model import Reply, ScenarioSet, Step
-from . import auth, choosing
+from . import auth, choosing, own_answers
 from . import plan as plans
-from . import request_facts as facts
-from .actions import Connection, Cut, Planned, Played, Urls, answer, answer_of, play, respond
+from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
+from .addresses import MAX_CACHED, Addresses
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plain, Plains, finished
+from .journalling import Journalling, Plain, Plains
 from .matching import Miss, RoutingTable, Target
-from .pending import Later, Pending, answered, awaited
+from .own_answers import SESSION_HEADER as SESSION_HEADER
+from .own_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
+from .own_answers import unavailable
+from .pending import Later, Pending, awaited
 from .playable import check_playable
-from .ports import RefusedPort, TLSPorts
-from .proxying import Proxying, proxy_needs_loop
+from .ports import TLSPorts
+from .proxying import Proxying
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -56,15 +55,12 @@ from .replies import (
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import Store, StoreUnavailable
 
-SESSION_HEADER = "Mockskill-Session"
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request, Response
+
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
 _new = tuple.__new__
-MAX_CACHED = 256
-"""How many base URLs (per Host header) and step plans the engine keeps; beyond, the
-cache starts afresh, so that a client varying its Host header cannot grow memory."""
-STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
-"""The code of the 503 answered when the shared store could not answer a need."""
 Recorder = Callable[[plans.Outcome], None]
 
 
@@ -93,15 +89,14 @@ class Engine:
         """An inline store's answer(): the driver inlined where a step needs it (no Pending
         made, nothing resumed); None for a remote store, whose needs are handed out."""
         self.raw_socket = raw_socket
-        self.refused = RefusedPort(host)
+        addresses = self._addresses = Addresses(host, tls)
+        self.refused = addresses.refused
         self.tls = tls
         """The TLS faults' ports (held by the server that serves them; None: none can be)."""
-        self._tls_bases: tuple[tuple[str, int], ...] = ()
-        """The skills with a TLS fault and their ports, while open."""
-        self.secure_ports: set[int] = set()
-        """The local ports that read requests over TLS (``--tls``'s; the TLS faults' are
-        added when held): their URLs say ``https://``. Read when a Urls is made, never
-        per request (the Urls are kept by the local address)."""
+        self.secure_ports = addresses.secure_ports
+        """The local ports that read requests over TLS (see :class:`Addresses`)."""
+        self._urls = addresses.urls  # (a bound method: one lookup per request, as a method's)
+        self._urls_by_host = addresses.by_host
         self._open = False
         journalling = self._journalling = Journalling(state)
         self._recorded = journalling.recorded
@@ -114,7 +109,6 @@ class Engine:
         Tests use it to land a change of scenarios between the two."""
         self.scenarios = ScenarioSet()
         self.table = RoutingTable(self.scenarios)
-        self._urls_by_host: dict[tuple[object, ...], Urls] = {}
         self._plans: dict[tuple[int, int], tuple[Step, Urls, Planned]] = {}
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
@@ -171,78 +165,18 @@ class Engine:
             self.open()
 
     def open(self) -> None:
-        """Start serving: hold the refused port while an unreachable skill needs it."""
+        """Start serving: hold the refused port while an unreachable skill needs it, and
+        the TLS faults' ports theirs."""
         self._open = True
-        if any(skill.unreachable for skill in self.scenarios.skills):
-            self.refused.open()
-        faults = {s.id: s.tls for s in self.scenarios.skills if s.tls is not None}
-        if self.tls is not None and (faults or self._tls_bases):
-            ports = self.tls.hold(faults)
-            self.secure_ports.difference_update(n for _, n in self._tls_bases)
-            self._tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
-            self.secure_ports.update(ports.values())
-            self._urls_by_host.clear()  # their Urls name the ports held before
+        self._addresses.open(self.scenarios.skills)
 
     def close(self) -> None:
-        """Stop serving: let go of the held port (:meth:`open` takes one again)."""
+        """Stop serving: let go of the held ports (:meth:`open` takes them again)."""
         self._open = False
-        self.refused.close()
-        if self.tls is not None:
-            self.tls.release()
-            self.secure_ports.difference_update(n for _, n in self._tls_bases)
-            self._tls_bases = ()
-            self._urls_by_host.clear()
-
-    def handle(self, request: Request) -> Response:
-        """Answer *request* on this thread: waits are slept (a WSGI server's way); the
-        store's answers are waited for here too (:meth:`Store.answer`: off the loop).
-
-        The event-loop transport asks :meth:`plan` instead and plays the waits
-        with timers; both decide through :meth:`_decide`.
-        """
-        incoming = Incoming.of(request)
-        try:  # an inline store answers within _decide: it may raise there too
-            result = self._decide(incoming)
-            decided = answered(result, self.state) if isinstance(result, Pending) else result
-        except StoreUnavailable as exc:
-            return respond(self._unavailable(incoming, exc))
-        if isinstance(decided, Response):
-            return decided
-        reply, chosen = decided.reply, decided.chosen
-        if reply is None:
-            assert chosen is not None
-            reply = chosen.reply
-        if reply is not None:
-            response = respond(reply)
-            code = response.status_code
-            self.state.record(self._recorded(incoming, decided, chosen, code, reply))
-            return response
-        assert chosen is not None
-        assert chosen.step is not None
-        if chosen.step.proxy is not None:
-            reply = proxy_needs_loop(chosen.step)
-            self.state.record(self._recorded(incoming, decided, chosen, reply.status, reply))
-            return respond(reply)
-        response, played, connection = self._play(incoming, chosen, decided.urls)
-        status = None if isinstance(response, Cut) else response.status_code
-        recorded = self._recorded(
-            incoming,
-            decided,
-            chosen,
-            status,
-            played.reply,
-            fault=played.fault,
-            client_left=connection.left_at,
-        )
-        if chosen.step.dribble is None or played.timed_out:
-            self.state.record(recorded)
-        else:  # a dribbled body: recorded just before its last byte goes (or when abandoned)
-            connection.on_done = lambda: self.state.record(finished(recorded, connection))
-            response.call_on_close(connection.done)  # a body never iterated (HEAD)
-        return response
+        self._addresses.close()
 
     def plan(
-        self, request: Incoming | Request, answered: Response | Decided | None = None
+        self, request: Incoming | Request, answered: Response | Reply | Decided | None = None
     ) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
@@ -261,9 +195,9 @@ class Engine:
                 need, resume = result  # unpacked: faster than a NamedTuple's attributes
                 result = resume(self.state.answer(need))
         except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), journalled
-        decided: Response | Decided = result  # type: ignore[assignment]  # not Pending: done
-        if isinstance(decided, Response):  # answered by mockskill itself, journalled already
+            return plans.Plan(answer(unavailable(self._journalling, incoming, exc))), journalled
+        decided: Response | Reply | Decided = result  # type: ignore[assignment]  # not Pending
+        if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), journalled
         reply, chosen = decided.reply, decided.chosen
         if reply is None:
@@ -312,7 +246,7 @@ class Engine:
             result = self._decide(incoming)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
-            return plans.Plan(answer(self._unavailable(incoming, exc))), journalled
+            return plans.Plan(answer(unavailable(self._journalling, incoming, exc))), journalled
         return self.plan(incoming, decided)
 
     def _choose(self, decided: Decided) -> Later[Decided]:
@@ -325,23 +259,6 @@ class Engine:
         if self._answer is not None:  # an inline store (see _decide)
             return choosing.choose(decided, self._answer(take))
         return Pending(take, decided.took)
-
-    def _unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
-        """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
-
-        Journalled like a refusal (a shared store that cannot be reached may
-        lose the entry too: it counts those, :meth:`Store.health`)."""
-        started = request.arrived or time.time()
-        session = (request.headers.get(_SESSION) or DEFAULT_SESSION)[:MAX_SESSION_NAME]
-        message = (
-            "the shared state store could not be reached, so this request was not played"
-            f" (no sequence moved for it): {exc}; retry once the store is back"
-            " (GET /__admin/health says how it is)"
-        )
-        reply = Reply.error(catalog.tool_error(503, STATE_UNAVAILABLE, message, {}))
-        code = reply.error_code
-        self._record(request, session, started, reply.status, "refused", error_code=code)
-        return reply
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
@@ -381,16 +298,16 @@ class Engine:
     @overload
     def _decide(
         self, request: Incoming, planning: Literal[False] = False
-    ) -> Later[Response | Decided]: ...
+    ) -> Later[Response | Reply | Decided]: ...
 
     @overload
     def _decide(
         self, request: Incoming, planning: Literal[True]
-    ) -> Later[Response | Decided] | plans.Plan: ...
+    ) -> Later[Response | Reply | Decided] | plans.Plan: ...
 
     def _decide(
         self, request: Incoming, planning: bool = False
-    ) -> Later[Response | Decided] | plans.Plan:
+    ) -> Later[Response | Reply | Decided] | plans.Plan:
         """Everything about *request* up to its step: an answer, or what to play; and what
         that needs of the store first, then the rest once answered (a sequence step's
         Take; a credential's or the token endpoint's need).
@@ -404,7 +321,7 @@ class Engine:
         headers = request.headers
         session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
-            return self._session_too_long(request, session, started)
+            return own_answers.session_too_long(self._journalling, request, session, started)
         if path == catalog.TOKEN_PATH and (table.fallback is None or table.credentials.clients):
             # Behind a scenario's proxy with no clients of its own, the provider's token
             # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).
@@ -416,7 +333,7 @@ class Engine:
             self.matched(request, target)
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
-            return self._authorize(request, session, started)
+            return own_answers.authorize(self._journalling, request, session, started)
         urls = self._urls(request)
         forced = False
         reply: Reply | None
@@ -539,83 +456,9 @@ class Engine:
         version = request.headers.get(_VERSION)
         return None if version is None else version_reply(target, version)
 
-    def _session_too_long(self, request: Incoming, session: str, started: float) -> Response:
-        """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
-        message = (
-            f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
-            f" has at most {MAX_SESSION_NAME}: send a shorter one"
-        )
-        details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
-        reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
-        # Kept cut to the limit, so the journal shows what was refused.
-        code = reply.error_code
-        self._record(request, session, started, reply.status, "refused", error_code=code)
-        return respond(reply)
-
     def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
-        """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
-        form_request = request.werkzeug()  # the form's parsing is Werkzeug's
-
-        def recorded(response: Response) -> Response:
-            status, credential = response.status_code, facts.client(form_request)
-            self._record(request, session, started, status, "token", credential=credential)
-            return response
-
-        response = auth.token_endpoint(form_request, self.table.credentials)
-        return response.then(recorded) if isinstance(response, Pending) else recorded(response)
-
-    def _authorize(self, request: Incoming, session: str, started: float) -> Response:
-        """The mock OAuth2 authorization endpoint; recorded like any request."""
-        base = facts.base_url(request)
-        response = auth.authorization_endpoint(request.werkzeug(), base)
-        self._record(request, session, started, response.status_code, "authorize")
-        return response
-
-    def _play(
-        self, request: Incoming, chosen: Chosen, urls: Urls
-    ) -> tuple[Response, Played, Connection]:
-        """Play *chosen*'s step on this thread (see :meth:`handle`)."""
-        step = chosen.step
-        assert step is not None
-        werkzeug_request = request.werkzeug()
-        connection = Connection(werkzeug_request.environ)
-        if chosen.delay_ms or chosen.execution_ms or step.hang_ms or step.dribble or step.fault:
-            # Read the whole request first: a fault must not strike while the
-            # client is still sending, and during a wait a readable socket
-            # must mean the client's goodbye.
-            werkzeug_request.get_data()
-        response, played = play(
-            step,
-            connection,
-            urls,
-            delay_ms=chosen.delay_ms,
-            execution_ms=chosen.execution_ms,
-            fault_seed=chosen.fault_seed,
-            timeout=chosen.timeout,
-        )
-        return response, played, connection
-
-    def _urls(self, request: Incoming) -> Urls:
-        """What the placeholders stand for, kept per address the client used (Host header
-        and the socket's) and refused port: the same Urls, so that its filled replies and
-        kept plans are found again (bounded: see :data:`MAX_CACHED`)."""
-        port = self.refused.port
-        key = (request.scheme, request.headers.get("host"), request.server, port)
-        urls = self._urls_by_host.get(key)
-        if urls is None:
-            base = facts.base_url(request)
-            if request.server[1] in self.secure_ports and base.startswith("http://"):
-                base = f"https://{base[7:]}"
-            hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
-            urls = Urls(base) if port is None else Urls(base, f"{hostname}:{port}")
-            if self._tls_bases:
-                host = hostname.split("://", 1)[1]
-                tls = tuple((p, f"https://{host}:{n}") for p, n in self._tls_bases)
-                urls = dataclasses.replace(urls, tls=tls)
-            if len(self._urls_by_host) >= MAX_CACHED:
-                self._urls_by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
-            self._urls_by_host[key] = urls
-        return urls
+        credentials = self.table.credentials
+        return own_answers.token(self._journalling, request, session, started, credentials)
 
 
 def journalled(outcome: plans.Outcome) -> None:

@@ -12,10 +12,11 @@ query strings, the WSGI path's raw socket), and once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
-from werkzeug.wrappers import Request
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request
 
 _Source = TypeVar("_Source")
 _new = object.__new__

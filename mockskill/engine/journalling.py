@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
 from . import request_facts as facts
-from .actions import Connection, Urls
+from .actions import Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
 from .entries import Entry, Recorded
@@ -268,11 +268,3 @@ class Plains:
         self.last = self.ends[-1]
         """The requests the sequence answers before its end rule applies."""
         self.steps: list[Plain | None] = [None] * len(sequence.steps)
-
-
-def finished(recorded: Recorded, connection: Connection) -> Recorded:
-    return recorded._replace(
-        finished=time.time(),
-        client_left=connection.left_at,
-        headers_sent=connection.headers_sent,
-    )

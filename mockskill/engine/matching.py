@@ -3,25 +3,22 @@
 A :class:`RoutingTable` is compiled once per scenario set. The skill surface
 (``GET /skills``, ``GET /skills/{id}``, ``POST /skills/{id}/invoke``) is
 matched by splitting the path and one dict lookup; free routes by one
-Werkzeug :class:`~werkzeug.routing.Map`. A request that matches nothing gets
+:class:`~mockskill.scenario.routes.Router` (Werkzeug's rule syntax and matching,
+without importing Werkzeug). A request that matches nothing gets
 its near misses: the closest routes, each with the reasons it missed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from werkzeug.exceptions import HTTPException
-from werkzeug.routing import Map, MapAdapter, Rule
-
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
 from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from ..scenario.routes import Router
 from . import conditions
 from .state import MAX_PATH, shorten
 
@@ -125,7 +122,7 @@ class _Candidate:
     label: str
     methods: tuple[str, ...]
     rule: str
-    adapter: MapAdapter
+    router: Router[bool]
 
 
 class RoutingTable:
@@ -181,10 +178,7 @@ class RoutingTable:
             ).with_cases(r.cases)
             for r in self.routes
         ]
-        rules = [
-            Rule(r.path, methods=list(r.methods), endpoint=i) for i, r in enumerate(self.routes)
-        ]
-        self._adapter = _bind(rules)
+        self._router = Router((r.path, r.methods, i) for i, r in enumerate(self.routes))
         # The surface's paths as written (no trailing or doubled slash) by one lookup; every
         # other spelling is split as before. Kept only where the split finds the same target.
         exact: dict[tuple[str, str], Target] = {}
@@ -194,8 +188,8 @@ class RoutingTable:
         exact.update((("POST", f"/skills/{sid}/invoke"), t) for sid, t in self._invoke.items())
         self._exact = {key: t for key, t in exact.items() if self._match_surface(*key) is t}
         self._candidates = [
-            _Candidate(f"{m} {rule}", (m,), rule, _bind([Rule(rule)])) for m, rule, _ in _SURFACE
-        ] + [_Candidate(r.label, r.methods, r.path, _bind([Rule(r.path)])) for r in self.routes]
+            _Candidate(f"{m} {rule}", (m,), rule, _any_method(rule)) for m, rule, _ in _SURFACE
+        ] + [_Candidate(r.label, r.methods, r.path, _any_method(r.path)) for r in self.routes]
 
     def match(self, method: str, path: str) -> Target | Miss:
         """The endpoint for *method* and *path*, or why there is none."""
@@ -207,12 +201,9 @@ class RoutingTable:
             if target is not None and (self.fallback is None or type(target) is Target):
                 return target
         elif self.routes:
-            try:
-                index, _ = self._adapter.match(path, method=method)
-            except HTTPException:
-                pass
-            else:
-                return self._route_targets[int(index)]
+            index = self._router.match(path, method)
+            if index is not None:
+                return self._route_targets[index]
         if self.fallback is not None:  # nothing scripted takes it: forwarded
             return self.fallback
         return Miss(method, path, near_misses=self.near_misses(method, path))
@@ -253,19 +244,21 @@ class RoutingTable:
         target = table.get(skill_id)
         if target is not None:
             return target
+        import difflib  # a miss's suggestions: on the first such miss, not at start-up
+
         close = difflib.get_close_matches(skill_id, list(self.skills), n=3, cutoff=0.6)
         return Miss(method, path, skill_id=skill_id, suggestions=tuple(close))
 
     def near_misses(self, method: str, path: str) -> tuple[dict[str, Any], ...]:
         """The closest routes to a request that matched none, with why each missed."""
+        import difflib  # (as in _match_surface)
+
         scored = []
         # Quoted shortened: each near miss would otherwise copy a hostile path whole.
         shown_path, shown_method = shorten(path), shorten(method)
         for candidate in self._candidates:
             reasons = []
-            try:
-                candidate.adapter.match(path)
-            except HTTPException:
+            if candidate.router.match(path) is None:
                 reasons.append(f"path {shown_path} does not match {candidate.rule}")
             if method not in candidate.methods and not (
                 method == "HEAD" and "GET" in candidate.methods
@@ -313,17 +306,9 @@ def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
     return keys
 
 
-COMPILING = threading.RLock()
-"""Held while Werkzeug compiles rules: it parses Python source with ``ast``, and CPython
-3.11's AST constructor keeps its recursion depth per interpreter, not per thread, so two
-threads compiling at once (two admin changes, or a change and a shared set arriving) can
-raise ``SystemError: AST constructor recursion depth mismatch``. Tables are built on
-load, never per request: the lock costs a request nothing."""
-
-
-def _bind(rules: list[Rule]) -> MapAdapter:
-    with COMPILING:
-        return Map(rules, strict_slashes=False, merge_slashes=False).bind("mockskill.local")
+def _any_method(rule: str) -> Router[bool]:
+    """*rule* alone, for any method: whether a path matches it (a near miss's first reason)."""
+    return Router([(rule, None, True)])
 
 
 def _listed(skill: Skill) -> dict[str, Any]:

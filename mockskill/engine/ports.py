@@ -14,12 +14,36 @@ Skills with ``tls: FAULT`` name a port of their own whose handshake fails
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
-from werkzeug.serving import get_sockaddr, select_address_family
+
+def address_family(host: str) -> socket.AddressFamily:
+    """The family of a socket on *host*: ``unix://PATH``, an IPv6 address, else IPv4 (as
+    Werkzeug's ``select_address_family`` said: its server bound mockskill's first sockets)."""
+    if host.startswith("unix://"):
+        return socket.AF_UNIX
+    if ":" in host and hasattr(socket, "AF_INET6"):
+        return socket.AF_INET6
+    return socket.AF_INET
+
+
+def sockaddr(host: str, port: int, family: socket.AddressFamily) -> tuple[Any, ...] | str:
+    """What :meth:`socket.socket.bind` takes for *host*:*port* (Werkzeug's ``get_sockaddr``):
+    the first address *host* resolves to, or *host* as it is when it resolves to none."""
+    if family == getattr(socket, "AF_UNIX", None):
+        return os.path.abspath(host.partition("://")[2])
+    # An ASCII name as bytes: given a str, getaddrinfo encodes it with the "idna" codec,
+    # whose import (stringprep, unicodedata) is a few ms of start-up; the same lookup.
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    try:
+        found = socket.getaddrinfo(name, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    except socket.gaierror:
+        return host, port
+    return found[0][4]
 
 
 class TLSPorts(Protocol):
@@ -60,9 +84,9 @@ class RefusedPort:
         """Bind a free port (once); its number."""
         with self._lock:
             if self._sock is None:
-                family = select_address_family(self.host, 0)
+                family = address_family(self.host)
                 sock = socket.socket(family, socket.SOCK_STREAM)
-                sock.bind(get_sockaddr(self.host, 0, family))
+                sock.bind(sockaddr(self.host, 0, family))
                 self._sock, self.port = sock, int(sock.getsockname()[1])
             assert self.port is not None
             return self.port

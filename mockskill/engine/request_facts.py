@@ -10,17 +10,22 @@ from __future__ import annotations
 import functools
 import json
 import re
-
-from werkzeug.sansio.utils import get_host
-from werkzeug.wrappers import Request
+from typing import TYPE_CHECKING
 
 from ..protocol.validator import validate as validate_descriptor
 from . import auth
 from .incoming import Incoming
 
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Request
+
 API_KEY = _API_KEY = auth.API_KEY_HEADER.lower()
 """The API key header, as :attr:`Incoming.headers` names it (a credential is in it or in
 ``authorization``)."""
+_HOST = re.compile(
+    r"([a-z0-9.-]+|\[[a-f0-9]*:[a-f0-9.:]+])(?::([1-9][0-9]{,4}))?", re.ASCII | re.IGNORECASE
+)
+"""What Werkzeug accepts as a ``host:port`` (``host_is_trusted``)."""
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$")
 
 
@@ -65,3 +70,26 @@ def base_url(request: Incoming) -> str:
         name, port = request.server
         host = f"{name}:{80 if port is None else port}"
     return f"{request.scheme}://{host}"
+
+
+def get_host(scheme: str, host_header: str | None, server: tuple[str, int | None]) -> str:
+    """``host:port`` as the client reached this server: Werkzeug's ``get_host`` (the Host
+    header, else the server's address; the scheme's default port left out; "" for a
+    value of characters no host has), without importing Werkzeug."""
+    if host_header is not None:
+        host = host_header
+    elif server[1] is not None:
+        name = server[0]
+        if ":" in name and name[0] != "[":
+            name = f"[{name}]"  # an IPv6 address, as a Host header writes it
+        host = f"{name}:{server[1]}"
+    else:
+        return ""
+    if scheme in {"http", "ws"}:
+        host = host.removesuffix(":80")
+    elif scheme in {"https", "wss"}:
+        host = host.removesuffix(":443")
+    match = _HOST.fullmatch(host) if host else None
+    if match is None or (match.group(2) and not 1 <= int(match.group(2)) <= 65535):
+        return ""
+    return host

@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path as FsPath
 from typing import Any
 
-from werkzeug.routing import Map, Rule
-
 from ..protocol.catalog import TOKEN_PATH, Context
 from . import access, proxying
 from .cases import read_endpoint
@@ -25,6 +23,8 @@ from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
 from .problems import Path, Problem, ScenarioError, describe
 from .reader import MAX_DELAY_MS, Reader
+from .routes import RuleError
+from .routes import parse as parse_rule
 from .skills import NAME_TEXT, SCENARIO_NAME, SKILL_KEYS, read_skill
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
@@ -360,8 +360,8 @@ def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:
             )
             return False
     try:
-        Map([Rule(route_path)])
-    except (ValueError, LookupError, SyntaxError, TypeError) as exc:
+        parse_rule(route_path)
+    except RuleError as exc:
         r.bad(path, expected, describe(route_path), str(exc))
         return False
     return True

@@ -8,7 +8,6 @@ a fix). Loading collects every problem before it gives up, and raises one
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +50,8 @@ def describe(value: Any) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``did you mean 'x'?`` for the nearest choice, or an empty string."""
+    import difflib  # a suggestion for a misspelling: not at start-up
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else ""
 

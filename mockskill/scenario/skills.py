@@ -12,7 +12,6 @@ skill ids share (they go into URLs) is here too; :mod:`.loader` names it.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any
 
@@ -162,6 +161,8 @@ def _tls_fault(r: Reader, raw: dict[str, Any], path: Path, unreachable: bool) ->
     if value is None:
         return None
     if not isinstance(value, str) or value not in TLS_FAULTS:
+        import difflib  # a misspelt fault's suggestion only: not at start-up
+
         close = difflib.get_close_matches(str(value), TLS_FAULTS, n=1)
         r.bad(
             (*path, "tls"),

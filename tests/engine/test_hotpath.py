@@ -18,13 +18,14 @@ import requests
 from werkzeug.wrappers import Request
 
 from mockskill import Server, load_text
-from mockskill.app import LoopSurface, _incoming
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, Recorded, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
+from mockskill.engine.threaded import handle
 from mockskill.protocol.catalog import Retry
+from mockskill.surface import LoopSurface, _incoming
 from mockskill.transport import Request as TransportRequest
 from mockskill.transport.wsgi import environ as wsgi_environ
 
@@ -424,7 +425,7 @@ def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
             if session == "planned":
                 exchange(loop, request)
             else:
-                server.engine.handle(Request(wsgi_environ(request)))
+                handle(server.engine, Request(wsgi_environ(request)))
     planned = planned_alike_handled(server)
     assert [e.status for e in planned] == [200, 200, 503]
     assert all(e.credential and e.body_digest and e.protocol_version for e in planned)
@@ -457,7 +458,7 @@ def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
                 body=b'{"q": 1}',
             )
             if session == "handled":
-                server.engine.handle(Request(wsgi_environ(request)))
+                handle(server.engine, Request(wsgi_environ(request)))
                 continue
             before = len(server.state.journal())
             plan = loop.plan(request)
@@ -519,7 +520,7 @@ def test_the_step_of_each_planned_request_is_the_one_its_position_and_end_rule_n
             if session == "planned":
                 exchange(loop, request)
             else:
-                server.engine.handle(Request(wsgi_environ(request)))
+                handle(server.engine, Request(wsgi_environ(request)))
     planned = planned_alike_handled(server)
     assert [e.step for e in planned] == steps
     assert [e.position for e in planned] == list(range(len(steps)))
@@ -541,7 +542,7 @@ def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_doe
         planned = (("Mockskill-Session", "planned"),)
         exchange(loop, transport_request(target, method="GET", headers=planned))
         handled = transport_request(target, method="GET", headers=(("Mockskill-Session", "h"),))
-        server.engine.handle(Request(wsgi_environ(handled)))
+        handle(server.engine, Request(wsgi_environ(handled)))
         pairs.append(tuple(server.state.journal()[-2:]))
     assert [alike(p) for p, _ in pairs] == [alike(h) for _, h in pairs]
     assert any(p.invalid_descriptor for p, _ in pairs)

@@ -33,6 +33,7 @@ from mockskill.engine.store import (
     Taken,
     UseToken,
 )
+from mockskill.engine.threaded import handle
 
 SCENARIO = """
     name: shop
@@ -282,7 +283,7 @@ def test_store_unavailable_is_a_503_in_the_unified_body_journalled_as_refused() 
 
 def test_store_unavailable_on_the_wsgi_path_too() -> None:
     store = Unreachable(seed=1)
-    response = engine(store).handle(request("POST", "/skills/plain/invoke"))
+    response = handle(engine(store), request("POST", "/skills/plain/invoke"))
     assert response.status_code == 503
     assert response.json is not None
     assert response.json["error"]["code"] == STATE_UNAVAILABLE

@@ -1,0 +1,91 @@
+"""Where the client reached this server: the :class:`~.actions.Urls` its replies are filled for.
+
+A reply's placeholders (``{base_url}``, the refused port's, each TLS fault's
+``{tls_base_url:ID}``) stand for addresses that depend on the request (its
+Host header, the socket it came in on) and on the ports the server holds
+while it serves (the port that refuses connections, the TLS faults' ports,
+the ports that read TLS). :class:`Addresses` holds those ports and keeps one
+Urls per address the clients used, so that the filled replies and kept plans
+of the same address are found again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from ..protocol.catalog import tls_base_url
+from ..scenario.model import Skill
+from . import request_facts as facts
+from .actions import Urls
+from .incoming import Incoming
+from .ports import RefusedPort, TLSPorts
+
+MAX_CACHED = 256
+"""How many base URLs (per Host header) and step plans the engine keeps; beyond, the
+cache starts afresh, so that a client varying its Host header cannot grow memory."""
+
+
+class Addresses:
+    """The ports a server holds for its replies, and the Urls per address (see the module).
+
+    *host* is where the refused port is bound; *tls* holds the TLS faults'
+    ports (None: this server serves none).
+    """
+
+    def __init__(self, host: str, tls: TLSPorts | None) -> None:
+        self.refused = RefusedPort(host)
+        self.tls = tls
+        self.tls_bases: tuple[tuple[str, int], ...] = ()
+        """The skills with a TLS fault and their ports, while open."""
+        self.secure_ports: set[int] = set()
+        """The local ports that read requests over TLS (``--tls``'s; the TLS faults' are
+        added when held): their URLs say ``https://``. Read when a Urls is made, never
+        per request (the Urls are kept by the local address)."""
+        self.by_host: dict[tuple[object, ...], Urls] = {}
+        """The Urls made, by address (see :meth:`urls`); cleared, never replaced."""
+
+    def open(self, skills: Iterable[Skill]) -> None:
+        """Hold the refused port while an unreachable skill of *skills* needs it, and the
+        TLS faults' ports theirs."""
+        skills = tuple(skills)
+        if any(skill.unreachable for skill in skills):
+            self.refused.open()
+        faults = {s.id: s.tls for s in skills if s.tls is not None}
+        if self.tls is not None and (faults or self.tls_bases):
+            ports = self.tls.hold(faults)
+            self.secure_ports.difference_update(n for _, n in self.tls_bases)
+            self.tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
+            self.secure_ports.update(ports.values())
+            self.by_host.clear()  # their Urls name the ports held before
+
+    def close(self) -> None:
+        """Let go of the held ports (:meth:`open` takes them again)."""
+        self.refused.close()
+        if self.tls is not None:
+            self.tls.release()
+            self.secure_ports.difference_update(n for _, n in self.tls_bases)
+            self.tls_bases = ()
+            self.by_host.clear()
+
+    def urls(self, request: Incoming) -> Urls:
+        """What the placeholders stand for, kept per address the client used (Host header
+        and the socket's) and refused port: the same Urls, so that its filled replies and
+        kept plans are found again (bounded: see :data:`MAX_CACHED`)."""
+        port = self.refused.port
+        key = (request.scheme, request.headers.get("host"), request.server, port)
+        urls = self.by_host.get(key)
+        if urls is None:
+            base = facts.base_url(request)
+            if request.server[1] in self.secure_ports and base.startswith("http://"):
+                base = f"https://{base[7:]}"
+            hostname = base.rsplit(":", 1)[0] if base.count(":") > 1 else base
+            urls = Urls(base) if port is None else Urls(base, f"{hostname}:{port}")
+            if self.tls_bases:
+                host = hostname.split("://", 1)[1]
+                tls = tuple((p, f"https://{host}:{n}") for p, n in self.tls_bases)
+                urls = dataclasses.replace(urls, tls=tls)
+            if len(self.by_host) >= MAX_CACHED:
+                self.by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
+            self.by_host[key] = urls
+        return urls

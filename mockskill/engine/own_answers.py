@@ -1,0 +1,92 @@
+"""The answers mockskill gives a request of its own, before (or instead of) its scenario.
+
+The mock OAuth2 endpoints (the token endpoint, the authorization endpoint
+that default ``AUTH_REQUIRED`` details point to), the 400 for a session name
+too long to keep, and the 503 for a shared store that could not answer: each
+answered and journalled here, for :class:`~.engine.Engine` (its
+``_decide`` comes here first). The OAuth2 endpoints read the form with
+Werkzeug, imported when the first such request comes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..protocol import catalog
+from ..scenario.model import Credentials, Reply
+from . import auth
+from . import request_facts as facts
+from .incoming import Incoming
+from .journalling import Journalling
+from .pending import Later, Pending
+from .state import DEFAULT_SESSION, MAX_SESSION_NAME
+from .store import StoreUnavailable
+
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Response
+
+SESSION_HEADER = "Mockskill-Session"
+STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
+"""The code of the 503 answered when the shared store could not answer a need."""
+
+
+def unavailable(journal: Journalling, request: Incoming, exc: StoreUnavailable) -> Reply:
+    """503 ``MOCKSKILL_STATE_UNAVAILABLE``: the store could not answer, nothing was played.
+
+    Journalled like a refusal (a shared store that cannot be reached may
+    lose the entry too: it counts those, :meth:`Store.health`)."""
+    started = request.arrived or time.time()
+    session = (request.header(SESSION_HEADER) or DEFAULT_SESSION)[:MAX_SESSION_NAME]
+    message = (
+        "the shared state store could not be reached, so this request was not played"
+        f" (no sequence moved for it): {exc}; retry once the store is back"
+        " (GET /__admin/health says how it is)"
+    )
+    reply = Reply.error(catalog.tool_error(503, STATE_UNAVAILABLE, message, {}))
+    code = reply.error_code
+    journal.own(request, session, started, reply.status, "refused", error_code=code)
+    return reply
+
+
+def session_too_long(
+    journal: Journalling, request: Incoming, session: str, started: float
+) -> Reply:
+    """400 for a session name over :data:`MAX_SESSION_NAME`: the session table keys on it."""
+    message = (
+        f"the {SESSION_HEADER} header is {len(session)} characters long; a session name"
+        f" has at most {MAX_SESSION_NAME}: send a shorter one"
+    )
+    details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
+    reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+    # Kept cut to the limit, so the journal shows what was refused.
+    code = reply.error_code
+    journal.own(request, session, started, reply.status, "refused", error_code=code)
+    return reply  # answered as it is (journalled here)
+
+
+def token(
+    journal: Journalling,
+    request: Incoming,
+    session: str,
+    started: float,
+    credentials: Credentials,
+) -> Later[Response]:
+    """The mock OAuth2 token endpoint; recorded like any request (never its secrets)."""
+    form_request = request.werkzeug()  # the form's parsing is Werkzeug's
+
+    def recorded(response: Response) -> Response:
+        status, credential = response.status_code, facts.client(form_request)
+        journal.own(request, session, started, status, "token", credential=credential)
+        return response
+
+    response = auth.token_endpoint(form_request, credentials)
+    return response.then(recorded) if isinstance(response, Pending) else recorded(response)
+
+
+def authorize(journal: Journalling, request: Incoming, session: str, started: float) -> Response:
+    """The mock OAuth2 authorization endpoint; recorded like any request."""
+    base = facts.base_url(request)
+    response = auth.authorization_endpoint(request.werkzeug(), base)
+    journal.own(request, session, started, response.status_code, "authorize")
+    return response

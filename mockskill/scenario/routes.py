@@ -1,0 +1,440 @@
+"""Free routes' paths: Werkzeug's rule syntax, parsed and matched without Werkzeug.
+
+A route's ``path`` is written in Werkzeug's rule syntax (``/orders/<int:id>``,
+``/files/<path:rest>``, ``/<any(a, b):kind>``, ``/<string(length=2):lang>``,
+``/<uuid:id>``, ``/<float(signed=True):x>``), and has always been matched the
+way Werkzeug's ``Map(strict_slashes=False, merge_slashes=False)`` matches it.
+Importing Werkzeug costs a start-up ~100 ms (its package imports its
+development server and test client), which serving skills does not need: so
+this module parses the same syntax with the same converters and arguments,
+and matches with the same state machine (static parts before variable ones,
+variable ones by Werkzeug's weights, a trailing slash optional), in a few
+hundred lines of its own. Each rule is compiled once, when its scenario set
+is loaded; a request costs one walk of the machine.
+
+What is matched is which rule, never the values: a converter's values are
+checked (``int(min=1, max=9)``, ``fixed_digits``) as Werkzeug checks them,
+and then dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
+
+E = TypeVar("E")
+
+# Werkzeug's grammar (werkzeug/routing/rules.py), as it is: the same rules parse. Compiled
+# on the first rule parsed, not at import: a set without routes never needs them.
+_PART_SOURCE = r"""
+    (?:
+        (?P<slash>/)
+      |
+        (?P<static>[^</]+)
+      |
+        (?:
+          <
+            (?:
+              (?P<converter>[a-zA-Z_][a-zA-Z0-9_]*)
+              (?:\((?P<arguments>.*?)\))?
+              :
+            )?
+            (?P<variable>[a-zA-Z_][a-zA-Z0-9_]*)
+           >
+        )
+    )
+    """
+_ARGUMENT_SOURCE = r"""
+    \s*
+    ((?P<name>\w+)\s*=\s*)?
+    (?P<value>
+        True|False|
+        \d+.\d+|
+        \d+.|
+        \d+|
+        [\w\d_.]+|
+        [urUR]?(?P<stringval>"[^"]*?"|'[^']*')
+    )\s*,
+    """
+_grammar: list[re.Pattern[str]] = []
+"""The two expressions, once compiled: a rule's parts, a converter's arguments."""
+_CONSTANTS: dict[str, Any] = {"None": None, "True": True, "False": False}
+
+
+class RuleError(ValueError):
+    """A path that is not a rule; the message says why, as Werkzeug's did."""
+
+
+class _Converter:
+    """Matches one variable: its regular expression, and the check of what it matched."""
+
+    regex = "[^/]+"
+    weight = 100
+    part_isolating = True
+    """False: the variable may match slashes (``path``), so it takes the rest of the path."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass  # (Werkzeug's base converter accepts and ignores any argument: so here)
+
+    def valid(self, value: str) -> bool:
+        return True
+
+
+class _String(_Converter):
+    def __init__(
+        self, minlength: int = 1, maxlength: int | None = None, length: int | None = None
+    ) -> None:
+        if length is not None:
+            counts = f"{{{int(length)}}}"
+        else:
+            most = "" if maxlength is None else str(int(maxlength))
+            counts = f"{{{int(minlength)},{most}}}"
+        self.regex = f"[^/]{counts}"
+
+
+class _Any(_Converter):
+    def __init__(self, *items: str) -> None:
+        for item in items:
+            if not isinstance(item, str):
+                raise TypeError(f"takes names, not {item!r}")
+        self.regex = f"(?:{'|'.join(re.escape(item) for item in items)})"
+
+
+class _Path(_Converter):
+    regex = "[^/].*?"
+    weight = 200
+    part_isolating = False
+
+
+class _Number(_Converter):
+    weight = 50
+    regex = r"\d+"
+    convert: Any = int
+
+    def __init__(
+        self,
+        fixed_digits: int = 0,
+        min: float | None = None,
+        max: float | None = None,
+        signed: bool = False,
+    ) -> None:
+        for name, bound in (("min", min), ("max", max)):
+            # Checked here: Werkzeug compared them at request time, and answered a 500.
+            if bound is not None and not isinstance(bound, (int, float)):
+                raise TypeError(f"{name} must be a number, not {bound!r}")
+        if signed:
+            self.regex = f"-?{self.regex}"
+        self.fixed_digits, self.min, self.max = fixed_digits, min, max
+
+    def valid(self, value: str) -> bool:
+        if self.fixed_digits and len(value) != self.fixed_digits:
+            return False
+        try:
+            number = self.convert(value)
+        except ValueError:
+            return False
+        return not (
+            (self.min is not None and number < self.min)
+            or (self.max is not None and number > self.max)
+        )
+
+
+class _Int(_Number):
+    pass
+
+
+class _Float(_Number):
+    regex = r"\d+\.\d+"
+    convert = float
+
+    def __init__(
+        self,
+        min: float | None = None,
+        max: float | None = None,
+        signed: bool = False,
+    ) -> None:
+        super().__init__(min=min, max=max, signed=signed)
+
+
+class _UUID(_Converter):
+    regex = r"[A-Fa-f0-9]{8}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{12}"
+
+    # (Werkzeug's to_python makes a UUID of it, which the expression admits always)
+
+
+CONVERTERS: dict[str, type[_Converter]] = {
+    "default": _String,
+    "string": _String,
+    "any": _Any,
+    "path": _Path,
+    "int": _Int,
+    "float": _Float,
+    "uuid": _UUID,
+}
+"""Werkzeug's converters, by the names a rule uses."""
+
+Weight = tuple[int, tuple[tuple[int, int], ...], int, tuple[int, ...]]
+
+
+class _Part(NamedTuple):
+    """A step of the machine: a path segment (static), or a regular expression over one
+    (or, *final*, over the rest of the path). Equal parts of two rules share a state."""
+
+    content: str
+    final: bool
+    static: bool
+    suffixed: bool
+    weight: Weight
+
+
+class Rule:
+    """One parsed rule: its parts (each with its expression compiled, None for a static
+    one), and its variables' converters in order."""
+
+    __slots__ = ("converters", "parts", "text")
+
+    def __init__(
+        self,
+        text: str,
+        parts: tuple[tuple[_Part, re.Pattern[str] | None], ...],
+        converters: tuple[_Converter, ...],
+    ) -> None:
+        self.text, self.parts, self.converters = text, parts, converters
+
+
+def _grammar_of() -> list[re.Pattern[str]]:
+    if not _grammar:
+        _grammar.extend(re.compile(s, re.VERBOSE) for s in (_PART_SOURCE, _ARGUMENT_SOURCE))
+    return _grammar
+
+
+def _arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A converter's arguments, read as Werkzeug reads them (``parse_converter_args``)."""
+    text += ","
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    position = 0
+    for item in _grammar_of()[1].finditer(text):
+        if item.start() != position:
+            raise RuleError(f"Cannot parse converter argument '{text[position : item.start()]}'")
+        value = item.group("stringval")
+        if value is None:
+            value = item.group("value")
+        read = _pythonized(value)
+        if not item.group("name"):
+            args.append(read)
+        else:
+            kwargs[item.group("name")] = read
+        position = item.end()
+    return tuple(args), kwargs
+
+
+def _pythonized(value: str) -> Any:
+    if value in _CONSTANTS:
+        return _CONSTANTS[value]
+    for convert in (int, float):
+        try:
+            return convert(value)
+        except ValueError:
+            pass
+    if value[:1] == value[-1:] and value[0] in "\"'":
+        value = value[1:-1]
+    return str(value)
+
+
+def _converter(name: str, arguments: str | None) -> _Converter:
+    args, kwargs = _arguments(arguments or "")
+    kind = CONVERTERS.get(name)
+    if kind is None:
+        raise RuleError(f"the converter {name!r} does not exist")
+    try:
+        return kind(*args, **kwargs)
+    except TypeError as exc:  # an argument it does not take: said with the rule's name for it
+        said, named = re.subn(r"^\w+\.__init__\(\)", f"the converter {name!r}", str(exc))
+        raise RuleError(said if named else f"the converter {name!r}: {said}") from None
+    except ValueError as exc:  # (int("x") of a length)
+        raise RuleError(f"the converter {name!r}: {exc}") from None
+
+
+def parse(text: str) -> Rule:
+    """*text* (a path starting with ``/``) as a rule; RuleError says what is wrong with it."""
+    if not text.startswith("/"):
+        raise RuleError(f"URL rule '{text}' must start with a slash.")
+    converters: list[_Converter] = []
+    names: set[str] = set()
+    parts = [_part("", False, True, False, (0, (), 0, ()))]  # the (empty) domain
+    content, static, final = "", True, False
+    argument_weights: list[int] = []
+    static_weights: list[tuple[int, int]] = []
+    number = 0
+
+    def weight() -> Weight:
+        statics, arguments = tuple(static_weights), tuple(argument_weights)
+        return (-len(statics), statics, -len(arguments), arguments)
+
+    position = 0
+    while position < len(text):
+        match = _grammar_of()[0].match(text, position)
+        if match is None:
+            raise RuleError(f"malformed url rule: {text!r}")
+        data = match.groupdict()
+        if data["static"] is not None:
+            static_weights.append((len(static_weights), -len(data["static"])))
+            content += data["static"] if static else re.escape(data["static"])
+        if data["variable"] is not None:
+            variable = data["variable"]
+            if variable in _CONSTANTS:
+                raise RuleError(f"a variable cannot be named {variable!r}")
+            if static:
+                content = re.escape(content)  # the part becomes an expression
+            static = False
+            converter = _converter(data["converter"] or "default", data["arguments"])
+            if variable in names:
+                raise RuleError(f"duplicate argument {variable!r}: a rule names each variable once")
+            names.add(variable)
+            converters.append(converter)
+            if not converter.part_isolating:
+                final = True
+            content += f"(?P<_v{number}>{converter.regex})"
+            number += 1
+            argument_weights.append(converter.weight)
+        if data["slash"] is not None:
+            if final:
+                content += "/"
+            else:
+                if not static:
+                    content += r"\Z"
+                parts.append(_part(content, final, static, False, weight()))
+                content, static, final = "", True, False
+                argument_weights, static_weights, number = [], [], 0
+        position = match.end()
+    suffixed = False
+    if final and content.endswith("/"):
+        # A slash after a variable that takes slashes: matched optionally, so that a
+        # trailing slash is as for any rule (Werkzeug's "suffixed" part).
+        suffixed = True
+        content = content[:-1] + "(?<!/)(/?)"
+    if not static:
+        content += r"\Z"
+    parts.append(_part(content, final, static, suffixed, weight()))
+    if suffixed:
+        parts.append(_part("", False, True, False, weight()))
+    return Rule(text, tuple(parts), tuple(converters))
+
+
+def _part(
+    content: str, final: bool, static: bool, suffixed: bool, weight: Weight
+) -> tuple[_Part, re.Pattern[str] | None]:
+    return _Part(content, final, static, suffixed, weight), None if static else re.compile(content)
+
+
+class _State(Generic[E]):
+    __slots__ = ("dynamic", "rules", "static")
+
+    def __init__(self) -> None:
+        self.dynamic: list[tuple[_Part, re.Pattern[str], _State[E]]] = []
+        self.rules: list[tuple[Rule, frozenset[str] | None, E]] = []
+        self.static: dict[str, _State[E]] = {}
+
+
+class Router(Generic[E]):
+    """Rules and their endpoints, matched as one Werkzeug Map of them matches (no strict
+    slashes, no merged slashes). Read-only once built: safe on any thread."""
+
+    def __init__(self, rules: Iterable[tuple[str | Rule, Collection[str] | None, E]]) -> None:
+        """*rules*: each a rule (its text, or parsed), the methods it takes (None: any; HEAD
+        comes with GET) and the endpoint :meth:`match` answers for it."""
+        self._root: _State[E] = _State()
+        for rule, methods, endpoint in rules:
+            parsed = parse(rule) if isinstance(rule, str) else rule
+            taken = None
+            if methods is not None:
+                upper = {m.upper() for m in methods}
+                if "GET" in upper:
+                    upper.add("HEAD")
+                taken = frozenset(upper)
+            self._add(parsed, taken, endpoint)
+        self._sort(self._root)
+
+    def _add(self, rule: Rule, methods: frozenset[str] | None, endpoint: E) -> None:
+        state = self._root
+        for part, compiled in rule.parts:
+            if compiled is None:
+                state = state.static.setdefault(part.content, _State())
+            else:
+                for known, _, following in state.dynamic:
+                    if known == part:
+                        state = following
+                        break
+                else:
+                    following = _State()
+                    state.dynamic.append((part, compiled, following))
+                    state = following
+        state.rules.append((rule, methods, endpoint))
+
+    def _sort(self, state: _State[E]) -> None:
+        state.dynamic.sort(key=lambda entry: entry[0].weight)
+        for following in state.static.values():
+            self._sort(following)
+        for *_, following in state.dynamic:
+            self._sort(following)
+
+    def match(self, path: str, method: str = "GET") -> E | None:
+        """The endpoint of the rule *path* and *method* match; None when none does."""
+        path = f"/{path.lstrip('/')}" if path else ""
+        found = _walk(self._root, ["", *path.split("/")], [], method)
+        if found is None:
+            return None
+        (rule, _, endpoint), values = found
+        # Checked once the rule is found, as Werkzeug does: a value its converter refuses
+        # (out of range, wrong digits) is no match at all, not a try of the next rule.
+        for converter, value in zip(rule.converters, values, strict=True):
+            if not converter.valid(value):
+                return None
+        return endpoint
+
+
+def _takes(methods: frozenset[str] | None, method: str) -> bool:
+    return methods is None or method in methods
+
+
+def _walk(
+    state: _State[E], parts: Sequence[str], values: list[str], method: str
+) -> tuple[tuple[Rule, frozenset[str] | None, E], list[str]] | None:
+    """Werkzeug's ``StateMachineMatcher.match``: the first rule along static transitions
+    first, then variable ones by weight, backtracking; a trailing slash optional."""
+    if not parts:
+        for entry in state.rules:
+            if _takes(entry[1], method):
+                return entry, values
+        if "" in state.static:  # the rule ends with a slash the path has not
+            for entry in state.static[""].rules:
+                if _takes(entry[1], method):
+                    return entry, values
+        return None
+    part = parts[0]
+    if part in state.static:
+        found = _walk(state.static[part], parts[1:], values, method)
+        if found is not None:
+            return found
+    for test, compiled, following in state.dynamic:
+        target, remaining = part, parts[1:]
+        if test.final:  # takes the rest of the path
+            target, remaining = "/".join(parts), []
+        match = compiled.match(target)
+        if match is not None:
+            if test.suffixed and match.groups()[-1] == "/":
+                remaining = [""]
+            groups = sorted(
+                ((k, v) for k, v in match.groupdict().items() if k.startswith("_v")),
+                key=lambda item: int(item[0][2:]),
+            )
+            found = _walk(following, remaining, values + [v for _, v in groups], method)
+            if found is not None:
+                return found
+    if list(parts) == [""]:  # the path ends with a slash the rule has not
+        for entry in state.rules:
+            if _takes(entry[1], method):
+                return entry, values
+    return None
