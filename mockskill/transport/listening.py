@@ -79,6 +79,28 @@ _UNACKED_AT = 8 + 4 * 4
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
+class _Accepted4(socket.socket):
+    """A connection the Listener accepted (IPv4): its family and type plain class attributes.
+
+    A :class:`socket.socket` makes an enum of the number on every read of either (~1 µs
+    each), and ``accept()`` and the loops' ``connect_accepted_socket`` read them five
+    times per connection between them: the Listener accepts with ``_accept()`` (the
+    descriptor and the address) and makes one of these of the descriptor instead.
+    """
+
+    __slots__ = ()
+    family = socket.AF_INET
+    type = socket.SOCK_STREAM
+
+
+class _Accepted6(socket.socket):
+    """The same, IPv6 (see :class:`_Accepted4`)."""
+
+    __slots__ = ()
+    family = socket.AF_INET6
+    type = socket.SOCK_STREAM
+
+
 class Listener:
     """Accepts from a duplicate of *sock* (listening) while connections arrive (module doc).
 
@@ -98,6 +120,13 @@ class Listener:
         self._ssl = tls
         self._sock: socket.socket | None = sock.dup()
         self._sock.setblocking(False)
+        self._family, self._proto = sock.family, sock.proto
+        self._accepted: type[socket.socket] | None = {
+            socket.AF_INET: _Accepted4,
+            socket.AF_INET6: _Accepted6,
+        }.get(sock.family)
+        """What an accepted descriptor is made into (None: a family the Listener leaves to
+        ``accept()``)."""
         # asyncio sets TCP_NODELAY only on a socket whose proto says TCP, and a socket made
         # with proto 0 accepts ones that say 0; uvloop sets it on every TCP transport (libuv
         # when it opens the socket): a system call per connection spared there.
@@ -160,11 +189,16 @@ class Listener:
     def _take(self) -> int:
         """Accept until the kernel's queue is empty (or ACCEPT_BATCH); how many were."""
         assert self._sock is not None
-        accept = self._sock.accept
+        accepted, family, proto = self._accepted, self._family, self._proto
+        raw = self._sock._accept  # type: ignore[attr-defined]  # socket.accept's own
         taken = 0
         while taken < ACCEPT_BATCH:
             try:
-                conn, peer = accept()
+                if accepted is None:
+                    conn, peer = self._sock.accept()
+                else:
+                    fd, peer = raw()
+                    conn = accepted(family, socket.SOCK_STREAM, proto, fd)
             except (BlockingIOError, InterruptedError):
                 break  # the kernel's queue is empty
             except ConnectionAbortedError:
