@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import hmac
 import time
+from collections.abc import Sequence as Replies
 from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
@@ -23,7 +24,7 @@ from .digests import KeyedDigest
 from .entries import Entry, Recorded
 from .incoming import Incoming
 from .matching import Miss, Target
-from .plan import Plan
+from .plan import Outcome, Plan
 from .replies import VERSION_HEADER
 from .store import Store
 
@@ -85,7 +86,7 @@ class Journalling:
         # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
         return _new_recorded(
             Recorded,
-            (
+            (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                 self.state.next_id(),
                 decided.started,
                 time.time() if finished is None else finished,
@@ -116,8 +117,40 @@ class Journalling:
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
-                None,  # upstream: a proxied request's is proxying's (engine/proxying.py)
-            ),
+            )
+            # upstream (a proxied request's is proxying's, engine/proxying.py), joined on:
+            # a display of 31 items compiles to a list appended item by item (see Plain).
+            + _NOT_PROXIED,
+        )
+
+    def played(
+        self,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        served: Reply,
+        timed_out: Replies[Reply],
+        dribbled: bool,
+        outcome: Outcome,
+    ) -> None:
+        """Journal *request* as :meth:`~.engine.Engine.plan` planned it and it was played:
+        *outcome* (the last of *timed_out* shown when the plan's cut answered)."""
+        shown = timed_out[-1] if timed_out and outcome.cut else served
+        fault = outcome.fault
+        status = None if outcome.answer is None or fault else outcome.answer.status
+        self.state.record(
+            self.recorded(  # positionally: this runs for every request
+                request,
+                decided,
+                chosen,
+                status,
+                shown,
+                outcome.last_byte_at,
+                None if fault is None else fault.value,
+                outcome.client_left_at,
+                outcome.headers_at if dribbled and not outcome.cut else None,
+                outcome.stopped,
+            )
         )
 
     def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:

@@ -16,7 +16,8 @@ through it.
 |---|---|
 | :mod:`.handler` | request, refusal, outcome; the handler interface, its fallback; routes |
 | :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
-| :mod:`.connection` | one connection: queueing, playing plans, keep-alive, closing |
+| :mod:`.connection` | one connection: the asyncio callbacks, requests read handed over |
+| :mod:`.answering` | a connection's plans played in order; keep-alive, stale, closing |
 | :mod:`.waiting` | loop timers that end when the client leaves or the server stops |
 | :mod:`.timers` | what is due, by the millisecond, on one loop timer, however many waits |
 | :mod:`.playing` | plans played by a task: a dribbled body, a plan made off the loop |

@@ -79,17 +79,40 @@ _UNACKED_AT = 8 + 4 * 4
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
+class _Accepted4(socket.socket):
+    """A connection the Listener accepted (IPv4): its family and type plain class attributes.
+
+    A :class:`socket.socket` makes an enum of the number on every read of either (~1 µs
+    each), and ``accept()`` and the loops' ``connect_accepted_socket`` read them five
+    times per connection between them: the Listener accepts with ``_accept()`` (the
+    descriptor and the address) and makes one of these of the descriptor instead.
+    """
+
+    __slots__ = ()
+    family = socket.AF_INET
+    type = socket.SOCK_STREAM
+
+
+class _Accepted6(socket.socket):
+    """The same, IPv6 (see :class:`_Accepted4`)."""
+
+    __slots__ = ()
+    family = socket.AF_INET6
+    type = socket.SOCK_STREAM
+
+
 class Listener:
     """Accepts from a duplicate of *sock* (listening) while connections arrive (module doc).
 
-    *factory* makes each connection's protocol; *timers* carry the next look.
+    *factory* makes each connection's protocol, given the client's address as ``accept()``
+    returned it (the loop's own server calls it with none); *timers* carry the next look.
     """
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         sock: socket.socket,
-        factory: Callable[[], asyncio.Protocol],
+        factory: Callable[[Any], asyncio.Protocol],
         timers: Timers,
         tls: ssl.SSLContext | None = None,
     ) -> None:
@@ -97,9 +120,18 @@ class Listener:
         self._ssl = tls
         self._sock: socket.socket | None = sock.dup()
         self._sock.setblocking(False)
+        self._family, self._proto = sock.family, sock.proto
+        self._accepted: type[socket.socket] | None = {
+            socket.AF_INET: _Accepted4,
+            socket.AF_INET6: _Accepted6,
+        }.get(sock.family)
+        """What an accepted descriptor is made into (None: a family the Listener leaves to
+        ``accept()``)."""
         # asyncio sets TCP_NODELAY only on a socket whose proto says TCP, and a socket made
-        # with proto 0 accepts ones that say 0; uvloop sets it on every TCP transport.
-        self._nodelay = sock.family in (socket.AF_INET, socket.AF_INET6)
+        # with proto 0 accepts ones that say 0; uvloop sets it on every TCP transport (libuv
+        # when it opens the socket): a system call per connection spared there.
+        uvloop = type(loop).__module__.startswith("uvloop")
+        self._nodelay = sock.family in (socket.AF_INET, socket.AF_INET6) and not uvloop
         self._tick: int | None = None
         """The next look's millisecond on the timers, while one is due."""
         self._active_at = float("-inf")
@@ -157,11 +189,16 @@ class Listener:
     def _take(self) -> int:
         """Accept until the kernel's queue is empty (or ACCEPT_BATCH); how many were."""
         assert self._sock is not None
-        accept = self._sock.accept
+        accepted, family, proto = self._accepted, self._family, self._proto
+        raw = self._sock._accept  # type: ignore[attr-defined]  # socket.accept's own
         taken = 0
         while taken < ACCEPT_BATCH:
             try:
-                conn, _ = accept()
+                if accepted is None:
+                    conn, peer = self._sock.accept()
+                else:
+                    fd, peer = raw()
+                    conn = accepted(family, socket.SOCK_STREAM, proto, fd)
             except (BlockingIOError, InterruptedError):
                 break  # the kernel's queue is empty
             except ConnectionAbortedError:
@@ -177,19 +214,21 @@ class Listener:
                 self._paused = self._loop.call_later(ACCEPT_RETRY, self._resume)
                 break
             taken += 1
-            self._adopt(conn)
+            self._adopt(conn, peer)
         return taken
 
     def _resume(self) -> None:
         self._paused = None
         self._look()
 
-    def _adopt(self, conn: socket.socket) -> None:
+    def _adopt(self, conn: socket.socket, peer: Any) -> None:
         if self._nodelay:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # Both loops make the socket non-blocking themselves.
+        # Both loops make the socket non-blocking themselves. The protocol is given the
+        # address accept() said: the transport need not be asked it again.
         self._adopting += 1
-        self._step(conn, self._loop.connect_accepted_socket(self._factory, conn, ssl=self._ssl))
+        factory = functools.partial(self._factory, peer)
+        self._step(conn, self._loop.connect_accepted_socket(factory, conn, ssl=self._ssl))
 
     def _step(
         self,

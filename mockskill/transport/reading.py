@@ -99,6 +99,10 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
+UNKNOWN: tuple[str, int] = ("", 0)
+"""An address not known (yet): a connection's peer until it is made, unless its listener
+said it (see :class:`~.connection.Connection`)."""
+
 _SPENT = httptools.HttpRequestParser(object())
 """What a closed connection's parser is replaced with: one with no callbacks, never fed."""
 
@@ -152,8 +156,7 @@ class RequestReader(abc.ABC):
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
         self.serial = 0
-        self._peer: tuple[str, int] = ("", 0)
-        self._local: tuple[str, int] = ("", 0)
+        self._peer = self._local = UNKNOWN
         self._in_message = False
         self._head_complete = False
         self._head_raw = 0

@@ -26,13 +26,13 @@ import socket
 import ssl
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from .connection import Connection
 from .handler import Handler
 from .listening import Listener
 from .reading import Limits
-from .shared import Shared
+from .shared import Shared, local_of
 from .upstream import close_pool
 
 LoopKind = Literal["auto", "asyncio", "uvloop"]
@@ -127,13 +127,14 @@ class Server:
         sock = self._sock if self._sock is not None else _bind(self.host, self.port)
         timers = shared.timers
 
-        def connection() -> Connection:
+        def connection(peer: tuple[Any, ...] | None = None) -> Connection:
             # Made in a pass of the loop that sets up thousands of them in a burst: what
             # is due (waits that are over, the next look at the listening socket) runs
             # between them, not after them all.
             timers.run_due()
-            return Connection(shared)
+            return Connection(shared, peer)
 
+        shared.local = local_of(sock)
         server = await loop.create_server(connection, sock=sock, backlog=self.backlog, ssl=self.tls)
         self._server = server
         listener = Listener(loop, sock, connection, timers, self.tls)

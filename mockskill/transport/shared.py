@@ -16,6 +16,8 @@ import asyncio
 import ctypes
 import ctypes.util
 import gc
+import ipaddress
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -75,6 +77,21 @@ def trim_heap() -> bool:
     return True
 
 
+def local_of(sock: socket.socket) -> tuple[str, int] | None:
+    """The local address of every connection *sock* (listening) accepts: its own, when it is
+    bound to one address; None for a wildcard (each connection's is the one it reached)."""
+    address = sock.getsockname()
+    if not isinstance(address, tuple) or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    host = str(address[0])
+    try:
+        if ipaddress.ip_address(host.split("%", 1)[0]).is_unspecified:
+            return None
+    except ValueError:
+        return None
+    return host, int(address[1])
+
+
 def _nothing() -> None:
     pass
 
@@ -109,6 +126,9 @@ class Shared:
         """Called as each connection arrives (the listener: take what else is queued)."""
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
+        self.local: tuple[str, int] | None = None
+        """The address every connection is reached at, when the listening socket is bound
+        to one address (not a wildcard): read once (:func:`local_of`), not per connection."""
         self.draining = False
         self.cutting = False
         """The grace is over: a connection that arrives now is aborted at once."""

@@ -87,6 +87,9 @@ class Timers:
         if not bucket:
             del self._buckets[tick]
             if not self._buckets:
+                # A new table: a dict never shrinks, and one that held the milliseconds of a
+                # flood (~300 KB after 10 000 hanging clients) would stay that size for good.
+                self._buckets = {}
                 self.ticks.clear()
                 self._disarm()
             elif len(self.ticks) > 2 * len(self._buckets) + 64:
@@ -121,8 +124,11 @@ class Timers:
             self._arm(ticks[0])
 
     def _run(self, tick: int) -> None:
-        bucket = self._buckets.pop(tick, None)
+        buckets = self._buckets
+        bucket = buckets.pop(tick, None)
         if bucket is not None:
+            if not buckets:  # the last due: a new table (see remove), before what runs adds
+                self._buckets = {}
             for callback in bucket:
                 callback()
 

@@ -215,3 +215,92 @@ def test_the_connections_taken_from_the_kernels_queue_make_no_task_each(
         assert made == []
     finally:
         server.stop(grace=0)
+
+
+def test_the_connections_taken_from_the_kernels_queue_know_both_their_addresses(
+    loop: str, listening: socket.socket
+) -> None:
+    # The Listener hands each protocol the client's address as accept() gave it, and the
+    # listening socket's own (bound to one address) stands for every connection's local
+    # one: neither is asked of the transport again. The request still says both right.
+    recorder = Recorder()
+    server = ThreadedServer(recorder, loop=loop, sock=listening).start()  # type: ignore[arg-type]
+    try:
+        blocked, release = threading.Event(), threading.Event()
+        server.call(lambda: (blocked.set(), release.wait(10)))
+        assert blocked.wait(10)
+        waiting = clients(server.port, 200)
+        wait_until_queued(listening, 200)
+        ends = {sock.getsockname(): sock.getpeername() for sock in waiting}
+        release.set()
+        assert [answered(sock) for sock in waiting] == [200] * 200
+        requests = [e for e, _ in recorder.wait_for(200) if isinstance(e, Request)]
+        assert {r.peer: r.local for r in requests} == ends
+    finally:
+        server.stop(grace=0)
+
+
+def test_a_server_listening_on_every_address_says_the_one_each_client_reached(
+    loop: str,
+) -> None:
+    # Bound to the wildcard, a connection's local address is the one its client used
+    # (127.0.0.1 here), not 0.0.0.0: asked of each connection's transport.
+    recorder = Recorder()
+    server = ThreadedServer(recorder, "0.0.0.0", loop=loop).start()  # type: ignore[arg-type]
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            (response,) = parse(read_until_closed(sock, timeout=10))
+            assert response.status == 200
+            ((request, _),) = recorder.wait_for(1)
+            assert isinstance(request, Request)
+            assert request.local == sock.getpeername() == ("127.0.0.1", server.port)
+            assert request.peer == sock.getsockname()
+    finally:
+        server.stop(grace=0)
+
+
+def test_the_connections_taken_from_the_kernels_queue_do_not_delay_small_writes(
+    loop: str,
+) -> None:
+    # asyncio's loop is told TCP_NODELAY by the Listener; uvloop (libuv) sets it itself on
+    # every TCP transport it opens, so the Listener does not ask it again there. (A socket
+    # that says TCP, as the server binds: asyncio's own server sets it only on those.)
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listening.bind(("127.0.0.1", 0))
+    server = ThreadedServer(Recorder(), loop=loop, sock=listening).start()  # type: ignore[arg-type]
+    try:
+        found: list[int] = []
+        got = threading.Event()
+
+        def nodelay() -> None:
+            taken = [
+                o
+                for o in gc.get_objects()
+                if type(o) is Connection and o._local[1] == server.port and not o._closed
+            ]
+            for connection in taken:
+                raw = connection._transport.get_extra_info("socket")  # type: ignore[union-attr]
+                found.append(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            got.set()
+
+        blocked, release = threading.Event(), threading.Event()
+        server.call(lambda: (blocked.set(), release.wait(10)))
+        assert blocked.wait(10)
+        held = [
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(100)
+        ]
+        wait_until_queued(listening, 100)
+        release.set()
+        deadline = time.monotonic() + 10
+        while server.server.accepted < 100:
+            assert time.monotonic() < deadline, server.server.accepted
+            time.sleep(0.01)
+        server.call(nodelay)
+        assert got.wait(10)
+        assert found == [1] * 100
+        for sock in held:
+            sock.close()
+    finally:
+        server.stop(grace=0)
+        listening.close()

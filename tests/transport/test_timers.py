@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -311,3 +312,31 @@ def test_connections_lingering_together_hold_a_few_loop_timers() -> None:
         assert len(shared.timers) <= 1
         for sock in sockets:
             sock.close()
+
+
+def test_the_table_of_a_flood_of_waits_is_let_go_when_they_are_over(
+    event_loop: asyncio.AbstractEventLoop,
+) -> None:
+    # A dict never shrinks: the milliseconds of 10 000 hanging clients (~300 KB of table)
+    # stayed held by an idle server after they had all left, or all their waits ended.
+    empty = sys.getsizeof({})
+    sizes: list[int] = []
+
+    def body(timers: Timers) -> None:
+        left = [(lambda: None) for _ in range(10_000)]
+        ticks = [timers.add(callback, 60 + i / 100) for i, callback in enumerate(left)]
+        sizes.append(sys.getsizeof(timers._buckets))
+        for callback, tick in zip(left, ticks, strict=True):
+            timers.remove(callback, tick)  # the clients all leave
+        sizes.append(sys.getsizeof(timers._buckets))
+        for i in range(500):  # waits that end, over the next half second, a millisecond each
+            timers.add(lambda: None, 0.001 + i / 1_000)
+        sizes.append(sys.getsizeof(timers._buckets))
+        event_loop.call_later(0.6, lambda: sizes.append(sys.getsizeof(timers._buckets)))
+
+    run(event_loop, body, 0.7)
+    flood, left_all, waiting, ended = sizes
+    assert flood > 100 * empty
+    assert left_all == empty
+    assert waiting > 50 * empty
+    assert ended == empty
