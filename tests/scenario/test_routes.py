@@ -138,3 +138,48 @@ def test_a_path_that_is_no_rule_says_why(rule: str, said: str) -> None:
     with pytest.raises(RuleError) as raised:
         parse(rule)
     assert said in str(raised.value)
+
+
+ARGUMENTS = (
+    "",
+    "2",
+    "length=2",
+    "minlength=1, maxlength=8",
+    "min=1,max=9",
+    "fixed_digits=4",
+    "signed=True",
+    "signed=False, min=-3",
+    "1.5",
+    "1-5",
+    "12x",
+    "'a', 'b'",
+    '"a b", u"c", r\'d\'',
+    "a.b, c_d",
+    "None",
+    "x=",
+    "=3",
+    "a b",
+    "'unclosed",
+    "min='a'",
+    "  spaced = 3 ,  ",
+)
+
+
+@pytest.mark.parametrize("text", ARGUMENTS)
+def test_a_converters_arguments_read_as_werkzeug_reads_them(text: str) -> None:
+    from werkzeug.routing.rules import parse_converter_args
+
+    from mockskill.scenario.routes import _arguments
+
+    try:
+        expected: object = parse_converter_args(text)
+    except ValueError:
+        expected = ValueError
+    try:
+        got: object = _arguments(text)
+    except RuleError:
+        got = ValueError
+    if expected is not ValueError:
+        args, kwargs = expected  # type: ignore[misc]
+        expected = (tuple(args), dict(kwargs))
+    assert got == expected
