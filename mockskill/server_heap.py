@@ -13,6 +13,9 @@ import gc
 YOUNG_GC_THRESHOLD = 10_000
 """Allocations between young collections in a process that is the server's (Python's: 700)."""
 
+MIDDLE_GC_THRESHOLD = 100
+"""Young collections between middle ones in a process that is the server's (Python's: 10)."""
+
 
 def freeze_heap(_: object) -> None:
     """Keep what start-up built out of the cyclic collector's sight (:func:`gc.freeze`).
@@ -32,10 +35,21 @@ def freeze_heap(_: object) -> None:
     700, a quarter of a 10 000-connection burst's CPU went to the collector,
     six full passes over the burst's ~40 objects per connection among them.
 
+    And the middle generation's (:data:`MIDDLE_GC_THRESHOLD`): what a young
+    collection promotes is mostly a waiting request's, which the answer frees
+    (by reference count) a second later. At Python's 10 a middle collection
+    came every 100 000 allocations, walked what had been promoted since and
+    moved it to the old generation: in a 10 000 x 1 s burst, five of them,
+    ~45 ms each, a quarter of a second of the burst (gc.callbacks in the
+    server, bench/burst_peers.py). At 100 they come every million
+    allocations, and the burst's objects are gone before one does; cyclic
+    garbage that survived a young collection waits longer to be found, and
+    is found all the same.
+
     No collection first: start-up leaves no cyclic garbage to speak of (none on
     the bundled scenarios), and a full pass over its ~30 000 tracked objects
     cost 10-20 ms before the first answer (issue 13, start-up).
     """
     gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
+    old = gc.get_threshold()[2]
+    gc.set_threshold(YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, old)
