@@ -47,18 +47,6 @@ LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 WRONG_HOST = "wrong-host.mockskill.invalid"
 """The only name the ``wrong_host`` fault's certificate holds (``.invalid``: never a real host)."""
 
-CERT_FAULTS = (
-    "expired",
-    "not_yet_valid",
-    "wrong_host",
-    "untrusted",
-    "self_signed",
-    "weak_key",
-    "client_cert_required",
-    "protocol_version",
-)
-"""The TLS faults done by a certificate or a context (a real handshake that fails)."""
-
 
 class Authority:
     """A local CA: the server's certificate, the faults' certificates, client certificates."""
@@ -90,7 +78,8 @@ class Authority:
             return context
 
     def fault_context(self, fault: str, names: Iterable[str] = ()) -> ssl.SSLContext:
-        """The context a listener of TLS fault *fault* (one of :data:`CERT_FAULTS`) serves."""
+        """The context a listener of TLS fault *fault* serves: one done by a certificate or a
+        context (a real handshake that fails), any TLS fault but ``tls_faults.RAW_FAULTS``."""
         key = ("fault", fault, *names)
         with self._lock:
             context = self._contexts.get(key)

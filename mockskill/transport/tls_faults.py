@@ -14,7 +14,7 @@ Each accepted connection is first looked at without reading it
 - ``handshake_reset``: the connection is reset (RST) once the ClientHello is in;
 - ``handshake_hang``: nothing is answered until the client gives up (or the server stops);
 - ``plain_http``: a plain HTTP ``400`` is answered on the TLS port;
-- every other fault (:data:`.tls.CERT_FAULTS`) is a real handshake with the
+- every other fault (the rest of ``scenario.model.TLS_FAULTS``) is a real handshake with the
   fault's certificate or context; one that succeeds (a client that does not
   verify, a valid client certificate for ``client_cert_required``) is served
   as every HTTPS connection is: the skill's usual sequence plays.
