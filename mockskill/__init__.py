@@ -6,16 +6,17 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
-import typing
+import importlib
 
 from ._version import __version__
-from .scenario.loader import bundled_path, load_data, load_paths, load_text
-from .scenario.model import ScenarioSet
-from .scenario.problems import Problem, ScenarioError
-from .server import Server, ServerError
 
-if typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # not typing's: importing typing costs the launcher (mypy knows the name)
+if TYPE_CHECKING:
     from .app import create_app
+    from .scenario.loader import bundled_path, load_data, load_paths, load_text
+    from .scenario.model import ScenarioSet
+    from .scenario.problems import Problem, ScenarioError
+    from .server import Server, ServerError
 
 __all__ = [
     "Problem",
@@ -31,12 +32,40 @@ __all__ = [
     "load_text",
 ]
 
+_HOMES = {
+    "Problem": ".scenario.problems",
+    "ScenarioError": ".scenario.problems",
+    "ScenarioSet": ".scenario.model",
+    "Server": ".server",
+    "ServerError": ".server",
+    "bundled_path": ".scenario.loader",
+    "create_app": ".app",
+    "load_data": ".scenario.loader",
+    "load_paths": ".scenario.loader",
+    "load_text": ".scenario.loader",
+}
+"""Where each public name lives: imported when first asked for (PEP 562)."""
+
 
 def __getattr__(name: str) -> object:
-    # create_app (the WSGI app, with Flask and Werkzeug) is imported when first asked
-    # for: ``import mockskill`` and serving skills load neither (issue 13, start-up).
-    if name == "create_app":
-        from .app import create_app
+    # ``import mockskill`` imports nothing but the version: ``mockskill serve`` starts
+    # by choosing its allocator (mockskill.launch) and executing itself again, and
+    # what was imported before that would be paid for twice. ``from mockskill import
+    # Server`` imports the server as before; create_app (the WSGI app, with Flask and
+    # Werkzeug) waits for its own first use (issue 13, start-up).
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home, __name__), name)
+    else:  # ``import mockskill`` then ``mockskill.audit``: the subpackage, as before
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
 
-        return create_app
-    raise AttributeError(f"module 'mockskill' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
