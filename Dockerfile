@@ -37,9 +37,12 @@ RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin --no-log-init mockskill \
  && /opt/mockskill/bin/python -c "import mockskill.cli, mockskill.server, trustme; mockskill.Server().app.test_client().get('/__admin/health')" \
  && /opt/mockskill/bin/mockskill validate /scenarios
+# PYTHONMALLOC: serve runs on the C allocator (mockskill/launch.py says why); set
+# here, the console script need not execute itself again to get it.
 ENV PATH=/opt/mockskill/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONMALLOC=malloc \
     MOCKSKILL_SCENARIOS=/scenarios \
     MOCKSKILL_HOST=0.0.0.0 \
     MOCKSKILL_PORT=8080 \

@@ -1,0 +1,58 @@
+"""The ``mockskill`` command's first step: which memory allocator a serving process runs on.
+
+``mockskill serve`` (the console script, ``python -m mockskill serve``, the
+image) runs on the C library's allocator, ``PYTHONMALLOC=malloc``, not on
+Python's own (pymalloc). pymalloc carves small objects out of 1 MiB arenas
+and gives an arena back to the system only when *every* object in it is
+gone. A flood of connections fills dozens of arenas; when it leaves, the few
+hundred objects made during it that live on — a session's first state,
+replaced caches, the free lists of the C extensions (uvloop's handles,
+asyncio's future iterators) — are scattered over those arenas and hold each
+one, ~1 MiB apiece: 10 000 hanging connections left the server 11-14 MB
+above its idle size for good (issue 13 asks for 10 MB at most). glibc's
+allocator keeps what it frees in pages that ``malloc_trim`` hands back
+whatever lives beside them, so the same flood leaves ~3 MB. The price is
+~3 % more instructions per request (``bench/callgrind_request.py``: 94.2 k
+-> 97.4 k), measured in ``docs/performance.md``.
+
+The allocator is chosen when the interpreter starts, from the environment,
+so a ``serve`` that finds no ``PYTHONMALLOC`` sets it and executes itself
+again at once (the same process id, arguments and interpreter flags), before
+it has imported anything else. A ``PYTHONMALLOC`` already set is the user's
+choice and is kept (``PYTHONMALLOC=pymalloc mockskill serve`` keeps Python's
+allocator); other commands, an embedded :class:`~mockskill.Server` and
+systems without ``exec`` (Windows) are left as they are.
+
+Nothing here may import the rest of the package: its cost would be paid
+twice (``mockskill/__init__`` imports nothing either until a name is asked for).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+SERVE_ALLOCATOR = "malloc"
+"""The ``PYTHONMALLOC`` a serving process runs on when nobody chose one."""
+
+
+def allocator_to_set(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The allocator to execute this process again on, or None to go on as it is."""
+    if len(argv) < 2 or argv[1] != "serve":
+        return None
+    if "PYTHONMALLOC" in environ or os.name != "posix" or not sys.executable:
+        return None
+    return SERVE_ALLOCATOR
+
+
+def main() -> None:
+    """The console script: ``serve`` on its allocator (see the module), then the commands."""
+    allocator = allocator_to_set(sys.argv, os.environ)
+    if allocator is not None:
+        os.environ["PYTHONMALLOC"] = allocator
+        # orig_argv keeps the interpreter's own flags (-X, -W, -m mockskill or the script).
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    from .cli import main as commands
+
+    commands()
