@@ -31,6 +31,12 @@ the connections are held (sampled during steps 2-3), and after the release:
 once the threads are freed, polled every 50 ms for up to ``--settle``
 seconds (5) until it is within 10 MB of idle; the last value is shown.
 
+The server runs on the memory allocator ``mockskill serve`` runs on
+(``PYTHONMALLOC=malloc``, :mod:`mockskill.launch`), unless ``--allocator``
+names another (``pymalloc``: Python's own, what an embedded server in a test
+suite's process has): ``--allocator pymalloc malloc`` runs the rounds on each
+in turn, in one run.
+
 The client raises its RLIMIT_NOFILE; all traffic goes to 127.0.0.1; every
 wait is bounded and the server is stopped at the end.
 
@@ -53,6 +59,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import _common as c
+
+from mockskill.launch import SERVE_ALLOCATOR
 
 HANG_PATH = "/skills/hang/invoke"
 TARGET_P99_MS = 20.0
@@ -264,6 +272,13 @@ def main() -> None:
         "--journal-size", type=int, default=10_000, help="entries the server's journal keeps"
     )
     parser.add_argument(
+        "--allocator",
+        nargs="+",
+        default=[SERVE_ALLOCATOR],
+        choices=["pymalloc", "malloc"],
+        help=f"the server's PYTHONMALLOC, each in turn (default: serve's, {SERVE_ALLOCATOR})",
+    )
+    parser.add_argument(
         "--malloc-stats",
         action="store_true",
         help="have the server print sys._debugmallocstats() on stderr before and after each round",
@@ -280,55 +295,11 @@ def main() -> None:
     if nofile < args.clients + 50:
         raise SystemExit(f"RLIMIT_NOFILE is {nofile}: too low for {args.clients} clients")
 
-    rows, frees = [], []
+    rows: list[tuple[object, ...]] = []
+    frees: list[float] = []
     with c.scenario_file(SCENARIO) as path:
-        healthy = str(c.REPO / "scenarios" / "healthy.yaml")
-        cmd = [sys.executable, "-c", SERVER_CODE, str(args.journal_size), path, healthy]
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=c.BENCH_DIR
-        )
-        try:
-            assert proc.stdout is not None
-            port = int(proc.stdout.readline())
-            c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
-            for n in range(args.rounds):
-                if args.malloc_stats:
-                    malloc_stats(proc)
-                if args.tracemalloc:
-                    malloc_stats(proc, "tracestart")
-                _log(f"round {n + 1}: {args.clients} hanging connections")
-                r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
-                if args.malloc_stats:
-                    malloc_stats(proc)
-                if args.tracemalloc:
-                    malloc_stats(proc, "tracesnap")
-                _log(f"round {n + 1}: done; reading the journal")
-                entries = journal(proc)
-                if entries is None:
-                    _log(f"the server did not give its journal within {JOURNAL_WAIT_S:.0f} s")
-                    rows.append((n + 1, *_cells(r, "no journal", "n/a")))
-                    break
-                ended = [
-                    e
-                    for e in entries
-                    if e["path"] == HANG_PATH and float(str(e["finished"])) >= r.close_wall - 1
-                ]
-                after_close = [(float(str(e["finished"])) - r.close_wall) * 1000 for e in ended]
-                saw_leave = sum(1 for e in ended if e["client_left"] is not None)
-                frees.append(r.freed_s)
-                journal_cell = f"{len(ended)} ({saw_leave} client_left)"
-                after_cell = (
-                    f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}"
-                )
-                rows.append((n + 1, *_cells(r, journal_cell, after_cell)))
-                time.sleep(1.0)
-        finally:
-            if proc.stdin is not None:
-                proc.stdin.close()  # the server stops on EOF
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                c.stop(proc)  # type: ignore[arg-type]
+        for allocator in args.allocator:
+            _serve_rounds(args, allocator, path, rows, frees)
 
     print(
         f"{args.clients} connections held by a hang: 60000 step; {args.requests} sequential"
@@ -337,6 +308,7 @@ def main() -> None:
     )
     print(c.machine())
     headers = (
+        "allocator",
         "round",
         "hang setup s",
         "threads before/during/after",
@@ -361,6 +333,67 @@ def main() -> None:
         f" {TARGET_RSS_HELD_MB} MB; RSS after within {RSS_BACK_KB // 1024} MB of idle"
         f" (polled up to --settle {args.settle:.0f} s after the threads are freed)"
     )
+
+
+def _serve_rounds(
+    args: argparse.Namespace,
+    allocator: str,
+    path: str,
+    rows: list[tuple[object, ...]],
+    frees: list[float],
+) -> None:
+    """Start a server on *allocator*, run the rounds against it, add their rows and times."""
+    healthy = str(c.REPO / "scenarios" / "healthy.yaml")
+    cmd = [sys.executable, "-c", SERVER_CODE, str(args.journal_size), path, healthy]
+    env = {**os.environ, "PYTHONMALLOC": allocator}
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=c.BENCH_DIR,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        c.wait_ready(port, time.monotonic() + 20, proc)  # type: ignore[arg-type]
+        for n in range(args.rounds):
+            if args.malloc_stats:
+                malloc_stats(proc)
+            if args.tracemalloc:
+                malloc_stats(proc, "tracestart")
+            _log(f"{allocator}, round {n + 1}: {args.clients} hanging connections")
+            r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
+            if args.malloc_stats:
+                malloc_stats(proc)
+            if args.tracemalloc:
+                malloc_stats(proc, "tracesnap")
+            _log(f"{allocator}, round {n + 1}: done; reading the journal")
+            entries = journal(proc)
+            if entries is None:
+                _log(f"the server did not give its journal within {JOURNAL_WAIT_S:.0f} s")
+                rows.append((allocator, n + 1, *_cells(r, "no journal", "n/a")))
+                break
+            ended = [
+                e
+                for e in entries
+                if e["path"] == HANG_PATH and float(str(e["finished"])) >= r.close_wall - 1
+            ]
+            after_close = [(float(str(e["finished"])) - r.close_wall) * 1000 for e in ended]
+            saw_leave = sum(1 for e in ended if e["client_left"] is not None)
+            frees.append(r.freed_s)
+            journal_cell = f"{len(ended)} ({saw_leave} client_left)"
+            after_cell = f"{c.percentile(after_close, 50):.0f} / {max(after_close, default=0):.0f}"
+            rows.append((allocator, n + 1, *_cells(r, journal_cell, after_cell)))
+            time.sleep(1.0)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the server stops on EOF
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            c.stop(proc)  # type: ignore[arg-type]
 
 
 def _cells(r: Round, journal_cell: str, after_cell: str) -> tuple[str, ...]:
