@@ -181,3 +181,49 @@ def test_no_module_is_over_500_lines() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def test_the_architecture_page_is_short_and_names_what_exists() -> None:
+    """docs/architecture.md stays under two screens, and every file and ``Class.attribute``
+    it names exists (a module moved or a method renamed shows up here)."""
+    if not ARCHITECTURE.exists():  # an installed package without its source tree
+        return
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 130, "docs/architecture.md is over two screens"
+    defined: dict[str, set[str]] = {}  # class -> what it defines: methods, attributes
+    bases: dict[str, set[str]] = {}
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            members = defined.setdefault(node.name, set())
+            bases.setdefault(node.name, set()).update(ast.unparse(b) for b in node.bases)
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    members.add(inner.name)
+                elif isinstance(inner, ast.AnnAssign | ast.Assign):
+                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            members.add(target.id)
+                        elif isinstance(target, ast.Attribute):
+                            members.add(target.attr)
+
+    def has(owner: str, attribute: str, seen: frozenset[str] = frozenset()) -> bool:
+        if attribute in defined.get(owner, ()):
+            return True
+        return any(has(b, attribute, seen | {owner}) for b in bases.get(owner, set()) - seen)
+
+    missing = []
+    for name in sorted(set(re.findall(r"`([\w./]+)(?:\([^`]*\))?`", text))):
+        if "/" in name and "." in name.rpartition("/")[2]:  # a file
+            if not any((base / name).exists() for base in (PACKAGE, PACKAGE.parent)):
+                missing.append(name)
+        elif "/" not in name and name.count(".") == 1:
+            owner, attribute = name.split(".")
+            if owner in defined and not has(owner, attribute):
+                missing.append(name)
+    assert missing == [], f"docs/architecture.md names what is not there: {missing}"
