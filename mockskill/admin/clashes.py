@@ -1,7 +1,8 @@
 """What a change to the loaded scenarios may not do: load a name twice, serve an id or route twice.
 
-The registry (:mod:`.registry`) checks every change with these before it
-applies it; a clash is a :class:`Conflict` naming it, and nothing changes.
+Every change the registry (:mod:`.registry`) plans (:mod:`.changes`) is
+checked with these before it is applied; a clash is a :class:`Conflict`
+naming it, and nothing changes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """One loaded scenario and how it is served (:class:`LoadedScenario`); a name not loaded.
 
-Its own module so that the registry (:mod:`.registry`) and its shared-set side
-(:mod:`.sharing`) both build it without importing each other.
+Its own module so that the registry (:mod:`.registry`), the plans of its
+changes (:mod:`.changes`) and its shared-set side (:mod:`.sharing`) all build
+it without importing each other.
 """
 
 from __future__ import annotations

@@ -24,17 +24,18 @@ The rules (docs/admin.md):
 
 The server (:class:`~mockskill.server.Server`), the admin API
 (``/__admin/scenarios``) and the watcher all change scenarios through here.
+What each change does is planned in :mod:`.changes`; the registry applies
+the plans (one at a time, on the newest shared version, into the engine).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
@@ -42,15 +43,11 @@ from ..engine.playable import check_playable
 from ..engine.store import StoreUnavailable
 from ..scenario.loader import InvalidScenarios, load_paths
 from ..scenario.model import Scenario, ScenarioSet
-from ..scenario.problems import Problem, ScenarioError
+from ..scenario.problems import ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
-from .clashes import (
-    Conflict,
-    check_names_free,
-    check_served_once,
-    name_clash,
-    with_clashes,
-)
+from . import changes
+from .changes import Planned, T
+from .clashes import Conflict, with_clashes
 from .loaded import LoadedScenario, UnknownScenario
 from .sharing import (
     SharedSet,
@@ -66,9 +63,6 @@ if TYPE_CHECKING:  # (the shared set's records: imported where sharing is, not a
 
 __all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
-T = TypeVar("T")
-Planned = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
-"""What a change plans: the loaded scenarios after it, those to restart, what it answers."""
 log = logging.getLogger("mockskill.shared")
 
 
@@ -111,11 +105,7 @@ class Registry:
 
     def get(self, name: str) -> LoadedScenario:
         """The loaded scenario *name*; raises :class:`UnknownScenario` (a KeyError)."""
-        loaded = self._loaded
-        for entry in loaded:
-            if entry.name == name:
-                return entry
-        raise UnknownScenario(name, [e.name for e in loaded])
+        return changes.find(self._loaded, name)
 
     # -- changing -------------------------------------------------------------
 
@@ -129,35 +119,10 @@ class Registry:
         serve a skill id or route another active scenario serves.
         """
 
-        def plan() -> Planned[tuple[LoadedScenario, ...]]:
-            now = time.time()
-            current = self._loaded
-            names = {e.name: e for e in current}
-            problems: list[Problem] = []
-            reasons: list[str] = []
-            incoming: dict[str, LoadedScenario] = {}
-            for scenario in scenarios.scenarios:
-                old = names.get(scenario.name)
-                if scenario.name in incoming or (old is not None and not replace):
-                    name_clash(scenario.name, scenario.where, old, problems, reasons)
-                incoming[scenario.name] = LoadedScenario(
-                    scenario, active, now, now if active else None, added=True
-                )
-            if problems:
-                raise Conflict(problems, reasons)
-            loaded = tuple(incoming.get(e.name, e) for e in current) + tuple(
-                e for name, e in incoming.items() if name not in names
-            )
-            replaced = [names[n] for n in incoming if n in names]
-            if active:
-                others = [e.scenario for e in loaded if e.active and e.name not in incoming]
-                check_served_once(list(scenarios.scenarios), others)
-            restart = list(scenarios.scenarios) if active else []
-            restart += [e.scenario for e in replaced if e.active]
-            return loaded, restart, tuple(incoming.values())
-
         with self._changes:
-            return self._commit(plan)
+            return self._commit(
+                lambda: changes.added(self._loaded, scenarios, active=active, replace=replace)
+            )
 
     def refused(
         self, exc: ScenarioError, *, active: bool = True, replace: bool = False
@@ -173,14 +138,8 @@ class Registry:
     def remove(self, name: str) -> LoadedScenario:
         """Unload scenario *name* (served or not); return it as it was."""
 
-        def plan() -> Planned[LoadedScenario]:
-            entry = self.get(name)
-            loaded = tuple(e for e in self._loaded if e is not entry)
-            # Positions of a served one restart, so that loading it again starts afresh.
-            return loaded, [entry.scenario] if entry.active else [], entry
-
         with self._changes:
-            return self._commit(plan)
+            return self._commit(lambda: changes.removed(self._loaded, name))
 
     def activate(self, name: str) -> LoadedScenario:
         """Serve scenario *name* from the next request on, its sequences and outage restarted.
@@ -189,30 +148,14 @@ class Registry:
         skill ids or routes. An active scenario is left as it is.
         """
 
-        def plan() -> Planned[LoadedScenario]:
-            entry = self.get(name)
-            if entry.active:
-                return self._loaded, [], entry
-            others = [e.scenario for e in self._loaded if e.active]
-            check_served_once([entry.scenario], others)
-            activated = dataclasses.replace(entry, active=True, activated=time.time())
-            return self._replaced(entry, activated), [entry.scenario], activated
-
         with self._changes:
-            return self._commit(plan)
+            return self._commit(lambda: changes.activated(self._loaded, name))
 
     def deactivate(self, name: str) -> LoadedScenario:
         """Stop serving scenario *name* from the next request on; it stays loaded."""
 
-        def plan() -> Planned[LoadedScenario]:
-            entry = self.get(name)
-            if not entry.active:
-                return self._loaded, [], entry
-            deactivated = dataclasses.replace(entry, active=False, activated=None)
-            return self._replaced(entry, deactivated), [], deactivated
-
         with self._changes:
-            return self._commit(plan)
+            return self._commit(lambda: changes.deactivated(self._loaded, name))
 
     def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
         """Load the scenarios in *paths* instead of the ones the files gave (see Server.reload).
@@ -228,47 +171,11 @@ class Registry:
         """
         paths = list(paths)
 
-        def plan(files: ScenarioSet) -> Planned[ReloadResult]:
-            now = time.time()
-            added = [e for e in self._loaded if e.added]
-            check_names_free(files, added)
-            old = {e.name: e for e in self._loaded if not e.added}
-            loaded = []
-            for scenario in files.scenarios:
-                before = old.get(scenario.name)
-                if before is not None and before.scenario == scenario:
-                    loaded.append(before)  # the very object: the engine keeps its window
-                else:
-                    active = before.active if before is not None else True
-                    loaded.append(LoadedScenario(scenario, active, now, now if active else None))
-            changed = [e for e in loaded if old.get(e.name) is not e]
-            names = {e.name for e in loaded}
-            removed = [e for e in old.values() if e.name not in names]
-            # Only what was or will be served: an inactive scenario may share
-            # skill ids (so sequence keys) with a served one.
-            restarted = [e.scenario for e in changed + removed if e.active]
-            restarted += [
-                old[e.name].scenario for e in changed if e.name in old and old[e.name].active
-            ]
-            check_served_once(
-                [e.scenario for e in loaded if e.active],
-                [e.scenario for e in added if e.active],
-            )
-            result = ReloadResult(
-                "ok",
-                now,
-                scenarios=tuple(e.name for e in loaded),
-                changed=tuple(e.name for e in changed),
-                removed=tuple(e.name for e in removed),
-                added=tuple(e.name for e in changed if e.name not in old),
-            )
-            return tuple(loaded + added), restarted, result
-
         with self._changes:
             self._unsent = None
             try:
                 files = load_paths(paths, max_delay_ms=self.max_delay_ms)
-                result = self._commit(lambda: plan(files), files=True)
+                result = self._commit(lambda: changes.reloaded(self._loaded, files), files=True)
             except InvalidScenarios as exc:
                 result = ReloadResult.failed(self._with_file_clashes(exc).problems)
             except ScenarioError as exc:
@@ -486,9 +393,6 @@ class Registry:
     def _with_file_clashes(self, exc: InvalidScenarios) -> InvalidScenarios:
         """Files that failed to load, with their clashes with run-time scenarios (hold the lock)."""
         return with_clashes(exc, [e for e in self._loaded if e.added], active=True, replace=False)
-
-    def _replaced(self, old: LoadedScenario, new: LoadedScenario) -> tuple[LoadedScenario, ...]:
-        return tuple(new if e is old else e for e in self._loaded)
 
     def _swap(
         self,

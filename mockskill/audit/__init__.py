@@ -15,8 +15,12 @@ by concept, in the order a report is made:
   attempt that had reached it, without the earlier attempt's idempotency key;
 - ``covered`` — the categories and transport faults each session met, and
   the consumer's real timeouts;
+- ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
+  of a chain, counted in coverage, and retrying a certificate that cannot
+  become valid is ``non-retryable-retried``;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
+- ``table`` — the report as the table ``mockskill report`` prints.
 
 docs/audit.md documents every rule and the tolerance. ``mockskill.audit``
 keeps the names it has always had (``report``, ``assert_clean``, ``Policy``,

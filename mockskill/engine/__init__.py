@@ -1,15 +1,21 @@
 """One request through the scenarios: match, step, act, record.
 
-This stage owns what happens to a request once it has arrived: finding the
-skill or route it is for (``matching``), the engine that runs it through its
-scenario (``engine``: forced errors, versions, sessions, descriptors, the
-token endpoint), the credentials checked at request time (``auth``), playing
-the step that answers (``actions``: waits, hangs, slow bodies, cuts; the
-transport faults on the raw socket in ``faults``), the interface of all
-state — sequences, sessions, tokens, draws and the journal (``store``), whose
-needs the engine hands out (``pending``) and the in-memory store answers
-(``state``) — and the port that refuses connections for
-``ENDPOINT_UNREACHABLE`` (``ports``).
+This stage owns what happens to a request once it has arrived, as data: the
+engine reads it through ``incoming``'s view (and ``request_facts``) and runs
+it through its scenario (``engine``: forced errors, versions, sessions,
+descriptors, the token endpoint; ``own_answers`` and ``replies`` the answers
+it gives of its own, ``addresses`` the URLs its replies are filled for).
+``matching`` finds the skill or route, ``conditions`` the case; ``choosing``
+picks the step and its draws; ``auth`` checks credentials; ``actions`` makes
+the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
+and ``proxying``: a proxy step, its recorded ``exchange``) that the
+transport plays. ``playable`` says whether a server can play a scenario set.
+All state is behind ``store``'s interface — sequences, sessions, tokens,
+draws and the journal (``entries``, ``journalling``, ``digests``) — whose
+needs the engine hands out (``pending``) and the in-memory ``state``
+answers. ``ports`` holds the port that refuses connections for
+``ENDPOINT_UNREACHABLE``; ``threaded`` and ``faults`` play a plan on a WSGI
+server's thread (the only modules here that import Werkzeug).
 
 It may import :mod:`mockskill.scenario` and :mod:`mockskill.protocol`. The
 serving layer (``mockskill/transport/``, the stage above) and the faces call

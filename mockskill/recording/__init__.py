@@ -8,9 +8,10 @@ secret and keeps it out of the file (:mod:`.access`: what a replay accepts
 instead); :mod:`.answers`, :mod:`.errors` and :mod:`.rebase`, an answer as a
 step (a protocol error as its ``error:`` step, URLs back to ``{base_url}``);
 :mod:`.telling`, which finds the conditions that tell an endpoint's
-different requests apart (its ``cases``); and :mod:`.writer`, which turns
-the exchanges into scenario YAML and checks it with the project's own
-loader before anyone writes it.
+different requests apart (its ``cases``); :mod:`.endpoints`, an endpoint's
+requests as the sequences and cases a replay plays; and :mod:`.writer`,
+which turns the exchanges into scenario YAML and checks it with the
+project's own loader before anyone writes it.
 
 It may import :mod:`mockskill.engine`, :mod:`mockskill.scenario` and
 :mod:`mockskill.protocol`. The admin stage and the faces import it.

@@ -10,7 +10,8 @@
 - the requests of one endpoint that are alike (query, body, the headers that
   matter) play their answers as a sequence, in the order seen (``end:
   last``); requests that differed become ``cases`` whose ``when:`` tells
-  them apart (:mod:`.telling`), each with its own sequence;
+  them apart (:mod:`.telling`), each with its own sequence
+  (:mod:`.endpoints`);
 - each answer's measured upstream latency becomes its step's ``delay``
   (rounded ms), unless asked not to;
 - secrets stay out (:mod:`.secrets`): a protected skill gets ``requires:``
@@ -24,11 +25,9 @@ is returned; a recording that does not load is a :class:`RecordingError`
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import re
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +47,7 @@ from ..scenario.source import MAX_FILE_BYTES
 from . import telling
 from .access import Access
 from .answers import answer_step
+from .endpoints import DEFAULT_SESSION, MAX_CASES, SESSION_HEADER, Endpoint, played
 from .errors import Errors
 from .rebase import Rebase
 from .secrets import (
@@ -57,6 +57,16 @@ from .secrets import (
     is_secret_header,
     presented,
 )
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "IGNORED_HEADERS",
+    "MAX_CASES",
+    "SESSION_HEADER",
+    "RecordingError",
+    "Written",
+    "write",
+]
 
 _DESCRIBE = re.compile(r"/skills/([A-Za-z0-9][A-Za-z0-9._~-]*)")
 _INVOKE = re.compile(r"/skills/([A-Za-z0-9][A-Za-z0-9._~-]*)/invoke")
@@ -95,12 +105,6 @@ IGNORED_HEADERS = frozenset(
 """Request headers a case never tests: the transport's, the client's own, per-request ids."""
 
 
-SESSION_HEADER = "mockskill-session"
-DEFAULT_SESSION = "default"
-MAX_CASES = 64
-"""Different requests an endpoint is told apart by (as cases); past it, one sequence."""
-
-
 class _Dumper(yaml.SafeDumper):
     """Safe YAML, lists indented under their key as the README writes them."""
 
@@ -131,50 +135,11 @@ class Written:
 
 
 @dataclass
-class _Endpoint:
-    """The requests of one endpoint, in order: each one's shape and answer step."""
-
-    methods: tuple[str, ...]
-    shapes: list[telling.Shape] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    delays: list[float | None] = field(default_factory=list)
-    credentials: list[tuple[str, str] | None] = field(default_factory=list)
-    """The credential each request presented (invocations only)."""
-    sessions: list[str] = field(default_factory=list)
-    """The session of each request (``Mockskill-Session``; ``default`` without one)."""
-
-    def only(self, keep: list[bool]) -> _Endpoint:
-        """The requests *keep* says, in order."""
-        picked = [i for i, k in enumerate(keep) if k]
-        return _Endpoint(
-            self.methods,
-            [self.shapes[i] for i in picked],
-            [self.steps[i] for i in picked],
-            [self.delays[i] for i in picked],
-            [self.credentials[i] for i in picked],
-            [self.sessions[i] for i in picked],
-        )
-
-    def by_session(self) -> _Endpoint:
-        """The same requests, each shape also saying its session (a header test may tell
-        sessions apart: the default one has no ``Mockskill-Session``)."""
-        shapes = [
-            shape
-            if session == DEFAULT_SESSION
-            else dataclasses.replace(
-                shape, headers=tuple(sorted((*shape.headers, (SESSION_HEADER, session))))
-            )
-            for shape, session in zip(self.shapes, self.sessions, strict=True)
-        ]
-        return dataclasses.replace(self, shapes=shapes)
-
-
-@dataclass
 class _Skill:
     id: str
     descriptor: Any = ABSENT
-    describe: _Endpoint = field(default_factory=lambda: _Endpoint(("GET",)))
-    invoke: _Endpoint = field(default_factory=lambda: _Endpoint(("POST",)))
+    describe: Endpoint = field(default_factory=lambda: Endpoint(("GET",)))
+    invoke: Endpoint = field(default_factory=lambda: Endpoint(("POST",)))
     credentials: dict[tuple[str, str], None] = field(default_factory=dict)
     """(kind, secret) presented on invocations that succeeded."""
     open_success: bool = False
@@ -238,7 +203,7 @@ class _Build:
         self.max_delay_ms = max_delay_ms
         self.secrets = Secrets()
         self.skills: dict[str, _Skill] = {}
-        self.routes: dict[tuple[str, str], _Endpoint] = {}
+        self.routes: dict[tuple[str, str], Endpoint] = {}
         self.access = Access(self.secrets)
         self.errors = Errors()
         self.left_out: dict[str, int] = {}
@@ -283,7 +248,7 @@ class _Build:
         else:
             route = unquote(path)
             step = self.errors.step(step, {"path": route, "method": method})
-            endpoint = self.routes.setdefault((method, route), _Endpoint((method,)))
+            endpoint = self.routes.setdefault((method, route), Endpoint((method,)))
             self._into(endpoint, exchange, query, step, latency)
 
     def _leave_out(self, what: str) -> None:
@@ -294,7 +259,7 @@ class _Build:
 
     def _into(
         self,
-        endpoint: _Endpoint,
+        endpoint: Endpoint,
         exchange: Exchange,
         query: str,
         step: dict[str, Any],
@@ -403,70 +368,10 @@ class _Build:
             data["invoke"] = self._endpoint(invoke)
         return data
 
-    def _endpoint(self, endpoint: _Endpoint) -> dict[str, Any]:
-        """The endpoint's sequence (``steps``), or its ``cases``.
-
-        A replay keeps positions per session, so each session's requests make the
-        sequences: sessions that saw the same answers share them; sessions that saw
-        different ones get cases that test ``Mockskill-Session`` too.
-        """
-        sessions = list(dict.fromkeys(endpoint.sessions))
-        if len(sessions) > 1:
-            each = [
-                self._endpoint(endpoint.only([s == x for x in endpoint.sessions])) for s in sessions
-            ]
-            if all(value == each[0] for value in each):
-                return each[0]
-            told = self._told_apart(endpoint.by_session())
-            if "cases" in told and set(each[0]) == {"steps"}:
-                told["steps"] = each[0]["steps"]  # another session: the first one's answers
-            return told
-        return self._told_apart(endpoint)
-
-    def _told_apart(self, endpoint: _Endpoint) -> dict[str, Any]:
-        distinct = len(set(endpoint.shapes))
-        if distinct > MAX_CASES:  # (every request different: an id in each, say)
-            self.notes.setdefault(
-                f"an endpoint had more than {MAX_CASES} different requests: its answers"
-                " play in the order seen, whatever is asked"
-            )
-        if distinct == 1 or distinct > MAX_CASES:
-            return {"steps": self._steps(endpoint.steps, endpoint.delays)}
-        listed, picked = telling.cases(endpoint.shapes)
-        cases = []
-        for index, tests in enumerate(listed):
-            mine = [i for i, p in enumerate(picked) if p == index]
-            if not mine:  # (a shape no condition tells apart: its requests went before)
-                continue
-            steps = self._steps(
-                [endpoint.steps[i] for i in mine], [endpoint.delays[i] for i in mine]
-            )
-            cases.append({"when": telling.when(tests), "steps": steps})
-        if len(cases) == 1:  # nothing told apart after all
-            return {"steps": cases[0]["steps"]}
-        return {"cases": cases}
-
-    def _steps(
-        self, steps: list[dict[str, Any]], delays: list[float | None]
-    ) -> list[dict[str, Any]]:
-        """The answers in order, runs of the same one as one step with ``times`` (and the
-        median of their latencies as its delay)."""
-        runs: list[tuple[dict[str, Any], list[float]]] = []
-        for step, latency in zip(steps, delays, strict=True):
-            if runs and runs[-1][0] == step:
-                runs[-1][1].append(latency or 0.0)
-            else:
-                runs.append((step, [latency or 0.0]))
-        out = []
-        for step, latencies in runs:
-            written = dict(step)
-            if len(latencies) > 1:
-                written["times"] = len(latencies)
-            delay = min(round(statistics.median(latencies)), self.max_delay_ms)
-            if self.delays and delay > 0:
-                written["delay"] = delay
-            out.append(written)
-        return out
+    def _endpoint(self, endpoint: Endpoint) -> dict[str, Any]:
+        return played(
+            endpoint, delays=self.delays, max_delay_ms=self.max_delay_ms, notes=self.notes
+        )
 
     def header(
         self, target: str | None, when: datetime.datetime, count: int, dropped: int

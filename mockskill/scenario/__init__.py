@@ -7,6 +7,8 @@ position of every value (``source``, syntax errors said in words by
 checks values and collects those problems (``reader``), the parts of a
 scenario (``skills``, ``steps``, ``delays``, ``credentials``), putting one scenario set
 together (``loader``) and refusing clashes between scenarios (``claims``),
+a step's behaviour on the wire (``wire``), an endpoint's ``cases``, the
+``proxy:`` forwarding (``proxying``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``conditions`` apart) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published

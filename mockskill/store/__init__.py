@@ -1,9 +1,13 @@
 """Shared stores: the state of several mockskill processes on one Redis.
 
 Owns the Redis backend of the state interface (:mod:`mockskill.engine.store`)
-and what it needs: the URL (:mod:`.url`), the Lua scripts that make each
-need one atomic step, the shared journal, and the shared scenario set. It
-may import ``engine``, ``scenario`` and ``protocol``; only the faces and the
+and what it needs: the URL (``url``), the store (``redis``; ``errors`` what
+it raises at start), the engine's needs as commands (``needs``) and the Lua
+``scripts`` that make each one atomic step, one connection on the event
+loop (``link``) and the needs of a loop turn in one write (``batching``),
+the shared journal (``journal``, ``stream_entries``, ``loop_journal``), and
+the shared scenario set (``scenarios``; its records as data, ``shared_set``).
+It may import ``engine``, ``scenario`` and ``protocol``; only the faces and the
 admin app import it, and only when ``--state`` names a shared store, so that
 the embedded default never imports the Redis client.
 """

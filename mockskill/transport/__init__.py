@@ -5,11 +5,11 @@ parsed :class:`~.handler.Request` into a :class:`~mockskill.engine.plan.Plan`
 (what to answer, and how: waits, cuts, dribbles, faults, keep-alive
 behaviour), the transport plays it with loop timers and reports an
 :class:`~mockskill.engine.plan.Outcome`. The plan type is the engine's
-(which produces it); the transport imports it, and nothing else of the
-engine.
+(which produces it); the transport imports it, and of the rest only the
+proxy's bounds (``engine/proxying``) and a scenario's ``proxy:`` target.
 
 It may import ``engine/`` (the plan), ``scenario/`` and ``protocol/``; nothing
-below it imports it, and the faces (``server``, ``app``, ``cli``) serve
+below it imports it, and the faces (``server``, ``surface``, ``cli_serve``) serve
 through it.
 
 | module | owns |
@@ -23,8 +23,12 @@ through it.
 | :mod:`.playing` | plans played by a task: a dribbled body, a plan made off the loop |
 | :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
 | :mod:`.relaying` | a proxy step's request sent upstream, its answer's head awaited |
+| :mod:`.upstream` | the HTTP/1.1 client to real providers: a keep-alive pool on the loop |
 | :mod:`.streaming` | a relayed answer handed on: whole in one write, or streamed |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
+| :mod:`.listening` | accepting: what the kernel holds taken soon, even on a busy loop |
+| :mod:`.tls` | certificates and TLS contexts: the local CA, what each TLS fault serves |
+| :mod:`.tls_faults` | the TLS faults' listeners: a port per ``tls: FAULT`` skill |
 | :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
 | :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
 """
