@@ -60,6 +60,8 @@ _SCALARS = {
     "tag:yaml.org,2002:float",
     "tag:yaml.org,2002:str",
 }
+_STANDARD = "tag:yaml.org,2002:"
+"""The prefix of YAML's standard tags, which a file writes as !!."""
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
 _NULL = "tag:yaml.org,2002:null"
@@ -164,7 +166,7 @@ class _Builder:
             path,
             node,
             "a plain YAML value (string, number, boolean, null, list or mapping)",
-            f"the tag {node.tag}",
+            f"the tag {_written(node.tag)}",
             "scenario files are read as safe YAML; remove the tag",
         )
 
@@ -355,6 +357,11 @@ def _too_deep(text: str) -> Any:
             return exc.problem_mark
         raise
     return None
+
+
+def _written(tag: str) -> str:
+    """*tag* as a file writes it: !!binary for tag:yaml.org,2002:binary; others as they are."""
+    return "!!" + tag[len(_STANDARD) :] if tag.startswith(_STANDARD) else tag
 
 
 def _is_yaml11_word(node: yaml.Node) -> bool:
