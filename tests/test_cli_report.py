@@ -139,6 +139,14 @@ def test_a_gate_on_a_session_that_sent_nothing_fails(server: Server) -> None:
     assert "session 'nobody': 0 requests" in result.stdout
 
 
+def test_the_table_does_not_call_a_session_that_sent_nothing_clean(server: Server) -> None:
+    # Without a gate the exit code is 0: the table itself must not show it green.
+    result = report(server.url, "--session", "nobody")
+    assert result.exit_code == 0
+    assert "session 'nobody': 0 requests, 0 retried chains, nothing to audit" in result.stdout
+    assert "clean" not in result.stdout
+
+
 def test_fail_on_findings_fails_on_a_session_that_sent_nothing(server: Server) -> None:
     session = new_session()
     play(server, session, "fine")

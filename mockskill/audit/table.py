@@ -54,7 +54,13 @@ def _session_lines(session: dict[str, Any]) -> list[str]:
         f"session {session['session']!r}: {session['requests']}"
         f" {plural(session['requests'], 'request')}, {len(retried)} retried"
         f" {plural(len(retried), 'chain')}, "
-        + (f"{len(findings)} {plural(len(findings), 'finding')}" if findings else "clean")
+        + (
+            f"{len(findings)} {plural(len(findings), 'finding')}"
+            if findings
+            else "clean"
+            if session["requests"]
+            else "nothing to audit"
+        )
     ]
     lines.extend(_coverage_lines(session["coverage"]))
     marks: dict[int, list[str]] = {}

@@ -49,7 +49,9 @@ def session_report(
         "session": name,
         "requests": len(entries),
         "handshakes_failed": len(handshakes) - len(entries),
-        "clean": not findings,
+        # A session that sent nothing proves nothing: never clean (a mistyped name, or no
+        # Mockskill-Session header, must not pass a gate that reads "clean" over HTTP).
+        "clean": bool(entries) and not findings,
         "coverage": {**coverage(entries), "tls_faults": tls_coverage(handshakes)},
         "chains": chain_list,
         "timeouts": timeouts(entries),
@@ -84,7 +86,7 @@ def report(
             # that did send something, so the gate's failure says where to look.
             r["did_you_mean"] = _nearest_sessions(r["session"], active)
     return {
-        "clean": all(r["clean"] for r in reports),
+        "clean": bool(reports) and all(r["clean"] for r in reports),
         "generated": time.time() if now is None else now,
         "policy": policy.as_json(),
         "sessions": reports,

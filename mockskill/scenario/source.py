@@ -18,6 +18,7 @@ the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syn
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -59,12 +60,20 @@ _SCALARS = {
     "tag:yaml.org,2002:float",
     "tag:yaml.org,2002:str",
 }
+_STANDARD = "tag:yaml.org,2002:"
+"""The prefix of YAML's standard tags, which a file writes as !!."""
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
 """Booleans to YAML 1.1 (and PyYAML), words to YAML 1.2 and to people: refused as values."""
+_TAGGED = {"bool": "a boolean", "int": "an integer", "float": "a number", "null": "null"}
+"""What each standard scalar tag reads, for a problem when its text is not one."""
+_DIGITS = re.compile(r"[-+]?[0-9_]+")
+_UNREADABLE = object()
+"""A value or key that was a problem: a key that is this is left out of its mapping."""
+_UNSEEN = object()
 _COLLECTIONS: dict[type[yaml.Node], str] = {
     yaml.MappingNode: "tag:yaml.org,2002:map",
     yaml.SequenceNode: "tag:yaml.org,2002:seq",
@@ -135,6 +144,8 @@ class _Builder:
         self.problems: list[Problem] = []
         self.nodes = 0
         self.constructor = _Constructor()
+        self._keys: dict[int, Any] = {}
+        """Each key node's key, by id (the tree, alive while it is built, keeps ids apart)."""
 
     def build(self, node: yaml.Node) -> Document | None:
         """The document, or None when it was refused whole (too big or too deep)."""
@@ -155,7 +166,7 @@ class _Builder:
             path,
             node,
             "a plain YAML value (string, number, boolean, null, list or mapping)",
-            f"the tag {node.tag}",
+            f"the tag {_written(node.tag)}",
             "scenario files are read as safe YAML; remove the tag",
         )
 
@@ -196,24 +207,50 @@ class _Builder:
                 f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
             )
             return value
-        return self._scalar(node, path)
+        value = self._scalar(node, path)
+        return None if value is _UNREADABLE else value
 
     def _scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
         try:
             return self.constructor.construct_object(node)
-        except ValueError:  # an integer of more digits than Python converts (4300)
-            self._bad(
-                path,
-                node,
-                "a number Python can read (at most 4300 digits)",
-                f"a number of {len(node.value)} characters",
-                "quote it if it is text",
-            )
-            return None
+        # An explicit tag on text it cannot read: !!bool maybe (KeyError), !!int x
+        # (ValueError, as an integer of more digits than Python converts: 4300).
+        except (ValueError, KeyError):
+            kind = node.tag.rsplit(":", 1)[-1]
+            if kind == "int" and _DIGITS.fullmatch(node.value):
+                self._bad(
+                    path,
+                    node,
+                    "a number Python can read (at most 4300 digits)",
+                    f"a number of {len(node.value)} characters",
+                    "quote it if it is text",
+                )
+            else:
+                self._bad(
+                    path,
+                    node,
+                    f"{_TAGGED.get(kind, 'a value')}, as the tag !!{kind} says",
+                    repr(node.value),
+                    f"remove the tag !!{kind}, and quote the value if it is text",
+                )
+            return _UNREADABLE
 
     def _key(self, node: yaml.ScalarNode, path: Path) -> Any:
-        # A key is a name: "on:" means the word, never True (YAML 1.2 agrees).
-        return node.value if _is_yaml11_word(node) else self._scalar(node, path)
+        """The key *node* names, once per node (a mapping reads its keys twice); a tag
+        outside plain YAML, or one its text does not fit, is a problem, said once."""
+        key = self._keys.get(id(node), _UNSEEN)
+        if key is _UNSEEN:
+            if node.tag == _TIMESTAMP or _is_yaml11_word(node):
+                # A key is a name: "on:" means the word, never True (YAML 1.2 agrees),
+                # and a date is the text written, as a date value is.
+                key = node.value
+            elif node.tag not in _SCALARS:
+                self._bad_tag(path, node)
+                key = _UNREADABLE
+            else:
+                key = self._scalar(node, path)
+            self._keys[id(node)] = key
+        return key
 
     def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
@@ -221,6 +258,8 @@ class _Builder:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
                 continue
             key = self._key(key_node, path)
+            if key is _UNREADABLE:
+                continue
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 self._bad(
@@ -238,10 +277,12 @@ class _Builder:
             return {}
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALARS:
+            if not isinstance(key_node, yaml.ScalarNode):
                 self._bad(path, key_node, "a plain scalar as a mapping key", "a complex key")
                 continue
             key = self._key(key_node, path)
+            if key is _UNREADABLE:
+                continue
             key_path = (*path, key)
             mark = key_node.start_mark
             self.doc.key_positions[key_path] = (mark.line + 1, mark.column + 1)
@@ -316,6 +357,11 @@ def _too_deep(text: str) -> Any:
             return exc.problem_mark
         raise
     return None
+
+
+def _written(tag: str) -> str:
+    """*tag* as a file writes it: !!binary for tag:yaml.org,2002:binary; others as they are."""
+    return "!!" + tag[len(_STANDARD) :] if tag.startswith(_STANDARD) else tag
 
 
 def _is_yaml11_word(node: yaml.Node) -> bool:

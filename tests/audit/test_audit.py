@@ -816,6 +816,27 @@ def test_a_mistyped_session_is_told_the_sessions_that_exist(consumer: Consumer) 
         assert_clean(report(consumer.server.journal(), sessions=[typo]))
 
 
+def test_the_http_verdict_of_a_session_that_sent_nothing_is_not_clean(
+    consumer: Consumer,
+) -> None:
+    # docs/any-language.md gates on "clean" over HTTP: a mistyped session must not pass.
+    consumer.invoke("down")
+    url = f"{consumer.server.url}/__admin/report"
+    typo = requests.get(url, params={"session": consumer.session + "x"}, timeout=10).json()
+    (empty,) = typo["sessions"]
+    assert (empty["requests"], empty["findings"]) == (0, [])
+    assert (empty["clean"], typo["clean"]) == (False, False)
+    assert empty["did_you_mean"][0] == consumer.session
+    both = requests.get(
+        url, params=[("session", consumer.session), ("session", "nobody")], timeout=10
+    ).json()
+    assert [s["clean"] for s in both["sessions"]] == [True, False]
+    assert both["clean"] is False
+    assert report([])["clean"] is False  # no session at all proves nothing either
+    sent = requests.get(url, params={"session": consumer.session}, timeout=10).json()
+    assert (sent["sessions"][0]["clean"], sent["clean"]) == (True, True)
+
+
 def test_assert_clean_spells_out_every_finding(consumer: Consumer) -> None:
     consumer.retry("guarded", [0.0])
     consumer.retry("strict", [0.0, 0.0])

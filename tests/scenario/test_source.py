@@ -200,7 +200,8 @@ def test_tags_outside_plain_yaml_are_refused_and_nothing_is_constructed(
 ) -> None:
     problem = only_problem(text)
     assert tag in problem.found
-    assert problem.found.startswith("the tag ")
+    # A standard tag as it is written (!!binary), not "the tag tag:yaml.org,2002:binary".
+    assert problem.found == f"the tag {tag if tag.startswith('!') else '!!' + tag}"
     assert problem.path == path
     assert problem.line == 1
     assert "safe YAML" in problem.hint
@@ -282,6 +283,56 @@ def test_an_integer_python_will_not_convert_is_a_problem_not_a_crash() -> None:
     problem = only_problem(f"a: {'1' * 5000}\n")
     assert (problem.path, problem.found) == ("a", "a number of 5000 characters")
     assert problem.hint == "quote it if it is text"
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "expected", "value"),
+    [
+        pytest.param("a: !!bool maybe\n", "a", "a boolean", "maybe", id="bool"),
+        pytest.param("a: !!int x\n", "a", "an integer", "x", id="int"),
+        pytest.param("a: [!!int 0x]\n", "a[0]", "an integer", "0x", id="int-in-a-list"),
+        pytest.param("a: !!float x\n", "a", "a number", "x", id="float"),
+        pytest.param("a: {!!bool maybe: 1}\n", "a", "a boolean", "maybe", id="bool-key"),
+        pytest.param("a: {!!int x: 1, !!int y: 2}\n", "a", "an integer", "x", id="int-keys"),
+    ],
+)
+def test_a_standard_tag_on_text_it_cannot_read_is_a_problem_not_a_crash(
+    text: str, path: str, expected: str, value: str
+) -> None:
+    # PyYAML raises KeyError for !!bool maybe (a traceback), and the ValueError of
+    # !!int x was taken for an integer of over 4300 digits.
+    _, problems = read(text)
+    problem = problems[0]
+    tag = text.split("!!")[1].split()[0]
+    assert problem.path == path
+    assert problem.expected == f"{expected}, as the tag !!{tag} says"
+    assert problem.found == repr(value)
+    assert problem.hint == f"remove the tag !!{tag}, and quote the value if it is text"
+    assert len(problems) == text.count("!!"), problems  # each key once, not twice
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        pytest.param("a: {!x y: 1}\n", "!x", id="local-tag-on-a-flow-key"),
+        pytest.param("a:\n  !x y: 1\n", "!x", id="local-tag-on-a-block-key"),
+        pytest.param("a: {!!binary aGk=: 1}\n", "!!binary", id="binary-key"),
+        pytest.param("a: {!!map x: 1}\n", "!!map", id="map-tag-on-a-key"),
+        pytest.param("a: {!!seq x: 1}\n", "!!seq", id="seq-tag-on-a-key"),
+    ],
+)
+def test_a_tag_on_a_key_is_refused_as_on_a_value(text: str, tag: str) -> None:
+    # Was PyYAML's own "could not determine a constructor for the tag '!x'", as a
+    # syntax error, or "a complex key" for a scalar.
+    problem = only_problem(text)
+    assert (problem.path, problem.found) == ("a", f"the tag {tag}")
+    assert "safe YAML" in problem.hint
+
+
+def test_a_date_as_a_key_is_the_text_written_as_a_date_value_is() -> None:
+    [doc], problems = read("a: {2001-12-14: x, !!timestamp y: z}\nb: 2001-12-14\n")
+    assert problems == []
+    assert doc.data == {"a": {"2001-12-14": "x", "y": "z"}, "b": "2001-12-14"}
 
 
 def test_a_syntax_error_in_a_later_document_is_placed_in_that_document() -> None:
