@@ -50,9 +50,15 @@ def main() -> None:
     """The console script: ``serve`` on its allocator (see the module), then the commands."""
     allocator = allocator_to_set(sys.argv, os.environ)
     if allocator is not None:
-        os.environ["PYTHONMALLOC"] = allocator
         # orig_argv keeps the interpreter's own flags (-X, -W, -m mockskill or the script).
-        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        argv = [sys.executable, *sys.orig_argv[1:]]
+        try:
+            os.execve(sys.executable, argv, {**os.environ, "PYTHONMALLOC": allocator})
+        except OSError:
+            # Not allowed to execute the interpreter again (a user switched by setpriv or
+            # su without the search rights its path needs, a seccomp policy): serve on
+            # Python's allocator rather than not at all.
+            pass
     from .cli import main as commands
 
     commands()

@@ -21,6 +21,8 @@ from typing import IO
 import pytest
 import requests
 
+import mockskill.cli
+from mockskill import launch
 from mockskill.launch import SERVE_ALLOCATOR, allocator_to_set
 
 pytestmark = pytest.mark.skipif(
@@ -125,3 +127,20 @@ def test_only_a_serve_that_nobody_chose_an_allocator_for_is_executed_again(
     argv: list[str], environ: dict[str, str], expected: str | None
 ) -> None:
     assert allocator_to_set(argv, environ) == expected
+
+
+def test_a_serve_that_may_not_execute_itself_again_serves_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As after setpriv or su: the interpreter's path needs rights the new user lacks.
+    def refused(*_: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    commands: list[list[str]] = []
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    monkeypatch.setattr(sys, "argv", ["mockskill", "serve"])
+    monkeypatch.setattr(os, "execve", refused)
+    monkeypatch.setattr(mockskill.cli, "main", lambda: commands.append(sys.argv))
+    launch.main()
+    assert commands == [["mockskill", "serve"]]
+    assert "PYTHONMALLOC" not in os.environ  # nothing claims an allocator it does not have
