@@ -51,6 +51,7 @@ LAZY = (
     "mockskill.scenario.syntax",
     "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
     "cryptography",
+    "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
