@@ -7,8 +7,8 @@ Its own module so that the registry (:mod:`.registry`) and its shared-set side
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .._dataclass import dataclass
 from ..scenario.model import Scenario
 
 

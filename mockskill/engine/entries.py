@@ -17,9 +17,10 @@ import operator
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, fields
 from typing import Any, NamedTuple
 
+from .._dataclass import dataclass
 from ..protocol.catalog import Retry
 
 MAX_SESSION_NAME = 256
