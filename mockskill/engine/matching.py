@@ -120,6 +120,8 @@ class Miss:
 
 @dataclass(frozen=True)
 class _Candidate:
+    """An endpoint or route a missed request is measured against (its near misses)."""
+
     label: str
     methods: tuple[str, ...]
     rule: str

@@ -172,6 +172,8 @@ class _Kind:
 
 @dataclass(frozen=True)
 class _Field:
+    """A field of a descriptor object: its name, its kind, and whether it is required."""
+
     name: str
     kind: _Kind
     required: bool | Callable[[Mapping[str, Any]], bool] = False
