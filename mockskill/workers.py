@@ -42,11 +42,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import click
 
+from ._dataclass import dataclass
 from .listening import ServerError, exposed_without_token, is_loopback, listen
 
 WORKER_SOCKETS = ("auto", "reuseport", "inherit")

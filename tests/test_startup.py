@@ -51,6 +51,7 @@ LAZY = (
     "mockskill.scenario.syntax",
     "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
     "cryptography",
+    "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
@@ -158,3 +159,6 @@ def test_serve_answers_its_first_request_without_werkzeug_or_flask(tmp_path: Pat
     assert loaded(modules) == []
     # A str host name makes getaddrinfo import the idna codec: the port is bound by bytes.
     assert "encodings.idna" not in modules
+    # The TLS authority's folder (tempfile, and shutil with bz2 and lzma to remove it at
+    # exit): with --tls only. (Not in LAZY: click's help and urllib.request import them.)
+    assert {"shutil", "tempfile"} & modules == set()

@@ -7,8 +7,7 @@ wait an answer advised, and the attempts its advice allows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._dataclass import dataclass
 from ..protocol.catalog import CATEGORIES
 from .retries import VALIDATION_ERROR, Outcome
 

@@ -12,10 +12,10 @@ and the same requests replay the same values, whichever process serves each.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import random
 
+from .._dataclass import dataclass
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
@@ -27,7 +27,7 @@ _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
 
 
-@dataclasses.dataclass(slots=True)
+@dataclass(slots=True)
 class Chosen:
     """The step to play and its random values, or (*step* None) the reply instead."""
 
@@ -139,7 +139,7 @@ def choose(decided: Decided, taken: Answer) -> Decided:
     return decided
 
 
-@dataclasses.dataclass(slots=True)
+@dataclass(slots=True)
 class Decided:
     """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
 

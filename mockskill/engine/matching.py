@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._dataclass import dataclass
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
 from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill
@@ -119,6 +120,8 @@ class Miss:
 
 @dataclass(frozen=True)
 class _Candidate:
+    """An endpoint or route a missed request is measured against (its near misses)."""
+
     label: str
     methods: tuple[str, ...]
     rule: str

@@ -35,9 +35,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
+from .._dataclass import dataclass
 from .forwarding import HOP_BY_HOP, Relayed, Upstream, upstream_journal
 from .wire import FRAMING_HEADERS, Answer, Fault
 

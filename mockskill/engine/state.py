@@ -22,9 +22,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
+from .._dataclass import dataclass
 from .entries import (
     MASK,
     MAX_ENTRY_BYTES,
@@ -79,6 +79,9 @@ _PATH, _SESSION, _METHOD, _SKILL, _CREDENTIAL, _VERSION = map(
 
 @dataclass
 class _Token:
+    """An issued token: its scopes, when it expires and the uses it has left (None: no
+    bound)."""
+
     scopes: frozenset[str]
     expires: float | None
     uses_left: int | None

@@ -11,9 +11,11 @@ the transport's refusals and its fault players. :mod:`.plan` names both too.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from http import HTTPStatus
+
+from .._dataclass import dataclass
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 """Header names the transport writes itself; an answer's own are dropped."""

@@ -26,9 +26,9 @@ import copy
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._dataclass import dataclass
 from .catalog import CATEGORIES, unified_body
 from .descriptor import CAPABILITY_TYPES
 
@@ -172,6 +172,8 @@ class _Kind:
 
 @dataclass(frozen=True)
 class _Field:
+    """A field of a descriptor object: its name, its kind, and whether it is required."""
+
     name: str
     kind: _Kind
     required: bool | Callable[[Mapping[str, Any]], bool] = False

@@ -13,7 +13,8 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from .._dataclass import dataclass
 
 Version = tuple[int, int, int]
 

@@ -17,9 +17,11 @@ import base64
 import binascii
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
+
+from .._dataclass import dataclass
 
 SECRET_HEADER = re.compile(
     r"authorization|cookie|api[-_]?key|token|secret|password|passwd|credential|session-?id",

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .._dataclass import dataclass
 from ..engine.conditions import ABSENT, resolve, same
 
 MAX_LEAVES = 64

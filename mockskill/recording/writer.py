@@ -29,12 +29,13 @@ import datetime
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import yaml
 
+from .._dataclass import dataclass
 from ..engine.conditions import ABSENT
 from ..engine.exchange import Exchange
 from ..protocol.catalog import BASE_URL, TOKEN_PATH

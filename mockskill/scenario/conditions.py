@@ -11,9 +11,10 @@ case takes, not what it answers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from .._dataclass import dataclass
 from .source import Position
 
 Source = Literal["headers", "query", "body", "raw_body"]

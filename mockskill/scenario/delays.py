@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._dataclass import dataclass
 from .problems import Path, describe, did_you_mean
 from .reader import Reader
 
@@ -38,6 +38,8 @@ class Delay(Protocol):
 
 @dataclass(frozen=True)
 class Fixed:
+    """Always *ms* milliseconds."""
+
     ms: int
 
     def draw(self, rng: random.Random) -> float:
@@ -49,6 +51,8 @@ class Fixed:
 
 @dataclass(frozen=True)
 class Uniform:
+    """Any of *low* to *high* milliseconds, all as likely."""
+
     low: int
     high: int
 
@@ -61,6 +65,8 @@ class Uniform:
 
 @dataclass(frozen=True)
 class LogNormal:
+    """Lognormal around *median* ms with *sigma*; a draw above *cap* is drawn again."""
+
     median: float
     sigma: float
     cap: float

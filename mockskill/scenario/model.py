@@ -16,9 +16,10 @@ import functools
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from .._dataclass import dataclass
 from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
 from .conditions import Check, Condition, Operator, Source

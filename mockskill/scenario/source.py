@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .._dataclass import dataclass
 from .problems import Path, Problem, format_path
 
 if TYPE_CHECKING:

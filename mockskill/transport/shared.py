@@ -13,8 +13,7 @@ would otherwise keep the memory around them).
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
+import functools
 import gc
 import ipaddress
 import socket
@@ -48,18 +47,25 @@ TRIM_DELAY = 0.5
 """Seconds the count of connections must stay still, after a flood has gone, before the trim."""
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where there is none; looked up on the first trim.
+
+    Not at import: ctypes (with ctypes.util's shutil, tempfile, bz2, lzma) costs a
+    server's start-up ~10 ms, and find_library runs ``ldconfig -p`` in a child
+    process, for a function only a flood of connections ever needs (issue 13).
+    """
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # late: see above
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim: Callable[[int], int] = libc.malloc_trim
     except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         return None
     return trim
-
-
-_TRIM = _malloc_trim()
 
 
 def trim_heap() -> bool:
@@ -70,10 +76,11 @@ def trim_heap() -> bool:
     collection first frees what only the cyclic GC can (the flood's requests'
     cycles), which an idle server would otherwise keep until its next one.
     """
-    if _TRIM is None:
+    trim = _malloc_trim()
+    if trim is None:
         return False
     gc.collect()
-    _TRIM(0)
+    trim(0)
     return True
 
 

@@ -29,9 +29,7 @@ import datetime
 import functools
 import ipaddress
 import os
-import shutil
 import ssl
-import tempfile
 import threading
 import warnings
 from collections.abc import Iterable
@@ -52,7 +50,12 @@ class Authority:
     """A local CA: the server's certificate, the faults' certificates, client certificates."""
 
     def __init__(self) -> None:
-        import trustme  # here, not at the top: a plain-HTTP server never loads it
+        # Here, not at the top: a plain-HTTP server never loads them (trustme is most of
+        # --tls's start-up; shutil, with bz2 and lzma, and tempfile ~5 ms of everyone's).
+        import shutil
+        import tempfile
+
+        import trustme
 
         self.ca = trustme.CA(organization_name="mockskill local CA")
         self.ca_pem = self.ca.cert_pem.bytes()

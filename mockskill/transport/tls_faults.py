@@ -34,8 +34,8 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from .._dataclass import dataclass
 from .connection import Connection
 from .handler import Handler
 from .reading import Limits

@@ -130,7 +130,7 @@ def test_accepted_sockets_do_not_delay_small_writes(loop: str) -> None:
         assert on_loop(server, nodelay) == 1
 
 
-@pytest.mark.skipif(shared._TRIM is None, reason="no malloc_trim (not glibc)")
+@pytest.mark.skipif(shared._malloc_trim() is None, reason="no malloc_trim (not glibc)")
 def test_the_memory_of_a_flood_is_handed_back_once_it_has_gone(
     loop: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,124 @@
+"""``dataclass``, with ``__eq__``, ``__hash__`` and ``__repr__`` shared, not generated per class.
+
+Python (3.12 and before) makes each method a dataclass generates by compiling
+its source text, one ``exec`` each: ~0.6 M instructions apiece, six for a frozen
+dataclass. Start-up builds ~60 of them (issue 13): ~220 M instructions of a
+serving process's ~840 M before its first answer. Three of the six need no
+code of their own, only the class's fields: this module's :func:`dataclass`
+asks :func:`dataclasses.dataclass` for the others (``__init__``, and a frozen
+class's ``__setattr__`` and ``__delattr__``) and sets these three, the same
+functions for every class, reading the fields from ``__dataclass_fields__`` (on
+first use, then kept on the class). -85 M instructions at import.
+
+They do what the generated ones do (Python 3.10-3.12; tests/test_dataclass.py
+holds them to it): ``__eq__`` compares the tuples of the compared fields of two
+instances of the same class (else ``NotImplemented``); ``__hash__``, set only
+on a frozen class that compares, hashes the tuple of its hashed fields (an
+unfrozen one that compares is unhashable); ``__repr__`` is the class's
+qualified name and its shown fields (``...`` for a recursive one). A class that
+defines one of them itself keeps its own, as a dataclass does. ``order`` and
+``unsafe_hash`` are the standard library's alone (the whole class is then left
+to it). ``__dataclass_params__`` says ``eq=False, repr=False`` for a class made
+here; nothing in mockskill reads it.
+
+For type checkers this is :func:`dataclasses.dataclass` itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from collections.abc import Callable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["dataclass"]
+
+_Getter = Callable[[Any], tuple[Any, ...]]
+
+
+def _getter(names: tuple[str, ...]) -> _Getter:
+    """A function from an instance to the tuple of its attributes *names* (always a tuple)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        (name,) = names
+        return lambda obj: (getattr(obj, name),)
+    return lambda obj: ()
+
+
+def _compared(cls: type) -> _Getter:
+    getter: _Getter | None = cls.__dict__.get("_dataclass_compared")
+    if getter is None:
+        getter = _getter(tuple(f.name for f in dataclasses.fields(cls) if f.compare))
+        type.__setattr__(cls, "_dataclass_compared", getter)
+    return getter
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is self.__class__:
+        values = _compared(self.__class__)
+        return values(self) == values(other)
+    return NotImplemented
+
+
+def _hash(self: Any) -> int:
+    cls = self.__class__
+    getter: _Getter | None = cls.__dict__.get("_dataclass_hashed")
+    if getter is None:
+        hashed = (f for f in dataclasses.fields(cls) if (f.compare if f.hash is None else f.hash))
+        getter = _getter(tuple(f.name for f in hashed))
+        type.__setattr__(cls, "_dataclass_hashed", getter)
+    return hash(getter(self))
+
+
+@reprlib.recursive_repr()
+def _repr(self: Any) -> str:
+    cls = self.__class__
+    names: tuple[str, ...] | None = cls.__dict__.get("_dataclass_shown")
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.repr)
+        type.__setattr__(cls, "_dataclass_shown", names)
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+    return f"{cls.__qualname__}({shown})"
+
+
+def _shared(
+    cls: type,
+    *,
+    eq: bool = True,
+    repr: bool = True,
+    **options: Any,
+) -> type:
+    own = cls.__dict__
+    class_hash = own.get("__hash__", dataclasses.MISSING)
+    explicit_hash = not (
+        class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in own)
+    )
+    defines_eq, defines_repr = "__eq__" in own, "__repr__" in own
+    made: type = dataclasses.dataclass(cls, eq=False, repr=False, **options)
+    if repr and not defines_repr:
+        made.__repr__ = _repr  # type: ignore[assignment]
+    if eq:
+        if not defines_eq:
+            made.__eq__ = _eq  # type: ignore[assignment]
+        if not explicit_hash:
+            # As a dataclass: hashable by its fields when frozen, not at all otherwise.
+            made.__hash__ = _hash if options.get("frozen") else None  # type: ignore[assignment]
+    return made
+
+
+def _dataclass(cls: type | None = None, /, **options: Any) -> Any:
+    if options.get("order") or options.get("unsafe_hash"):
+        return dataclasses.dataclass(cls, **options)  # rare: the standard library's alone
+
+    def wrap(cls: type) -> type:
+        return _shared(cls, **options)
+
+    return wrap if cls is None else wrap(cls)
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    dataclass = _dataclass

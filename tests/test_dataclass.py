@@ -1,0 +1,179 @@
+"""mockskill._dataclass: the shared __eq__, __hash__ and __repr__ do what generated ones do.
+
+Each case is declared twice, by :func:`dataclasses.dataclass` and by mockskill's,
+and the two classes' instances must compare, hash and print alike (the class
+names aside), across the options mockskill uses and the corners a dataclass has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+from mockskill import _dataclass
+
+Declare = Callable[..., Any]
+
+
+def both(body: Callable[[Declare], tuple[type, list[tuple[Any, ...]]]]) -> list[Any]:
+    """The instances *body* makes with each decorator: [(standard, ours), ...]."""
+    std_cls, args = body(dataclasses.dataclass)
+    our_cls, _ = body(_dataclass.dataclass)
+    return [(std_cls(*a), our_cls(*a)) for a in args]
+
+
+def plain(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc
+    class Plain:
+        a: int
+        b: str = "b"
+
+    return Plain, [(1, "x"), (1, "x"), (2, "x"), (1, "y")]
+
+
+def frozen(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True)
+    class Frozen:
+        a: float
+        b: tuple[int, ...] = ()
+        c: int = dataclasses.field(default=0, compare=False)
+        d: int = dataclasses.field(default=0, repr=False)
+        e: int = dataclasses.field(default=0, hash=False)
+        k: ClassVar[int] = 3
+
+    nan = math.nan
+    return Frozen, [(1.0, (1,), 1, 1, 1), (1.0, (1,), 2, 1, 2), (nan, ()), (nan, ()), (2.0,)]
+
+
+def slotted(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True, slots=True)
+    class Slotted:
+        a: int
+        b: Any = None
+
+    return Slotted, [(1,), (1,), (1, [2]), (1, [2]), (2, 3)]
+
+
+def one_field(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True)
+    class One:
+        a: float
+
+    return One, [(math.nan,), (math.nan,), (1.0,)]
+
+
+def no_field(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True)
+    class Empty:
+        pass
+
+    return Empty, [(), ()]
+
+
+def own_methods(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True)
+    class Own:
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __repr__(self) -> str:
+            return "own"
+
+    return Own, [(1,), (2,)]
+
+
+def own_hash(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc
+    class OwnHash:
+        a: int
+
+        def __hash__(self) -> int:
+            return 7
+
+    return OwnHash, [(1,), (2,)]
+
+
+def unequal(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True, eq=False)
+    class Unequal:
+        a: int
+
+    return Unequal, [(1,), (1,)]
+
+
+def inherited(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True)
+    class Base:
+        a: int
+
+    @dc(frozen=True)
+    class Derived(Base):
+        b: int = 0
+
+    class Undecorated(Derived):
+        pass
+
+    return Undecorated, [(1, 2), (1, 2), (1, 3)]
+
+
+CASES = [plain, frozen, slotted, one_field, no_field, own_methods, own_hash, unequal, inherited]
+
+
+def shown(obj: Any) -> str:
+    return repr(obj).replace(type(obj).__qualname__, "C", 1)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_shared_methods_do_what_generated_ones_do(case: Any) -> None:
+    pairs = both(case)
+    for std, ours in pairs:
+        assert shown(ours) == shown(std)
+        assert (type(ours).__hash__ is None) == (type(std).__hash__ is None)
+        assert (ours == ours) == (std == std)  # a NaN field: identity first
+        assert (ours == 1) == (std == 1)
+        assert (ours != 1) == (std != 1)
+    for (std_a, ours_a), (std_b, ours_b) in itertools.pairwise(pairs):
+        assert (ours_a == ours_b) == (std_a == std_b)
+        assert (ours_a != ours_b) == (std_a != std_b)
+    std_hashable = [std for std, _ in pairs if _hashable(std)]
+    our_hashable = [ours for _, ours in pairs if _hashable(ours)]
+    assert len(our_hashable) == len(std_hashable)
+    if vars(object)["__hash__"] is not getattr(type(pairs[0][0]), "__hash__", None):  # by value
+        assert [hash(o) for o in our_hashable] == [hash(o) for o in std_hashable]
+
+
+def _hashable(obj: Any) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def test_a_recursive_repr_stops_as_a_dataclass_does() -> None:
+    def make(dc: Declare) -> Any:
+        @dc
+        class Node:
+            child: Any = None
+
+        node = Node()
+        node.child = [node]
+        return node
+
+    assert shown(make(_dataclass.dataclass)) == shown(make(dataclasses.dataclass))
+
+
+def test_order_and_unsafe_hash_are_the_standard_librarys() -> None:
+    @_dataclass.dataclass(order=True, frozen=True)
+    class Ordered:
+        a: int
+
+    assert Ordered(1) < Ordered(2)
+    assert Ordered.__eq__ is not _dataclass._eq
