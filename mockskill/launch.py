@@ -52,7 +52,7 @@ def main() -> None:
     if allocator is not None:
         # orig_argv keeps the interpreter's own flags (-X, -W, -m mockskill or the script).
         argv = [sys.executable, *sys.orig_argv[1:]]
-        try:
+        try:  # noqa: SIM105 - contextlib would be one more import for the first image
             os.execve(sys.executable, argv, {**os.environ, "PYTHONMALLOC": allocator})
         except OSError:
             # Not allowed to execute the interpreter again (a user switched by setpriv or
