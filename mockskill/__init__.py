@@ -6,8 +6,6 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
-import importlib
-
 from ._version import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the launcher (mypy knows the name)
@@ -53,6 +51,8 @@ def __getattr__(name: str) -> object:
     # what was imported before that would be paid for twice. ``from mockskill import
     # Server`` imports the server as before; create_app (the WSGI app, with Flask and
     # Werkzeug) waits for its own first use (issue 13, start-up).
+    import importlib  # here: the launcher's first image never needs it
+
     home = _HOMES.get(name)
     if home is not None:
         value = getattr(importlib.import_module(home, __name__), name)

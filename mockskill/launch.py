@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # typing's and collections.abc's imports cost the first image ~5 ms
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 SERVE_ALLOCATOR = "malloc"
 """The ``PYTHONMALLOC`` a serving process runs on when nobody chose one."""
