@@ -26,8 +26,10 @@ For type checkers this is :func:`dataclasses.dataclass` itself.
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import reprlib
+import sys
 from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -83,6 +85,50 @@ def _repr(self: Any) -> str:
     return f"{cls.__qualname__}({shown})"
 
 
+# Python 3.10-3.12 compile a frozen class's __setattr__ and __delattr__ one exec each
+# (_frozen_get_del_attr; 3.13 builds all of a class's methods in one exec, and
+# renamed what it calls): two of the six compiles of a frozen dataclass, ~65 M
+# instructions of serve's start-up. Where dataclasses has that function, it is
+# swapped, while one of our classes is made, for one that makes the same two
+# methods as closures (no compile); the lock keeps two threads' swaps apart.
+_FROZEN_METHODS = "_frozen_get_del_attr"
+_SWAP = sys.version_info < (3, 13) and callable(getattr(dataclasses, _FROZEN_METHODS, None))
+_swapping = _thread.allocate_lock()
+
+
+def _frozen_methods(
+    cls: Any, fields: list[dataclasses.Field[Any]], globals: dict[str, Any]
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``__setattr__`` and ``__delattr__`` as dataclasses writes them, for *cls*'s *fields*."""
+    names = tuple(f.name for f in fields)
+    frozen_error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
+
+
+def _made(cls: type, options: dict[str, Any]) -> type:
+    """*cls* made a dataclass without its ``__eq__``, ``__hash__``, ``__repr__``."""
+    if not (_SWAP and options.get("frozen")):
+        return dataclasses.dataclass(cls, eq=False, repr=False, **options)
+    with _swapping:
+        original = getattr(dataclasses, _FROZEN_METHODS)
+        setattr(dataclasses, _FROZEN_METHODS, _frozen_methods)
+        try:
+            return dataclasses.dataclass(cls, eq=False, repr=False, **options)
+        finally:
+            setattr(dataclasses, _FROZEN_METHODS, original)
+
+
 def _shared(
     cls: type,
     *,
@@ -96,7 +142,7 @@ def _shared(
         class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in own)
     )
     defines_eq, defines_repr = "__eq__" in own, "__repr__" in own
-    made: type = dataclasses.dataclass(cls, eq=False, repr=False, **options)
+    made = _made(cls, options)
     if repr and not defines_repr:
         made.__repr__ = _repr  # type: ignore[assignment]
     if eq:

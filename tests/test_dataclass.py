@@ -177,3 +177,36 @@ def test_order_and_unsafe_hash_are_the_standard_librarys() -> None:
 
     assert Ordered(1) < Ordered(2)
     assert Ordered.__eq__ is not _dataclass._eq
+
+
+def _outcome(action: Callable[..., object], *args: object) -> tuple[str, str]:
+    """What *action(*args)* raised (type name and message), or ("", "") if nothing."""
+    try:
+        action(*args)
+    except Exception as error:
+        return type(error).__name__, str(error)
+    return "", ""
+
+
+@pytest.mark.parametrize("case", [frozen, slotted, one_field, no_field, inherited])
+def test_a_frozen_class_refuses_assignment_and_deletion_as_a_dataclass_does(case: Any) -> None:
+    for std, ours in both(case):
+        for name in ("a", "b", "new"):
+            assert _outcome(setattr, ours, name, 5) == _outcome(setattr, std, name, 5)
+            assert _outcome(delattr, ours, name) == _outcome(delattr, std, name)
+        assert shown(ours) == shown(std)  # nothing was changed by what was refused
+
+
+def test_frozen_methods_are_closures_not_compiled_and_dataclasses_is_left_as_it_was() -> None:
+    before = getattr(dataclasses, "_frozen_get_del_attr", None)
+
+    @_dataclass.dataclass(frozen=True)
+    class Frozen:
+        a: int
+
+    assert getattr(dataclasses, "_frozen_get_del_attr", None) is before
+    if _dataclass._SWAP:  # Python 3.10-3.12: the two methods are ours, made without exec
+        assert Frozen.__setattr__.__code__ is _dataclass._frozen_methods(Frozen, [], {})[0].__code__
+        assert Frozen.__setattr__.__qualname__ == f"{Frozen.__qualname__}.__setattr__"
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'a'"):
+        Frozen(1).a = 2  # type: ignore[misc]
