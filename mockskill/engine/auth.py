@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
-import secrets
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -52,11 +49,16 @@ def fingerprint(secret: str, key: bytes) -> str:
     unchanged one; without the key, a weak token cannot be brute-forced back
     from an exported journal.
     """
+    import hashlib  # on the first credential: OpenSSL's hashes are no part of start-up
+    import hmac
+
     return "hmac-sha256:" + hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def _sha256(secret: str) -> str:
     """A presented credential's digest, as a scenario's ``token_sha256``/``key_sha256``."""
+    import hashlib
+
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -189,6 +191,8 @@ def token_endpoint(request: Request, credentials: Credentials) -> Later[Response
     if not scopes <= client.scopes:
         extra = " ".join(sorted(scopes - client.scopes))
         return _oauth_error(400, "invalid_scope", f"not granted to this client: {extra}")
+    import secrets
+
     token = secrets.token_urlsafe(24)
     lifetime = credentials.lifetime
     body: dict[str, Any] = {

@@ -16,14 +16,19 @@ EVP) outweighs its faster block function until bodies are kilobytes long.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-_sha256: Callable[[bytes], hashlib._Hash]
+if TYPE_CHECKING:
+    from hashlib import _Hash
+
+# Not hashlib: importing it loads OpenSSL's _hashlib (3-5 ms of serve's start-up), which
+# nothing before the first answer needs (issue 13).
+_sha256: Callable[[bytes], _Hash]
 try:
     from _sha256 import sha256 as _sha256  # type: ignore[import-not-found,no-redef]
 except ImportError:  # a build without the built-in hashes (--without-builtin-hashlib-hashes)
-    _sha256 = hashlib.sha256
+    from hashlib import sha256 as _sha256
 
 _BLOCK = 64
 """SHA-256's block size in bytes: the HMAC key is padded (or hashed) to it."""
@@ -40,7 +45,7 @@ class KeyedDigest:
 
     def __init__(self, key: bytes) -> None:
         if len(key) > _BLOCK:
-            key = hashlib.sha256(key).digest()
+            key = _sha256(key).digest()
         key = key.ljust(_BLOCK, b"\0")
         self._inner = _sha256(bytes(b ^ 0x36 for b in key))
         self._outer = _sha256(bytes(b ^ 0x5C for b in key))
@@ -52,5 +57,13 @@ class KeyedDigest:
         outer = self._outer.copy()
         outer.update(inner.digest())
         return PREFIX + outer.hexdigest()[:16]
+
+    def raw(self, data: bytes) -> bytes:
+        """The whole HMAC-SHA256 of *data* (``hmac.new(key, data, "sha256").digest()``)."""
+        inner = self._inner.copy()
+        inner.update(data)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return bytes(outer.digest())
 
     __call__ = digest

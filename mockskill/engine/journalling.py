@@ -10,8 +10,6 @@ keyed digests and credentials as keyed fingerprints, never as they were.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import time
 from collections.abc import Sequence as Replies
 from typing import TYPE_CHECKING, Any
@@ -47,8 +45,9 @@ class Journalling:
         # The store's key (shared by every replica on a shared store), one derived key per
         # use: a short body (a PIN, a password) cannot be guessed back from its digest.
         key = state.digest_key
-        self.body_digest = KeyedDigest(hmac.new(key, b"body", hashlib.sha256).digest())
-        self.credential_key = hmac.new(key, b"credential", hashlib.sha256).digest()
+        derive = KeyedDigest(key).raw
+        self.body_digest = KeyedDigest(derive(b"body"))
+        self.credential_key = derive(b"credential")
 
     def recorded(
         self,

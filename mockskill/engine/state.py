@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import os
 import random
-import secrets
 import threading
 import time
 from collections import OrderedDict, deque
@@ -201,7 +201,7 @@ class State:
         if seed is None:
             seed = random.SystemRandom().randrange(2**32)
         self.seed = seed
-        self.digest_key = secrets.token_bytes(32)
+        self.digest_key = os.urandom(32)  # secrets.token_bytes's; secrets would import hmac
         self.max_sessions = max_sessions
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import hashlib
-import hmac
 from collections.abc import Mapping
 from dataclasses import field
 from typing import Literal
@@ -351,6 +349,9 @@ class Client:
 
     def accepts(self, secret: str) -> bool:
         """Whether *secret* is this client's (compared in constant time)."""
+        import hashlib  # on the first token request: OpenSSL's hashes are no part of start-up
+        import hmac
+
         if self.secret_sha256 is not None:
             digest = hashlib.sha256(secret.encode()).hexdigest()
             return hmac.compare_digest(self.secret_sha256, digest)
