@@ -50,20 +50,20 @@ class KeyedDigest:
         self._inner = _sha256(bytes(b ^ 0x36 for b in key))
         self._outer = _sha256(bytes(b ^ 0x5C for b in key))
 
-    def digest(self, data: bytes) -> str:
-        """The keyed digest of *data*."""
+    def _hmac(self, data: bytes) -> _Hash:
+        """The HMAC of *data*: the outer state, fed the inner one's digest."""
         inner = self._inner.copy()
         inner.update(data)
         outer = self._outer.copy()
         outer.update(inner.digest())
-        return PREFIX + outer.hexdigest()[:16]
+        return outer
+
+    def digest(self, data: bytes) -> str:
+        """The keyed digest of *data*."""
+        return PREFIX + self._hmac(data).hexdigest()[:16]
 
     def raw(self, data: bytes) -> bytes:
         """The whole HMAC-SHA256 of *data* (``hmac.new(key, data, "sha256").digest()``)."""
-        inner = self._inner.copy()
-        inner.update(data)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return bytes(outer.digest())
+        return self._hmac(data).digest()
 
     __call__ = digest
