@@ -299,7 +299,9 @@ def main() -> None:
     frees: list[float] = []
     with c.scenario_file(SCENARIO) as path:
         for allocator in args.allocator:
-            _serve_rounds(args, allocator, path, rows, frees)
+            its_rows, its_frees = _serve_rounds(args, allocator, path)
+            rows += its_rows
+            frees += its_frees
 
     print(
         f"{args.clients} connections held by a hang: 60000 step; {args.requests} sequential"
@@ -336,13 +338,11 @@ def main() -> None:
 
 
 def _serve_rounds(
-    args: argparse.Namespace,
-    allocator: str,
-    path: str,
-    rows: list[tuple[object, ...]],
-    frees: list[float],
-) -> None:
-    """Start a server on *allocator*, run the rounds against it, add their rows and times."""
+    args: argparse.Namespace, allocator: str, path: str
+) -> tuple[list[tuple[object, ...]], list[float]]:
+    """Start a server on *allocator* and run the rounds against it: their rows and times."""
+    rows: list[tuple[object, ...]] = []
+    frees: list[float] = []
     healthy = str(c.REPO / "scenarios" / "healthy.yaml")
     cmd = [sys.executable, "-c", SERVER_CODE, str(args.journal_size), path, healthy]
     env = {**os.environ, "PYTHONMALLOC": allocator}
@@ -394,6 +394,7 @@ def _serve_rounds(
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             c.stop(proc)  # type: ignore[arg-type]
+    return rows, frees
 
 
 def _cells(r: Round, journal_cell: str, after_cell: str) -> tuple[str, ...]:
