@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import errno
-import os
 import re
 import selectors
 import signal
@@ -158,7 +157,7 @@ def measure(step: str, count: int, wave_size: int, warm: int, journal: int, fold
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
         *c.mockskill_cmd(port, [str(scenario)]), "--journal-size", str(journal),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = c.valgrind_env()
     proc = subprocess.Popen(
         cmd, cwd=str(c.BENCH_DIR), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

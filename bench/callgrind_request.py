@@ -34,7 +34,6 @@ engine's plan and journal, the relay and the pooled upstream exchange
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import socket
 import subprocess
@@ -138,7 +137,7 @@ def measure(requests: int, args: argparse.Namespace, where: Path) -> Run:
         str(args.journal_size),
         *args.scenarios,
     ]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = c.valgrind_env()
     started = time.monotonic()
     proc = subprocess.Popen(
         cmd,
