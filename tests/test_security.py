@@ -443,7 +443,12 @@ def test_a_hostile_request_leaves_an_entry_of_bounded_size_its_texts_marked_cut(
     cut = f"...[{len(wide) - MAX_TEXT} more characters]"
     assert [entries[1].skill, entries[2].skill] == [wide[:MAX_TEXT] + cut] * 2
     assert entries[1].protocol_version == "v" * MAX_TEXT + "...[59872 more characters]"
-    assert entries[3].method == "X" * MAX_TEXT + "...[49872 more characters]"
+    # A method llhttp refuses is kept from the packet that held the refusal: how much of the
+    # 50 000 X's that was depends on how loopback cut the stream (49 872 more, or 32 613).
+    method = re.fullmatch(r"(X+)\.\.\.\[(\d+) more characters\]", entries[3].method)
+    assert method is not None, entries[3].method[:200]
+    assert len(method[1]) == MAX_TEXT
+    assert 0 < int(method[2]) <= 50_000 - MAX_TEXT
     assert (
         entries[4].credential
         == f"client {wide[: MAX_TEXT - 7]}...[{len(wide) - 121} more characters]"
