@@ -23,9 +23,21 @@ cached (``PYTHONPYCACHEPREFIX`` set to a temporary folder, written by one
 discarded start of each first). The header says which case the first
 rows are.
 
+**The reference.** The issue asked for 250 ms when the server of its day
+took 230 ms here, and this machine's speed drifts by 1.3-2 x between hours
+(bare Flask's cached start has read 141 ms and 333 ms on different days). So
+the server of the issue's day (``--reference``, default ``2efc3b9``, taken
+from this repository's history with ``git archive`` into a temporary folder
+and started with ``PYTHONPATH`` at it, its bytecode cached like the rest) is
+started in the same rounds, and the verdict is the brief's ratio: a
+mockskill row's p90 at most 250/230 of the reference's p90 in the same run.
+The absolute 250 ms is printed beside it. Without git or that commit (a
+shallow clone) the reference row is left out and only the absolute verdict
+is given.
+
 Run::
 
-    python bench/startup.py [--rounds 15]
+    python bench/startup.py [--rounds 15] [--reference REV]
 """
 
 from __future__ import annotations
@@ -46,6 +58,11 @@ import _common as c
 
 TARGET_MS = 250.0
 """Issue 13 (was 300 ms): p90 of the mockskill variants."""
+REFERENCE_REV = "2efc3b9"
+"""The commit of the day issue 13 was filed, whose server started in "today 230 ms"."""
+REFERENCE_MS = 230.0
+"""That server's start-up as the issue measured it: the bound is TARGET_MS / REFERENCE_MS of it."""
+REPO = Path(__file__).resolve().parent.parent
 
 
 def time_python_floor() -> float:
@@ -90,6 +107,27 @@ def bytecode_state() -> str:
     return "bytecode written and read as usual"
 
 
+def extract_reference(rev: str, into: str) -> str | None:
+    """The package and bundled scenarios of commit *rev* under *into*; None (and why) if not."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", rev, "mockskill", "scenarios"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", into], input=archive, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = exc.stderr.decode(errors="replace").strip() if hasattr(exc, "stderr") else exc
+        print(f"no reference row: commit {rev} could not be taken from git ({detail})")
+        return None
+    return into
+
+
+def reference_cmd(port: int, folder: str) -> list[str]:
+    """The reference server, ``python -m mockskill serve``, importing mockskill from *folder*."""
+    return ["env", f"PYTHONPATH={folder}", *c.mockskill_cmd(port)]
+
+
 def with_cache(cmd: list[str], folder: str) -> list[str]:
     """*cmd* reading and writing bytecode under *folder* (``env`` execs, so the pid is Python's)."""
     return ["env", "-u", "PYTHONDONTWRITEBYTECODE", f"PYTHONPYCACHEPREFIX={folder}", *cmd]
@@ -98,11 +136,19 @@ def with_cache(cmd: list[str], folder: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15, help="starts of each server")
+    parser.add_argument(
+        "--reference",
+        default=REFERENCE_REV,
+        help="commit whose server is the same-run reference ('' for none)",
+    )
     args = parser.parse_args()
 
     cache = tempfile.mkdtemp(prefix="mockskill-bench-pyc-")
+    old = tempfile.mkdtemp(prefix="mockskill-bench-reference-")
+    reference = extract_reference(args.reference, old) if args.reference else None
     bare = "bare Flask (bench/bare_flask.py)"
     bare_cached = "bare Flask, bytecode cached"
+    reference_name = f"the issue's day's serve ({args.reference}), bytecode cached"
     variants: dict[str, Callable[[int], list[str]]] = {
         "python -m mockskill serve": lambda p: c.mockskill_cmd(p),
         "mockskill serve (console script)": lambda p: c.mockskill_cmd(p, console_script=True),
@@ -110,8 +156,13 @@ def main() -> None:
         "python -m mockskill serve, bytecode cached": lambda p: with_cache(
             c.mockskill_cmd(p), cache
         ),
+        "mockskill serve (console script), bytecode cached": lambda p: with_cache(
+            c.mockskill_cmd(p, console_script=True), cache
+        ),
         bare_cached: lambda p: with_cache(c.bare_cmd(p), cache),
     }
+    if reference is not None:
+        variants[reference_name] = lambda p: with_cache(reference_cmd(p, reference), cache)
     baseline = {name: bare_cached if "cached" in name else bare for name in variants}
     for name, cmd in variants.items():
         if "cached" in name:  # one discarded start writes the bytecode
@@ -131,16 +182,30 @@ def main() -> None:
         times["python -c pass (floor)"].append(time_python_floor())
         times["Server().start() in-process, after import"].append(time_in_process())
     shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
     print(f"start-up to first correct GET {c.DESCRIBE_PATH}; {args.rounds} runs each")
     print(c.machine())
     print(f"bytecode in the first rows: {bytecode_state()}")
+    bound = None
+    if reference is not None:
+        bound = c.percentile([v * 1000 for v in times[reference_name]], 90) * (
+            TARGET_MS / REFERENCE_MS
+        )
+        print(
+            f"same-run bound: the reference's p90 x {TARGET_MS:.0f}/{REFERENCE_MS:.0f}"
+            f" = {bound:.0f} ms (the issue: {TARGET_MS:.0f} ms when its day's server took"
+            f" {REFERENCE_MS:.0f}); judged on the bytecode-cached rows, as installed"
+        )
     rows = []
     for name, values in times.items():
         ms = [v * 1000 for v in values]
-        target = ratio = cpu_ms = ""
-        if "mockskill" in name and "in-process" not in name:
-            target = "met" if c.percentile(ms, 90) <= TARGET_MS else "MISSED"
+        absolute = ratio = cpu_ms = same_run = ""
+        judged = name.startswith(("python -m mockskill", "mockskill serve"))
+        if judged:
+            absolute = "met" if c.percentile(ms, 90) <= TARGET_MS else "MISSED"
+        if judged and bound is not None and "cached" in name:
+            same_run = "met" if c.percentile(ms, 90) <= bound else "MISSED"
         if name in baseline:
             ratio = f"{c.median(values) / c.median(times[baseline[name]]):.2f}"
             cpu_ms = f"{c.median(cpu[name]) * 1000:.0f}"
@@ -153,7 +218,8 @@ def main() -> None:
                 f"{max(ms):.0f}",
                 cpu_ms,
                 ratio,
-                target,
+                same_run,
+                absolute,
             )
         )
     c.print_table(
@@ -165,6 +231,7 @@ def main() -> None:
             "max ms",
             "CPU ms (median)",
             "/ bare Flask",
+            "p90 <= same-run bound",
             f"p90 <= {TARGET_MS:.0f} ms",
         ),
         rows,
