@@ -7,6 +7,7 @@ import contextlib
 import logging
 import shutil
 import socket
+import statistics
 import struct
 import subprocess
 import threading
@@ -42,18 +43,27 @@ def test_port_zero_picks_a_free_port_and_url_says_which() -> None:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
-def test_start_and_stop_are_quick() -> None:
-    server = Server(load_text("skills: [{id: a}]"))
-    started = time.monotonic()
-    server.start()
-    requests.get(f"{server.url}/skills", timeout=10)
-    stopping = time.monotonic()
-    server.stop()
-    stopped = time.monotonic()
-    # Generous bounds (shared, noisy machines): Werkzeug's polling shutdown
-    # alone would take up to 0.5 s; ours wakes the accept loop at once.
-    assert stopping - started < 2
-    assert stopped - stopping < 0.4
+def test_start_and_stop_take_at_most_50_ms_each() -> None:
+    # Issue 13: the embedded Server, not only the transport under it (whose own bound is
+    # tests/transport/test_lifecycle.py's). Stopped with a kept-alive connection open,
+    # as a test's session leaves it; the median of five (one cycle may be descheduled).
+    scenarios = load_text("skills: [{id: a}]")
+    starts, stops = [], []
+    for attempt in range(6):
+        server = Server(scenarios, quiet=True)
+        started = time.perf_counter()
+        server.start()
+        start_s = time.perf_counter() - started
+        with requests.Session() as session:
+            assert session.get(f"{server.url}/skills", timeout=10).status_code == 200
+            started = time.perf_counter()
+            server.stop()
+            stop_s = time.perf_counter() - started
+        if attempt:  # the first also imports what serving needs
+            starts.append(start_s)
+            stops.append(stop_s)
+    assert statistics.median(starts) <= 0.05, starts
+    assert statistics.median(stops) <= 0.05, stops
 
 
 def test_a_busy_port_is_a_clear_error_not_an_exit() -> None:

@@ -310,6 +310,7 @@ class RequestReader(abc.ABC):
         # Once per request, unless its target is split across packets; b"" + url is url.
         url = self._url + url
         if len(url) > self._max_target:
+            self._method = self._method_read()  # the target is not kept: say the method
             raise _Refused(414, f"the request target exceeds {self._max_target} bytes")
         self._url = url
 
@@ -425,6 +426,19 @@ class RequestReader(abc.ABC):
 
     # -- refusals ------------------------------------------------------------------
 
+    def _method_read(self) -> str:
+        """The method of the request under way, "" if none was read.
+
+        :attr:`_method` is set when the head is complete; a request refused
+        inside its head (a bad ``Content-Length``, too many headers, a head
+        cut short) has had its method read by llhttp all the same, once its
+        target has begun: asked of the parser here, on a refusal only.
+        """
+        if self._method or self._parser is _SPENT:
+            return self._method
+        method = self._parser.get_method()
+        return _METHODS.get(method) or method.decode("latin-1")
+
     def _refusal(self, status: int, reason: str) -> Refusal:
         return Refusal(
             status,
@@ -434,7 +448,7 @@ class RequestReader(abc.ABC):
             time.time(),
             self.serial,
             max(self._index, 1),
-            self._method or None,
+            (self._method_read() if self._url else self._method) or None,
             self._url.decode("latin-1") if self._url else None,
             tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in self._headers),
         )

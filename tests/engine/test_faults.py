@@ -1,10 +1,12 @@
 """Transport faults, as real clients meet them on real sockets.
 
-The matrix below is the source of truth for the table in docs/faults.md:
-for each fault and each client (requests, httpx, curl) it asserts the
-exact exception class (and, for requests, the cause it wraps) or curl's
-exact exit code. The matrix sends no request body; the JSON body a
-consumer sends is covered by ``test_the_table_holds_with_a_json_body`` and
+The matrix below is the source of truth for the table in docs/faults.md,
+which is read and held to it: for each fault and each client (requests,
+httpx, aiohttp, Node's fetch, curl) it asserts the exact exception class
+(and, for requests, the cause it wraps; for aiohttp, its message; for
+Node's fetch, the message and the cause's code) or curl's exact exit code.
+The matrix sends no request body; the JSON body a consumer sends is
+covered by ``test_the_table_holds_with_a_json_body`` and
 ``test_a_fault_waits_for_the_request_body``.
 
 Around the matrix: a delay is waited before the fault, a server survives
@@ -243,6 +245,31 @@ def test_the_table_holds_with_a_json_body(server: Server, session: dict[str, str
                 seen[fault].add(_requests_with_body(url, session))
                 seen[fault].add(_httpx_with_body(client, url, session))
     assert seen == {fault: {REQUESTS[fault], HTTPX[fault]} for fault in FAULTS}
+
+
+def _table(header: str) -> dict[str, list[str]]:
+    """The rows of the table in docs/faults.md under *header*: first cell -> the others."""
+    page = (Path(__file__).parents[2] / "docs" / "faults.md").read_text()
+    assert header in page
+    lines = page[page.index(header) :].split("\n\n", 1)[0].splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines]
+    return {row[0]: row[1:] for row in rows}
+
+
+def test_the_docs_table_says_what_this_matrix_asserts() -> None:
+    table = _table("| fault | requests | httpx | aiohttp | Node.js `fetch` | curl exit code |")
+    assert list(table) == [f"`{name}`" for name in FAULTS.values()]
+    for fault, name in FAULTS.items():
+        requests_cell, httpx_cell, aiohttp_cell, node_cell, curl_cell = table[f"`{name}`"]
+        raised, cause = REQUESTS[fault]
+        assert requests_cell.startswith("`requests."), requests_cell
+        assert requests_cell.split("`")[1].endswith(f".{raised.__name__}"), requests_cell
+        assert requests_cell.split("`")[3].endswith(cause.__name__), requests_cell
+        assert httpx_cell == f"`httpx.{HTTPX[fault].__name__}`"
+        cls, message = AIOHTTP[fault]  # the message may go unsaid where the class says it
+        assert aiohttp_cell in (f"`aiohttp.{cls}` (`{message}`)", f"`aiohttp.{cls}`")
+        assert node_cell == "`{}`, `{}`".format(*NODE_FETCH[fault].rsplit(" ", 1))
+        assert curl_cell.startswith(f"{CURL_EXIT[fault]} ("), curl_cell
 
 
 # -- raw sockets --------------------------------------------------------------

@@ -82,6 +82,30 @@ def test_a_refusal_keeps_what_was_parsed_for_the_journal(loop: str) -> None:
         assert ("X-Trace", "7") in refusal.headers
 
 
+@pytest.mark.parametrize("tail", BAD_FRAMING.values(), ids=BAD_FRAMING.keys())
+def test_a_refusal_keeps_the_method_and_target_however_early_it_came(
+    loop: str, tail: bytes
+) -> None:
+    # Most of these are refused by the parser inside the head, before it is complete:
+    # the method was read all the same, and the journal says POST, not a default.
+    with serving(loop=loop) as (server, recorder):
+        exchange(server, b"POST /skills/a/invoke HTTP/1.1\r\n" + tail)
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert (refusal.method, refusal.target) == ("POST", "/skills/a/invoke")
+
+
+def test_a_head_cut_short_keeps_its_method_and_target(loop: str) -> None:
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        sock.sendall(b"PUT /skills/a/invoke HTTP/1.1\r\nX-Trace: 7\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        read_until_closed(sock)
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.reason == "the request head was cut short"
+        assert (refusal.method, refusal.target) == ("PUT", "/skills/a/invoke")
+
+
 def test_requests_before_a_bad_one_are_answered_first_in_order(loop: str) -> None:
     with serving(loop=loop) as (server, _):
         answers = exchange(
@@ -127,9 +151,12 @@ def test_a_chunked_body_cut_short_is_answered_400(loop: str) -> None:
 
 def test_an_over_long_target_is_414(loop: str) -> None:
     with serving(loop=loop, max_target=100) as (server, recorder):
-        answers = exchange(server, b"GET /" + b"a" * 200 + b" HTTP/1.1\r\n\r\n")
+        answers = exchange(server, b"PUT /" + b"a" * 200 + b" HTTP/1.1\r\n\r\n")
         assert [a.status for a in answers] == [414]
-        assert recorder.wait_for(1)[0][0].status == 414  # type: ignore[union-attr]
+        ((refusal, _),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert refusal.status == 414
+        assert refusal.method == "PUT"  # the target is not kept; its method is
 
 
 def test_a_target_at_the_limit_is_served(loop: str) -> None:

@@ -66,8 +66,10 @@ def test_max_requests_closes_after_the_last_without_saying_so(loop: str) -> None
 def test_a_stale_connection_is_closed_after_its_idle_time(loop: str) -> None:
     keep = KeepAlive(stale_after_ms=300)
     with serving(keeping(keep), loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(HEAD)
+        # Read before the request goes: the answer, and the idle time after it, cannot
+        # begin earlier (read after, a test thread descheduled past sendall is late).
         started = time.monotonic()
+        sock.sendall(HEAD)
         answer = parse(answer_on(sock))[0]
         assert answer.header("Connection") is None
         assert not is_closed(sock, timeout=0.15)  # open, as if kept alive ...
