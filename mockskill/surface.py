@@ -169,7 +169,8 @@ class LoopSurface:
             answer = too_large(self.max_body_bytes)
         else:
             code = f"MOCKSKILL_HTTP_{refusal.status}"
-            answer = error_answer(refusal.status, code, f"bad request: {refusal.reason}")
+            what = "not implemented" if refusal.status == 501 else "bad request"
+            answer = error_answer(refusal.status, code, f"{what}: {refusal.reason}")
         plan = Plan(answer)
         return _with_cors_plan(plan) if self.cors else plan
 

@@ -134,8 +134,9 @@ class Refusal:
     """A request the transport refused before it was complete.
 
     *status* is what HTTP prescribes (400 bad framing, 408 head too slow,
-    413 body too big, 414 request line too long, 431 headers too big); what
-    was parsed before the refusal is kept, for the journal.
+    413 body too big, 414 request line too long, 431 headers too big, 501 a
+    transfer coding before chunked); what was parsed before the refusal is
+    kept, for the journal.
     """
 
     status: int

@@ -91,6 +91,24 @@ _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HE
 """Decoded once: the methods a mock is asked for all day."""
 
 
+def _chunked(codings: bytes) -> bool:
+    """True for a request's ``Transfer-Encoding`` (all its lines, joined) of chunked alone.
+
+    RFC 9112 6.3: a request whose last coding is not chunked has no length that
+    can be known (400, as llhttp would say a moment later). 6.1: a coding before
+    chunked (``gzip, chunked``) is one this server does not undo, and the body
+    would reach the scenario still coded: 501.
+    """
+    *before, last = codings.lower().split(b",")
+    if last.strip() != b"chunked":
+        text = codings.decode("latin-1")
+        raise _Refused(400, f"Transfer-Encoding {text!r} does not end in chunked")
+    if before:
+        text = codings.decode("latin-1")
+        raise _Refused(501, f"Transfer-Encoding {text!r} is not supported (chunked is)")
+    return True
+
+
 class _Refused(Exception):
     """Raised inside a parser callback: the request is refused with *status*."""
 
@@ -333,7 +351,8 @@ class RequestReader(abc.ABC):
         if bound > self._max_head and self._head_size() > self._max_head:
             raise _Refused(431, self._too_many_headers())
         length: int | None = None
-        host = chunked = connection = close = False
+        host = connection = close = False
+        codings: bytes | None = None
         expect: bytes | None = None
         kinds = _KINDS
         for name, value in headers:
@@ -359,9 +378,10 @@ class RequestReader(abc.ABC):
                 connection = True
                 close = close or b"close" in value.lower()
             elif kind == _TRANSFER_ENCODING:
-                chunked = True
+                codings = value if codings is None else codings + b", " + value
             elif expect is None:
                 expect = value
+        chunked = codings is not None and _chunked(codings)
         self._close_asked = close
         parser = self._parser
         method = parser.get_method()

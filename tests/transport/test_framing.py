@@ -63,6 +63,45 @@ def test_bad_framing_is_refused_with_400_then_closed(loop: str, tail: bytes) -> 
         assert not [e for e, _ in recorder.exchanges if isinstance(e, Request)]
 
 
+CODED_BEFORE_CHUNKED = {
+    "gzip-then-chunked": b"Transfer-Encoding: gzip, chunked\r\n",
+    "unknown-then-chunked": b"Transfer-Encoding: x-foo,chunked\r\n",
+    "coding-on-a-line-of-its-own": b"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+}
+
+
+@pytest.mark.parametrize("te", CODED_BEFORE_CHUNKED.values(), ids=CODED_BEFORE_CHUNKED.keys())
+def test_a_transfer_coding_before_chunked_is_501_not_passed_on_still_coded(
+    loop: str, te: bytes
+) -> None:
+    # RFC 9112 6.1: a server that receives a transfer coding it does not understand
+    # SHOULD answer 501. llhttp frames the chunks, but nothing would undo the gzip.
+    with serving(loop=loop) as (server, recorder):
+        answers = exchange(server, b"POST /invoke HTTP/1.1\r\n" + te + b"\r\n2\r\n{}\r\n0\r\n\r\n")
+        assert [a.status for a in answers] == [501]
+        assert answers[0].header("Connection") == "close"
+        assert "is not supported (chunked is)" in answers[0].json()["reason"]
+        ((refusal, outcome),) = recorder.wait_for(1)
+        assert isinstance(refusal, Refusal)
+        assert (refusal.status, refusal.method) == (501, "POST")
+        assert outcome.closed
+
+
+@pytest.mark.parametrize("te", [b"chunked", b"Chunked", b"CHUNKED"])
+def test_chunked_alone_in_any_case_is_read(loop: str, te: bytes) -> None:
+    with serving(loop=loop) as (server, _):
+        body = b"2\r\n{}\r\n0\r\n\r\n"
+        answers = exchange(
+            server,
+            b"POST /invoke HTTP/1.1\r\nTransfer-Encoding: "
+            + te
+            + b"\r\n\r\n"
+            + body
+            + b"GET /next HTTP/1.1\r\nConnection: close\r\n\r\n",
+        )
+        assert [a.status for a in answers] == [200, 200]
+
+
 def test_a_refusal_names_what_was_wrong(loop: str) -> None:
     with serving(loop=loop) as (server, _):
         answers = exchange(server, b"POST / HTTP/1.1\r\n" + BAD_FRAMING["duplicate-content-length"])
