@@ -50,7 +50,7 @@ from .listening import (
 )
 from .scenario.loader import Scenarios, load_any
 from .scenario.reader import MAX_DELAY_MS
-from .server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, freeze_heap
+from .server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, own_process
 from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
 from .server_tls import ServerTLS
@@ -358,7 +358,7 @@ class Server(ScenarioControl, ServerTLS):
         self.bind()
         assert self._transport is not None
         try:
-            transport.run(self._transport, grace=self.grace, on_started=freeze_heap)
+            transport.run(self._transport, grace=self.grace, on_started=own_process)
         finally:
             self.stop_watching()
             self._closed()

@@ -8,7 +8,6 @@ CLI, which must not import Flask (the admin app is built on the first
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from flask import Response
@@ -30,7 +29,9 @@ class Provider(DefaultJSONProvider):
         return super().loads(s, **kwargs)
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
-        return json.dumps(obj, default=self.default)
+        # In pieces: a report or a journal listing (megabytes) encoded in one C call would
+        # hold the GIL for ~100 ms, and the skill surface's loop would wait all that time.
+        return jsonstyle.encode(obj, default=self.default)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
         obj = self._prepare_response_obj(args, kwargs)

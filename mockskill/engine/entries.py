@@ -11,13 +11,14 @@ many of them as one ``bytes`` and read them back (the journal after a flood).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import marshal
 import operator
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, fields
 from typing import Any, NamedTuple
 
 from .._dataclass import dataclass
@@ -133,12 +134,17 @@ class Entry:
     request was read: ``method`` is empty, ``path`` the skill's invoke path."""
 
     def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Field by field, not dataclasses.asdict: that deep-copies every value, ~50 us an
+        # entry, half a second of a 10 000-entry journal listing. Only the dicts a caller
+        # could change are copied (the same copies asdict made).
+        data = dict(zip(ENTRY_FIELDS, _VALUES(self), strict=True))
         data["retry"] = None if self.retry is None else self.retry.as_json()
         if self.tls is not None:
             fault, alert, sni = self.tls
             data["tls"] = {"fault": fault, "alert": alert, "sni": sni}
-        data["near_misses"] = list(self.near_misses)
+        data["near_misses"] = [copy.deepcopy(m) for m in self.near_misses]
+        if self.upstream is not None:
+            data["upstream"] = copy.deepcopy(self.upstream)
         return data
 
     @classmethod

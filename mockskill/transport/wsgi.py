@@ -5,6 +5,12 @@ parsed request; its whole answer is collected there and handed back to the
 loop as a plan. So a slow admin request holds one worker, never the loop:
 the skill surface keeps answering meanwhile. The app stays a plain WSGI
 app, which a user can still mount in any other server.
+
+A worker that COMPUTES (a report over a full journal) still shares the GIL
+with the loop's thread: the admin app writes its JSON in pieces
+(:func:`mockskill.protocol.jsonstyle.encode`) so that no single C call
+holds it for long, and a process that is the server's asks a busy thread
+to let go after 1 ms (:mod:`mockskill.server_heap`), not Python's 5 ms.
 """
 
 from __future__ import annotations

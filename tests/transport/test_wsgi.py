@@ -2,22 +2,49 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 import requests
 from flask import Flask, request
 from transport_helpers import JSON, Recorder
 
+from mockskill.admin.json_provider import Provider
 from mockskill.transport import Answer, Plan, Routes, ThreadedServer, WSGIHandler
 from mockskill.transport.handler import Request
 from mockskill.transport.wsgi import environ
 
 
+@functools.cache
+def busy_document(seconds: float) -> list[Any]:
+    """A document json's C encoder takes at least *seconds* to write in one call here.
+
+    Made of one block of report-like attempts, repeated: the same block
+    listed many times costs the encoder each time, and memory once.
+    """
+    block = [
+        {"id": n, "started": 1.7e9 + n / 7, "status": 503, "wait_ms": n / 3, "changed": ["body"]}
+        for n in range(5000)
+    ]
+    started = time.perf_counter()
+    json.dumps(block)
+    once = max(time.perf_counter() - started, 1e-4)
+    return [block] * (int(seconds / once) + 1)
+
+
 def admin_app(release: threading.Event) -> Flask:
     app = Flask("admin")
+    app.json = Provider(app)  # the admin app's: megabytes written in pieces
+
+    @app.get("/__admin/busy")
+    def busy() -> Any:
+        # Like a report over a big journal: megabytes whose encoding is all CPU.
+        return app.json.response(busy_document(0.6))
 
     @app.get("/__admin/slow")
     def slow() -> str:
@@ -64,6 +91,32 @@ def test_a_slow_admin_request_does_not_delay_a_skill_request(routed: object) -> 
         assert not slow.done()
         release.set()
         assert slow.result().text == "slow done"
+
+
+def test_a_busy_admin_request_does_not_delay_a_skill_request(routed: object) -> None:
+    """An admin answer that keeps a worker COMPUTING (its JSON alone takes json's C
+    encoder ~0.6 s in one call) shares the GIL with the loop: written in pieces, it
+    lets the loop's thread in between, and skill requests keep answering meanwhile,
+    each in far less time than the admin answer takes (a generous bound: behaviour,
+    not speed; written in one call, a skill request waited for all of it)."""
+    server, _ = routed  # type: ignore[misc]
+    busy_document(0.6)  # made (and timed) before, not while the server is busy
+    with ThreadPoolExecutor(1) as pool, requests.Session() as session:
+        assert session.get(f"{server.url}/skills", timeout=5).status_code == 200
+        started = time.monotonic()
+        busy = pool.submit(requests.get, f"{server.url}/__admin/busy", timeout=60)
+        skill_ms = []
+        while not busy.done():
+            sent = time.monotonic()
+            assert session.get(f"{server.url}/skills", timeout=30).json() == {"skill": True}
+            skill_ms.append((time.monotonic() - sent) * 1000)
+        busy_ms = (time.monotonic() - started) * 1000
+        answer = busy.result()
+    assert answer.status_code == 200
+    assert len(answer.content) > 1_000_000
+    assert busy_ms >= 300
+    assert len(skill_ms) >= 5, skill_ms
+    assert max(skill_ms) < busy_ms / 4, (max(skill_ms), busy_ms)
 
 
 def test_the_admin_app_sees_a_proper_wsgi_request(routed: object) -> None:
