@@ -21,6 +21,12 @@ defines one of them itself keeps its own, as a dataclass does. ``order`` and
 to it). ``__dataclass_params__`` says ``eq=False, repr=False`` for a class made
 here; nothing in mockskill reads it.
 
+The methods dataclasses still makes are not all compiled when the class is:
+a frozen class's ``__setattr__`` and ``__delattr__`` are closures (no
+compile), and ``__init__`` is compiled on the class's first use (its first
+instance, or the first read of ``cls.__init__``), most of serve's classes
+being made after its first answer if ever (see :class:`_DeferredInit`).
+
 For type checkers this is :func:`dataclasses.dataclass` itself.
 """
 
@@ -28,9 +34,11 @@ from __future__ import annotations
 
 import _thread
 import dataclasses
+import functools
 import reprlib
 import sys
 from collections.abc import Callable
+from dataclasses import MISSING
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +100,9 @@ def _repr(self: Any) -> str:
 # swapped, while one of our classes is made, for one that makes the same two
 # methods as closures (no compile); the lock keeps two threads' swaps apart.
 _FROZEN_METHODS = "_frozen_get_del_attr"
-_SWAP = sys.version_info < (3, 13) and callable(getattr(dataclasses, _FROZEN_METHODS, None))
+_SWAP = sys.version_info < (3, 13) and all(
+    callable(getattr(dataclasses, name, None)) for name in (_FROZEN_METHODS, "_init_fn")
+)
 _swapping = _thread.allocate_lock()
 
 
@@ -116,17 +126,69 @@ def _frozen_methods(
     return __setattr__, __delattr__
 
 
+# The third compile, ``__init__``'s (~0.6-3 M instructions, more with more fields), is
+# made on the class's first use instead: many of serve's ~60 classes (the journal's
+# Entry, TLS, proxying, recording, the shared store's) are never made before its first
+# answer, some never at all. Until then the class holds a _DeferredInit, a descriptor
+# whose first read (an instantiation, ``cls.__init__``, inspect.signature) compiles the
+# real method with the same arguments, sets it on the class in its place and returns it:
+# later instances are made by the compiled function alone, as a dataclass's are.
+_INIT = "_init_fn"
+
+
+class _DeferredInit:
+    """A dataclass's ``__init__`` not compiled yet: compiled and set on its first read."""
+
+    __slots__ = ("_arguments", "_build")
+
+    def __init__(self, build: Callable[..., Any], arguments: tuple[Any, ...]) -> None:
+        self._build = build
+        self._arguments = arguments
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        owner = type(instance) if owner is None else owner
+        # The class that holds this (a subclass that is no dataclass inherits it).
+        holder = next(c for c in owner.__mro__ if c.__dict__.get("__init__") is self)
+        method = self._build(*self._arguments)
+        method.__qualname__ = f"{holder.__qualname__}.__init__"
+        type.__setattr__(holder, "__init__", method)
+        return method if instance is None else method.__get__(instance, owner)
+
+
+def _deferred_init(
+    build: Callable[..., Any],
+    fields: list[dataclasses.Field[Any]],
+    std_fields: list[dataclasses.Field[Any]],
+    *arguments: Any,
+) -> _DeferredInit:
+    """What dataclasses' ``_init_fn`` (*build*) would make, made on first use; the one
+    check it does first (a field without a default after one with) is done now."""
+    after_default = False
+    for f in std_fields:
+        if not f.init:
+            continue
+        defaulted = f.default is not MISSING or f.default_factory is not MISSING
+        if after_default and not defaulted:  # the message dataclasses gives
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        after_default = after_default or defaulted
+    return _DeferredInit(build, (fields, std_fields, *arguments))
+
+
 def _made(cls: type, options: dict[str, Any]) -> type:
     """*cls* made a dataclass without its ``__eq__``, ``__hash__``, ``__repr__``."""
-    if not (_SWAP and options.get("frozen")):
+    if not _SWAP:
         return dataclasses.dataclass(cls, eq=False, repr=False, **options)
+    frozen = bool(options.get("frozen"))
     with _swapping:
-        original = getattr(dataclasses, _FROZEN_METHODS)
-        setattr(dataclasses, _FROZEN_METHODS, _frozen_methods)
+        init, attrs = getattr(dataclasses, _INIT), getattr(dataclasses, _FROZEN_METHODS)
+        setattr(dataclasses, _INIT, functools.partial(_deferred_init, init))
+        if frozen:
+            setattr(dataclasses, _FROZEN_METHODS, _frozen_methods)
         try:
             return dataclasses.dataclass(cls, eq=False, repr=False, **options)
         finally:
-            setattr(dataclasses, _FROZEN_METHODS, original)
+            setattr(dataclasses, _INIT, init)
+            setattr(dataclasses, _FROZEN_METHODS, attrs)
 
 
 def _shared(
@@ -137,10 +199,8 @@ def _shared(
     **options: Any,
 ) -> type:
     own = cls.__dict__
-    class_hash = own.get("__hash__", dataclasses.MISSING)
-    explicit_hash = not (
-        class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in own)
-    )
+    class_hash = own.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
     defines_eq, defines_repr = "__eq__" in own, "__repr__" in own
     made = _made(cls, options)
     if repr and not defines_repr:

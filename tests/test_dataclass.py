@@ -8,8 +8,10 @@ names aside), across the options mockskill uses and the corners a dataclass has.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import math
+import types
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -210,3 +212,53 @@ def test_frozen_methods_are_closures_not_compiled_and_dataclasses_is_left_as_it_
         assert Frozen.__setattr__.__qualname__ == f"{Frozen.__qualname__}.__setattr__"
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'a'"):
         Frozen(1).a = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_init_has_the_signature_and_names_a_dataclass_gives_it(case: Any) -> None:
+    std_cls, args = case(dataclasses.dataclass)
+    our_cls, _ = case(_dataclass.dataclass)
+    # These classes have no docstring: dataclasses reads the signature for one, which
+    # compiles __init__ at once (the next test's class has one, and waits).
+    assert inspect.signature(our_cls) == inspect.signature(std_cls)
+    assert our_cls.__doc__ == std_cls.__doc__
+    assert our_cls.__init__.__qualname__ == std_cls.__init__.__qualname__
+    assert isinstance(our_cls.__init__, types.FunctionType)
+    assert [shown(our_cls(*a)) for a in args] == [shown(std_cls(*a)) for a in args]
+
+
+def test_an_instance_made_first_compiles_its_classs_init_and_a_subclass_reads_its_bases() -> None:
+    @_dataclass.dataclass(frozen=True)
+    class Base:
+        """Has a doc (else dataclasses reads the signature, compiling __init__ at once)."""
+
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+
+    class Undecorated(Base):
+        pass
+
+    if _dataclass._SWAP:  # Python 3.10-3.12: nothing compiled yet
+        assert isinstance(Base.__dict__["__init__"], _dataclass._DeferredInit)
+    first = Undecorated(1)  # a subclass's first instance compiles its base's
+    assert (first.a, first.b) == (1, [])
+    # The compiled method is set in place of the deferred one: later instances are made
+    # by it alone, as a dataclass's are.
+    assert isinstance(Base.__dict__["__init__"], types.FunctionType)
+    assert Base.__init__.__qualname__ == f"{Base.__qualname__}.__init__"
+    assert "__init__" not in Undecorated.__dict__
+    assert Base(2, [3]).b == [3]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        Base()  # type: ignore[call-arg]
+    assert isinstance(vars(dataclasses).get("_init_fn"), types.FunctionType)  # as it was
+
+
+def test_a_field_without_default_after_one_with_is_refused_when_the_class_is_made() -> None:
+    def declare(dc: Declare) -> None:
+        @dc(frozen=True)
+        class Wrong:
+            a: int = 0
+            b: int
+
+    assert _outcome(declare, _dataclass.dataclass) == _outcome(declare, dataclasses.dataclass)
+    assert _outcome(declare, _dataclass.dataclass)[0] == "TypeError"
