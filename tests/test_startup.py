@@ -54,6 +54,7 @@ LAZY = (
     "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
     "_hashlib",  # OpenSSL's hashes: the first credential's or token request's (3-5 ms)
     "hmac",
+    "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 

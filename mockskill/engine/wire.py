@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from dataclasses import field
 from functools import cached_property
-from http import HTTPStatus
 
 from .._dataclass import dataclass
 
@@ -22,6 +21,12 @@ FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"
 
 
 def _reason(status: int) -> str:
+    if status == 200:
+        # Most answers' phrase, without http's HTTPStatus: building that enum of ~60
+        # members costs start-up ~1 ms (a serve's first answer is most often a 200).
+        return "OK"
+    from http import HTTPStatus  # the other statuses, on the first one rendered
+
     try:
         return HTTPStatus(status).phrase
     except ValueError:
