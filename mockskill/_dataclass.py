@@ -16,10 +16,13 @@ instances of the same class (else ``NotImplemented``); ``__hash__``, set only
 on a frozen class that compares, hashes the tuple of its hashed fields (an
 unfrozen one that compares is unhashable); ``__repr__`` is the class's
 qualified name and its shown fields (``...`` for a recursive one). A class that
-defines one of them itself keeps its own, as a dataclass does. ``order`` and
-``unsafe_hash`` are the standard library's alone (the whole class is then left
-to it). ``__dataclass_params__`` says ``eq=False, repr=False`` for a class made
-here; nothing in mockskill reads it.
+defines one of them itself keeps its own, as a dataclass does. With ``order``,
+``__lt__``, ``__le__``, ``__gt__`` and ``__ge__`` are shared too: the same
+comparison of those tuples (a class defining one of them, or ordered without
+``eq``, gets dataclasses' error). ``unsafe_hash`` is the standard library's
+alone (the whole class is then left to it). ``__dataclass_params__`` says
+``eq=False, repr=False, order=False`` for a class made here; nothing in
+mockskill reads it.
 
 The methods dataclasses still makes are not all compiled when the class is:
 a frozen class's ``__setattr__`` and ``__delattr__`` are closures (no
@@ -35,6 +38,7 @@ from __future__ import annotations
 import _thread
 import dataclasses
 import functools
+import operator
 import reprlib
 import sys
 from collections.abc import Callable
@@ -70,6 +74,31 @@ def _eq(self: Any, other: Any) -> Any:
         values = _compared(self.__class__)
         return values(self) == values(other)
     return NotImplemented
+
+
+def _ordering(compare: Callable[[Any, Any], bool], name: str) -> Callable[[Any, Any], Any]:
+    """An ``order=True`` class's *name* (``__lt__`` ...): *compare* of the compared fields'
+    tuples of two instances of the same class (else ``NotImplemented``)."""
+
+    def method(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            values = _compared(self.__class__)
+            return compare(values(self), values(other))
+        return NotImplemented
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+_ORDER = {
+    name: _ordering(compare, name)
+    for name, compare in (
+        ("__lt__", operator.lt),
+        ("__le__", operator.le),
+        ("__gt__", operator.gt),
+        ("__ge__", operator.ge),
+    )
+}
 
 
 def _hash(self: Any) -> int:
@@ -196,9 +225,13 @@ def _shared(
     *,
     eq: bool = True,
     repr: bool = True,
+    order: bool = False,
     **options: Any,
 ) -> type:
     own = cls.__dict__
+    if order and (not eq or any(name in own for name in _ORDER)):
+        # An error (order without eq, or a comparison of its own): dataclasses' words.
+        return dataclasses.dataclass(cls, eq=eq, repr=repr, order=order, **options)
     class_hash = own.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
     defines_eq, defines_repr = "__eq__" in own, "__repr__" in own
@@ -211,11 +244,14 @@ def _shared(
         if not explicit_hash:
             # As a dataclass: hashable by its fields when frozen, not at all otherwise.
             made.__hash__ = _hash if options.get("frozen") else None  # type: ignore[assignment]
+    if order:
+        for name, method in _ORDER.items():
+            setattr(made, name, method)
     return made
 
 
 def _dataclass(cls: type | None = None, /, **options: Any) -> Any:
-    if options.get("order") or options.get("unsafe_hash"):
+    if options.get("unsafe_hash"):
         return dataclasses.dataclass(cls, **options)  # rare: the standard library's alone
 
     def wrap(cls: type) -> type:

@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import itertools
 import math
+import operator
 import types
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -125,7 +126,37 @@ def inherited(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
     return Undecorated, [(1, 2), (1, 2), (1, 3)]
 
 
-CASES = [plain, frozen, slotted, one_field, no_field, own_methods, own_hash, unequal, inherited]
+def ordered(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True, order=True)
+    class Ordered:
+        a: int
+        b: str = ""
+        c: int = dataclasses.field(default=0, compare=False)
+
+    return Ordered, [(1, "b", 9), (1, "b"), (1, "a"), (0, "z"), (2, "")]
+
+
+def ordered_one(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(order=True)
+    class OrderedOne:
+        a: float
+
+    return OrderedOne, [(math.nan,), (1.0,), (1.0,), (0.5,)]
+
+
+CASES = [
+    plain,
+    frozen,
+    slotted,
+    one_field,
+    no_field,
+    own_methods,
+    own_hash,
+    unequal,
+    inherited,
+    ordered,
+    ordered_one,
+]
 
 
 def shown(obj: Any) -> str:
@@ -141,9 +172,12 @@ def test_shared_methods_do_what_generated_ones_do(case: Any) -> None:
         assert (ours == ours) == (std == std)  # a NaN field: identity first
         assert (ours == 1) == (std == 1)
         assert (ours != 1) == (std != 1)
-    for (std_a, ours_a), (std_b, ours_b) in itertools.pairwise(pairs):
+    for (std_a, ours_a), (std_b, ours_b) in itertools.product(pairs, repeat=2):
         assert (ours_a == ours_b) == (std_a == std_b)
         assert (ours_a != ours_b) == (std_a != std_b)
+        for compare in (operator.lt, operator.le, operator.gt, operator.ge):
+            assert _outcome(compare, ours_a, ours_b) == _outcome(compare, std_a, std_b)
+            assert _outcome(compare, ours_a, 1) == _outcome(compare, std_a, 1)
     std_hashable = [std for std, _ in pairs if _hashable(std)]
     our_hashable = [ours for _, ours in pairs if _hashable(ours)]
     assert len(our_hashable) == len(std_hashable)
@@ -172,13 +206,39 @@ def test_a_recursive_repr_stops_as_a_dataclass_does() -> None:
     assert shown(make(_dataclass.dataclass)) == shown(make(dataclasses.dataclass))
 
 
-def test_order_and_unsafe_hash_are_the_standard_librarys() -> None:
+def test_order_is_shared_and_unsafe_hash_is_the_standard_librarys() -> None:
     @_dataclass.dataclass(order=True, frozen=True)
     class Ordered:
         a: int
 
+    @_dataclass.dataclass(unsafe_hash=True)
+    class Hashed:
+        a: int
+
     assert Ordered(1) < Ordered(2)
-    assert Ordered.__eq__ is not _dataclass._eq
+    assert Ordered.__lt__ is _dataclass._ORDER["__lt__"]
+    assert Hashed.__eq__ is not _dataclass._eq
+    assert hash(Hashed(1)) == hash((1,))
+
+
+def test_order_without_eq_or_with_a_comparison_of_its_own_is_refused_as_a_dataclass_does() -> None:
+    def without_eq(dc: Declare) -> None:
+        @dc(order=True, eq=False)
+        class WithoutEq:
+            a: int
+
+    def own_lt(dc: Declare) -> None:
+        @dc(order=True)
+        class OwnLt:
+            a: int
+
+            def __lt__(self, other: object) -> bool:
+                return True
+
+    for declare in (without_eq, own_lt):
+        refused = _outcome(declare, _dataclass.dataclass)
+        assert refused == _outcome(declare, dataclasses.dataclass)
+        assert refused[0] in ("ValueError", "TypeError")
 
 
 def _outcome(action: Callable[..., object], *args: object) -> tuple[str, str]:
