@@ -55,6 +55,7 @@ LAZY = (
     "_hashlib",  # OpenSSL's hashes: the first credential's or token request's (3-5 ms)
     "hmac",
     "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
+    "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
