@@ -56,6 +56,7 @@ LAZY = (
     "hmac",
     "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
     "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
+    "mockskill.transport.tls",  # the local CA's certificates: with --tls or a skill's TLS fault
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
