@@ -71,7 +71,8 @@ _YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
 """Booleans to YAML 1.1 (and PyYAML), words to YAML 1.2 and to people: refused as values."""
 _TAGGED = {"bool": "a boolean", "int": "an integer", "float": "a number", "null": "null"}
 """What each standard scalar tag reads, for a problem when its text is not one."""
-_DIGITS = re.compile(r"[-+]?[0-9_]+")
+_DIGITS = r"[-+]?[0-9_]+"
+"""An integer's text (compiled by re on the first tagged one read, not at import)."""
 _UNREADABLE = object()
 """A value or key that was a problem: a key that is this is left out of its mapping."""
 _UNSEEN = object()
@@ -218,7 +219,7 @@ class _Builder:
         # (ValueError, as an integer of more digits than Python converts: 4300).
         except (ValueError, KeyError):
             kind = node.tag.rsplit(":", 1)[-1]
-            if kind == "int" and _DIGITS.fullmatch(node.value):
+            if kind == "int" and re.fullmatch(_DIGITS, node.value):
                 self._bad(
                     path,
                     node,
