@@ -57,6 +57,8 @@ LAZY = (
     "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
     "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
     "mockskill.transport.tls",  # the local CA's certificates: with --tls or a skill's TLS fault
+    "mockskill.scenario.schema",  # the scenario schema's path: `mockskill schema` only
+    "mockskill.protocol.jsonstyle",  # JSON output: check-descriptor's, report's, the admin API's
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 
