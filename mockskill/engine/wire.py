@@ -20,17 +20,26 @@ FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"
 """Header names the transport writes itself; an answer's own are dropped."""
 
 
-def _reason(status: int) -> str:
-    if status == 200:
-        # Most answers' phrase, without http's HTTPStatus: building that enum of ~60
-        # members costs start-up ~1 ms (a serve's first answer is most often a 200).
-        return "OK"
-    from http import HTTPStatus  # the other statuses, on the first one rendered
+_PHRASES: dict[int, str] = {200: "OK"}
+"""Each status's standard reason phrase, as first looked up (at most 900: 100-999).
 
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Unknown"
+200's is written here: http's HTTPStatus, an enum of ~60 members that costs
+start-up ~1 ms to build, is imported for the first other status rendered
+(a serve's first answer is most often a 200); then a status is looked up
+once, not per answer (a relayed one is a new Answer each time)."""
+
+
+def _reason(status: int) -> str:
+    phrase = _PHRASES.get(status)
+    if phrase is None:
+        from http import HTTPStatus
+
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Unknown"
+        _PHRASES[status] = phrase
+    return phrase
 
 
 @dataclass(frozen=True)
