@@ -35,6 +35,7 @@ LAZY = (
     "mockskill.engine.threaded",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
+    "mockskill.admin.sharing",  # the registry's side of a shared set: when a set is shared
     "flask",
     "jinja2",
     "itsdangerous",
