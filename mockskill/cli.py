@@ -21,10 +21,8 @@ from .cli_banner import count
 from .cli_options import MAX_DELAY, PATHS, admin_token, load_or_exit
 from .cli_record import record
 from .cli_serve import serve
-from .protocol import jsonstyle
 from .protocol.validator import validate as validate_descriptor
 from .protocol.validator import validation_error
-from .scenario.schema import SCHEMA_PATH
 
 __all__ = [
     "UNREADABLE",
@@ -81,6 +79,8 @@ def check_descriptor(source: str) -> None:
         raise SystemExit(UNREADABLE) from None
     violations = validate_descriptor(document)
     if violations:
+        from .protocol import jsonstyle  # this command's and the admin API's, not serve's
+
         click.echo(jsonstyle.dumps(validation_error(violations)))
         raise SystemExit(1)
     click.echo(f"{source}: a valid Skill Descriptor")
@@ -135,6 +135,8 @@ def _fetch(url: str) -> str:
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of scenario files (for editors and other tools)."""
+    from .scenario.schema import SCHEMA_PATH  # (resolves its path: this command's alone)
+
     click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
 
 

@@ -24,15 +24,10 @@ from .server import DEFAULT_KEEP_ALIVE, Server
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
 from .surface import DEFAULT_MAX_BODY
 from .transport import DEFAULT_GRACE
-from .workers import (
-    WORKER_SOCKETS,
-    log_as_worker,
-    needs_shared_state,
-    report_ready,
-    stop_with_parent,
-    supervise,
-    worker_listener,
-)
+
+WORKER_SOCKETS = ("auto", "reuseport", "inherit")
+"""How ``--workers`` share the port (``--worker-socket``): see :mod:`mockskill.workers`,
+which is imported only by a supervisor (``--workers N``, N > 1) and by its workers."""
 
 
 @click.command()
@@ -281,6 +276,8 @@ def serve(
                 "--tls with --workers: each worker would make its own CA; give the certificate"
                 " they all serve with --tls-cert FILE --tls-key FILE"
             )
+        from .workers import needs_shared_state, supervise
+
         if not shared:
             raise click.UsageError(needs_shared_state(workers))
         load_or_exit(paths, max_delay)  # one report, not one per worker
@@ -297,6 +294,8 @@ def serve(
     # published only when none is stored); alone, it serves the bundled scenarios.
     joins = shared and not paths
     if worker_index is not None and not quiet:
+        from .workers import log_as_worker
+
         log_as_worker(worker_index)
     try:
         server = Server(
@@ -319,7 +318,12 @@ def serve(
             tls_names=tls_names,
             http_port=http_port,
         )
-        server.bind(worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port))
+        sock = None
+        if listen_fd is not None or reuse_port:  # a worker's, given by its supervisor
+            from .workers import worker_listener
+
+            sock = worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port)
+        server.bind(sock)
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
     if worker_index is None or worker_index == 1:
@@ -331,8 +335,11 @@ def serve(
         server.watch(paths, on_reload=lambda result: report_reload(server, result))
         if worker_index in (None, 1):
             click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
-    report_ready(ready_fd)
-    stop_with_parent(parent_fd)
+    if ready_fd is not None or parent_fd is not None:  # a worker's pipes to its supervisor
+        from .workers import report_ready, stop_with_parent
+
+        report_ready(ready_fd)
+        stop_with_parent(parent_fd)
 
     # SIGTERM and Ctrl-C drain (the transport's signal handlers); a second one cuts.
     server.serve_forever()

@@ -53,11 +53,10 @@ from .scenario.reader import MAX_DELAY_MS
 from .server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, own_process
 from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
-from .server_tls import ServerTLS
+from .server_tls import ServerTLS, tls_authority
 from .surface import DEFAULT_MAX_BODY, LoopSurface
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
-from .transport.tls import authority as tls_authority
 from .transport.tls_faults import FaultListeners
 
 if TYPE_CHECKING:

@@ -30,7 +30,9 @@ def freeze_heap(_: object) -> None:
     suite's process) leaves the collector alone, since freezing would also keep
     the suite's own garbage of the moment for good.
 
-    The young generation's threshold is raised too (:data:`YOUNG_GC_THRESHOLD`):
+    The young generation's threshold is raised too (:data:`YOUNG_GC_THRESHOLD`; the
+    ``mockskill serve`` command's launcher, :mod:`mockskill.launch`, sets both before
+    start-up imports anything, so that start-up pays for fewer collections too):
     a burst of connections that each wait keeps everything it allocates alive
     for the wait, so every young collection promotes it all, and a full one
     follows each time the old generation has grown by a quarter — at Python's

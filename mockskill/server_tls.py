@@ -12,14 +12,24 @@ Server inherits them.
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 from .engine.engine import Engine
 from .engine.state import DEFAULT_SESSION, Entry
 from .engine.store import Store
 from .listening import ServerError
-from .transport.tls import authority as tls_authority
-from .transport.tls import own_context
 from .transport.tls_faults import Failed
+
+if TYPE_CHECKING:
+    from .transport.tls import Authority
+
+
+def tls_authority() -> Authority:
+    """The local CA (:func:`mockskill.transport.tls.authority`), whose module is imported
+    here on first use: only a server with ``--tls`` or a TLS fault asks for it."""
+    from .transport.tls import authority
+
+    return authority()
 
 
 class ServerTLS:
@@ -60,6 +70,8 @@ class ServerTLS:
             return None
         if self._tls_files is not None:
             cert, key = self._tls_files
+            from .transport.tls import own_context
+
             try:
                 return own_context(cert, key)
             except (OSError, ssl.SSLError) as exc:

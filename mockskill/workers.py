@@ -50,8 +50,6 @@ import click
 from ._dataclass import dataclass
 from .listening import ServerError, exposed_without_token, is_loopback, listen
 
-WORKER_SOCKETS = ("auto", "reuseport", "inherit")
-"""How the workers share the port: see the module's docstring."""
 BACKOFF_FIRST = 0.5
 """Seconds before the second restart of a worker that died before it served."""
 BACKOFF_MAX = 30.0

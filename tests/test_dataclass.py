@@ -8,8 +8,11 @@ names aside), across the options mockskill uses and the corners a dataclass has.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import math
+import operator
+import types
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -123,7 +126,37 @@ def inherited(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
     return Undecorated, [(1, 2), (1, 2), (1, 3)]
 
 
-CASES = [plain, frozen, slotted, one_field, no_field, own_methods, own_hash, unequal, inherited]
+def ordered(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(frozen=True, order=True)
+    class Ordered:
+        a: int
+        b: str = ""
+        c: int = dataclasses.field(default=0, compare=False)
+
+    return Ordered, [(1, "b", 9), (1, "b"), (1, "a"), (0, "z"), (2, "")]
+
+
+def ordered_one(dc: Declare) -> tuple[type, list[tuple[Any, ...]]]:
+    @dc(order=True)
+    class OrderedOne:
+        a: float
+
+    return OrderedOne, [(math.nan,), (1.0,), (1.0,), (0.5,)]
+
+
+CASES = [
+    plain,
+    frozen,
+    slotted,
+    one_field,
+    no_field,
+    own_methods,
+    own_hash,
+    unequal,
+    inherited,
+    ordered,
+    ordered_one,
+]
 
 
 def shown(obj: Any) -> str:
@@ -139,9 +172,12 @@ def test_shared_methods_do_what_generated_ones_do(case: Any) -> None:
         assert (ours == ours) == (std == std)  # a NaN field: identity first
         assert (ours == 1) == (std == 1)
         assert (ours != 1) == (std != 1)
-    for (std_a, ours_a), (std_b, ours_b) in itertools.pairwise(pairs):
+    for (std_a, ours_a), (std_b, ours_b) in itertools.product(pairs, repeat=2):
         assert (ours_a == ours_b) == (std_a == std_b)
         assert (ours_a != ours_b) == (std_a != std_b)
+        for compare in (operator.lt, operator.le, operator.gt, operator.ge):
+            assert _outcome(compare, ours_a, ours_b) == _outcome(compare, std_a, std_b)
+            assert _outcome(compare, ours_a, 1) == _outcome(compare, std_a, 1)
     std_hashable = [std for std, _ in pairs if _hashable(std)]
     our_hashable = [ours for _, ours in pairs if _hashable(ours)]
     assert len(our_hashable) == len(std_hashable)
@@ -170,13 +206,39 @@ def test_a_recursive_repr_stops_as_a_dataclass_does() -> None:
     assert shown(make(_dataclass.dataclass)) == shown(make(dataclasses.dataclass))
 
 
-def test_order_and_unsafe_hash_are_the_standard_librarys() -> None:
+def test_order_is_shared_and_unsafe_hash_is_the_standard_librarys() -> None:
     @_dataclass.dataclass(order=True, frozen=True)
     class Ordered:
         a: int
 
+    @_dataclass.dataclass(unsafe_hash=True)
+    class Hashed:
+        a: int
+
     assert Ordered(1) < Ordered(2)
-    assert Ordered.__eq__ is not _dataclass._eq
+    assert Ordered.__lt__ is _dataclass._ORDER["__lt__"]
+    assert Hashed.__eq__ is not _dataclass._eq
+    assert hash(Hashed(1)) == hash((1,))
+
+
+def test_order_without_eq_or_with_a_comparison_of_its_own_is_refused_as_a_dataclass_does() -> None:
+    def without_eq(dc: Declare) -> None:
+        @dc(order=True, eq=False)
+        class WithoutEq:
+            a: int
+
+    def own_lt(dc: Declare) -> None:
+        @dc(order=True)
+        class OwnLt:
+            a: int
+
+            def __lt__(self, other: object) -> bool:
+                return True
+
+    for declare in (without_eq, own_lt):
+        refused = _outcome(declare, _dataclass.dataclass)
+        assert refused == _outcome(declare, dataclasses.dataclass)
+        assert refused[0] in ("ValueError", "TypeError")
 
 
 def _outcome(action: Callable[..., object], *args: object) -> tuple[str, str]:
@@ -210,3 +272,53 @@ def test_frozen_methods_are_closures_not_compiled_and_dataclasses_is_left_as_it_
         assert Frozen.__setattr__.__qualname__ == f"{Frozen.__qualname__}.__setattr__"
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'a'"):
         Frozen(1).a = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_init_has_the_signature_and_names_a_dataclass_gives_it(case: Any) -> None:
+    std_cls, args = case(dataclasses.dataclass)
+    our_cls, _ = case(_dataclass.dataclass)
+    # These classes have no docstring: dataclasses reads the signature for one, which
+    # compiles __init__ at once (the next test's class has one, and waits).
+    assert inspect.signature(our_cls) == inspect.signature(std_cls)
+    assert our_cls.__doc__ == std_cls.__doc__
+    assert our_cls.__init__.__qualname__ == std_cls.__init__.__qualname__
+    assert isinstance(our_cls.__init__, types.FunctionType)
+    assert [shown(our_cls(*a)) for a in args] == [shown(std_cls(*a)) for a in args]
+
+
+def test_an_instance_made_first_compiles_its_classs_init_and_a_subclass_reads_its_bases() -> None:
+    @_dataclass.dataclass(frozen=True)
+    class Base:
+        """Has a doc (else dataclasses reads the signature, compiling __init__ at once)."""
+
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+
+    class Undecorated(Base):
+        pass
+
+    if _dataclass._SWAP:  # Python 3.10-3.12: nothing compiled yet
+        assert isinstance(Base.__dict__["__init__"], _dataclass._DeferredInit)
+    first = Undecorated(1)  # a subclass's first instance compiles its base's
+    assert (first.a, first.b) == (1, [])
+    # The compiled method is set in place of the deferred one: later instances are made
+    # by it alone, as a dataclass's are.
+    assert isinstance(Base.__dict__["__init__"], types.FunctionType)
+    assert Base.__init__.__qualname__ == f"{Base.__qualname__}.__init__"
+    assert "__init__" not in Undecorated.__dict__
+    assert Base(2, [3]).b == [3]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        Base()  # type: ignore[call-arg]
+    assert isinstance(vars(dataclasses).get("_init_fn"), types.FunctionType)  # as it was
+
+
+def test_a_field_without_default_after_one_with_is_refused_when_the_class_is_made() -> None:
+    def declare(dc: Declare) -> None:
+        @dc(frozen=True)
+        class Wrong:
+            a: int = 0
+            b: int
+
+    assert _outcome(declare, _dataclass.dataclass) == _outcome(declare, dataclasses.dataclass)
+    assert _outcome(declare, _dataclass.dataclass)[0] == "TypeError"

@@ -144,3 +144,38 @@ def test_a_serve_that_may_not_execute_itself_again_serves_as_it_is(
     launch.main()
     assert commands == [["mockskill", "serve"]]
     assert "PYTHONMALLOC" not in os.environ  # nothing claims an allocator it does not have
+
+
+@pytest.mark.parametrize(("command", "serving"), [("serve", True), ("validate", False)])
+def test_serve_sets_a_servers_collector_thresholds_before_it_imports_the_commands(
+    command: str, serving: bool
+) -> None:
+    # With PYTHONMALLOC set, no exec: the thresholds, when the commands' module is imported.
+    code = (
+        "import gc, sys\n"
+        "class Seen:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'mockskill.cli':\n"
+        "            print(list(gc.get_threshold()))\n"
+        "sys.meta_path.insert(0, Seen())\n"
+        "from mockskill import launch\n"
+        "sys.argv = ['mockskill', sys.argv[1], '--help']\n"
+        "try:\n"
+        "    launch.main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONMALLOC": SERVE_ALLOCATOR},
+    )
+    from mockskill.server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD
+
+    thresholds = done.stdout.splitlines()[0]
+    old = 10  # Python's own for the old generation, left as it is
+    expected = [YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, old] if serving else [700, 10, old]
+    assert thresholds == str(expected)

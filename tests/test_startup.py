@@ -35,6 +35,7 @@ LAZY = (
     "mockskill.engine.threaded",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
+    "mockskill.admin.sharing",  # the registry's side of a shared set: when a set is shared
     "flask",
     "jinja2",
     "itsdangerous",
@@ -54,6 +55,11 @@ LAZY = (
     "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
     "_hashlib",  # OpenSSL's hashes: the first credential's or token request's (3-5 ms)
     "hmac",
+    "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
+    "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
+    "mockskill.transport.tls",  # the local CA's certificates: with --tls or a skill's TLS fault
+    "mockskill.scenario.schema",  # the scenario schema's path: `mockskill schema` only
+    "mockskill.protocol.jsonstyle",  # JSON output: check-descriptor's, report's, the admin API's
 )
 """Modules that neither ``import mockskill`` nor serving skills may load."""
 

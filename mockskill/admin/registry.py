@@ -49,17 +49,11 @@ from . import changes
 from .changes import Planned, T
 from .clashes import Conflict, with_clashes
 from .loaded import LoadedScenario, UnknownScenario
-from .sharing import (
-    SharedSet,
-    changed_scenarios,
-    entries_of,
-    record_of,
-    unavailable_problem,
-)
 from .watch import ReloadResult
 
-if TYPE_CHECKING:  # (the shared set's records: imported where sharing is, not at start-up)
+if TYPE_CHECKING:  # (a shared set's records, and .sharing: imported where a set is shared)
     from ..store.shared_set import Record, Stored
+    from .sharing import SharedSet
 
 __all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
@@ -180,7 +174,9 @@ class Registry:
                 result = ReloadResult.failed(self._with_file_clashes(exc).problems)
             except ScenarioError as exc:
                 result = ReloadResult.failed(exc.problems)
-            except StoreUnavailable as exc:
+            except StoreUnavailable as exc:  # (a shared set's: only a shared store fails)
+                from .sharing import unavailable_problem
+
                 result = ReloadResult.failed([unavailable_problem(exc)])
                 self._unsent = paths  # read again once the set can be reached (catch_up)
             self.last_reload = result
@@ -227,6 +223,7 @@ class Registry:
         loaded scenario cannot be shared (built in Python, with no text).
         """
         from ..store.shared_set import files_digest
+        from .sharing import record_of
 
         with self._changes:
             mine = tuple(record_of(e) for e in self._loaded)
@@ -324,6 +321,7 @@ class Registry:
     ) -> bool:
         """Write *loaded* as the next version; False if another replica wrote one first."""
         from ..store.shared_set import files_digest
+        from .sharing import record_of
 
         # What only the engine checks, before any other replica is told to serve it.
         served = ScenarioSet(tuple(e.scenario for e in loaded if e.active))
@@ -374,6 +372,8 @@ class Registry:
         did not change stays the very object. If this replica cannot read or
         play it, the last good set stays served and the problem is logged.
         """
+        from .sharing import changed_scenarios, entries_of
+
         try:
             loaded = entries_of(stored.records, self._loaded, max_delay_ms=self.max_delay_ms)
             # The writer restarted what it changed in its state: shared, that is everyone's;

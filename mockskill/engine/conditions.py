@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -332,7 +331,7 @@ def resolve(document: Any, pointer: tuple[str, ...]) -> Any:
                 return ABSENT
             value = value[token]
         elif isinstance(value, list):
-            if not _INDEX.fullmatch(token) or int(token) >= len(value):
+            if not _is_index(token) or int(token) >= len(value):
                 return ABSENT
             value = value[int(token)]
         else:
@@ -340,8 +339,10 @@ def resolve(document: Any, pointer: tuple[str, ...]) -> Any:
     return value
 
 
-_INDEX = re.compile(r"0|[1-9][0-9]*")
-"""An array index in a pointer: no sign, no leading zero (RFC 6901)."""
+def _is_index(token: str) -> bool:
+    """Whether *token* is an array index in a pointer: ASCII digits, no sign, no leading
+    zero (RFC 6901's ``0|[1-9][0-9]*``; told without a pattern to compile at import)."""
+    return token.isascii() and token.isdigit() and (token[0] != "0" or token == "0")
 
 
 def holds(check: Check, value: Any) -> bool:

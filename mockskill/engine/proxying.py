@@ -45,8 +45,9 @@ MAX_GRADED = 64 * 1024
 """The most of an upstream's error answer kept to read its code (the audit grades it)."""
 IDEMPOTENCY_KEY = "Idempotency-Key"
 """Relayed unchanged, like every end-to-end header: the audit recognises it on retries."""
-_LISTING = re.compile(r"^/skills/?$")
-_DESCRIPTOR = re.compile(r"^/skills/[^/]+/?$")
+# Compiled by re (and kept in its cache) on the first proxied request, not at import.
+_LISTING = r"^/skills/?$"
+_DESCRIPTOR = r"^/skills/[^/]+/?$"
 
 
 def upstream_for(
@@ -90,10 +91,10 @@ def upstream_for(
         after = answer(urls.fill_kept(proxy.after.reply))
     rewrite = None
     if request.method in ("GET", "HEAD"):
-        if _LISTING.match(request.path):
+        if re.match(_LISTING, request.path):
             own = [] if scripted is None else json.loads(urls.fill(scripted).body)["skills"]
             rewrite = _rewriter(urls.base, functools.partial(_listing, scripted=own))
-        elif _DESCRIPTOR.match(request.path):
+        elif re.match(_DESCRIPTOR, request.path):
             rewrite = _rewriter(urls.base, _descriptor)
     return Upstream(
         proxy,

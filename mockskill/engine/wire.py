@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from dataclasses import field
 from functools import cached_property
-from http import HTTPStatus
 
 from .._dataclass import dataclass
 
@@ -21,11 +20,26 @@ FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"
 """Header names the transport writes itself; an answer's own are dropped."""
 
 
+_PHRASES: dict[int, str] = {200: "OK"}
+"""Each status's standard reason phrase, as first looked up (at most 900: 100-999).
+
+200's is written here: http's HTTPStatus, an enum of ~60 members that costs
+start-up ~1 ms to build, is imported for the first other status rendered
+(a serve's first answer is most often a 200); then a status is looked up
+once, not per answer (a relayed one is a new Answer each time)."""
+
+
 def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Unknown"
+    phrase = _PHRASES.get(status)
+    if phrase is None:
+        from http import HTTPStatus
+
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Unknown"
+        _PHRASES[status] = phrase
+    return phrase
 
 
 @dataclass(frozen=True)

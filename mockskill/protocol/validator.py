@@ -88,7 +88,7 @@ _QUERY_OR_FRAGMENT = rf"(?:{_PCHAR}|[/?])*"
 _URI = re.compile(
     rf"[A-Za-z][A-Za-z0-9+\-.]*:{_HIER_PART}(?:\?{_QUERY_OR_FRAGMENT})?(?:#{_QUERY_OR_FRAGMENT})?"
 )
-_IP_FUTURE = re.compile(rf"v[0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+")
+_IP_FUTURE = rf"v[0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+"  # compiled by re on first use
 
 
 def is_uri(value: str) -> bool:
@@ -101,7 +101,7 @@ def is_uri(value: str) -> bool:
 
 
 def _is_ip_literal(text: str) -> bool:
-    if _IP_FUTURE.fullmatch(text):
+    if re.fullmatch(_IP_FUTURE, text):
         return True
     if "%" in text:  # a zone ID is RFC 6874's, not RFC 3986's; Python would accept it
         return False

@@ -19,8 +19,10 @@ from .._dataclass import dataclass
 Version = tuple[int, int, int]
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:[-+][0-9A-Za-z.+-]*)?")
-_PARTIAL = re.compile(r"(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*|[xX*]))?(?:\.(0|[1-9][0-9]*|[xX*]))?")
-_COMPARATOR = re.compile(r"\s*(>=|<=|>|<|=)?\s*([^\s<>=]+)\s*")
+# A range's patterns are compiled by re (and kept in its cache) when the first range is
+# read, not at import: serving the bundled scenarios reads none.
+_PARTIAL = r"(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*|[xX*]))?(?:\.(0|[1-9][0-9]*|[xX*]))?"
+_COMPARATOR = r"\s*(>=|<=|>|<|=)?\s*([^\s<>=]+)\s*"
 _OPERATORS: dict[str, Callable[[Version, Version], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -69,11 +71,11 @@ class Range:
 
 
 def _alternative(text: str) -> tuple[tuple[str, Version], ...]:
-    partial = _PARTIAL.fullmatch(text)
+    partial = re.fullmatch(_PARTIAL, text)
     if partial is not None and not (partial[2] and partial[3] and partial[3] not in "xX*"):
         return _x_range(partial)
     comparisons, end = [], 0
-    for match in _COMPARATOR.finditer(text):
+    for match in re.finditer(_COMPARATOR, text):
         version = parse_version(match[2])
         if version is None or match.start() != end:
             return ()

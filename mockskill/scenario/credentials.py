@@ -63,7 +63,7 @@ def read_credentials(r: Reader, value: Any, path: Path) -> Credentials:
     return Credentials(tokens, keys, clients, lifetime, token_digests, key_digests)
 
 
-DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+DIGEST = r"[0-9a-fA-F]{64}"  # compiled by re on the first digest read, not at import
 DIGEST_TEXT = "a SHA-256 digest: 64 hex digits (printf %s SECRET | sha256sum)"
 
 
@@ -82,7 +82,7 @@ def _one_form(
     digest = r.string(item, digest_key, where)
     if digest is None:
         return None, None
-    if not DIGEST.fullmatch(digest):
+    if not re.fullmatch(DIGEST, digest):
         r.bad((*where, digest_key), DIGEST_TEXT, describe(digest))
         return None, None
     return None, digest.lower()

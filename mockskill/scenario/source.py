@@ -19,7 +19,7 @@ the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syn
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
@@ -71,7 +71,8 @@ _YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
 """Booleans to YAML 1.1 (and PyYAML), words to YAML 1.2 and to people: refused as values."""
 _TAGGED = {"bool": "a boolean", "int": "an integer", "float": "a number", "null": "null"}
 """What each standard scalar tag reads, for a problem when its text is not one."""
-_DIGITS = re.compile(r"[-+]?[0-9_]+")
+_DIGITS = r"[-+]?[0-9_]+"
+"""An integer's text (compiled by re on the first tagged one read, not at import)."""
 _UNREADABLE = object()
 """A value or key that was a problem: a key that is this is left out of its mapping."""
 _UNSEEN = object()
@@ -218,7 +219,7 @@ class _Builder:
         # (ValueError, as an integer of more digits than Python converts: 4300).
         except (ValueError, KeyError):
             kind = node.tag.rsplit(":", 1)[-1]
-            if kind == "int" and _DIGITS.fullmatch(node.value):
+            if kind == "int" and re.fullmatch(_DIGITS, node.value):
                 self._bad(
                     path,
                     node,
@@ -299,12 +300,18 @@ def read_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
     documents: list[Document] = []
     problems: list[Problem] = []
     try:
-        deep = _too_deep(text)
-        if deep is not None:
-            line, column = deep.line + 1, deep.column + 1
-            expected = f"nesting at most {MAX_DEPTH} levels deep"
-            return [], [Problem(file, line, column, "(YAML nesting)", expected, "deeper nesting")]
-        for index, node in enumerate(_compose_all(text)):
+        nodes: Iterable[yaml.Node | None]
+        if _indicators(text) <= _PARSE_DEPTH:
+            nodes = _composed_first(text)  # it cannot nest deeper: no pass to measure it
+        else:
+            deep = _too_deep(text)
+            if deep is not None:
+                line, column = deep.line + 1, deep.column + 1
+                expected = f"nesting at most {MAX_DEPTH} levels deep"
+                problem = Problem(file, line, column, "(YAML nesting)", expected, "deeper nesting")
+                return [], [problem]
+            nodes = _compose_all(text)
+        for index, node in enumerate(nodes):
             if node is None or _is_empty(node):
                 continue  # nothing between two "---"
             builder = _Builder(file, index, text)
@@ -358,6 +365,40 @@ def _too_deep(text: str) -> Any:
             return exc.problem_mark
         raise
     return None
+
+
+_INDICATORS = "-?:[{"
+
+
+def _indicators(text: str) -> int:
+    """How many of *text*'s characters could open a collection: at least as many as it
+    has collections, so more than it can nest.
+
+    Each collection starts at an indicator of its own: a block sequence at its
+    first ``-``, a block mapping at its first key's ``:`` (or ``?``), a flow
+    collection at its ``[`` or ``{``, a flow sequence's single-pair mapping at its
+    ``:`` (or ``?``). Counted wherever they stand (in a URL, a word), so over.
+    """
+    return sum(text.count(indicator) for indicator in _INDICATORS)
+
+
+def _composed_first(text: str) -> Iterator[yaml.Node | None]:
+    """:func:`_compose_all`, for a text :func:`_too_deep` need not measure, failing as
+    the two passes did: that pass parsed the whole text before any document was built.
+
+    So every document is composed before the first is yielded: the first syntax error
+    (the parser's, met here by composing) is raised before any. An error of the
+    composer's own (an undefined alias) was raised after the documents before it had
+    been built, unless the parse found a syntax error anywhere: then that, first.
+    """
+    nodes: list[yaml.Node | None] = []
+    try:
+        nodes.extend(_compose_all(text))
+    except yaml.composer.ComposerError:
+        _too_deep(text)  # raises the text's first syntax error, if it has one
+        yield from nodes
+        raise
+    yield from nodes
 
 
 def _written(tag: str) -> str:

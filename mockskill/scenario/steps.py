@@ -65,7 +65,8 @@ ERROR_ONLY = ("message", "details", "retry")
 BODY_KEYS = ("json", "text", "descriptor")
 SEQUENCE_KEYS = ("steps", "end")
 RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"
+"""A header name (compiled by re on the first step with headers, not at import)."""
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
     out = {}
     for name, value in headers.items():
         where = (*path, "headers", name)
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        if not isinstance(name, str) or not re.fullmatch(_TOKEN, name):
             r.bad(where, "a header name (letters, digits, -)", describe(name), at_key=True)
         elif name.lower() in SERVER_HEADERS:
             r.bad(
@@ -300,7 +301,7 @@ SERVER_HEADERS = {
 without the answer contradicting how it is sent (two framings, a connection that lies)."""
 
 _WIRE = "a header value that can go on the wire (Latin-1 text, no control characters)"
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CONTROL = r"[\x00-\x08\x0a-\x1f\x7f]"  # compiled by re on the first header value read
 
 
 def _header_value_problem(text: str) -> tuple[str, str, str] | None:
@@ -309,7 +310,7 @@ def _header_value_problem(text: str) -> tuple[str, str, str] | None:
     HTTP/1.1 header values are bytes; the server writes them as Latin-1
     (RFC 9110 §5.5: visible characters, spaces and tabs, and obs-text).
     """
-    control = _CONTROL.search(text)
+    control = re.search(_CONTROL, text)
     if control is not None:
         char = control.group()
         if char in "\r\n":

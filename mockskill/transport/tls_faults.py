@@ -34,13 +34,16 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from .._dataclass import dataclass
 from .connection import Connection
 from .handler import Handler
 from .reading import Limits
 from .shared import Shared
-from .tls import Authority
+
+if TYPE_CHECKING:
+    from .tls import Authority
 
 log = logging.getLogger("mockskill.transport")
 

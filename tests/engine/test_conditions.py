@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from typing import Any
 
@@ -137,6 +138,17 @@ def test_json_pointers_resolve_as_rfc_6901_says() -> None:
     assert resolve(document, ("a/b", "~c", "2")) is ABSENT
     assert resolve(document, ("a/b", "~c", "-")) is ABSENT
     assert resolve(document, ()) is document
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["0", "1", "10", "", "00", "01", "-1", "+1", "1 ", " 1", "1.0", "\u0661", "\u00b2", "x"],
+)
+def test_an_array_index_is_rfc_6901s_no_sign_no_leading_zero_ascii_digits(token: str) -> None:
+    document = [[f"item {n}" for n in range(11)]]
+    index = re.fullmatch(r"0|[1-9][0-9]*", token)  # the RFC's grammar (ASCII digits)
+    found = resolve(document, ("0", token))
+    assert found == (f"item {int(token)}" if index else ABSENT)
 
 
 def test_json_equality_is_deep_and_strict_about_booleans() -> None:

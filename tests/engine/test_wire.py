@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 import pytest
 
 from mockskill.engine.wire import Answer
@@ -23,6 +25,11 @@ def test_a_head_is_rendered_once() -> None:
 def test_a_custom_reason_and_an_unknown_status() -> None:
     assert Answer(200, reason="Fine").head(close=False).startswith(b"HTTP/1.1 200 Fine\r\n")
     assert Answer(599).head(close=False).startswith(b"HTTP/1.1 599 Unknown\r\n")
+
+
+def test_every_status_has_its_standard_phrase() -> None:
+    # 200's is written out (http's enum is no part of start-up): the same as the others'.
+    assert [Answer(s).phrase for s in HTTPStatus] == [s.phrase for s in HTTPStatus]
 
 
 @pytest.mark.parametrize("status", [100, 204, 304])

@@ -340,6 +340,46 @@ def test_a_syntax_error_in_a_later_document_is_placed_in_that_document() -> None
     assert (problem.path, problem.line) == ("(YAML syntax)", 4)
 
 
+# Texts whose documents have problems of their own besides the file's syntax or composer
+# error: what is built, and in which order the failures come, shows which pass found what.
+FAILING = {
+    "syntax-after-a-duplicate": "a: 1\na: 2\n---\nname: [\n",
+    "alias-after-a-duplicate": "a: 1\na: 2\n---\nb: *nowhere\n",
+    "alias-then-syntax": "a: 1\na: 2\n---\nb: *nowhere\n---\nc: [\n",
+    "syntax-then-alias": "a: 1\na: 2\n---\nc: [\n---\nb: *nowhere\n",
+    "valid": "a: &x {b: [1, 2]}\n---\n- *x\n- c: d\n",
+    "bad-indentation": "a:\n  b: 1\n c: 2\n",
+}
+
+
+@pytest.mark.parametrize("text", FAILING.values(), ids=FAILING.keys())
+def test_a_text_too_small_to_nest_deeply_is_read_as_after_a_pass_measuring_its_depth(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert source._indicators(text) <= source._PARSE_DEPTH  # read in one pass
+    one_pass = read_text(text, "s.yaml")
+    # As if every text could nest too deep: each is measured by a parse first.
+    monkeypatch.setattr(source, "_indicators", lambda text: source._PARSE_DEPTH + 1)
+    assert read_text(text, "s.yaml") == one_pass
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(path.read_text() for path in sorted(Path("scenarios").glob("*.yaml"))),
+        "- - - - [[{a: [b: {c: d}]}]]\n",
+        "? - a\n  - b\n: {x: [y]}\n",
+        "[a: b, ? c, {d: e}]\n",
+        "a:\n- b:\n  - c\n",
+    ],
+)
+def test_a_text_holds_fewer_collections_than_its_indicators(text: str) -> None:
+    import yaml
+
+    starts = [e for e in yaml.parse(text) if isinstance(e, yaml.CollectionStartEvent)]
+    assert 0 < len(starts) <= source._indicators(text)
+
+
 # -- files -----------------------------------------------------------------------
 
 
