@@ -109,6 +109,27 @@ def descriptor_ok(status: int, body: bytes) -> bool:
 # --------------------------------------------------------------------------- servers
 
 
+def from_history(rev: str, paths: Sequence[str], into: str) -> str | None:
+    """*paths* (the package, the bundled scenarios) as commit *rev* had them, under *into*,
+    for a same-run reference started with ``PYTHONPATH`` at it (:func:`with_pythonpath`);
+    None, and why printed, without git or that commit (a shallow clone)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", rev, *paths], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", into], input=archive, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = exc.stderr.decode(errors="replace").strip() if hasattr(exc, "stderr") else exc
+        print(f"no reference: commit {rev} could not be taken from git ({detail})")
+        return None
+    return into
+
+
+def with_pythonpath(cmd: list[str], folder: str) -> list[str]:
+    """*cmd* importing mockskill from *folder* first (``env`` execs: the pid is Python's)."""
+    return ["env", f"PYTHONPATH={folder}", *cmd]
+
+
 def mockskill_cmd(
     port: int, paths: Sequence[str] = (), *, console_script: bool = False
 ) -> list[str]:

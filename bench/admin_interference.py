@@ -199,23 +199,7 @@ def skill_latencies(port: int, count: int, interval: float) -> list[float]:
 def serve_cmd(port: int, reference: str | None) -> list[str]:
     paths = [str(c.REPO / "scenarios" / name) for name in SCENARIOS]
     cmd = c.mockskill_cmd(port, paths)
-    return cmd if reference is None else ["env", f"PYTHONPATH={reference}", *cmd]
-
-
-def extract(rev: str, into: str) -> str | None:
-    """The package of commit *rev* under *into*; None (and why, printed) if not."""
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(c.REPO), "archive", rev, "mockskill"],
-            check=True,
-            capture_output=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", into], input=archive, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        detail = exc.stderr.decode(errors="replace").strip() if hasattr(exc, "stderr") else exc
-        print(f"no reference rows: commit {rev} could not be taken from git ({detail})")
-        return None
-    return into
+    return cmd if reference is None else c.with_pythonpath(cmd, reference)
 
 
 def measure(name: str, reference: str | None, args: argparse.Namespace) -> list[tuple[object, ...]]:
@@ -273,7 +257,9 @@ def main() -> None:
 
     folder = tempfile.mkdtemp(prefix="mockskill-bench-reference-")
     try:
-        reference = extract(args.reference, folder) if args.reference else None
+        reference = (
+            c.from_history(args.reference, ["mockskill"], folder) if args.reference else None
+        )
         rows = measure("this tree", None, args)
         if reference is not None:
             rows += measure(f"reference {args.reference}", reference, args)

@@ -62,7 +62,6 @@ REFERENCE_REV = "2efc3b9"
 """The commit of the day issue 13 was filed, whose server started in "today 230 ms"."""
 REFERENCE_MS = 230.0
 """That server's start-up as the issue measured it: the bound is TARGET_MS / REFERENCE_MS of it."""
-REPO = Path(__file__).resolve().parent.parent
 
 
 def time_python_floor() -> float:
@@ -107,27 +106,6 @@ def bytecode_state() -> str:
     return "bytecode written and read as usual"
 
 
-def extract_reference(rev: str, into: str) -> str | None:
-    """The package and bundled scenarios of commit *rev* under *into*; None (and why) if not."""
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", rev, "mockskill", "scenarios"],
-            check=True,
-            capture_output=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", into], input=archive, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        detail = exc.stderr.decode(errors="replace").strip() if hasattr(exc, "stderr") else exc
-        print(f"no reference row: commit {rev} could not be taken from git ({detail})")
-        return None
-    return into
-
-
-def reference_cmd(port: int, folder: str) -> list[str]:
-    """The reference server, ``python -m mockskill serve``, importing mockskill from *folder*."""
-    return ["env", f"PYTHONPATH={folder}", *c.mockskill_cmd(port)]
-
-
 def with_cache(cmd: list[str], folder: str) -> list[str]:
     """*cmd* reading and writing bytecode under *folder* (``env`` execs, so the pid is Python's)."""
     return ["env", "-u", "PYTHONDONTWRITEBYTECODE", f"PYTHONPYCACHEPREFIX={folder}", *cmd]
@@ -145,7 +123,9 @@ def main() -> None:
 
     cache = tempfile.mkdtemp(prefix="mockskill-bench-pyc-")
     old = tempfile.mkdtemp(prefix="mockskill-bench-reference-")
-    reference = extract_reference(args.reference, old) if args.reference else None
+    reference = (
+        c.from_history(args.reference, ["mockskill", "scenarios"], old) if args.reference else None
+    )
     bare = "bare Flask (bench/bare_flask.py)"
     bare_cached = "bare Flask, bytecode cached"
     reference_name = f"the issue's day's serve ({args.reference}), bytecode cached"
@@ -162,7 +142,9 @@ def main() -> None:
         bare_cached: lambda p: with_cache(c.bare_cmd(p), cache),
     }
     if reference is not None:
-        variants[reference_name] = lambda p: with_cache(reference_cmd(p, reference), cache)
+        variants[reference_name] = lambda p: with_cache(
+            c.with_pythonpath(c.mockskill_cmd(p), reference), cache
+        )
     baseline = {name: bare_cached if "cached" in name else bare for name in variants}
     for name, cmd in variants.items():
         if "cached" in name:  # one discarded start writes the bytecode
