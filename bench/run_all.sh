@@ -23,7 +23,7 @@ elif [[ "${1:-}" == "--issue13" ]]; then
     ${BEFORE_CLOSE:+--before-close "$BEFORE_CLOSE"}
   "$py" bench/burst_peers.py --clients 1000 10000 --rounds 2
   "$py" bench/hang_flood.py --clients 10000 --rounds 2 --requests 200
-  "$py" bench/startup.py --rounds 10
+  "$py" bench/startup.py --rounds 15
   "$py" bench/memory.py --total 100000 --step 10000 --skip-bare
 else
   "$py" bench/startup.py --rounds 15
