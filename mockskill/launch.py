@@ -27,7 +27,7 @@ Nothing here may import the rest of the package: its cost would be paid
 twice (``mockskill/__init__`` imports nothing either until a name is asked for).
 
 The image that serves then sets the cyclic collector's thresholds of a
-serving process (:mod:`mockskill.server_heap`) before it imports anything
+serving process (:mod:`mockskill.server_process`) before it imports anything
 else, rather than once the scenarios are loaded: at Python's own (700, 10)
 the collector passed over the growing heap again and again while start-up
 imported ~300 modules and built the scenario model, ~9.5 M of the ~665 M
@@ -81,6 +81,7 @@ def _collect_as_a_server() -> None:
     """The collector's thresholds of a serving process, from its first import (see the module)."""
     import gc
 
-    from .server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD  # (it imports gc alone)
+    # (server_process imports gc and sys alone: nothing else of the package, yet)
+    from .server_process import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD
 
     gc.set_threshold(YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, gc.get_threshold()[2])

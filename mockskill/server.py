@@ -50,7 +50,7 @@ from .listening import (
 )
 from .scenario.loader import Scenarios, load_any
 from .scenario.reader import MAX_DELAY_MS
-from .server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, own_process
+from .server_process import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, own_process
 from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
 from .server_tls import ServerTLS, tls_authority

@@ -173,7 +173,7 @@ def test_serve_sets_a_servers_collector_thresholds_before_it_imports_the_command
         check=True,
         env={**os.environ, "PYTHONMALLOC": SERVE_ALLOCATOR},
     )
-    from mockskill.server_heap import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD
+    from mockskill.server_process import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD
 
     thresholds = done.stdout.splitlines()[0]
     old = 10  # Python's own for the old generation, left as it is

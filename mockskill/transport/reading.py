@@ -91,8 +91,8 @@ _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HE
 """Decoded once: the methods a mock is asked for all day."""
 
 
-def _chunked(codings: bytes) -> bool:
-    """True for a request's ``Transfer-Encoding`` (all its lines, joined) of chunked alone.
+def _refuse_other_codings(codings: bytes) -> None:
+    """Refuse a request's ``Transfer-Encoding`` (all its lines, joined) but chunked alone.
 
     RFC 9112 6.3: a request whose last coding is not chunked has no length that
     can be known (400, as llhttp would say a moment later). 6.1: a coding before
@@ -100,13 +100,12 @@ def _chunked(codings: bytes) -> bool:
     would reach the scenario still coded: 501.
     """
     *before, last = codings.lower().split(b",")
-    if last.strip() != b"chunked":
-        text = codings.decode("latin-1")
-        raise _Refused(400, f"Transfer-Encoding {text!r} does not end in chunked")
-    if before:
-        text = codings.decode("latin-1")
+    if last.strip() == b"chunked" and not before:
+        return
+    text = codings.decode("latin-1")
+    if before and last.strip() == b"chunked":
         raise _Refused(501, f"Transfer-Encoding {text!r} is not supported (chunked is)")
-    return True
+    raise _Refused(400, f"Transfer-Encoding {text!r} does not end in chunked")
 
 
 class _Refused(Exception):
@@ -381,7 +380,9 @@ class RequestReader(abc.ABC):
                 codings = value if codings is None else codings + b", " + value
             elif expect is None:
                 expect = value
-        chunked = codings is not None and _chunked(codings)
+        chunked = codings is not None
+        if codings is not None:
+            _refuse_other_codings(codings)
         self._close_asked = close
         parser = self._parser
         method = parser.get_method()

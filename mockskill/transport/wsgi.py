@@ -10,7 +10,7 @@ A worker that COMPUTES (a report over a full journal) still shares the GIL
 with the loop's thread: the admin app writes its JSON in pieces
 (:func:`mockskill.protocol.jsonstyle.encode`) so that no single C call
 holds it for long, and a process that is the server's asks a busy thread
-to let go after 1 ms (:mod:`mockskill.server_heap`), not Python's 5 ms.
+to let go after 1 ms (:mod:`mockskill.server_process`), not Python's 5 ms.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ MIDDLE_GC_THRESHOLD = 100
 """Young collections between middle ones in a process that is the server's (Python's: 10)."""
 
 
-def freeze_heap(_: object) -> None:
+def freeze_heap() -> None:
     """Keep what start-up built out of the cyclic collector's sight (:func:`gc.freeze`).
 
     Called by :meth:`Server.serve_forever` once the scenarios are loaded and the
@@ -64,7 +64,7 @@ SWITCH_INTERVAL = 0.001
 (:func:`sys.setswitchinterval`; Python's: 0.005), in a process that is the server's."""
 
 
-def shorten_switches(_: object) -> None:
+def shorten_switches() -> None:
     """Let the loop's thread take the GIL back from a busy admin worker within 1 ms.
 
     The admin app answers on worker threads (:mod:`mockskill.transport.wsgi`);
@@ -98,7 +98,8 @@ def shorten_switches(_: object) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL)
 
 
-def own_process(server: object) -> None:
-    """What a process that is the server's sets once it serves (:meth:`Server.serve_forever`)."""
-    freeze_heap(server)
-    shorten_switches(server)
+def own_process(_: object) -> None:
+    """What a process that is the server's sets once it serves: the transport's
+    ``on_started`` of :meth:`Server.serve_forever` (given the server, not needed)."""
+    freeze_heap()
+    shorten_switches()

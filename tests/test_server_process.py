@@ -75,7 +75,7 @@ def test_serve_forever_shortens_the_switch_interval_and_an_embedded_server_does_
     """A busy admin worker gives the GIL back to the loop's thread within 1 ms in the
     CLI's way of serving; a server embedded in a test suite leaves the suite's
     interval as it is."""
-    from mockskill.server_heap import SWITCH_INTERVAL
+    from mockskill.server_process import SWITCH_INTERVAL
 
     suites = sys.getswitchinterval()
     gc_threshold = gc.get_threshold()
