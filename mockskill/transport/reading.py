@@ -5,8 +5,11 @@
 httptools) refuses negative, non-decimal and duplicate ``Content-Length``,
 ``Content-Length`` with ``Transfer-Encoding`` and bad chunk sizes; this
 module adds the limits of :class:`Limits` (target, headers, body counted as
-it is read whatever its framing) and a second, explicit check of the
-``Content-Length`` rules, so that they do not hang on a parser's leniency.
+it is read whatever its framing, trailer fields counted with the head's and
+never kept), a second, explicit check of the ``Content-Length`` rules, so
+that they do not hang on a parser's leniency, the ``Host`` and version rules
+of RFC 9112, and reads the body of a request asking for an upgrade, which
+llhttp (as httptools runs it) would leave to be read as the next request.
 What to do with a request read, or refused, is the connection's
 (:mod:`.connection`).
 """
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import ipaddress
 import logging
+import re
 import time
 from itertools import chain
 
@@ -37,10 +42,10 @@ class Limits:
     max_target: int = 64 * 1024
     """Longest request target, in bytes (→ 414); http.server's line limit."""
     max_head: int = 256 * 1024
-    """Most bytes of request headers (→ 431): roomy, so that a hostile header's
-    journal entry (bounded there) is tested rather than refused here."""
+    """Most bytes of request headers, and of trailer fields with them (→ 431): roomy, so
+    that a hostile header's journal entry (bounded there) is tested rather than refused here."""
     max_headers: int = 100
-    """Most request header fields (→ 431)."""
+    """Most request header fields, and trailer fields with them (→ 431)."""
     max_body: int = 1024 * 1024
     """Largest request body, counted while it is read, whatever its framing (→ 413)."""
     header_timeout: float = 10.0
@@ -87,6 +92,53 @@ def _kind(name: bytes) -> int:
     return kind
 
 
+_HOST_VALUE = re.compile(
+    rb"(?:\[(?P<literal>[0-9A-Za-z:.+\-_~!$&'()*,;=]+)\]"  # IP-literal
+    rb"|(?:[0-9A-Za-z\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"  # IPv4address / reg-name
+    rb"(?::[0-9]*)?"  # port
+)
+"""RFC 9112 3.2: ``Host = uri-host [ ":" port ]``, RFC 3986's authority without its
+userinfo: no whitespace, ``@``, ``/``, ``?``, ``#`` or bytes outside ASCII."""
+_IPVFUTURE = re.compile(rb"v[0-9A-Fa-f]+\.[0-9A-Za-z\-._~!$&'()*+,;=:]+")
+
+_HOSTS: set[bytes] = set()
+"""Host values found valid: a client sends the same one on every request, checked once.
+Bounded like :data:`_KINDS`."""
+
+
+def _valid_host(value: bytes) -> bool:
+    """Whether *value* (a ``Host`` field's value, its whitespace stripped) is one."""
+    if value in _HOSTS:
+        return True
+    match = _HOST_VALUE.fullmatch(value)
+    if match is None:
+        return False
+    literal = match["literal"]
+    if literal is not None and not _IPVFUTURE.fullmatch(literal):
+        try:
+            ipaddress.IPv6Address(literal.decode("ascii"))
+        except ValueError:
+            return False
+    if len(_HOSTS) >= MAX_KINDS:
+        _HOSTS.clear()
+    _HOSTS.add(value)
+    return True
+
+
+_OWS = b" \t"
+"""RFC 9110 5.5: whitespace around a field value is not part of it (llhttp drops the
+leading whitespace only)."""
+
+_VERSION = re.compile(rb"([0-9]\.[0-9])\r?\n")
+_PARSED_VERSIONS = (b"0.9", b"1.0", b"1.1", b"2.0")
+"""The versions llhttp reads; it refuses the others as it reads the request line."""
+_SPOKEN = ("1.1", "1.0")
+
+
+def _unspoken(version: str) -> str:
+    return f"mockskill speaks HTTP/1.1 and HTTP/1.0, not HTTP/{version}"
+
+
 _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
 """Decoded once: the methods a mock is asked for all day."""
 
@@ -124,6 +176,50 @@ _SPENT = httptools.HttpRequestParser(object())
 """What a closed connection's parser is replaced with: one with no callbacks, never fed."""
 
 
+class _AfterUpgrade:
+    """The callbacks of the parser that reads an upgrade request's body, then what follows.
+
+    httptools tells llhttp to skip the body of a request asking for an upgrade,
+    and stops after its head; this parser is fed first a head saying only the
+    body's framing, whose callbacks end here. The body, its trailer fields and
+    every request after it go to the reader, as its own parser's would.
+    """
+
+    __slots__ = ("_in_head", "_reader", "on_body", "on_chunk_header", "on_message_complete")
+
+    on_chunk_complete = None
+
+    def __init__(self, reader: RequestReader) -> None:
+        self._reader, self._in_head = reader, True
+        self.on_body, self.on_chunk_header = reader.on_body, reader.on_chunk_header
+        self.on_message_complete = reader.on_message_complete
+
+    def on_message_begin(self) -> None:
+        if not self._in_head:
+            self._reader.on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        if not self._in_head:
+            self._reader.on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._in_head:
+            self._reader.on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if self._in_head:
+            self._in_head = False
+        else:
+            self._reader.on_headers_complete()
+
+
+def _body_parser(reader: RequestReader, framing: bytes) -> httptools.HttpRequestParser:
+    """A parser for the body of *reader*'s upgrade request, framed by the header *framing*."""
+    parser = httptools.HttpRequestParser(_AfterUpgrade(reader))
+    parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n\r\n")
+    return parser
+
+
 class RequestReader(abc.ABC):
     """Parses one connection's requests; the connection subclass acts on them.
 
@@ -138,6 +234,7 @@ class RequestReader(abc.ABC):
         "_body",
         "_body_len",
         "_body_until",
+        "_chunk_at",
         "_close_asked",
         "_continue_pending",
         "_dead_parser",
@@ -157,7 +254,11 @@ class RequestReader(abc.ABC):
         "_packet",
         "_parser",
         "_peer",
+        "_trailer_raw",
+        "_trailer_size",
+        "_trailers",
         "_transport",
+        "_upgrade_framing",
         "_url",
         "_version",
         "deadline",
@@ -185,6 +286,13 @@ class RequestReader(abc.ABC):
         self._body: list[bytes] | None = None
         """The body's pieces; None while none is expected (no list for a body-less request)."""
         self._body_len = 0
+        self._chunk_at = -1
+        """:attr:`_body_len` when the last chunk's header was read; -1 for no chunked body."""
+        self._trailers = self._trailer_size = self._trailer_raw = 0
+        """Trailer fields read, the bytes of the head's and theirs, and the bytes of the
+        packets that ended in the trailer section (one field can span many)."""
+        self._upgrade_framing = b""
+        """The framing header of an upgrade request's body, while llhttp has skipped it."""
         self._method = ""
         self._version = "1.1"
         self._close_asked = False
@@ -200,9 +308,8 @@ class RequestReader(abc.ABC):
         """A timer the subclass runs only while the connection is idle (a stale
         keep-alive's): cancelled here as soon as a request begins."""
 
-    on_chunk_header = None
     on_chunk_complete = None
-    """Callbacks httptools would call, and does not when they are None: it looks each up
+    """A callback httptools would call, and does not when it is None: it looks each up
     when a parser is made, and one missing is an AttributeError raised and formatted, for
     every connection."""
 
@@ -235,16 +342,19 @@ class RequestReader(abc.ABC):
     def _feed(self, data: bytes) -> None:
         """Parse *data*; requests read and refusals reach the subclass's hooks."""
         self._packet = len(data)
+        rest = b""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
-            # No protocol is upgraded to (curl asks for h2c, for one): the request
-            # was answered as HTTP/1.1, and what follows it is the next request.
-            self._parser = httptools.HttpRequestParser(self)
+            # No protocol is upgraded to (curl asks for h2c, for one): the request is
+            # read as HTTP/1.1 (RFC 9110 7.8), its body included — llhttp skipped it —
+            # and what follows it is the next request.
+            framing, self._upgrade_framing = self._upgrade_framing, b""
+            if framing:
+                self._parser = _body_parser(self, framing)
+            else:
+                self._parser = httptools.HttpRequestParser(self)
             rest = data[int(upgrade.args[0]) :]
-            if rest and not self._dead_parser:
-                self._feed(rest)
-                return
         except httptools.HttpParserCallbackError as error:
             refused = error.__context__
             if isinstance(refused, _Refused):
@@ -259,9 +369,36 @@ class RequestReader(abc.ABC):
                 heads = [h for h in data.split(b"\r\n\r\n") if h.strip()] or [b""]
                 method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
                 self._method = method.decode("latin-1")
-            self._refuse(400, str(error) or type(error).__name__)
-        if self._in_message and not self._dead_parser:
+            version = self._version_refused(data) if self._url and not self._headers else None
+            if version is not None and not version.startswith(b"1."):
+                # A well-formed version of another major than 1 (HTTP/3.0): one this
+                # server does not speak (RFC 9110 15.6.6), not a malformed request.
+                self._refuse(505, _unspoken(version.decode()))
+            else:
+                self._refuse(400, str(error) or type(error).__name__)
+        if rest and not self._dead_parser:
+            # Fed outside the handler above: an error it raises would have the upgrade
+            # as its context, not the callback's _Refused.
+            self._feed(rest)
+        elif self._in_message and not self._dead_parser:
             self._under_way(len(data))
+
+    def _version_refused(self, data: bytes) -> bytes | None:
+        """The version in the request line llhttp refused in *data*, if it refused one.
+
+        httptools does not say where, or why, llhttp stopped: the request line
+        is found in *data* by the target read (those before it, with the same
+        target, had a version llhttp reads). None when it is not there (the
+        line came in several packets) or its version is not ``DIGIT.DIGIT``.
+        """
+        mark = b" " + self._url + b" HTTP/"
+        at = data.find(mark)
+        while at >= 0:
+            version = _VERSION.match(data, at + len(mark))
+            if version is not None and version[1] not in _PARSED_VERSIONS:
+                return version[1]
+            at = data.find(mark, at + 1)
+        return None
 
     def _under_way(self, size: int) -> None:
         """A packet ended inside a request: its limits and deadlines, checked once per packet.
@@ -284,6 +421,13 @@ class RequestReader(abc.ABC):
                 else:
                     self._refuse(414, f"the request target exceeds {max_target} bytes")
         elif not self._continue_pending:  # the body is coming
+            if self._body_len == self._chunk_at:
+                # No data since the last chunk's header: the trailer section is being
+                # read (httptools keeps a field until it ends), bounded like a head.
+                self._trailer_raw += size
+                if self._trailer_raw > self._max_target + self._max_head:
+                    self._refuse(431, self._too_many_fields())
+                    return
             if not self._body_until:
                 self._body_begins()
             else:  # a pause may not outlast the whole body's deadline
@@ -299,6 +443,12 @@ class RequestReader(abc.ABC):
         if self._head_size() > limits.max_head:
             return f"the request headers exceed {limits.max_head} bytes"
         return f"the request has more than {limits.max_headers} headers"
+
+    def _too_many_fields(self) -> str:
+        """Why a trailer section is refused: with the head's fields, it is past their limits."""
+        if len(self._headers) + self._trailers > self._max_headers:
+            return f"the request has more than {self._max_headers} header and trailer fields"
+        return f"the request's header and trailer fields exceed {self._max_head} bytes"
 
     # -- httptools callbacks -------------------------------------------------------
     #
@@ -333,12 +483,38 @@ class RequestReader(abc.ABC):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         # httptools joins a name or value split across packets: one call per header.
-        self._headers.append((name, value))
+        if self._head_complete:  # after a chunked body: a trailer field
+            self._trailer(len(name) + len(value))
+        else:
+            self._headers.append((name, value))
+
+    def _trailer(self, size: int) -> None:
+        """A trailer field of *size* bytes: counted with the head's fields, then dropped.
+
+        RFC 9110 6.5.1: a trailer field is never merged into the headers (one
+        would otherwise act as ``Authorization`` or ``Mockskill-Session``); the
+        request carries none, as a recipient may discard them.
+        """
+        if not self._trailers:
+            self._trailer_size = self._head_size()
+        self._trailers += 1
+        self._trailer_size += size + 4
+        if (
+            len(self._headers) + self._trailers > self._max_headers
+            or self._trailer_size > self._max_head
+        ):
+            raise _Refused(431, self._too_many_fields())
+
+    def on_chunk_header(self) -> None:
+        # What comes before the next data, or the end, is the trailer section when this
+        # chunk is the last (see _under_way).
+        self._chunk_at = self._body_len
+        self._trailer_raw = 0
 
     def on_headers_complete(self) -> None:
         """The head is complete: its limits, and the headers its framing depends on (the
-        ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``), read in
-        one pass here — not in a method of their own: this runs for every request."""
+        ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``, ``Host``),
+        read in one pass here — not in a method of their own: this runs for every request."""
         self._head_complete = True
         headers = self._headers
         if len(headers) > self._max_headers:
@@ -350,7 +526,8 @@ class RequestReader(abc.ABC):
         if bound > self._max_head and self._head_size() > self._max_head:
             raise _Refused(431, self._too_many_headers())
         length: int | None = None
-        host = connection = close = False
+        host: bytes | None = None
+        connection = close = False
         codings: bytes | None = None
         expect: bytes | None = None
         kinds = _KINDS
@@ -365,14 +542,15 @@ class RequestReader(abc.ABC):
                 # not hang on a parser's leniency.
                 if length is not None:
                     raise _Refused(400, "Duplicate Content-Length")
+                value = value.rstrip(_OWS)
                 if not value.isdigit():
                     text = value.decode("latin-1")
                     raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
                 length = int(value)
             elif kind == _HOST:
-                if host:
+                if host is not None:
                     raise _Refused(400, "more than one Host header")
-                host = True
+                host = value
             elif kind == _CONNECTION:
                 connection = True
                 close = close or b"close" in value.lower()
@@ -393,14 +571,35 @@ class RequestReader(abc.ABC):
         if not connection and parser.should_keep_alive():
             self._version = "1.1"
         else:
-            self._version = parser.get_http_version()
+            version = self._version = parser.get_http_version()
+            if version not in _SPOKEN:  # 2.0 or 0.9, which llhttp reads
+                raise _Refused(505, _unspoken(version))
+        # RFC 9112 3.2: a Host, valid, on every HTTP/1.1 request.
+        if host is None:
+            if self._version == "1.1":
+                raise _Refused(400, "an HTTP/1.1 request must have a Host header")
+        elif not _valid_host(host.rstrip(_OWS)):
+            text = host.decode("latin-1")
+            raise _Refused(400, f"Host {text!r} is not a host, or a host and a port")
         if not length and not chunked:
             return  # no body to wait for
         if length is not None and length > self._limits.max_body:
             raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         self._body = []
         self._body_len = 0
-        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
+        self._chunk_at = -1
+        self._trailers = 0
+        if parser.should_upgrade():
+            # Answered as HTTP/1.1 with its body, which llhttp skips on an upgrade:
+            # read by a parser of its own (_feed), not as the next request.
+            self._upgrade_framing = (
+                b"Transfer-Encoding: chunked" if length is None else b"Content-Length: %d" % length
+            )
+        if (
+            expect is not None
+            and expect.rstrip(_OWS).lower() == b"100-continue"
+            and self._version == "1.1"
+        ):
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
                 self.deadline = 0.0  # no deadline while it waits its turn
@@ -423,7 +622,7 @@ class RequestReader(abc.ABC):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
-        if self._dead_parser:
+        if self._dead_parser or self._upgrade_framing:  # (an upgrade's body is still to come)
             return
         self._in_message = False
         self._head_complete = False
