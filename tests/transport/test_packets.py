@@ -63,6 +63,32 @@ def test_a_request_sent_byte_by_byte_is_read_whole(loop: str) -> None:
         assert request.body == b'{"a": "bcde"}'
 
 
+UPGRADE_THEN_NEXT = (
+    b"POST /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+    b"1a\r\nGET /smuggled HTTP/1.1\r\n\r\n\r\n0\r\nX-Trailer: split\r\n\r\n"
+    b"GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("size", [1, 7, 64])
+def test_an_upgrade_request_in_pieces_is_read_whole_with_its_body_and_trailer(
+    loop: str, size: int
+) -> None:
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        send_in_pieces(sock, UPGRADE_THEN_NEXT, size=size)
+        answers = parse(read_until_closed(sock))
+        assert [a.json()["target"] for a in answers] == ["/up", "/next"]
+        first, _ = requests_of(recorder.wait_for(2))
+        assert first.body == b"GET /smuggled HTTP/1.1\r\n\r\n"
+        assert [name for name, _ in first.raw_headers] == [
+            b"Host",
+            b"Connection",
+            b"Upgrade",
+            b"Transfer-Encoding",
+        ]
+
+
 def test_pipelined_requests_with_bodies_in_one_packet_are_each_read_apart(loop: str) -> None:
     data = (
         b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
