@@ -6,10 +6,8 @@ httptools) refuses negative, non-decimal and duplicate ``Content-Length``,
 ``Content-Length`` with ``Transfer-Encoding`` and bad chunk sizes; this
 module adds the limits of :class:`Limits` (target, headers, body counted as
 it is read whatever its framing, trailer fields counted with the head's and
-never kept), a second, explicit check of the ``Content-Length`` rules, so
-that they do not hang on a parser's leniency, the ``Host`` and version rules
-of RFC 9112, and reads the body of a request asking for an upgrade, which
-llhttp (as httptools runs it) would leave to be read as the next request.
+dropped), a second, explicit check of the ``Content-Length`` rules, so that
+they do not hang on a parser's leniency, and RFC 9112's others (:mod:`.rules`).
 What to do with a request read, or refused, is the connection's
 (:mod:`.connection`).
 """
@@ -18,9 +16,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import ipaddress
 import logging
-import re
 import time
 from itertools import chain
 
@@ -28,6 +24,23 @@ import httptools
 
 from .._dataclass import dataclass
 from .handler import Refusal, Request
+from .rules import (
+    CONNECTION,
+    CONTENT_LENGTH,
+    HOST,
+    KINDS,
+    OWS,
+    SPOKEN,
+    TRANSFER_ENCODING,
+    Refused,
+    body_parser,
+    kind_of,
+    refuse_host,
+    refuse_other_codings,
+    unspoken,
+    upgrade_framing,
+    version_refused,
+)
 
 log = logging.getLogger("mockskill.transport")
 
@@ -67,105 +80,8 @@ class Limits:
     """Seconds a closing connection waits for the client to close, discarding what it sends."""
 
 
-_CONTENT_LENGTH, _HOST, _CONNECTION, _TRANSFER_ENCODING, _EXPECT = range(5)
-_FRAMING = {
-    b"content-length": _CONTENT_LENGTH,
-    b"host": _HOST,
-    b"connection": _CONNECTION,
-    b"transfer-encoding": _TRANSFER_ENCODING,
-    b"expect": _EXPECT,
-}
-"""The (lowercased) header names the reader looks at; all others are only kept."""
-
-_KINDS: dict[bytes, int] = {}
-"""Header names as read -> their :data:`_FRAMING` kind, -1 for the others: a client sends
-the same few names on every request, lowered and looked up once each."""
-MAX_KINDS = 256
-"""Names :data:`_KINDS` keeps; beyond, it starts afresh (a client inventing names cannot
-grow memory)."""
-
-
-def _kind(name: bytes) -> int:
-    if len(_KINDS) >= MAX_KINDS:
-        _KINDS.clear()
-    kind = _KINDS[name] = _FRAMING.get(name.lower(), -1)
-    return kind
-
-
-_HOST_VALUE = re.compile(
-    rb"(?:\[(?P<literal>[0-9A-Za-z:.+\-_~!$&'()*,;=]+)\]"  # IP-literal
-    rb"|(?:[0-9A-Za-z\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"  # IPv4address / reg-name
-    rb"(?::[0-9]*)?"  # port
-)
-"""RFC 9112 3.2: ``Host = uri-host [ ":" port ]``, RFC 3986's authority without its
-userinfo: no whitespace, ``@``, ``/``, ``?``, ``#`` or bytes outside ASCII."""
-_IPVFUTURE = re.compile(rb"v[0-9A-Fa-f]+\.[0-9A-Za-z\-._~!$&'()*+,;=:]+")
-
-_HOSTS: set[bytes] = set()
-"""Host values found valid: a client sends the same one on every request, checked once.
-Bounded like :data:`_KINDS`."""
-
-
-def _valid_host(value: bytes) -> bool:
-    """Whether *value* (a ``Host`` field's value, its whitespace stripped) is one."""
-    if value in _HOSTS:
-        return True
-    match = _HOST_VALUE.fullmatch(value)
-    if match is None:
-        return False
-    literal = match["literal"]
-    if literal is not None and not _IPVFUTURE.fullmatch(literal):
-        try:
-            ipaddress.IPv6Address(literal.decode("ascii"))
-        except ValueError:
-            return False
-    if len(_HOSTS) >= MAX_KINDS:
-        _HOSTS.clear()
-    _HOSTS.add(value)
-    return True
-
-
-_OWS = b" \t"
-"""RFC 9110 5.5: whitespace around a field value is not part of it (llhttp drops the
-leading whitespace only)."""
-
-_VERSION = re.compile(rb"([0-9]\.[0-9])\r?\n")
-_PARSED_VERSIONS = (b"0.9", b"1.0", b"1.1", b"2.0")
-"""The versions llhttp reads; it refuses the others as it reads the request line."""
-_SPOKEN = ("1.1", "1.0")
-
-
-def _unspoken(version: str) -> str:
-    return f"mockskill speaks HTTP/1.1 and HTTP/1.0, not HTTP/{version}"
-
-
 _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
 """Decoded once: the methods a mock is asked for all day."""
-
-
-def _refuse_other_codings(codings: bytes) -> None:
-    """Refuse a request's ``Transfer-Encoding`` (all its lines, joined) but chunked alone.
-
-    RFC 9112 6.3: a request whose last coding is not chunked has no length that
-    can be known (400, as llhttp would say a moment later). 6.1: a coding before
-    chunked (``gzip, chunked``) is one this server does not undo, and the body
-    would reach the scenario still coded: 501.
-    """
-    *before, last = codings.lower().split(b",")
-    if last.strip() == b"chunked" and not before:
-        return
-    text = codings.decode("latin-1")
-    if before and last.strip() == b"chunked":
-        raise _Refused(501, f"Transfer-Encoding {text!r} is not supported (chunked is)")
-    raise _Refused(400, f"Transfer-Encoding {text!r} does not end in chunked")
-
-
-class _Refused(Exception):
-    """Raised inside a parser callback: the request is refused with *status*."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status, self.reason = status, reason
 
 
 UNKNOWN: tuple[str, int] = ("", 0)
@@ -174,50 +90,6 @@ said it (see :class:`~.connection.Connection`)."""
 
 _SPENT = httptools.HttpRequestParser(object())
 """What a closed connection's parser is replaced with: one with no callbacks, never fed."""
-
-
-class _AfterUpgrade:
-    """The callbacks of the parser that reads an upgrade request's body, then what follows.
-
-    httptools tells llhttp to skip the body of a request asking for an upgrade,
-    and stops after its head; this parser is fed first a head saying only the
-    body's framing, whose callbacks end here. The body, its trailer fields and
-    every request after it go to the reader, as its own parser's would.
-    """
-
-    __slots__ = ("_in_head", "_reader", "on_body", "on_chunk_header", "on_message_complete")
-
-    on_chunk_complete = None
-
-    def __init__(self, reader: RequestReader) -> None:
-        self._reader, self._in_head = reader, True
-        self.on_body, self.on_chunk_header = reader.on_body, reader.on_chunk_header
-        self.on_message_complete = reader.on_message_complete
-
-    def on_message_begin(self) -> None:
-        if not self._in_head:
-            self._reader.on_message_begin()
-
-    def on_url(self, url: bytes) -> None:
-        if not self._in_head:
-            self._reader.on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if not self._in_head:
-            self._reader.on_header(name, value)
-
-    def on_headers_complete(self) -> None:
-        if self._in_head:
-            self._in_head = False
-        else:
-            self._reader.on_headers_complete()
-
-
-def _body_parser(reader: RequestReader, framing: bytes) -> httptools.HttpRequestParser:
-    """A parser for the body of *reader*'s upgrade request, framed by the header *framing*."""
-    parser = httptools.HttpRequestParser(_AfterUpgrade(reader))
-    parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n\r\n")
-    return parser
 
 
 class RequestReader(abc.ABC):
@@ -289,10 +161,9 @@ class RequestReader(abc.ABC):
         self._chunk_at = -1
         """:attr:`_body_len` when the last chunk's header was read; -1 for no chunked body."""
         self._trailers = self._trailer_size = self._trailer_raw = 0
-        """Trailer fields read, the bytes of the head's and theirs, and the bytes of the
-        packets that ended in the trailer section (one field can span many)."""
+        """Trailer fields, their bytes with the head's, and bytes of packets ending in them."""
         self._upgrade_framing = b""
-        """The framing header of an upgrade request's body, while llhttp has skipped it."""
+        """An upgrade request's body's framing header, while llhttp has skipped the body."""
         self._method = ""
         self._version = "1.1"
         self._close_asked = False
@@ -346,18 +217,17 @@ class RequestReader(abc.ABC):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
-            # No protocol is upgraded to (curl asks for h2c, for one): the request is
-            # read as HTTP/1.1 (RFC 9110 7.8), its body included — llhttp skipped it —
-            # and what follows it is the next request.
+            # Nothing is upgraded to (curl asks for h2c): the request is read as HTTP/1.1
+            # (RFC 9110 7.8), with the body llhttp skipped; what follows is the next one.
             framing, self._upgrade_framing = self._upgrade_framing, b""
             if framing:
-                self._parser = _body_parser(self, framing)
+                self._parser = body_parser(self, framing)
             else:
                 self._parser = httptools.HttpRequestParser(self)
             rest = data[int(upgrade.args[0]) :]
         except httptools.HttpParserCallbackError as error:
             refused = error.__context__
-            if isinstance(refused, _Refused):
+            if isinstance(refused, Refused):
                 self._refuse(refused.status, refused.reason)
             else:  # a bug in a callback here: refuse the request, keep the trace
                 log.error("parser callback failed", exc_info=refused)
@@ -369,36 +239,15 @@ class RequestReader(abc.ABC):
                 heads = [h for h in data.split(b"\r\n\r\n") if h.strip()] or [b""]
                 method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
                 self._method = method.decode("latin-1")
-            version = self._version_refused(data) if self._url and not self._headers else None
-            if version is not None and not version.startswith(b"1."):
-                # A well-formed version of another major than 1 (HTTP/3.0): one this
-                # server does not speak (RFC 9110 15.6.6), not a malformed request.
-                self._refuse(505, _unspoken(version.decode()))
+            version = version_refused(data, self._url) if self._url and not self._headers else None
+            if version is not None:
+                self._refuse(505, unspoken(version))
             else:
                 self._refuse(400, str(error) or type(error).__name__)
-        if rest and not self._dead_parser:
-            # Fed outside the handler above: an error it raises would have the upgrade
-            # as its context, not the callback's _Refused.
+        if rest and not self._dead_parser:  # (outside the handler: not an error's context)
             self._feed(rest)
         elif self._in_message and not self._dead_parser:
             self._under_way(len(data))
-
-    def _version_refused(self, data: bytes) -> bytes | None:
-        """The version in the request line llhttp refused in *data*, if it refused one.
-
-        httptools does not say where, or why, llhttp stopped: the request line
-        is found in *data* by the target read (those before it, with the same
-        target, had a version llhttp reads). None when it is not there (the
-        line came in several packets) or its version is not ``DIGIT.DIGIT``.
-        """
-        mark = b" " + self._url + b" HTTP/"
-        at = data.find(mark)
-        while at >= 0:
-            version = _VERSION.match(data, at + len(mark))
-            if version is not None and version[1] not in _PARSED_VERSIONS:
-                return version[1]
-            at = data.find(mark, at + 1)
-        return None
 
     def _under_way(self, size: int) -> None:
         """A packet ended inside a request: its limits and deadlines, checked once per packet.
@@ -422,8 +271,7 @@ class RequestReader(abc.ABC):
                     self._refuse(414, f"the request target exceeds {max_target} bytes")
         elif not self._continue_pending:  # the body is coming
             if self._body_len == self._chunk_at:
-                # No data since the last chunk's header: the trailer section is being
-                # read (httptools keeps a field until it ends), bounded like a head.
+                # Trailers under way (httptools keeps a field until it ends): bounded.
                 self._trailer_raw += size
                 if self._trailer_raw > self._max_target + self._max_head:
                     self._refuse(431, self._too_many_fields())
@@ -444,8 +292,7 @@ class RequestReader(abc.ABC):
             return f"the request headers exceed {limits.max_head} bytes"
         return f"the request has more than {limits.max_headers} headers"
 
-    def _too_many_fields(self) -> str:
-        """Why a trailer section is refused: with the head's fields, it is past their limits."""
+    def _too_many_fields(self) -> str:  # a trailer section's refusal
         if len(self._headers) + self._trailers > self._max_headers:
             return f"the request has more than {self._max_headers} header and trailer fields"
         return f"the request's header and trailer fields exceed {self._max_head} bytes"
@@ -478,7 +325,7 @@ class RequestReader(abc.ABC):
         url = self._url + url
         if len(url) > self._max_target:
             self._method = self._method_read()  # the target is not kept: say the method
-            raise _Refused(414, f"the request target exceeds {self._max_target} bytes")
+            raise Refused(414, f"the request target exceeds {self._max_target} bytes")
         self._url = url
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -489,25 +336,17 @@ class RequestReader(abc.ABC):
             self._headers.append((name, value))
 
     def _trailer(self, size: int) -> None:
-        """A trailer field of *size* bytes: counted with the head's fields, then dropped.
-
-        RFC 9110 6.5.1: a trailer field is never merged into the headers (one
-        would otherwise act as ``Authorization`` or ``Mockskill-Session``); the
-        request carries none, as a recipient may discard them.
-        """
+        """A trailer field of *size* bytes: counted with the head's fields, then dropped
+        (RFC 9110 6.5.1: never merged into the headers, where it would act as one)."""
         if not self._trailers:
             self._trailer_size = self._head_size()
         self._trailers += 1
         self._trailer_size += size + 4
-        if (
-            len(self._headers) + self._trailers > self._max_headers
-            or self._trailer_size > self._max_head
-        ):
-            raise _Refused(431, self._too_many_fields())
+        fields = len(self._headers) + self._trailers
+        if fields > self._max_headers or self._trailer_size > self._max_head:
+            raise Refused(431, self._too_many_fields())
 
-    def on_chunk_header(self) -> None:
-        # What comes before the next data, or the end, is the trailer section when this
-        # chunk is the last (see _under_way).
+    def on_chunk_header(self) -> None:  # the last one's is followed by the trailers
         self._chunk_at = self._body_len
         self._trailer_raw = 0
 
@@ -518,49 +357,49 @@ class RequestReader(abc.ABC):
         self._head_complete = True
         headers = self._headers
         if len(headers) > self._max_headers:
-            raise _Refused(431, self._too_many_headers())
+            raise Refused(431, self._too_many_headers())
         # The head came in this packet and the earlier ones counted in _head_raw: when
         # they are shorter than the limit, so are its fields (each counted at most one
         # byte over, for a name without the space after its colon) — no sum to take.
         bound = self._head_raw + self._packet + len(headers)
         if bound > self._max_head and self._head_size() > self._max_head:
-            raise _Refused(431, self._too_many_headers())
+            raise Refused(431, self._too_many_headers())
         length: int | None = None
         host: bytes | None = None
         connection = close = False
         codings: bytes | None = None
         expect: bytes | None = None
-        kinds = _KINDS
+        kinds = KINDS
         for name, value in headers:
             kind = kinds.get(name)
             if kind is None:
-                kind = _kind(name)
+                kind = kind_of(name)
             if kind < 0:
                 continue
-            if kind == _CONTENT_LENGTH:
+            if kind == CONTENT_LENGTH:
                 # llhttp refuses these already; said again here so that the rule does
                 # not hang on a parser's leniency.
                 if length is not None:
-                    raise _Refused(400, "Duplicate Content-Length")
-                value = value.rstrip(_OWS)
+                    raise Refused(400, "Duplicate Content-Length")
+                value = value.rstrip(OWS)
                 if not value.isdigit():
                     text = value.decode("latin-1")
-                    raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
+                    raise Refused(400, f"Content-Length is not a decimal number: {text!r}")
                 length = int(value)
-            elif kind == _HOST:
+            elif kind == HOST:
                 if host is not None:
-                    raise _Refused(400, "more than one Host header")
+                    raise Refused(400, "more than one Host header")
                 host = value
-            elif kind == _CONNECTION:
+            elif kind == CONNECTION:
                 connection = True
                 close = close or b"close" in value.lower()
-            elif kind == _TRANSFER_ENCODING:
+            elif kind == TRANSFER_ENCODING:
                 codings = value if codings is None else codings + b", " + value
             elif expect is None:
-                expect = value
+                expect = value.rstrip(OWS)
         chunked = codings is not None
         if codings is not None:
-            _refuse_other_codings(codings)
+            refuse_other_codings(codings)
         self._close_asked = close
         parser = self._parser
         method = parser.get_method()
@@ -572,34 +411,21 @@ class RequestReader(abc.ABC):
             self._version = "1.1"
         else:
             version = self._version = parser.get_http_version()
-            if version not in _SPOKEN:  # 2.0 or 0.9, which llhttp reads
-                raise _Refused(505, _unspoken(version))
-        # RFC 9112 3.2: a Host, valid, on every HTTP/1.1 request.
-        if host is None:
-            if self._version == "1.1":
-                raise _Refused(400, "an HTTP/1.1 request must have a Host header")
-        elif not _valid_host(host.rstrip(_OWS)):
-            text = host.decode("latin-1")
-            raise _Refused(400, f"Host {text!r} is not a host, or a host and a port")
+            if version not in SPOKEN:  # 2.0 or 0.9, which llhttp reads
+                raise Refused(505, unspoken(version))
+        refuse_host(host, self._version)
         if not length and not chunked:
             return  # no body to wait for
         if length is not None and length > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+            raise Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         self._body = []
         self._body_len = 0
         self._chunk_at = -1
         self._trailers = 0
         if parser.should_upgrade():
-            # Answered as HTTP/1.1 with its body, which llhttp skips on an upgrade:
-            # read by a parser of its own (_feed), not as the next request.
-            self._upgrade_framing = (
-                b"Transfer-Encoding: chunked" if length is None else b"Content-Length: %d" % length
-            )
-        if (
-            expect is not None
-            and expect.rstrip(_OWS).lower() == b"100-continue"
-            and self._version == "1.1"
-        ):
+            # Its body, which llhttp skips, is read by a parser of its own (_feed).
+            self._upgrade_framing = upgrade_framing(length)
+        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
                 self.deadline = 0.0  # no deadline while it waits its turn
@@ -617,7 +443,7 @@ class RequestReader(abc.ABC):
     def on_body(self, body: bytes) -> None:
         self._body_len += len(body)
         if self._body_len > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+            raise Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         assert self._body is not None  # a list from on_headers_complete on, when a body comes
         self._body.append(body)
 

@@ -352,17 +352,17 @@ def test_a_connection_that_never_speaks_is_closed_after_the_keep_alive(loop: str
 def test_framing_headers_are_read_in_any_case_however_many_names_came_before(
     loop: str,
 ) -> None:
-    from mockskill.transport import reading
+    from mockskill.transport import rules
 
     spellings = (b"Content-Length", b"CONTENT-LENGTH", b"content-length", b"cOnTeNt-LeNgTh")
     with serving(loop=loop) as (server, _):
-        for n in range(reading.MAX_KINDS + 8):  # invented names: the names' table starts afresh
+        for n in range(rules.MAX_KINDS + 8):  # invented names: the names' table starts afresh
             spelling = spellings[n % len(spellings)]
             head = b"POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Invented-%d: v\r\n" % n
             answers = exchange(server, head + spelling + b": 5\r\n\r\nhello")
             assert [a.status for a in answers] == [200]
             assert answers[0].json()["body"] == "hello"
-            assert len(reading._KINDS) <= reading.MAX_KINDS
+            assert len(rules.KINDS) <= rules.MAX_KINDS
         doubled = b"Content-Length: 5\r\nCONTENT-LENGTH: 5\r\n\r\nhello"
         assert [
             a.status for a in exchange(server, b"POST / HTTP/1.1\r\nHost: x\r\n" + doubled)
