@@ -42,6 +42,10 @@ CORS_ALLOW_HEADERS = (
 log = logging.getLogger("mockskill")
 
 
+_REFUSED = {501: "not implemented", 505: "HTTP version not supported"}
+"""What a refusal's message begins with, by its status; "bad request" for the others."""
+
+
 def error_answer(
     status: int, code: str, message: str, details: dict[str, Any] | None = None
 ) -> Answer:
@@ -169,7 +173,7 @@ class LoopSurface:
             answer = too_large(self.max_body_bytes)
         else:
             code = f"MOCKSKILL_HTTP_{refusal.status}"
-            what = "not implemented" if refusal.status == 501 else "bad request"
+            what = _REFUSED.get(refusal.status, "bad request")
             answer = error_answer(refusal.status, code, f"{what}: {refusal.reason}")
         plan = Plan(answer)
         return _with_cors_plan(plan) if self.cors else plan

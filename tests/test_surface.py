@@ -78,6 +78,17 @@ REFUSED = {
         413,
     ),
     "too-many-headers": (HEAD + b"X-A: b\r\n" * 200 + b"\r\n", 431),
+    "too-many-trailer-fields": (
+        HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n" + b"X-A: b\r\n" * 200,
+        431,
+    ),
+    "no-host": (b"POST /skills/echo/invoke HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 400),
+    "invalid-host": (
+        b"POST /skills/echo/invoke HTTP/1.1\r\nHost: user@x\r\nContent-Length: 0\r\n\r\n",
+        400,
+    ),
+    "http-2.0": (b"POST /skills/echo/invoke HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    "http-3.0": (b"POST /skills/echo/invoke HTTP/3.0\r\nHost: x\r\n\r\n", 505),
 }
 
 
@@ -143,6 +154,45 @@ def test_a_request_cut_short_is_refused_400_and_journalled(data: bytes, what: st
         assert error["message"] == f"bad request: the request {what} was cut short"
         (entry,) = server.journal()
         assert (entry.method, entry.path, entry.status) == ("POST", "/skills/echo/invoke", 400)
+
+
+LOCKED = (
+    "name: s\nauth: {tokens: [{token: good, scopes: [run]}]}\n"
+    "skills:\n  - id: locked\n    requires: {scopes: [run]}\n"
+)
+CHUNKED = (
+    b"POST /skills/locked/invoke HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    b"Connection: close\r\n"
+)
+
+
+def test_a_trailer_field_never_acts_as_a_request_header() -> None:
+    # RFC 9110 6.5.1: a trailer is not merged into the header section.
+    credentials = b"Authorization: Bearer good\r\nMockskill-Session: other\r\n"
+    with Server(LOCKED) as server:
+        in_the_head = refused_by(server, CHUNKED + credentials + b"\r\n2\r\n{}\r\n0\r\n\r\n")
+        assert in_the_head.startswith(b"HTTP/1.1 200 ")
+        as_trailers = refused_by(server, CHUNKED + b"\r\n2\r\n{}\r\n0\r\n" + credentials + b"\r\n")
+        assert as_trailers.startswith(b"HTTP/1.1 401 ")
+        assert [e.status for e in server.journal(session="other")] == [200]
+        assert [e.status for e in server.journal(session="default")] == [401]
+
+
+def test_an_upgrade_requests_body_is_its_body_never_a_second_request() -> None:
+    # mockskill upgrades to nothing: the request is processed as usual (RFC 9110 7.8).
+    smuggled = b"GET /skills/locked HTTP/1.1\r\nHost: x\r\n\r\n"
+    with Server(SCENARIO) as server:
+        received = refused_by(
+            server,
+            HEAD
+            + b"Connection: Upgrade\r\nUpgrade: h2c\r\n"
+            + b"Content-Length: %d\r\n\r\n" % len(smuggled)
+            + smuggled
+            + b"GET /skills HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        assert received.count(b"HTTP/1.1 ") == 2
+        journalled = [(e.method, e.path) for e in server.journal()]
+        assert journalled == [("POST", "/skills/echo/invoke"), ("GET", "/skills")]
 
 
 def test_a_slow_head_is_refused_408_and_journalled() -> None:

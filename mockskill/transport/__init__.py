@@ -16,6 +16,7 @@ through it.
 |---|---|
 | :mod:`.handler` | request, refusal, outcome; the handler interface, its fallback; routes |
 | :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
+| :mod:`.rules` | RFC 9112's other rules: codings, ``Host``, versions; an upgrade's body |
 | :mod:`.connection` | one connection: the asyncio callbacks, requests read handed over |
 | :mod:`.answering` | a connection's plans played in order; keep-alive, stale, closing |
 | :mod:`.waiting` | loop timers that end when the client leaves or the server stops |

@@ -133,10 +133,11 @@ class Request:
 class Refusal:
     """A request the transport refused before it was complete.
 
-    *status* is what HTTP prescribes (400 bad framing, 408 head too slow,
-    413 body too big, 414 request line too long, 431 headers too big, 501 a
-    transfer coding before chunked); what was parsed before the refusal is
-    kept, for the journal.
+    *status* is what HTTP prescribes (400 bad framing or a missing or invalid
+    ``Host``, 408 head too slow, 413 body too big, 414 request line too long,
+    431 headers or trailers too big, 501 a transfer coding before chunked, 505
+    an HTTP version other than 1.1 and 1.0); what was parsed before the
+    refusal is kept, for the journal.
     """
 
     status: int

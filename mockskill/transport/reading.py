@@ -5,8 +5,9 @@
 httptools) refuses negative, non-decimal and duplicate ``Content-Length``,
 ``Content-Length`` with ``Transfer-Encoding`` and bad chunk sizes; this
 module adds the limits of :class:`Limits` (target, headers, body counted as
-it is read whatever its framing) and a second, explicit check of the
-``Content-Length`` rules, so that they do not hang on a parser's leniency.
+it is read whatever its framing, trailer fields counted with the head's and
+dropped), a second, explicit check of the ``Content-Length`` rules, so that
+they do not hang on a parser's leniency, and RFC 9112's others (:mod:`.rules`).
 What to do with a request read, or refused, is the connection's
 (:mod:`.connection`).
 """
@@ -23,6 +24,23 @@ import httptools
 
 from .._dataclass import dataclass
 from .handler import Refusal, Request
+from .rules import (
+    CONNECTION,
+    CONTENT_LENGTH,
+    HOST,
+    KINDS,
+    OWS,
+    SPOKEN,
+    TRANSFER_ENCODING,
+    Refused,
+    body_parser,
+    kind_of,
+    refuse_host,
+    refuse_other_codings,
+    unspoken,
+    upgrade_framing,
+    version_refused,
+)
 
 log = logging.getLogger("mockskill.transport")
 
@@ -37,10 +55,10 @@ class Limits:
     max_target: int = 64 * 1024
     """Longest request target, in bytes (→ 414); http.server's line limit."""
     max_head: int = 256 * 1024
-    """Most bytes of request headers (→ 431): roomy, so that a hostile header's
-    journal entry (bounded there) is tested rather than refused here."""
+    """Most bytes of request headers, and of trailer fields with them (→ 431): roomy, so
+    that a hostile header's journal entry (bounded there) is tested rather than refused here."""
     max_headers: int = 100
-    """Most request header fields (→ 431)."""
+    """Most request header fields, and trailer fields with them (→ 431)."""
     max_body: int = 1024 * 1024
     """Largest request body, counted while it is read, whatever its framing (→ 413)."""
     header_timeout: float = 10.0
@@ -62,58 +80,8 @@ class Limits:
     """Seconds a closing connection waits for the client to close, discarding what it sends."""
 
 
-_CONTENT_LENGTH, _HOST, _CONNECTION, _TRANSFER_ENCODING, _EXPECT = range(5)
-_FRAMING = {
-    b"content-length": _CONTENT_LENGTH,
-    b"host": _HOST,
-    b"connection": _CONNECTION,
-    b"transfer-encoding": _TRANSFER_ENCODING,
-    b"expect": _EXPECT,
-}
-"""The (lowercased) header names the reader looks at; all others are only kept."""
-
-_KINDS: dict[bytes, int] = {}
-"""Header names as read -> their :data:`_FRAMING` kind, -1 for the others: a client sends
-the same few names on every request, lowered and looked up once each."""
-MAX_KINDS = 256
-"""Names :data:`_KINDS` keeps; beyond, it starts afresh (a client inventing names cannot
-grow memory)."""
-
-
-def _kind(name: bytes) -> int:
-    if len(_KINDS) >= MAX_KINDS:
-        _KINDS.clear()
-    kind = _KINDS[name] = _FRAMING.get(name.lower(), -1)
-    return kind
-
-
 _METHODS = {m.encode(): m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}
 """Decoded once: the methods a mock is asked for all day."""
-
-
-def _refuse_other_codings(codings: bytes) -> None:
-    """Refuse a request's ``Transfer-Encoding`` (all its lines, joined) but chunked alone.
-
-    RFC 9112 6.3: a request whose last coding is not chunked has no length that
-    can be known (400, as llhttp would say a moment later). 6.1: a coding before
-    chunked (``gzip, chunked``) is one this server does not undo, and the body
-    would reach the scenario still coded: 501.
-    """
-    *before, last = codings.lower().split(b",")
-    if last.strip() == b"chunked" and not before:
-        return
-    text = codings.decode("latin-1")
-    if before and last.strip() == b"chunked":
-        raise _Refused(501, f"Transfer-Encoding {text!r} is not supported (chunked is)")
-    raise _Refused(400, f"Transfer-Encoding {text!r} does not end in chunked")
-
-
-class _Refused(Exception):
-    """Raised inside a parser callback: the request is refused with *status*."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status, self.reason = status, reason
 
 
 UNKNOWN: tuple[str, int] = ("", 0)
@@ -138,6 +106,7 @@ class RequestReader(abc.ABC):
         "_body",
         "_body_len",
         "_body_until",
+        "_chunk_at",
         "_close_asked",
         "_continue_pending",
         "_dead_parser",
@@ -157,7 +126,11 @@ class RequestReader(abc.ABC):
         "_packet",
         "_parser",
         "_peer",
+        "_trailer_raw",
+        "_trailer_size",
+        "_trailers",
         "_transport",
+        "_upgrade_framing",
         "_url",
         "_version",
         "deadline",
@@ -185,6 +158,12 @@ class RequestReader(abc.ABC):
         self._body: list[bytes] | None = None
         """The body's pieces; None while none is expected (no list for a body-less request)."""
         self._body_len = 0
+        self._chunk_at = -1
+        """:attr:`_body_len` when the last chunk's header was read; -1 for no chunked body."""
+        self._trailers = self._trailer_size = self._trailer_raw = 0
+        """Trailer fields, their bytes with the head's, and bytes of packets ending in them."""
+        self._upgrade_framing = b""
+        """An upgrade request's body's framing header, while llhttp has skipped the body."""
         self._method = ""
         self._version = "1.1"
         self._close_asked = False
@@ -200,9 +179,8 @@ class RequestReader(abc.ABC):
         """A timer the subclass runs only while the connection is idle (a stale
         keep-alive's): cancelled here as soon as a request begins."""
 
-    on_chunk_header = None
     on_chunk_complete = None
-    """Callbacks httptools would call, and does not when they are None: it looks each up
+    """A callback httptools would call, and does not when it is None: it looks each up
     when a parser is made, and one missing is an AttributeError raised and formatted, for
     every connection."""
 
@@ -235,19 +213,21 @@ class RequestReader(abc.ABC):
     def _feed(self, data: bytes) -> None:
         """Parse *data*; requests read and refusals reach the subclass's hooks."""
         self._packet = len(data)
+        rest = b""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
-            # No protocol is upgraded to (curl asks for h2c, for one): the request
-            # was answered as HTTP/1.1, and what follows it is the next request.
-            self._parser = httptools.HttpRequestParser(self)
+            # Nothing is upgraded to (curl asks for h2c): the request is read as HTTP/1.1
+            # (RFC 9110 7.8), with the body llhttp skipped; what follows is the next one.
+            framing, self._upgrade_framing = self._upgrade_framing, b""
+            if framing:
+                self._parser = body_parser(self, framing)
+            else:
+                self._parser = httptools.HttpRequestParser(self)
             rest = data[int(upgrade.args[0]) :]
-            if rest and not self._dead_parser:
-                self._feed(rest)
-                return
         except httptools.HttpParserCallbackError as error:
             refused = error.__context__
-            if isinstance(refused, _Refused):
+            if isinstance(refused, Refused):
                 self._refuse(refused.status, refused.reason)
             else:  # a bug in a callback here: refuse the request, keep the trace
                 log.error("parser callback failed", exc_info=refused)
@@ -259,8 +239,14 @@ class RequestReader(abc.ABC):
                 heads = [h for h in data.split(b"\r\n\r\n") if h.strip()] or [b""]
                 method = heads[-1].lstrip().split(b" ", 1)[0][: self._limits.max_target]
                 self._method = method.decode("latin-1")
-            self._refuse(400, str(error) or type(error).__name__)
-        if self._in_message and not self._dead_parser:
+            version = version_refused(data, self._url) if self._url and not self._headers else None
+            if version is not None:
+                self._refuse(505, unspoken(version))
+            else:
+                self._refuse(400, str(error) or type(error).__name__)
+        if rest and not self._dead_parser:  # (outside the handler: not an error's context)
+            self._feed(rest)
+        elif self._in_message and not self._dead_parser:
             self._under_way(len(data))
 
     def _under_way(self, size: int) -> None:
@@ -284,6 +270,12 @@ class RequestReader(abc.ABC):
                 else:
                     self._refuse(414, f"the request target exceeds {max_target} bytes")
         elif not self._continue_pending:  # the body is coming
+            if self._body_len == self._chunk_at:
+                # Trailers under way (httptools keeps a field until it ends): bounded.
+                self._trailer_raw += size
+                if self._trailer_raw > self._max_target + self._max_head:
+                    self._refuse(431, self._too_many_fields())
+                    return
             if not self._body_until:
                 self._body_begins()
             else:  # a pause may not outlast the whole body's deadline
@@ -299,6 +291,11 @@ class RequestReader(abc.ABC):
         if self._head_size() > limits.max_head:
             return f"the request headers exceed {limits.max_head} bytes"
         return f"the request has more than {limits.max_headers} headers"
+
+    def _too_many_fields(self) -> str:  # a trailer section's refusal
+        if len(self._headers) + self._trailers > self._max_headers:
+            return f"the request has more than {self._max_headers} header and trailer fields"
+        return f"the request's header and trailer fields exceed {self._max_head} bytes"
 
     # -- httptools callbacks -------------------------------------------------------
     #
@@ -328,61 +325,81 @@ class RequestReader(abc.ABC):
         url = self._url + url
         if len(url) > self._max_target:
             self._method = self._method_read()  # the target is not kept: say the method
-            raise _Refused(414, f"the request target exceeds {self._max_target} bytes")
+            raise Refused(414, f"the request target exceeds {self._max_target} bytes")
         self._url = url
 
     def on_header(self, name: bytes, value: bytes) -> None:
         # httptools joins a name or value split across packets: one call per header.
-        self._headers.append((name, value))
+        if self._head_complete:  # after a chunked body: a trailer field
+            self._trailer(len(name) + len(value))
+        else:
+            self._headers.append((name, value))
+
+    def _trailer(self, size: int) -> None:
+        """A trailer field of *size* bytes: counted with the head's fields, then dropped
+        (RFC 9110 6.5.1: never merged into the headers, where it would act as one)."""
+        if not self._trailers:
+            self._trailer_size = self._head_size()
+        self._trailers += 1
+        self._trailer_size += size + 4
+        fields = len(self._headers) + self._trailers
+        if fields > self._max_headers or self._trailer_size > self._max_head:
+            raise Refused(431, self._too_many_fields())
+
+    def on_chunk_header(self) -> None:  # the last one's is followed by the trailers
+        self._chunk_at = self._body_len
+        self._trailer_raw = 0
 
     def on_headers_complete(self) -> None:
         """The head is complete: its limits, and the headers its framing depends on (the
-        ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``), read in
-        one pass here — not in a method of their own: this runs for every request."""
+        ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``, ``Host``),
+        read in one pass here — not in a method of their own: this runs for every request."""
         self._head_complete = True
         headers = self._headers
         if len(headers) > self._max_headers:
-            raise _Refused(431, self._too_many_headers())
+            raise Refused(431, self._too_many_headers())
         # The head came in this packet and the earlier ones counted in _head_raw: when
         # they are shorter than the limit, so are its fields (each counted at most one
         # byte over, for a name without the space after its colon) — no sum to take.
         bound = self._head_raw + self._packet + len(headers)
         if bound > self._max_head and self._head_size() > self._max_head:
-            raise _Refused(431, self._too_many_headers())
+            raise Refused(431, self._too_many_headers())
         length: int | None = None
-        host = connection = close = False
+        host: bytes | None = None
+        connection = close = False
         codings: bytes | None = None
         expect: bytes | None = None
-        kinds = _KINDS
+        kinds = KINDS
         for name, value in headers:
             kind = kinds.get(name)
             if kind is None:
-                kind = _kind(name)
+                kind = kind_of(name)
             if kind < 0:
                 continue
-            if kind == _CONTENT_LENGTH:
+            if kind == CONTENT_LENGTH:
                 # llhttp refuses these already; said again here so that the rule does
                 # not hang on a parser's leniency.
                 if length is not None:
-                    raise _Refused(400, "Duplicate Content-Length")
+                    raise Refused(400, "Duplicate Content-Length")
+                value = value.rstrip(OWS)
                 if not value.isdigit():
                     text = value.decode("latin-1")
-                    raise _Refused(400, f"Content-Length is not a decimal number: {text!r}")
+                    raise Refused(400, f"Content-Length is not a decimal number: {text!r}")
                 length = int(value)
-            elif kind == _HOST:
-                if host:
-                    raise _Refused(400, "more than one Host header")
-                host = True
-            elif kind == _CONNECTION:
+            elif kind == HOST:
+                if host is not None:
+                    raise Refused(400, "more than one Host header")
+                host = value
+            elif kind == CONNECTION:
                 connection = True
                 close = close or b"close" in value.lower()
-            elif kind == _TRANSFER_ENCODING:
+            elif kind == TRANSFER_ENCODING:
                 codings = value if codings is None else codings + b", " + value
             elif expect is None:
-                expect = value
+                expect = value.rstrip(OWS)
         chunked = codings is not None
         if codings is not None:
-            _refuse_other_codings(codings)
+            refuse_other_codings(codings)
         self._close_asked = close
         parser = self._parser
         method = parser.get_method()
@@ -393,13 +410,21 @@ class RequestReader(abc.ABC):
         if not connection and parser.should_keep_alive():
             self._version = "1.1"
         else:
-            self._version = parser.get_http_version()
+            version = self._version = parser.get_http_version()
+            if version not in SPOKEN:  # 2.0 or 0.9, which llhttp reads
+                raise Refused(505, unspoken(version))
+        refuse_host(host, self._version)
         if not length and not chunked:
             return  # no body to wait for
         if length is not None and length > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+            raise Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         self._body = []
         self._body_len = 0
+        self._chunk_at = -1
+        self._trailers = 0
+        if parser.should_upgrade():
+            # Its body, which llhttp skips, is read by a parser of its own (_feed).
+            self._upgrade_framing = upgrade_framing(length)
         if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
             if not self._may_continue():
                 self._continue_pending = True  # sent in order, once those are answered
@@ -418,12 +443,12 @@ class RequestReader(abc.ABC):
     def on_body(self, body: bytes) -> None:
         self._body_len += len(body)
         if self._body_len > self._limits.max_body:
-            raise _Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
+            raise Refused(413, f"the request body is larger than {self._limits.max_body} bytes")
         assert self._body is not None  # a list from on_headers_complete on, when a body comes
         self._body.append(body)
 
     def on_message_complete(self) -> None:
-        if self._dead_parser:
+        if self._dead_parser or self._upgrade_framing:  # (an upgrade's body is still to come)
             return
         self._in_message = False
         self._head_complete = False

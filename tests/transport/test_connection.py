@@ -69,9 +69,9 @@ def test_pipelined_requests_are_answered_in_order(loop: str) -> None:
     with serving(Recorder(plans), loop=loop) as (server, _):
         answers = exchange(
             server,
-            b"GET /slow HTTP/1.1\r\n\r\nGET /fast HTTP/1.1\r\n\r\n"
-            b"POST /third HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi"
-            b"GET /last HTTP/1.1\r\nConnection: close\r\n\r\n",
+            b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST /third HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+            b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
         assert [a.json()["target"] for a in answers] == ["/slow", "/fast", "/third", "/last"]
         assert [a.header("Connection") for a in answers] == [None, None, None, "close"]
@@ -79,14 +79,16 @@ def test_pipelined_requests_are_answered_in_order(loop: str) -> None:
 
 def test_many_pipelined_requests_are_all_answered(loop: str) -> None:
     with serving(loop=loop) as (server, _):
-        data = b"".join(b"GET /%d HTTP/1.1\r\n\r\n" % i for i in range(500))
-        answers = exchange(server, data + b"GET /end HTTP/1.1\r\nConnection: close\r\n\r\n")
+        data = b"".join(b"GET /%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(500))
+        answers = exchange(
+            server, data + b"GET /end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
         assert [a.json()["target"] for a in answers] == [f"/{i}" for i in range(500)] + ["/end"]
 
 
 def test_connection_close_is_honoured_and_said(loop: str) -> None:
     with serving(loop=loop) as (server, recorder), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         answers = parse(read_until_closed(sock))
         assert [a.header("Connection") for a in answers] == ["close"]
         assert recorder.wait_for(1)[0][1].closed
@@ -102,7 +104,7 @@ def test_http_1_0_gets_one_answer_then_the_close(loop: str) -> None:
 def test_expect_100_continue_gets_100_before_the_body(loop: str) -> None:
     with serving(loop=loop) as (server, _), connect(server) as sock:
         sock.sendall(
-            b"POST / HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
             b"Connection: close\r\n\r\n"
         )
         assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -113,7 +115,9 @@ def test_expect_100_continue_gets_100_before_the_body(loop: str) -> None:
 
 def test_expect_100_continue_over_the_limit_gets_413_and_no_100(loop: str) -> None:
     with serving(loop=loop, max_body=10) as (server, _), connect(server) as sock:
-        sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n")
+        sock.sendall(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"
+        )
         data = read_until_closed(sock)
         assert data.startswith(b"HTTP/1.1 413 ")
 
@@ -152,7 +156,10 @@ def test_a_chunked_request_body_is_read_whole(loop: str) -> None:
 
 def test_a_head_request_gets_the_length_and_no_body(loop: str) -> None:
     with serving(loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"HEAD /h HTTP/1.1\r\n\r\nGET /g HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
         data = read_until_closed(sock)
         head, _, rest = data.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 OK")
@@ -167,9 +174,9 @@ def test_an_upgrade_request_is_answered_as_http_1_1(loop: str) -> None:
     with serving(loop=loop) as (server, _):
         answers = exchange(
             server,
-            b"GET /u HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+            b"GET /u HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
             b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
-            b"GET /next HTTP/1.1\r\nConnection: close\r\n\r\n",
+            b"GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
         assert [a.json()["target"] for a in answers] == ["/u", "/next"]
 
@@ -200,7 +207,9 @@ def test_a_204_has_no_content_length_nor_body(loop: str) -> None:
         _,
     ):
         answers = exchange(
-            server, b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n"
+            server,
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
         assert [a.status for a in answers] == [204, 204]
         assert answers[0].header("Content-Length") is None
@@ -213,7 +222,7 @@ def test_a_client_that_does_not_read_is_not_buffered_for_without_bound(loop: str
         connect(server) as sock,
     ):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n" * 200)  # 200 MB of answers asked for
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 200)  # 200 MB of answers asked for
         time.sleep(0.5)  # the server writes until the client's window is full (pacing)
         # Writing paused: the queue is not answered into memory.
         assert len(recorder.exchanges) < 200
@@ -247,7 +256,9 @@ def test_a_bad_request_behind_a_waiting_one_is_refused_after_it(loop: str) -> No
 
     with serving(Recorder(plans), loop=loop) as (server, _):
         answers = exchange(
-            server, b"GET /wait HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n"
+            server,
+            b"GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1e3\r\n\r\n",
         )
         assert [a.status for a in answers] == [200, 400]
 
@@ -259,8 +270,8 @@ def test_a_100_continue_behind_a_waiting_request_comes_after_its_answer(loop: st
 
     with serving(Recorder(plans), loop=loop) as (server, _), connect(server) as sock:
         sock.sendall(
-            b"GET /wait HTTP/1.1\r\n\r\n"
-            b"POST /up HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+            b"GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
             b"Connection: close\r\n\r\n"
         )
         first = b""
@@ -277,7 +288,7 @@ def test_a_100_continue_behind_a_waiting_request_comes_after_its_answer(loop: st
 
 def test_a_client_that_half_closes_after_its_request_still_gets_the_answer(loop: str) -> None:
     with serving(loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET /half HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET /half HTTP/1.1\r\nHost: x\r\n\r\n")
         sock.shutdown(socket.SHUT_WR)  # as `printf ... | nc -N` does
         assert [a.json()["target"] for a in parse(read_until_closed(sock))] == ["/half"]
 
@@ -285,7 +296,9 @@ def test_a_client_that_half_closes_after_its_request_still_gets_the_answer(loop:
 def test_an_absolute_form_target_is_passed_as_sent(loop: str) -> None:
     with serving(loop=loop) as (server, _):
         answers = exchange(
-            server, b"GET http://example.test/skills?x=1 HTTP/1.1\r\nConnection: close\r\n\r\n"
+            server,
+            b"GET http://example.test/skills?x=1 HTTP/1.1\r\nHost: example.test\r\n"
+            b"Connection: close\r\n\r\n",
         )
         assert answers[0].json()["target"] == "http://example.test/skills?x=1"
 
@@ -326,7 +339,7 @@ def test_headers_reach_the_handler_as_sent_decoded_as_latin_1(loop: str) -> None
 def test_an_instant_answer_to_a_lone_request_is_timed_by_one_clock_reading(loop: str) -> None:
     """Read, planned and written in the same callback: one moment, measured once."""
     with serving(loop=loop) as (server, recorder), connect(server) as sock:
-        sock.sendall(b"GET /one HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert [a.status for a in parse(read_until_closed(sock))] == [200]
         ((request, outcome),) = recorder.wait_for(1)
         assert isinstance(request, Request)
@@ -346,8 +359,10 @@ def test_a_journalled_plan_sent_at_once_is_not_reported_and_every_other_exchange
     with serving(Recorder(plans), loop=loop) as (server, recorder), connect(server) as sock:
         # Pipelined: the second and third are planned once the first is answered.
         sock.sendall(
-            b"GET /journalled/1 HTTP/1.1\r\n\r\nGET /reported HTTP/1.1\r\n\r\n"
-            b"GET /journalled/2 HTTP/1.1\r\n\r\nGET /journalled/3 HTTP/1.1\r\n"
+            b"GET /journalled/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /reported HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /journalled/2 HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /journalled/3 HTTP/1.1\r\nHost: x\r\n"
             b"Connection: close\r\n\r\n"
         )
         answers = parse(read_until_closed(sock))

@@ -16,7 +16,7 @@ from transport_helpers import JSON, LOOPS, Recorder, connect, is_closed, parse, 
 from mockskill.transport import Answer, KeepAlive, Plan, Request, Stale
 
 OK = Answer(200, JSON, b'{"result": "fine"}')
-HEAD = b"GET / HTTP/1.1\r\n\r\n"
+HEAD = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
 @pytest.fixture(params=LOOPS)
@@ -93,7 +93,7 @@ def test_a_stale_connection_can_drop_the_next_request_unanswered(loop: str) -> N
         sock.sendall(HEAD)
         assert parse(answer_on(sock))[0].status == 200
         assert not is_closed(sock, timeout=0.4)  # stale now, and still open
-        sock.sendall(b"GET /next HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
         assert is_closed(sock, timeout=3.0)  # read, and not a byte answered
         (_, first), (dropped, second) = recorder.wait_for(2)
         assert isinstance(dropped, Request)

@@ -67,7 +67,7 @@ def test_stop_refuses_new_connections_at_once_while_draining(loop: str) -> None:
     recorder = Recorder(lambda _: Plan(OK, waits=(Wait(500),)))
     with serving(recorder, loop=loop) as (server, _):
         in_flight = connect(server)
-        in_flight.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        in_flight.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.1)  # the request is waiting (pacing)
         stopping = threading.Thread(target=server.stop, kwargs={"grace": 5})
         stopping.start()
@@ -124,7 +124,7 @@ def test_what_outlives_the_grace_is_cut_and_reported_stopped(loop: str) -> None:
     recorder = Recorder(lambda _: Plan(OK, waits=(Wait(10_000),)))
     server = ThreadedServer(recorder, loop=loop).start()  # type: ignore[arg-type]
     with connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.1)
         started = time.monotonic()
         assert server.stop(grace=0.3) is False
@@ -175,7 +175,7 @@ def serve_process(tmp_path: Path, wait_ms: int, grace: float) -> tuple[subproces
 def fire(port: int, count: int) -> list[socket.socket]:
     sockets = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
     for sock in sockets:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     return sockets
 
 

@@ -64,7 +64,7 @@ def clients(port: int, count: int) -> list[socket.socket]:
     made = []
     for _ in range(count):
         sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         made.append(sock)
     return made
 
@@ -162,7 +162,7 @@ def test_the_servers_accepted_sockets_do_not_delay_small_writes_without_uvloop(
     with Server() as server:  # the bundled scenarios
         assert isinstance(server._threaded.loop, asyncio.BaseEventLoop)  # type: ignore[union-attr]
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-            sock.sendall(b"GET /skills HTTP/1.1\r\n\r\n")
+            sock.sendall(b"GET /skills HTTP/1.1\r\nHost: x\r\n\r\n")
             assert sock.recv(65536).startswith(b"HTTP/1.1 200")
 
             def nodelay() -> None:
@@ -249,7 +249,7 @@ def test_a_server_listening_on_every_address_says_the_one_each_client_reached(
     server = ThreadedServer(recorder, "0.0.0.0", loop=loop).start()  # type: ignore[arg-type]
     try:
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             (response,) = parse(read_until_closed(sock, timeout=10))
             assert response.status == 200
             ((request, _),) = recorder.wait_for(1)

@@ -63,13 +63,40 @@ def test_a_request_sent_byte_by_byte_is_read_whole(loop: str) -> None:
         assert request.body == b'{"a": "bcde"}'
 
 
+UPGRADE_THEN_NEXT = (
+    b"POST /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+    b"1a\r\nGET /smuggled HTTP/1.1\r\n\r\n\r\n0\r\nX-Trailer: split\r\n\r\n"
+    b"GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("size", [1, 7, 64])
+def test_an_upgrade_request_in_pieces_is_read_whole_with_its_body_and_trailer(
+    loop: str, size: int
+) -> None:
+    with serving(loop=loop) as (server, recorder), connect(server) as sock:
+        send_in_pieces(sock, UPGRADE_THEN_NEXT, size=size)
+        answers = parse(read_until_closed(sock))
+        assert [a.json()["target"] for a in answers] == ["/up", "/next"]
+        first, _ = requests_of(recorder.wait_for(2))
+        assert first.body == b"GET /smuggled HTTP/1.1\r\n\r\n"
+        assert [name for name, _ in first.raw_headers] == [
+            b"Host",
+            b"Connection",
+            b"Upgrade",
+            b"Transfer-Encoding",
+        ]
+
+
 def test_pipelined_requests_with_bodies_in_one_packet_are_each_read_apart(loop: str) -> None:
     data = (
-        b"POST /one HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
-        b"POST /two HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nde\r\n1\r\nf\r\n0\r\n\r\n"
-        b"POST /three HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
-        b"GET /four HTTP/1.1\r\n\r\n"
-        b"PUT /five HTTP/1.1\r\nContent-Length: 4\r\nConnection: close\r\n\r\nghij"
+        b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        b"POST /two HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\nde\r\n1\r\nf\r\n0\r\n\r\n"
+        b"POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        b"GET /four HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"PUT /five HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\nghij"
     )
     with serving(loop=loop) as (server, recorder):
         answers = exchange(server, data)
@@ -82,8 +109,11 @@ def test_pipelined_requests_with_bodies_in_one_packet_are_each_read_apart(loop: 
 
 
 def test_a_pipelined_request_split_across_packets_is_read_whole(loop: str) -> None:
-    first = b"POST /one HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
-    second = b"POST /two HTTP/1.1\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world"
+    first = b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+    second = (
+        b"POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nConnection: close\r\n\r\n"
+        b"hello world"
+    )
     cut = len(first) + len(second) - 8  # the second's head and part of its body first
     data = first + second
     with serving(loop=loop) as (server, recorder), connect(server) as sock:
@@ -101,7 +131,7 @@ def test_too_many_headers_are_431_while_the_head_is_still_coming(loop: str) -> N
     # (the head's timeout, far off, would answer 408).
     with serving(loop=loop, max_headers=10, header_timeout=60) as (server, recorder):
         with connect(server) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
             for i in range(30):
                 try:
                     send_in_pieces(sock, b"X-%d: v\r\n" % i, size=64)
@@ -117,7 +147,7 @@ def test_too_many_headers_are_431_while_the_head_is_still_coming(loop: str) -> N
 def test_over_large_headers_are_431_while_the_head_is_still_coming(loop: str) -> None:
     with serving(loop=loop, max_head=1000, header_timeout=60) as (server, _):
         with connect(server) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
             for i in range(60):
                 try:
                     send_in_pieces(sock, b"X-Header-%02d: %s\r\n" % (i, b"v" * 40), size=64)
@@ -141,8 +171,8 @@ def test_the_header_limits_are_exact_for_a_head_in_one_packet(
     loop: str, case: tuple[int, int, str | None]
 ) -> None:
     max_headers, less, reason = case
-    headers = b"".join(b"X-%d: %s\r\n" % (i, b"v" * 90) for i in range(9))
-    headers += b"Connection: close\r\n"
+    headers = b"".join(b"X-%d: %s\r\n" % (i, b"v" * 90) for i in range(8))
+    headers += b"Host: x\r\nConnection: close\r\n"
     size = len(headers) - less  # name, ": ", value and CRLF each: as counted
     with serving(loop=loop, max_headers=max_headers, max_head=size) as (server, _):
         answers = exchange(server, b"GET / HTTP/1.1\r\n" + headers + b"\r\n")
@@ -172,7 +202,7 @@ def test_the_version_read_decides_keep_alive(
     with serving(loop=loop) as (server, recorder), connect(server) as sock:
         sock.sendall(request)
         time.sleep(0.05)
-        sock.sendall(b"GET /second HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         answers = parse(read_until_closed(sock))
         assert [a.json()["target"] for a in answers] == (["/v", "/second"] if kept else ["/v"])
         assert answers[0].header("Connection") == (None if kept else "close")

@@ -119,7 +119,8 @@ def test_a_pipelined_request_during_a_wait_is_not_a_departure(loop: str) -> None
     with serving(Recorder(plans), loop=loop) as (server, recorder):
         answers = exchange(
             server,
-            b"GET /wait HTTP/1.1\r\n\r\nGET /then HTTP/1.1\r\nConnection: close\r\n\r\n",
+            b"GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /then HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
         assert [a.status for a in answers] == [200, 200]
         assert all(o.client_left_at is None for _, o in recorder.wait_for(2))
@@ -132,7 +133,7 @@ def test_a_thousand_waiting_requests_hold_no_thread(loop: str) -> None:
         threads_before = threading.active_count()
         started = time.monotonic()
         for sock in sockets:
-            sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         time.sleep(0.3)  # all are waiting now (pacing the check, not the server)
         assert threading.active_count() == threads_before
         answers = [parse(read_until_closed(sock, timeout=20)) for sock in sockets]
@@ -150,7 +151,7 @@ def test_a_dribble_sends_the_head_at_once_and_the_body_over_time(loop: str) -> N
     plan = Plan(Answer(200, JSON, body), dribble=Dribble(chunks=5, over_ms=500))
     with serving(constant(plan), loop=loop) as (server, recorder), connect(server) as sock:
         started = time.monotonic()
-        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         first = sock.recv(65536)
         assert first.startswith(b"HTTP/1.1 200 OK")
         assert time.monotonic() - started < 0.2  # a slow body, not a slow start
@@ -167,7 +168,7 @@ def test_the_client_leaving_during_a_dribble_is_seen(loop: str) -> None:
     plan = Plan(Answer(200, JSON, b"x" * 100), dribble=Dribble(chunks=10, over_ms=5000))
     with serving(constant(plan), loop=loop) as (server, recorder):
         with connect(server) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             sock.recv(65536)
         ((_, outcome),) = recorder.wait_for(1, timeout=3)
         assert outcome.client_left_at is not None
@@ -237,7 +238,7 @@ def test_curl_meets_each_fault_as_documented(loop: str, fault: Fault) -> None:
 def test_a_reset_is_a_tcp_reset_on_a_raw_socket(loop: str) -> None:
     plan = Plan(OK, fault=Fault.CONNECTION_RESET_BY_PEER)
     with serving(constant(plan), loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         with pytest.raises(ConnectionResetError):
             sock.recv(100)
 
@@ -245,7 +246,7 @@ def test_a_reset_is_a_tcp_reset_on_a_raw_socket(loop: str) -> None:
 def test_random_data_is_seeded(loop: str) -> None:
     plan = Plan(OK, fault=Fault.RANDOM_DATA_THEN_CLOSE, fault_seed=42)
     with serving(constant(plan), loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_until_closed(sock) == random_bytes(42)
         assert random_bytes(42) != random_bytes(43)
 
@@ -253,7 +254,7 @@ def test_random_data_is_seeded(loop: str) -> None:
 def test_a_truncated_body_promises_twice_what_it_sends(loop: str) -> None:
     plan = Plan(OK, fault=Fault.TRUNCATED_BODY)
     with serving(constant(plan), loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         head, _, body = read_until_closed(sock).partition(b"\r\n\r\n")
         assert f"Content-Length: {2 * len(OK.body)}".encode() in head
         assert body == OK.body
@@ -263,7 +264,7 @@ def test_a_fault_after_a_wait_waits_first(loop: str) -> None:
     plan = Plan(OK, waits=(Wait(300),), fault=Fault.EMPTY_RESPONSE)
     with serving(constant(plan), loop=loop) as (server, _), connect(server) as sock:
         started = time.monotonic()
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_until_closed(sock) == b""
         assert time.monotonic() - started >= 0.29
 
@@ -301,7 +302,7 @@ def test_clients_leaving_at_once_during_faults_and_waits(loop: str) -> None:
 
         def hit(_: int) -> None:
             with socket.create_connection(("127.0.0.1", server.port)) as sock:
-                sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(hit, range(100)))

@@ -73,7 +73,7 @@ def test_waiting_requests_hold_timers_not_tasks(loop: str) -> None:
     with serving(Recorder(waiting), loop=loop) as (server, recorder):
         sockets = [connect(server, timeout=20) for _ in range(200)]
         for sock in sockets:
-            sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         wait_until(lambda: len(planned) == 200)  # all are waiting now
         tasks = on_loop(server, lambda: len(asyncio.all_tasks()))
         assert isinstance(tasks, int)
@@ -93,10 +93,12 @@ def test_a_closed_connection_is_freed_without_the_cyclic_gc(loop: str, no_cyclic
         before = connections_alive()
         for target in ("/wait", "/now") * 10:
             with connect(server) as sock:
-                sock.sendall(f"GET {target} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+                sock.sendall(
+                    f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+                )
                 assert parse(read_until_closed(sock))[0].status == 200
         with connect(server) as sock:  # the client leaves in the middle of a wait
-            sock.sendall(b"GET /wait HTTP/1.1\r\n\r\n")
+            sock.sendall(b"GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
         recorder.wait_for(21)
         wait_until(lambda: server.server.open_connections == 0)
         time.sleep(0.1)  # the loop lets go of the transports in a callback of its own
@@ -105,7 +107,7 @@ def test_a_closed_connection_is_freed_without_the_cyclic_gc(loop: str, no_cyclic
 
 def test_a_connection_has_no_instance_dict(loop: str) -> None:
     with serving(loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         sock.recv(65536)
         connection = next(o for o in gc.get_objects() if type(o) is Connection)
         assert not hasattr(connection, "__dict__")  # slots: less memory per connection held
@@ -115,7 +117,7 @@ def test_accepted_sockets_do_not_delay_small_writes(loop: str) -> None:
     # The listener sets TCP_NODELAY on what it accepts (on either loop): an answer's last
     # segment is not held back by Nagle waiting for the client's ACK.
     with serving(loop=loop) as (server, _), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         sock.recv(65536)
 
         def nodelay() -> int:

@@ -222,7 +222,7 @@ def waiting_server(loop: str, ms: int) -> Iterator[tuple[ThreadedServer, Recorde
 
 def send_all(sockets: list[socket.socket], target: str = "/") -> None:
     for sock in sockets:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
 
 
 def test_a_thousand_waits_ending_together_hold_one_loop_timer() -> None:
@@ -291,7 +291,7 @@ def test_clients_leaving_among_waits_that_end_together_are_journalled(loop: str)
 
 def test_a_client_that_never_closes_is_closed_when_the_linger_is_over(loop: str) -> None:
     with serving(loop=loop, linger=0.3) as (server, recorder), connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert parse(read_until_closed(sock))[0].status == 200  # the server's FIN
         recorder.wait_for(1)
         lingering_since = time.monotonic()
