@@ -100,7 +100,10 @@ class Server(ScenarioControl, ServerTLS):
     Safe defaults (docs/security.md): it listens on 127.0.0.1; any other
     address needs *admin_token* (asked of every ``/__admin`` request) or
     *insecure_admin*; bodies over *max_body_bytes* are refused with 413;
-    CORS headers are sent only with *cors*. (``mockskill serve
+    CORS headers are sent only with *cors*, and without it ``/__admin`` refuses
+    a request from a page on another origin; on a loopback *host*, ``/__admin``
+    answers only requests addressed to a loopback name or one of *allow_hosts*
+    (``"*"``: any), against DNS rebinding. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
 
@@ -137,6 +140,7 @@ class Server(ScenarioControl, ServerTLS):
         insecure_admin: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         cors: bool = False,
+        allow_hosts: Iterable[str] = (),
         journal_size: int = DEFAULT_JOURNAL_SIZE,
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
@@ -203,6 +207,10 @@ class Server(ScenarioControl, ServerTLS):
         self._app_lock = threading.Lock()
         self.max_body_bytes = max_body_bytes
         self.cors = cors
+        # On a loopback bind, /__admin answers loopback Host names and these alone
+        # (DNS rebinding: mockskill/admin/browsers.py); elsewhere the token guards it.
+        names = (allow_hosts,) if isinstance(allow_hosts, str) else tuple(allow_hosts)
+        self._admin_hosts = names if is_loopback(host) else None
         self._admin_token = admin_token
         self._max_delay_ms = max_delay_ms
         self._added = itertools.count(1)
@@ -239,6 +247,7 @@ class Server(ScenarioControl, ServerTLS):
                     admin_token=self._admin_token,
                     max_body_bytes=self.max_body_bytes,
                     cors=self.cors,
+                    admin_hosts=self._admin_hosts,
                 )
             return self._app
 

@@ -85,7 +85,7 @@ def test_the_dashboards_files_alone_are_served_without_the_token(guarded: Server
         "/__admin/dashboard/dashboard.js/../../health",
         "/__admin//health",
     ):
-        request = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+        request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
         answer = raw(guarded, request)
         assert answer.startswith(b"HTTP/1.1 401 "), (path, answer[:60])
 
@@ -287,7 +287,7 @@ def test_the_default_limit_is_one_mebibyte(bundled: Server) -> None:
 
 def chunked(path: str, size: int, piece: int = 300) -> bytes:
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
         "Connection: close\r\n\r\n"
     ).encode()
     body = b""
