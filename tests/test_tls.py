@@ -85,6 +85,20 @@ def test_the_admin_api_serves_the_ca_the_bundle_holds(server: Server) -> None:
     assert answer.content == Path(server.ca_bundle).read_bytes()
 
 
+def test_the_ca_is_fetched_without_the_admin_token() -> None:
+    """As docs/docker.md fetches it: a certificate is public, and the client has nothing yet."""
+    with Server(load_text(SCENARIO), tls=True, admin_token="t0ken") as guarded:
+        assert guarded.ca_bundle is not None
+        with httpx.Client(verify=False) as unverified:  # curl -k, once
+            ca = unverified.get(f"{guarded.url}/__admin/tls/ca.pem")
+            assert ca.status_code == 200
+            assert ca.content == Path(guarded.ca_bundle).read_bytes()
+            assert unverified.head(f"{guarded.url}/__admin/tls/ca.pem").status_code == 200
+            # The CA's key stays on the server: a client certificate still needs the token.
+            client_cert = unverified.post(f"{guarded.url}/__admin/tls/client-cert")
+            assert client_cert.status_code == 401
+
+
 def test_a_wsgi_mount_has_no_certificates_and_refuses_tls_faults() -> None:
     client = create_app().test_client()
     answer = client.get("/__admin/tls/ca.pem")
