@@ -103,7 +103,8 @@ class LoopSurface:
         """Whether plans await the store (:meth:`_plan_remote`): the store is the engine's
         for good, so read once."""
         self.cors = cors
-        self.admin = WSGIHandler(admin_app, workers=workers)
+        # (the engine's secure ports: an /__admin page read over TLS is https's origin)
+        self.admin = WSGIHandler(admin_app, workers=workers, secure_ports=engine.secure_ports)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
         self._planning: dict[int, _Flight] = {}
