@@ -45,6 +45,8 @@ from .surface import (
     ADMIN_PREFIX,
     ADMIN_TOKEN_HEADER,
     DEFAULT_MAX_BODY,
+    allowed_origin,
+    cors_headers,
     error_answer,
     preflight,
     too_large,
@@ -77,14 +79,14 @@ class SkillSurface:
         *,
         admin_token: str | None = None,
         max_body_bytes: int | None = DEFAULT_MAX_BODY,
-        cors: bool = False,
+        cors: bool | Iterable[str] = False,
         admin_hosts: Iterable[str] | None = None,
     ) -> None:
         self.engine = engine
         self.admin_app = admin_app
         self.admin_token = admin_token
         self.max_body_bytes = max_body_bytes
-        self.cors = cors
+        self.cors = browsers.cors_origins(cors)
         self.admin_hosts = None if admin_hosts is None else browsers.host_names(admin_hosts)
         """The Host names /__admin answers besides loopback ones (None: any; a loopback
         server's, against DNS rebinding: mockskill/admin/browsers.py)."""
@@ -92,12 +94,13 @@ class SkillSurface:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         admin = path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
-        if self.cors:
+        allowed = allowed_origin(self.cors, environ.get("HTTP_ORIGIN")) if self.cors else None
+        if allowed is not None:
             if environ.get("REQUEST_METHOD") == "OPTIONS" and (
                 "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
             ):
-                return _response(preflight())(environ, start_response)
-            start_response = _with_cors(start_response)
+                return _response(preflight(allowed))(environ, start_response)
+            start_response = _with_cors(start_response, cors_headers(allowed))
         started = time.time()
         if not self._body_fits(environ):
             response = _response(too_large(self.max_body_bytes or 0))
@@ -219,11 +222,10 @@ def _response(answer: Answer) -> Response:
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
-def _with_cors(start_response: StartResponse) -> StartResponse:
+def _with_cors(start_response: StartResponse, extra: tuple[tuple[str, str], ...]) -> StartResponse:
     def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
         headers = [h for h in headers if h[0].lower() != "access-control-allow-origin"]
-        headers.append(("Access-Control-Allow-Origin", "*"))
-        headers.append(("Access-Control-Expose-Headers", "*"))
+        headers.extend(extra)
         return start_response(status, headers, *args)
 
     return start
@@ -235,7 +237,7 @@ def create_app(
     registry: Registry | None = None,
     admin_token: str | None = None,
     max_body_bytes: int | None = DEFAULT_MAX_BODY,
-    cors: bool = False,
+    cors: bool | Iterable[str] = False,
     admin_hosts: Iterable[str] | None = None,
 ) -> Flask:
     """A Flask app serving *engine* (by default: no scenarios, a fresh state).

@@ -103,6 +103,16 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     " use /__admin too (without it, a request from another origin is refused).",
 )
 @click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    envvar="MOCKSKILL_CORS_ORIGINS",  # several joined with spaces
+    show_envvar=True,
+    help="Send CORS headers to pages of this origin only (SCHEME://HOST[:PORT], repeatable),"
+    " and let them use /__admin; --cors lets in any origin.",
+)
+@click.option(
     "--allow-host",
     "allow_hosts",
     multiple=True,
@@ -246,6 +256,7 @@ def serve(
     insecure_admin: bool,
     max_body: int,
     cors: bool,
+    cors_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
     journal_size: int,
     grace: float,
@@ -320,7 +331,7 @@ def serve(
             admin_token=admin_token,
             insecure_admin=insecure_admin,
             max_body_bytes=max_body,
-            cors=cors,
+            cors=True if cors else cors_origins,
             allow_hosts=allow_hosts,
             journal_size=journal_size,
             grace=grace,

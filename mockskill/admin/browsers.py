@@ -11,7 +11,8 @@ request, keep such a request from changing anything:
   user allowed (``--allow-host``); ``*`` allows any.
 - **Origin**: a request a browser sends from another origin says so in
   ``Origin``; it is refused unless it is the server's own (the scheme and
-  ``Host`` the request came to) or CORS is on (``--cors``).
+  ``Host`` the request came to) or CORS allows it (``--cors``: any origin;
+  ``--cors-origin ORIGIN``: the origins named).
 - **Content type**: a browser sends a cross-origin write without asking first
   (a preflight, which mockskill answers only with ``--cors``) only with a
   form's or ``text/plain``'s type, or with none. So a state-changing request
@@ -44,6 +45,10 @@ BODY_TYPES = (
 )
 """What a state-changing admin request may say it sends (or ``+json``/``+yaml`` types)."""
 ANY_HOST = "*"
+Origin = tuple[str, str, int]
+"""An origin compared: scheme, host name, port (made explicit)."""
+Cors = bool | frozenset[Origin]
+"""Whom CORS lets in: nobody (False), any origin (True), or the origins named."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +99,41 @@ def refuse_host(environ: WSGIEnvironment, allowed: frozenset[str] | None) -> Ref
     )
 
 
-def refuse_origin(environ: WSGIEnvironment, cors: bool) -> Refused | None:
-    """403 for a request from a page on another origin, unless CORS is on."""
+def cors_origins(cors: bool | Iterable[str]) -> Cors:
+    """*cors* as the checks read it; ValueError names a text that is not an origin."""
+    if isinstance(cors, bool):
+        return cors
+    named: set[Origin] = set()
+    for text in (cors,) if isinstance(cors, str) else cors:
+        if text.strip() == "*":
+            return True
+        origin = _origin(text.strip().rstrip("/"))
+        if origin is None:
+            raise ValueError(
+                f"{text!r} is not an origin: give SCHEME://HOST[:PORT], e.g. http://localhost:3000"
+            )
+        named.add(origin)
+    return frozenset(named)
+
+
+def allows(cors: Cors, origin: str | None) -> bool:
+    """Whether CORS lets a page of *origin* (an ``Origin`` header) in."""
+    if isinstance(cors, bool):
+        return cors
+    return origin is not None and _origin(origin) in cors
+
+
+def origin_text(origin: Origin) -> str:
+    """*origin* as a browser writes it (the default port left out)."""
+    scheme, name, port = origin
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{name}" + ("" if port == default else f":{port}")
+
+
+def refuse_origin(environ: WSGIEnvironment, cors: Cors) -> Refused | None:
+    """403 for a request from a page on another origin, unless CORS lets it in."""
     origin = environ.get("HTTP_ORIGIN")
-    if origin is None or cors:
+    if origin is None or allows(cors, origin):
         return None
     own = _own_origin(environ)
     if own is not None and _origin(origin) == own:
@@ -107,7 +143,8 @@ def refuse_origin(environ: WSGIEnvironment, cors: bool) -> Refused | None:
         "MOCKSKILL_ADMIN_CROSS_ORIGIN",
         f"the admin surface does not take requests from a page on another origin"
         f" ({origin}): any web page could otherwise reset or reconfigure this server."
-        f" Start it with --cors (Server(cors=True)) to let pages of any origin use it",
+        f" Start it with --cors-origin {origin} (Server(cors=[{origin!r}])) to let that"
+        f" origin's pages use it, or --cors for any origin's",
         {"origin": origin},
     )
 
@@ -149,7 +186,7 @@ def _name(name: str) -> str:
     return name.strip().lower().rstrip(".")
 
 
-def _origin(text: str) -> tuple[str, str, int] | None:
+def _origin(text: str) -> Origin | None:
     """``scheme://host[:port]`` as (scheme, name, port), the port made explicit."""
     scheme, sep, rest = text.strip().partition("://")
     if not sep or not rest or "/" in rest:
@@ -167,7 +204,7 @@ def _origin(text: str) -> tuple[str, str, int] | None:
     return scheme, name, default
 
 
-def _own_origin(environ: WSGIEnvironment) -> tuple[str, str, int] | None:
+def _own_origin(environ: WSGIEnvironment) -> Origin | None:
     """The origin of a page this server served: the scheme and Host the request came to."""
     host = environ.get("HTTP_HOST")
     if not host:

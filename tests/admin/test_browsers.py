@@ -304,6 +304,22 @@ def test_a_page_on_another_origin_changes_nothing(
     assert untouched(server)
 
 
+def test_a_page_of_an_origin_cors_names_may_use_the_admin(
+    serve: Serve, page: Page, attacker: str
+) -> None:
+    """--cors-origin ORIGIN: the browser's preflight is answered, and the answer is readable."""
+    named = serve(SCENARIO, cors=[attacker])
+    two_sessions(named)
+    page.goto(attacker)
+    status = page.evaluate(
+        "async (ADMIN) => (await fetch(ADMIN + '/reset?session=a', {method: 'POST',"
+        " headers: {'Content-Type': 'application/json'}})).status",
+        f"{named.url}/__admin",
+    )
+    assert status == 200
+    assert sorted({e.session for e in named.state.journal()}) == ["b"]
+
+
 def test_the_dashboards_own_origin_still_writes(server: Server, page: Page) -> None:
     page.goto(f"{server.url}/__admin/")
     page.get_by_text("base").first.wait_for()
