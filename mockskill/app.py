@@ -9,9 +9,10 @@ client that left), and its routing would only repeat the engine's.
 
 The dispatcher also enforces the safe defaults (docs/security.md) for
 both paths at once: bodies over a limit are refused with 413, ``/__admin``
-asks for the admin token when one is set (not for the dashboard's static
-files, which hold no data), and CORS headers are added only
-when enabled.
+refuses what a web page could make a browser send it
+(:mod:`mockskill.admin.browsers`) and asks for the admin token when one is
+set (not for the dashboard's static files and the CA certificate, which
+hold no secret), and CORS headers are added only when enabled.
 
 This is the WSGI side, and it imports Werkzeug; what the event-loop
 transport asks (the skill surface as ``mockskill serve`` and
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
+from .admin import browsers
 from .admin.registry import Registry
 from .engine.engine import SESSION_HEADER, Engine
 from .engine.plan import Answer
@@ -43,6 +45,8 @@ from .surface import (
     ADMIN_PREFIX,
     ADMIN_TOKEN_HEADER,
     DEFAULT_MAX_BODY,
+    allowed_origin,
+    cors_headers,
     error_answer,
     preflight,
     too_large,
@@ -75,23 +79,28 @@ class SkillSurface:
         *,
         admin_token: str | None = None,
         max_body_bytes: int | None = DEFAULT_MAX_BODY,
-        cors: bool = False,
+        cors: bool | Iterable[str] = False,
+        admin_hosts: Iterable[str] | None = None,
     ) -> None:
         self.engine = engine
         self.admin_app = admin_app
         self.admin_token = admin_token
         self.max_body_bytes = max_body_bytes
-        self.cors = cors
+        self.cors = browsers.cors_origins(cors)
+        self.admin_hosts = None if admin_hosts is None else browsers.host_names(admin_hosts)
+        """The Host names /__admin answers besides loopback ones (None: any; a loopback
+        server's, against DNS rebinding: mockskill/admin/browsers.py)."""
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         admin = path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
-        if self.cors:
+        allowed = allowed_origin(self.cors, environ.get("HTTP_ORIGIN")) if self.cors else None
+        if allowed is not None:
             if environ.get("REQUEST_METHOD") == "OPTIONS" and (
                 "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ
             ):
-                return _response(preflight())(environ, start_response)
-            start_response = _with_cors(start_response)
+                return _response(preflight(allowed))(environ, start_response)
+            start_response = _with_cors(start_response, cors_headers(allowed))
         started = time.time()
         if not self._body_fits(environ):
             response = _response(too_large(self.max_body_bytes or 0))
@@ -99,16 +108,27 @@ class SkillSurface:
                 self._record_refusal(environ, started, response)
             return response(environ, start_response)
         if admin:
-            # The dashboard's static files hold no data: served without the token, the
-            # page can ask for it (every request it then makes for data carries it).
             # (Imported here: this surface is the admin app's, built on first use.)
             from .admin import dashboard
+            from .admin import tls as admin_tls
 
+            # What a web page could make a browser do, refused first (docs/security.md).
+            refused = browsers.refuse_host(environ, self.admin_hosts) or browsers.refuse_origin(
+                environ, self.cors
+            )
+            if refused is not None:
+                return _refused(refused)(environ, start_response)
+            # The dashboard's static files and the CA certificate hold no secret: served
+            # without the token (the page then asks for it, and sends it with every fetch).
             method = environ.get("REQUEST_METHOD", "")
-            public = dashboard.is_public(path[len(ADMIN_PREFIX) :], method)
+            below = path[len(ADMIN_PREFIX) :]
+            public = dashboard.is_public(below, method) or admin_tls.is_public(below, method)
             token = self.admin_token
             if token is not None and not public and not _has_token(environ, token):
                 return _token_required()(environ, start_response)
+            refused = browsers.refuse_content_type(environ)
+            if refused is not None:
+                return _refused(refused)(environ, start_response)
             return self.admin_app(environ, start_response)
         req = Request(environ)
         try:
@@ -193,16 +213,19 @@ def _token_required() -> Response:
     return response
 
 
+def _refused(refused: browsers.Refused) -> Response:
+    return _error_response(refused.status, refused.code, refused.message, refused.details)
+
+
 def _response(answer: Answer) -> Response:
     """The Werkzeug response of one of :mod:`mockskill.surface`'s answers."""
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
-def _with_cors(start_response: StartResponse) -> StartResponse:
+def _with_cors(start_response: StartResponse, extra: tuple[tuple[str, str], ...]) -> StartResponse:
     def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
         headers = [h for h in headers if h[0].lower() != "access-control-allow-origin"]
-        headers.append(("Access-Control-Allow-Origin", "*"))
-        headers.append(("Access-Control-Expose-Headers", "*"))
+        headers.extend(extra)
         return start_response(status, headers, *args)
 
     return start
@@ -214,14 +237,16 @@ def create_app(
     registry: Registry | None = None,
     admin_token: str | None = None,
     max_body_bytes: int | None = DEFAULT_MAX_BODY,
-    cors: bool = False,
+    cors: bool | Iterable[str] = False,
+    admin_hosts: Iterable[str] | None = None,
 ) -> Flask:
     """A Flask app serving *engine* (by default: no scenarios, a fresh state).
 
     *registry* is what changes the engine's scenarios (``/__admin/scenarios``);
     given one, *engine* is its engine; without, one is made for *engine*.
-    *admin_token*, *max_body_bytes* and *cors* are the safe defaults of
-    docs/security.md (None for *max_body_bytes*: no limit).
+    *admin_token*, *max_body_bytes*, *cors* and *admin_hosts* are the safe defaults of
+    docs/security.md (None for *max_body_bytes*: no limit; for *admin_hosts*, the
+    Host names ``/__admin`` answers besides loopback ones: any Host).
 
     An engine made here is opened here; one passed in is opened by its owner
     (:class:`~mockskill.server.Server` does, when it binds its port).
@@ -251,7 +276,12 @@ def create_app(
     app.config["MOCKSKILL_MAX_BODY"] = max_body_bytes
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
     app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
-        engine, app.wsgi_app, admin_token=admin_token, max_body_bytes=max_body_bytes, cors=cors
+        engine,
+        app.wsgi_app,
+        admin_token=admin_token,
+        max_body_bytes=max_body_bytes,
+        cors=cors,
+        admin_hosts=admin_hosts,
     )
 
     @app.errorhandler(HTTPException)

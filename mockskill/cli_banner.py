@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ._version import __version__
+from .admin.browsers import origin_text
 from .admin.watch import ReloadResult
 from .scenario.model import Scenario
 from .scenario.problems import format_report
@@ -71,8 +72,11 @@ def banner(
         lines.append(f"  state: shared, {masked(state)}")
     if server.admin_required:
         lines.append(f"  admin: {url}/__admin asks for the admin token (the token is not shown)")
-    if server.cors:
+    if server.cors is True:
         lines.append("  CORS: on (Access-Control-Allow-Origin: *)")
+    elif server.cors:
+        named = ", ".join(sorted(origin_text(o) for o in server.cors))
+        lines.append(f"  CORS: on for {named}")
     width = max((len(s.id) for s in scenarios.skills), default=0)
     for scenario in scenarios.scenarios:
         lines.extend(_scenario_lines(url, scenario, width))

@@ -99,7 +99,29 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     is_flag=True,
     envvar="MOCKSKILL_CORS",
     show_envvar=True,
-    help="Send CORS headers and answer preflight requests.",
+    help="Send CORS headers and answer preflight requests; pages of any origin may then"
+    " use /__admin too (without it, a request from another origin is refused).",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    envvar="MOCKSKILL_CORS_ORIGINS",  # several joined with spaces
+    show_envvar=True,
+    help="Send CORS headers to pages of this origin only (SCHEME://HOST[:PORT], repeatable),"
+    " and let them use /__admin; --cors lets in any origin.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    envvar="MOCKSKILL_ALLOW_HOSTS",  # several joined with spaces
+    show_envvar=True,
+    help="On a loopback --host, /__admin answers requests addressed to loopback names"
+    " (localhost, 127.0.0.1, [::1]) and to this one too (repeatable; * for any), against"
+    " DNS rebinding.",
 )
 @click.option(
     "--journal-size",
@@ -234,6 +256,8 @@ def serve(
     insecure_admin: bool,
     max_body: int,
     cors: bool,
+    cors_origins: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
     journal_size: int,
     grace: float,
     keep_alive: float,
@@ -307,7 +331,8 @@ def serve(
             admin_token=admin_token,
             insecure_admin=insecure_admin,
             max_body_bytes=max_body,
-            cors=cors,
+            cors=True if cors else cors_origins,
+            allow_hosts=allow_hosts,
             journal_size=journal_size,
             grace=grace,
             keep_alive=keep_alive,

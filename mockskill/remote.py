@@ -108,7 +108,10 @@ class RemoteServer:
 
     def reset(self, session: str | None = None) -> None:
         """Forget positions, random draws and journal: all of them, or one session's."""
-        self.admin("POST", "reset", [] if session is None else [("session", session)])
+        # Everything is asked for by name: a bare reset is refused (docs/admin.md).
+        self.admin(
+            "POST", "reset", [("all", "true")] if session is None else [("session", session)]
+        )
 
     def report(
         self, session: str | None = None, policy: audit.Policy | None = None

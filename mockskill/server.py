@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import transport
 from .access_log import access_log, log_request, log_to_stderr, masked
+from .admin.browsers import Cors, cors_origins
 from .admin.registry import Registry
 from .admin.watch import Watcher
 from .engine.engine import Engine
@@ -100,7 +101,11 @@ class Server(ScenarioControl, ServerTLS):
     Safe defaults (docs/security.md): it listens on 127.0.0.1; any other
     address needs *admin_token* (asked of every ``/__admin`` request) or
     *insecure_admin*; bodies over *max_body_bytes* are refused with 413;
-    CORS headers are sent only with *cors*. (``mockskill serve
+    CORS headers are sent only with *cors* (True: for any origin; origins, as
+    ``["http://localhost:3000"]``: for those), and ``/__admin`` refuses a request
+    from a page on another origin it does not let in; on a loopback *host*, ``/__admin``
+    answers only requests addressed to a loopback name or one of *allow_hosts*
+    (``"*"``: any), against DNS rebinding. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries.
 
@@ -136,7 +141,8 @@ class Server(ScenarioControl, ServerTLS):
         admin_token: str | None = None,
         insecure_admin: bool = False,
         max_body_bytes: int = DEFAULT_MAX_BODY,
-        cors: bool = False,
+        cors: bool | Iterable[str] = False,
+        allow_hosts: Iterable[str] = (),
         journal_size: int = DEFAULT_JOURNAL_SIZE,
         grace: float = DEFAULT_GRACE,
         keep_alive: float = DEFAULT_KEEP_ALIVE,
@@ -154,6 +160,13 @@ class Server(ScenarioControl, ServerTLS):
             raise ServerError("the admin token is empty; give one of at least one character")
         if not is_loopback(host) and admin_token is None and not insecure_admin:
             raise ServerError(exposed_without_token(host))
+        given = cors if isinstance(cors, bool) else tuple(cors)  # (read twice: an iterator once)
+        try:
+            self.cors: Cors = cors_origins(given)
+            """Whom CORS lets in: nobody, any origin (True), or the origins named."""
+        except ValueError as exc:
+            raise ServerError(f"cors: {exc}") from None
+        self._cors_given = given
         if max_body_bytes < 1:
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         if journal_size < 1:
@@ -202,7 +215,10 @@ class Server(ScenarioControl, ServerTLS):
         self._app: Flask | None = None
         self._app_lock = threading.Lock()
         self.max_body_bytes = max_body_bytes
-        self.cors = cors
+        # On a loopback bind, /__admin answers loopback Host names and these alone
+        # (DNS rebinding: mockskill/admin/browsers.py); elsewhere the token guards it.
+        names = (allow_hosts,) if isinstance(allow_hosts, str) else tuple(allow_hosts)
+        self._admin_hosts = names if is_loopback(host) else None
         self._admin_token = admin_token
         self._max_delay_ms = max_delay_ms
         self._added = itertools.count(1)
@@ -238,7 +254,8 @@ class Server(ScenarioControl, ServerTLS):
                     registry=self.registry,
                     admin_token=self._admin_token,
                     max_body_bytes=self.max_body_bytes,
-                    cors=self.cors,
+                    cors=self._cors_given,
+                    admin_hosts=self._admin_hosts,
                 )
             return self._app
 
@@ -394,7 +411,7 @@ class Server(ScenarioControl, ServerTLS):
             self.engine,
             self._admin_wsgi,
             max_body_bytes=self.max_body_bytes,
-            cors=self.cors,
+            cors=self._cors_given,
         )
         self._surfaces.append(surface)
         if not self._quiet:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from .admin.browsers import Cors, allows, cors_origins
 from .engine.engine import SESSION_HEADER, Engine, journalled
 from .engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
 from .engine.plan import Answer, Outcome, Plan
@@ -39,6 +40,7 @@ CORS_ALLOW_HEADERS = (
     "Authorization, Content-Type, X-API-Key, Mockskill-Session, Mockskill-Error,"
     " Skill-Protocol-Version, Mockskill-Admin-Token"
 )
+ANY_ORIGIN = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
 log = logging.getLogger("mockskill")
 
 
@@ -63,16 +65,37 @@ def too_large(limit: int) -> Answer:
     return error_answer(413, "MOCKSKILL_BODY_TOO_LARGE", message, {"max_body_bytes": limit})
 
 
-def preflight() -> Answer:
+def allowed_origin(cors: Cors, origin: str | None) -> str | None:
+    """What ``Access-Control-Allow-Origin`` says to a request from *origin* (None: nothing)."""
+    if cors is True:
+        return "*"
+    return origin if origin is not None and allows(cors, origin) else None
+
+
+def cors_headers(allowed: str) -> tuple[tuple[str, str], ...]:
+    """The CORS headers of an answer to a request whose origin is let in as *allowed*."""
+    if allowed == "*":
+        return ANY_ORIGIN
+    # Named origins: the answer depends on the request's Origin, so caches must know.
+    return (
+        ("Access-Control-Allow-Origin", allowed),
+        ("Access-Control-Expose-Headers", "*"),
+        ("Vary", "Origin"),
+    )
+
+
+def preflight(allowed: str = "*") -> Answer:
     """The answer to a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``)."""
+    vary = () if allowed == "*" else (("Vary", "Origin"),)
     return Answer(
         204,
         (
             ("Content-Type", "text/plain; charset=utf-8"),  # (Werkzeug's default, as it was)
-            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Allow-Origin", allowed),
             ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
             ("Access-Control-Allow-Headers", CORS_ALLOW_HEADERS),
             ("Access-Control-Max-Age", "600"),
+            *vary,
         ),
     )
 
@@ -97,7 +120,7 @@ class LoopSurface:
         admin_app: WSGIApplication,
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY,
-        cors: bool = False,
+        cors: bool | Iterable[str] = False,
         workers: int = 4,
     ) -> None:
         # *admin_app* is the Flask app's wsgi_app, or (mockskill.Server) a callable
@@ -106,8 +129,9 @@ class LoopSurface:
         self._remote = engine.state.remote
         """Whether plans await the store (:meth:`_plan_remote`): the store is the engine's
         for good, so read once."""
-        self.cors = cors
-        self.admin = WSGIHandler(admin_app, workers=workers)
+        self.cors = cors_origins(cors)
+        # (the engine's secure ports: an /__admin page read over TLS is https's origin)
+        self.admin = WSGIHandler(admin_app, workers=workers, secure_ports=engine.secure_ports)
         self.max_body_bytes = max_body_bytes
         self._pending: dict[int, Callable[[Outcome], None]] = {}
         self._planning: dict[int, _Flight] = {}
@@ -132,7 +156,9 @@ class LoopSurface:
             and request.method == "OPTIONS"
             and request.header("Access-Control-Request-Method")
         ):
-            return Plan(preflight())
+            allowed = allowed_origin(self.cors, request.header("Origin"))
+            if allowed is not None:  # (an origin not named: a route may script OPTIONS)
+                return Plan(preflight(allowed))
         req = _incoming(request)
         if self._remote:
             flight = self._planning[id(request)] = _Flight()
@@ -145,7 +171,7 @@ class LoopSurface:
             self._pending[id(request)] = record
         elif self.on_played is not None:  # the request log hears of every exchange
             planned = planned.reported
-        return _with_cors_plan(planned) if self.cors else planned
+        return self._with_cors(planned, request.header("Origin")) if self.cors else planned
 
     async def _plan_remote(self, request: TransportRequest, req: Incoming, flight: _Flight) -> Plan:
         """:meth:`plan` on a remote store: its answers awaited on the loop.
@@ -166,7 +192,7 @@ class LoopSurface:
             record(flight.ended)
         else:
             self._pending[id(request)] = record
-        return _with_cors_plan(planned) if self.cors else planned
+        return self._with_cors(planned, request.header("Origin")) if self.cors else planned
 
     def refuse(self, refusal: Refusal) -> Plan:
         if refusal.status == 413:
@@ -176,7 +202,14 @@ class LoopSurface:
             what = _REFUSED.get(refusal.status, "bad request")
             answer = error_answer(refusal.status, code, f"{what}: {refusal.reason}")
         plan = Plan(answer)
-        return _with_cors_plan(plan) if self.cors else plan
+        if not self.cors:
+            return plan
+        origin = next((v for k, v in refusal.headers if k.lower() == "origin"), None)
+        return self._with_cors(plan, origin)
+
+    def _with_cors(self, plan: Plan, origin: str | None) -> Plan:
+        allowed = allowed_origin(self.cors, origin)
+        return plan if allowed is None else _with_cors_plan(plan, cors_headers(allowed))
 
     def played(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
         if isinstance(exchange, Refusal):
@@ -291,9 +324,7 @@ def _werkzeug_of(request: TransportRequest) -> Request:
     return Request(wsgi_environ(request))
 
 
-def _with_cors_plan(plan: Plan) -> Plan:
-    extra = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
-
+def _with_cors_plan(plan: Plan, extra: tuple[tuple[str, str], ...]) -> Plan:
     def cors(answer: Answer) -> Answer:
         kept = tuple(h for h in answer.headers if h[0].lower() != "access-control-allow-origin")
         return dataclasses.replace(answer, headers=kept + extra)

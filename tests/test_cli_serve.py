@@ -111,6 +111,7 @@ def test_serve_takes_every_setting_from_the_environment(tmp_path: Path) -> None:
         "MOCKSKILL_WATCH": "1",
         "MOCKSKILL_QUIET": "1",
         "MOCKSKILL_CORS": "true",
+        "MOCKSKILL_ALLOW_HOSTS": "mock.test other.test",
         "MOCKSKILL_MAX_BODY": "100",
         "MOCKSKILL_JOURNAL_SIZE": "3",
         "MOCKSKILL_ADMIN_TOKEN": "env-token",
@@ -138,6 +139,10 @@ def test_serve_takes_every_setting_from_the_environment(tmp_path: Path) -> None:
         assert health.json()["scenarios"] == ["one", "two"]
         assert health.json()["reload"]["status"] == "none"  # watching
         assert requests.get(f"{base}/__admin/health", timeout=5).status_code == 401
+        for host, status in (("mock.test", 200), ("other.test", 200), ("third.test", 403)):
+            named = {**admin, "Host": f"{host}:{port}"}
+            answer = requests.get(f"{base}/__admin/health", headers=named, timeout=5)
+            assert answer.status_code == status, host
         listing = requests.get(f"{base}/skills", timeout=5)
         assert listing.headers["Access-Control-Allow-Origin"] == "*"
         assert (

@@ -85,7 +85,7 @@ def test_the_dashboards_files_alone_are_served_without_the_token(guarded: Server
         "/__admin/dashboard/dashboard.js/../../health",
         "/__admin//health",
     ):
-        request = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+        request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
         answer = raw(guarded, request)
         assert answer.startswith(b"HTTP/1.1 401 "), (path, answer[:60])
 
@@ -287,7 +287,7 @@ def test_the_default_limit_is_one_mebibyte(bundled: Server) -> None:
 
 def chunked(path: str, size: int, piece: int = 300) -> bytes:
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
         "Connection: close\r\n\r\n"
     ).encode()
     body = b""
@@ -361,6 +361,44 @@ def test_cors_adds_the_origin_header_and_answers_preflight() -> None:
             "X-API-Key",
         ):
             assert header in allowed
+
+
+def test_cors_for_named_origins_lets_in_those_alone() -> None:
+    app = "http://localhost:3000"
+    with Server(SCENARIO, cors=[f"{app}/", "https://Tool.Example"]) as server:
+        named = requests.get(f"{server.url}/skills", headers={"Origin": app}, timeout=10)
+        assert named.headers["Access-Control-Allow-Origin"] == app
+        assert named.headers["Vary"] == "Origin"
+        other = requests.get(f"{server.url}/skills", headers={"Origin": "http://a"}, timeout=10)
+        assert "Access-Control-Allow-Origin" not in other.headers
+        asked = {"Access-Control-Request-Method": "POST"}
+        preflight = requests.options(
+            server.invoke_url("echo"),
+            headers={**asked, "Origin": "https://tool.example"},
+            timeout=10,
+        )
+        assert preflight.status_code == 204
+        assert preflight.headers["Access-Control-Allow-Origin"] == "https://tool.example"
+        unnamed = requests.options(
+            server.invoke_url("echo"), headers={**asked, "Origin": "http://a"}
+        )
+        assert "Access-Control-Allow-Origin" not in unnamed.headers
+        # /__admin: a named origin's page may use it, another's is refused.
+        json_type = {"Content-Type": "application/json"}
+        reset = f"{server.url}/__admin/reset?all=true"
+        by_app = requests.post(reset, headers={**json_type, "Origin": app}, timeout=10)
+        assert (by_app.status_code, by_app.headers["Access-Control-Allow-Origin"]) == (200, app)
+        by_other = requests.post(reset, headers={**json_type, "Origin": "http://a"}, timeout=10)
+        assert by_other.status_code == 403
+        assert "--cors-origin http://a" in by_other.json()["error"]["message"]
+
+
+def test_a_cors_origin_that_is_not_one_is_refused_at_start() -> None:
+    with pytest.raises(ServerError, match="'localhost:3000' is not an origin"):
+        Server(SCENARIO, cors=["localhost:3000"])
+    result = CliRunner().invoke(cli, ["serve", "--port", "0", "--cors-origin", "/path"])
+    assert result.exit_code == 1
+    assert "'/path' is not an origin" in result.output
 
 
 # -- what one request can make the server keep ---------------------------------------------

@@ -85,6 +85,34 @@ def test_the_admin_api_serves_the_ca_the_bundle_holds(server: Server) -> None:
     assert answer.content == Path(server.ca_bundle).read_bytes()
 
 
+def test_the_ca_is_fetched_without_the_admin_token() -> None:
+    """As docs/docker.md fetches it: a certificate is public, and the client has nothing yet."""
+    with Server(load_text(SCENARIO), tls=True, admin_token="t0ken") as guarded:
+        assert guarded.ca_bundle is not None
+        with httpx.Client(verify=False) as unverified:  # curl -k, once
+            ca = unverified.get(f"{guarded.url}/__admin/tls/ca.pem")
+            assert ca.status_code == 200
+            assert ca.content == Path(guarded.ca_bundle).read_bytes()
+            assert unverified.head(f"{guarded.url}/__admin/tls/ca.pem").status_code == 200
+            # The CA's key stays on the server: a client certificate still needs the token.
+            client_cert = unverified.post(f"{guarded.url}/__admin/tls/client-cert")
+            assert client_cert.status_code == 401
+
+
+def test_the_admin_surface_knows_it_is_read_over_tls(server: Server) -> None:
+    """A page it served is https's origin, and the URLs it answers say https://."""
+    assert server.ca_bundle is not None
+    own = {"Origin": f"https://127.0.0.1:{server.port}", "Content-Type": "application/json"}
+    with httpx.Client(verify=ssl.create_default_context(cafile=server.ca_bundle)) as client:
+        reset = client.post(f"{server.url}/__admin/reset?all=true", headers=own)
+        assert reset.status_code == 200, reset.text
+        plain = {**own, "Origin": f"http://127.0.0.1:{server.port}"}
+        assert client.post(f"{server.url}/__admin/reset?all=true", headers=plain).status_code == 403
+        listed = client.get(f"{server.url}/__admin/scenarios").json()["scenarios"]
+        assert listed[0]["url"].startswith(f"https://127.0.0.1:{server.port}/__admin/")
+        assert listed[0]["skills"][0]["invoke_url"].startswith("https://")
+
+
 def test_a_wsgi_mount_has_no_certificates_and_refuses_tls_faults() -> None:
     client = create_app().test_client()
     answer = client.get("/__admin/tls/ca.pem")

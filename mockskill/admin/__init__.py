@@ -11,8 +11,10 @@ clashes by ``clashes``, each entry a ``loaded`` scenario, and shared with
 other replicas through ``sharing``), watching files for changes (``watch``),
 the report served at ``/__admin/report`` (``report``), the server's
 recording and ``/__admin/recordings`` (``recordings``, ``recording_routes``),
-the CA and client certificates at ``/__admin/tls`` (``tls``) and the
-dashboard page and its static files (``dashboard``).
+the CA and client certificates at ``/__admin/tls`` (``tls``), the
+dashboard page and its static files (``dashboard``), and the checks that
+keep a web page from using ``/__admin`` through its visitor's browser
+(``browsers``: Origin, Content-Type, Host).
 
 It may import :mod:`mockskill.audit` (the report it serves),
 :mod:`mockskill.recording` (the recording it drives), :mod:`mockskill.store`

@@ -32,6 +32,10 @@ from . import scenarios as admin_scenarios
 from . import tls as admin_tls
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .registry import Registry
+from .scenarios import Refused
+
+RESET_PARAMETERS = ("session", "all")
+"""What ``POST /__admin/reset`` takes, in the query or as a JSON object's keys."""
 
 
 def state_view(health: Health, replica: str | None) -> dict[str, Any]:
@@ -84,11 +88,16 @@ def blueprint(registry: Registry) -> Blueprint:
         return body
 
     @bp.post("/reset")
-    def reset() -> dict[str, Any]:
-        """Forget sequence positions, journal and random draws; ``?session=NAME``: one session's."""
-        session = request.args.get("session")
+    def reset() -> tuple[dict[str, Any], int]:
+        """Forget positions, journal and draws: ``?session=NAME``'s, or ``?all=true`` everything."""
+        try:
+            session = reset_target()
+        except BadFilter as exc:
+            return exc.body(), 400
+        except Refused as exc:
+            return exc.body(), exc.status
         registry.reset(session)  # and, sharing a scenario set, every replica's
-        return {"reset": "session" if session else "all", "session": session}
+        return {"reset": "all" if session is None else "session", "session": session}, 200
 
     @bp.get("/journal")
     def journal() -> tuple[dict[str, Any], int]:
@@ -215,6 +224,98 @@ def blueprint(registry: Registry) -> Blueprint:
         return answer(engine)
 
     return bp
+
+
+# -- what POST /__admin/reset resets ---------------------------------------------------------
+
+
+def reset_target() -> str | None:
+    """The session the reset being served names, or None for ``all``: asked for explicitly.
+
+    A mistyped parameter (``?sesion=``), an empty name (an unset variable)
+    or a body that is not read would otherwise reset every session: on a
+    shared server, every other suite's. So each is a 400, and everything
+    takes ``?all=true`` (or ``{"all": true}``).
+    """
+    query, body = _reset_query(), _reset_body()
+    if query and body:
+        raise BadFilter(
+            "(body)", "say what to reset in the query or in the body, not in both", "one of them"
+        )
+    asked = query or body
+    if "session" in asked and "all" in asked:
+        raise BadFilter(
+            "all", "give either session (one session's) or all=true (everything), not both", "one"
+        )
+    if "session" in asked:
+        session = asked["session"]
+        if not isinstance(session, str) or not session.strip():
+            raise BadFilter(
+                "session",
+                f"session={session!r} names no session (an unset variable?); give a session's"
+                " name, or all=true to reset everything",
+                "a non-empty string",
+            )
+        return session
+    if asked.get("all") is True:
+        return None
+    if "all" in asked:
+        raise BadFilter(
+            "all", f"all={asked['all']!r} resets nothing: give all=true, or session=NAME", "true"
+        )
+    raise BadFilter(
+        "session",
+        "say what to reset: ?session=NAME for one session's positions, journal and draws,"
+        " or ?all=true for everything (every session's, on a shared server every suite's)",
+        list(RESET_PARAMETERS),
+    )
+
+
+def _unknown(name: str, where: str) -> BadFilter:
+    hint = difflib.get_close_matches(name.lower(), RESET_PARAMETERS, n=1)
+    message = f"{name!r} is not a {where} of the reset; it takes session=NAME or all=true"
+    if hint:
+        message += f" (did you mean {hint[0]!r}?)"
+    return BadFilter(name, message, list(RESET_PARAMETERS))
+
+
+def _reset_query() -> dict[str, Any]:
+    asked: dict[str, Any] = {}
+    for name in request.args:
+        if name not in RESET_PARAMETERS:
+            raise _unknown(name, "parameter")
+        values = request.args.getlist(name)
+        if len(values) > 1:
+            raise BadFilter(name, f"{name} is given {len(values)} times; give it once", "once")
+        # all=true is the one value of all that resets (any other is refused below)
+        asked[name] = True if name == "all" and values[0] == "true" else values[0]
+    return asked
+
+
+def _reset_body() -> dict[str, Any]:
+    """A JSON object's ``session`` or ``all``: a body is read, or refused, never ignored."""
+    raw = request.get_data()
+    if not raw.strip():
+        return {}
+    if not request.is_json:
+        raise Refused(
+            415,
+            "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE",
+            'POST /__admin/reset reads a JSON object ({"session": NAME} or {"all": true})'
+            f" or no body, not {request.mimetype or 'a body without a Content-Type'}",
+            {"content_type": request.content_type, "expected": ["application/json"]},
+        )
+    document = request.get_json(silent=True)
+    if not isinstance(document, dict):
+        raise BadFilter(
+            "(body)",
+            'POST /__admin/reset reads a JSON object: {"session": NAME} or {"all": true}',
+            "a JSON object",
+        )
+    for name in document:
+        if name not in RESET_PARAMETERS:
+            raise _unknown(name, "key")
+    return dict(document)
 
 
 # -- the OpenAPI document (mockskill/admin/openapi.json) ------------------------------------

@@ -189,7 +189,12 @@ class Registry:
                 self.last_reload = ReloadResult("none")
 
     def reset(self, session: str | None = None) -> None:
-        """Forget positions, draws and journal (all, or *session*'s), on every replica sharing."""
+        """Forget positions, draws and journal (all, or *session*'s), on every replica sharing.
+
+        An empty *session* (an unset variable's) is a ValueError, not everything.
+        """
+        if session is not None and not session.strip():
+            raise ValueError(f"reset: {session!r} names no session; reset() resets them all")
         self.engine.state.reset(session)
         if self._shared is not None:
             try:

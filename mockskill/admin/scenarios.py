@@ -35,7 +35,7 @@ LABEL_TEXT = (
     f"a file name of at most {MAX_LABEL} characters, without control characters,"
     " line breaks or ':' before a digit (a problem's position is FILE:LINE:COLUMN)"
 )
-YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 JSON_TYPES = ("application/json",)
 BODY_TYPES = (*YAML_TYPES, *JSON_TYPES)
 

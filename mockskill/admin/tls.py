@@ -40,3 +40,13 @@ def _no_tls() -> Response:
     response = jsonify(body)
     response.status_code = 404
     return response
+
+
+def is_public(path: str, method: str) -> bool:
+    """Whether *path* (below the admin prefix) is the CA certificate, asked for with GET or HEAD.
+
+    It is served without the admin token: a certificate is public (its key
+    never leaves the server), and a client that must trust it fetches it
+    before it has anything else to do with the server (docs/tls.md).
+    """
+    return method in ("GET", "HEAD") and path == "/tls/ca.pem"

@@ -19,7 +19,7 @@ import asyncio
 import io
 import logging
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -108,13 +108,23 @@ def call(app: WSGIApplication, env: WSGIEnvironment) -> Answer:
 class WSGIHandler:
     """Plans a request by calling a WSGI *app* in a pool of *workers* threads."""
 
-    def __init__(self, app: WSGIApplication, workers: int = DEFAULT_WORKERS) -> None:
+    def __init__(
+        self,
+        app: WSGIApplication,
+        workers: int = DEFAULT_WORKERS,
+        *,
+        secure_ports: Container[int] = (),
+    ) -> None:
         self.app = app
+        self._secure_ports = secure_ports
+        """Local ports that read requests over TLS: the app sees their scheme as https
+        (its URLs, and the origin of a page it served, say so)."""
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mockskill-wsgi")
 
     def _plan(self, request: Request) -> Plan:
         try:
-            return Plan(call(self.app, environ(request)))
+            scheme = "https" if request.local[1] in self._secure_ports else "http"
+            return Plan(call(self.app, environ(request, url_scheme=scheme)))
         except Exception:
             log.exception("the WSGI app failed on %s %s", request.method, request.target)
             body = b"the WSGI app failed; see the server's log\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import requests
 
 from mockskill import Server, __version__
@@ -36,12 +37,99 @@ def test_admin_requests_are_not_journaled(serve: Serve) -> None:
     assert [e.path for e in server.state.journal()] == ["/skills/a/invoke"]
 
 
+def two_sessions(server: Server) -> None:
+    for session in ("a", "b"):
+        requests.post(server.invoke_url("a"), headers={"Mockskill-Session": session}, timeout=10)
+
+
+def sessions_kept(server: Server) -> list[str]:
+    return sorted({e.session for e in server.state.journal()})
+
+
 def test_reset_answers_what_it_reset(serve: Serve) -> None:
     server = serve("skills: [{id: a}]")
-    everything = requests.post(f"{server.url}/__admin/reset", timeout=10)
+    two_sessions(server)
+    one = requests.post(f"{server.url}/__admin/reset?session=a", timeout=10)
+    assert one.json() == {"reset": "session", "session": "a"}
+    assert sessions_kept(server) == ["b"]
+    everything = requests.post(f"{server.url}/__admin/reset?all=true", timeout=10)
     assert everything.json() == {"reset": "all", "session": None}
-    one = requests.post(f"{server.url}/__admin/reset?session=x", timeout=10)
-    assert one.json() == {"reset": "session", "session": "x"}
+    assert sessions_kept(server) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter", "hint"),
+    [
+        ("?sesion=a", "sesion", "did you mean 'session'?"),
+        ("?Session=a", "Session", "did you mean 'session'?"),
+        ("?session=", "session", "an unset variable?"),
+        ("?session=%20", "session", "an unset variable?"),
+        ("", "session", "?all=true for everything"),
+        ("?all=false", "all", "give all=true"),
+        ("?all=1", "all", "give all=true"),
+        ("?session=a&all=true", "all", "not both"),
+        ("?session=a&session=b", "session", "give it once"),
+    ],
+)
+def test_a_mistyped_reset_wipes_nothing(
+    serve: Serve, query: str, parameter: str, hint: str
+) -> None:
+    """On a shared server, a reset that resets everything by mistake wipes every suite's state."""
+    server = serve("skills: [{id: a}]")
+    two_sessions(server)
+    response = requests.post(f"{server.url}/__admin/reset{query}", timeout=10)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "MOCKSKILL_BAD_REQUEST"
+    assert error["details"]["parameter"] == parameter
+    assert hint in error["message"]
+    assert sessions_kept(server) == ["a", "b"]
+
+
+def test_reset_reads_a_json_body(serve: Serve) -> None:
+    server = serve("skills: [{id: a}]")
+    two_sessions(server)
+    reset = f"{server.url}/__admin/reset"
+    one = requests.post(reset, json={"session": "a"}, timeout=10)
+    assert one.json() == {"reset": "session", "session": "a"}
+    assert sessions_kept(server) == ["b"]
+    everything = requests.post(reset, json={"all": True}, timeout=10)
+    assert everything.json() == {"reset": "all", "session": None}
+    assert sessions_kept(server) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "query", "status"),
+    [
+        ({"sesion": "a"}, "", 400),
+        ({"session": ""}, "", 400),
+        ({"all": "yes"}, "", 400),
+        (["a"], "", 400),
+        ({}, "", 400),
+        ({"session": "a"}, "?session=b", 400),
+        ("session=a", "", 415),
+    ],
+)
+def test_a_reset_body_is_read_or_refused_never_ignored(
+    serve: Serve, body: object, query: str, status: int
+) -> None:
+    server = serve("skills: [{id: a}]")
+    two_sessions(server)
+    url = f"{server.url}/__admin/reset{query}"
+    if isinstance(body, str):  # a JSON-less body, as YAML (a type the admin takes)
+        sent = requests.post(url, data=body, headers={"Content-Type": "text/yaml"}, timeout=10)
+    else:
+        sent = requests.post(url, json=body, timeout=10)
+    assert sent.status_code == status, sent.text
+    assert sessions_kept(server) == ["a", "b"]
+
+
+def test_an_empty_session_name_resets_nothing_from_python_either(serve: Serve) -> None:
+    server = serve("skills: [{id: a}]")
+    two_sessions(server)
+    with pytest.raises(ValueError, match="names no session"):
+        server.reset("")
+    assert sessions_kept(server) == ["a", "b"]
 
 
 def test_validate_lists_every_violation_of_a_descriptor(serve: Serve) -> None:

@@ -128,7 +128,7 @@ def test_a_yaml_body_is_loaded_served_and_located(serve: Serve) -> None:
 
 
 @pytest.mark.parametrize(
-    "content_type", ["application/yaml", "application/x-yaml", "text/yaml", "text/plain", None]
+    "content_type", ["application/yaml", "application/x-yaml", "text/yaml", None]
 )
 def test_each_yaml_type_and_none_reads_yaml(serve: Serve, content_type: str | None) -> None:
     server = serve("name: base\nskills: [{id: base}]")
@@ -174,7 +174,7 @@ def _cli_report(name: str, text: str) -> list[str]:
     [
         ("bad.yaml", BAD, "application/yaml"),
         ("bad.json", '{"name": "x",\n "skills": [{"id": "x", "invoke": {"eror": 1}}]}', None),
-        ("broken.yaml", "name: x\nskills: [{id: x}\n", "text/plain"),
+        ("broken.yaml", "name: x\nskills: [{id: x}\n", "text/yaml"),
     ],
 )
 def test_a_refused_body_lists_exactly_the_problems_validate_prints(

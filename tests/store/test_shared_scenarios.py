@@ -388,7 +388,7 @@ def test_a_reset_on_one_replica_resets_every_replica(replica: Replica) -> None:
     b = replica()
     assert [invoke(s, "count").json()["n"] for s in (a, a, b, b)] == [1, 2, 1, 2]
 
-    assert admin(a, "POST", "/reset").status_code == 200
+    assert admin(a, "POST", "/reset?all=true").status_code == 200
 
     until(lambda: b.journal() == [])
     assert [invoke(s, "count").json()["n"] for s in (a, b)] == [1, 1]
@@ -422,7 +422,7 @@ def test_with_redis_down_a_change_is_refused_clearly_and_every_replica_serves_on
         refused = post(a, ORDERS)
         with pytest.raises(StoreUnavailable) as from_python:
             a.remove("counter")
-        reset = admin(b, "POST", "/reset")
+        reset = admin(b, "POST", "/reset?all=true")
         health = admin(a, "GET", "/health").json()
 
         assert refused.status_code == 503
@@ -546,7 +546,7 @@ def test_with_a_shared_state_a_reset_on_one_replica_is_everyones_once(
     b = replica(state=redis_url)
     assert [invoke(s, "count").json()["n"] for s in (a, b)] == [1, 2]
 
-    assert admin(a, "POST", "/reset").status_code == 200
+    assert admin(a, "POST", "/reset?all=true").status_code == 200
     assert invoke(a, "count").json() == {"n": 1}
     # An announcement that reaches B late (here: after A's request, on purpose) must not
     # reset the shared state again: the replica that announced it reset it already.
