@@ -34,7 +34,7 @@ import re
 import uuid
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
@@ -56,6 +56,9 @@ _MAX_NAME = 100
 URL_ENV = "MOCKSKILL_URL"
 TOKEN_ENV = "MOCKSKILL_ADMIN_TOKEN"
 STATE_ENV = "MOCKSKILL_STATE"
+
+Checks = Literal["session", "server", "local"]
+"""Which requests a session's check reads (:class:`MockskillSession`)."""
 
 _scenarios_key = pytest.StashKey["ScenarioSet | None"]()
 _state_key = pytest.StashKey[str]()
@@ -101,7 +104,7 @@ class MockskillSession:
         name: str,
         *,
         check: bool = True,
-        checks: str = "session",
+        checks: Checks = "session",
         replica: str | None = None,
         allow_unmatched: bool = False,
     ) -> None:
@@ -115,7 +118,8 @@ class MockskillSession:
         self._replica = replica
         self._start = 0
         """The id of the last journal entry before this session (or its reset)."""
-        self._start = self._last_id() if checks == "local" else 0
+        if checks == "local":  # what the server took before this test is not its
+            self._start = self._last_id()
         self._checked = self._start
         """The id of the last journal entry already checked."""
 
@@ -462,6 +466,8 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
         )
     own: Server | None = None
     server: SessionServer
+    checks: Checks
+    replica: str | None = None
     if kwargs.get("scenarios") is not None:
         items = kwargs["scenarios"]
         if isinstance(items, (str, Path)):
@@ -481,13 +487,13 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
             )
         own.start()
         server = own
-        checks, replica = "server", None  # every request it takes is this test's
+        checks = "server"  # every request it takes is this test's
     else:
         server = request.getfixturevalue("mockskill_server")
         if isinstance(server, Server):  # this process's: what it takes meanwhile is the test's
             checks, replica = "local", server.state.replica
         else:  # a server others use too: only the session is the test's for sure
-            checks, replica = "session", None
+            checks = "session"
     session = MockskillSession(
         server,
         session_name(item.nodeid),
