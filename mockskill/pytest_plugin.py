@@ -10,10 +10,16 @@ entries), the ``mockskill`` marker (scenarios of a test's own, served by a
 server of its own), the ``--mockskill-scenarios``, ``--mockskill-url``,
 ``--mockskill-admin-token`` and ``--mockskill-state`` options, the
 ``mockskill_scenarios`` and ``mockskill_state`` ini settings, and the check
-after each test: requests of the test's session that matched nothing, or
-that mockskill itself refused (``MOCKSKILL_*`` errors, such as an exhausted
-sequence), fail a test that passed, and are shown beside the failure of a
-test that failed already.
+after each test: requests that matched nothing, or that mockskill itself
+refused (``MOCKSKILL_*`` errors, such as an exhausted sequence), fail a test
+that passed, and are shown beside the failure of a test that failed already.
+The requests checked are the test's session's; on a server of the test's own
+(the marker's), every request; on the run's server when this process runs it,
+also those sent without a ``Mockskill-Session`` while the test ran (they are
+the test's: no other test of this process runs meanwhile, and under xdist
+each worker has its own server). A test that means its unmatched requests
+says so (:meth:`MockskillSession.allow_unmatched`, or the marker's
+``allow_unmatched=True``).
 A session can also be audited: :meth:`MockskillSession.assert_clean_audit`
 fails the test with every finding of the retry audit (docs/audit.md).
 
@@ -28,11 +34,12 @@ import re
 import uuid
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
 from . import audit
+from .engine.state import DEFAULT_SESSION
 from .remote import RemoteError, RemoteServer
 from .scenario.loader import bundled_path, load_any, load_paths
 from .scenario.problems import ScenarioError
@@ -44,11 +51,14 @@ if TYPE_CHECKING:
     from .scenario.model import ScenarioSet
 
 SESSION_HEADER = "Mockskill-Session"
-MARKER_KEYS = ("scenarios", "check")
+MARKER_KEYS = ("scenarios", "check", "allow_unmatched")
 _MAX_NAME = 100
 URL_ENV = "MOCKSKILL_URL"
 TOKEN_ENV = "MOCKSKILL_ADMIN_TOKEN"
 STATE_ENV = "MOCKSKILL_STATE"
+
+Checks = Literal["session", "server", "local"]
+"""Which requests a session's check reads (:class:`MockskillSession`)."""
 
 _scenarios_key = pytest.StashKey["ScenarioSet | None"]()
 _state_key = pytest.StashKey[str]()
@@ -81,14 +91,37 @@ class MockskillSession:
     Send :attr:`headers` with every request (or at least
     ``Mockskill-Session: <name>``): sequences then start afresh for this
     test, and :meth:`journal` holds this test's requests and nobody else's.
+
+    *checks* says which requests the check after the test reads: ``"session"``
+    this session's, ``"server"`` every request (a server of the test's own),
+    ``"local"`` this session's and those without a ``Mockskill-Session`` the
+    server (this process's own, *replica* in its journal) took since.
     """
 
-    def __init__(self, server: SessionServer, name: str, *, check: bool = True) -> None:
+    def __init__(
+        self,
+        server: SessionServer,
+        name: str,
+        *,
+        check: bool = True,
+        checks: Checks = "session",
+        replica: str | None = None,
+        allow_unmatched: bool = False,
+    ) -> None:
         self.server = server
         self.name = name
         self.check = check
         """Whether server-side problems of this session fail the test."""
-        self._checked = 0  # the id of the last journal entry already checked
+        self.unmatched_allowed = allow_unmatched
+        """Whether requests that matched nothing are meant (:meth:`allow_unmatched`)."""
+        self._checks = checks
+        self._replica = replica
+        self._start = 0
+        """The id of the last journal entry before this session (or its reset)."""
+        if checks == "local":  # what the server took before this test is not its
+            self._start = self._last_id()
+        self._checked = self._start
+        """The id of the last journal entry already checked."""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -116,8 +149,15 @@ class MockskillSession:
         return getattr(self.server, "ca_bundle", None)
 
     def reset(self) -> None:
-        """Start this session afresh: positions, random draws and journal entries."""
+        """Start this session afresh: positions, random draws and journal entries (what the
+        check reads: the requests before do not count either)."""
         self.server.reset(self.name)
+        self._start = self._checked = max(self._checked, self._last_id())
+
+    def allow_unmatched(self) -> None:
+        """Requests that match nothing do not fail this test: it means them (a consumer's
+        handling of ``SKILL_NOT_FOUND``, say). Refusals (``MOCKSKILL_*``) still do."""
+        self.unmatched_allowed = True
 
     def report(self, policy: audit.Policy | None = None) -> dict[str, Any]:
         """This session's retry audit and category coverage (docs/audit.md)."""
@@ -142,14 +182,35 @@ class MockskillSession:
         return report
 
     def problems(self) -> list[Entry]:
-        """Journal entries that show a problem: nothing matched, or mockskill refused."""
-        return [e for e in self.journal() if is_problem(e)]
+        """The entries that fail the test (of those the check reads): nothing matched (but
+        when :meth:`allow_unmatched`), or mockskill refused."""
+        return [e for e in self._checked_entries() if e.id > self._start and self._fails(e)]
+
+    def _fails(self, entry: Entry) -> bool:
+        if self.unmatched_allowed and entry.endpoint == "unmatched":
+            return False
+        return is_problem(entry)
+
+    def _checked_entries(self) -> list[Entry]:
+        """The journal entries the check reads (see the class), oldest first."""
+        if self._checks == "server":
+            return self.server.journal()
+        entries = list(self.journal())
+        if self._checks == "local":
+            replica = self._replica  # (a shared store's journal holds other servers' too)
+            strays = self.server.journal(DEFAULT_SESSION)
+            entries += [e for e in strays if e.replica == replica and e.id > self._start]
+            entries.sort(key=lambda e: e.id)
+        return entries
+
+    def _last_id(self) -> int:
+        return max((e.id for e in self._checked_entries()), default=0)
 
     def _unchecked_problems(self) -> list[Entry]:
-        entries = [e for e in self.journal() if e.id > self._checked]
+        entries = [e for e in self._checked_entries() if e.id > self._checked]
         if entries:
-            self._checked = entries[-1].id
-        return [e for e in entries if is_problem(e)] if self.check else []
+            self._checked = max(self._checked, entries[-1].id)
+        return [e for e in entries if self._fails(e)] if self.check else []
 
     def __repr__(self) -> str:
         return f"<MockskillSession {self.name!r} at {self.url}>"
@@ -160,20 +221,38 @@ def is_problem(entry: Entry) -> bool:
     return entry.endpoint == "unmatched" or (entry.error_code or "").startswith("MOCKSKILL_")
 
 
+ALLOW_UNMATCHED = (
+    "  (a request the test means to match nothing, to test SKILL_NOT_FOUND handling say?"
+    " call mockskill.allow_unmatched() in the test, or mark it"
+    " @pytest.mark.mockskill(allow_unmatched=True))"
+)
+"""The way out a failure names when a request matched nothing."""
+
+
 def format_problems(entries: Sequence[Entry], session: str) -> str:
-    """A readable list of problem entries, with near misses for unmatched requests."""
+    """A readable list of problem entries, with near misses for unmatched requests (and
+    the session of those not of *session*), and how to say an unmatched one is meant."""
     noun = "request" if len(entries) == 1 else "requests"
     lines = [f"mockskill: {len(entries)} {noun} of session {session!r} went wrong:"]
     for entry in entries:
+        if entry.session == session:
+            whose = ""
+        elif entry.session == DEFAULT_SESSION:
+            whose = ", sent without a Mockskill-Session header"
+        else:
+            whose = f", of session {entry.session!r}"
         if entry.endpoint == "unmatched":
-            lines.append(f"  {entry.method} {entry.path} matched nothing ({entry.status})")
+            lines.append(f"  {entry.method} {entry.path} matched nothing ({entry.status}){whose}")
             for miss in entry.near_misses:
                 reasons = "; ".join(str(r) for r in miss.get("reasons", ()))
                 lines.append(f"    near miss {miss.get('route')}: {reasons}")
         else:
             lines.append(
-                f"  {entry.method} {entry.path} was answered {entry.status} {entry.error_code}"
+                f"  {entry.method} {entry.path} was answered {entry.status}"
+                f" {entry.error_code}{whose}"
             )
+    if any(entry.endpoint == "unmatched" for entry in entries):
+        lines.append(ALLOW_UNMATCHED)
     return "\n".join(lines)
 
 
@@ -267,9 +346,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "mockskill(scenarios=[...], check=True): serve this test from a server of its own "
-        "on these scenarios (paths relative to the test file, or YAML text); "
-        "check=False: server-side problems do not fail the test",
+        "mockskill(scenarios=[...], check=True, allow_unmatched=False): serve this test from "
+        "a server of its own on these scenarios (paths relative to the test file, or YAML "
+        "text); check=False: server-side problems do not fail the test; "
+        "allow_unmatched=True: requests that match nothing do not",
     )
     # The state URL and configured scenarios are checked now, so that a bad one
     # stops the run at once with its problem report (and not once per test).
@@ -386,6 +466,8 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
         )
     own: Server | None = None
     server: SessionServer
+    checks: Checks
+    replica: str | None = None
     if kwargs.get("scenarios") is not None:
         items = kwargs["scenarios"]
         if isinstance(items, (str, Path)):
@@ -405,10 +487,20 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
             )
         own.start()
         server = own
+        checks = "server"  # every request it takes is this test's
     else:
         server = request.getfixturevalue("mockskill_server")
+        if isinstance(server, Server):  # this process's: what it takes meanwhile is the test's
+            checks, replica = "local", server.state.replica
+        else:  # a server others use too: only the session is the test's for sure
+            checks = "session"
     session = MockskillSession(
-        server, session_name(item.nodeid), check=bool(kwargs.get("check", True))
+        server,
+        session_name(item.nodeid),
+        check=bool(kwargs.get("check", True)),
+        checks=checks,
+        replica=replica,
+        allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
     )
     item.stash[_session_key] = session
     try:

@@ -111,7 +111,6 @@ def test_an_unmatched_request_fails_a_passing_test_with_its_near_misses(
 
         def test_other_sessions_do_not_count(mockskill):
             requests.get(mockskill.url + "/nowhere", headers={"Mockskill-Session": "someone"})
-            requests.get(mockskill.url + "/nowhere")  # the default session
         """,
     )
     result.assert_outcomes(passed=1, failed=1)
@@ -121,10 +120,95 @@ def test_an_unmatched_request_fails_a_passing_test_with_its_near_misses(
             "mockskill: 1 request of session 'test_inner.py-test_typo-*' went wrong:",
             "  GET /skills/flaky/invoke matched nothing (404)",
             "    near miss POST /skills/<id>/invoke: method GET is not POST",
+            "  (a request the test means to match nothing, to test SKILL_NOT_FOUND handling say?"
+            " call mockskill.allow_unmatched() in the test, or mark it"
+            " @pytest.mark.mockskill(allow_unmatched=True))",
             "FAILED test_inner.py::test_typo - mockskill: 1 request*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_on_a_server_of_its_own_every_unmatched_request_fails_the_test(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        OWN = "name: own\\nskills:\\n  - id: echo\\n"
+
+        @pytest.mark.mockskill(scenarios=OWN)
+        def test_without_the_header(mockskill):
+            assert requests.post(mockskill.invoke_url("echo")).status_code == 200
+            assert requests.post(mockskill.invoke_url("flaky")).status_code == 404
+
+        @pytest.mark.mockskill(scenarios=OWN)
+        def test_in_another_session(mockskill):
+            requests.get(mockskill.url + "/nowhere", headers={"Mockskill-Session": "other"})
+        """,
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_without_the_header _*",
+            "mockskill: 1 request of session 'test_inner.py-test_without_the_header-*' went wrong:",
+            "  POST /skills/flaky/invoke matched nothing (404), sent without a Mockskill-Session"
+            " header",
+            "*call mockskill.allow_unmatched() in the test*",
+            "*_ test_in_another_session _*",
+            "  GET /nowhere matched nothing (404), of session 'other'",
+        ]
+    )
+
+
+def test_on_the_run_s_server_a_request_without_the_header_counts_for_the_test_that_sent_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_sends_one_without_the_header(mockskill):
+            requests.get(mockskill.url + "/nowhere")
+
+        def test_after_it_is_not_blamed(mockskill):
+            assert requests.get(mockskill.skill_url("flaky")).status_code == 200
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_sends_one_without_the_header _*",
+            "  GET /nowhere matched nothing (404), sent without a Mockskill-Session header",
+            "FAILED test_inner.py::test_sends_one_without_the_header - mockskill: 1 req*",
+        ]
+    )
+
+
+def test_a_test_that_means_its_unmatched_requests_says_so(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_by_the_session(mockskill):
+            mockskill.allow_unmatched()
+            nope = mockskill.skill_url("nope")
+            assert requests.get(nope, headers=mockskill.headers).status_code == 404
+            assert requests.get(nope).status_code == 404
+            assert mockskill.problems() == []
+
+        OWN = "name: own\\nskills:\\n  - id: echo\\n"
+
+        @pytest.mark.mockskill(scenarios=OWN, allow_unmatched=True)
+        def test_by_the_marker(mockskill):
+            assert requests.get(mockskill.skill_url("nope")).status_code == 404
+
+        @pytest.mark.mockskill(allow_unmatched=True)
+        def test_refusals_still_fail(mockskill):
+            headers = {**mockskill.headers, "Mockskill-Error": "NO_SUCH"}
+            requests.post(mockskill.invoke_url("flaky"), headers=headers)
+        """,
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_inner.py::test_refusals_still_fail - *"])
 
 
 def test_an_exhausted_sequence_fails_the_test_unless_the_marker_says_not_to_check(
@@ -258,7 +342,10 @@ def test_a_bad_scenario_in_the_marker_is_a_readable_setup_error(
         ]
     )
     assert re.search(r"missing\.yaml:1:1: \(file\): expected a scenario file", output)
-    assert "takes only keyword arguments scenarios, check; found 'missing.yaml'" in output
+    assert (
+        "takes only keyword arguments scenarios, check, allow_unmatched; found 'missing.yaml'"
+        in output
+    )
     assert "Traceback" not in output
     assert "During handling" not in output
 
@@ -339,9 +426,34 @@ def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
     result.stdout.fnmatch_lines(["*2 workers*"])
 
 
-def run_xdist(pytester: pytest.Pytester, body: str) -> pytest.RunResult:
+def run_xdist(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_inner=module(body))
-    return pytester.runpytest_subprocess(*QUIET, "-n", "2", timeout=120)
+    return pytester.runpytest_subprocess(*QUIET, "-n", "2", *args, timeout=120)
+
+
+HEADERLESS = """
+import time
+
+@pytest.mark.parametrize("n", range(6))
+def test_headerless(mockskill, n):
+    for _ in range(10):  # the workers' tests run at the same time
+        path = "/nowhere" if n == 0 else "/skills/flaky"
+        requests.get(mockskill.url + path)
+        time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("state", ["memory", "redis"])
+def test_under_xdist_a_request_without_the_header_counts_only_for_its_worker_s_test(
+    pytester: pytest.Pytester, redis_url: str, state: str
+) -> None:
+    """Each worker owns its server: another worker's requests without the header, at the
+    same time, never count for a test; on a shared store neither (its journal holds them)."""
+    result = run_xdist(
+        pytester, HEADERLESS, "--mockskill-state", redis_url if state == "redis" else "memory"
+    )
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_inner.py::test_headerless[[]0[]] - mockskill*"])
 
 
 def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:

@@ -52,6 +52,10 @@ class Rider(Protocol):
         """Whether it has commands to add."""
         ...
 
+    def now(self) -> None:
+        """Add what it holds to the next batch, though it meant to wait (Redis was away)."""
+        ...
+
 
 class Batcher:
     """Writes the commands of each loop turn as one batch on one :class:`Link` to *url*.
@@ -203,7 +207,10 @@ class Batcher:
         """Write what is queued (the rider's entries too), wait (within the timeout) for the
         batches written to be answered, then close the connection."""
         deadline = self.loop.time() + self.timeout
-        if self._queue or (self.rider is not None and self.rider.holds()):
+        if self.rider is not None and self.rider.holds():
+            self.rider.now()
+            self.flush()
+        elif self._queue:
             self.flush()
         if self._connecting is not None:
             await asyncio.wait([self._connecting], timeout=self.timeout)

@@ -12,10 +12,14 @@ as ONE script call. The script numbers the batch from a global counter (an
 entry's id is unique across replicas and increases in append order) and adds
 it to the stream, trimmed to exactly the journal's capacity.
 
-What cannot be kept is counted, never raised to the caller: the queue holds
-at most *capacity* entries (when Redis is away the oldest go first), and a
-batch Redis did not take is lost whole (sent again, a batch whose reply was
-lost would be journalled twice). :attr:`RedisJournal.lost` counts both.
+What cannot be kept is counted, never raised to the caller. Each batch is
+numbered and the script takes a number once (:class:`~.stream_entries.Batch`):
+a batch whose reply did not come (Redis frozen past the timeout may still
+take it, or gone, never) is held and sent again, first, until Redis answers,
+and counted as it says. What is held, queued or to send again, is at most
+*capacity* entries (when Redis is away the oldest go first):
+:attr:`RedisJournal.lost` counts only those, and only the ones the journal
+does not hold.
 
 Reads (:meth:`~RedisJournal.entries`) and clears send this replica's queues
 first (each loop's too: the loop is asked to, and waited for), so a replica
@@ -25,6 +29,7 @@ batch's round trip, under load a few ms).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -41,12 +46,14 @@ from .stream_entries import (
     SCHEMA,
     SCHEMA_KEY,
     SCHEMA_KEY_BYTES,
+    Batch,
     Slot,
     as_bytes,
     decoded,
     encoded,
     stream_fields,
     utf8,
+    writer_key,
 )
 
 if TYPE_CHECKING:
@@ -123,6 +130,7 @@ class RedisJournal:
         if capacity < 1:
             raise ValueError(f"the journal's capacity must be at least 1, not {capacity}")
         self.client = client
+        self.prefix = prefix
         self.stream = prefix + "journal"
         self.counter = prefix + "journal:ids"
         self.schemas = prefix + "journal:schemas"
@@ -156,7 +164,15 @@ class RedisJournal:
         """An empty queue, its lock and events, and a flusher not yet started."""
         # The queue and its counts, behind one lock (a record holds it for an append):
         self._lock = threading.Lock()
-        self._queue: deque[Slot] = deque(maxlen=self._capacity)
+        self._queue: deque[Slot] = deque()
+        self._again: deque[Batch] = deque()
+        """Batches whose reply did not come (or not sent), oldest first: sent before the queue."""
+        self._held_again = 0
+        """The entries :attr:`_again` holds (with the queue's, at most the capacity)."""
+        self._writer = writer_key(self.prefix)
+        self._numbers = itertools.count(1)
+        self._failures = 0
+        """Sends that failed, ever (a flush waiting learns that Redis is away)."""
         self._queued = 0
         """How many records were queued, ever: the last one's number."""
         self._done = 0
@@ -222,11 +238,18 @@ class RedisJournal:
         """Count *loop*'s queue with this journal's, and send it before each read or clear."""
         self.loops.append(loop)
 
-    def adopt(self, slots: Iterable[Slot]) -> None:
-        """Queue *slots* (records a loop can no longer send: it stopped) for the flusher."""
+    def adopt(self, slots: Iterable[Slot], again: Iterable[Batch] = ()) -> None:
+        """Queue *slots* and the batches to send *again* (what a loop can no longer send:
+        it stopped) for the flusher."""
         with self._lock:
+            for batch in again:
+                batch.last = 0  # (the loop's record numbers, not this queue's)
+                self._again.append(batch)
+                self._held_again += len(batch.entries)
+            self._make_room(0)
             for slot in slots:
                 self._append_slot(slot)
+            self._wake.set()
 
     def next_id(self) -> int:
         """A provisional id (the stream renumbers every entry: see :meth:`record`)."""
@@ -259,24 +282,41 @@ class RedisJournal:
         queue = self._queue
         if not queue:
             self._wake.set()  # only from empty: a busy flusher is not woken per record
-        elif len(queue) == self._capacity:  # the oldest goes (the deque's bound):
+        self._make_room(1)
+        queue.append(slot)
+        self._queued += 1
+
+    def _make_room(self, more: int) -> None:
+        """Let the oldest held go until *more* fit within the capacity (hold the lock): those
+        to send again first (whether Redis has them, their batch's next send tells), then
+        the queue's."""
+        queue = self._queue
+        over = len(queue) + self._held_again + more - self._capacity
+        while over > 0 and self._held_again:
+            next(b for b in self._again if b.entries).let_go()
+            self._held_again -= 1
+            over -= 1
+        for _ in range(min(over, len(queue))):
+            queue.popleft()
             if self._error is None:
                 self._trimmed += 1  # as the stream would, behind *capacity* newer ones
             else:
                 self._dropped += 1  # Redis is away: it might have shown until it was back
-        queue.append(slot)
-        self._queued += 1
 
     def flush(self, timeout: float | None = FLUSH_TIMEOUT) -> bool:
         """Wait until everything recorded before the call is sent (or lost); True if it was.
 
         Records arriving meanwhile do not hold it up. A flusher waiting after a
-        failure tries again at once.
+        failure tries again at once; False when that fails too (Redis away: what
+        is held is sent once it is back).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             target = self._queued
+            failures = self._failures
             while self._done < target and self._flusher.is_alive():
+                if self._failures != failures:
+                    return False
                 self._hurry.set()
                 self._wake.set()
                 left = None if deadline is None else deadline - time.monotonic()
@@ -374,37 +414,62 @@ class RedisJournal:
     def _flush_forever(self) -> None:
         wait = RETRY_AFTER[0]
         while True:
-            self._wake.wait()
-            with self._lock:
-                batch = list(self._take())
-                if not batch:
-                    if self._closing:
-                        return
-                    self._wake.clear()
-                    continue
-                last = self._queued - len(self._queue)
+            batch = self._next_batch()
+            if batch is None:
+                return
+            args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA, batch.number]
+            for pair in batch.entries:
+                args += pair
+            keys = [self.stream, self.counter, self.schemas, batch.writer]
             try:
-                args = self._encoded(batch)
-                self._append(keys=[self.stream, self.counter, self.schemas], args=args)
+                reply = self._append(keys=keys, args=args) if batch.size else 0
             except Exception as error:  # whatever failed, the caller never sees it
                 failed = True
                 self._error = f"{type(error).__name__}: {error}"
             else:
                 failed = False
                 self._error = None
-                self._batches += 1
-                self._sent += (len(args) - 3) // 2  # but any that could not be encoded
                 wait = RETRY_AFTER[0]
             with self._lock:
-                if failed:
-                    self._failed += len(batch)
-                self._done = last
+                if failed:  # held again, first: sent again (the script takes it once)
+                    self._failures += 1
+                    self._again.appendleft(batch)
+                    self._held_again += len(batch.entries)
+                    self._make_room(0)
+                else:
+                    taken, missing = batch.counted(int(reply))
+                    self._batches += 1 if batch.size else 0
+                    self._sent += taken
+                    self._failed += missing
+                    self._done = max(self._done, batch.last)
                 self._done_changed.notify_all()
                 closing = self._closing
-            if failed and not closing:
+            if failed:
+                if closing:
+                    return  # (what is held is not sent: the journal is closed)
                 self._hurry.wait(wait)  # not a busy loop while Redis is away
                 self._hurry.clear()
                 wait = min(wait * 2, RETRY_AFTER[1])
+
+    def _next_batch(self) -> Batch | None:
+        """The batch to send now, taken: the oldest to send again, else the queue's oldest
+        as a new one (encoded off the lock), waiting for one; None once closing with
+        nothing held."""
+        while True:
+            with self._lock:
+                if self._again:
+                    batch = self._again.popleft()
+                    self._held_again -= len(batch.entries)
+                    return batch
+                slots = list(self._take())
+                if slots:
+                    last = self._queued - len(self._queue)
+                    break
+                if self._closing:
+                    return None
+                self._wake.clear()
+            self._wake.wait()
+        return Batch(self._writer, next(self._numbers), self._encoded(slots), last)
 
     def _take(self) -> Iterator[Slot]:
         """The oldest queued, up to :data:`MAX_BATCH` (hold the lock)."""
@@ -412,16 +477,16 @@ class RedisJournal:
         for _ in range(min(len(queue), MAX_BATCH)):
             yield queue.popleft()
 
-    def _encoded(self, batch: list[Slot]) -> list[Any]:
-        """The script's arguments for *batch*: capacity, schema, then (session, JSON) per entry."""
-        args: list[Any] = [self._capacity, SCHEMA_KEY, SCHEMA]
+    def _encoded(self, batch: list[Slot]) -> list[tuple[bytes, bytes]]:
+        """Each entry of *batch* as the script takes it: its session and its JSON."""
+        entries = []
         replica = self.replica
         for slot in batch:
             try:
-                args += stream_fields(slot, replica)
+                entries.append(stream_fields(slot, replica))
             except Exception:  # one entry that cannot be encoded is lost, not the batch
                 self._unencodable += 1
-        return args
+        return entries
 
 
 def _after_fork() -> None:

@@ -10,13 +10,17 @@ same write as the needs of that turn: one append-script call per
 written (:func:`~.stream_entries.stream_fields`) and packed here.
 
 What cannot be kept is counted as the thread's queue counts it (the two are
-summed by :class:`~.journal.RedisJournal`): the queue holds at most the
-journal's capacity, its oldest going first (``trimmed`` while Redis takes the
-batches, ``dropped`` while it is away); a batch Redis did not take (written
-and not answered, or no connection to write it on) is lost whole
-(``failed``). After a failure, what is queued is sent again after
-:data:`~.journal.RETRY_AFTER` (doubling) or with the next batch of needs, so
-that Redis away is not a busy loop.
+summed by :class:`~.journal.RedisJournal`). A batch is numbered, and the
+script takes a number once: one whose reply did not come (Redis frozen past
+the timeout, or gone) is held and sent again, first, so that it lands once
+whether Redis took it late or never, and is counted sent or missing by what
+Redis answers, not guessed lost. What is held (queued, and sent again) is at
+most the journal's capacity, its oldest going first (``trimmed`` while Redis
+takes the batches, ``dropped`` while it is away; one let go from a batch sent
+again is counted ``failed`` only if Redis says that batch was never taken).
+While Redis is away, what is held waits for a retry after
+:data:`~.journal.RETRY_AFTER` (doubling), so that Redis away is not a busy
+loop, or for a reader.
 
 Other threads read their own writes: :meth:`LoopJournal.flush` asks the loop
 to send what is queued and waits (bounded) for the reply. When the loop is
@@ -28,15 +32,24 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..engine.entries import Entry, Recorded
-from ..engine.store import StoreUnavailable
 from .batching import Batcher, Command
 from .journal import RETRY_AFTER, RedisJournal
-from .stream_entries import APPEND_SHA, MAX_BATCH, SCHEMA, SCHEMA_KEY, Slot, stream_fields
+from .stream_entries import (
+    APPEND_SHA,
+    MAX_BATCH,
+    SCHEMA,
+    SCHEMA_KEY,
+    Batch,
+    Slot,
+    stream_fields,
+    writer_key,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,15 +72,22 @@ class LoopJournal:
         self.batcher = batcher
         self.loop = batcher.loop
         self._thread = threading.get_ident()
-        self._capacity = capacity = journal.capacity
+        self._capacity = journal.capacity
         self._replica = journal.replica
-        self._queue: deque[Slot] = deque(maxlen=capacity)
+        self._queue: deque[Slot] = deque()
+        self._again: deque[Batch] = deque()
+        """Batches sent whose reply did not come (or not sent: no connection), oldest first:
+        sent again before anything else."""
+        self._held_again = 0
+        """The entries :attr:`_again` holds (with the queue's, at most the capacity)."""
+        self._writer = writer_key(journal.prefix)
+        self._numbers = itertools.count(1)
         self._queued = 0
         """How many records were queued, ever: the last one's number."""
         self._done = 0
         """The number of the last record done with (sent, lost, dropped or handed over)."""
-        self._out: deque[tuple[int, int, asyncio.Future[Any]]] = deque()
-        """The batches written, in order: their last record's number, size, reply."""
+        self._out: deque[tuple[Batch, asyncio.Future[Any]]] = deque()
+        """The batches written, in order, and their replies."""
         self._waiting: list[tuple[int, concurrent.futures.Future[bool]]] = []
         """Readers waiting (on other threads) until a record's number is done."""
         self._retry: asyncio.TimerHandle | None = None
@@ -76,16 +96,17 @@ class LoopJournal:
         head: Sequence[str | int] = (
             "EVALSHA",
             APPEND_SHA,
-            3,
+            4,
             journal.stream,
             journal.counter,
             journal.schemas,
-            capacity,
+            self._writer,
+            self._capacity,
             SCHEMA_KEY,
             SCHEMA,
         )
         self._head = b"".join(_bulk(value) for value in head)
-        self._head_count = len(head)
+        self._head_count = len(head) + 1  # and the batch's number
         self.error: str | None = None
         """Why the last batch failed (or no connection was made); None once one is sent."""
         self.batches = 0
@@ -102,95 +123,130 @@ class LoopJournal:
     def record(self, entry: Entry | Recorded) -> None:
         """Queue *entry* for the next batch. Never blocks, never raises."""
         slot = self.journal.slot(entry)
-        queue = self._queue
-        if len(queue) == self._capacity:  # the oldest goes (the deque's bound):
-            if self.error is None:
-                self.trimmed += 1  # as the stream would, behind *capacity* newer ones
-            else:
-                self.dropped += 1  # Redis is away: it might have shown until it was back
-        queue.append(slot)
+        self._make_room(1)
+        self._queue.append(slot)
         self._queued += 1
         if self.error is None:
             self.batcher.wake()
         elif self._retry is None:
             self._try_later()
 
+    def _make_room(self, more: int) -> None:
+        """Let the oldest held go until *more* fit within the capacity: those to be sent
+        again first (whether Redis has them, the next send of their batch tells), then the
+        queue's."""
+        over = len(self._queue) + self._held_again + more - self._capacity
+        again = self._again
+        while over > 0 and self._held_again:
+            batch = next(b for b in again if b.entries)
+            batch.let_go()
+            self._held_again -= 1
+            over -= 1
+        for _ in range(min(over, len(self._queue))):
+            self._queue.popleft()
+            if self.error is None:
+                self.trimmed += 1  # as the stream would, behind *capacity* newer ones
+            else:
+                self.dropped += 1  # Redis is away: it might have shown until it was back
+
     def holds(self) -> bool:
-        return bool(self._queue)
+        return bool(self._queue or self._again)
+
+    def now(self) -> None:
+        """Send what is held with the next batch, though a retry is waiting."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
 
     def commands(self) -> list[Command]:
-        """What is queued as append-script calls, taken from the queue (the batcher sends
-        them now, with the needs of this turn)."""
-        queue = self._queue
-        if not queue:
+        """What is held as append-script calls, taken (the batcher sends them now, with the
+        needs of this turn): those to send again first. While a retry waits (Redis away),
+        nothing: what is held waits for it, rather than go in every turn's batch."""
+        if self._retry is not None:
             return []
-        commands: list[Command] = []
+        batches = list(self._again)
+        self._again.clear()
+        self._held_again = 0
+        queue = self._queue
         replica = self._replica
         while queue:
-            parts = []
+            entries = []
             for _ in range(min(len(queue), MAX_BATCH)):
                 try:
-                    session, text = stream_fields(queue.popleft(), replica)
+                    entries.append(stream_fields(queue.popleft(), replica))
                 except Exception:  # one entry that cannot be encoded is lost, not the batch
                     self.unencodable += 1
-                    continue
-                parts.append(_PAIR % (len(session), session, len(text), text))
+            batches.append(
+                Batch(self._writer, next(self._numbers), entries, self._queued - len(queue))
+            )
+        commands: list[Command] = []
+        for batch in batches:
             answered: asyncio.Future[Any] = self.loop.create_future()
-            if parts:
-                count = self._head_count + 2 * len(parts)
-                commands.append((b"*%d\r\n%s%s" % (count, self._head, b"".join(parts)), answered))
+            if batch.size:
+                commands.append((self._packed(batch), answered))
             else:
-                answered.set_result(None)  # none could be encoded: nothing to send
-            self._out.append((self._queued - len(queue), len(parts), answered))
+                answered.set_result(0)  # none could be encoded: nothing to send
+            self._out.append((batch, answered))
             answered.add_done_callback(self._answered)
         return commands
 
+    def _packed(self, batch: Batch) -> bytes:
+        entries = batch.entries
+        count = self._head_count + 2 * len(entries)
+        number = _bulk(batch.number)
+        pairs = b"".join(_PAIR % (len(s), s, len(e), e) for s, e in entries)
+        return b"*%d\r\n%s%s%s" % (count, self._head, number, pairs)
+
     def _answered(self, _: asyncio.Future[Any]) -> None:
         """Count the batches answered, in the order they were written (a batch sent again
-        after a reload may be answered after later ones), and release the readers."""
+        after a reload may be answered after later ones), hold those that failed to send
+        again, and release the readers."""
         out = self._out
-        failed = False
-        while out and out[0][2].done():
-            last, size, answered = out.popleft()
+        failed: list[Batch] = []
+        while out and out[0][1].done():
+            batch, answered = out.popleft()
             error = answered.exception() if not answered.cancelled() else "cancelled"
             if error is None:
-                if size:
+                taken, missing = batch.counted(answered.result())
+                if batch.size:
                     self.batches += 1
-                    self.sent += size
+                self.sent += taken
+                self.failed += missing
                 self.error = None
                 self._wait = RETRY_AFTER[0]
+                self._done = max(self._done, batch.last)  # (a hand-over may have moved it on)
             else:
-                self.failed += size
+                failed.append(batch)
                 self.error = f"{type(error).__name__}: {error}"
-                failed = True
-            self._done = max(self._done, last)  # (a hand-over may have moved it on)
-        self._release()
-        if failed and self._queue and self._retry is None:
+        if failed:
+            self._hold_again(failed)
+        else:
+            self._release()
+
+    def _hold_again(self, batches: list[Batch]) -> None:
+        """*batches* failed: held to send again (after those already held: they are newer),
+        readers told, and a retry set."""
+        self._again.extend(batches)
+        self._held_again += sum(len(batch.entries) for batch in batches)
+        self._make_room(0)
+        self._release(everyone=True)
+        if self._retry is None:
             self._try_later()
 
     def unreachable(self, reason: str) -> None:
-        """No connection could be made: the oldest queued (up to a batch) are lost, as a
-        batch Redis did not take; the rest is tried again later."""
-        queue = self._queue
-        if not queue:
-            self.error = reason
-            self._release(everyone=True)
-            return
-        size = min(len(queue), MAX_BATCH)
-        for _ in range(size):
-            queue.popleft()
-        lost: asyncio.Future[Any] = self.loop.create_future()
-        lost.set_exception(StoreUnavailable(reason))
-        self._out.append((self._queued - len(queue), size, lost))
-        self._answered(lost)
+        """No connection could be made: what is held waits for a retry (readers are told)."""
+        self.error = reason
+        self._release(everyone=True)
+        if self.holds() and self._retry is None:
+            self._try_later()
 
     def _try_later(self) -> None:
-        self._retry = self.loop.call_later(self._wait, self._again)
+        self._retry = self.loop.call_later(self._wait, self._retried)
         self._wait = min(self._wait * 2, RETRY_AFTER[1])
 
-    def _again(self) -> None:
+    def _retried(self) -> None:
         self._retry = None
-        if self._queue:
+        if self.holds():
             self.batcher.flush()
 
     def _release(self, everyone: bool = False) -> None:
@@ -207,46 +263,49 @@ class LoopJournal:
         self._waiting = waiting
 
     def _flush_for(self, reader: concurrent.futures.Future[bool]) -> None:
-        """Send what is queued now; *reader* learns when what was recorded until now is done."""
+        """Send what is held now; *reader* learns when what was recorded until now is done
+        (True), or that it could not be sent (False)."""
         target = self._queued
         if self._done >= target:
             reader.set_result(True)
             return
         self._waiting.append((target, reader))
-        if self._retry is not None:  # a reader does not wait for the retry: try at once
-            self._retry.cancel()
-            self._retry = None
+        self.now()  # a reader does not wait for the retry: try at once
         self.batcher.flush()
 
     # -- from other threads ----------------------------------------------------------------
 
     def flush(self, timeout: float) -> bool:
-        """Wait (within *timeout*) until what the loop recorded before the call is sent (or
-        lost); True if it was. From another thread: the loop sends, this one waits. From
-        the loop's own thread, or once the loop stopped, the queue is handed to the
-        journal's flusher instead (the caller flushes that)."""
+        """Wait (within *timeout*) until what the loop recorded before the call is sent
+        (or let go); True if it was, False if it could not be (Redis away: it is held) or
+        not in time. From another thread: the loop sends, this one waits. From the loop's
+        own thread, or once the loop stopped, what it holds is handed to the journal's
+        flusher instead (the caller flushes that)."""
         loop = self.loop
         if threading.get_ident() == self._thread or loop.is_closed() or not loop.is_running():
-            self.journal.adopt(self.handed_over())
+            self.journal.adopt(*self.handed_over())
             return True
         reader: concurrent.futures.Future[bool] = concurrent.futures.Future()
         try:
             loop.call_soon_threadsafe(self._flush_for, reader)
         except RuntimeError:  # closed meanwhile
-            self.journal.adopt(self.handed_over())
+            self.journal.adopt(*self.handed_over())
             return True
         try:
             return reader.result(timeout)
         except concurrent.futures.TimeoutError:
             return False
 
-    def handed_over(self) -> list[Slot]:
-        """What is queued, taken (the caller sends it); the loop must not be running it."""
-        slots = list(self._queue)
+    def handed_over(self) -> tuple[list[Slot], list[Batch]]:
+        """What is queued and what is to be sent again, taken (the caller sends them); the
+        loop must not be running them."""
+        slots, again = list(self._queue), list(self._again)
         self._queue.clear()
+        self._again.clear()
+        self._held_again = 0
         self._done = self._queued
         self._release(everyone=True)
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None
-        return slots
+        return slots, again

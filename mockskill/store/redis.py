@@ -12,8 +12,9 @@ its entries recorded on a loop go out in that loop's batches
 Failures are a state, not a loss: a command that cannot be answered
 (Redis unreachable, a reply later than :data:`SOCKET_TIMEOUT`) raises
 :class:`~mockskill.engine.store.StoreUnavailable`, and :meth:`RedisStore.health`
-says ``degraded`` with the reason until Redis answers again (it asks Redis
-itself when degraded, so it recovers with no traffic too).
+says ``degraded`` with the reason while Redis does not answer (it asks Redis
+itself, a PING bounded by :data:`HEALTH_TIMEOUT`, so that it tells a Redis gone
+or frozen, and back, with no traffic).
 
 Sessions are bounded as in memory (the least recently used beyond
 ``max_sessions`` is forgotten) and, so that a fleet gone leaves nothing
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
 PREFIX = "mockskill:"
 SOCKET_TIMEOUT = 1.0
 """Seconds a command may take before Redis counts as unavailable (not a hang)."""
+HEALTH_TIMEOUT = 0.5
+"""Seconds health's PING may take: a readiness probe hears of a frozen Redis at once."""
 SESSION_TTL = 7 * 24 * 3600
 """Seconds a session's positions and draws are kept in Redis when it is not used."""
 _ERRORS = (redis.RedisError, OSError)
@@ -124,6 +127,13 @@ class RedisStore:
         # No retries: a command sent again after a lost reply could take a position twice.
         self.client = redis.Redis.from_url(url, **self._options())
         self._execute: Callable[..., Any] = self.client.execute_command  # (untyped in redis-py)
+        # Health's own connection, with a shorter bound than the needs' (a probe's answer).
+        self._health_client = redis.Redis.from_url(
+            url,
+            socket_timeout=HEALTH_TIMEOUT,
+            socket_connect_timeout=HEALTH_TIMEOUT,
+            retry=Retry(NoBackoff(), 0),
+        )
         self.journal_store = RedisJournal(self.client, self.keys.prefix, journal_size, self.replica)
         self._batchers: dict[asyncio.AbstractEventLoop, Batcher] = {}
         self._loop_journals: dict[asyncio.AbstractEventLoop, LoopJournal] = {}
@@ -306,20 +316,20 @@ class RedisStore:
     # -- health ----------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """``ok``, or ``degraded`` with the last failure until Redis answers a PING again.
+        """``ok`` while Redis answers a PING within :data:`HEALTH_TIMEOUT`, else ``degraded``
+        with why.
 
-        Asked while something failed (a need, or the journal's last batch), it
-        asks Redis itself: health recovers with no traffic once Redis is back.
+        It asks Redis each time (blocking, off the loop: the admin app's thread),
+        not only after a request failed: a store gone or frozen while no request
+        came is seen at once, and so is its return.
         """
         journal = self.journal_store
-        failure = self._failure or journal.error
-        if failure is not None:
-            try:
-                self.client.ping()
-            except _ERRORS as error:
-                self._failure = self.reason(error)
-            else:
-                self._failure = None
+        try:
+            self._health_client.ping()
+        except _ERRORS as error:
+            self._failure = self.reason(error)
+        else:
+            self._failure = None
         backend = self.masked_url
         if self._failure is not None:
             return Health("degraded", self._failure, journal.lost, backend)
@@ -348,6 +358,8 @@ class RedisStore:
         batchers.clear()
         self.__dict__.get("_loop_journals", {}).clear()
         self.client.close()
+        if "_health_client" in self.__dict__:
+            self._health_client.close()
 
 
 _get_running_loop = asyncio._get_running_loop

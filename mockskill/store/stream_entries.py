@@ -16,6 +16,7 @@ import hashlib
 import json
 import json.encoder
 import operator
+import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,22 +27,32 @@ from ..protocol.catalog import Retry
 # or clear compares, without decoding), k = its schema (the names of e's values), e = the
 # entry's values but its id, as a JSON array.
 APPEND = """
+local taken = redis.call('HGET', KEYS[4], ARGV[4])
+if taken then
+  return -1 - tonumber(taken)
+end
+local n = (#ARGV - 4) / 2
+redis.call('HSET', KEYS[4], ARGV[4], n)
+redis.call('HDEL', KEYS[4], tonumber(ARGV[4]) - 1024)
+redis.call('PEXPIRE', KEYS[4], 86400000)
 redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3])
-local n = (#ARGV - 3) / 2
 local last = redis.call('INCRBY', KEYS[2], n)
 local id = last - n
-for k = 4, #ARGV, 2 do
+for k = 5, #ARGV, 2 do
   id = id + 1
   redis.call('XADD', KEYS[1], '*', 'i', id, 's', ARGV[k], 'k', ARGV[2], 'e', ARGV[k + 1])
 end
 redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[1])
 return last
 """
-"""KEYS: the stream, the id counter, the schemas; ARGV: capacity, the schema's key and its
-names (JSON), then (session, values) per entry. One INCRBY numbers the batch; one exact
-trim keeps the bound (nothing runs between the adds and the trim: no reader sees more
-than capacity). The schema is set with every batch (a Redis restarted without it gets
-it back with the next)."""
+"""KEYS: the stream, the id counter, the schemas, the writer's batches taken; ARGV:
+capacity, the schema's key and its names (JSON), the batch's number, then (session,
+values) per entry. A batch is taken once: sent again (its reply was lost: Redis frozen
+past the timeout took it late, or never), a number the writer's hash holds is answered
+``-1 - entries it took`` and adds nothing (the hash keeps the last 1024 numbers, for a day
+unused). One INCRBY numbers the batch; one exact trim keeps the bound (nothing runs
+between the adds and the trim: no reader sees more than capacity). The schema is set
+with every batch (a Redis restarted without it gets it back with the next)."""
 APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
 
 MAX_BATCH = 256
@@ -162,6 +173,46 @@ def shown(
         values[_REPLICA] = replica
     del values[0]
     return values
+
+
+def writer_key(prefix: str) -> str:
+    """A key of its own for one writer of the journal (a loop's queue, a flusher): its
+    batches taken, by number (:data:`APPEND`). Random: a process forked or restarted is
+    another writer, whose numbers start afresh."""
+    return f"{prefix}journal:taken:{secrets.token_hex(8)}"
+
+
+class Batch:
+    """One numbered script call of *writer*'s: its entries (session, JSON), and *last*,
+    the number of its writer's last record in it (what readers wait for).
+
+    Sent until Redis answers: the script takes a number once, so a batch whose reply
+    was lost is sent again, not counted lost. When the hold is full, its oldest entries
+    go (:meth:`let_go`) but the call still goes, to learn whether the first send was
+    taken (:meth:`counted`).
+    """
+
+    __slots__ = ("entries", "last", "number", "size", "writer")
+
+    def __init__(
+        self, writer: str, number: int, entries: list[tuple[bytes, bytes]], last: int
+    ) -> None:
+        self.writer = writer
+        self.number = number
+        self.entries = entries
+        self.size = len(entries)
+        """How many entries it held when first sent."""
+        self.last = last
+
+    def let_go(self) -> None:
+        """Hold one entry less (the oldest): the hold is full and Redis is away."""
+        del self.entries[0]
+
+    def counted(self, reply: int) -> tuple[int, int]:
+        """(taken, missing): how many of its entries the journal holds, and how many it
+        never took (let go before a send that Redis took)."""
+        taken = -1 - reply if reply < 0 else len(self.entries)
+        return taken, self.size - taken
 
 
 def stream_fields(slot: Slot, replica: str | None) -> tuple[bytes, bytes]:

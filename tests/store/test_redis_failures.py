@@ -18,8 +18,10 @@ import time
 from collections.abc import Callable
 
 import pytest
+import requests
 from redis_server import RedisServer
 
+from mockskill import Server
 from mockskill.engine.entries import Entry
 from mockskill.engine.store import IssueToken, StoreUnavailable, Take, Taken, UseToken
 from mockskill.store import StoreOpenError, open_store
@@ -96,22 +98,20 @@ def test_redis_stopped_makes_needs_unavailable_and_health_degraded_until_it_retu
             store.answer(STEP)
         store.record(Entry(store.next_id(), 1.0, 2.0, "alice", "GET", "/", 200, "list"))
         assert isinstance(store, RedisStore)
-        assert store.journal_store.flush(timeout=10)
+        assert not store.journal_store.flush(timeout=10)  # not sent: held until Redis is back
         health = store.health()
         assert health.status == "degraded"
         assert health.reason is not None
         assert "Connection refused" in health.reason
-        assert health.lost_entries == 1
+        assert health.lost_entries == 0
         with pytest.raises(StoreUnavailable):
             store.journal()
         server.start()  # empty (no persistence), its scripts gone too
         health = store.health()  # no traffic needed: health asks Redis
-        assert (health.status, health.reason, health.lost_entries) == ("ok", None, 1)
+        assert (health.status, health.reason, health.lost_entries) == ("ok", None, 0)
         assert store.answer(STEP) == Taken(0, -1)
         store.record(Entry(store.next_id(), 3.0, 4.0, "alice", "GET", "/", 200, "list"))
-        # (a read after a failed batch does not wait for the flusher: flush first)
-        assert store.journal_store.flush(timeout=10)
-        assert [e.started for e in store.journal()] == [3.0]
+        assert [e.started for e in store.journal()] == [1.0, 3.0]  # what was held, then sent
         store.answer(IssueToken("t", frozenset({"a"}), None, 1))
         assert store.answer(UseToken("t")) == frozenset({"a"})
     finally:
@@ -184,3 +184,47 @@ def test_without_the_redis_client_a_shared_url_says_what_to_install() -> None:
         "cannot use the state store redis://:***@cache:6379/0: the Redis client is not"
         " installed (redis): pip install 'mockskill[redis]'"
     )
+
+
+def _health_turns(base: str, status: str, within: float) -> float:
+    """Seconds until ``/__admin/health`` says *status* (polled, no skill traffic); fails after
+    *within*."""
+    started = time.monotonic()
+    while True:
+        said = requests.get(f"{base}/__admin/health", timeout=10).json()
+        took = time.monotonic() - started
+        if said["status"] == status and said["state"]["status"] == status:
+            return took
+        assert took < within, f"health still says {said['status']!r} after {took:.2f} s"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["killed", "frozen"])
+def test_health_says_degraded_within_a_second_or_so_of_redis_going_without_traffic(
+    own_redis: Callable[..., RedisServer], how: str
+) -> None:
+    """A readiness probe must not keep routing to a replica whose store is gone (killed) or
+    frozen (SIGSTOP): health says so by itself, and ``ok`` again once Redis is back."""
+    redis_server = own_redis()
+    with Server(state=redis_server.url, quiet=True) as server:
+        base = server.url
+        assert _health_turns(base, "ok", within=5) < 5
+        pid = redis_server._process.pid  # type: ignore[union-attr]
+        if how == "killed":
+            redis_server.stop()
+        else:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            took = _health_turns(base, "degraded", within=1.5)
+            said = requests.get(f"{base}/__admin/health", timeout=10).json()
+            assert said["state"]["reason"]
+            assert set(said["state"]) == {
+                "backend", "url", "replica", "status", "reason", "lost_entries",
+            }  # fmt: skip
+        finally:
+            if how == "killed":
+                redis_server.start()
+            else:
+                os.kill(pid, signal.SIGCONT)
+        assert took < 1.5
+        _health_turns(base, "ok", within=3)
