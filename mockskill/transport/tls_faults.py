@@ -19,6 +19,10 @@ Each accepted connection is first looked at without reading it
   verify, a valid client certificate for ``client_cert_required``) is served
   as every HTTPS connection is: the skill's usual sequence plays.
 
+A handshake this side refuses (``client_cert_required`` without a good client
+certificate, ``protocol_version``) ends as ``openssl s_server`` ends it: the
+alert OpenSSL wrote (:class:`RefusedHandshake`) is sent before the close.
+
 Every handshake that fails is reported to *on_failed* (the journal): the fault,
 the alert the client sent when it sent one, the SNI name offered.
 """
@@ -74,6 +78,17 @@ class Failed:
     """The TLS alert the client sent (``unknown_ca``, ``bad_certificate``, ...), if any."""
     sni: str | None
     """The server name the ClientHello offered (None: none, or no ClientHello)."""
+
+
+class RefusedHandshake(ssl.SSLError):
+    """A handshake that failed, and what it left to send: the alert for the client (made by
+    ``tls.AlertKeeping``; empty when the client failed it and said so itself)."""
+
+    def __init__(self, cause: ssl.SSLError, alert: bytes) -> None:
+        super().__init__(*cause.args)
+        self.reason = cause.reason
+        self.library = cause.library
+        self.alert = alert
 
 
 class FaultListeners:
@@ -288,6 +303,9 @@ class _Listener:
             raise
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
+            if isinstance(exc, RefusedHandshake) and exc.alert:
+                with contextlib.suppress(OSError):  # a few bytes: the socket buffer takes them
+                    spare.send(exc.alert)
             self._linger(spare)
             self._failed(started, alert_of(exc), sni)
         except Exception:  # not the client's doing: said, and the connection let go
