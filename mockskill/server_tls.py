@@ -81,7 +81,8 @@ class ServerTLS:
         return tls_authority().server_context((self.host, *self._tls_names))
 
     def _journal_handshake(self, failed: Failed) -> None:
-        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md)."""
+        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md): in
+        the session the port was allotted to, else the default one."""
         state = self.state
         skill = next((s for s in self.engine.scenarios.skills if s.id == failed.skill), None)
         state.record(
@@ -89,7 +90,7 @@ class ServerTLS:
                 id=state.next_id(),
                 started=failed.started,
                 finished=failed.finished,
-                session=DEFAULT_SESSION,
+                session=failed.session or DEFAULT_SESSION,
                 method="",
                 path=f"/skills/{failed.skill}/invoke",
                 status=None,

@@ -319,7 +319,7 @@ class Engine:
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
             return own_answers.authorize(self._journalling, request, session, started)
-        urls = self._urls(request)
+        urls = self._urls(request, session)
         forced = False
         reply: Reply | None
         if isinstance(target, Miss):

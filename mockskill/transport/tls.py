@@ -38,8 +38,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .tls_faults import RefusedHandshake
-
 if TYPE_CHECKING:
     import trustme
 
@@ -158,6 +156,17 @@ def _server_context(kind: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLConte
     context = kind(ssl.PROTOCOL_TLS_SERVER)
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+class RefusedHandshake(ssl.SSLError):
+    """A handshake that failed, and what it left to send: the alert for the client (made by
+    :class:`AlertKeeping`; empty when the client failed it and said so itself)."""
+
+    def __init__(self, cause: ssl.SSLError, alert: bytes) -> None:
+        super().__init__(*cause.args)
+        self.reason = cause.reason
+        self.library = cause.library
+        self.alert = alert
 
 
 class AlertKeeping(ssl.SSLObject):

@@ -8,6 +8,14 @@ server and runs them on its loop (a :class:`~.server.Companion` of the main
 listener); the engine asks it for the ports (:meth:`FaultListeners.hold`,
 the :class:`~mockskill.engine.ports.TLSPorts` interface) and never does the I/O.
 
+A failed handshake carries no ``Mockskill-Session`` header, so a port shared by
+every consumer could not tell them apart. A session that asks for the skill's
+descriptor is allotted a port of its own per skill (:meth:`FaultListeners.session_ports`,
+opened on its first request, closed after :data:`IDLE_CLOSE` seconds unused): its
+handshakes are journalled in that session. At most :data:`SESSION_PORTS` such
+ports are open at once; beyond, a session is named the shared port, whose
+handshakes are journalled in the default session (as without a session).
+
 Each accepted connection is first looked at without reading it
 (``MSG_PEEK``): the ClientHello's server name (SNI) is read off it, then
 
@@ -21,7 +29,7 @@ Each accepted connection is first looked at without reading it
 
 A handshake this side refuses (``client_cert_required`` without a good client
 certificate, ``protocol_version``) ends as ``openssl s_server`` ends it: the
-alert OpenSSL wrote (:class:`RefusedHandshake`) is sent before the close.
+alert OpenSSL wrote (``tls.RefusedHandshake``) is sent before the close.
 
 Every handshake that fails is reported to *on_failed* (the journal): the fault,
 the alert the client sent when it sent one, the SNI name offered.
@@ -57,6 +65,14 @@ RAW_FAULTS = ("handshake_reset", "handshake_hang", "plain_http")
 LINGER = 2.0
 """Seconds a failed handshake's connection is read (and dropped) before it is closed."""
 
+SESSION_PORTS = 256
+"""At most this many ports allotted to sessions are open at once (all skills together):
+a client inventing session names cannot make the server open more sockets."""
+
+IDLE_CLOSE = 300.0
+"""Seconds a session's port is kept unused (no request of the session naming it, no
+connection); then it is closed, and the session's next request allots another."""
+
 HELLO_TIMEOUT = 10.0
 """Seconds a connection may take to send its ClientHello before it is closed."""
 
@@ -78,17 +94,8 @@ class Failed:
     """The TLS alert the client sent (``unknown_ca``, ``bad_certificate``, ...), if any."""
     sni: str | None
     """The server name the ClientHello offered (None: none, or no ClientHello)."""
-
-
-class RefusedHandshake(ssl.SSLError):
-    """A handshake that failed, and what it left to send: the alert for the client (made by
-    ``tls.AlertKeeping``; empty when the client failed it and said so itself)."""
-
-    def __init__(self, cause: ssl.SSLError, alert: bytes) -> None:
-        super().__init__(*cause.args)
-        self.reason = cause.reason
-        self.library = cause.library
-        self.alert = alert
+    session: str | None = None
+    """The session whose port it was (None: the skill's shared port)."""
 
 
 class FaultListeners:
@@ -100,6 +107,9 @@ class FaultListeners:
         authority: Callable[[], Authority],
         on_failed: Callable[[Failed], None],
         names: tuple[str, ...] = (),
+        *,
+        session_ports: int = SESSION_PORTS,
+        idle_close: float = IDLE_CLOSE,
     ) -> None:
         self.host = host
         self._authority = authority
@@ -109,6 +119,9 @@ class FaultListeners:
         self._names = (host, *names)
         self._lock = threading.Lock()
         self._held: dict[str, _Listener] = {}
+        self._sessions: dict[tuple[str, str], _Listener] = {}
+        """The ports allotted to sessions, by (session, skill)."""
+        self._max_sessions, self._idle_close = session_ports, idle_close
         self._loop: asyncio.AbstractEventLoop | None = None
         self._shared: Shared | None = None
 
@@ -119,6 +132,8 @@ class FaultListeners:
         with self._lock:
             for skill in [s for s, held in self._held.items() if faults.get(s) != held.fault]:
                 self._let_go(self._held.pop(skill))
+            for key in [k for k, held in self._sessions.items() if faults.get(k[1]) != held.fault]:
+                self._let_go(self._sessions.pop(key))
             for skill, fault in faults.items():
                 if skill not in self._held:
                     listener = _Listener(self, skill, fault, _listening(self.host))
@@ -127,12 +142,41 @@ class FaultListeners:
                         self._loop.call_soon_threadsafe(listener.start)
             return {skill: listener.port for skill, listener in self._held.items()}
 
+    def session_ports(self, session: str) -> dict[str, int]:
+        """The port of each held skill for *session*: its own, opened on the first ask;
+        the shared one when :data:`SESSION_PORTS` are open (or the port cannot be had)."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [k for k, held in self._sessions.items() if held.idle(now, self._idle_close)]
+            for key in idle:
+                self._let_go(self._sessions.pop(key))
+            ports = {}
+            for skill, shared in self._held.items():
+                listener = self._sessions.get((session, skill))
+                if listener is None and len(self._sessions) < self._max_sessions:
+                    listener = self._session_listener(session, shared)
+                ports[skill] = shared.port if listener is None else listener.use(now)
+            return ports
+
+    def _session_listener(self, session: str, shared: _Listener) -> _Listener | None:
+        try:
+            sock = _listening(self.host)
+        except OSError as exc:  # out of ports or descriptors: the shared port serves
+            log.warning("cannot open a %s port for session %r: %s", shared.fault, session, exc)
+            return None
+        listener = _Listener(self, shared.skill, shared.fault, sock, session)
+        self._sessions[(session, shared.skill)] = listener
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(listener.start)
+        return listener
+
     def release(self) -> None:
         """Let go of every port."""
         with self._lock:
-            for listener in self._held.values():
+            for listener in (*self._held.values(), *self._sessions.values()):
                 self._let_go(listener)
             self._held.clear()
+            self._sessions.clear()
 
     def _let_go(self, listener: _Listener) -> None:
         if self._loop is not None and self._loop.is_running():
@@ -158,7 +202,7 @@ class FaultListeners:
         assert self._handler is not None, "serve() first"
         with self._lock:
             self._loop = loop
-            for listener in self._held.values():
+            for listener in (*self._held.values(), *self._sessions.values()):
                 listener.start()
 
     def _connections(self) -> Shared:
@@ -172,7 +216,8 @@ class FaultListeners:
 
     async def stop(self, grace: float = 0.0) -> bool:
         with self._lock:
-            listeners, shared = list(self._held.values()), self._shared
+            listeners = [*self._held.values(), *self._sessions.values()]
+            shared = self._shared
             self._loop, self._shared = None, None
         for listener in listeners:
             listener.close()
@@ -200,16 +245,33 @@ class FaultListeners:
 
 
 class _Listener:
-    """One skill's fault port."""
+    """One skill's fault port: shared, or one session's (*session*)."""
 
-    def __init__(self, owner: FaultListeners, skill: str, fault: str, sock: socket.socket) -> None:
-        self.owner, self.skill, self.fault = owner, skill, fault
+    def __init__(
+        self,
+        owner: FaultListeners,
+        skill: str,
+        fault: str,
+        sock: socket.socket,
+        session: str | None = None,
+    ) -> None:
+        self.owner, self.skill, self.fault, self.session = owner, skill, fault, session
+        self.used = time.monotonic()
+        """When it was last named to its session or connected to (a session's port)."""
         self.sock: socket.socket | None = sock
         sock.setblocking(False)
         self.port = int(sock.getsockname()[1])
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open: set[socket.socket] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def use(self, now: float) -> int:
+        self.used = now
+        return self.port
+
+    def idle(self, now: float, after: float) -> bool:
+        """Whether unused for *after* seconds, with no connection open."""
+        return now - self.used >= after and not self._open and not self._tasks
 
     def start(self) -> None:
         if self.sock is None or self._loop is not None:
@@ -240,6 +302,7 @@ class _Listener:
             return
         conn.setblocking(False)
         self._open.add(conn)
+        self.used = time.monotonic()
         started = time.time()
         loop = self._loop
         deadline = loop.call_later(HELLO_TIMEOUT, self._drop, conn)
@@ -303,6 +366,8 @@ class _Listener:
             raise
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
+            from .tls import RefusedHandshake  # loaded: it made the fault's context
+
             if isinstance(exc, RefusedHandshake) and exc.alert:
                 with contextlib.suppress(OSError):  # a few bytes: the socket buffer takes them
                     spare.send(exc.alert)
@@ -348,7 +413,8 @@ class _Listener:
             conn.close()
 
     def _failed(self, started: float, alert: str | None, sni: str | None) -> None:
-        self.owner.failed(Failed(self.skill, self.fault, started, time.time(), alert, sni))
+        failed = Failed(self.skill, self.fault, started, time.time(), alert, sni, self.session)
+        self.owner.failed(failed)
 
 
 def _listening(host: str) -> socket.socket:

@@ -34,7 +34,7 @@ import urllib3.exceptions
 from mockskill import Server
 from mockskill.scenario.model import TLS_FAULTS
 from mockskill.transport.tls import authority
-from mockskill.transport.tls_faults import RAW_FAULTS
+from mockskill.transport.tls_faults import RAW_FAULTS, FaultListeners
 
 TIMEOUT = 1.0
 """Seconds each client gives a fault (``handshake_hang`` takes all of it)."""
@@ -508,3 +508,81 @@ def test_the_fault_ends_as_openssl_s_server_ends_it(
     with _s_server(_s_server_args(fault, tmp_path)) as url:
         real = (_curl_ending(url, server.ca_bundle), _python_ending(url, server.ca_bundle))
     assert ours == real
+
+
+# -- each session meets the fault on a port of its own -------------------------------------
+
+
+def _descriptor_url(server: Server, skill: str, session: str) -> str:
+    headers = {"Mockskill-Session": session}
+    descriptor = requests.get(
+        server.skill_url(skill), headers=headers, verify=server.ca_bundle, timeout=5
+    )
+    return str(descriptor.json()["endpoint"]["url"])
+
+
+def _handshakes(server: Server, session: str) -> int:
+    [report] = server.report(session)["sessions"]
+    return int(report["handshakes_failed"])
+
+
+def test_two_sessions_that_try_once_each_are_two_consumers_that_did_not_retry(
+    server: Server, urls: dict[str, str]
+) -> None:
+    server.reset()
+    first, second = (_descriptor_url(server, "expired", s) for s in ("first", "second"))
+    assert len({first, second, urls["expired"]}) == 3
+    for url in (first, second):
+        with pytest.raises(requests.exceptions.SSLError):
+            requests.post(url, verify=server.ca_bundle, timeout=TIMEOUT)
+    _settled(server, 4)  # two descriptors, two handshakes
+    for session in ("first", "second"):
+        assert _handshakes(server, session) == 1
+        [report] = server.report(session)["sessions"]
+        assert report["findings"] == []
+    assert server.journal("default") == []
+
+
+def test_a_session_that_retries_sees_its_own_retries(server: Server) -> None:
+    server.reset()
+    url = _descriptor_url(server, "expired", "retrier")
+    assert _descriptor_url(server, "expired", "retrier") == url  # the same port, kept
+    for _ in range(3):
+        with pytest.raises(requests.exceptions.SSLError):
+            requests.post(url, verify=server.ca_bundle, timeout=TIMEOUT)
+    _settled(server, 5)
+    assert _handshakes(server, "retrier") == 3
+    [report] = server.report("retrier")["sessions"]
+    [finding] = report["findings"]
+    assert finding["rule"] == "non-retryable-retried"
+    assert finding["session"] == "retrier"
+
+
+def _listeners(**bounds: float) -> FaultListeners:
+    listeners = FaultListeners("127.0.0.1", authority, lambda failed: None, **bounds)  # type: ignore[arg-type]
+    listeners.hold({"billing": "expired"})
+    return listeners
+
+
+def test_sessions_beyond_the_cap_share_the_skills_port() -> None:
+    listeners = _listeners(session_ports=2)
+    try:
+        shared = listeners.hold({"billing": "expired"})["billing"]
+        one, two, three = (listeners.session_ports(s)["billing"] for s in ("a", "b", "c"))
+        assert len({shared, one, two}) == 3
+        assert three == shared
+        assert listeners.session_ports("a")["billing"] == one
+    finally:
+        listeners.release()
+
+
+def test_an_idle_sessions_port_is_closed_and_its_slot_freed() -> None:
+    listeners = _listeners(session_ports=1, idle_close=0.0)
+    try:
+        first = listeners.session_ports("a")["billing"]
+        second = listeners.session_ports("b")["billing"]  # a's is idle: closed, b has one
+        assert second != listeners.hold({"billing": "expired"})["billing"]
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", first), timeout=1).close()
+    finally:
+        listeners.release()
