@@ -18,7 +18,7 @@ from .engine.engine import Engine
 from .engine.state import DEFAULT_SESSION, Entry
 from .engine.store import Store
 from .listening import ServerError
-from .transport.tls_faults import Failed
+from .transport.tls_faults import Failed, FaultListeners
 
 if TYPE_CHECKING:
     from .transport.tls import Authority
@@ -42,6 +42,13 @@ class ServerTLS:
     state: Store
     _tls_files: tuple[str, str] | None
     _tls_names: tuple[str, ...]
+    _faults: FaultListeners
+
+    @property
+    def tls_fault_ports(self) -> dict[str, int]:
+        """The port of each skill with a TLS fault (skill id -> port), as a descriptor
+        fetched without a ``Mockskill-Session`` header names it (docs/tls.md)."""
+        return self._faults.ports()
 
     @property
     def ca_bundle(self) -> str | None:

@@ -170,6 +170,11 @@ class FaultListeners:
             self._loop.call_soon_threadsafe(listener.start)
         return listener
 
+    def ports(self) -> dict[str, int]:
+        """The shared port of each held skill."""
+        with self._lock:
+            return {skill: listener.port for skill, listener in self._held.items()}
+
     def release(self) -> None:
         """Let go of every port."""
         with self._lock:
