@@ -71,7 +71,8 @@ a client inventing session names cannot make the server open more sockets."""
 
 IDLE_CLOSE = 300.0
 """Seconds a session's port is kept unused (no request of the session naming it, no
-connection); then it is closed, and the session's next request allots another."""
+connection); then the next allotment closes it, and the session's next request allots
+another."""
 
 HELLO_TIMEOUT = 10.0
 """Seconds a connection may take to send its ClientHello before it is closed."""

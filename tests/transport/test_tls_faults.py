@@ -32,6 +32,7 @@ import trustme
 import urllib3.exceptions
 
 from mockskill import Server
+from mockskill.audit import assert_clean
 from mockskill.scenario.model import TLS_FAULTS
 from mockskill.transport.tls import authority
 from mockskill.transport.tls_faults import RAW_FAULTS, FaultListeners
@@ -538,8 +539,7 @@ def test_two_sessions_that_try_once_each_are_two_consumers_that_did_not_retry(
     _settled(server, 4)  # two descriptors, two handshakes
     for session in ("first", "second"):
         assert _handshakes(server, session) == 1
-        [report] = server.report(session)["sessions"]
-        assert report["findings"] == []
+        assert_clean(server.report(session))  # the gate: one attempt each, no retry
     assert server.journal("default") == []
 
 
@@ -556,6 +556,8 @@ def test_a_session_that_retries_sees_its_own_retries(server: Server) -> None:
     [finding] = report["findings"]
     assert finding["rule"] == "non-retryable-retried"
     assert finding["session"] == "retrier"
+    with pytest.raises(AssertionError, match="non-retryable-retried"):
+        assert_clean(server.report("retrier"))
 
 
 def _listeners(**bounds: float) -> FaultListeners:
