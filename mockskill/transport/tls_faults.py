@@ -330,18 +330,20 @@ class _Listener:
             return
         sni = server_name(data)
         fault = self.fault
+        # Each ending is journalled before the client can see it: a client that moves on
+        # (and reads or resets the journal) at once finds it there.
         if fault == "handshake_reset":
+            self._failed(started, None, sni)
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self._drop(conn)
-            self._failed(started, None, sni)
         elif fault == "handshake_hang":
             self._loop.add_reader(conn.fileno(), self._hanging, conn, started, sni)
         elif fault == "plain_http":
+            self._failed(started, None, sni)
             with contextlib.suppress(OSError):
                 conn.recv(16384)
                 conn.send(PLAIN_ANSWER)
             self._drop(conn)
-            self._failed(started, None, sni)
         else:
             self._open.discard(conn)
             task = self._loop.create_task(self._handshake(conn, started, sni))
@@ -372,13 +374,13 @@ class _Listener:
             raise
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
+            self._failed(started, alert_of(exc), sni)  # journalled before the client learns
             from .tls import RefusedHandshake  # loaded: it made the fault's context
 
             if isinstance(exc, RefusedHandshake) and exc.alert:
                 with contextlib.suppress(OSError):  # a few bytes: the socket buffer takes them
                     spare.send(exc.alert)
             self._linger(spare)
-            self._failed(started, alert_of(exc), sni)
         except Exception:  # not the client's doing: said, and the connection let go
             log.exception("the %s handshake failed on mockskill's side", self.fault)
             conn.close()
