@@ -48,6 +48,8 @@ class Addresses:
         per request (the Urls are kept by the local address)."""
         self.by_host: dict[tuple[object, ...], Urls] = {}
         """The Urls made, by address (see :meth:`urls`); cleared, never replaced."""
+        self.by_session: dict[tuple[int, str], tuple[Urls, Urls]] = {}
+        """A named session's Urls (its TLS fault ports), by its address's Urls' id."""
 
     def open(self, skills: Iterable[Skill]) -> None:
         """Hold the refused port while an unreachable skill of *skills* needs it, and the
@@ -63,6 +65,7 @@ class Addresses:
             self.tls_skills = tuple((s, tls_base_url(s)) for s in sorted(faults))
             self.secure_ports.update(ports.values())
             self.by_host.clear()  # their Urls name the ports held before
+            self.by_session.clear()
 
     def close(self) -> None:
         """Let go of the held ports (:meth:`open` takes them again)."""
@@ -72,6 +75,7 @@ class Addresses:
             self.secure_ports.difference_update(n for _, n in self.tls_bases)
             self.tls_bases = self.tls_skills = ()
             self.by_host.clear()
+            self.by_session.clear()
 
     def urls(self, request: Incoming, session: str = DEFAULT_SESSION) -> Urls:
         """What the placeholders stand for, kept per address the client used (Host header
@@ -84,7 +88,16 @@ class Addresses:
         ports = self.tls.session_ports(session)
         host = urls.tls[0][1].rsplit(":", 1)[0]
         tls = tuple((p, f"{host}:{ports[s]}") for s, p in self.tls_skills if s in ports)
-        return urls if tls == urls.tls else dataclasses.replace(urls, tls=tls)
+        if tls == urls.tls:
+            return urls
+        # Kept while its ports are the session's, so that kept plans are found again.
+        key = (id(urls), session)
+        kept = self.by_session.get(key)
+        if kept is None or kept[0] is not urls or kept[1].tls != tls:
+            if len(self.by_session) >= MAX_CACHED:
+                self.by_session.clear()
+            kept = self.by_session[key] = (urls, dataclasses.replace(urls, tls=tls))
+        return kept[1]
 
     def _by_address(self, request: Incoming) -> Urls:
         port = self.refused.port

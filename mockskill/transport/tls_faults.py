@@ -148,14 +148,15 @@ class FaultListeners:
         the shared one when :data:`SESSION_PORTS` are open (or the port cannot be had)."""
         now = time.monotonic()
         with self._lock:
-            idle = [k for k, held in self._sessions.items() if held.idle(now, self._idle_close)]
-            for key in idle:
-                self._let_go(self._sessions.pop(key))
             ports = {}
             for skill, shared in self._held.items():
                 listener = self._sessions.get((session, skill))
-                if listener is None and len(self._sessions) < self._max_sessions:
-                    listener = self._session_listener(session, shared)
+                if listener is None:  # the idle ones closed first, to make room
+                    idle = [k for k, s in self._sessions.items() if s.idle(now, self._idle_close)]
+                    for key in idle:
+                        self._let_go(self._sessions.pop(key))
+                    if len(self._sessions) < self._max_sessions:
+                        listener = self._session_listener(session, shared)
                 ports[skill] = shared.port if listener is None else listener.use(now)
             return ports
 
