@@ -77,15 +77,16 @@ class Addresses:
             self.by_host.clear()
             self.by_session.clear()
 
-    def urls(self, request: Incoming, session: str = DEFAULT_SESSION) -> Urls:
+    def urls(self, request: Incoming, session: str = DEFAULT_SESSION, allot: bool = True) -> Urls:
         """What the placeholders stand for, kept per address the client used (Host header
         and the socket's) and refused port: the same Urls, so that its filled replies and
         kept plans are found again (bounded: see :data:`MAX_CACHED`). For a named
-        *session* of a server with TLS faults, the ports allotted to it instead."""
+        *session* of a server with TLS faults, the ports allotted to it instead (allotted
+        now when *allot*: a request whose answer may name them)."""
         urls = self._by_address(request)
         if not urls.tls or session == DEFAULT_SESSION or self.tls is None:
             return urls
-        ports = self.tls.session_ports(session)
+        ports = self.tls.session_ports(session, allot)
         host = urls.tls[0][1].rsplit(":", 1)[0]
         tls = tuple((p, f"{host}:{ports[s]}") for s, p in self.tls_skills if s in ports)
         if tls == urls.tls:

@@ -55,9 +55,9 @@ class TLSPorts(Protocol):
         the port of each skill."""
         ...
 
-    def session_ports(self, session: str) -> Mapping[str, int]:
+    def session_ports(self, session: str, allot: bool = True) -> Mapping[str, int]:
         """The port of each held skill for *session*: one of its own (opened on the first
-        ask, bounded in count), else the shared one."""
+        ask when *allot*, bounded in count), else the shared one."""
         ...
 
     def release(self) -> None:

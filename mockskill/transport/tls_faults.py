@@ -11,7 +11,7 @@ the :class:`~mockskill.engine.ports.TLSPorts` interface) and never does the I/O.
 A failed handshake carries no ``Mockskill-Session`` header, so a port shared by
 every consumer could not tell them apart. A session that asks for the skill's
 descriptor is allotted a port of its own per skill (:meth:`FaultListeners.session_ports`,
-opened on its first request, closed after :data:`IDLE_CLOSE` seconds unused): its
+opened when it first asks, closed after :data:`IDLE_CLOSE` seconds unused): its
 handshakes are journalled in that session. At most :data:`SESSION_PORTS` such
 ports are open at once; beyond, a session is named the shared port, whose
 handshakes are journalled in the default session (as without a session).
@@ -143,15 +143,16 @@ class FaultListeners:
                         self._loop.call_soon_threadsafe(listener.start)
             return {skill: listener.port for skill, listener in self._held.items()}
 
-    def session_ports(self, session: str) -> dict[str, int]:
-        """The port of each held skill for *session*: its own, opened on the first ask;
-        the shared one when :data:`SESSION_PORTS` are open (or the port cannot be had)."""
+    def session_ports(self, session: str, allot: bool = True) -> dict[str, int]:
+        """The port of each held skill for *session*: its own, opened on the first ask
+        (*allot*; else only one it has); the shared one when :data:`SESSION_PORTS` are
+        open (or the port cannot be had)."""
         now = time.monotonic()
         with self._lock:
             ports = {}
             for skill, shared in self._held.items():
                 listener = self._sessions.get((session, skill))
-                if listener is None:  # the idle ones closed first, to make room
+                if listener is None and allot:  # the idle ones closed first, to make room
                     idle = [k for k, s in self._sessions.items() if s.idle(now, self._idle_close)]
                     for key in idle:
                         self._let_go(self._sessions.pop(key))

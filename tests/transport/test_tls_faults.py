@@ -17,6 +17,7 @@ import contextlib
 import datetime
 import ipaddress
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -588,3 +589,20 @@ def test_an_idle_sessions_port_is_closed_and_its_slot_freed() -> None:
             socket.create_connection(("127.0.0.1", first), timeout=1).close()
     finally:
         listeners.release()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+def test_a_session_that_only_invokes_opens_no_port() -> None:
+    scenario = "name: mixed\nskills:\n  - id: billing\n    tls: expired\n  - id: echo\n"
+    with Server(scenario) as server:
+        requests.get(server.skill_url("billing"), timeout=5)  # connections and threads made
+        before = len(os.listdir("/proc/self/fd"))
+        for n in range(20):
+            headers = {"Mockskill-Session": f"invoker-{n}"}
+            answer = requests.post(server.invoke_url("echo"), headers=headers, timeout=5)
+            assert answer.status_code == 200
+        # A port each would be 20 more; a connection or two may still be closing.
+        assert len(os.listdir("/proc/self/fd")) <= before + 4
+        # Its descriptor is what allots one.
+        url = _descriptor_url(server, "billing", "invoker-0")
+        assert url != f"https://127.0.0.1:{server.tls_fault_ports['billing']}/skills/billing/invoke"
