@@ -35,7 +35,7 @@ def report_reload(server: Server, result: ReloadResult) -> None:
         new = [e.scenario for e in server.scenarios if e.name in added]
         width = max((len(skill.id) for scenario in new for skill in scenario.skills), default=0)
         for scenario in new:  # as the banner shows them at start
-            lines.extend(_scenario_lines(server.url, scenario, width))
+            lines.extend(_scenario_lines(server, scenario, width))
         click.echo("\n".join(lines), err=True)
     else:
         click.echo(format_report(result.problems), err=True)
@@ -79,15 +79,23 @@ def banner(
         lines.append(f"  CORS: on for {named}")
     width = max((len(s.id) for s in scenarios.skills), default=0)
     for scenario in scenarios.scenarios:
-        lines.extend(_scenario_lines(url, scenario, width))
+        lines.extend(_scenario_lines(server, scenario, width))
     return "\n".join(lines)
 
 
-def _scenario_lines(url: str, scenario: Scenario, width: int) -> list[str]:
+def _scenario_lines(server: Server, scenario: Scenario, width: int) -> list[str]:
+    url = server.url
     lines = [f"{scenario.name}  ({scenario.file})"]
+    # A TLS fault's skill is invoked on a port of its own (its descriptor's endpoint.url).
+    faults = server.tls_fault_ports if any(s.tls for s in scenario.skills) else {}
     for skill in scenario.skills:
         lines.append(f"  {skill.id:<{width}}  GET  {url}/skills/{skill.id}")
-        lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
+        if skill.id in faults:
+            host = url.split("://", 1)[1].rsplit(":", 1)[0]
+            invoke = f"https://{host}:{faults[skill.id]}/skills/{skill.id}/invoke"
+            lines.append(f"  {'':<{width}}  POST {invoke}  (TLS fault: {skill.tls})")
+        else:
+            lines.append(f"  {'':<{width}}  POST {url}/skills/{skill.id}/invoke")
     for route in scenario.routes:
         lines.append(f"  {route.label}  {url}{route.path}")
     return lines

@@ -18,7 +18,7 @@ from .engine.engine import Engine
 from .engine.state import DEFAULT_SESSION, Entry
 from .engine.store import Store
 from .listening import ServerError
-from .transport.tls_faults import Failed
+from .transport.tls_faults import Failed, FaultListeners
 
 if TYPE_CHECKING:
     from .transport.tls import Authority
@@ -42,6 +42,13 @@ class ServerTLS:
     state: Store
     _tls_files: tuple[str, str] | None
     _tls_names: tuple[str, ...]
+    _faults: FaultListeners
+
+    @property
+    def tls_fault_ports(self) -> dict[str, int]:
+        """The port of each skill with a TLS fault (skill id -> port), as a descriptor
+        fetched without a ``Mockskill-Session`` header names it (docs/tls.md)."""
+        return self._faults.ports()
 
     @property
     def ca_bundle(self) -> str | None:
@@ -81,7 +88,8 @@ class ServerTLS:
         return tls_authority().server_context((self.host, *self._tls_names))
 
     def _journal_handshake(self, failed: Failed) -> None:
-        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md)."""
+        """A handshake that failed on a TLS fault's port, in the journal (docs/tls.md): in
+        the session the port was allotted to, else the default one."""
         state = self.state
         skill = next((s for s in self.engine.scenarios.skills if s.id == failed.skill), None)
         state.record(
@@ -89,7 +97,7 @@ class ServerTLS:
                 id=state.next_id(),
                 started=failed.started,
                 finished=failed.finished,
-                session=DEFAULT_SESSION,
+                session=failed.session or DEFAULT_SESSION,
                 method="",
                 path=f"/skills/{failed.skill}/invoke",
                 status=None,

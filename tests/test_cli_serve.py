@@ -292,3 +292,30 @@ def test_serve_names_its_store_with_the_password_masked_and_never_shows_it(
     assert f"cannot use the state store redis://:***@127.0.0.1:{redis.port}/0" in refused.stderr
     assert password not in refused.stdout + refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_the_banner_names_a_tls_fault_skills_own_port(tmp_path: Path) -> None:
+    scenario = tmp_path / "rotation.yaml"
+    scenario.write_text("name: rotation\nskills:\n  - id: billing\n    tls: expired\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", "--port", str(port), str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:  # the banner's last line is the skill's invoke URL
+            lines.append(line)
+            if "/invoke" in line:
+                break
+        descriptor = requests.get(f"http://127.0.0.1:{port}/skills/billing", timeout=5).json()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    fault_url = descriptor["endpoint"]["url"]
+    assert fault_url.startswith("https://127.0.0.1:")
+    assert f"POST {fault_url}  (TLS fault: expired)\n" in lines[-1]

@@ -65,7 +65,7 @@ def permanent_retried(session: str, entries: Sequence[Entry]) -> list[Finding]:
                 " refused does not mend on a retry: stop, and report it",
                 found=found,
                 fix="treat certificate and protocol failures (requests.exceptions.SSLError,"
-                " httpx.ConnectError with CERTIFICATE_VERIFY_FAILED, curl exit 60/35) as"
+                " httpx.ConnectError with CERTIFICATE_VERIFY_FAILED, curl exit 60/35/56) as"
                 " permanent; retry only resets and timeouts of the handshake",
             )
         )

@@ -6,7 +6,8 @@ Host header, the socket it came in on) and on the ports the server holds
 while it serves (the port that refuses connections, the TLS faults' ports,
 the ports that read TLS). :class:`Addresses` holds those ports and keeps one
 Urls per address the clients used, so that the filled replies and kept plans
-of the same address are found again.
+of the same address are found again. A named session's Urls name the TLS
+faults' ports allotted to it (docs/tls.md), made per request: they are its own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from . import request_facts as facts
 from .actions import Urls
 from .incoming import Incoming
 from .ports import RefusedPort, TLSPorts
+from .state import DEFAULT_SESSION
 
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
@@ -37,13 +39,17 @@ class Addresses:
         self.refused = RefusedPort(host)
         self.tls = tls
         self.tls_bases: tuple[tuple[str, int], ...] = ()
-        """The skills with a TLS fault and their ports, while open."""
+        """The skills with a TLS fault (their placeholders) and their ports, while open."""
+        self.tls_skills: tuple[tuple[str, str], ...] = ()
+        """Each skill with a TLS fault and its placeholder, while open."""
         self.secure_ports: set[int] = set()
         """The local ports that read requests over TLS (``--tls``'s; the TLS faults' are
         added when held): their URLs say ``https://``. Read when a Urls is made, never
         per request (the Urls are kept by the local address)."""
         self.by_host: dict[tuple[object, ...], Urls] = {}
         """The Urls made, by address (see :meth:`urls`); cleared, never replaced."""
+        self.by_session: dict[tuple[int, str], tuple[Urls, Urls]] = {}
+        """A named session's Urls (its TLS fault ports), by its address's Urls' id."""
 
     def open(self, skills: Iterable[Skill]) -> None:
         """Hold the refused port while an unreachable skill of *skills* needs it, and the
@@ -56,8 +62,10 @@ class Addresses:
             ports = self.tls.hold(faults)
             self.secure_ports.difference_update(n for _, n in self.tls_bases)
             self.tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
+            self.tls_skills = tuple((s, tls_base_url(s)) for s in sorted(faults))
             self.secure_ports.update(ports.values())
             self.by_host.clear()  # their Urls name the ports held before
+            self.by_session.clear()
 
     def close(self) -> None:
         """Let go of the held ports (:meth:`open` takes them again)."""
@@ -65,13 +73,34 @@ class Addresses:
         if self.tls is not None:
             self.tls.release()
             self.secure_ports.difference_update(n for _, n in self.tls_bases)
-            self.tls_bases = ()
+            self.tls_bases = self.tls_skills = ()
             self.by_host.clear()
+            self.by_session.clear()
 
-    def urls(self, request: Incoming) -> Urls:
+    def urls(self, request: Incoming, session: str = DEFAULT_SESSION, allot: bool = True) -> Urls:
         """What the placeholders stand for, kept per address the client used (Host header
         and the socket's) and refused port: the same Urls, so that its filled replies and
-        kept plans are found again (bounded: see :data:`MAX_CACHED`)."""
+        kept plans are found again (bounded: see :data:`MAX_CACHED`). For a named
+        *session* of a server with TLS faults, the ports allotted to it instead (allotted
+        now when *allot*: a request whose answer may name them)."""
+        urls = self._by_address(request)
+        if not urls.tls or session == DEFAULT_SESSION or self.tls is None:
+            return urls
+        ports = self.tls.session_ports(session, allot)
+        host = urls.tls[0][1].rsplit(":", 1)[0]
+        tls = tuple((p, f"{host}:{ports[s]}") for s, p in self.tls_skills if s in ports)
+        if tls == urls.tls:
+            return urls
+        # Kept while its ports are the session's, so that kept plans are found again.
+        key = (id(urls), session)
+        kept = self.by_session.get(key)
+        if kept is None or kept[0] is not urls or kept[1].tls != tls:
+            if len(self.by_session) >= MAX_CACHED:
+                self.by_session.clear()
+            kept = self.by_session[key] = (urls, dataclasses.replace(urls, tls=tls))
+        return kept[1]
+
+    def _by_address(self, request: Incoming) -> Urls:
         port = self.refused.port
         key = (request.scheme, request.headers.get("host"), request.server, port)
         urls = self.by_host.get(key)

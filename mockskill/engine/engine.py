@@ -319,7 +319,8 @@ class Engine:
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
             return own_answers.authorize(self._journalling, request, session, started)
-        urls = self._urls(request)
+        # An invocation's answer names no TLS fault's port: no port is allotted for it.
+        urls = self._urls(request, session, type(target) is not Target or target.kind != "invoke")
         forced = False
         reply: Reply | None
         if isinstance(target, Miss):

@@ -8,7 +8,8 @@ refuses every connection to it.
 
 Skills with ``tls: FAULT`` name a port of their own whose handshake fails
 (:class:`TLSPorts`): the transport holds and serves those
-(mockskill/transport/tls_faults.py); the engine only asks for their numbers.
+(mockskill/transport/tls_faults.py); the engine only asks for their numbers,
+the shared ones and those a session is allotted (its handshakes are then its own).
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ class TLSPorts(Protocol):
     def hold(self, faults: Mapping[str, str]) -> Mapping[str, int]:
         """Hold a port for each skill of *faults* (skill id -> fault), let go of the others;
         the port of each skill."""
+        ...
+
+    def session_ports(self, session: str, allot: bool = True) -> Mapping[str, int]:
+        """The port of each held skill for *session*: one of its own (opened on the first
+        ask when *allot*, bounded in count), else the shared one."""
         ...
 
     def release(self) -> None:

@@ -15,6 +15,8 @@ the CA once trusts every server of the process. Leaf keys are EC P-256 too.
   (:mod:`.tls_faults`): an expired leaf, one for another host, one from a CA the
   consumer was not given, a self-signed one, an RSA-1024 one, a listener that asks
   for a client certificate, one that speaks only TLS 1.0.
+  A fault's context (:class:`FaultContext`) keeps the alert of a handshake it
+  refuses, so that the listener sends it before it closes, as a real server does.
 - :meth:`Authority.client_certificate` issues a client certificate (PEM, key and
   certificate in one) that the ``client_cert_required`` listener accepts.
 
@@ -94,7 +96,7 @@ class Authority:
         hosts = tuple(dict.fromkeys((*LOCAL_NAMES, *(n.strip("[]") for n in names))))
         hosts = tuple(n for n in hosts if n not in ("0.0.0.0", "::"))
         now = datetime.datetime.now(datetime.timezone.utc)
-        context = _server_context()
+        context = _server_context(FaultContext)
         if fault == "expired":
             leaf = self.ca.issue_cert(
                 *hosts,
@@ -150,10 +152,60 @@ class Authority:
             return str(self._dir / f"{self._count}-{name}")
 
 
-def _server_context() -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+def _server_context(kind: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
+    context = kind(ssl.PROTOCOL_TLS_SERVER)
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+class RefusedHandshake(ssl.SSLError):
+    """A handshake that failed, and what it left to send: the alert for the client (made by
+    :class:`AlertKeeping`; empty when the client failed it and said so itself)."""
+
+    def __init__(self, cause: ssl.SSLError, alert: bytes) -> None:
+        super().__init__(*cause.args)
+        self.reason = cause.reason
+        self.library = cause.library
+        self.alert = alert
+
+
+class AlertKeeping(ssl.SSLObject):
+    """An SSLObject whose failed handshake raises :class:`RefusedHandshake`, with the
+    bytes the failure left in its outgoing BIO: the alert OpenSSL wrote for the client.
+
+    asyncio's TLS transport drops that BIO when a handshake fails, so a refusal made on
+    this side (no client certificate, no common protocol version) would end as a bare
+    close; a real server (``openssl s_server``) sends the alert first."""
+
+    outgoing: ssl.MemoryBIO | None = None
+
+    def do_handshake(self) -> None:
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except ssl.SSLError as exc:
+            unsent = self.outgoing.read() if self.outgoing is not None else b""
+            raise RefusedHandshake(exc, unsent) from exc
+
+
+class FaultContext(ssl.SSLContext):
+    """The context of a TLS fault's port: its SSLObjects keep a refused handshake's alert."""
+
+    sslobject_class = AlertKeeping
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        sslobj = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+        if isinstance(sslobj, AlertKeeping):
+            sslobj.outgoing = outgoing
+        return sslobj
 
 
 def own_context(cert: str, key: str) -> ssl.SSLContext:

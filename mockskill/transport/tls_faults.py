@@ -8,6 +8,14 @@ server and runs them on its loop (a :class:`~.server.Companion` of the main
 listener); the engine asks it for the ports (:meth:`FaultListeners.hold`,
 the :class:`~mockskill.engine.ports.TLSPorts` interface) and never does the I/O.
 
+A failed handshake carries no ``Mockskill-Session`` header, so a port shared by
+every consumer could not tell them apart. A session that asks for the skill's
+descriptor is allotted a port of its own per skill (:meth:`FaultListeners.session_ports`,
+opened when it first asks, closed after :data:`IDLE_CLOSE` seconds unused): its
+handshakes are journalled in that session. At most :data:`SESSION_PORTS` such
+ports are open at once; beyond, a session is named the shared port, whose
+handshakes are journalled in the default session (as without a session).
+
 Each accepted connection is first looked at without reading it
 (``MSG_PEEK``): the ClientHello's server name (SNI) is read off it, then
 
@@ -18,6 +26,10 @@ Each accepted connection is first looked at without reading it
   fault's certificate or context; one that succeeds (a client that does not
   verify, a valid client certificate for ``client_cert_required``) is served
   as every HTTPS connection is: the skill's usual sequence plays.
+
+A handshake this side refuses (``client_cert_required`` without a good client
+certificate, ``protocol_version``) ends as ``openssl s_server`` ends it: the
+alert OpenSSL wrote (``tls.RefusedHandshake``) is sent before the close.
 
 Every handshake that fails is reported to *on_failed* (the journal): the fault,
 the alert the client sent when it sent one, the SNI name offered.
@@ -53,6 +65,15 @@ RAW_FAULTS = ("handshake_reset", "handshake_hang", "plain_http")
 LINGER = 2.0
 """Seconds a failed handshake's connection is read (and dropped) before it is closed."""
 
+SESSION_PORTS = 256
+"""At most this many ports allotted to sessions are open at once (all skills together):
+a client inventing session names cannot make the server open more sockets."""
+
+IDLE_CLOSE = 300.0
+"""Seconds a session's port is kept unused (no request of the session naming it, no
+connection); then the next allotment closes it, and the session's next request allots
+another."""
+
 HELLO_TIMEOUT = 10.0
 """Seconds a connection may take to send its ClientHello before it is closed."""
 
@@ -74,6 +95,8 @@ class Failed:
     """The TLS alert the client sent (``unknown_ca``, ``bad_certificate``, ...), if any."""
     sni: str | None
     """The server name the ClientHello offered (None: none, or no ClientHello)."""
+    session: str | None = None
+    """The session whose port it was (None: the skill's shared port)."""
 
 
 class FaultListeners:
@@ -85,6 +108,9 @@ class FaultListeners:
         authority: Callable[[], Authority],
         on_failed: Callable[[Failed], None],
         names: tuple[str, ...] = (),
+        *,
+        session_ports: int = SESSION_PORTS,
+        idle_close: float = IDLE_CLOSE,
     ) -> None:
         self.host = host
         self._authority = authority
@@ -94,6 +120,9 @@ class FaultListeners:
         self._names = (host, *names)
         self._lock = threading.Lock()
         self._held: dict[str, _Listener] = {}
+        self._sessions: dict[tuple[str, str], _Listener] = {}
+        """The ports allotted to sessions, by (session, skill)."""
+        self._max_sessions, self._idle_close = session_ports, idle_close
         self._loop: asyncio.AbstractEventLoop | None = None
         self._shared: Shared | None = None
 
@@ -104,6 +133,8 @@ class FaultListeners:
         with self._lock:
             for skill in [s for s, held in self._held.items() if faults.get(s) != held.fault]:
                 self._let_go(self._held.pop(skill))
+            for key in [k for k, held in self._sessions.items() if faults.get(k[1]) != held.fault]:
+                self._let_go(self._sessions.pop(key))
             for skill, fault in faults.items():
                 if skill not in self._held:
                     listener = _Listener(self, skill, fault, _listening(self.host))
@@ -112,12 +143,48 @@ class FaultListeners:
                         self._loop.call_soon_threadsafe(listener.start)
             return {skill: listener.port for skill, listener in self._held.items()}
 
+    def session_ports(self, session: str, allot: bool = True) -> dict[str, int]:
+        """The port of each held skill for *session*: its own, opened on the first ask
+        (*allot*; else only one it has); the shared one when :data:`SESSION_PORTS` are
+        open (or the port cannot be had)."""
+        now = time.monotonic()
+        with self._lock:
+            ports = {}
+            for skill, shared in self._held.items():
+                listener = self._sessions.get((session, skill))
+                if listener is None and allot:  # the idle ones closed first, to make room
+                    idle = [k for k, s in self._sessions.items() if s.idle(now, self._idle_close)]
+                    for key in idle:
+                        self._let_go(self._sessions.pop(key))
+                    if len(self._sessions) < self._max_sessions:
+                        listener = self._session_listener(session, shared)
+                ports[skill] = shared.port if listener is None else listener.use(now)
+            return ports
+
+    def _session_listener(self, session: str, shared: _Listener) -> _Listener | None:
+        try:
+            sock = _listening(self.host)
+        except OSError as exc:  # out of ports or descriptors: the shared port serves
+            log.warning("cannot open a %s port for session %r: %s", shared.fault, session, exc)
+            return None
+        listener = _Listener(self, shared.skill, shared.fault, sock, session)
+        self._sessions[(session, shared.skill)] = listener
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(listener.start)
+        return listener
+
+    def ports(self) -> dict[str, int]:
+        """The shared port of each held skill."""
+        with self._lock:
+            return {skill: listener.port for skill, listener in self._held.items()}
+
     def release(self) -> None:
         """Let go of every port."""
         with self._lock:
-            for listener in self._held.values():
+            for listener in (*self._held.values(), *self._sessions.values()):
                 self._let_go(listener)
             self._held.clear()
+            self._sessions.clear()
 
     def _let_go(self, listener: _Listener) -> None:
         if self._loop is not None and self._loop.is_running():
@@ -143,7 +210,7 @@ class FaultListeners:
         assert self._handler is not None, "serve() first"
         with self._lock:
             self._loop = loop
-            for listener in self._held.values():
+            for listener in (*self._held.values(), *self._sessions.values()):
                 listener.start()
 
     def _connections(self) -> Shared:
@@ -157,7 +224,8 @@ class FaultListeners:
 
     async def stop(self, grace: float = 0.0) -> bool:
         with self._lock:
-            listeners, shared = list(self._held.values()), self._shared
+            listeners = [*self._held.values(), *self._sessions.values()]
+            shared = self._shared
             self._loop, self._shared = None, None
         for listener in listeners:
             listener.close()
@@ -185,16 +253,33 @@ class FaultListeners:
 
 
 class _Listener:
-    """One skill's fault port."""
+    """One skill's fault port: shared, or one session's (*session*)."""
 
-    def __init__(self, owner: FaultListeners, skill: str, fault: str, sock: socket.socket) -> None:
-        self.owner, self.skill, self.fault = owner, skill, fault
+    def __init__(
+        self,
+        owner: FaultListeners,
+        skill: str,
+        fault: str,
+        sock: socket.socket,
+        session: str | None = None,
+    ) -> None:
+        self.owner, self.skill, self.fault, self.session = owner, skill, fault, session
+        self.used = time.monotonic()
+        """When it was last named to its session or connected to (a session's port)."""
         self.sock: socket.socket | None = sock
         sock.setblocking(False)
         self.port = int(sock.getsockname()[1])
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open: set[socket.socket] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def use(self, now: float) -> int:
+        self.used = now
+        return self.port
+
+    def idle(self, now: float, after: float) -> bool:
+        """Whether unused for *after* seconds, with no connection open."""
+        return now - self.used >= after and not self._open and not self._tasks
 
     def start(self) -> None:
         if self.sock is None or self._loop is not None:
@@ -225,6 +310,7 @@ class _Listener:
             return
         conn.setblocking(False)
         self._open.add(conn)
+        self.used = time.monotonic()
         started = time.time()
         loop = self._loop
         deadline = loop.call_later(HELLO_TIMEOUT, self._drop, conn)
@@ -246,18 +332,20 @@ class _Listener:
             return
         sni = server_name(data)
         fault = self.fault
+        # Each ending is journalled before the client can see it: a client that moves on
+        # (and reads or resets the journal) at once finds it there.
         if fault == "handshake_reset":
+            self._failed(started, None, sni)
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self._drop(conn)
-            self._failed(started, None, sni)
         elif fault == "handshake_hang":
             self._loop.add_reader(conn.fileno(), self._hanging, conn, started, sni)
         elif fault == "plain_http":
+            self._failed(started, None, sni)
             with contextlib.suppress(OSError):
                 conn.recv(16384)
                 conn.send(PLAIN_ANSWER)
             self._drop(conn)
-            self._failed(started, None, sni)
         else:
             self._open.discard(conn)
             task = self._loop.create_task(self._handshake(conn, started, sni))
@@ -288,8 +376,13 @@ class _Listener:
             raise
         except (OSError, asyncio.TimeoutError) as exc:
             conn.close()
+            self._failed(started, alert_of(exc), sni)  # journalled before the client learns
+            from .tls import RefusedHandshake  # loaded: it made the fault's context
+
+            if isinstance(exc, RefusedHandshake) and exc.alert:
+                with contextlib.suppress(OSError):  # a few bytes: the socket buffer takes them
+                    spare.send(exc.alert)
             self._linger(spare)
-            self._failed(started, alert_of(exc), sni)
         except Exception:  # not the client's doing: said, and the connection let go
             log.exception("the %s handshake failed on mockskill's side", self.fault)
             conn.close()
@@ -330,7 +423,8 @@ class _Listener:
             conn.close()
 
     def _failed(self, started: float, alert: str | None, sni: str | None) -> None:
-        self.owner.failed(Failed(self.skill, self.fault, started, time.time(), alert, sni))
+        failed = Failed(self.skill, self.fault, started, time.time(), alert, sni, self.session)
+        self.owner.failed(failed)
 
 
 def _listening(host: str) -> socket.socket:

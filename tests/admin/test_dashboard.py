@@ -377,3 +377,49 @@ def test_single_attempts_fold_into_one_row_and_no_labels_overlap(
     assert overlaps(chips) == []
     page.screenshot(path=str(artifacts() / "dashboard-timeline.png"), full_page=True)
     assert console.errors == []
+
+
+def test_attempts_milliseconds_apart_are_distinct_marks_with_their_own_labels(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # A chain over five seconds whose first retry came 2 ms after the first attempt: at
+    # the plot's scale the two are a fraction of a pixel apart.
+    start = time.time() - 10
+    for offset, status, code in (
+        (0.0, 503, "ENDPOINT_UNREACHABLE"),
+        (0.002, 503, "ENDPOINT_UNREACHABLE"),
+        (5.0, 200, None),
+    ):
+        server.state.record(
+            Entry(server.state.next_id(), start + offset, start + offset + 0.001, session,
+                  "POST", "/skills/flaky/invoke", status, "invoke", skill="flaky",
+                  error_code=code)
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_selector("#timeline .chain-plot circle.attempt")
+    drawn = page.eval_on_selector_all(
+        "#timeline svg.chain-plot circle.attempt",
+        """nodes => nodes.map(n => {
+            const b = n.getBoundingClientRect();
+            return {text: n.dataset.id, x: b.x, y: b.y, width: b.width, height: b.height};
+        })""",
+    )
+    assert len(drawn) == 3
+    assert overlaps(drawn) == []  # three marks, none hiding another
+    labels = page.eval_on_selector_all(
+        "#timeline svg.chain-plot text.mark-label",
+        """nodes => nodes.map(n => {
+            const b = n.getBoundingClientRect();
+            return {text: n.textContent, x: b.x, y: b.y, width: b.width, height: b.height};
+        })""",
+    )
+    # Each its own label (the retry 2 ms later is a finding: too soon).
+    assert sorted(label["text"].split()[0] for label in labels) == ["200", "503", "503"]
+    assert overlaps(labels) == []
+    assert overlaps(labels + drawn) == []  # and none over a mark
+    page.screenshot(path=str(artifacts() / "dashboard-close-marks.png"), full_page=True)
+    assert console.errors == []

@@ -22,6 +22,10 @@
     "EXECUTION_TIMEOUT", "ENDPOINT_UNREACHABLE", "VERSION_INCOMPATIBLE",
   ];
   const SVG_NS = "http://www.w3.org/2000/svg";
+  // Centre to centre, the least distance between two attempts' marks in a chain's plot (a
+  // mark's radius is 7 at most): attempts milliseconds apart stay two marks, side by side.
+  const MARK_GAP = 17;
+  const LABEL_ROWS = 4; // rows of labels above a chain's marks, at most
 
   const $ = (id) => document.getElementById(id);
 
@@ -515,9 +519,34 @@
         a.earliest = a.waitFrom + a.expected_wait_ms;
       }
     });
-    const W = 900, left = 14, right = 24, lane = 40, labelRows = [lane - 12, lane - 26];
+    const W = 900, left = 14, right = 24;
     const span = Math.max(100, ...attempts.map((a) => Math.max(a.end, a.earliest || 0))) * 1.04;
     const x = (t) => left + (t / span) * (W - left - right);
+    // Each mark where its attempt started, but at least MARK_GAP after the one before (and
+    // back from the right edge if that pushed it over): a mark nudged off its time keeps a
+    // line to it, and its tooltip says the time.
+    attempts.forEach((a, i) => {
+      a.mx = i ? Math.max(x(a.offset_ms), attempts[i - 1].mx + MARK_GAP) : x(a.offset_ms);
+    });
+    for (let i = attempts.length - 1; i >= 0; i--) {
+      const limit = i === attempts.length - 1 ? W - 8 : attempts[i + 1].mx - MARK_GAP;
+      attempts[i].mx = Math.max(8, Math.min(attempts[i].mx, limit));
+    }
+    // A label above each mark, on the first row where it is clear of the one before (a gap
+    // of 4 px), as many rows as that takes up to LABEL_ROWS; past that none (the mark's
+    // tooltip says it all anyway).
+    const taken = []; // each label row's last label's right end
+    for (const a of attempts) {
+      const found = numbers.get(a.id);
+      a.label = `${a.fault ? "fault" : outcome(a)}${found ? ` ⚑${found.join(",")}` : ""}`;
+      const half = textWidth(a.label, 11) / 2;
+      a.labelX = Math.max(half, Math.min(W - half, a.mx));
+      a.labelRow = taken.findIndex((end) => a.labelX - half > end + 4);
+      if (a.labelRow < 0 && taken.length < LABEL_ROWS) a.labelRow = taken.push(-Infinity) - 1;
+      if (a.labelRow >= 0) taken[a.labelRow] = a.labelX + half;
+    }
+    const lane = 12 + 14 * Math.max(2, taken.length);
+    const labelY = (row) => lane - 12 - row * 14;
     // Each wait on the first row where it is clear of the waits before it (a gap of 4 px).
     const rowEnds = [];
     for (const a of attempts) {
@@ -571,7 +600,6 @@
       }, sv("title", {}, title)));
     }
     // The attempts: a bar for how long each took, a mark where it started.
-    const taken = labelRows.map(() => -Infinity); // each label row's last label's right end
     for (const a of attempts) {
       const found = numbers.get(a.id);
       const kind = kindOf(a);
@@ -580,21 +608,19 @@
         x: x(a.offset_ms), y: lane - 4, width: Math.max(2, x(a.end) - x(a.offset_ms)), height: 8,
         class: `bar ${kind}`,
       }));
+      if (Math.abs(a.mx - x(a.offset_ms)) > 1) {
+        g.append(sv("line", {
+          x1: x(a.offset_ms), x2: a.mx, y1: lane + 6, y2: lane, class: "nudge", "data-for": a.id,
+        }));
+      }
       g.append(sv("circle", {
-        cx: x(a.offset_ms), cy: lane, r: found ? 7 : 6, class: cls, "data-id": a.id,
+        cx: a.mx, cy: lane, r: found ? 7 : 6, class: cls, "data-id": a.id,
         "data-attempt": a.n,
       }, sv("title", {}, describe(a, found, findings))));
-      // A label above the mark, on the first row where it is clear of the one before (a
-      // gap of 4 px); none when no row has room (the mark's tooltip says it all anyway).
-      const label = `${a.fault ? "fault" : outcome(a)}${found ? ` ⚑${found.join(",")}` : ""}`;
-      const half = textWidth(label, 11) / 2;
-      const at = Math.max(half, Math.min(W - half, x(a.offset_ms)));
-      const row = labelRows.findIndex((_, r) => at - half > taken[r] + 4);
-      if (row >= 0) {
-        taken[row] = at + half;
+      if (a.labelRow >= 0) {
         g.append(sv("text", {
-          x: at, y: labelRows[row], class: `mark-label${found ? " finding" : ""}`,
-        }, label));
+          x: a.labelX, y: labelY(a.labelRow), class: `mark-label${found ? " finding" : ""}`,
+        }, a.label));
       }
     }
     const last = attempts[attempts.length - 1];
