@@ -11,12 +11,15 @@ each names itself).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,3 +256,76 @@ def test_a_flask_provider_with_a_bearer_token_replays_without_the_token_in_the_f
     assert replayed == rebased(recorded, proxy_url, flask_upstream)
     assert (refused.status_code, wrong.status_code) == (401, 401)
     assert os.listdir(tmp_path) == ["weather.yaml"]  # written whole: no temporary file left
+
+
+# Answers a provider sends as bytes: compressed (each coding), and binary.
+PLAIN = json.dumps({"forecast": ["sun", "rain"] * 20}).encode()
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) + b"{base_url}\xff\xfe"
+OPAQUE = bytes((i * 73 + 11) % 256 for i in range(64))  # a stand-in for brotli's bytes
+ENCODED: dict[str, tuple[bytes, dict[str, str]]] = {
+    "/gzip": (
+        gzip.compress(PLAIN, mtime=0),
+        {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    ),
+    "/deflate": (
+        zlib.compress(PLAIN),
+        {"Content-Type": "application/json", "Content-Encoding": "deflate"},
+    ),
+    "/br": (OPAQUE, {"Content-Type": "text/plain; charset=utf-8", "Content-Encoding": "br"}),
+    "/logo.png": (PNG, {"Content-Type": "image/png"}),
+    "/blob": (OPAQUE, {"Content-Type": "application/octet-stream"}),
+}
+
+
+@pytest.fixture(scope="module")
+def bytes_upstream() -> Iterator[str]:
+    """A provider whose answers are the bytes of :data:`ENCODED`, sent as they are."""
+    app = Flask("bytes")
+
+    @app.get("/<path:name>")
+    def answer(name: str) -> Any:
+        body, headers = ENCODED[f"/{name}"]
+        return app.response_class(body, headers=headers)
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+def raw_get(base: str, path: str) -> tuple[dict[str, str], bytes]:
+    """GET *path* over a plain socket: the answer's headers (lower-cased) and its exact body."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        request = f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate, br\r\n"
+        sock.sendall(f"{request}Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    headers = {}
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    assert "transfer-encoding" not in headers, head
+    assert int(headers["content-length"]) == len(body)
+    return headers, body
+
+
+def test_compressed_and_binary_answers_replay_byte_for_byte(bytes_upstream: str) -> None:
+    with Server(ScenarioSet()) as proxy:
+        proxy.recording.start(bytes_upstream, delays=False)
+        recorded = {path: requests.get(proxy.url + path, timeout=10) for path in ENCODED}
+        text = proxy.recording.stop().written.text
+    assert "Note:" not in text  # nothing had to be changed to be kept
+    with Server(text) as replay:
+        for path, (sent, headers) in ENCODED.items():
+            got = requests.get(replay.url + path, timeout=10)
+            assert got.content == recorded[path].content, path  # decoded by requests alike
+            raw_headers, raw_body = raw_get(replay.url, path)
+            assert raw_body == sent, path
+            assert raw_headers["content-type"] == headers["Content-Type"], path
+            assert raw_headers.get("content-encoding") == headers.get("Content-Encoding"), path
+    assert recorded["/gzip"].json() == json.loads(PLAIN)
