@@ -110,7 +110,11 @@ def record(
         summary += f" ({stopped.dropped} dropped past the bound)"
     if written.redacted:
         summary += f"; redacted: {', '.join(written.redacted)}"
+    if written.echoed:
+        summary += f"; secret values echoed in answers replaced {written.echoed} times"
     click.echo(f"mockskill: {summary}", err=True)
+    for note in written.notes:  # what the file could not keep as it came: said, not only written
+        click.echo(f"mockskill: note: {note}", err=True)
 
 
 def _version() -> str:

@@ -11,6 +11,7 @@ each names itself).
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -23,6 +24,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -329,3 +331,94 @@ def test_compressed_and_binary_answers_replay_byte_for_byte(bytes_upstream: str)
             assert raw_headers["content-type"] == headers["Content-Type"], path
             assert raw_headers.get("content-encoding") == headers.get("Content-Encoding"), path
     assert recorded["/gzip"].json() == json.loads(PLAIN)
+
+
+# Secrets a consumer sends, each in its own place; an echoing provider puts them everywhere.
+SECRETS = {
+    "bearer": "bearer-secret-0123456789",
+    "api_key": "api-key-secret-0123456789",
+    "cookie": "cookie-secret-0123456789",
+    "query": "query-secret/0123456789+",  # percent-encoded on the way
+    "password": "password-secret-0123456789",
+    "client_secret": "client-secret-0123456789",
+}
+
+
+@pytest.fixture(scope="module")
+def echoing_upstream() -> Iterator[str]:
+    """A provider that echoes what it was sent: in JSON, text, bytes, gzip, headers, Location."""
+    app = Flask("echo")
+
+    @app.route("/<path:name>", methods=["GET", "POST"])
+    def echo(name: str) -> Any:
+        seen = {
+            "headers": dict(flask_request.headers),
+            "query": flask_request.query_string.decode(),
+            "body": flask_request.get_data().decode(),
+        }
+        everything = json.dumps(seen)
+        headers = {
+            "X-Echo": flask_request.headers.get("Authorization", ""),
+            "Location": f"/next?{flask_request.query_string.decode()}",
+            "Set-Cookie": f"sid={SECRETS['cookie']}; Path=/",
+        }
+        if name == "json":
+            return jsonify(echo=seen, note=f"your key was {SECRETS['api_key']}"), 200, headers
+        if name == "text":
+            return app.response_class(everything, mimetype="text/plain", headers=headers)
+        if name == "bytes":
+            body = b"\x89PNG\xff\x00" + everything.encode() + b"\xfe"
+            return app.response_class(body, mimetype="image/png", headers=headers)
+        packed = gzip.compress(everything.encode(), mtime=0)
+        return app.response_class(
+            packed, mimetype="text/plain", headers={**headers, "Content-Encoding": "gzip"}
+        )
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+def test_a_recording_holds_no_secret_a_provider_echoed_anywhere(
+    echoing_upstream: str, tmp_path: Path
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {SECRETS['bearer']}",
+        "X-API-Key": SECRETS["api_key"],
+        "Cookie": f"sid={SECRETS['cookie']}; theme=dark",
+    }
+    params = {"api_key": SECRETS["query"], "page": "2"}
+    body = {"user": "ann", "password": SECRETS["password"]}
+    form = {"client_id": "app", "client_secret": SECRETS["client_secret"]}
+    with Server(ScenarioSet()) as proxy:
+        proxy.recording.start(echoing_upstream, delays=False)
+        for name in ("json", "text", "bytes", "gzip"):
+            url = f"{proxy.url}/{name}"
+            got = requests.post(url, params=params, headers=headers, json=body, timeout=10)
+            assert got.status_code == 200
+            assert SECRETS["bearer"] in got.text  # the provider did echo them
+            requests.post(url, data=form, headers=headers, timeout=10)
+        written = proxy.recording.stop().written
+    text = written.text
+    data = yaml.safe_load(text)
+    found = [text]
+    for route in data["routes"]:
+        for case in route.get("cases", [route]):
+            for step in case["steps"]:
+                if "body_base64" in step:
+                    raw = base64.b64decode(step["body_base64"])
+                    found.append(raw.decode("latin-1"))
+                    if step.get("headers", {}).get("Content-Encoding") == "gzip":
+                        found.append(gzip.decompress(raw).decode())
+    for where in found:
+        for kind, secret in SECRETS.items():
+            for form_ in (secret, quote(secret, safe=""), quote_plus(secret)):
+                assert form_ not in where, (kind, where)
+    assert "(redacted)" in text
+    assert "Secret values echoed elsewhere" in text  # the header says so, truthfully
+    assert written.echoed > 0
+    assert any("compressed anew" in note for note in written.notes)
+    load_text(text, "echoed.yaml")

@@ -87,6 +87,8 @@ def register(bp: Blueprint, registry: Registry) -> None:
             "count": stopped.written.count,
             "dropped": stopped.dropped,
             "redacted": list(stopped.written.redacted),
+            "echoed": stopped.written.echoed,
+            "notes": list(stopped.written.notes),
         }
 
     @bp.get("/recordings/status")

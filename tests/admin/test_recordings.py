@@ -72,7 +72,14 @@ def test_stop_writes_to_out_under_the_working_directory(
     assert admin(proxy, "start", target=upstream.url, out="rec/status.yaml").status_code == 201
     requests.get(f"{proxy.url}/status", timeout=10)
     stopped = admin(proxy, "stop")
-    assert stopped.json() == {"out": "rec/status.yaml", "count": 1, "dropped": 0, "redacted": []}
+    assert stopped.json() == {
+        "out": "rec/status.yaml",
+        "count": 1,
+        "dropped": 0,
+        "redacted": [],
+        "echoed": 0,
+        "notes": [],
+    }
     written = (tmp_path / "rec" / "status.yaml").read_text(encoding="utf-8")
     assert yaml.safe_load(written)["routes"][0]["path"] == "/status"
 
