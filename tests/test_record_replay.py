@@ -166,6 +166,30 @@ def test_a_bad_target_is_a_mistyped_command_line(tmp_path: Path) -> None:
     assert "not a provider's URL" in done.output
 
 
+def test_record_does_not_replace_an_existing_out_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "mine.yaml"
+    out.write_text("# my own file\n", encoding="utf-8")
+    command = ["record", "--target", "http://127.0.0.1:9", "--port", "0", "--out", str(out)]
+    done = CliRunner().invoke(cli, command)
+    assert done.exit_code == 2, done.output
+    assert "--out" in done.output
+    assert "exists; force replaces it" in done.output
+    assert out.read_text(encoding="utf-8") == "# my own file\n"
+
+
+def test_record_does_not_follow_a_symlinked_folder_out_of_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "rec").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "here")
+    command = ["record", "--target", "http://127.0.0.1:9", "--port", "0", "--out", "rec/x.yaml"]
+    done = CliRunner().invoke(cli, command)
+    assert done.exit_code == 2, done.output
+    assert "leads out of the working directory" in done.output
+
+
 TOKEN = "flask-provider-secret-token-0123456789"
 
 

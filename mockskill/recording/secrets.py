@@ -142,9 +142,9 @@ class Secrets:
             if pair is not None:
                 self.value(pair[1])
         elif lower in ("cookie", "set-cookie"):
-            pairs = value.split(";") if lower == "cookie" else value.split(";")[:1]
-            for pair in pairs:
-                self.value(pair.partition("=")[2])
+            cookies = value.split(";") if lower == "cookie" else value.split(";")[:1]
+            for cookie in cookies:
+                self.value(cookie.partition("=")[2])
 
     def _fields(self, value: Any) -> None:
         if isinstance(value, dict):
