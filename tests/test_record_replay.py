@@ -446,3 +446,35 @@ def test_a_recording_holds_no_secret_a_provider_echoed_anywhere(
     assert written.echoed > 0
     assert any("compressed anew" in note for note in written.notes)
     load_text(text, "echoed.yaml")
+
+
+def test_mockskill_record_says_on_the_console_what_it_scrubbed_and_could_not_keep(
+    echoing_upstream: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "echoed.yaml"
+    command = [sys.executable, "-m", "mockskill", "record", "--target", echoing_upstream]
+    command += ["--port", "0", "--out", str(out), "--no-delay", "--quiet", "--grace", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        base = lines[1].split("serving at ")[1].split(": point")[0]
+        auth = {"Authorization": f"Bearer {SECRETS['bearer']}"}
+        assert requests.get(f"{base}/gzip", headers=auth, timeout=10).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "secret values echoed in answers replaced" in err
+    assert "mockskill: note: a compressed answer held a secret" in err
+    assert (
+        SECRETS["bearer"]
+        not in gzip.decompress(
+            base64.b64decode(
+                yaml.safe_load(out.read_text())["routes"][0]["steps"][0]["body_base64"]
+            )
+        ).decode()
+    )
