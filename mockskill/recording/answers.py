@@ -29,7 +29,7 @@ DROPPED_ANSWER_HEADERS = frozenset({*SERVER_HEADERS, "date", "server", "content-
 """Answer headers a step does not hold: the framing's (the replay frames its own), the
 serving software's, and the type (a step says it with ``json:``/``text:``)."""
 TEXT_TYPES = re.compile(
-    r"^\s*(text/|application/([\w.+-]*\+)?(json|xml|javascript|ecmascript|yaml|graphql"
+    r"^\s*(text/|[\w.-]+/([\w.+-]*\+)?(json|xml|javascript|ecmascript|yaml|graphql"
     r"|x-www-form-urlencoded)\b)|;\s*charset=",
     re.IGNORECASE,
 )
