@@ -112,7 +112,8 @@ def record(
         if failed is not None:  # (the file could not be made or written: nothing is lost)
             kept = out.with_name(out.name + ".exchanges.json")
             try:
-                save(str(kept), dump(failed.exchanges()), force=True)
+                # As they came, secrets included: for the user alone.
+                save(str(kept), dump(failed.exchanges()), force=True, mode=0o600)
             except (OSError, RecordingRefused) as error:
                 why = error.message if isinstance(error, RecordingRefused) else str(error)
                 click.echo(f"mockskill: the exchanges could not be kept: {why}", err=True)

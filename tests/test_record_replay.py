@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -478,3 +479,30 @@ def test_mockskill_record_says_on_the_console_what_it_scrubbed_and_could_not_kee
             )
         ).decode()
     )
+
+
+def test_exchanges_kept_from_a_failed_recording_are_for_the_user_alone(
+    upstream: Server, tmp_path: Path
+) -> None:
+    out = tmp_path / "empty.yaml"
+    command = [sys.executable, "-m", "mockskill", "record", "--target", upstream.url]
+    command += ["--port", "0", "--out", str(out), "--quiet", "--grace", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        base = lines[1].split("serving at ")[1].split(": point")[0]
+        # serving (its signals handled), and nothing forwarded: admin requests are not
+        assert requests.get(f"{base}/__admin/recordings/status", timeout=10).json()["count"] == 0
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, err
+    assert "nothing was recorded" in err
+    kept = tmp_path / "empty.yaml.exchanges.json"
+    assert json.loads(kept.read_text(encoding="utf-8")) == []
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert not out.exists()

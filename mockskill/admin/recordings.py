@@ -258,14 +258,14 @@ def check_out(out: str, *, force: bool = False) -> Path:
     return target
 
 
-def save(path: str, text: str, *, force: bool = False) -> None:
+def save(path: str, text: str, *, force: bool = False, mode: int = 0o666) -> None:
     """Write *text* to *path* whole or not at all: a temporary file beside it, made with the
-    usual permissions (0666 less the umask), then renamed over it (*force*) or linked to
+    usual permissions (*mode* less the umask), then renamed over it (*force*) or linked to
     it, which fails if a file is there (:func:`check_out`'s refusals, checked again)."""
     target = check_out(path, force=force)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    handle = os.open(temporary, flags, 0o666)  # the umask applies, as for any new file
+    handle = os.open(temporary, flags, mode)  # the umask applies, as for any new file
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
