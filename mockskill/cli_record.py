@@ -5,7 +5,11 @@ in-memory scenario) with the server's recording on; Ctrl-C or SIGTERM lets
 requests in flight finish (``--grace``), then writes the scenario file
 (``--out``) and exits 0. A recording that does not make a valid file exits 1
 with every problem, and its exchanges are kept beside the file
-(``OUT.exchanges.json``), so nothing is lost.
+(``OUT.exchanges.json``), so nothing is lost. An existing ``--out`` is
+replaced only with ``--force``, and a relative one stays under the working
+directory (a symbolic link to a folder elsewhere is refused): both said
+before anything is served (exit 2), and checked again when the file is
+written.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from .server import Server, ServerError
     show_default=True,
     help="The scenario file written when the recording stops.",
 )
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--no-delay", is_flag=True, help="Leave the measured latencies out of the file.")
 @click.option(
     "--grace",
@@ -58,6 +63,7 @@ def record(
     host: str,
     port: int,
     out: Path,
+    force: bool,
     no_delay: bool,
     grace: float,
     quiet: bool,
@@ -67,14 +73,18 @@ def record(
     `mockskill serve`: point the consumer at this server instead of the provider.
 
     Exit code 0 once the file is written; 1 when the recording does not make a
-    valid file (its exchanges are kept in OUT.exchanges.json) or the port is in use;
-    2 for a mistyped command line (a target that is not a provider's URL).
+    valid file or cannot be written (its exchanges are kept in OUT.exchanges.json) or
+    the port is in use; 2 for a mistyped command line (a target that is not a
+    provider's URL, an --out that exists without --force or leads out of the working
+    directory).
     """
-    from .admin.recordings import RecordingRefused
+    from .admin.recordings import RecordingRefused, check_out, save
     from .recording import RecordingError, dump
 
-    if not out.parent.is_dir():
-        raise click.BadParameter(f"{out.parent} is not a folder", param_hint="--out")
+    try:
+        check_out(str(out), force=force)
+    except RecordingRefused as exc:
+        raise click.BadParameter(exc.message.removeprefix("out: "), param_hint="--out") from None
     name = out.stem if SCENARIO_NAME.fullmatch(out.stem) else "recording"
     try:
         server = Server(
@@ -84,25 +94,31 @@ def record(
     except ServerError as exc:
         raise SystemExit(f"mockskill: {exc}") from None
     try:
-        server.recording.start(target, str(out), delays=not no_delay, name=name)
+        server.recording.start(target, str(out), delays=not no_delay, name=name, force=force)
     except RecordingRefused as exc:
         server.stop()
-        raise click.BadParameter(exc.message, param_hint="--target") from None
+        hint = "--out" if exc.details.get("key") == "out" else "--target"
+        raise click.BadParameter(exc.message.removeprefix("out: "), param_hint=hint) from None
     click.echo(f"mockskill {_version()} recording {target}")
     click.echo(f"  serving at {server.url}: point the consumer here instead of the provider")
     click.echo(f"  writing {out} when stopped (Ctrl-C or SIGTERM)")
     server.serve_forever()
     try:
         stopped = server.recording.stop()
-    except RecordingError as exc:
-        kept = out.with_name(out.name + ".exchanges.json")
+    except (RecordingError, RecordingRefused) as exc:
+        said = exc.message if isinstance(exc, RecordingRefused) else str(exc)
+        click.echo(f"mockskill: {said}", err=True)
         failed = server.recording.failed
-        kept.write_text(dump(failed.exchanges() if failed else ()), encoding="utf-8")
-        click.echo(f"mockskill: {exc}", err=True)
-        click.echo(f"mockskill: the exchanges are kept in {kept}", err=True)
-        raise SystemExit(1) from None
-    except RecordingRefused as exc:
-        click.echo(f"mockskill: {exc.message}", err=True)
+        if failed is not None:  # (the file could not be made or written: nothing is lost)
+            kept = out.with_name(out.name + ".exchanges.json")
+            try:
+                # As they came, secrets included: for the user alone.
+                save(str(kept), dump(failed.exchanges()), force=True, mode=0o600)
+            except (OSError, RecordingRefused) as error:
+                why = error.message if isinstance(error, RecordingRefused) else str(error)
+                click.echo(f"mockskill: the exchanges could not be kept: {why}", err=True)
+            else:
+                click.echo(f"mockskill: the exchanges are kept in {kept}", err=True)
         raise SystemExit(1) from None
     written = stopped.written
     summary = f"wrote {out}: {written.count} exchange{'s' if written.count != 1 else ''}"
@@ -110,7 +126,11 @@ def record(
         summary += f" ({stopped.dropped} dropped past the bound)"
     if written.redacted:
         summary += f"; redacted: {', '.join(written.redacted)}"
+    if written.echoed:
+        summary += f"; secret values echoed in answers replaced {written.echoed} times"
     click.echo(f"mockskill: {summary}", err=True)
+    for note in written.notes:  # what the file could not keep as it came: said, not only written
+        click.echo(f"mockskill: note: {note}", err=True)
 
 
 def _version() -> str:

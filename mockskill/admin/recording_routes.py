@@ -1,7 +1,7 @@
 """``/__admin/recordings``: the server's recording over HTTP.
 
-``POST /__admin/recordings/start`` (``{target?, out?, delays?, name?}``),
-``POST /__admin/recordings/stop`` (``{out?, delays?}``: the YAML itself
+``POST /__admin/recordings/start`` (``{target?, out?, delays?, name?, force?}``),
+``POST /__admin/recordings/stop`` (``{out?, delays?, force?}``: the YAML itself
 without ``out``) and ``GET /__admin/recordings/status``, each through the
 server's :class:`~.recordings.Recordings` (docs/admin.md).
 """
@@ -27,14 +27,22 @@ def register(bp: Blueprint, registry: Registry) -> None:
         data = request.get_json(silent=True) if request.get_data() else {}
         if not isinstance(data, dict):
             raise RecordingRefused(
-                400, "MOCKSKILL_BAD_REQUEST", "the body is a JSON object: {target?, out?, delays?}"
+                400,
+                "MOCKSKILL_BAD_REQUEST",
+                "the body is a JSON object: {target?, out?, delays?, name?, force?}",
             )
-        for key, kind in (("target", str), ("out", str), ("name", str), ("delays", bool)):
+        for key, kind in (
+            ("target", str),
+            ("out", str),
+            ("name", str),
+            ("delays", bool),
+            ("force", bool),
+        ):
             if key in data and not isinstance(data[key], kind):
                 raise RecordingRefused(
                     400, "MOCKSKILL_BAD_REQUEST", f"{key} is a {kind.__name__}", key=key
                 )
-        unknown = sorted(set(data) - {"target", "out", "name", "delays"})
+        unknown = sorted(set(data) - {"target", "out", "name", "delays", "force"})
         if unknown:
             raise RecordingRefused(
                 400, "MOCKSKILL_BAD_REQUEST", f"unknown keys: {', '.join(unknown)}", keys=unknown
@@ -64,6 +72,7 @@ def register(bp: Blueprint, registry: Registry) -> None:
                 data.get("out"),
                 delays=data.get("delays", True) is not False,
                 name=data.get("name") or "recording",
+                force=data.get("force", False) is True,
             )
         except RecordingRefused as exc:
             return exc.body(), exc.status
@@ -74,7 +83,9 @@ def register(bp: Blueprint, registry: Registry) -> None:
         """Stop; write the file to ``out`` (JSON about it), or answer the YAML itself."""
         try:
             data = options()
-            stopped = recordings.stop(data.get("out"), delays=data.get("delays"))
+            stopped = recordings.stop(
+                data.get("out"), delays=data.get("delays"), force=data.get("force")
+            )
         except RecordingRefused as exc:
             return exc.body(), exc.status
         except RecordingError as exc:
@@ -87,6 +98,8 @@ def register(bp: Blueprint, registry: Registry) -> None:
             "count": stopped.written.count,
             "dropped": stopped.dropped,
             "redacted": list(stopped.written.redacted),
+            "echoed": stopped.written.echoed,
+            "notes": list(stopped.written.notes),
         }
 
     @bp.get("/recordings/status")

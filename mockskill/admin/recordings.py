@@ -13,6 +13,13 @@ and stopping again tries again (without delays, say). Its methods take one
 lock, so the admin's threads, a signal handler and the Python API may call
 them alike.
 
+Where a file goes is checked at start and again when it is written
+(:func:`save`): a relative ``out`` stays under the working directory once
+its folders' symbolic links are resolved, and an existing file is replaced
+only when asked (``force``). The file is written whole (a temporary file
+linked or renamed into place) with the usual permissions: ``0666`` less the
+process's umask, as any tool that writes a file makes it.
+
 Its routes are :mod:`.recording_routes`'s; this module does not import Flask
 (``mockskill record`` and ``Server.recording`` use it without the admin app).
 """
@@ -22,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
+import secrets
 import threading
 import weakref
 from pathlib import Path
@@ -72,6 +79,7 @@ class Recordings:
         self._out: str | None = None
         self._delays = True
         self._name = "recording"
+        self._force = False
         self._loaded_proxy = False
         self.failed: Recording | None = None
         """A stopped recording whose file could not be made (its exchanges kept)."""
@@ -87,8 +95,10 @@ class Recordings:
         *,
         delays: bool = True,
         name: str = "recording",
+        force: bool = False,
     ) -> Recording:
-        """Record from now on: forwarding unscripted requests to *target*, if given."""
+        """Record from now on: forwarding unscripted requests to *target*, if given; written
+        to *out* when stopped (an existing file only replaced with *force*)."""
         with self._lock:
             if self._current is not None:
                 raise RecordingRefused(
@@ -97,13 +107,8 @@ class Recordings:
                     "a recording is already running: stop it first",
                     target=self._current.target,
                 )
-            if out is not None and not Path(out).parent.is_dir():  # said now, not at stop
-                raise RecordingRefused(
-                    400,
-                    "MOCKSKILL_BAD_REQUEST",
-                    f"out: {Path(out).parent} is not a folder",
-                    key="out",
-                )
+            if out is not None:  # said now, not at stop (and checked again then)
+                check_out(out, force=force)
             if target is None and not _proxies_somewhere(self.registry):
                 raise RecordingRefused(
                     400,
@@ -128,12 +133,16 @@ class Recordings:
                 self._loaded_proxy = True
             recording = Recording(target)
             self._current, self._out, self._delays, self._name = recording, out, delays, name
+            self._force = force
             self.failed = None
             self.registry.engine.recorder = recording
             return recording
 
-    def stop(self, out: str | None = None, *, delays: bool | None = None) -> Stopped:
-        """Stop recording and write the file (to *out*, or the start's, if any).
+    def stop(
+        self, out: str | None = None, *, delays: bool | None = None, force: bool | None = None
+    ) -> Stopped:
+        """Stop recording and write the file (to *out*, or the start's, if any; an existing
+        file only replaced with *force*, or the start's).
 
         Raises :class:`~mockskill.recording.RecordingError` when the exchanges do
         not make a valid file: the recording is kept (:attr:`failed`) and a next
@@ -169,7 +178,10 @@ class Recordings:
             path = out or self._out
             if path is not None:
                 try:
-                    save(path, written.text)
+                    save(path, written.text, force=self._force if force is None else force)
+                except RecordingRefused:
+                    self.failed = recording
+                    raise
                 except OSError as exc:
                     self.failed = recording
                     raise RecordingRefused(
@@ -215,17 +227,63 @@ def _proxies_somewhere(registry: Registry) -> bool:
     return False
 
 
-def save(path: str, text: str) -> None:
-    """Write *text* to *path* whole or not at all (a temporary file renamed over it)."""
-    target = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=target.parent or Path("."), prefix=".recording-")
+def check_out(out: str, *, force: bool = False) -> Path:
+    """Where *out* is written (its folder's links resolved), or a :class:`RecordingRefused`:
+    a folder that is not one, a relative path whose folder leads out of the working
+    directory (through a symbolic link), an existing file without *force* (409)."""
+    given = Path(out)
+    if not given.parent.is_dir():
+        raise RecordingRefused(
+            400, "MOCKSKILL_BAD_REQUEST", f"out: {given.parent} is not a folder", key="out"
+        )
+    folder = given.parent.resolve()
+    if not given.is_absolute():
+        here = Path.cwd().resolve()
+        if folder != here and here not in folder.parents:
+            raise RecordingRefused(
+                400,
+                "MOCKSKILL_BAD_REQUEST",
+                f"out: {given.parent} leads out of the working directory (to {folder})",
+                key="out",
+            )
+    target = folder / given.name
+    if not force and os.path.lexists(target):
+        raise RecordingRefused(
+            409,
+            "MOCKSKILL_RECORDING_EXISTS",
+            f"out: {out} exists; force replaces it",
+            key="out",
+            out=out,
+        )
+    return target
+
+
+def save(path: str, text: str, *, force: bool = False, mode: int = 0o666) -> None:
+    """Write *text* to *path* whole or not at all: a temporary file beside it, made with the
+    usual permissions (*mode* less the umask), then renamed over it (*force*) or linked to
+    it, which fails if a file is there (:func:`check_out`'s refusals, checked again)."""
+    target = check_out(path, force=force)
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    handle = os.open(temporary, flags, mode)  # the umask applies, as for any new file
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        if force:
+            os.replace(temporary, target)
+        else:
+            try:
+                os.link(temporary, target)  # never over a file that appeared meanwhile
+            except FileExistsError:
+                raise RecordingRefused(
+                    409,
+                    "MOCKSKILL_RECORDING_EXISTS",
+                    f"out: {path} exists; force replaces it",
+                    key="out",
+                    out=path,
+                ) from None
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 _OF: weakref.WeakKeyDictionary[Registry, Recordings] = weakref.WeakKeyDictionary()

@@ -46,13 +46,15 @@ class Urls:
     def fill(self, reply: Reply) -> Reply:
         if not reply.templated:
             return reply
-        body, headers = reply.body.replace(_BASE, self.base.encode()), reply.headers
+        body, headers = reply.body, reply.headers
+        if not reply.verbatim:  # (bytes a step sends as they are: only its headers)
+            body = body.replace(_BASE, self.base.encode())
         headers = tuple((k, v.replace(BASE_URL, self.base)) for k, v in headers)
         if self.refused is not None:
-            body = body.replace(_REFUSED, self.refused.encode())
+            body = body if reply.verbatim else body.replace(_REFUSED, self.refused.encode())
             headers = tuple((k, v.replace(REFUSED_BASE_URL, self.refused)) for k, v in headers)
         for placeholder, base in self.tls:
-            body = body.replace(placeholder.encode(), base.encode())
+            body = body if reply.verbatim else body.replace(placeholder.encode(), base.encode())
             headers = tuple((k, v.replace(placeholder, base)) for k, v in headers)
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
 

@@ -1,19 +1,25 @@
 """A provider's answer as a scenario step: status, headers and body as they came.
 
-A JSON answer (by its ``Content-Type``) becomes ``json:``, anything else
-``text:``; the type goes back as a ``Content-Type`` header where it is not
-the step's own. The headers a step cannot hold — framing and hop-by-hop
+A JSON answer (by its ``Content-Type``) becomes ``json:``, another text one
+``text:``; an answer that is not text, or that came encoded
+(``Content-Encoding: gzip``, ``br`` ...), becomes ``body_base64:``, its exact
+bytes, and keeps its ``Content-Encoding``, so a replay sends what the
+provider sent. The type goes back as a ``Content-Type`` header where it is
+not the step's own. The headers a step cannot hold — framing and hop-by-hop
 ones, ``Date``, ``Server`` — are left out (the replay sends its own), and
 secret ones (``Set-Cookie``, ...) named in the :class:`~.secrets.Secrets`.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
+import re
 from typing import Any
 
 from ..engine.exchange import Exchange
+from ..scenario.bodies import BYTES_TYPE
 from ..scenario.model import JSON_TYPE, TEXT_TYPE
 from ..scenario.steps import SERVER_HEADERS
 from .rebase import Rebase
@@ -22,6 +28,12 @@ from .secrets import Secrets, is_secret_header
 DROPPED_ANSWER_HEADERS = frozenset({*SERVER_HEADERS, "date", "server", "content-type"})
 """Answer headers a step does not hold: the framing's (the replay frames its own), the
 serving software's, and the type (a step says it with ``json:``/``text:``)."""
+TEXT_TYPES = re.compile(
+    r"^\s*(text/|[\w.-]+/([\w.+-]*\+)?(json|xml|javascript|ecmascript|yaml|graphql"
+    r"|x-www-form-urlencoded)\b)|;\s*charset=",
+    re.IGNORECASE,
+)
+"""Types whose bodies are text (kept as ``text:`` when they are UTF-8)."""
 
 
 def answer_step(
@@ -46,18 +58,33 @@ def answer_step(
     body = exchange.response_body
     if exchange.truncated:
         notes.setdefault("some answers were longer than the recording keeps: their bodies are cut")
-    if body and "json" in content_type.lower():
+    encoded = any(
+        name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity")
+        for name, value in exchange.response_headers
+    )
+    if body and not encoded and "json" in content_type.lower():
         with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
             step["json"] = secrets.answer_out(rewrite.value(json.loads(body)))
     if body and "json" not in step:
-        try:
-            step["text"] = rewrite.text(body.decode("utf-8"))
-        except UnicodeDecodeError:
-            step["text"] = body.decode("utf-8", "replace")
-            notes.setdefault("binary answers are kept as text (bad bytes replaced)")
-    default = JSON_TYPE if "json" in step else TEXT_TYPE
-    if content_type and content_type != default and (body or content_type):
+        text = _text(body) if not encoded and _is_text_type(content_type) else None
+        if text is not None:
+            step["text"] = rewrite.text(text)
+        else:  # its bytes as they came: a replay sends them exactly
+            step["body_base64"] = base64.b64encode(body).decode("ascii")
+    default = JSON_TYPE if "json" in step else BYTES_TYPE if "body_base64" in step else TEXT_TYPE
+    if content_type and content_type != default:
         headers["Content-Type"] = content_type
     if headers:
         step["headers"] = headers
     return step
+
+
+def _is_text_type(content_type: str) -> bool:
+    return not content_type.strip() or TEXT_TYPES.search(content_type) is not None
+
+
+def _text(body: bytes) -> str | None:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -52,7 +52,9 @@ from .endpoints import DEFAULT_SESSION, MAX_CASES, SESSION_HEADER, Endpoint, pla
 from .errors import Errors
 from .rebase import Rebase
 from .secrets import (
+    MIN_SCRUBBED,
     QUERY_SECRETS,
+    REDACTED,
     Secrets,
     form_secrets,
     is_secret_header,
@@ -133,6 +135,11 @@ class Written:
     """What was left out as a secret, by name (``header Authorization``)."""
     count: int
     """Exchanges it was made from."""
+    notes: tuple[str, ...] = ()
+    """What could not be kept as it came (said in the file's header, and by whoever stops
+    the recording: the console, the admin's answer)."""
+    echoed: int = 0
+    """How many times a secret value was found echoed elsewhere and replaced."""
 
 
 @dataclass
@@ -171,6 +178,17 @@ def write(
     for exchange in recorded:
         build.add(exchange)
     data = build.scenario(name, target or (recorded[0].upstream if recorded else None))
+    data = build.secrets.scrub(data)  # a secret echoed anywhere: a body, a header, a path
+    if build.secrets.recompressed:
+        build.notes.setdefault(
+            "a compressed answer held a secret: it was uncompressed, scrubbed and compressed"
+            " anew, so its bytes differ from the provider's"
+        )
+    if build.secrets.short:
+        build.notes.setdefault(
+            f"a secret value shorter than {MIN_SCRUBBED} characters is left out where it was"
+            " sent, but not searched for elsewhere (it would replace ordinary words)"
+        )
     when = datetime.datetime.fromtimestamp(
         at if at is not None else _now(recorded), datetime.timezone.utc
     )
@@ -189,7 +207,14 @@ def write(
             "the recording did not make a valid scenario file (its exchanges are kept)",
             exc.problems,
         ) from exc
-    return Written(text, scenarios, tuple(build.secrets.names), len(recorded))
+    return Written(
+        text,
+        scenarios,
+        tuple(build.secrets.names),
+        len(recorded),
+        tuple(build.notes),
+        build.secrets.scrubbed,
+    )
 
 
 def _now(recorded: list[Exchange]) -> float:
@@ -216,6 +241,7 @@ class _Build:
         path, _, query = exchange.target.partition("?")
         method = exchange.method.upper()
         rewrite = Rebase(exchange)
+        self.secrets.harvest(exchange)  # every exchange's: its answer may echo another's
         if method == "HEAD":
             self._leave_out("HEAD requests (a replay answers HEAD from the GET)")
             return
@@ -390,6 +416,12 @@ class _Build:
         if self.secrets.names:
             lines.append("Redacted (names only; no value is in this file):")
             lines += [f"  {what}" for what in self.secrets.names]
+        if self.secrets.scrubbed:
+            lines.append(
+                f"Secret values echoed elsewhere (answers' bodies and headers, paths) are"
+                f" replaced by {REDACTED}: {self.secrets.scrubbed} time"
+                f"{'s' if self.secrets.scrubbed != 1 else ''}."
+            )
         if self.access.scopes_for or self.access.clients:
             lines.append("A replay accepts the credentials the consumer presented by their")
             lines.append("SHA-256 digest (auth: *_sha256), without this file holding them.")

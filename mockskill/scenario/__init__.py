@@ -5,7 +5,8 @@ finding and opening the files (``access``), reading YAML safely with the
 position of every value (``source``, syntax errors said in words by
 ``syntax``), the problems a file can have (``problems``), the reader that
 checks values and collects those problems (``reader``), the parts of a
-scenario (``skills``, ``steps``, ``delays``, ``credentials``), putting one scenario set
+scenario (``skills``, ``steps``, ``delays``, ``credentials``; a step's bytes body,
+``body_base64`` or ``body_file``, in ``bodies``), putting one scenario set
 together (``loader``) and refusing clashes between scenarios (``claims``),
 a step's behaviour on the wire (``wire``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxying``), free routes' paths (``routes``),

@@ -39,6 +39,9 @@ class Reply:
     retry: Retry | None = None
     templated: bool = False
     """Whether body or headers hold ``{base_url}`` to fill in per request."""
+    verbatim: bool = False
+    """Whether the body is bytes sent as they are (``body_base64``, ``body_file``): no
+    placeholder in it is filled in."""
 
     @classmethod
     def make(
@@ -50,11 +53,14 @@ class Reply:
         *,
         error_code: str | None = None,
         retry: Retry | None = None,
+        verbatim: bool = False,
     ) -> Reply:
         pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
         markers = (BASE_URL, REFUSED_BASE_URL, TLS_BASE_URL)
-        templated = any(m.encode() in body or any(m in v for _, v in pairs) for m in markers)
-        return cls(status, pairs, body, content_type, error_code, retry, templated)
+        templated = any(
+            (not verbatim and m.encode() in body) or any(m in v for _, v in pairs) for m in markers
+        )
+        return cls(status, pairs, body, content_type, error_code, retry, templated, verbatim)
 
     @classmethod
     def json(cls, status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:

@@ -97,6 +97,8 @@ class Document:
     """Path of a mapping entry → (line, column) of its key."""
     text: str = field(default="", repr=False)
     """The whole text the document was read from (every document of it)."""
+    folder: str | None = field(default=None, repr=False)
+    """The folder of the file it was read from; None for text (``body_file`` reads there)."""
 
     def problem(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
@@ -443,7 +445,11 @@ def read_file(path: FsPath) -> tuple[list[Document], list[Problem]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return [], [_whole_file(name, "UTF-8 text", f"byte {exc.start} that is not UTF-8")]
-    return read_text(text, name)
+    documents, problems = read_text(text, name)
+    folder = str(path.absolute().parent)
+    for document in documents:
+        document.folder = folder
+    return documents, problems
 
 
 def _whole_file(file: str, expected: str, found: str) -> Problem:

@@ -3,7 +3,8 @@
 An endpoint's behaviour is written as one step, a list of steps, or
 ``{steps: [...], end: last|cycle|fail}``. A step is a protocol error
 (``error: CODE`` with optional overrides), a result (``status``, ``headers``
-and a ``json`` or ``text`` body), or the skill's descriptor
+and a ``json`` or ``text`` body, or bytes: ``body_base64``, ``body_file``,
+:mod:`.bodies`), or the skill's descriptor
 (``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
 (``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`;
 how it behaves on the wire (waits, faults, keep-alive) is read by :mod:`.wire`.
@@ -21,7 +22,7 @@ from typing import Any
 
 from .._dataclass import dataclass
 from ..protocol import catalog
-from . import proxying, wire
+from . import bodies, proxying, wire
 from .model import (
     END_RULES,
     JSON_TYPE,
@@ -47,6 +48,8 @@ STEP_KEYS = (
     "headers",
     "json",
     "text",
+    "body_base64",
+    "body_file",
     "descriptor",
     "delay",
     "execution",
@@ -62,7 +65,7 @@ STEP_KEYS = (
     "after",
 )
 ERROR_ONLY = ("message", "details", "retry")
-BODY_KEYS = ("json", "text", "descriptor")
+BODY_KEYS = ("json", "text", "body_base64", "body_file", "descriptor")
 SEQUENCE_KEYS = ("steps", "end")
 RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
 _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"
@@ -145,14 +148,17 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
     if len(kinds) > 1:
         r.bad(
             (*path, kinds[1]),
-            "one of error, json, text or descriptor in a step",
+            "one of error, json, text, body_base64, body_file or descriptor in a step",
             f"{kinds[0]} and {kinds[1]} together",
             "split them into two steps",
             at_key=True,
         )
     elif not kinds and not any(k in raw for k in ("status", "fault", "hang")):
         r.bad(
-            path, "a step with error, json, text, descriptor, status, fault or hang", describe(raw)
+            path,
+            "a step with error, json, text, body_base64, body_file, descriptor, status,"
+            " fault or hang",
+            describe(raw),
         )
     if "failure" in raw:
         r.bad((*path, "failure"), "failure_rate beside failure", "failure alone", at_key=True)
@@ -446,6 +452,13 @@ def _result_reply(
             r.bad((*path, "text"), "a string (use json: for structured bodies)", describe(text))
             return None
         body, kind = text.encode(), TEXT_TYPE
+    elif "body_base64" in raw or "body_file" in raw:
+        key = "body_base64" if "body_base64" in raw else "body_file"
+        read = bodies.base64_body if key == "body_base64" else bodies.file_body
+        given = read(r, raw[key], (*path, key))
+        if given is None or status is None:
+            return None
+        return Reply.make(status, given, content_type or bodies.BYTES_TYPE, headers, verbatim=True)
     elif "descriptor" in raw:
         if raw["descriptor"] is not True:
             r.bad(

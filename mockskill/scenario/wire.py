@@ -52,7 +52,11 @@ def dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> An
     chunks = r.integer(value, "chunks", where, default=1, minimum=1, maximum=10_000)
     over = r.integer(value, "over", where, default=0, minimum=0, maximum=r.max_delay_ms, unit="ms")
     if not has_body:
-        r.bad(where, "a body to dribble (json, text, descriptor or error)", "none in this step")
+        r.bad(
+            where,
+            "a body to dribble (json, text, body_base64, body_file, descriptor or error)",
+            "none in this step",
+        )
         return BAD
     for other in ("fault", "hang"):
         if other in raw:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,7 +74,14 @@ def test_stop_writes_to_out_under_the_working_directory(
     assert admin(proxy, "start", target=upstream.url, out="rec/status.yaml").status_code == 201
     requests.get(f"{proxy.url}/status", timeout=10)
     stopped = admin(proxy, "stop")
-    assert stopped.json() == {"out": "rec/status.yaml", "count": 1, "dropped": 0, "redacted": []}
+    assert stopped.json() == {
+        "out": "rec/status.yaml",
+        "count": 1,
+        "dropped": 0,
+        "redacted": [],
+        "echoed": 0,
+        "notes": [],
+    }
     written = (tmp_path / "rec" / "status.yaml").read_text(encoding="utf-8")
     assert yaml.safe_load(written)["routes"][0]["path"] == "/status"
 
@@ -159,3 +168,66 @@ skills:
     (step,) = skills[0]["invoke"]["steps"]
     assert step["json"] == {"n": 1}
     assert set(step) <= {"json", "delay"}  # the measured latency kept, by default
+
+
+def test_out_through_a_symlinked_folder_out_of_the_working_directory_is_refused(
+    upstream: Server, proxy: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "rec").symlink_to(elsewhere, target_is_directory=True)
+    monkeypatch.chdir(here)
+    refused = admin(proxy, "start", target=upstream.url, out="rec/out.yaml")
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "MOCKSKILL_BAD_REQUEST"
+    assert "leads out of the working directory" in refused.json()["error"]["message"]
+    assert admin(proxy, "status").json()["recording"] is False
+    # nor at stop: a start without out, then a stop that names it
+    assert admin(proxy, "start", target=upstream.url).status_code == 201
+    requests.get(f"{proxy.url}/status", timeout=10)
+    assert admin(proxy, "stop", out="rec/out.yaml").status_code == 400
+    assert list(elsewhere.iterdir()) == []
+    assert admin(proxy, "stop", out="out.yaml").status_code == 200  # kept: it tries again
+    assert (here / "out.yaml").is_file()
+
+
+def test_an_existing_out_is_replaced_only_with_force(
+    upstream: Server, proxy: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("# my own file\n", encoding="utf-8")
+    refused = admin(proxy, "start", target=upstream.url, out="mine.yaml")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["code"] == "MOCKSKILL_RECORDING_EXISTS"
+    assert refused.json()["error"]["details"]["out"] == "mine.yaml"
+    assert admin(proxy, "status").json()["recording"] is False
+    # a file that appears while recording is not replaced either, and nothing is lost
+    assert admin(proxy, "start", target=upstream.url, out="late.yaml").status_code == 201
+    requests.get(f"{proxy.url}/status", timeout=10)
+    (tmp_path / "late.yaml").write_text("# appeared meanwhile\n", encoding="utf-8")
+    late = admin(proxy, "stop")
+    assert late.status_code == 409, late.text
+    assert late.json()["error"]["code"] == "MOCKSKILL_RECORDING_EXISTS"
+    assert (tmp_path / "late.yaml").read_text(encoding="utf-8") == "# appeared meanwhile\n"
+    assert admin(proxy, "status").json()["failed"] is True
+    forced = admin(proxy, "stop", out="mine.yaml", force=True)
+    assert forced.status_code == 200, forced.text
+    assert "routes" in yaml.safe_load(mine.read_text(encoding="utf-8"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["late.yaml", "mine.yaml"]
+
+
+def test_a_recorded_file_has_the_usual_permissions(
+    upstream: Server, proxy: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = os.umask(0o022)
+    try:
+        assert admin(proxy, "start", target=upstream.url, out="shared.yaml").status_code == 201
+        requests.get(f"{proxy.url}/status", timeout=10)
+        assert admin(proxy, "stop").status_code == 200
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE((tmp_path / "shared.yaml").stat().st_mode) == 0o644

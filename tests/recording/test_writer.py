@@ -179,3 +179,57 @@ def test_only_the_providers_own_urls_are_rebased() -> None:
         "proxy": "{base_url}/x",
         "other": "http://127.0.0.1:80801/x",
     }
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "key"),
+    [
+        ("text/plain", "héllo\r\n".encode(), "text"),
+        ("application/xml", b"<a/>", "text"),
+        ("", b"plain", "text"),
+        ("application/octet-stream", b"ascii bytes", "body_base64"),
+        ("image/svg+xml", b"<svg/>", "text"),
+        ("text/plain; charset=iso-8859-1", "héllo".encode("latin-1"), "body_base64"),
+        ("image/png", b"\x89PNG\r\n\x1a\n", "body_base64"),
+    ],
+)
+def test_text_answers_are_text_and_others_their_exact_bytes(
+    replay: Any, content_type: str, body: bytes, key: str
+) -> None:
+    headers = (("Content-Type", content_type),) if content_type else ()
+    written = write([exchange("GET", "/thing", text=body, response_headers=headers)], delays=False)
+    (step,) = yaml.safe_load(written.text)["routes"][0]["steps"]
+    assert key in step
+    served = requests.get(f"{replay(written.text).url}/thing", timeout=10)
+    assert served.content == body
+    if content_type:
+        assert served.headers["Content-Type"] == content_type
+
+
+def test_an_access_token_echoed_elsewhere_becomes_its_stand_in_there_too() -> None:
+    token = "tok-abcdef-0123456789"
+    written = write(
+        [
+            exchange("POST", "/login", {"access_token": token, "scope": "skill:invoke"}),
+            exchange(
+                "GET",
+                "/me",
+                text=f"you are {token}".encode(),
+                response_headers=(("Content-Type", "text/plain"), ("X-Seen", token)),
+            ),
+        ],
+        delays=False,
+    )
+    assert token not in written.text
+    me = yaml.safe_load(written.text)["routes"][1]["steps"][0]
+    assert me["text"] == "you are recorded-token-1"
+    assert me["headers"]["X-Seen"] == "recorded-token-1"
+    assert written.echoed == 2
+
+
+def test_a_secret_too_short_to_search_for_is_said() -> None:
+    written = write(
+        [exchange("GET", "/x", {"echo": "abc"}, headers=(("X-API-Key", "abc"),))], delays=False
+    )
+    assert any("shorter than 4 characters" in note for note in written.notes)
+    assert "shorter than 4 characters" in written.text

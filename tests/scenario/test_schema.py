@@ -491,6 +491,14 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
     "proxy and steps on a route": (False, _route("proxy: 'http://h', steps: [json: 1]")),
     "proxy on a scenario alone": (True, "proxy: 'http://h'\n"),
     "proxy on a scenario, bad": (False, "proxy: 'http://h/x'\n"),
+    "bytes in base64": (
+        True,
+        _invoke("{body_base64: 'AAEC/w==', headers: {Content-Encoding: br}}"),
+    ),
+    "base64 with other characters": (False, _invoke("{body_base64: 'not base64!'}")),
+    "base64 beside text": (False, _invoke("{body_base64: 'AA==', text: hi}")),
+    "base64 beside a file": (False, _invoke("{body_base64: 'AA==', body_file: b.bin}")),
+    "dribbled bytes": (True, _invoke("{body_base64: 'AA==', dribble: {chunks: 1, over: 0}}")),
 }
 
 
@@ -511,6 +519,8 @@ LOADER_ONLY: dict[str, str] = {
     "whole number written 1.0": "seed: 1.0\nskills: []\n",
     "a CA file that does not exist": _invoke("{proxy: {url: 'https://h', verify: no-such-ca.pem}}"),
     "verify beside an http:// url": _invoke("{proxy: {url: 'http://h', verify: false}}"),
+    "base64 without its padding": _invoke("{body_base64: 'abc'}"),
+    "a body file in a scenario given as text": _invoke("{body_file: logo.png}"),
 }
 
 
