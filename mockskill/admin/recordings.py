@@ -25,10 +25,10 @@ import re
 import tempfile
 import threading
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._dataclass import dataclass
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..recording import Recording, RecordingError, Written, write

@@ -17,11 +17,9 @@ import base64
 import binascii
 import hashlib
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
-
-from .._dataclass import dataclass
 
 SECRET_HEADER = re.compile(
     r"authorization|cookie|api[-_]?key|token|secret|password|passwd|credential|session-?id",

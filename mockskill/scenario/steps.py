@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from ..protocol import catalog
 from . import proxying, wire
 from .model import (
