@@ -284,7 +284,7 @@ class RedisStore:
     def record(self, entry: Entry | Recorded) -> None:
         """Queue *entry*: on a loop in the loop's queue (sent with its batches), elsewhere
         in the journal's (sent by its flusher thread)."""
-        loop = _get_running_loop()
+        loop = _running_loop()
         if loop is None:
             self.journal_store.record(entry)
             return
@@ -348,10 +348,6 @@ class RedisStore:
         batchers.clear()
         self.__dict__.get("_loop_journals", {}).clear()
         self.client.close()
-
-
-_get_running_loop = asyncio._get_running_loop
-"""The running loop of this thread, or None (asyncio's own test, without raising)."""
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

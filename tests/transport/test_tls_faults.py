@@ -182,7 +182,7 @@ def test_aiohttp_raises(server: Server, urls: dict[str, str]) -> None:
                 try:
                     async with client.post(url, ssl=context) as response:
                         await response.read()
-                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, aiohttp.ClientError) as exc:
                     found[fault] = (type(exc).__name__, _fragment(str(exc), AIOHTTP[fault]))
                 else:
                     found[fault] = None
