@@ -356,7 +356,7 @@ async def timed_request(
         done = time.perf_counter()
         status, _ = parse_response(head)
         outcome = "ok" if status == expect else f"HTTP {status}"
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+    except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
         done, outcome = time.perf_counter(), type(exc).__name__
     finally:
         if writer is not None:

@@ -49,7 +49,7 @@ async def _one(port: int, request: bytes, timeout: float) -> tuple[float, str]:
         await writer.drain()
         raw = await asyncio.wait_for(reader.read(), timeout)
         writer.close()
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         return time.perf_counter(), type(exc).__name__
     status, _ = c.parse_response(raw)
     return time.perf_counter(), "ok" if status == 200 else f"HTTP {status}"

@@ -59,7 +59,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import _common as c
-
 from mockskill.launch import SERVE_ALLOCATOR
 
 HANG_PATH = "/skills/hang/invoke"
@@ -188,7 +187,7 @@ async def _round(port: int, pid: int, clients: int, requests: int, settle: float
             await writer.drain()
             sent += 1
             data = await reader.read()
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             return "closed by us" if closing else type(exc).__name__
         return "closed by us" if closing else f"server closed ({len(data)} bytes)"
 

@@ -6,9 +6,10 @@ protocol's error chapter defines, on demand. See the README for the tour.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
 
-TYPE_CHECKING = False  # not typing's: importing typing costs the launcher (mypy knows the name)
 if TYPE_CHECKING:
     from .app import create_app
     from .scenario.loader import bundled_path, load_data, load_paths, load_text
@@ -46,12 +47,9 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> object:
-    # ``import mockskill`` imports nothing but the version: ``mockskill serve`` starts
-    # by choosing its allocator (mockskill.launch) and executing itself again, and
-    # what was imported before that would be paid for twice. ``from mockskill import
-    # Server`` imports the server as before; create_app (the WSGI app, with Flask and
-    # Werkzeug) waits for its own first use (issue 13, start-up).
-    import importlib  # here: the launcher's first image never needs it
+    # Each public name is imported on its first use, so that a command (or a test
+    # suite) that needs only the server does not load the WSGI app's Flask too.
+    import importlib
 
     home = _HOMES.get(name)
     if home is not None:

@@ -51,7 +51,6 @@ from .listening import (
 )
 from .scenario.loader import Scenarios, load_any
 from .scenario.reader import MAX_DELAY_MS
-from .server_process import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, own_process
 from .server_scenarios import ScenarioControl
 from .server_store import open_state, set_moves_state, share, shared_url
 from .server_tls import ServerTLS, tls_authority
@@ -71,8 +70,6 @@ __all__ = [
     "BACKLOG",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_KEEP_ALIVE",
-    "MIDDLE_GC_THRESHOLD",
-    "YOUNG_GC_THRESHOLD",
     "Server",
     "ServerError",
     "access_log",
@@ -374,7 +371,7 @@ class Server(ScenarioControl, ServerTLS):
         self.bind()
         assert self._transport is not None
         try:
-            transport.run(self._transport, grace=self.grace, on_started=own_process)
+            transport.run(self._transport, grace=self.grace)
         finally:
             self.stop_watching()
             self._closed()

@@ -42,12 +42,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from ._dataclass import dataclass
 from .listening import ServerError, exposed_without_token, is_loopback, listen
 
 BACKOFF_FIRST = 0.5

@@ -20,7 +20,7 @@ def test_all_is_sorted_and_complete() -> None:
         name
         for name, value in vars(mockskill).items()
         if not name.startswith("_")
-        and name != "TYPE_CHECKING"  # the launcher's cheap stand-in for typing's
+        and name != "TYPE_CHECKING"  # typing's, for the lazy names' annotations
         and not isinstance(value, (ModuleType, __future__._Feature))  # submodules, annotations
     }
     assert mockskill.__all__ == sorted(mockskill.__all__)

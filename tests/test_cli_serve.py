@@ -129,7 +129,9 @@ def test_serve_takes_every_setting_from_the_environment(tmp_path: Path) -> None:
         deadline = time.monotonic() + 20
         while True:
             try:
-                health = requests.get(f"{base}/__admin/health", headers=admin, timeout=1)
+                health = requests.get(
+                    f"{base}/__admin/health", headers=admin, timeout=10
+                )  # the first builds the admin app
                 break
             except requests.ConnectionError:
                 assert process.poll() is None, process.communicate()

@@ -18,8 +18,8 @@ from the bottom:
 - ``admin/`` — the control surface; may read the audit and drive a recording;
 - the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
   ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
-  them imports a face. ``_version`` and ``_dataclass`` are leaves everyone
-  may read: they import nothing of the package.
+  them imports a face. ``_version`` is a leaf everyone
+  may read: it imports nothing of the package.
 
 Each stage's ``__init__`` docstring names every module of the stage and says
 what the stage may import; no module is over 500 lines (issue 12).
@@ -38,7 +38,7 @@ assert _SPEC is not None
 assert _SPEC.origin is not None
 PACKAGE = Path(_SPEC.origin).resolve().parent
 FACES = "faces"
-LEAVES = {"mockskill._version", "mockskill._dataclass"}
+LEAVES = {"mockskill._version"}
 
 # What each stage may import (besides itself and the LEAVES).
 MAY_IMPORT: dict[str, set[str]] = {

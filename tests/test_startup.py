@@ -53,9 +53,6 @@ LAZY = (
     "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
     "cryptography",
     "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
-    "_hashlib",  # OpenSSL's hashes: the first credential's or token request's (3-5 ms)
-    "hmac",
-    "http",  # HTTPStatus's phrases, on the first answer that is not a 200 rendered
     "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
     "mockskill.transport.tls",  # the local CA's certificates: with --tls or a skill's TLS fault
     "mockskill.scenario.schema",  # the scenario schema's path: `mockskill schema` only
@@ -91,13 +88,11 @@ def loaded(modules: set[str]) -> list[str]:
 
 
 def test_importing_mockskill_loads_nothing_but_its_version() -> None:
-    # mockskill serve's launcher executes itself again: what it imported would be paid twice.
     modules = imported_by("import mockskill")
     assert sorted(m for m in modules if m.startswith("mockskill")) == [
         "mockskill",
         "mockskill._version",
     ]
-    assert "typing" not in modules
 
 
 def test_the_public_face_loads_no_flask_audit_or_urllib() -> None:

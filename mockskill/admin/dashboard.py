@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from .._dataclass import dataclass
 from ..protocol.catalog import unified_body
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ CLI, which must not import Flask (the admin app is built on the first
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from flask import Response
+from flask import Response, current_app
 from flask.json.provider import DefaultJSONProvider
 
 from ..protocol import jsonstyle
@@ -34,6 +34,8 @@ class Provider(DefaultJSONProvider):
         return jsonstyle.encode(obj, default=self.default)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
-        obj = self._prepare_response_obj(args, kwargs)
-        answer = self._app.response_class(self.dumps(obj), mimetype=self.mimetype)
-        return cast(Response, answer)
+        # What jsonify takes: one value, several (a list), or keyword arguments (an object).
+        if args and kwargs:
+            raise TypeError("jsonify() takes positional or keyword arguments, not both")
+        obj = args[0] if len(args) == 1 else (args or kwargs or None)
+        return current_app.response_class(self.dumps(obj), mimetype=self.mimetype)

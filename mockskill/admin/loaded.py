@@ -8,8 +8,8 @@ it without importing each other.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from .._dataclass import dataclass
 from ..scenario.model import Scenario
 
 

@@ -32,10 +32,10 @@ import re
 import secrets
 import threading
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._dataclass import dataclass
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..recording import Recording, RecordingError, Written, write

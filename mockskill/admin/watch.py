@@ -20,11 +20,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._dataclass import dataclass
 from ..scenario.loader import scenario_files
 from ..scenario.problems import Problem
 

@@ -13,9 +13,9 @@ provider), is :mod:`.executions`'.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from ..engine.state import Entry
 from ..protocol.catalog import CATEGORIES, retry_after_seconds
 from .policy import FIELD_NAMES, FINGERPRINT, MUST_CHANGE, Policy, advised_ms, max_attempts, needed

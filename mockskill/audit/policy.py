@@ -7,7 +7,8 @@ wait an answer advised, and the attempts its advice allows.
 
 from __future__ import annotations
 
-from .._dataclass import dataclass
+from dataclasses import dataclass
+
 from ..protocol.catalog import CATEGORIES
 from .retries import VALIDATION_ERROR, Outcome
 

@@ -11,8 +11,8 @@ previous attempt failed. Pure functions over entries, like all of the audit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from .._dataclass import dataclass
 from ..engine.state import Entry
 from ..protocol.catalog import CATEGORIES, Retry
 

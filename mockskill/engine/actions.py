@@ -12,9 +12,9 @@ on a WSGI server's thread, with sleeps and the raw socket, is
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._dataclass import dataclass
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL
 from ..scenario.model import Reply, Step

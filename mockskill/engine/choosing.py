@@ -13,13 +13,9 @@ and the same requests replay the same values, whichever process serves each.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
+from hashlib import blake2b
 
-try:  # the built-in BLAKE2b: hashlib would load OpenSSL's _hashlib (start-up, issue 13)
-    from _blake2 import blake2b as _blake2b
-except ImportError:  # a build without the built-in hashes
-    from hashlib import blake2b as _blake2b
-
-from .._dataclass import dataclass
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
@@ -173,7 +169,7 @@ def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:
     Twister (``random.Random(seed)``) cost twice the whole draw.
     """
     text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
-    digest = _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return _SplitMix(int.from_bytes(digest, "big"))
 
 

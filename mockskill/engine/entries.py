@@ -18,10 +18,9 @@ import operator
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, NamedTuple
 
-from .._dataclass import dataclass
 from ..protocol.catalog import Retry
 
 MAX_SESSION_NAME = 256

@@ -13,9 +13,8 @@ This module is the contract between the two sides and holds no state.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
-
-from .._dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,9 @@ no other plan forwards anything. :mod:`.plan` names both types too.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._dataclass import dataclass
 from .entries import escaped, shorten
 from .wire import Answer, Fault
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._dataclass import dataclass
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
 from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill

@@ -35,10 +35,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
 
-from .._dataclass import dataclass
 from .forwarding import HOP_BY_HOP, Relayed, Upstream, upstream_journal
 from .wire import FRAMING_HEADERS, Answer, Fault
 
@@ -63,7 +62,7 @@ __all__ = [
 (:mod:`.forwarding`) live in their own modules and are named from here too."""
 
 
-class WaitKind(str, enum.Enum):
+class WaitKind(enum.StrEnum):
     """What a wait stands for, so that the journal can say which one was cut short."""
 
     DELAY = "delay"
@@ -124,7 +123,7 @@ class Dribble:
         return [body[i : i + size] for i in range(0, len(body), size)] or [b""]
 
 
-class Stale(str, enum.Enum):
+class Stale(enum.StrEnum):
     """How a connection kept open as if alive goes stale after its idle time."""
 
     CLOSE = "close"

@@ -22,9 +22,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
-from .._dataclass import dataclass
 from .entries import (
     MASK,
     MAX_ENTRY_BYTES,

@@ -16,9 +16,8 @@ Lua script on Redis).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
-
-from .._dataclass import dataclass
 
 if TYPE_CHECKING:
     from .entries import Entry, Recorded

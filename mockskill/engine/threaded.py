@@ -38,11 +38,11 @@ import select
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
-from .._dataclass import dataclass
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls

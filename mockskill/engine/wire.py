@@ -11,35 +11,16 @@ the transport's refusals and its fault players. :mod:`.plan` names both too.
 from __future__ import annotations
 
 import enum
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
-
-from .._dataclass import dataclass
+from http import HTTPStatus
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 """Header names the transport writes itself; an answer's own are dropped."""
 
 
-_PHRASES: dict[int, str] = {200: "OK"}
-"""Each status's standard reason phrase, as first looked up (at most 900: 100-999).
-
-200's is written here: http's HTTPStatus, an enum of ~60 members that costs
-start-up ~1 ms to build, is imported for the first other status rendered
-(a serve's first answer is most often a 200); then a status is looked up
-once, not per answer (a relayed one is a new Answer each time)."""
-
-
-def _reason(status: int) -> str:
-    phrase = _PHRASES.get(status)
-    if phrase is None:
-        from http import HTTPStatus
-
-        try:
-            phrase = HTTPStatus(status).phrase
-        except ValueError:
-            phrase = "Unknown"
-        _PHRASES[status] = phrase
-    return phrase
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+"""Each standard status's reason phrase; others are sent as "Unknown"."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +51,7 @@ class Answer:
     @property
     def phrase(self) -> str:
         """The reason phrase sent."""
-        return self.reason or _reason(self.status)
+        return self.reason or _PHRASES.get(self.status, "Unknown")
 
     @property
     def has_body(self) -> bool:
@@ -109,7 +90,7 @@ class Answer:
         return self.head(close=False) + self.body, self.head(close=True) + self.body
 
 
-class Fault(str, enum.Enum):
+class Fault(enum.StrEnum):
     """Failures below HTTP, done to the connection instead of the answer.
 
     The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``.

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from .._dataclass import dataclass
 
 BASE_URL = "{base_url}"
 """Placeholder for the server's base URL, filled in per request."""

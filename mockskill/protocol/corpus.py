@@ -32,9 +32,9 @@ import copy
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from . import descriptor as _descriptor
 from .validator import validate
 

@@ -26,9 +26,9 @@ import copy
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from .catalog import CATEGORIES, unified_body
 from .descriptor import CAPABILITY_TYPES
 

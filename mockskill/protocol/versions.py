@@ -13,8 +13,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-
-from .._dataclass import dataclass
+from dataclasses import dataclass
 
 Version = tuple[int, int, int]
 

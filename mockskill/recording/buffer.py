@@ -20,8 +20,8 @@ import dataclasses
 import json
 import threading
 import time
+from dataclasses import dataclass
 
-from .._dataclass import dataclass
 from ..engine.exchange import Exchange
 
 MAX_EXCHANGES = 2000

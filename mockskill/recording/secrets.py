@@ -28,11 +28,10 @@ import hashlib
 import json
 import re
 import zlib
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
-from .._dataclass import dataclass
 from ..engine.exchange import Exchange
 
 SECRET_HEADER = re.compile(

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._dataclass import dataclass
 from ..engine.conditions import ABSENT, resolve, same
 
 MAX_LEAVES = 64

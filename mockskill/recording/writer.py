@@ -29,13 +29,12 @@ import datetime
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import yaml
 
-from .._dataclass import dataclass
 from ..engine.conditions import ABSENT
 from ..engine.exchange import Exchange
 from ..protocol.catalog import BASE_URL, TOKEN_PATH
@@ -189,9 +188,7 @@ def write(
             f"a secret value shorter than {MIN_SCRUBBED} characters is left out where it was"
             " sent, but not searched for elsewhere (it would replace ordinary words)"
         )
-    when = datetime.datetime.fromtimestamp(
-        at if at is not None else _now(recorded), datetime.timezone.utc
-    )
+    when = datetime.datetime.fromtimestamp(at if at is not None else _now(recorded), datetime.UTC)
     header = build.header(target, when, len(recorded), dropped)
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     text = "".join(f"# {line}\n" if line else "#\n" for line in header) + body
@@ -218,7 +215,7 @@ def write(
 
 
 def _now(recorded: list[Exchange]) -> float:
-    return recorded[0].at if recorded else datetime.datetime.now(datetime.timezone.utc).timestamp()
+    return recorded[0].at if recorded else datetime.datetime.now(datetime.UTC).timestamp()
 
 
 class _Build:

@@ -11,9 +11,9 @@ misspelt key are reported in the same run.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from .model import Scenario
 from .problems import Problem
 from .source import Position

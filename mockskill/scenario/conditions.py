@@ -11,10 +11,9 @@ case takes, not what it answers.
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._dataclass import dataclass
 from .source import Position
 
 Source = Literal["headers", "query", "body", "raw_body"]

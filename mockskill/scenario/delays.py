@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._dataclass import dataclass
 from .problems import Path, describe, did_you_mean
 from .reader import Reader
 

@@ -14,10 +14,9 @@ import bisect
 import dataclasses
 import functools
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
-from .._dataclass import dataclass
 from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
 from .conditions import Check, Condition, Operator, Source

@@ -9,9 +9,8 @@ a fix). Loading collects every problem before it gives up, and raises one
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from .._dataclass import dataclass
 
 Path = tuple[str | int, ...]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from ..protocol.catalog import (
     BASE_URL,
     REFUSED_BASE_URL,

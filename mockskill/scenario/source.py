@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .._dataclass import dataclass
 from .problems import Path, Problem, format_path
 
 if TYPE_CHECKING:

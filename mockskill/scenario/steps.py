@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from .._dataclass import dataclass
 from ..protocol import catalog
 from . import bodies, proxying, wire
 from .model import (

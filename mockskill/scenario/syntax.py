@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import yaml
-
-from .._dataclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ async def connect(url: str, timeout: float) -> Link:
         _, link = await asyncio.wait_for(
             loop.create_connection(lambda: Link(timeout), host, port, ssl=context), timeout
         )
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise LinkError(f"Timeout connecting to {host}:{port}") from None
     except ssl.SSLError as error:  # (an OSError too: say it is TLS that failed)
         raise LinkError(f"TLS handshake with {host}:{port} failed: {error}") from None

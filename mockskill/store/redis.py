@@ -294,7 +294,7 @@ class RedisStore:
     def record(self, entry: Entry | Recorded) -> None:
         """Queue *entry*: on a loop in the loop's queue (sent with its batches), elsewhere
         in the journal's (sent by its flusher thread)."""
-        loop = _get_running_loop()
+        loop = _running_loop()
         if loop is None:
             self.journal_store.record(entry)
             return
@@ -360,10 +360,6 @@ class RedisStore:
         self.client.close()
         if "_health_client" in self.__dict__:
             self._health_client.close()
-
-
-_get_running_loop = asyncio._get_running_loop
-"""The running loop of this thread, or None (asyncio's own test, without raising)."""
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
-
-from .._dataclass import dataclass
 
 FORMAT = 1
 """The layout of a stored version; a replica refuses (and says so) a layout it does not know."""

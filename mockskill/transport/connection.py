@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, cast
+from typing import cast
 
 from ..engine.plan import Outcome, Plan, Stale
 from .answering import Answering
@@ -55,12 +55,8 @@ class Connection(Answering, asyncio.Protocol):
     # A new attribute has to be named here.
     __slots__ = ("_discarded", "_left_at", "_shared", "_write_paused")
 
-    def __init__(self, shared: Shared, peer: tuple[Any, ...] | None = None) -> None:
-        """*peer*: the client's address as ``accept()`` gave it, when the listener took the
-        connection itself (:mod:`.listening`); else it is asked of the transport once made."""
+    def __init__(self, shared: Shared) -> None:
         super().__init__(shared.limits, shared.loop)
-        if peer is not None:
-            self._peer = (str(peer[0]), int(peer[1]))
         self._shared = shared
         self._handler = shared.handler
         # A list, not a deque: at most max_pipeline items, and an empty deque is ~600 bytes.
@@ -133,13 +129,13 @@ class Connection(Answering, asyncio.Protocol):
         timers = self._shared.timers
         if timers.ticks:  # waits that are over end before an arrival is handled
             timers.run_due()
-        # Answers are written whole, and the listener sets TCP_NODELAY on the sockets it
-        # accepts (listening.py): Nagle does not hold an answer's last segment.
+        # Answers are written whole, and the loop sets TCP_NODELAY on the sockets it
+        # accepts: Nagle does not hold an answer's last segment.
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         # Each address asked of the transport only when not known already: on uvloop each
         # is a socket object made around the descriptor, a system call and the address
-        # formatted, per connection (the peer comes from accept() when the listener took
-        # it, the local address from the listening socket when it is bound to one).
+        # formatted, per connection (the local address comes from the listening socket
+        # when it is bound to one).
         if self._peer is UNKNOWN:
             peer = transport.get_extra_info("peername")
             if isinstance(peer, tuple):

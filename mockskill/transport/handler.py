@@ -20,9 +20,9 @@ WSGI app in a thread pool without blocking anything else.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
-from .._dataclass import dataclass
 from ..engine.plan import Answer, Outcome, Plan
 
 Headers = tuple[tuple[str, str], ...]

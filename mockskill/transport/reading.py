@@ -18,11 +18,11 @@ import abc
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from itertools import chain
 
 import httptools
 
-from .._dataclass import dataclass
 from .handler import Refusal, Request
 from .rules import (
     CONNECTION,

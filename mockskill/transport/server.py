@@ -26,11 +26,10 @@ import socket
 import ssl
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from .connection import Connection
 from .handler import Handler
-from .listening import Listener
 from .reading import Limits
 from .shared import Shared, local_of
 from .upstream import close_pool
@@ -113,7 +112,6 @@ class Server:
         self.backlog = backlog
         self._sock = sock
         self._server: asyncio.AbstractServer | None = None
-        self._listener: Listener | None = None
         self._shared: Shared | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_stop_request: Callable[[], None] | None = None
@@ -127,19 +125,15 @@ class Server:
         sock = self._sock if self._sock is not None else _bind(self.host, self.port)
         timers = shared.timers
 
-        def connection(peer: tuple[Any, ...] | None = None) -> Connection:
-            # Made in a pass of the loop that sets up thousands of them in a burst: what
-            # is due (waits that are over, the next look at the listening socket) runs
-            # between them, not after them all.
+        def connection() -> Connection:
+            # Made in a pass of the loop that sets up thousands of them in a burst: the
+            # waits that are over run between them, not after them all.
             timers.run_due()
-            return Connection(shared, peer)
+            return Connection(shared)
 
         shared.local = local_of(sock)
         server = await loop.create_server(connection, sock=sock, backlog=self.backlog, ssl=self.tls)
         self._server = server
-        listener = Listener(loop, sock, connection, timers, self.tls)
-        shared.arrived = listener.arrived
-        self._listener = listener
         self.port = int(sock.getsockname()[1])
         for companion in self.companions:
             await companion.start()
@@ -173,13 +167,12 @@ class Server:
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> bool:
         """Stop accepting now, drain for up to *grace* s, cut the rest; True if none was cut."""
-        if self._server is None or self._listener is None or self._shared is None:
+        if self._server is None or self._shared is None:
             return True
         # The companions' listeners stop and drain alongside this one's.
         others = [asyncio.ensure_future(c.stop(grace)) for c in self.companions]
         # The listening socket (both ways in): no new connection from here on.
         self._server.close()
-        await self._listener.close()
         for _ in range(3):
             # Connections the loop accepted just before are still being made (a task
             # on asyncio's loop): let them in, so that the drain closes them in order.
@@ -189,7 +182,7 @@ class Server:
         for other in others:
             drained = await other and drained
         close_pool(asyncio.get_running_loop())  # the proxy steps' kept-alive upstreams
-        self._server = self._listener = None
+        self._server = None
         return drained
 
 
@@ -308,7 +301,7 @@ def run(
 
     The first of *signals* stops accepting and drains for up to *grace*
     seconds; a second one cuts what is left at once. *on_started* is called
-    once the server listens (``mockskill serve`` freezes its start-up heap there).
+    once the server listens.
     """
     event_loop = new_loop(loop)
     asyncio.set_event_loop(event_loop)

@@ -99,10 +99,6 @@ def local_of(sock: socket.socket) -> tuple[str, int] | None:
     return host, int(address[1])
 
 
-def _nothing() -> None:
-    pass
-
-
 def resolve(future: asyncio.Future[Any], value: Any) -> None:
     """Set *future*'s result unless it is done already."""
     if not future.done():
@@ -129,8 +125,6 @@ class Shared:
         self.timers = Timers(loop)
         """The connections' waits, by the millisecond they end, on one loop timer."""
         self.connections: set[Connection] = set()
-        self.arrived: Callable[[], None] = _nothing
-        """Called as each connection arrives (the listener: take what else is queued)."""
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
         self.local: tuple[str, int] | None = None
@@ -154,7 +148,6 @@ class Shared:
         self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
     def register(self, connection: Connection) -> int:
-        self.arrived()
         self.accepted += 1
         connections = self.connections
         connections.add(connection)

@@ -95,7 +95,7 @@ class Authority:
     def _fault_context(self, fault: str, names: Iterable[str]) -> ssl.SSLContext:
         hosts = tuple(dict.fromkeys((*LOCAL_NAMES, *(n.strip("[]") for n in names))))
         hosts = tuple(n for n in hosts if n not in ("0.0.0.0", "::"))
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         context = _server_context(FaultContext)
         if fault == "expired":
             leaf = self.ca.issue_cert(
@@ -237,7 +237,7 @@ def _weak_leaf(authority: Authority, hosts: tuple[str, ...], context: ssl.SSLCon
     key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     ca_cert = x509.load_pem_x509_certificate(authority.ca_pem)
     ca_key = serialization.load_pem_private_key(authority.ca.private_key_pem.bytes(), None)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     sans: list[x509.GeneralName] = []
     for host in hosts:
         try:

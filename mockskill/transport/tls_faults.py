@@ -46,9 +46,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._dataclass import dataclass
 from .connection import Connection
 from .handler import Handler
 from .reading import Limits
@@ -374,7 +374,7 @@ class _Listener:
             conn.close()
             spare.close()
             raise
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             conn.close()
             self._failed(started, alert_of(exc), sni)  # journalled before the client learns
             from .tls import RefusedHandshake  # loaded: it made the fault's context

@@ -9,8 +9,7 @@ app, which a user can still mount in any other server.
 A worker that COMPUTES (a report over a full journal) still shares the GIL
 with the loop's thread: the admin app writes its JSON in pieces
 (:func:`mockskill.protocol.jsonstyle.encode`) so that no single C call
-holds it for long, and a process that is the server's asks a busy thread
-to let go after 1 ms (:mod:`mockskill.server_process`), not Python's 5 ms.
+holds it for long.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def test_aiohttp_raises(server: Server, urls: dict[str, str]) -> None:
                 try:
                     async with client.post(url, ssl=context) as response:
                         await response.read()
-                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, aiohttp.ClientError) as exc:
                     found[fault] = (type(exc).__name__, _fragment(str(exc), AIOHTTP[fault]))
                 else:
                     found[fault] = None
@@ -378,7 +378,7 @@ def _s_server_args(fault: str, files: Path) -> list[str]:
     same kind of certificate from the same CA (or another), the same demand, the same
     protocol versions."""
     ca = authority().ca
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     day = datetime.timedelta(days=1)
     hosts = ("localhost", "127.0.0.1")
     extra: list[str] = []
@@ -421,7 +421,7 @@ def _weak_leaf(files: Path) -> list[str]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     ca_cert = x509.load_pem_x509_certificate(ca.ca_pem)
     ca_key = serialization.load_pem_private_key(ca.ca.private_key_pem.bytes(), None)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     cert = (
         x509.CertificateBuilder()
