@@ -441,8 +441,10 @@ def supervise(ctx: click.Context, paths: tuple[Path, ...], count: int) -> int:
         if not isinstance(param.envvar, str) or param.name in (None, "paths"):
             continue
         value = 1 if param.name == "workers" else params.get(param.name)
-        if value is None:
+        if value is None or value == ():
             environment.pop(param.envvar, None)
+        elif isinstance(value, tuple):  # a repeatable option: its variable takes them spaced
+            environment[param.envvar] = " ".join(map(str, value))
         elif isinstance(value, bool):
             environment[param.envvar] = "1" if value else "0"
         else:

@@ -22,7 +22,8 @@ from the bottom:
   may read: it imports nothing of the package.
 
 Each stage's ``__init__`` docstring names every module of the stage and says
-what the stage may import; no module is over 500 lines (issue 12).
+what the stage may import; no module is over 1 200 lines, and the run's summary
+names those over 800 for a reviewer's eye.
 """
 
 from __future__ import annotations
@@ -171,16 +172,24 @@ def test_every_stage_says_what_it_owns_and_may_import() -> None:
         assert unnamed == [], f"{init}'s docstring does not say what owns {unnamed}"
 
 
-MAX_LINES = 500
+REVIEW_LINES = 800
+"""A module longer than this is named at the end of the run: does it hold one concept?"""
+MAX_LINES = 1200
+"""A module longer than this fails: it surely holds more than one."""
 
 
-def test_no_module_is_over_500_lines() -> None:
-    """A module over ~500 lines holds more than one concept: split it by them (issue 12)."""
-    long = {
-        module: lines
+def module_lines() -> dict[str, int]:
+    return {
+        module: len(path.read_text(encoding="utf-8").splitlines())
         for module, path in sorted(MODULES.items())
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
+
+
+def test_no_module_is_over_1200_lines() -> None:
+    """Split a module by the concepts it holds, never by its line count: the length is
+    a hint for a reviewer (the run's summary names modules over ~800 lines), and only
+    a module over ~1 200 lines is held to be two concepts or more."""
+    long = {module: lines for module, lines in module_lines().items() if lines > MAX_LINES}
     assert long == {}, f"modules over {MAX_LINES} lines: {long}"
 
 

@@ -75,9 +75,10 @@ def test_a_forged_host_header_cannot_inject_into_bodies(bundled: Server) -> None
     response = requests.get(
         bundled.skill_url("translate"), headers={"Host": 'evil"}, "x": "'}, timeout=10
     )
-    url = response.json()["endpoint"]["url"]
-    assert url.endswith("/skills/translate/invoke")
-    assert "evil" not in url
+    # Not a host: refused before any body is made from it (RFC 9112 3.2).
+    assert response.status_code == 400
+    assert response.json()["error"]["code"].startswith("MOCKSKILL_")
+    assert "endpoint" not in response.json()
 
 
 def test_a_raw_descriptor_is_served_exactly(serve: Serve) -> None:
