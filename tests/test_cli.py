@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,26 @@ def test_validate_reports_a_missing_path(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 1
     assert "nothing there" in result.output
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_validate_refuses_a_fifo_without_hanging_or_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text("skills: [{id: good}]\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    result = subprocess.run(
+        [sys.executable, "-m", "mockskill", "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"{tmp_path / 'pipe.yaml'}:1:1: (file): expected a scenario file or folder" in (
+        result.stderr
+    )
+    assert "found a FIFO (named pipe) there" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
 
 
 def test_serve_refuses_an_invalid_file_with_the_same_report(bad_file: Path) -> None:

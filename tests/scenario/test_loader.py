@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -656,6 +657,23 @@ def test_a_missing_path_is_a_problem(tmp_path: Path) -> None:
     [problem] = path_problems(missing)
     assert (problem.file, problem.path) == (str(missing), "(file)")
     assert (problem.expected, problem.found) == ("a scenario file or folder", "nothing there")
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX's")
+def test_a_fifo_or_a_device_named_yaml_in_a_folder_is_refused_like_a_missing_file(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "good.yaml", "skills: [{id: good}]\n")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    problems = path_problems(tmp_path)
+    assert [(Path(p.file).name, p.path, p.expected, p.found) for p in problems] == [
+        ("pipe.yaml", "(file)", "a scenario file or folder", "a FIFO (named pipe) there"),
+        ("zero.yaml", "(file)", "a scenario file or folder", "a character device there"),
+    ]
+    [device] = path_problems(Path("/dev/zero"))  # named itself: not "nothing there"
+    assert device.found == "a character device there"
 
 
 def test_a_folder_without_yaml_is_a_problem(tmp_path: Path) -> None:
