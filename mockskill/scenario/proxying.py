@@ -111,6 +111,20 @@ def _verify(r: Reader, value: Any, path: Path) -> Any:
             "a relative path is read from the scenario file's folder",
         )
         return BAD
+    # Read now, as the upstream's TLS will: a file that holds no certificate would
+    # otherwise fail every proxied request, each with a closed connection.
+    import ssl  # only for a scenario that names a CA file
+
+    try:
+        ssl.create_default_context(cafile=found)
+    except (ssl.SSLError, OSError) as exc:
+        r.bad(
+            path,
+            "the path of a CA certificates file (PEM)",
+            f"{value!r}, which holds no certificate Python's ssl can read ({found})",
+            f"ssl says: {getattr(exc, 'reason', None) or exc}",
+        )
+        return BAD
     return found
 
 
