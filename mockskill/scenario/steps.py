@@ -429,7 +429,18 @@ def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | obje
 def _result_reply(
     r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
 ) -> Reply | None:
-    status = r.integer(raw, "status", path, default=200, minimum=100, maximum=599)
+    written = raw.get("status", 200)
+    if _is_int(written) and 100 <= written < 200:
+        # A 1xx is interim: a client reads the real answer after it, and a keep-alive
+        # client then takes this answer for its next request's.
+        r.bad(
+            (*path, "status"),
+            "a whole number from 200 to 599",
+            describe(written),
+            "a 1xx status is interim, not a final answer (clients would wait for the real one)",
+        )
+        return None
+    status = r.integer(raw, "status", path, default=200, minimum=200, maximum=599)
     content_type = headers.pop("Content-Type", None)
     for name in list(headers):
         if name.lower() == "content-type":
