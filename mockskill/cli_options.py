@@ -15,7 +15,7 @@ import click
 
 from .scenario.loader import bundled_path, load_paths
 from .scenario.model import ScenarioSet
-from .scenario.problems import ScenarioError
+from .scenario.problems import Problem, ScenarioError
 from .scenario.reader import MAX_DELAY_MS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,10 +48,14 @@ def admin_token(text: str) -> Callable[[F], F]:
     )
 
 
-def load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
-    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1."""
+def load_or_exit(
+    paths: tuple[Path, ...], max_delay_ms: int, warnings: list[Problem] | None = None
+) -> ScenarioSet:
+    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1.
+
+    *warnings*, if given, receives the loader's warnings (``validate`` prints them)."""
     try:
-        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms)
+        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms, warnings=warnings)
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mockskill import Server, __version__
+from mockskill import Server, __version__, bundled_path
 from mockskill.cli import cli
 
 BAD = (Path(__file__).parent / "data" / "bad.yaml").read_text()
@@ -86,6 +86,32 @@ def test_validate_refuses_a_fifo_without_hanging_or_a_traceback(tmp_path: Path) 
     )
     assert "found a FIFO (named pipe) there" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+NOT_UNIFIED = (
+    "skills:\n  - id: s\n    invoke: {status: 400, json: {error: input.lang is required}}\n"
+)
+
+
+def test_validate_warns_about_an_error_answer_outside_the_unified_body(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(NOT_UNIFIED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0  # a provider broken on purpose is a scenario too
+    assert f"warning: {path}:3:33: skills[0].invoke.json: expected the unified error body" in (
+        result.output
+    )
+    assert "ok: 1 scenario, 1 skill (1 warning)" in result.output
+
+
+def test_validate_strict_fails_on_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(NOT_UNIFIED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["validate", "--strict", str(path)])
+    assert result.exit_code == 1
+    assert "warning: " in result.output
+    assert "1 scenario, 1 skill (1 warning); --strict fails on warnings" in result.output
+    assert CliRunner().invoke(cli, ["validate", "--strict", str(bundled_path())]).exit_code == 0
 
 
 def test_serve_refuses_an_invalid_file_with_the_same_report(bad_file: Path) -> None:

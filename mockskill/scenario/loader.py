@@ -101,23 +101,36 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
     return files, problems
 
 
-def load_paths(paths: Iterable[str | FsPath], *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+def load_paths(
+    paths: Iterable[str | FsPath],
+    *,
+    max_delay_ms: int = MAX_DELAY_MS,
+    warnings: list[Problem] | None = None,
+) -> ScenarioSet:
     """Load scenario files and folders; raise ScenarioError listing every problem.
 
     Waits longer than *max_delay_ms* (delays, hangs, execution times) are refused.
+    *warnings*, if given, receives what loads but is likely a mistake (a skill's
+    scripted JSON error answer that is not in the unified body).
     """
     documents: list[Document] = []
     problems: list[Problem] = []
     _read_paths(paths, documents, problems)
-    return _finish(documents, problems, max_delay_ms)
+    return _finish(documents, problems, max_delay_ms, warnings=warnings)
 
 
-def load_text(text: str, name: str = "<text>", *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+def load_text(
+    text: str,
+    name: str = "<text>",
+    *,
+    max_delay_ms: int = MAX_DELAY_MS,
+    warnings: list[Problem] | None = None,
+) -> ScenarioSet:
     """Load scenarios from YAML text; *name* stands for the file in problems."""
     documents: list[Document] = []
     problems: list[Problem] = []
     _read_text(text, name, documents, problems)
-    return _finish(documents, problems, max_delay_ms)
+    return _finish(documents, problems, max_delay_ms, warnings=warnings)
 
 
 def load_data(
@@ -208,6 +221,8 @@ def _finish(
     problems: list[Problem],
     max_delay_ms: int,
     given: Iterable[Scenario] = (),
+    *,
+    warnings: list[Problem] | None = None,
 ) -> ScenarioSet:
     """Read every document, then check the whole set (with *given*, loaded already) for clashes.
 
@@ -220,7 +235,7 @@ def _finish(
     scenarios = list(given)
     claims = [Claim.of(scenario) for scenario in scenarios]
     for doc in documents:
-        reader = Reader(doc, problems, max_delay_ms=max_delay_ms)
+        reader = Reader(doc, problems, max_delay_ms=max_delay_ms, warnings=warnings)
         scenario, claim = _read_scenario(reader, single=per_file[doc.file] == 1)
         if scenario is not None:
             scenarios.append(scenario)

@@ -31,16 +31,27 @@ class Reader:
     MISSING: Final = _Missing()
 
     def __init__(
-        self, doc: Document, problems: list[Problem], *, max_delay_ms: int = MAX_DELAY_MS
+        self,
+        doc: Document,
+        problems: list[Problem],
+        *,
+        max_delay_ms: int = MAX_DELAY_MS,
+        warnings: list[Problem] | None = None,
     ) -> None:
         self.doc = doc
         self.problems = problems
         self.max_delay_ms = max_delay_ms
+        self.warnings: list[Problem] = [] if warnings is None else warnings
+        """What is allowed but likely a mistake (``mockskill validate`` shows them)."""
 
     def bad(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
     ) -> None:
         self.problems.append(self.doc.problem(path, expected, found, hint, at_key=at_key))
+
+    def warn(self, path: Path, expected: str, found: str, hint: str = "") -> None:
+        """Like :meth:`bad`, for something that loads (a provider broken on purpose may mean it)."""
+        self.warnings.append(self.doc.problem(path, expected, found, hint))
 
     def position(self, path: Path) -> Position:
         line, column = self.doc.position(path)

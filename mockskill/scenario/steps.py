@@ -478,7 +478,22 @@ def _result_reply(
         body, kind = b"", TEXT_TYPE
     if status is None:
         return None
+    if "json" in raw and status >= 400 and ctx.error_context.skill_id is not None:
+        _check_error_body(r, raw["json"], (*path, "json"))
     return Reply.make(status, body, content_type or kind, headers)
+
+
+def _check_error_body(r: Reader, value: Any, path: Path) -> None:
+    """A warning when a skill's scripted JSON error answer is not in the unified body."""
+    problem = catalog.error_body_problem(value)
+    if problem is not None:
+        r.warn(
+            path,
+            "the unified error body {error: {code, message, details, retry}}",
+            describe(value),
+            f"{problem}, and a consumer reads error.code and error.message (error: CODE writes"
+            " the body); keep it only to script a provider that breaks the protocol",
+        )
 
 
 def _is_int(value: Any) -> bool:
