@@ -1,5 +1,6 @@
 """What the ``mockskill`` commands share: the PATHS argument, ``--max-delay``,
-``--admin-token``, and loading scenarios or exiting 1 with every problem.
+``--admin-token``, loading scenarios or exiting 1 with every problem, and a
+server that cannot start said in the command line's terms.
 
 Apart from :mod:`mockskill.cli` (the group and the small commands) so that
 :mod:`mockskill.cli_serve` can use them too without importing the group.
@@ -12,7 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from .listening import PortInUse, ServerError
 from .scenario.loader import bundled_path, load_paths
 from .scenario.model import ScenarioSet
 from .scenario.problems import Problem, ScenarioError
@@ -59,3 +62,15 @@ def load_or_exit(
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
+
+
+def cannot_start(ctx: click.Context, error: ServerError) -> str:
+    """What a command says when its server cannot start: a port in use names the option
+    that gave the port, or its environment variable when that did (the Docker image
+    sets ``MOCKSKILL_PORT``), not the Python argument."""
+    if isinstance(error, PortInUse):
+        option = "--" + error.parameter.replace("_", "-")
+        if ctx.get_parameter_source(error.parameter) is ParameterSource.ENVIRONMENT:
+            option = f"MOCKSKILL_{error.parameter.upper()}"
+        error = error.advised(option)
+    return f"mockskill: {error}"

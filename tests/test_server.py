@@ -72,8 +72,13 @@ def test_start_and_stop_take_at_most_50_ms_each() -> None:
 def test_a_busy_port_is_a_clear_error_not_an_exit() -> None:
     with Server() as first:
         second = Server(port=first.port)
-        with pytest.raises(ServerError, match=rf"port {first.port} is in use.*--port"):
+        with pytest.raises(ServerError, match=rf"port {first.port} is in use") as caught:
             second.start()
+        # Said in Python's terms: the argument to change, not a command-line option.
+        assert str(caught.value).endswith("pick another with port= (0: any)")
+        beside = Server(tls=True, http_port=first.port)
+        with pytest.raises(ServerError, match="pick another with http_port= "):
+            beside.start()
 
 
 def test_url_helpers_name_a_skill_and_its_invoke_endpoint() -> None:
