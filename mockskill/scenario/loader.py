@@ -136,8 +136,15 @@ def load_text(
 def load_data(
     data: Mapping[str, Any], name: str = "<data>", *, max_delay_ms: int = MAX_DELAY_MS
 ) -> ScenarioSet:
-    """Load one scenario given as Python data (as if it were a YAML document)."""
-    return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
+    """Load one scenario given as Python data (as if it were a YAML document).
+
+    Its problems are placed by their path in the data (``<data>: skills[0].id: ...``),
+    with line and column 0: the YAML it is read as is never seen by its author.
+    """
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    _read_text(json.dumps(data, indent=1), name, documents, problems)
+    return _finish(documents, problems, max_delay_ms, by_path={name})
 
 
 def _read_paths(
@@ -184,11 +191,13 @@ def load_any(
     documents: list[Document] = []
     problems: list[Problem] = []
     given: list[Scenario] = []
+    data: set[str] = set()
     for i, item in enumerate(items):
         label = name if single else f"{name}[{i}]"
         if isinstance(item, ScenarioSet):
             given.extend(item.scenarios)
         elif isinstance(item, Mapping):
+            data.add(label.replace("text", "data", 1))
             _read_text(
                 json.dumps(item, indent=1), label.replace("text", "data", 1), documents, problems
             )
@@ -197,7 +206,7 @@ def load_any(
             _read_text(item, label, documents, problems)
         else:
             _read_paths([item], documents, problems)
-    return _finish(documents, problems, max_delay_ms, given)
+    return _finish(documents, problems, max_delay_ms, given, by_path=data)
 
 
 def _is_text(source: object) -> bool:
@@ -223,11 +232,14 @@ def _finish(
     given: Iterable[Scenario] = (),
     *,
     warnings: list[Problem] | None = None,
+    by_path: set[str] | frozenset[str] = frozenset(),
 ) -> ScenarioSet:
     """Read every document, then check the whole set (with *given*, loaded already) for clashes.
 
     Clashes are checked over what every scenario claims, broken ones too, so
-    that one run reports both kinds of problem.
+    that one run reports both kinds of problem. The problems of the files named
+    in *by_path* (Python data, read as YAML its author never saw) are placed by
+    their path alone (:meth:`Problem.by_path`).
     """
     per_file: dict[str, int] = {}
     for doc in documents:
@@ -242,6 +254,10 @@ def _finish(
         if claim is not None:
             claims.append(claim)
     problems.extend(clashes(claims))
+    if by_path:
+        problems[:] = [p.by_path(by_path) for p in problems]
+        if warnings is not None:
+            warnings[:] = [p.by_path(by_path) for p in warnings]
     if problems:
         raise InvalidScenarios(problems, claims)
     return ScenarioSet(tuple(scenarios))

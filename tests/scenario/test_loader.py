@@ -725,6 +725,28 @@ def test_load_data_reports_problems_like_a_file() -> None:
     assert {p.file for p in caught.value.problems} == {"given"}
 
 
+def test_a_problem_in_python_data_is_placed_by_its_path_not_by_a_line_of_its_rendering() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_data({"name": "d", "skills": [{"id": "d", "invoke": [{"json": 1, "delay": -1}]}]})
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line, problem.column) == ("<data>", 0, 0)
+    assert str(problem).startswith("<data>: skills[0].invoke[0].delay: expected a whole number")
+
+
+def test_in_a_list_data_is_placed_by_path_and_text_by_line() -> None:
+    text = "name: t\nskills:\n  - id: same\n    invok: {json: 1}\n"
+    with pytest.raises(ScenarioError) as caught:
+        load_any([{"name": "a", "skills": [{"id": "same"}]}, {"skills": [{"id": "same"}]}, text])
+    assert [str(p) for p in caught.value.problems] == [
+        "<data>[1]: skills[0].id: expected a skill id used once, found 'same' again"
+        " (first at <data>[0])",  # not a line of a rendering its author never saw
+        "<text>[2]:3:5: skills[0].id: expected a skill id used once, found 'same' again"
+        " (first at <data>[0])",
+        "<text>[2]:4:5: skills[0].invok: expected a known key, found unknown key 'invok';"
+        " did you mean 'invoke'?",
+    ]
+
+
 # -- what valid scenarios become -------------------------------------------------------
 
 
