@@ -96,10 +96,12 @@ def _url(r: Reader, text: str, path: Path) -> Proxy | None:
 
 
 def _verify(r: Reader, value: Any, path: Path) -> Any:
+    expected = "true, false, or the path of a CA certificates file (PEM)"
     if isinstance(value, bool):
-        return value
+        checked = r.boolean(value, path, expected)  # an unquoted yes: write true
+        return BAD if checked is None else checked
     if not isinstance(value, str) or not value:
-        r.bad(path, "true, false, or the path of a CA certificates file (PEM)", describe(value))
+        r.bad(path, expected, describe(value))
         return BAD
     base = os.path.dirname(r.doc.file) if os.path.isfile(r.doc.file) else os.getcwd()
     found = os.path.abspath(os.path.join(base, value))

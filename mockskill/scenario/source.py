@@ -100,6 +100,9 @@ class Document:
     """Path of a mapping entry → (line, column) of its key."""
     text: str = field(default="", repr=False)
     """The whole text the document was read from (every document of it)."""
+    words: dict[Path, tuple[str, Problem]] = field(default_factory=dict, repr=False)
+    """Each unquoted YAML 1.1 word read as a boolean (``yes``): the word and its problem,
+    which the reader words again where a boolean is wanted (:meth:`Reader.boolean`)."""
 
     def problem(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
@@ -211,6 +214,7 @@ class _Builder:
                 f"{node.value} unquoted, which YAML 1.1 reads as the boolean {str(value).lower()}",
                 f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
             )
+            self.doc.words[path] = (node.value, self.problems[-1])
             return value
         value = self._scalar(node, path)
         return None if value is _UNREADABLE else value

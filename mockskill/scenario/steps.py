@@ -458,12 +458,11 @@ def _result_reply(
             return None
         body, kind = text.encode(), TEXT_TYPE
     elif "descriptor" in raw:
+        wanted = "true (serve the skill's descriptor)"
         if raw["descriptor"] is not True:
-            r.bad(
-                (*path, "descriptor"),
-                "true (serve the skill's descriptor)",
-                describe(raw["descriptor"]),
-            )
+            r.bad((*path, "descriptor"), wanted, describe(raw["descriptor"]))
+            return None
+        if r.boolean(True, (*path, "descriptor"), wanted) is None:  # an unquoted yes or on
             return None
         if ctx.descriptor is None:
             r.bad(
