@@ -21,7 +21,7 @@ from .cases import read_endpoint
 from .claims import Claim, clashes
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
-from .problems import Path, Problem, ScenarioError, describe
+from .problems import Path, Problem, ScenarioError, describe, format_path
 from .reader import MAX_DELAY_MS, Reader
 from .routes import RuleError
 from .routes import parse as parse_rule
@@ -143,8 +143,45 @@ def load_data(
     """
     documents: list[Document] = []
     problems: list[Problem] = []
-    _read_text(json.dumps(data, indent=1), name, documents, problems)
+    _read_data(data, name, documents, problems)
     return _finish(documents, problems, max_delay_ms, by_path={name})
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _read_data(
+    data: Mapping[str, Any], name: str, documents: list[Document], problems: list[Problem]
+) -> None:
+    """Python data read as the YAML it stands for; a value YAML has no word for (a set,
+    bytes, an object) is a problem at its path in the data, not a TypeError."""
+    odd = _not_plain(data, ())
+    if odd is not None:
+        path, value = odd
+        expected = "plain data: dicts, lists, strings, numbers, booleans, None"
+        found = f"{type(value).__name__} {value!r}"[:80]
+        problems.append(Problem(name, 0, 0, format_path(path), expected, found))
+        return
+    _read_text(json.dumps(data, indent=1), name, documents, problems)
+
+
+def _not_plain(value: Any, path: Path) -> tuple[Path, Any] | None:
+    """The first value under *value* that is not plain data, and its path (None: all are)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, _PLAIN):  # json.dumps writes these as strings
+                return path, key
+            found = _not_plain(item, (*path, str(key)))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _not_plain(item, (*path, i))
+            if found is not None:
+                return found
+        return None
+    return None if isinstance(value, _PLAIN) else (path, value)
 
 
 def _read_paths(
@@ -198,9 +235,7 @@ def load_any(
             given.extend(item.scenarios)
         elif isinstance(item, Mapping):
             data.add(label.replace("text", "data", 1))
-            _read_text(
-                json.dumps(item, indent=1), label.replace("text", "data", 1), documents, problems
-            )
+            _read_data(item, label.replace("text", "data", 1), documents, problems)
         elif _is_text(item):
             assert isinstance(item, str)
             _read_text(item, label, documents, problems)

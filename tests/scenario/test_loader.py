@@ -733,6 +733,22 @@ def test_a_problem_in_python_data_is_placed_by_its_path_not_by_a_line_of_its_ren
     assert str(problem).startswith("<data>: skills[0].invoke[0].delay: expected a whole number")
 
 
+@pytest.mark.parametrize("odd", [{1, 2}, b"bytes", object()], ids=["set", "bytes", "object"])
+def test_a_value_yaml_has_no_word_for_is_a_problem_at_its_path_not_a_type_error(
+    odd: object,
+) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_any([{"skills": [{"id": "d", "invoke": {"json": {"a": [1, odd]}}}]}])
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line, problem.path) == (
+        "<data>[0]",
+        0,
+        "skills[0].invoke.json.a[1]",
+    )
+    assert problem.expected == "plain data: dicts, lists, strings, numbers, booleans, None"
+    assert problem.found.startswith(type(odd).__name__)
+
+
 def test_in_a_list_data_is_placed_by_path_and_text_by_line() -> None:
     text = "name: t\nskills:\n  - id: same\n    invok: {json: 1}\n"
     with pytest.raises(ScenarioError) as caught:
