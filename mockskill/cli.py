@@ -50,11 +50,30 @@ def cli() -> None:
 @cli.command()
 @PATHS
 @MAX_DELAY
-def validate(paths: tuple[Path, ...], max_delay: int) -> None:
-    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
-    scenarios = load_or_exit(paths, max_delay)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 on warnings too (for CI), as on problems.",
+)
+def validate(paths: tuple[Path, ...], max_delay: int, strict: bool) -> None:
+    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any.
+
+    A warning (a skill's scripted JSON error answer that is not in the unified
+    error body) is printed, positioned, and fails only with --strict: a provider
+    broken on purpose is a scenario too.
+    """
+    from .scenario.problems import Problem
+
+    warnings: list[Problem] = []
+    scenarios = load_or_exit(paths, max_delay, warnings)
+    for warning in sorted(warnings):
+        click.echo(f"warning: {warning}", err=True)
     counts = count(len(scenarios.scenarios), "scenario"), count(len(scenarios.skills), "skill")
-    click.echo(f"ok: {', '.join(counts)}")
+    said = f" ({count(len(warnings), 'warning')})" if warnings else ""
+    if warnings and strict:
+        click.echo(f"mockskill: {', '.join(counts)}{said}; --strict fails on warnings", err=True)
+        raise SystemExit(1)
+    click.echo(f"ok: {', '.join(counts)}{said}")
 
 
 @cli.command("check-descriptor")

@@ -1,5 +1,6 @@
 """What the ``mockskill`` commands share: the PATHS argument, ``--max-delay``,
-``--admin-token``, and loading scenarios or exiting 1 with every problem.
+``--admin-token``, loading scenarios or exiting 1 with every problem, and a
+server that cannot start said in the command line's terms.
 
 Apart from :mod:`mockskill.cli` (the group and the small commands) so that
 :mod:`mockskill.cli_serve` can use them too without importing the group.
@@ -12,10 +13,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from .listening import PortInUse, ServerError
 from .scenario.loader import bundled_path, load_paths
 from .scenario.model import ScenarioSet
-from .scenario.problems import ScenarioError
+from .scenario.problems import Problem, ScenarioError
 from .scenario.reader import MAX_DELAY_MS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,10 +51,26 @@ def admin_token(text: str) -> Callable[[F], F]:
     )
 
 
-def load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
-    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1."""
+def load_or_exit(
+    paths: tuple[Path, ...], max_delay_ms: int, warnings: list[Problem] | None = None
+) -> ScenarioSet:
+    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1.
+
+    *warnings*, if given, receives the loader's warnings (``validate`` prints them)."""
     try:
-        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms)
+        return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms, warnings=warnings)
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
+
+
+def cannot_start(ctx: click.Context, error: ServerError) -> str:
+    """What a command says when its server cannot start: a port in use names the option
+    that gave the port, or its environment variable when that did (the Docker image
+    sets ``MOCKSKILL_PORT``), not the Python argument."""
+    if isinstance(error, PortInUse):
+        option = "--" + error.parameter.replace("_", "-")
+        if ctx.get_parameter_source(error.parameter) is ParameterSource.ENVIRONMENT:
+            option = f"MOCKSKILL_{error.parameter.upper()}"
+        error = error.advised(option)
+    return f"mockskill: {error}"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from .cli_options import cannot_start
 from .scenario.loader import SCENARIO_NAME
 from .scenario.model import ScenarioSet
 from .server import Server, ServerError
@@ -92,7 +93,7 @@ def record(
         )
         server.bind()
     except ServerError as exc:
-        raise SystemExit(f"mockskill: {exc}") from None
+        raise SystemExit(cannot_start(click.get_current_context(), exc)) from None
     try:
         server.recording.start(target, str(out), delays=not no_delay, name=name, force=force)
     except RecordingRefused as exc:

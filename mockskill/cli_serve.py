@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from .cli_banner import banner, report_reload
-from .cli_options import MAX_DELAY, PATH, admin_token, load_or_exit
+from .cli_options import MAX_DELAY, PATH, admin_token, cannot_start, load_or_exit
 from .engine.state import DEFAULT_JOURNAL_SIZE
 from .listening import ServerError, is_loopback
 from .server import DEFAULT_KEEP_ALIVE, Server
@@ -350,7 +350,7 @@ def serve(
             sock = worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port)
         server.bind(sock)
     except ServerError as exc:
-        raise SystemExit(f"mockskill: {exc}") from None
+        raise SystemExit(cannot_start(ctx, exc)) from None
     if worker_index is None or worker_index == 1:
         worker = "" if worker_index is None else f"worker {worker_index}, pid {os.getpid()}; "
         click.echo(banner(server, paths, state, worker, joined=joins))

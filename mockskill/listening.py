@@ -22,13 +22,40 @@ class ServerError(Exception):
     """The server could not start; the message says why and what to do."""
 
 
+class PortInUse(ServerError):
+    """The port is taken. The message names the setting to change as the face that was
+    used spells it: *setting* (``port=`` for a Server; the CLI gives its own, ``--port`` or
+    ``MOCKSKILL_PORT``, with :meth:`advised`). *parameter* is Server's: ``port`` or
+    ``http_port``."""
+
+    def __init__(
+        self, host: str, port: int, reason: str, parameter: str = "port", setting: str = ""
+    ) -> None:
+        self.host, self.port, self.reason, self.parameter = host, port, reason, parameter
+        self.setting = setting or f"{parameter}="
+        super().__init__(
+            f"cannot listen on {host}:{port}: {reason}; port {port} is in use: stop what"
+            f" holds it, or pick another with {self.setting} (0: any)"
+        )
+
+    def advised(self, setting: str) -> PortInUse:
+        """The same refusal, naming *setting* as the way to pick another port."""
+        return PortInUse(self.host, self.port, self.reason, self.parameter, setting)
+
+
 def listen(
-    host: str, port: int, *, reuse_port: bool = False, listening: bool = True
+    host: str,
+    port: int,
+    *,
+    reuse_port: bool = False,
+    listening: bool = True,
+    parameter: str = "port",
 ) -> socket.socket:
     """A socket bound to *host*:*port* (listening unless not *listening*), or ServerError.
 
     *reuse_port* sets SO_REUSEPORT, so that several processes each listen on the
     port and the kernel spreads connections among them (``--workers``, Linux).
+    *parameter* is the Server argument that gave the port, for :class:`PortInUse`.
     """
     family = address_family(host)
     # The protocol named, not 0: asyncio's loop (no uvloop installed) sets TCP_NODELAY
@@ -46,10 +73,8 @@ def listen(
         sock.close()
         hint = ""
         if exc.errno == errno.EADDRINUSE:
-            hint = (
-                f"; port {port} is in use: stop what holds it, or pick another with --port (0: any)"
-            )
-        elif exc.errno == errno.EADDRNOTAVAIL:
+            raise PortInUse(host, port, exc.strerror or str(exc), parameter) from exc
+        if exc.errno == errno.EADDRNOTAVAIL:
             hint = f"; {host} is not an address of this machine"
         raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from exc
     return sock

@@ -330,7 +330,7 @@ class Server(ScenarioControl, ServerTLS):
         http_sock = None
         if self._http_port is not None:
             try:
-                http_sock = listen(self.host, self._http_port)
+                http_sock = listen(self.host, self._http_port, parameter="http_port")
             except ServerError:
                 sock.close()
                 raise

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import click
 
+from .cli_options import cannot_start
 from .listening import ServerError, exposed_without_token, is_loopback, listen
 
 BACKOFF_FIRST = 0.5
@@ -462,7 +463,7 @@ def supervise(ctx: click.Context, paths: tuple[Path, ...], count: int) -> int:
     try:
         supervisor.bind()
     except ServerError as exc:
-        raise SystemExit(f"mockskill: {exc}") from None
+        raise SystemExit(cannot_start(ctx, exc)) from None
     code = supervisor.run()
     if code == 0:
         click.echo("mockskill stopped.", err=True)

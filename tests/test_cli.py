@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from mockskill import Server, __version__
+from mockskill import Server, __version__, bundled_path
 from mockskill.cli import cli
 
 BAD = (Path(__file__).parent / "data" / "bad.yaml").read_text()
@@ -63,6 +66,52 @@ def test_validate_reports_a_missing_path(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 1
     assert "nothing there" in result.output
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_validate_refuses_a_fifo_without_hanging_or_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text("skills: [{id: good}]\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    result = subprocess.run(
+        [sys.executable, "-m", "mockskill", "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"{tmp_path / 'pipe.yaml'}:1:1: (file): expected a scenario file or folder" in (
+        result.stderr
+    )
+    assert "found a FIFO (named pipe) there" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+NOT_UNIFIED = (
+    "skills:\n  - id: s\n    invoke: {status: 400, json: {error: input.lang is required}}\n"
+)
+
+
+def test_validate_warns_about_an_error_answer_outside_the_unified_body(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(NOT_UNIFIED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0  # a provider broken on purpose is a scenario too
+    assert f"warning: {path}:3:33: skills[0].invoke.json: expected the unified error body" in (
+        result.output
+    )
+    assert "ok: 1 scenario, 1 skill (1 warning)" in result.output
+
+
+def test_validate_strict_fails_on_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(NOT_UNIFIED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["validate", "--strict", str(path)])
+    assert result.exit_code == 1
+    assert "warning: " in result.output
+    assert "1 scenario, 1 skill (1 warning); --strict fails on warnings" in result.output
+    assert CliRunner().invoke(cli, ["validate", "--strict", str(bundled_path())]).exit_code == 0
 
 
 def test_serve_refuses_an_invalid_file_with_the_same_report(bad_file: Path) -> None:

@@ -35,7 +35,21 @@ def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
         result = CliRunner().invoke(cli, ["serve", "--port", str(port)])
     assert result.exit_code == 1
     assert f"port {port} is in use" in result.output
+    assert "pick another with --port (0: any)" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_busy_port_from_the_environment_names_the_variable_as_the_image_sets_it() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve"], env={"MOCKSKILL_PORT": str(port)})
+    assert result.exit_code == 1
+    assert f"port {port} is in use" in result.output
+    assert "pick another with MOCKSKILL_PORT (0: any)" in result.output
+    assert "--port" not in result.output
+    assert "port=" not in result.output
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import shutil
 import socket
@@ -20,9 +21,11 @@ from typing import Any
 import pytest
 import requests
 
-from mockskill import Server, ServerError, load_text
+from mockskill import Server, ServerError, bundled_path, load_paths, load_text
 from mockskill.engine.state import State
 from mockskill.engine.store import Answer, Need, StoreUnavailable
+from mockskill.protocol.catalog import error_body_problem
+from mockskill.scenario.model import Case, Skill
 
 Serve = Callable[..., Server]
 
@@ -69,8 +72,13 @@ def test_start_and_stop_take_at_most_50_ms_each() -> None:
 def test_a_busy_port_is_a_clear_error_not_an_exit() -> None:
     with Server() as first:
         second = Server(port=first.port)
-        with pytest.raises(ServerError, match=rf"port {first.port} is in use.*--port"):
+        with pytest.raises(ServerError, match=rf"port {first.port} is in use") as caught:
             second.start()
+        # Said in Python's terms: the argument to change, not a command-line option.
+        assert str(caught.value).endswith("pick another with port= (0: any)")
+        beside = Server(tls=True, http_port=first.port)
+        with pytest.raises(ServerError, match="pick another with http_port= "):
+            beside.start()
 
 
 def test_url_helpers_name_a_skill_and_its_invoke_endpoint() -> None:
@@ -395,3 +403,84 @@ def test_the_request_log_and_the_journal_each_hear_of_every_plain_request_once(
         logged = [r.getMessage() for r in caplog.records if r.name == "mockskill.access"]
         assert len(logged) == (0 if quiet else 3)
         assert all('"POST /skills/endpoint-unreachable/invoke HTTP/1.1" 503' in m for m in logged)
+
+
+# -- the bundled scenarios speak the protocol ----------------------------------------
+
+BASE_INPUT: dict[str, Any] = {"input": {"text": "hello", "lang": "de"}}
+
+
+def case_request(case: Case) -> dict[str, Any] | None:
+    """Body, headers and query of a request that case *case* takes (None: not made here)."""
+    body = json.loads(json.dumps(BASE_INPUT))
+    headers: dict[str, str] = {}
+    query: dict[str, str] = {}
+    for condition in case.conditions:
+        for check in condition.checks:
+            if condition.source == "body" and condition.pointer:
+                *parents, last = condition.pointer
+                owner = body
+                for token in parents:
+                    owner = owner.setdefault(token, {})
+                if check.operator == "absent":
+                    owner.pop(last, None)
+                elif check.operator in ("equals", "exists"):
+                    owner[last] = check.operand if check.operator == "equals" else "x"
+                else:
+                    return None
+            elif condition.source in ("headers", "query") and check.operator == "equals":
+                (headers if condition.source == "headers" else query)[condition.name] = str(
+                    check.operand
+                )
+            else:
+                return None
+    return {"json": body, "headers": headers, "params": query}
+
+
+def exchanges(skill: Skill) -> list[tuple[str, str, dict[str, Any]]]:
+    """The requests that meet each step and each case of *skill*'s two endpoints."""
+    made: list[tuple[str, str, dict[str, Any]]] = []
+    for method, suffix, sequence, cases in (
+        ("GET", "", skill.describe, skill.describe_cases),
+        ("POST", "/invoke", skill.invoke, skill.invoke_cases),
+    ):
+        # Every step in turn, then the end; one_of's draws need a few more.
+        rounds = 2 + sum(step.times for step in sequence.steps) if sequence else 0
+        rounds += 6 if sequence and any(step.choices for step in sequence.steps) else 0
+        plain = {"json": BASE_INPUT} if method == "POST" else {}
+        made += [(method, suffix, plain)] * rounds
+        for case in cases:
+            request = case_request(case)
+            if request is not None:
+                rounds = 2 + sum(step.times for step in case.sequence.steps)
+                made += [(method, suffix, request)] * rounds
+    return made
+
+
+def test_every_bundled_error_answer_is_in_the_unified_body() -> None:
+    bundled = load_paths([bundled_path()])
+    answers: list[tuple[str, int, Any]] = []
+
+    def play(skill: Skill) -> None:
+        with requests.Session() as client:
+            client.headers["Mockskill-Session"] = f"unified-{skill.id}"
+            for method, suffix, request in exchanges(skill):
+                url = f"{server.skill_url(skill.id)}{suffix}"
+                try:
+                    response = client.request(method, url, timeout=3, **request)
+                except requests.RequestException:  # a fault, a hang: no answer to read
+                    continue
+                if response.status_code >= 400 and "json" in response.headers.get(
+                    "Content-Type", ""
+                ):
+                    answers.append((f"{method} {url}", response.status_code, response.json()))
+
+    with Server(seed=7) as server, ThreadPoolExecutor(len(bundled.skills)) as pool:
+        list(pool.map(play, bundled.skills))
+        unknown = requests.get(server.skill_url("no-such-skill"), timeout=10)
+        answers.append(("GET unknown", unknown.status_code, unknown.json()))
+    seen = {code for _, code, _ in answers}
+    assert {401, 403, 404, 408, 422, 502, 503, 504} <= seen  # the test met the catalog
+    assert 400 in seen  # checks-input's case without input.lang
+    wrong = [(where, code, body) for where, code, body in answers if error_body_problem(body)]
+    assert wrong == []

@@ -269,6 +269,36 @@ def unified_body(
     return {"error": error}
 
 
+def error_body_problem(body: Any) -> str | None:
+    """Why *body* (parsed JSON) is not the chapter's unified error body ("its ..."), or None.
+
+    ``error.code`` and ``error.message`` are strings; ``details``, when there,
+    an object; ``retry``, when there, an object whose ``suggested_delay_ms``
+    and ``max_attempts`` (each optional) are non-negative numbers. Other keys
+    are let through: the chapter lists what must be there, not all that may.
+    """
+    if not isinstance(body, dict) or "error" not in body:
+        return "it has no error object"
+    error = body["error"]
+    if not isinstance(error, dict):
+        return "its error is not an object"
+    for key in ("code", "message"):
+        if not isinstance(error.get(key), str):
+            return f"its error.{key} is missing or not a string"
+    if "details" in error and not isinstance(error["details"], dict):
+        return "its error.details is not an object"
+    if "retry" not in error:
+        return None
+    retry = error["retry"]
+    if not isinstance(retry, dict):
+        return "its error.retry is not an object"
+    for key in ("suggested_delay_ms", "max_attempts"):
+        value = retry.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            return f"its error.retry.{key} is not a non-negative number"
+    return None
+
+
 class _KeepMissing(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"

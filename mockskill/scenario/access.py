@@ -8,6 +8,10 @@ which user could not read it and how to fix it (make it readable, or run as
 a user who can) — not a traceback, and not a silent skip: a folder whose
 listing is refused would otherwise look empty, and a subfolder left out
 would look like scenarios that vanished.
+
+Only regular files are read: a FIFO, a device or a socket named ``*.yaml``
+(or given as a path) is a problem too, said before it is opened — opening a
+FIFO waits for a writer, and ``/dev/zero`` never ends.
 """
 
 from __future__ import annotations
@@ -50,8 +54,37 @@ def refused(path: Path, error: OSError, *, folder: bool) -> Problem:
     return Problem(str(path), 1, 1, f"({what})", f"a {what} {_user()} can read", found, fix)
 
 
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special(mode: int) -> str | None:
+    """What a path of *mode* is, in words, when it is neither a regular file nor a folder."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def not_a_file(path: Path, what: str) -> Problem:
+    """The problem for *path*, which is *what* (:func:`special`) rather than a file."""
+    return Problem(
+        str(path),
+        1,
+        1,
+        "(file)",
+        "a scenario file or folder",
+        f"{what} there",
+        "only regular files are read (a pipe or a device may never end, or never begin)",
+    )
+
+
 def unreadable(path: Path) -> Problem | None:
-    """A problem if *path* (a file or folder that exists) cannot be read by this process."""
+    """A problem if *path* (a file or folder that exists) cannot be read by this process,
+    or is not a regular file or a folder (a FIFO, a device, a socket)."""
     try:
         info = path.stat()
     except PermissionError:
@@ -59,6 +92,9 @@ def unreadable(path: Path) -> Problem | None:
         return refused(path, above, folder=False)
     except OSError:
         return None  # not there: the caller says so
+    what = special(info.st_mode)
+    if what is not None:
+        return not_a_file(path, what)
     folder = stat.S_ISDIR(info.st_mode)
     wanted = os.R_OK | os.X_OK if folder else os.R_OK
     if os.access(path, wanted):

@@ -142,8 +142,7 @@ def _read_tests(r: Reader, value: Any, path: Path, source: Source) -> tuple[Chec
             continue  # (reported by keys above)
         operand, where = value[operator], (*path, operator)
         if operator in ("exists", "absent"):
-            if not isinstance(operand, bool):
-                r.bad(where, "true or false", describe(operand))
+            if r.boolean(operand, where) is None:
                 continue
             # absent: false is exists (and the other way round): one test, said positively
             present = operand if operator == "exists" else not operand

@@ -21,7 +21,7 @@ from .cases import read_endpoint
 from .claims import Claim, clashes
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
-from .problems import Path, Problem, ScenarioError, describe
+from .problems import Path, Problem, ScenarioError, describe, format_path
 from .reader import MAX_DELAY_MS, Reader
 from .routes import RuleError
 from .routes import parse as parse_rule
@@ -101,30 +101,87 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
     return files, problems
 
 
-def load_paths(paths: Iterable[str | FsPath], *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+def load_paths(
+    paths: Iterable[str | FsPath],
+    *,
+    max_delay_ms: int = MAX_DELAY_MS,
+    warnings: list[Problem] | None = None,
+) -> ScenarioSet:
     """Load scenario files and folders; raise ScenarioError listing every problem.
 
     Waits longer than *max_delay_ms* (delays, hangs, execution times) are refused.
+    *warnings*, if given, receives what loads but is likely a mistake (a skill's
+    scripted JSON error answer that is not in the unified body).
     """
     documents: list[Document] = []
     problems: list[Problem] = []
     _read_paths(paths, documents, problems)
-    return _finish(documents, problems, max_delay_ms)
+    return _finish(documents, problems, max_delay_ms, warnings=warnings)
 
 
-def load_text(text: str, name: str = "<text>", *, max_delay_ms: int = MAX_DELAY_MS) -> ScenarioSet:
+def load_text(
+    text: str,
+    name: str = "<text>",
+    *,
+    max_delay_ms: int = MAX_DELAY_MS,
+    warnings: list[Problem] | None = None,
+) -> ScenarioSet:
     """Load scenarios from YAML text; *name* stands for the file in problems."""
     documents: list[Document] = []
     problems: list[Problem] = []
     _read_text(text, name, documents, problems)
-    return _finish(documents, problems, max_delay_ms)
+    return _finish(documents, problems, max_delay_ms, warnings=warnings)
 
 
 def load_data(
     data: Mapping[str, Any], name: str = "<data>", *, max_delay_ms: int = MAX_DELAY_MS
 ) -> ScenarioSet:
-    """Load one scenario given as Python data (as if it were a YAML document)."""
-    return load_text(json.dumps(data, indent=1), name, max_delay_ms=max_delay_ms)
+    """Load one scenario given as Python data (as if it were a YAML document).
+
+    Its problems are placed by their path in the data (``<data>: skills[0].id: ...``),
+    with line and column 0: the YAML it is read as is never seen by its author.
+    """
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    _read_data(data, name, documents, problems)
+    return _finish(documents, problems, max_delay_ms, by_path={name})
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _read_data(
+    data: Mapping[str, Any], name: str, documents: list[Document], problems: list[Problem]
+) -> None:
+    """Python data read as the YAML it stands for; a value YAML has no word for (a set,
+    bytes, an object) is a problem at its path in the data, not a TypeError."""
+    odd = _not_plain(data, ())
+    if odd is not None:
+        path, value = odd
+        expected = "plain data: dicts, lists, strings, numbers, booleans, None"
+        found = f"{type(value).__name__} {value!r}"[:80]
+        problems.append(Problem(name, 0, 0, format_path(path), expected, found))
+        return
+    _read_text(json.dumps(data, indent=1), name, documents, problems)
+
+
+def _not_plain(value: Any, path: Path) -> tuple[Path, Any] | None:
+    """The first value under *value* that is not plain data, and its path (None: all are)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, _PLAIN):  # json.dumps writes these as strings
+                return path, key
+            found = _not_plain(item, (*path, str(key)))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _not_plain(item, (*path, i))
+            if found is not None:
+                return found
+        return None
+    return None if isinstance(value, _PLAIN) else (path, value)
 
 
 def _read_paths(
@@ -171,20 +228,20 @@ def load_any(
     documents: list[Document] = []
     problems: list[Problem] = []
     given: list[Scenario] = []
+    data: set[str] = set()
     for i, item in enumerate(items):
         label = name if single else f"{name}[{i}]"
         if isinstance(item, ScenarioSet):
             given.extend(item.scenarios)
         elif isinstance(item, Mapping):
-            _read_text(
-                json.dumps(item, indent=1), label.replace("text", "data", 1), documents, problems
-            )
+            data.add(label.replace("text", "data", 1))
+            _read_data(item, label.replace("text", "data", 1), documents, problems)
         elif _is_text(item):
             assert isinstance(item, str)
             _read_text(item, label, documents, problems)
         else:
             _read_paths([item], documents, problems)
-    return _finish(documents, problems, max_delay_ms, given)
+    return _finish(documents, problems, max_delay_ms, given, by_path=data)
 
 
 def _is_text(source: object) -> bool:
@@ -208,11 +265,16 @@ def _finish(
     problems: list[Problem],
     max_delay_ms: int,
     given: Iterable[Scenario] = (),
+    *,
+    warnings: list[Problem] | None = None,
+    by_path: set[str] | frozenset[str] = frozenset(),
 ) -> ScenarioSet:
     """Read every document, then check the whole set (with *given*, loaded already) for clashes.
 
     Clashes are checked over what every scenario claims, broken ones too, so
-    that one run reports both kinds of problem.
+    that one run reports both kinds of problem. The problems of the files named
+    in *by_path* (Python data, read as YAML its author never saw) are placed by
+    their path alone (:meth:`Problem.by_path`).
     """
     per_file: dict[str, int] = {}
     for doc in documents:
@@ -220,13 +282,17 @@ def _finish(
     scenarios = list(given)
     claims = [Claim.of(scenario) for scenario in scenarios]
     for doc in documents:
-        reader = Reader(doc, problems, max_delay_ms=max_delay_ms)
+        reader = Reader(doc, problems, max_delay_ms=max_delay_ms, warnings=warnings)
         scenario, claim = _read_scenario(reader, single=per_file[doc.file] == 1)
         if scenario is not None:
             scenarios.append(scenario)
         if claim is not None:
             claims.append(claim)
     problems.extend(clashes(claims))
+    if by_path:
+        problems[:] = [p.by_path(by_path) for p in problems]
+        if warnings is not None:
+            warnings[:] = [p.by_path(by_path) for p in warnings]
     if problems:
         raise InvalidScenarios(problems, claims)
     return ScenarioSet(tuple(scenarios))

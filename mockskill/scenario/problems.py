@@ -62,6 +62,7 @@ class Problem:
 
     file: str
     line: int
+    """1-based; 0 (and column 0) for Python data, placed by *path* alone (:meth:`by_path`)."""
     column: int
     path: str
     expected: str
@@ -69,11 +70,28 @@ class Problem:
     found: str
     hint: str = ""
 
+    def by_path(self, files: Iterable[str]) -> Problem:
+        """This problem as said of Python data, *files* (read as YAML their authors never
+        saw): placed by its path alone (line and column 0) when it is in one of them, and
+        naming no line of theirs in its text (a clash's "first at ...")."""
+        import re  # Python data with a problem only
+
+        files = set(files)
+        names = "|".join(re.escape(f) for f in sorted(files))
+        if not names:
+            return self
+        unplaced = re.compile(rf"({names}):\d+:\d+")
+        found, hint = unplaced.sub(r"\1", self.found), unplaced.sub(r"\1", self.hint)
+        line, column = (0, 0) if self.file in files else (self.line, self.column)
+        return Problem(self.file, line, column, self.path, self.expected, found, hint)
+
     def __str__(self) -> str:
+        # Line 0: Python data, placed by its path in the data (Problem.by_path)
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
         if not self.expected:  # a YAML syntax error: *found* is the whole sentence
-            text = f"{self.file}:{self.line}:{self.column}: {self.found}"
+            text = f"{where}: {self.found}"
         else:
-            text = f"{self.file}:{self.line}:{self.column}: {self.path}: expected {self.expected}"
+            text = f"{where}: {self.path}: expected {self.expected}"
             text += f", found {self.found}"
         if self.hint:
             text += f"; {self.hint}"

@@ -96,10 +96,12 @@ def _url(r: Reader, text: str, path: Path) -> Proxy | None:
 
 
 def _verify(r: Reader, value: Any, path: Path) -> Any:
+    expected = "true, false, or the path of a CA certificates file (PEM)"
     if isinstance(value, bool):
-        return value
+        checked = r.boolean(value, path, expected)  # an unquoted yes: write true
+        return BAD if checked is None else checked
     if not isinstance(value, str) or not value:
-        r.bad(path, "true, false, or the path of a CA certificates file (PEM)", describe(value))
+        r.bad(path, expected, describe(value))
         return BAD
     base = os.path.dirname(r.doc.file) if os.path.isfile(r.doc.file) else os.getcwd()
     found = os.path.abspath(os.path.join(base, value))
@@ -109,6 +111,20 @@ def _verify(r: Reader, value: Any, path: Path) -> Any:
             "the path of a CA certificates file (PEM) that exists",
             f"{value!r}, which is not a file ({found})",
             "a relative path is read from the scenario file's folder",
+        )
+        return BAD
+    # Read now, as the upstream's TLS will: a file that holds no certificate would
+    # otherwise fail every proxied request, each with a closed connection.
+    import ssl  # only for a scenario that names a CA file
+
+    try:
+        ssl.create_default_context(cafile=found)
+    except (ssl.SSLError, OSError) as exc:
+        r.bad(
+            path,
+            "the path of a CA certificates file (PEM)",
+            f"{value!r}, which holds no certificate Python's ssl can read ({found})",
+            f"ssl says: {getattr(exc, 'reason', None) or exc}",
         )
         return BAD
     return found

@@ -21,6 +21,12 @@ class _Missing:
         return "MISSING"
 
 
+_BOOLEAN_WORDS = {
+    **dict.fromkeys(("yes", "y", "on", "true", "1"), "true"),
+    **dict.fromkeys(("no", "n", "off", "false", "0"), "false"),
+}
+"""Text a person may mean as a boolean, and the boolean to write instead."""
+
 MAX_DELAY_MS = 300_000
 """The longest wait a step may ask for, by default; longer ones are refused, never clamped."""
 
@@ -31,16 +37,50 @@ class Reader:
     MISSING: Final = _Missing()
 
     def __init__(
-        self, doc: Document, problems: list[Problem], *, max_delay_ms: int = MAX_DELAY_MS
+        self,
+        doc: Document,
+        problems: list[Problem],
+        *,
+        max_delay_ms: int = MAX_DELAY_MS,
+        warnings: list[Problem] | None = None,
     ) -> None:
         self.doc = doc
         self.problems = problems
         self.max_delay_ms = max_delay_ms
+        self.warnings: list[Problem] = [] if warnings is None else warnings
+        """What is allowed but likely a mistake (``mockskill validate`` shows them)."""
 
     def bad(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
     ) -> None:
         self.problems.append(self.doc.problem(path, expected, found, hint, at_key=at_key))
+
+    def warn(self, path: Path, expected: str, found: str, hint: str = "") -> None:
+        """Like :meth:`bad`, for something that loads (a provider broken on purpose may mean it)."""
+        self.warnings.append(self.doc.problem(path, expected, found, hint))
+
+    def boolean(self, value: Any, path: Path, expected: str = "true or false") -> bool | None:
+        """*value* (at *path*) as a boolean; None, with a problem that offers what is valid.
+
+        An unquoted ``yes``/``no``/``on``/``off`` was a problem as it was read ("quote
+        it, or write true"); where only a boolean is valid, quoting would not do, so
+        that problem is said again: write ``true`` (or ``false``).
+        """
+        said = self.doc.words.get(path)
+        if said is not None and said[1] in self.problems:
+            word, problem = said
+            self.problems[self.problems.index(problem)] = self.doc.problem(
+                path,
+                expected,
+                f"{word} unquoted (YAML 1.1's boolean {str(value).lower()}, a word to YAML 1.2)",
+                f"write {str(value).lower()}",
+            )
+            return None
+        if isinstance(value, bool):
+            return value
+        meant = _BOOLEAN_WORDS.get(value.lower()) if isinstance(value, str) else None
+        self.bad(path, expected, describe(value), f"write {meant}" if meant else "")
+        return None
 
     def position(self, path: Path) -> Position:
         line, column = self.doc.position(path)

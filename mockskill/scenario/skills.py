@@ -67,10 +67,7 @@ def read_skill(
         claims.append((int(path[-1]), skill_id, r.position(path)))
     checked_id = skill_id or "skill"  # a stand-in, so that the rest is checked too
     requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
-    unreachable = raw.get("unreachable", False)
-    if not isinstance(unreachable, bool):
-        r.bad((*path, "unreachable"), "true or false", describe(unreachable))
-        unreachable = False
+    unreachable = r.boolean(raw.get("unreachable", False), (*path, "unreachable")) or False
     tls = _tls_fault(r, raw, path, unreachable)
     document, served = _descriptor(r, raw, path, checked_id, unreachable, requires, tls)
     body = served if served is not None else b"{}"

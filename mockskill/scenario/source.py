@@ -18,7 +18,9 @@ the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syn
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .access import not_a_file, special
 from .problems import Path, Problem, format_path
 
 if TYPE_CHECKING:
@@ -98,6 +101,9 @@ class Document:
     """The whole text the document was read from (every document of it)."""
     folder: str | None = field(default=None, repr=False)
     """The folder of the file it was read from; None for text (``body_file`` reads there)."""
+    words: dict[Path, tuple[str, Problem]] = field(default_factory=dict, repr=False)
+    """Each unquoted YAML 1.1 word read as a boolean (``yes``): the word and its problem,
+    which the reader words again where a boolean is wanted (:meth:`Reader.boolean`)."""
 
     def problem(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False
@@ -209,6 +215,7 @@ class _Builder:
                 f"{node.value} unquoted, which YAML 1.1 reads as the boolean {str(value).lower()}",
                 f"quote it ('{node.value}') for the word, or write {str(value).lower()}",
             )
+            self.doc.words[path] = (node.value, self.problems[-1])
             return value
         value = self._scalar(node, path)
         return None if value is _UNREADABLE else value
@@ -431,15 +438,28 @@ def _compose_all(text: str) -> Iterator[yaml.Node | None]:
 
 
 def read_file(path: FsPath) -> tuple[list[Document], list[Problem]]:
-    """Read and parse one scenario file, refusing oversized ones before reading them."""
+    """Read and parse one scenario file, refusing oversized ones before reading them.
+
+    Only a regular file is read, and at most one byte past the limit: the path
+    is opened without blocking and checked as opened (a FIFO or a device put
+    in a file's place after it was listed is refused, not waited on or read
+    without end).
+    """
     name = str(path)
+    too_big = f"a file of at most {MAX_FILE_BYTES} bytes"
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return [], [_whole_file(name, f"a file of at most {MAX_FILE_BYTES} bytes", f"{size}")]
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as opened:
+            info = os.fstat(opened.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return [], [not_a_file(path, special(info.st_mode) or "not a regular file")]
+            if info.st_size > MAX_FILE_BYTES:
+                return [], [_whole_file(name, too_big, f"{info.st_size}")]
+            raw = opened.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return [], [_whole_file(name, "a readable file", exc.strerror or str(exc))]
+    if len(raw) > MAX_FILE_BYTES:  # it grew since fstat
+        return [], [_whole_file(name, too_big, "more")]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

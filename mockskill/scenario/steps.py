@@ -435,7 +435,18 @@ def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | obje
 def _result_reply(
     r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
 ) -> Reply | None:
-    status = r.integer(raw, "status", path, default=200, minimum=100, maximum=599)
+    written = raw.get("status", 200)
+    if _is_int(written) and 100 <= written < 200:
+        # A 1xx is interim: a client reads the real answer after it, and a keep-alive
+        # client then takes this answer for its next request's.
+        r.bad(
+            (*path, "status"),
+            "a whole number from 200 to 599",
+            describe(written),
+            "a 1xx status is interim, not a final answer (clients would wait for the real one)",
+        )
+        return None
+    status = r.integer(raw, "status", path, default=200, minimum=200, maximum=599)
     content_type = headers.pop("Content-Type", None)
     for name in list(headers):
         if name.lower() == "content-type":
@@ -460,12 +471,11 @@ def _result_reply(
             return None
         return Reply.make(status, given, content_type or bodies.BYTES_TYPE, headers, verbatim=True)
     elif "descriptor" in raw:
+        wanted = "true (serve the skill's descriptor)"
         if raw["descriptor"] is not True:
-            r.bad(
-                (*path, "descriptor"),
-                "true (serve the skill's descriptor)",
-                describe(raw["descriptor"]),
-            )
+            r.bad((*path, "descriptor"), wanted, describe(raw["descriptor"]))
+            return None
+        if r.boolean(True, (*path, "descriptor"), wanted) is None:  # an unquoted yes or on
             return None
         if ctx.descriptor is None:
             r.bad(
@@ -480,7 +490,22 @@ def _result_reply(
         body, kind = b"", TEXT_TYPE
     if status is None:
         return None
+    if "json" in raw and status >= 400 and ctx.error_context.skill_id is not None:
+        _check_error_body(r, raw["json"], (*path, "json"))
     return Reply.make(status, body, content_type or kind, headers)
+
+
+def _check_error_body(r: Reader, value: Any, path: Path) -> None:
+    """A warning when a skill's scripted JSON error answer is not in the unified body."""
+    problem = catalog.error_body_problem(value)
+    if problem is not None:
+        r.warn(
+            path,
+            "the unified error body {error: {code, message, details, retry}}",
+            describe(value),
+            f"{problem}, and a consumer reads error.code and error.message (error: CODE writes"
+            " the body); keep it only to script a provider that breaks the protocol",
+        )
 
 
 def _is_int(value: Any) -> bool:

@@ -355,3 +355,23 @@ def _up(url: str) -> bool:
     except requests.ConnectionError:
         return False
     return True
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_in_a_watched_folder_fails_the_reload_and_the_server_still_stops(
+    tmp_path: Path, watched: Callable[..., Server]
+) -> None:
+    write(tmp_path / "a.yaml", scenario("a", "good"))
+    server = watched(tmp_path)
+    os.mkfifo(tmp_path / "pipe.yaml")  # read, it would block the reload (and stop()) for good
+    eventually(lambda: health(server)["reload"]["status"] == "failed")
+    [problem] = health(server)["reload"]["problems"]
+    assert problem["file"] == str(tmp_path / "pipe.yaml")
+    assert problem["found"] == "a FIFO (named pipe) there"
+    assert answer(server, "a") == {"n": "good"}
+    (tmp_path / "pipe.yaml").unlink()
+    write(tmp_path / "a.yaml", scenario("a", "fixed"))  # the watcher still reloads
+    eventually(lambda: health(server)["reload"]["status"] == "ok")
+    assert answer(server, "a", "fresh") == {"n": "fixed"}
+    server.stop()

@@ -415,3 +415,40 @@ def test_tool_errors_use_the_unified_shape_without_retry(status: int, code: str)
 
 def test_tool_error_codes_are_not_protocol_codes() -> None:
     assert not any(code.startswith("MOCKSKILL_") for code in CODES)
+
+
+@pytest.mark.parametrize("code", sorted(CHAPTER_STATUSES))
+def test_every_rendered_body_passes_the_check_of_error_bodies(code: str) -> None:
+    assert catalog.error_body_problem(json.loads(render(code, TRANSLATE).body)) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"error": "input.lang is required"}, "its error is not an object"),
+        ({"message": "no"}, "it has no error object"),
+        ([], "it has no error object"),
+        ({"error": {"message": "m"}}, "its error.code is missing or not a string"),
+        ({"error": {"code": "X", "message": 5}}, "its error.message is missing or not a string"),
+        ({"error": {"code": "X", "message": "m", "details": []}}, "its error.details is not"),
+        ({"error": {"code": "X", "message": "m", "retry": 3}}, "its error.retry is not an object"),
+        (
+            {"error": {"code": "X", "message": "m", "retry": {"max_attempts": -1}}},
+            "its error.retry.max_attempts is not a non-negative number",
+        ),
+        (
+            {"error": {"code": "X", "message": "m", "retry": {"suggested_delay_ms": True}}},
+            "its error.retry.suggested_delay_ms is not a non-negative number",
+        ),
+        ({"error": {"code": "MY_OWN", "message": "m", "details": {}, "retry": {}}}, None),
+    ],
+)
+def test_the_check_of_error_bodies_says_what_breaks_the_unified_shape(
+    body: Any, problem: str | None
+) -> None:
+    found = catalog.error_body_problem(body)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found.startswith(problem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -658,6 +659,23 @@ def test_a_missing_path_is_a_problem(tmp_path: Path) -> None:
     assert (problem.expected, problem.found) == ("a scenario file or folder", "nothing there")
 
 
+@pytest.mark.timeout(20)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX's")
+def test_a_fifo_or_a_device_named_yaml_in_a_folder_is_refused_like_a_missing_file(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "good.yaml", "skills: [{id: good}]\n")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    problems = path_problems(tmp_path)
+    assert [(Path(p.file).name, p.path, p.expected, p.found) for p in problems] == [
+        ("pipe.yaml", "(file)", "a scenario file or folder", "a FIFO (named pipe) there"),
+        ("zero.yaml", "(file)", "a scenario file or folder", "a character device there"),
+    ]
+    [device] = path_problems(Path("/dev/zero"))  # named itself: not "nothing there"
+    assert device.found == "a character device there"
+
+
 def test_a_folder_without_yaml_is_a_problem(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("skills: []\n", encoding="utf-8")
     [problem] = path_problems(tmp_path)
@@ -705,6 +723,44 @@ def test_load_data_reports_problems_like_a_file() -> None:
     paths = [p.path for p in caught.value.problems]
     assert "skills[0].invoke.eror" in paths
     assert {p.file for p in caught.value.problems} == {"given"}
+
+
+def test_a_problem_in_python_data_is_placed_by_its_path_not_by_a_line_of_its_rendering() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_data({"name": "d", "skills": [{"id": "d", "invoke": [{"json": 1, "delay": -1}]}]})
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line, problem.column) == ("<data>", 0, 0)
+    assert str(problem).startswith("<data>: skills[0].invoke[0].delay: expected a whole number")
+
+
+@pytest.mark.parametrize("odd", [{1, 2}, b"bytes", object()], ids=["set", "bytes", "object"])
+def test_a_value_yaml_has_no_word_for_is_a_problem_at_its_path_not_a_type_error(
+    odd: object,
+) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_any([{"skills": [{"id": "d", "invoke": {"json": {"a": [1, odd]}}}]}])
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line, problem.path) == (
+        "<data>[0]",
+        0,
+        "skills[0].invoke.json.a[1]",
+    )
+    assert problem.expected == "plain data: dicts, lists, strings, numbers, booleans, None"
+    assert problem.found.startswith(type(odd).__name__)
+
+
+def test_in_a_list_data_is_placed_by_path_and_text_by_line() -> None:
+    text = "name: t\nskills:\n  - id: same\n    invok: {json: 1}\n"
+    with pytest.raises(ScenarioError) as caught:
+        load_any([{"name": "a", "skills": [{"id": "same"}]}, {"skills": [{"id": "same"}]}, text])
+    assert [str(p) for p in caught.value.problems] == [
+        "<data>[1]: skills[0].id: expected a skill id used once, found 'same' again"
+        " (first at <data>[0])",  # not a line of a rendering its author never saw
+        "<text>[2]:3:5: skills[0].id: expected a skill id used once, found 'same' again"
+        " (first at <data>[0])",
+        "<text>[2]:4:5: skills[0].invok: expected a known key, found unknown key 'invok';"
+        " did you mean 'invoke'?",
+    ]
 
 
 # -- what valid scenarios become -------------------------------------------------------

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import trustme
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
@@ -39,7 +40,7 @@ def test_a_proxy_step_reads_its_url_as_a_base() -> None:
 
 def test_a_proxy_mapping_reads_verify_a_ca_file_timeout_and_after(tmp_path: Path) -> None:
     ca = tmp_path / "ca.pem"
-    ca.write_text("not checked until used\n")
+    ca.write_bytes(trustme.CA().cert_pem.bytes())
     text = skill_yaml(
         f"""\
         - proxy: {{url: https://p, verify: {ca}, timeout_ms: 250}}
@@ -174,3 +175,18 @@ def test_each_proxy_problem_is_positioned(
 def test_a_route_cannot_both_proxy_and_play_steps() -> None:
     [problem] = problems_in("routes:\n  - {path: /x, proxy: 'http://p', steps: [json: 1]}\n")
     assert_problem(problem, "routes[0].proxy", 2, 16, "proxy or steps", "both", "forwards")
+
+
+@pytest.mark.parametrize(
+    "content", [b"not a certificate\n", b"", b"-----BEGIN CERTIFICATE-----\nAAAA\n"]
+)
+def test_a_verify_file_that_holds_no_certificate_is_a_load_problem(
+    tmp_path: Path, content: bytes
+) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(content)  # served, every proxied request failed its TLS set-up instead
+    [problem] = problems_in(skill_yaml(f"- proxy: {{url: 'https://p', verify: {ca}}}\n"))
+    assert (problem.line, problem.path) == (4, "skills[0].invoke[0].proxy.verify")
+    assert problem.expected == "the path of a CA certificates file (PEM)"
+    assert problem.found.startswith(f"{str(ca)!r}, which holds no certificate")
+    assert problem.hint.startswith("ssl says: ")

@@ -271,7 +271,16 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
     },
     **{
         f"result status {status}": (ok, _invoke(f"{{status: {status}}}"))
-        for status, ok in [(99, False), (100, True), (599, True), (600, False), ("'200'", False)]
+        for status, ok in [
+            (99, False),
+            (100, False),
+            (101, False),
+            (199, False),
+            (200, True),
+            (599, True),
+            (600, False),
+            ("'200'", False),
+        ]
     },
     **{
         f"retry {advice}": (ok, _invoke(f"{{error: EXECUTION_TIMEOUT, retry: {advice}}}"))

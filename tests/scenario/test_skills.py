@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from mockskill import load_text
+from mockskill import ScenarioError, load_text
 from mockskill.protocol.descriptor import default as default_descriptor
 
 
@@ -68,3 +68,45 @@ def test_raw_descriptor_is_served_as_is_even_when_not_an_object(raw: str, served
     assert json.loads(skill.describe.steps[0].reply.body) == served
     assert json.loads(skill.descriptor) == served
     assert skill.name == "raw"
+
+
+@pytest.mark.parametrize(
+    ("written", "found", "hint"),
+    [
+        ("yes", "yes unquoted (YAML 1.1's boolean true, a word to YAML 1.2)", "write true"),
+        ("off", "off unquoted (YAML 1.1's boolean false, a word to YAML 1.2)", "write false"),
+        ("'yes'", "'yes' (a string)", "write true"),
+        ("2", "2 (an integer)", ""),
+    ],
+)
+def test_unreachable_that_is_not_a_boolean_offers_what_is_valid(
+    written: str, found: str, hint: str
+) -> None:
+    text = f"skills:\n  - id: s\n    unreachable: {written}\n"
+    with pytest.raises(ScenarioError) as caught:
+        load_text(text, "s.yaml")
+    # One problem, and no advice to quote it: a quoted 'yes' is a string, not a boolean.
+    [problem] = caught.value.problems
+    assert (problem.line, problem.path) == (3, "skills[0].unreachable")
+    assert (problem.expected, problem.found, problem.hint) == ("true or false", found, hint)
+
+
+def test_a_yes_where_a_boolean_is_wanted_is_said_so_in_cases_and_proxies() -> None:
+    text = textwrap.dedent(
+        """\
+        skills:
+          - id: s
+            invoke:
+              cases:
+                - when: {body: {/a: {absent: yes}}}
+                  json: 1
+              steps:
+                - proxy: {url: 'https://p', verify: no}
+        """
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_text(text, "s.yaml")
+    assert [(p.path, p.hint) for p in caught.value.problems] == [
+        ("skills[0].invoke.cases[0].when.body./a.absent", "write true"),
+        ("skills[0].invoke.steps[0].proxy.verify", "write false"),
+    ]

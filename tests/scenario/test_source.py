@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -430,6 +431,27 @@ def test_an_unreadable_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     docs, [problem] = read_file(tmp_path / "missing.yaml")
     assert docs == []
     assert problem.expected == "a readable file"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_in_a_files_place_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer that never comes
+    docs, [problem] = read_file(fifo)
+    assert docs == []
+    assert (problem.path, problem.expected) == ("(file)", "a scenario file or folder")
+    assert problem.found == "a FIFO (named pipe) there"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="a POSIX device")
+def test_a_device_in_a_files_place_is_refused_not_read_past_the_limit(tmp_path: Path) -> None:
+    link = tmp_path / "zero.yaml"
+    link.symlink_to("/dev/zero")  # its size says 0, and it never ends
+    docs, [problem] = read_file(link)
+    assert docs == []
+    assert problem.found == "a character device there"
 
 
 # -- YAML 1.1's booleans ----------------------------------------------------------

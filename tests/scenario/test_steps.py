@@ -516,10 +516,30 @@ BAD_STEPS = [
         "skills[0].invoke.status",
         4,
         15,
-        "a whole number from 100 to 599",
+        "a whole number from 200 to 599",
         "99 (an integer)",
         "",
         id="result-status-out-of-range",
+    ),
+    pytest.param(
+        "status: 103\njson: {}\n",
+        "skills[0].invoke.status",
+        4,
+        15,
+        "a whole number from 200 to 599",
+        "103 (an integer)",
+        "a 1xx status is interim, not a final answer",
+        id="result-status-interim",
+    ),
+    pytest.param(
+        "status: 100\n",
+        "skills[0].invoke.status",
+        4,
+        15,
+        "a whole number from 200 to 599",
+        "100 (an integer)",
+        "a 1xx status is interim, not a final answer",
+        id="result-status-continue",
     ),
     pytest.param(
         "error: AUTH_REQUIRED\nmessage: 5\n",
@@ -983,3 +1003,55 @@ def test_keep_alive_does_not_go_with_a_fault_or_a_hang(other: str) -> None:
         skill_yaml(f"- json: 1\n  {other}\n  keep_alive: {{close_after: true}}\n")
     )
     assert any(p.path.endswith("keep_alive") and p.found == "both" for p in problems)
+
+
+# -- warnings: error answers outside the unified body --------------------------------
+
+
+def warnings_of(text: str) -> list[Problem]:
+    warnings: list[Problem] = []
+    load_text(text, "s.yaml", warnings=warnings)
+    return warnings
+
+
+def test_a_skills_scripted_json_error_that_is_not_unified_is_a_positioned_warning() -> None:
+    text = textwrap.dedent(
+        """\
+        skills:
+          - id: s
+            invoke:
+              cases:
+                - when: {body: {/a: 1}}
+                  status: 400
+                  json: {error: input.lang is required}
+              steps:
+                - {status: 500, json: {message: down}}
+                - one_of:
+                    - {weight: 1, status: 503, json: [down]}
+                    - {weight: 1, json: {ok: true}}
+        """
+    )
+    found = warnings_of(text)
+    assert [(w.line, w.path, w.found) for w in found] == [
+        (7, "skills[0].invoke.cases[0].json", "a mapping with keys error"),
+        (9, "skills[0].invoke.steps[0].json", "a mapping with keys message"),
+        (11, "skills[0].invoke.steps[1].one_of[0].json", "a list of 1 item"),
+    ]
+    assert found[0].expected.startswith("the unified error body {error: {code, message")
+    assert found[0].hint.startswith("its error is not an object")
+    assert "breaks the protocol" in found[0].hint
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "skills:\n  - id: s\n    invoke: {status: 400, json: {error: {code: X, message: m}}}\n",
+        "skills:\n  - id: s\n    invoke: {error: EXECUTION_TIMEOUT}\n",
+        "skills:\n  - id: s\n    invoke: {status: 200, json: {error: not an object}}\n",
+        "skills:\n  - id: s\n    invoke: {status: 500, text: down}\n",
+        "routes:\n  - path: /free\n    steps: [{status: 400, json: {error: free to differ}}]\n",
+    ],
+    ids=["unified", "error-step", "not-an-error-status", "not-json", "a-free-route"],
+)
+def test_no_warning_for_unified_bodies_successes_text_or_free_routes(text: str) -> None:
+    assert warnings_of(text) == []
