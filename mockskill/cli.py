@@ -18,7 +18,7 @@ import click
 
 from ._version import __version__
 from .cli_banner import count
-from .cli_options import MAX_DELAY, PATHS, admin_token, load_or_exit
+from .cli_options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
 from .cli_record import record
 from .cli_serve import serve
 from .protocol.validator import validate as validate_descriptor
@@ -37,10 +37,6 @@ __all__ = [
 """The group, its commands (``serve`` is :mod:`.cli_serve`'s, ``record`` :mod:`.cli_record`'s)."""
 
 
-UNREADABLE = 3
-"""Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mockskill")
 def cli() -> None:
@@ -51,7 +47,8 @@ def cli() -> None:
 @PATHS
 @MAX_DELAY
 def validate(paths: tuple[Path, ...], max_delay: int) -> None:
-    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any."""
+    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any
+    (3 if a path could not be read: missing, or closed to this process)."""
     scenarios = load_or_exit(paths, max_delay)
     counts = count(len(scenarios.scenarios), "scenario"), count(len(scenarios.skills), "skill")
     click.echo(f"ok: {', '.join(counts)}")

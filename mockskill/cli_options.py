@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from .scenario.loader import bundled_path, load_paths
+from .scenario.loader import bundled_path, cannot_read, load_paths
 from .scenario.model import ScenarioSet
 from .scenario.problems import ScenarioError
 from .scenario.reader import MAX_DELAY_MS
@@ -48,10 +48,16 @@ def admin_token(text: str) -> Callable[[F], F]:
     )
 
 
+UNREADABLE = 3
+"""Exit code when what was to be checked could not be read (the README's table)."""
+
+
 def load_or_exit(paths: tuple[Path, ...], max_delay_ms: int) -> ScenarioSet:
-    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1."""
+    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1 (3
+    when a path could not be read at all: missing, or closed to this process)."""
     try:
         return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms)
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
-        raise SystemExit(1) from None
+        unread = any(cannot_read(problem) for problem in exc.problems)
+        raise SystemExit(UNREADABLE if unread else 1) from None
