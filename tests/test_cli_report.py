@@ -191,7 +191,17 @@ def test_the_admin_token_is_sent_from_the_option_or_the_environment(serve: Serve
     refused = report(server.url)
     assert refused.exit_code == 3
     assert "answered 401" in refused.stderr
-    assert "--admin-token or MOCKSKILL_ADMIN_TOKEN" in refused.stderr
+    assert refused.stderr.endswith(
+        "the server asks for its admin token, and none was given;"
+        " give it with --admin-token or MOCKSKILL_ADMIN_TOKEN\n"
+    )
+    wrong = report(server.url, "--admin-token", "open")
+    assert wrong.exit_code == 3
+    assert wrong.stderr.endswith(
+        "answered 401: the server refused the admin token given (not its token);"
+        " check --admin-token or MOCKSKILL_ADMIN_TOKEN\n"
+    )
+    assert "none was given" not in wrong.stderr
     assert report(server.url, "--admin-token", "sesame").exit_code == 0
     assert report(server.url, env={"MOCKSKILL_ADMIN_TOKEN": "sesame"}).exit_code == 0
 
