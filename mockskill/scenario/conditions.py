@@ -125,6 +125,24 @@ class Pattern:
         return f"Pattern({self.pattern!r})"
 
 
+def searcher(patterns: list[Pattern]) -> Callable[[str], list[int] | None] | None:
+    """One search of a text for several patterns (RE2's set): the indices of those it
+    matches, or None; None when RE2 cannot hold them all in one (then search one by one)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    matcher = re2.Set.SearchSet(options)
+    try:
+        for pattern in patterns:
+            matcher.Add(pattern.pattern)
+        matcher.Compile()
+    except re2.error:
+        return None
+    match: Callable[[str], list[int] | None] = matcher.Match
+    return match
+
+
 def _refused(pattern: str, error: Exception) -> PatternError:
     said = error.args[0] if error.args else ""
     message = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
