@@ -18,7 +18,7 @@ import click
 
 from ._version import __version__
 from .cli_banner import count
-from .cli_options import MAX_DELAY, PATHS, admin_token, load_or_exit
+from .cli_options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
 from .cli_record import record
 from .cli_serve import serve
 from .protocol.validator import validate as validate_descriptor
@@ -37,10 +37,6 @@ __all__ = [
 """The group, its commands (``serve`` is :mod:`.cli_serve`'s, ``record`` :mod:`.cli_record`'s)."""
 
 
-UNREADABLE = 3
-"""Exit code when what was to be checked could not be read (as ``report``'s UNAVAILABLE)."""
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mockskill")
 def cli() -> None:
@@ -56,7 +52,8 @@ def cli() -> None:
     help="Exit 1 on warnings too (for CI), as on problems.",
 )
 def validate(paths: tuple[Path, ...], max_delay: int, strict: bool) -> None:
-    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any.
+    """Check scenario files (the bundled ones if none); print every problem, exit 1 if any
+    (3 if a path could not be read: missing, or closed to this process).
 
     A warning (a skill's scripted JSON error answer that is not in the unified
     error body) is printed, positioned, and fails only with --strict: a provider

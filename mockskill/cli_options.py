@@ -16,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from .listening import PortInUse, ServerError
-from .scenario.loader import bundled_path, load_paths
+from .scenario.loader import bundled_path, cannot_read, load_paths
 from .scenario.model import ScenarioSet
 from .scenario.problems import Problem, ScenarioError
 from .scenario.reader import MAX_DELAY_MS
@@ -51,17 +51,23 @@ def admin_token(text: str) -> Callable[[F], F]:
     )
 
 
+UNREADABLE = 3
+"""Exit code when what was to be checked could not be read (the README's table)."""
+
+
 def load_or_exit(
     paths: tuple[Path, ...], max_delay_ms: int, warnings: list[Problem] | None = None
 ) -> ScenarioSet:
-    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1.
+    """The scenarios in *paths* (the bundled ones if none), or every problem and exit 1 (3
+    when a path could not be read at all: missing, or closed to this process).
 
     *warnings*, if given, receives the loader's warnings (``validate`` prints them)."""
     try:
         return load_paths(paths or [bundled_path()], max_delay_ms=max_delay_ms, warnings=warnings)
     except ScenarioError as exc:
         click.echo(str(exc), err=True)
-        raise SystemExit(1) from None
+        unread = any(cannot_read(problem) for problem in exc.problems)
+        raise SystemExit(UNREADABLE if unread else 1) from None
 
 
 def cannot_start(ctx: click.Context, error: ServerError) -> str:

@@ -43,7 +43,11 @@ def fetch(
         server = RemoteServer(url, admin_token=admin_token, timeout=timeout)
         return server.admin("GET", "report", query)
     except RemoteError as exc:
-        hint = " (give it: --admin-token or MOCKSKILL_ADMIN_TOKEN)" if exc.status == 401 else ""
+        hint = ""
+        if exc.token_refused:
+            hint = "; check --admin-token or MOCKSKILL_ADMIN_TOKEN"
+        elif exc.status == 401:
+            hint = "; give it with --admin-token or MOCKSKILL_ADMIN_TOKEN"
         raise Unavailable(f"{exc}{hint}") from None
 
 

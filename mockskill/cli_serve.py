@@ -304,6 +304,11 @@ def serve(
 
         if not shared:
             raise click.UsageError(needs_shared_state(workers))
+        from .store import client_missing
+
+        missing = client_missing(state)
+        if missing is not None:  # said once here, not by every worker
+            raise SystemExit(f"mockskill: {missing}")
         load_or_exit(paths, max_delay)  # one report, not one per worker
         raise SystemExit(supervise(ctx, paths, workers))
     if not is_loopback(host) and admin_token is None and insecure_admin and worker_index is None:

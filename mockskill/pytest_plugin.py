@@ -409,7 +409,9 @@ def remote_server(config: pytest.Config) -> RemoteServer | None:
     except RemoteError as exc:
         message = f"mockskill: the server at {url} (--mockskill-url or {URL_ENV}) cannot be used: "
         message += str(exc)
-        if exc.status == 401:
+        if exc.token_refused:
+            message += f"; check --mockskill-admin-token or {TOKEN_ENV}"
+        elif exc.status == 401:
             message += f"; give it with --mockskill-admin-token or {TOKEN_ENV}"
         failure = message
     else:

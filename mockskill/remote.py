@@ -59,10 +59,19 @@ def http_url(text: str) -> str:
 class RemoteError(Exception):
     """The remote server could not be asked: unreachable, refused, or not mockskill."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, token_given: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         """The HTTP status of a refusal (401: the admin token is missing or wrong)."""
+        self.token_given = token_given
+        """Whether an admin token was sent (a 401 then refused it: it is wrong)."""
+
+    @property
+    def token_refused(self) -> bool:
+        """A 401 to a token given: the token is not the server's (not: none was given)."""
+        return self.status == 401 and self.token_given
 
 
 class RemoteServer:
@@ -137,10 +146,20 @@ class RemoteServer:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:
-            hint = " (the server asks for its admin token)" if exc.code == 401 else ""
+            given = self._admin_token is not None
+            if exc.code == 401:  # said by what was sent: the server's sentence fits neither
+                exc.close()  # (its body unread)
+                said = (
+                    "the server refused the admin token given (not its token)"
+                    if given
+                    else "the server asks for its admin token, and none was given"
+                )
+            else:
+                said = _error_message(exc)
             raise RemoteError(
-                f"{method} {address} answered {exc.code}: {_error_message(exc)}{hint}",
+                f"{method} {address} answered {exc.code}: {said}",
                 status=exc.code,
+                token_given=given,
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)

@@ -62,10 +62,26 @@ def test_max_delay_lowers_the_longest_wait_a_scenario_may_script(tmp_path: Path)
     assert "longer delays are refused, not clamped" in result.output
 
 
-def test_validate_reports_a_missing_path(tmp_path: Path) -> None:
+def test_validate_of_a_missing_path_says_so_and_exits_3_as_check_descriptor(
+    tmp_path: Path, bad_file: Path
+) -> None:
+    """The README's table: 3 when what was to be checked could not be read."""
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert "nothing there" in result.output
+    missing_descriptor = CliRunner().invoke(cli, ["check-descriptor", str(tmp_path / "d.json")])
+    assert missing_descriptor.exit_code == 3
+    # with an invalid file beside it: both said, and still what could not be read
+    both = CliRunner().invoke(cli, ["validate", str(bad_file), str(tmp_path / "nope.yaml")])
+    assert both.exit_code == 3
+    assert "nothing there" in both.output
+    assert "did you mean 'AUTH_REQUIRED'?" in both.output
+
+
+def test_validate_of_an_empty_folder_is_invalid_not_unreadable(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "expected *.yaml files, found none" in result.output
 
 
 @pytest.mark.timeout(30)

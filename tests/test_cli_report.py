@@ -147,6 +147,29 @@ def test_the_table_does_not_call_a_session_that_sent_nothing_clean(server: Serve
     assert "clean" not in result.stdout
 
 
+def test_without_a_gate_a_session_that_sent_nothing_gets_the_gates_did_you_mean(
+    server: Server,
+) -> None:
+    session = new_session()
+    play(server, session, "fine")
+    mistyped = session[:-1] + "x"
+    result = report(server.url, "--session", mistyped)
+    assert result.exit_code == 0
+    said = f"made no request (is the Mockskill-Session header sent? did you mean {session!r}?)"
+    assert f"session {mistyped!r}: 0 requests, 0 retried chains, nothing to audit\n  {said}" in (
+        result.stdout
+    )
+    gated = report(server.url, "--session", mistyped, "--fail-on-findings")
+    assert f"session {mistyped!r} {said}" in gated.stderr
+
+
+def test_require_names_the_category_it_takes_a_misspelling_for(server: Server) -> None:
+    result = report(server.url, "--require", "AUTH_REQIRED,EMPTY_RESPONSE,auth_requird")
+    assert result.exit_code == 2
+    assert "AUTH_REQIRED (did you mean 'AUTH_REQUIRED'?)" in result.stderr
+    assert "auth_requird (did you mean 'AUTH_REQUIRED'?)" in result.stderr
+
+
 def test_fail_on_findings_fails_on_a_session_that_sent_nothing(server: Server) -> None:
     session = new_session()
     play(server, session, "fine")
@@ -191,7 +214,17 @@ def test_the_admin_token_is_sent_from_the_option_or_the_environment(serve: Serve
     refused = report(server.url)
     assert refused.exit_code == 3
     assert "answered 401" in refused.stderr
-    assert "--admin-token or MOCKSKILL_ADMIN_TOKEN" in refused.stderr
+    assert refused.stderr.endswith(
+        "the server asks for its admin token, and none was given;"
+        " give it with --admin-token or MOCKSKILL_ADMIN_TOKEN\n"
+    )
+    wrong = report(server.url, "--admin-token", "open")
+    assert wrong.exit_code == 3
+    assert wrong.stderr.endswith(
+        "answered 401: the server refused the admin token given (not its token);"
+        " check --admin-token or MOCKSKILL_ADMIN_TOKEN\n"
+    )
+    assert "none was given" not in wrong.stderr
     assert report(server.url, "--admin-token", "sesame").exit_code == 0
     assert report(server.url, env={"MOCKSKILL_ADMIN_TOKEN": "sesame"}).exit_code == 0
 

@@ -73,7 +73,19 @@ def test_the_admin_token_is_sent_and_its_absence_is_named(
     with pytest.raises(RemoteError, match=r"answered 401: .*asks for its admin token") as caught:
         RemoteServer(server.url).journal()
     assert caught.value.status == 401
+    assert not caught.value.token_refused
     assert "s3cret" not in str(caught.value)
+
+
+def test_a_wrong_admin_token_is_said_refused_not_missing(serve: Callable[..., Server]) -> None:
+    server = serve(None, admin_token="s3cret")
+    with pytest.raises(RemoteError) as caught:
+        RemoteServer(server.url, admin_token="wrong").journal()
+    assert str(caught.value).endswith(
+        "answered 401: the server refused the admin token given (not its token)"
+    )
+    assert caught.value.token_refused
+    assert "wrong" not in str(caught.value)
 
 
 def test_an_unreachable_server_is_named_with_the_reason() -> None:

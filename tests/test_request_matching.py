@@ -176,3 +176,26 @@ def test_a_skill_endpoint_with_only_cases_is_unmatched_when_none_holds(
     ]
     [entry] = server.journal()[1:]
     assert entry.endpoint == "unmatched"
+
+
+def test_no_header_can_stall_the_server_through_a_regular_expression(
+    serve: Callable[..., Server],
+) -> None:
+    """The issue's expression and header: a backtracking engine takes seconds (2**27 ways to
+    split the a's) and every client waits; RE2 searches in time linear in the header."""
+    server = serve("""
+    skills:
+      - id: tenants
+        invoke:
+          cases:
+            - when: {headers: {X-Tenant: {matches: '^([a-z0-9]+-?)+$'}}}
+              json: {tenant: named}
+          steps:
+            - json: {tenant: other}
+    """)
+    hostile = requests.post(
+        server.invoke_url("tenants"), headers={"X-Tenant": "a" * 27 + "!"}, timeout=2
+    )
+    assert hostile.json() == {"tenant": "other"}
+    named = requests.post(server.invoke_url("tenants"), headers={"X-Tenant": "acme-1"}, timeout=2)
+    assert named.json() == {"tenant": "named"}

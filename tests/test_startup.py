@@ -50,6 +50,7 @@ LAZY = (
     "mockskill.cli_report",
     "mockskill.remote",
     "mockskill.scenario.syntax",
+    "re2",  # RE2, for a scenario's `matches:` (the bundled scenarios have none)
     "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
     "cryptography",
     "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)

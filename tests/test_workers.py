@@ -433,3 +433,34 @@ def test_a_port_another_supervisor_serves_is_refused(
     assert second.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
     assert f"port {port} is in use" in second.stderr
+
+
+def test_workers_without_the_redis_client_are_refused_once_before_any_starts(
+    scenario: Path,
+) -> None:
+    """Every worker said that the Redis client is not installed, and then the supervisor
+    said a worker died: said once, by the supervisor, before forking. (The client is hidden
+    from this child process by a finder that refuses it, as if not installed.)"""
+    hidden = (
+        "import sys\n"
+        "class NotInstalled:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'redis':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
+        "from mockskill.cli import cli\n"
+        "cli(sys.argv[1:], prog_name='mockskill')\n"
+    )
+    store = "redis://127.0.0.1:1/0"
+    command = ["serve", "--port", "0", "--workers", "2", "--state", store, str(scenario)]
+    done = subprocess.run(
+        [sys.executable, "-c", hidden, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"mockskill: cannot use the state store {store}: the Redis client is not installed"
+        " (redis): pip install 'mockskill[redis]'\n"
+    )

@@ -5,7 +5,9 @@ transport fault stands for ``ENDPOINT_UNREACHABLE``, a hang-up for
 ``EXECUTION_TIMEOUT``); :func:`acted_on` is when the consumer had what it
 acted on; :func:`chains` groups one session's requests into retry chains —
 the same request (method, path and body) sent again for as long as the
-previous attempt failed. Pure functions over entries, like all of the audit.
+previous attempt failed (mockskill's own refusal of its control header, a
+test's mistake, being no attempt: :func:`refused_control`). Pure functions
+over entries, like all of the audit.
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def outcome(entry: Entry) -> Outcome:
     if entry.status >= 400:
         return Outcome(True)
     return Outcome(False)
+
+
+def refused_control(entry: Entry) -> bool:
+    """Whether *entry* is mockskill's own refusal of its ``Mockskill-Error`` header (a
+    category misspelt, or one the provider cannot send): the journal marks it forced, with
+    a ``MOCKSKILL_`` code. The test's mistake, not an answer of the skill's: a request
+    after it retries nothing, and it is no failed attempt of a chain."""
+    return entry.forced and (entry.error_code or "").startswith("MOCKSKILL_")
 
 
 def answered(entry: Entry) -> bool:
@@ -133,6 +143,9 @@ def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
     waiting: dict[tuple[str, str | None], list[list[Entry]]] = {}  # chains whose last failed
     out: list[list[Entry]] = []
     for entry in ordered:
+        if refused_control(entry):  # the skill never saw it: nothing to retry, no retry
+            out.append([entry])
+            continue
         key = (endpoint_of(entry), entry.body_digest)
         open_chains = [c for c in waiting.get(key, []) if outcome(c[-1]).failed]
         chain = likeliest(entry, [c for c in open_chains if not overlaps(entry, c[-1])])

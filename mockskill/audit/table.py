@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .verdict import finding_lines
+from .verdict import finding_lines, silence
 
 
 def table(report: dict[str, Any], url: str = "") -> str:
@@ -23,7 +23,7 @@ def table(report: dict[str, Any], url: str = "") -> str:
         f" {policy['tolerance_ms']:.0f} ms)"
     ]
     if not report["sessions"]:
-        lines.append("no requests recorded")
+        lines.append("no session made a request (is the Mockskill-Session header sent?)")
     for session in report["sessions"]:
         lines.append("")
         lines.extend(_session_lines(session))
@@ -62,6 +62,8 @@ def _session_lines(session: dict[str, Any]) -> list[str]:
             else "nothing to audit"
         )
     ]
+    if not session["requests"]:  # what a gate would say of it, said without one too
+        lines.append(f"  {silence(session)}")
     lines.extend(_coverage_lines(session["coverage"]))
     marks: dict[int, list[str]] = {}
     for i, finding in enumerate(findings, 1):

@@ -109,8 +109,12 @@ def coverage_gaps(
     wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
     unknown = wanted - set(CODES) - set(FAULT_NAMES)
     if unknown:
+        named = []
+        for name in sorted(unknown):
+            close = difflib.get_close_matches(name.upper(), CODES + FAULT_NAMES, n=1)
+            named.append(f"{name} (did you mean {close[0]!r}?)" if close else name)
         raise ValueError(
-            f"not a category or a transport fault: {', '.join(sorted(unknown))};"
+            f"not a category or a transport fault: {', '.join(named)};"
             f" expected some of {', '.join(CODES + FAULT_NAMES)}"
         )
     gaps = {}
@@ -159,21 +163,28 @@ def silent_sessions(report: dict[str, Any]) -> list[str]:
     consumer that does not send ``Mockskill-Session``, would otherwise show
     green. Both ``assert_clean`` and ``mockskill report``'s gates fail on it.
     """
-    header = "is the Mockskill-Session header sent?"
     if not report["sessions"]:
-        return [f"no session made a request ({header})"]
-    lines = []
-    for session in report["sessions"]:
-        if session["requests"]:
-            continue
-        others = session.get("did_you_mean") or []
-        hint = (
-            f" did you mean {' or '.join(repr(o) for o in others)}?"
-            if others
-            else " no session has made a request"
-        )
-        lines.append(f"session {session['session']!r} made no request ({header}{hint})")
-    return lines
+        return [f"no session made a request ({_HEADER})"]
+    return [
+        f"session {session['session']!r} {silence(session)}"
+        for session in report["sessions"]
+        if not session["requests"]
+    ]
+
+
+_HEADER = "is the Mockskill-Session header sent?"
+
+
+def silence(session: dict[str, Any]) -> str:
+    """What a session of a report that made no request is told, gate or no gate: ``made no
+    request (is the Mockskill-Session header sent? did you mean 'alpha'?)``."""
+    others = session.get("did_you_mean") or []
+    hint = (
+        f" did you mean {' or '.join(repr(o) for o in others)}?"
+        if others
+        else " no session has made a request"
+    )
+    return f"made no request ({_HEADER}{hint})"
 
 
 def assert_clean(report: dict[str, Any], *, require_coverage: bool | Iterable[str] = False) -> None:

@@ -12,9 +12,11 @@ after some seconds or some uses, so a consumer's refresh can be exercised.
 The token endpoint answers errors in OAuth2's own format (RFC 6749 §5.2),
 not the skill protocol's: it is OAuth2 that a consumer talks to there.
 
-``GET /oauth/authorize`` is where the default ``AUTH_REQUIRED`` details send
-a consumer (``authorization_url``). The mock has no interactive flow to offer
-there, so the endpoint says what it does offer: the token endpoint and its
+Every ``AUTH_REQUIRED`` sends a consumer to the token endpoint
+(``authorization_url``): a ``requires:`` skill's, and a forced or scripted
+one's alike. ``GET /oauth/authorize`` is for a person (and the bundled
+descriptors): the mock has no interactive flow to offer there, so the
+endpoint says what it does offer: the token endpoint and its
 one grant, client credentials — and refuses an authorization request
 (``response_type=...``) as OAuth2 does, ``unsupported_response_type``.
 """

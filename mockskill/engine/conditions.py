@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..scenario.conditions import Pattern, searcher
 from ..scenario.model import Case, Check, Condition
 from .entries import shorten
 from .incoming import Incoming
@@ -101,24 +102,39 @@ class Picker:
     __slots__ = ("_steps",)
 
     def __init__(self, cases: Sequence[Case]) -> None:
-        steps: list[_Tested | _Run] = []
+        steps: list[_Tested | _Run | _Searched] = []
         for case in cases:
             key = _indexable(case)
+            searched = _searchable(case)
             last = steps[-1] if steps else None
             if key is not None and isinstance(last, _Run) and last.place == key[0]:
                 last.add(case, key[1])
             elif key is not None:
                 steps.append(_Run(key[0], case, key[1]))
+            elif searched is not None and isinstance(last, _Searched) and last.place == searched:
+                last.cases.append(case)
+            elif searched is not None:
+                steps.append(_Searched(searched, case))
             else:
                 steps.append(_tested(case))
-        self._steps = tuple(
-            _tested(s.cases[0][0]) if isinstance(s, _Run) and len(s.cases) == 1 else s
-            for s in steps
-        )
+        ready: list[_Tested | _Run | _Searched] = []
+        for step in steps:
+            if isinstance(step, _Run) and len(step.cases) == 1:
+                ready.append(_tested(step.cases[0][0]))
+            elif isinstance(step, _Searched) and (len(step.cases) == 1 or not step.compile()):
+                ready.extend(_tested(case) for case in step.cases)
+            else:
+                ready.append(step)
+        self._steps = tuple(ready)
 
     def pick(self, request: Incoming) -> Case | None:
         facts = Facts(request)
         for step in self._steps:
+            if type(step) is _Searched:
+                picked = step.find(facts)
+                if picked is not None:
+                    return picked
+                continue
             if type(step) is _Run:
                 found = step.find(facts)
                 if not isinstance(found, _NotIndexed):
@@ -222,6 +238,51 @@ class _Run:
         if len(values) != 1 or type(values[0]) not in _EXACT:
             return _NOT_INDEXED
         return self.by_value.get(values[0])
+
+
+class _Searched:
+    """Consecutive cases each testing *place* with one expression (``matches``): one RE2
+    search of the value for all of them, the first case whose expression it matches."""
+
+    __slots__ = ("cases", "place", "search")
+
+    def __init__(self, place: tuple[str, str], case: Case) -> None:
+        self.place = place
+        self.cases: list[Case] = [case]
+        self.search: Callable[[str], list[int] | None] | None = None
+
+    def compile(self) -> bool:
+        """Make the one search; False when RE2 cannot hold the expressions in one."""
+        self.search = searcher([c.conditions[0].checks[0].operand for c in self.cases])
+        return self.search is not None
+
+    def find(self, facts: Facts) -> Case | None:
+        """The run's first case the request's value matches (any of a repeated parameter's
+        values), None for none."""
+        condition = self.cases[0].conditions[0]
+        place, found = self.place, facts.found
+        values = (
+            found[place] if place in found else found.setdefault(place, _values(condition, facts))
+        )
+        search = self.search
+        assert search is not None  # (compiled by the picker)
+        first = None
+        for value in values or ():
+            if type(value) is str and (matched := search(value)) is not None:
+                index = min(matched)
+                first = index if first is None else min(first, index)
+        return None if first is None else self.cases[first]
+
+
+def _searchable(case: Case) -> tuple[str, str] | None:
+    """The place when *case* is one ``matches`` test on it."""
+    if len(case.conditions) != 1:
+        return None
+    [condition] = case.conditions
+    checks = condition.checks
+    if len(checks) != 1 or checks[0].operator != "matches":
+        return None
+    return condition.place if isinstance(checks[0].operand, Pattern) else None
 
 
 def _indexable(case: Case) -> tuple[tuple[str, str], Any] | None:

@@ -6,12 +6,19 @@ matched by splitting the path and one dict lookup; free routes by one
 :class:`~mockskill.scenario.routes.Router` (Werkzeug's rule syntax and matching,
 without importing Werkzeug). A request that matches nothing gets
 its near misses: the closest routes, each with the reasons it missed.
+
+A miss costs about what a match does, however many routes there are: the
+rules its path matches are found by one walk of a router of them all, and
+the similarity of its path (a quadratic comparison) is measured only
+against the rules nearest it in sorted order, by their beginnings and by
+their ends (:class:`_NearIndex`, built on the first miss).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -124,7 +131,49 @@ class _Candidate:
     label: str
     methods: tuple[str, ...]
     rule: str
-    router: Router[bool]
+
+
+_SHORTLIST = MAX_NEAR_MISSES
+"""Rules sharing the most of a missed path's three-letter pieces that its similarity is
+measured against in each group (a quadratic comparison: a few, never every route)."""
+
+
+def _trigrams(text: str) -> set[str]:
+    return {text[i : i + 3] for i in range(max(1, len(text) - 2))}
+
+
+class _NearIndex:
+    """What a miss is measured against, built once per table on its first miss: a router
+    of every candidate's rule (which ones a path matches, in one walk), which candidates
+    take each method, and which candidates' rules hold each three-letter piece (those
+    sharing the most with a path are the likeliest near misses)."""
+
+    def __init__(self, candidates: list[_Candidate]) -> None:
+        self.size = len(candidates)
+        self.router: Router[int] = Router((c.rule, None, i) for i, c in enumerate(candidates))
+        taking: dict[str, set[int]] = {}
+        holding: dict[str, list[int]] = {}
+        for i, candidate in enumerate(candidates):
+            for method in candidate.methods:
+                taking.setdefault(method, set()).add(i)
+            for piece in _trigrams(candidate.rule):
+                holding.setdefault(piece, []).append(i)
+        if "GET" in taking:  # HEAD comes with GET
+            taking.setdefault("HEAD", set()).update(taking["GET"])
+        self.taking = {method: frozenset(members) for method, members in taking.items()}
+        # A piece most rules hold (the /api/v1/ they all begin with) tells them apart from
+        # none, and would cost a count per rule: dropped.
+        common = max(_SHORTLIST, len(candidates) // 2)
+        self.holding = {piece: held for piece, held in holding.items() if len(held) <= common}
+
+    def ranked(self, path: str) -> Iterator[int]:
+        """Every candidate, those sharing the most pieces with *path* first."""
+        shared: Counter[int] = Counter()
+        for piece in _trigrams(path[:MAX_PATH]):
+            shared.update(self.holding.get(piece, ()))
+        for i, _ in shared.most_common():
+            yield i
+        yield from (i for i in range(self.size) if i not in shared)
 
 
 class RoutingTable:
@@ -189,9 +238,10 @@ class RoutingTable:
             exact.update(((method, f"/skills/{sid}"), t) for sid, t in self._describe.items())
         exact.update((("POST", f"/skills/{sid}/invoke"), t) for sid, t in self._invoke.items())
         self._exact = {key: t for key, t in exact.items() if self._match_surface(*key) is t}
-        self._candidates = [
-            _Candidate(f"{m} {rule}", (m,), rule, _any_method(rule)) for m, rule, _ in _SURFACE
-        ] + [_Candidate(r.label, r.methods, r.path, _any_method(r.path)) for r in self.routes]
+        self._candidates = [_Candidate(f"{m} {rule}", (m,), rule) for m, rule, _ in _SURFACE] + [
+            _Candidate(r.label, r.methods, r.path) for r in self.routes
+        ]
+        self._near: _NearIndex | None = None
 
     def match(self, method: str, path: str) -> Target | Miss:
         """The endpoint for *method* and *path*, or why there is none."""
@@ -255,19 +305,37 @@ class RoutingTable:
         """The closest routes to a request that matched none, with why each missed."""
         import difflib  # (as in _match_surface)
 
+        near = self._near
+        if near is None:  # (two threads may both build it: the same index, kept once)
+            near = self._near = _NearIndex(self._candidates)
+        matched = set(near.router.every(path))
+        taking = near.taking.get(method, frozenset())
+        # A right path with a wrong method comes first (one reason): all are measured.
+        # Then a wrong path with a right method, then both wrong: of each, the few
+        # sharing the most with the path, while the near misses are not filled.
+        measured = matched - taking
+        if len(measured) < MAX_NEAR_MISSES:
+            groups: tuple[list[int], list[int]] = ([], [])
+            for i in near.ranked(path):
+                if i not in matched:
+                    group = groups[i not in taking]
+                    if len(group) < _SHORTLIST:
+                        group.append(i)
+                    elif len(groups[0]) == len(groups[1]) == _SHORTLIST:
+                        break
+            measured.update(groups[0])
+            if len(measured) < MAX_NEAR_MISSES:
+                measured.update(groups[1])
         scored = []
         # Quoted shortened: each near miss would otherwise copy a hostile path whole.
         shown_path, shown_method = shorten(path), shorten(method)
-        for candidate in self._candidates:
+        for i in measured:
+            candidate = self._candidates[i]
             reasons = []
-            if candidate.router.match(path) is None:
+            if i not in matched:
                 reasons.append(f"path {shown_path} does not match {candidate.rule}")
-            if method not in candidate.methods and not (
-                method == "HEAD" and "GET" in candidate.methods
-            ):
+            if i not in taking:
                 reasons.append(f"method {shown_method} is not {' or '.join(candidate.methods)}")
-            if not reasons:  # matched the rule, but not the skill id: said elsewhere
-                continue
             # On the path's start only: SequenceMatcher is quadratic, and a path far
             # longer than every rule is far from all of them anyway.
             similarity = difflib.SequenceMatcher(None, path[:MAX_PATH], candidate.rule).ratio()
@@ -306,11 +374,6 @@ def sequence_keys(scenarios: Iterable[Scenario]) -> set[str]:
             keys.add(key := route_key(route))
             keys.update(f"{key}/case/{case.index}" for case in route.cases)
     return keys
-
-
-def _any_method(rule: str) -> Router[bool]:
-    """*rule* alone, for any method: whether a path matches it (a near miss's first reason)."""
-    return Router([(rule, None, True)])
 
 
 def _listed(skill: Skill) -> dict[str, Any]:

@@ -34,9 +34,12 @@ def tls_base_url(skill_id: str) -> str:
 
 
 TOKEN_PATH = "/oauth/token"
-"""Where this provider's OAuth2 clients get tokens (a descriptor's ``token_url``)."""
+"""Where this provider's OAuth2 clients get tokens: a descriptor's ``token_url``, and the
+``authorization_url`` of every ``AUTH_REQUIRED`` (a ``requires:`` skill's, a forced or
+scripted one's), the client-credentials grant having no other place to go."""
 AUTHORIZE_PATH = "/oauth/authorize"
-"""Where ``AUTH_REQUIRED`` details send a consumer (``authorization_url``)."""
+"""The server's OAuth2 metadata (RFC 8414's names): where a person finds how to get a
+token; no interactive authorization happens there."""
 
 DEFAULT_SCOPE = "skill:invoke"
 UPGRADE_URL = "https://skill-sharing.org/upgrade-guide"
@@ -117,7 +120,9 @@ def _validation_details(ctx: Context) -> dict[str, Any]:
 def _auth_details(ctx: Context) -> dict[str, Any]:
     return {
         "required_auth_type": "oauth2",
-        "authorization_url": f"{BASE_URL}{AUTHORIZE_PATH}",
+        # The same URL as a requires: skill's 401: a consumer that completes the flow
+        # from the details does the same whatever answered the 401.
+        "authorization_url": f"{BASE_URL}{TOKEN_PATH}",
         "scopes": [DEFAULT_SCOPE],
     }
 

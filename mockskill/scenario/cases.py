@@ -18,11 +18,12 @@ conditions all hold plays (the endpoint's default sequence otherwise)::
 
 A condition names where the value is (``headers``, ``query``, ``body`` by
 JSON Pointer, ``raw_body``) and one or more tests on it: ``equals``,
-``contains``, ``matches`` (a regular expression, searched), ``exists``,
-``absent``; a plain value is ``equals``. This module owns their reading:
-pointers parsed, regexes compiled, a case no request can reach refused. The
-frozen model is :mod:`.model`'s (:class:`~.model.Case`); what a request makes
-of it is the engine's (:mod:`mockskill.engine.conditions`).
+``contains``, ``matches`` (a regular expression in RE2's syntax, searched),
+``exists``, ``absent``; a plain value is ``equals``. This module owns their
+reading: pointers parsed, regexes compiled (by RE2: a search is linear in the
+text), a case no request can reach refused. The frozen model is
+:mod:`.model`'s (:class:`~.model.Case`); what a request makes of it is the
+engine's (:mod:`mockskill.engine.conditions`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .conditions import Pattern, PatternError
 from .model import Case, Check, Condition, Operator, Sequence, Source
 from .problems import Path, describe
 from .reader import Reader
@@ -172,17 +174,15 @@ def _read_tests(r: Reader, value: Any, path: Path, source: Source) -> tuple[Chec
 _WHAT = {"headers": "header values", "query": "query values", "raw_body": "bodies here"}
 
 
-def _pattern(r: Reader, operand: Any, path: Path) -> re.Pattern[str] | None:
+def _pattern(r: Reader, operand: Any, path: Path) -> Pattern | None:
     if not isinstance(operand, str):
         r.bad(path, "a regular expression (a string)", describe(operand))
         return None
     try:
-        return re.compile(operand)
-    except re.error as error:
-        at = f" at position {error.pos}" if error.pos is not None else ""
-        r.bad(
-            path, "a regular expression (Python's re syntax)", describe(operand), f"{error.msg}{at}"
-        )
+        return Pattern(operand)
+    except PatternError as error:
+        hint = f"{error.reason}: {error.hint}" if error.hint else error.reason
+        r.bad(path, "a regular expression (RE2 syntax)", describe(operand), hint)
         return None
 
 

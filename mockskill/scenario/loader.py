@@ -96,9 +96,21 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
             files.append(path)
         else:
             problems.append(
-                Problem(str(path), 1, 1, "(file)", "a scenario file or folder", "nothing there")
+                Problem(str(path), 1, 1, "(file)", "a scenario file or folder", NOTHING_THERE)
             )
     return files, problems
+
+
+NOTHING_THERE = "nothing there"
+
+
+def cannot_read(problem: Problem) -> bool:
+    """Whether *problem* says a path given could not be read at all (not there, or closed to
+    this process): what was to be checked is missing, rather than wrong (a command's exit
+    code 3, not 1). A folder without scenario files was read: it is wrong."""
+    if problem.path not in ("(file)", "(folder)"):
+        return False
+    return problem.found == NOTHING_THERE or problem.expected.endswith(" can read")
 
 
 def load_paths(

@@ -329,6 +329,8 @@ class Router(Generic[E]):
         """*rules*: each a rule (its text, or parsed), the methods it takes (None: any; HEAD
         comes with GET) and the endpoint :meth:`match` answers for it."""
         self._root: _State[E] = _State()
+        self._order: dict[int, int] = {}
+        """Each entry's place among the rules given (by the entry's id: :meth:`every`)."""
         for rule, methods, endpoint in rules:
             parsed = parse(rule) if isinstance(rule, str) else rule
             taken = None
@@ -354,7 +356,9 @@ class Router(Generic[E]):
                     following = _State()
                     state.dynamic.append((part, compiled, following))
                     state = following
-        state.rules.append((rule, methods, endpoint))
+        entry = (rule, methods, endpoint)
+        self._order[id(entry)] = len(self._order)
+        state.rules.append(entry)
 
     def _sort(self, state: _State[E]) -> None:
         state.dynamic.sort(key=lambda entry: entry[0].weight)
@@ -376,6 +380,22 @@ class Router(Generic[E]):
             if not converter.valid(value):
                 return None
         return endpoint
+
+    def every(self, path: str) -> list[E]:
+        """The endpoints of every rule *path* matches, whatever their methods: each as a
+        router of that rule alone would match it (in the order the rules were given).
+
+        One walk of the machine, every branch taken, instead of a walk per rule: what a
+        request that matched nothing is measured against (its near misses)."""
+        path = f"/{path.lstrip('/')}" if path else ""
+        found: dict[int, tuple[tuple[Rule, frozenset[str] | None, E], list[str]]] = {}
+        _walk_every(self._root, ["", *path.split("/")], [], found)
+        matched = []
+        for entry, values in found.values():
+            rule, _, endpoint = entry
+            if all(c.valid(v) for c, v in zip(rule.converters, values, strict=True)):
+                matched.append((self._order[id(entry)], endpoint))
+        return [endpoint for _, endpoint in sorted(matched, key=lambda item: item[0])]
 
 
 def _takes(methods: frozenset[str] | None, method: str) -> bool:
@@ -421,3 +441,42 @@ def _walk(
             if _takes(entry[1], method):
                 return entry, values
     return None
+
+
+def _walk_every(
+    state: _State[E],
+    parts: Sequence[str],
+    values: list[str],
+    found: dict[int, tuple[tuple[Rule, frozenset[str] | None, E], list[str]]],
+) -> None:
+    """:func:`_walk` for any method, every branch taken: each entry (by id) with the values
+    of the first way through the machine that reaches it (the way a walk of its rule
+    alone takes, the transitions being tried in the same order)."""
+
+    def reached(entries: list[tuple[Rule, frozenset[str] | None, E]]) -> None:
+        for entry in entries:
+            found.setdefault(id(entry), (entry, values))
+
+    if not parts:
+        reached(state.rules)
+        if "" in state.static:
+            reached(state.static[""].rules)
+        return
+    part = parts[0]
+    if part in state.static:
+        _walk_every(state.static[part], parts[1:], values, found)
+    for test, compiled, following in state.dynamic:
+        target, remaining = part, parts[1:]
+        if test.final:
+            target, remaining = "/".join(parts), []
+        match = compiled.match(target)
+        if match is not None:
+            if test.suffixed and match.groups()[-1] == "/":
+                remaining = [""]
+            groups = sorted(
+                ((k, v) for k, v in match.groupdict().items() if k.startswith("_v")),
+                key=lambda item: int(item[0][2:]),
+            )
+            _walk_every(following, remaining, values + [v for _, v in groups], found)
+    if list(parts) == [""]:
+        reached(state.rules)

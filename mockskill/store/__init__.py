@@ -23,7 +23,35 @@ from .url import BadStoreURL, checked, is_shared, masked
 if TYPE_CHECKING:
     from ..engine.store import Store
 
-__all__ = ["BadStoreURL", "StoreOpenError", "checked", "is_shared", "masked", "open_store"]
+__all__ = [
+    "BadStoreURL",
+    "StoreOpenError",
+    "checked",
+    "client_missing",
+    "is_shared",
+    "masked",
+    "open_store",
+]
+
+
+def client_missing(url: str) -> str | None:
+    """Why the shared store *url* cannot be used from this Python: its client is not
+    installed (None: it is). Asked without importing it: a supervisor checks once for its
+    workers, which would each say so."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("redis")
+    except ImportError:  # (a finder that refuses it)
+        found = None
+    return _not_installed(url, "redis") if found is None else None
+
+
+def _not_installed(url: str, module: str) -> str:
+    return (
+        f"cannot use the state store {masked(url)}: the Redis client is not installed"
+        f" ({module}): pip install 'mockskill[redis]'"
+    )
 
 
 def open_store(
@@ -49,10 +77,7 @@ def open_store(
     try:
         from .redis import open_redis
     except ModuleNotFoundError as missing:
-        raise StoreOpenError(
-            f"cannot use the state store {masked(url)}: the Redis client is not installed"
-            f" ({missing.name}): pip install 'mockskill[redis]'"
-        ) from None
+        raise StoreOpenError(_not_installed(url, str(missing.name))) from None
 
     return open_redis(
         url,

@@ -934,3 +934,25 @@ def test_docs_audit_md_documents_every_rule() -> None:
     section = text.split("## The rules", 1)[1].split("\n## ", 1)[0]
     documented = re.findall(r"^\| `([a-z-]+)` \|", section, re.MULTILINE)
     assert documented == list(RULES)
+
+
+def test_mockskills_refusal_of_a_misspelt_error_header_is_no_attempt_retried(
+    consumer: Consumer,
+) -> None:
+    """A test's own mistake (Mockskill-Error: AUTH_REQIRED, refused with a 400 by mockskill
+    itself), then the consumer's request: the 400 was no answer of the skill's, so the
+    consumer retried nothing and sent one request to the skill."""
+    typo = consumer.invoke("fine", headers={"Mockskill-Error": "AUTH_REQIRED"})
+    assert typo.status_code == 400
+    assert typo.json()["error"]["code"] == "MOCKSKILL_BAD_REQUEST"
+    assert consumer.invoke("fine").status_code == 200
+    session = consumer.report()
+    assert session["findings"] == []
+    assert [[a["status"] for a in c["attempts"]] for c in session["chains"]] == [[400], [200]]
+    # the same after a request to the skill failed: the refusal neither continues nor
+    # breaks its chain
+    assert consumer.invoke("down").status_code == 503
+    consumer.invoke("down", headers={"Mockskill-Error": "NOT_A_CODE"})
+    consumer.invoke("down")
+    chains = consumer.report()["chains"][2:]
+    assert [[a["status"] for a in c["attempts"]] for c in chains] == [[503, 503], [400]]

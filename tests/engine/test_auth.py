@@ -255,16 +255,35 @@ def test_the_bundled_flow_from_401_to_200(bundled: Server) -> None:
 # -- the authorization endpoint, and every URL a consumer is handed -----------------------
 
 
-def test_the_default_authorization_url_answers_what_the_mock_supports(serve: Serve) -> None:
+def test_every_401_sends_the_consumer_to_the_same_token_endpoint(serve: Serve) -> None:
+    """A requires: skill's 401 and a forced one: the same authorization_url, where the
+    consumer's client-credentials flow gets its token either way."""
     server = serve(SCENARIO)
     session = {"Mockskill-Session": "follows-the-details"}
+    required = requests.post(server.invoke_url("protected"), headers=session, timeout=10)
     forced = requests.post(
         server.invoke_url("open"),
         headers={**session, "Mockskill-Error": "AUTH_REQUIRED"},
         timeout=10,
     )
-    url = forced.json()["error"]["details"]["authorization_url"]
-    assert url == f"{server.url}/oauth/authorize"
+    urls = {r.json()["error"]["details"]["authorization_url"] for r in (required, forced)}
+    assert urls == {f"{server.url}/oauth/token"}
+    issued = requests.post(
+        forced.json()["error"]["details"]["authorization_url"],
+        data={"grant_type": "client_credentials"},
+        auth=("consumer", "s3cret"),
+        headers=session,
+        timeout=10,
+    )
+    assert issued.status_code == 200, issued.text
+    bearer = {**session, "Authorization": f"Bearer {issued.json()['access_token']}"}
+    assert requests.post(server.invoke_url("protected"), headers=bearer, timeout=10).ok
+
+
+def test_the_authorization_endpoint_answers_what_the_mock_supports(serve: Serve) -> None:
+    server = serve(SCENARIO)
+    session = {"Mockskill-Session": "reads-the-metadata"}
+    url = f"{server.url}/oauth/authorize"
     answer = requests.get(url, headers=session, timeout=10)
     assert answer.status_code == 200, answer.text
     assert answer.headers["Content-Type"] == "application/json"
@@ -283,12 +302,9 @@ def test_the_default_authorization_url_answers_what_the_mock_supports(serve: Ser
     assert invoke(server, "protected", token).status_code == 200
     # Journalled as what it is, so a consumer's teardown finds nothing unmatched.
     journal = requests.get(
-        f"{server.url}/__admin/journal", params={"session": "follows-the-details"}, timeout=10
+        f"{server.url}/__admin/journal", params={"session": "reads-the-metadata"}, timeout=10
     ).json()["entries"]
-    assert [(e["endpoint"], e["status"]) for e in journal][:2] == [
-        ("invoke", 401),
-        ("authorize", 200),
-    ]
+    assert [(e["endpoint"], e["status"]) for e in journal][:1] == [("authorize", 200)]
     assert requests.get(f"{server.url}/__admin/unmatched", timeout=10).json()["requests"] == []
 
 

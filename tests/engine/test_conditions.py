@@ -219,3 +219,49 @@ def test_a_run_of_equalities_on_one_place_is_one_lookup() -> None:
     assert picker.pick(request({"n": 19})) is twenty[19]
     assert picker.pick(request({"n": 20})) is None
     assert picker.pick(request({"n": 19.0})) is twenty[19]  # tried one by one: JSON-equal
+
+
+SEARCHED = cases_of("""\
+- when: {query: {q: {matches: "^b"}}}
+  json: {}
+- when: {query: {q: {matches: "a"}}}
+  json: {}
+- when: {query: {q: {matches: "^ab$"}}}
+  json: {}
+- when: {query: {r: {matches: "."}}}
+  json: {}
+- when: {query: {q: {matches: "z"}}}
+  json: {}
+- when: {body: {/n: {matches: "^1"}}}
+  json: {}
+- when: {body: {/n: {matches: "2"}}}
+  json: {}
+""")
+
+
+@pytest.mark.parametrize(
+    ("query", "body"),
+    [
+        ("q=ab", {}), ("q=b", {}), ("q=zz", {}), ("q=xyz&r=1", {}), ("q=c&q=ba", {}),
+        ("q=c&q=za", {}), ("", {}), ("r=", {}), ("", {"n": "12"}), ("", {"n": 12}),
+        ("", {"n": "2"}), ("", b"not json"), ("q=", {"n": ["1"]}),
+    ],
+)  # fmt: skip
+def test_a_run_of_expressions_on_one_place_answers_what_trying_each_does(
+    query: str, body: Any
+) -> None:
+    incoming = request(body, query=query)
+    assert Picker(SEARCHED).pick(incoming) == pick(SEARCHED, incoming), (query, body)
+
+
+def test_a_run_of_expressions_on_one_place_is_one_search() -> None:
+    twenty = cases_of(
+        "".join(
+            f"- when: {{body: {{/n: {{matches: '^{k}$'}}}}}}\n  json: {{}}\n" for k in range(20)
+        )
+    )
+    picker = Picker(twenty)
+    assert len(picker._steps) == 1  # one run, one RE2 search for the twenty
+    assert picker.pick(request({"n": "19"})) is twenty[19]
+    assert picker.pick(request({"n": "20"})) is None
+    assert picker.pick(request({"n": 19})) is None  # a number is not text

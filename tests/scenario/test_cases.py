@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 import pytest
@@ -10,6 +9,7 @@ from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
 from mockskill.scenario.cases import parse_pointer
+from mockskill.scenario.conditions import Pattern
 from mockskill.scenario.model import Case, Check, Skill
 from mockskill.scenario.problems import Problem
 
@@ -102,8 +102,10 @@ def test_every_source_and_operator() -> None:
     ).invoke_cases
     found = {(c.source, c.name): c.checks for c in case.conditions}
     pattern = found[("headers", "x-a")][0].operand
-    assert isinstance(pattern, re.Pattern)
+    assert isinstance(pattern, Pattern)
     assert pattern.pattern == "^a+$"
+    assert pattern.search("aa") is not None
+    assert pattern.search("ab") is None
     assert found[("headers", "x-a")][1] == Check("contains", "a")
     assert found[("query", "debug")] == (Check("exists"),)
     assert found[("query", "lang")] == (Check("equals", "de"),)
@@ -111,6 +113,48 @@ def test_every_source_and_operator() -> None:
     assert found[("body", "/tags")] == (Check("contains", 7),)
     assert found[("body", "/a~1b/0")] == (Check("absent"),)  # exists: false is absent
     assert found[("raw_body", "")][0].operator == "matches"
+
+
+@pytest.mark.parametrize(
+    ("written", "why", "instead"),
+    [
+        (r"(a)\1", "a backreference needs backtracking", "spell out the repeated text"),
+        (r"(?P<n>a)(?P=n)", "a backreference needs backtracking", "spell out"),
+        (r"^(?!admin)", "a lookaround needs backtracking", "put a case taking the requests"),
+        (r"(?<=v)1", "a lookaround needs backtracking", "match the text itself"),
+        (r"a\Z", "RE2 spells the end of the text \\z", "write \\z"),
+        (r"(?>ab)", "an atomic group", "write a plain group, (?:...)"),
+        (r"a{2}+", "a possessive quantifier", "write {2} alone"),
+        (r"(?x) a b", "RE2 has no verbose mode", "without its spaces"),
+        (r"a{1001}", "RE2 counts a repetition up to 1000", "use + or *"),
+    ],
+)
+def test_an_expression_re2_cannot_run_is_a_problem_saying_why_and_what_to_write(
+    written: str, why: str, instead: str
+) -> None:
+    """Python's re would take these, and some can backtrack for exponential time."""
+    quoted = written.replace("'", "''")
+    [problem] = problems_in(
+        cases_yaml(f"- when: {{headers: {{X-A: {{matches: '{quoted}'}}}}}}\n  json: {{}}\n")
+    )
+    assert problem.path == "skills[0].invoke.cases[0].when.headers.X-A.matches"
+    assert (problem.line, problem.column) == (5, 43)
+    assert problem.expected == "a regular expression (RE2 syntax)"
+    assert problem.found.startswith(repr(written))
+    assert problem.hint.startswith(why), problem.hint
+    assert instead in problem.hint
+
+
+def test_an_expression_is_searched_in_linear_time() -> None:
+    """The issue's expression, against a header built to make a backtracking engine take
+    seconds (2**27 paths): RE2 answers no match at once."""
+    [case] = skill_of(
+        cases_yaml("- when: {headers: {X-A: {matches: '^([a-z0-9]+-?)+$'}}}\n  json: {}\n")
+    ).invoke_cases
+    [check] = case.conditions[0].checks
+    assert check.operand.search("a" * 27 + "!") is None
+    assert check.operand.search("a" * 10_000 + "!") is None
+    assert check.operand.search("abc-def") is not None
 
 
 def test_cases_without_steps_have_no_default() -> None:
@@ -178,9 +222,9 @@ BAD_CASES = [
         "skills[0].invoke.cases[0].when.headers.X-A.matches",
         5,
         43,
-        "a regular expression",
+        "a regular expression (RE2 syntax)",
         "'(unclosed'",
-        "missing ), unterminated subpattern",
+        "missing ): (unclosed",
         id="regex-does-not-compile",
     ),
     pytest.param(
