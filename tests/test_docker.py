@@ -653,7 +653,7 @@ def test_a_mount_the_images_user_cannot_read_is_refused_with_the_fix(
     folder.chmod(0o700)  # its owner's only: not uid 10001's
     owner = folder.stat()
     container = run(mounts={folder: "/scenarios:ro"}, serve=False)
-    assert docker("wait", container.id, timeout=30).stdout.strip() == "1"
+    assert docker("wait", container.id, timeout=30).stdout.strip() == "3"  # could not be read: the README's exit code 3
     logs = container.logs()
     assert (
         "/scenarios:1:1: (folder): expected a folder uid 10001 (the user mockskill runs as)"
@@ -845,7 +845,7 @@ def test_docker_compose_up_runs_the_example(image: str, engine: Engine, tmp_path
         ).stdout
         printed = "\n".join(line.split("| ", 1)[-1] for line in logs.splitlines())
         _consumer_printed_every_outcome(printed)
-        assert "at http://mockskill:8080/oauth/authorize" in printed  # URLs name the service
+        assert "at http://mockskill:8080/oauth/token" in printed  # URLs name the service
     finally:
         subprocess.run([*compose, "down", "--volumes"], capture_output=True, timeout=120)
 

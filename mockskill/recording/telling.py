@@ -72,7 +72,8 @@ class Test:
         if self.absent:
             return {"absent": True}
         if self.source == "raw_body":
-            return {"matches": r"\A" + re.escape(self.value) + r"\Z"}
+            # RE2 (scenario.conditions) spells the end of the text \z, not \Z.
+            return {"matches": r"\A" + re.escape(self.value) + r"\z"}
         if isinstance(self.value, (dict, list)) or self.value is None:
             return {"equals": self.value}
         return self.value

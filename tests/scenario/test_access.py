@@ -73,7 +73,8 @@ def mockskill(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def expect_refused(result: subprocess.CompletedProcess[str], path: Path, kind: str) -> str:
-    assert result.returncode == 1, result.stdout + result.stderr
+    # 3: what was to be checked could not be read (the README's table of exit codes).
+    assert result.returncode == 3, result.stdout + result.stderr
     assert "Invalid value" not in result.stderr  # not click's usage error (exit 2)
     assert "Traceback" not in result.stderr
     first = (
