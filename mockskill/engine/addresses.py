@@ -21,6 +21,9 @@ from .actions import Urls
 from .incoming import Incoming
 from .ports import RefusedPort, TLSPorts
 
+MAX_HOST = 255 + len(":65535")
+"""Longest Host header (a name of at most 255 characters, and a port) the engine answers:
+a longer one is refused (400) before it is echoed into the answer's URLs and kept here."""
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""

@@ -33,7 +33,7 @@ from . import auth, choosing, own_answers
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
-from .addresses import MAX_CACHED, Addresses
+from .addresses import MAX_CACHED, MAX_HOST, Addresses
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
@@ -307,6 +307,9 @@ class Engine:
         session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return own_answers.session_too_long(self._journalling, request, session, started)
+        host = headers.get("host")
+        if host is not None and len(host) > MAX_HOST:  # before its Urls are made and kept
+            return own_answers.host_too_long(self._journalling, request, host, started)
         if path == catalog.TOKEN_PATH and (table.fallback is None or table.credentials.clients):
             # Behind a scenario's proxy with no clients of its own, the provider's token
             # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).
