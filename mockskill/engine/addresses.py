@@ -27,6 +27,9 @@ a longer one is refused (400) before it is echoed into the answer's URLs and kep
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
+MAX_CACHED_BYTES = 16 * 1024 * 1024
+"""Bytes of what is kept per address (the Urls' addresses; the kept plans' filled replies)
+beyond which that cache starts afresh too: bounded in bytes, not only in entries."""
 
 
 class Addresses:
@@ -47,6 +50,8 @@ class Addresses:
         per request (the Urls are kept by the local address)."""
         self.by_host: dict[tuple[object, ...], Urls] = {}
         """The Urls made, by address (see :meth:`urls`); cleared, never replaced."""
+        self.by_host_bytes = 0
+        """What the Urls in :attr:`by_host` and their keys weigh (their texts)."""
 
     def open(self, skills: Iterable[Skill]) -> None:
         """Hold the refused port while an unreachable skill of *skills* needs it, and the
@@ -88,7 +93,11 @@ class Addresses:
                 host = hostname.split("://", 1)[1]
                 tls = tuple((p, f"https://{host}:{n}") for p, n in self.tls_bases)
                 urls = dataclasses.replace(urls, tls=tls)
-            if len(self.by_host) >= MAX_CACHED:
+            size = len(key[1] or "") + len(urls.base) + len(urls.refused or "")
+            size += sum(len(p) + len(b) for p, b in urls.tls)
+            if len(self.by_host) >= MAX_CACHED or self.by_host_bytes + size > MAX_CACHED_BYTES:
                 self.by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
+                self.by_host_bytes = 0
             self.by_host[key] = urls
+            self.by_host_bytes += size
         return urls
