@@ -106,6 +106,35 @@ def test_serve_stops_cleanly_and_quickly_on_a_signal(
     assert elapsed < 3  # within a second on an idle machine; margin for a noisy one
 
 
+def test_serve_stops_within_a_second_with_idle_connections_even_ones_that_do_not_read(
+    served: tuple[subprocess.Popen[str], int],
+) -> None:
+    process, port = served
+    base = f"http://127.0.0.1:{port}"
+    sessions = [requests.Session() for _ in range(5)]
+    for session in sessions:  # kept alive, idle
+        assert session.get(f"{base}/skills", timeout=5).status_code == 200
+    stalled = socket.socket()  # asks for answers it never reads: they wait unsent
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(("127.0.0.1", port))
+    stalled.sendall(b"GET /skills HTTP/1.1\r\nHost: x\r\n\r\n" * 400)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the server has written what the client left unread
+        journal = requests.get(f"{base}/__admin/journal", timeout=5).json()
+        if sum(entry["path"] == "/skills" for entry in journal["entries"]) > 5 + 200:
+            break
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=10)
+    elapsed = time.monotonic() - started
+    stalled.close()
+    for session in sessions:
+        session.close()
+    assert process.returncode == 0
+    assert "mockskill stopped." in err
+    assert elapsed < 1.0
+
+
 # -- serve's settings from the environment (how the Docker image is configured) --
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import os
 import re
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
+from mockskill.engine.addresses import MAX_HOST
 from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
@@ -443,6 +445,31 @@ def test_an_over_long_session_name_is_refused_with_400_and_kept_cut() -> None:
         assert ok.session == longest
         assert (refused.endpoint, refused.status) == ("refused", 400)
         assert refused.session == "s" * MAX_SESSION_NAME + "...[59744 more characters]"
+
+
+def test_a_host_longer_than_any_host_is_refused_with_400_not_echoed_in_every_url() -> None:
+    many = load_text("skills: [" + ", ".join(f"{{id: s{i}}}" for i in range(20)) + "]", "m.yaml")
+    with Server(many) as server:
+        longest = "h" * (MAX_HOST - len(":65535")) + ":65535"
+        listing = raw(
+            server,
+            b"GET /skills HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % longest.encode(),
+        )
+        assert listing.startswith(b"HTTP/1.1 200 ")
+        assert longest.encode() in listing
+        hostile = "h" * 250_000
+        answer = raw(
+            server,
+            b"GET /skills HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % hostile.encode(),
+        )
+        head, body = answer.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert len(answer) < 1000  # not an answer the size of the Host, let alone 20 of them
+        error = json.loads(body)["error"]
+        assert error["code"] == "MOCKSKILL_BAD_REQUEST"
+        assert error["details"] == {"header": "Host", "length": 250_000, "limit": MAX_HOST}
+        listed, refused = server.journal()
+        assert (listed.status, refused.endpoint, refused.status) == (200, "refused", 400)
 
 
 def test_a_hostile_request_leaves_an_entry_of_bounded_size_its_texts_marked_cut() -> None:

@@ -11,7 +11,6 @@ on a WSGI server's thread, with sleeps and the raw socket, is
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,13 +58,44 @@ class Urls:
         return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
 
 
-@functools.lru_cache(maxsize=256)
+MAX_FILLED = 256
+"""Filled replies :func:`_filled` keeps (the model's replies are few, and so are the
+addresses a server is reached by: a client varying its Host only churns them)."""
+MAX_FILLED_BYTES = 16 * 1024 * 1024
+"""Bytes of filled replies (bodies and headers) :func:`_filled` keeps: each is a copy of
+a model's reply for one address, which a large reply would otherwise multiply."""
+
+
+class _Kept:
+    """The filled replies kept, and what they weigh; replaced whole, never evicted one by
+    one (an assignment is atomic, and the engine plans on threads too)."""
+
+    __slots__ = ("bytes", "replies")
+
+    def __init__(self) -> None:
+        self.replies: dict[tuple[Urls, Reply], Reply] = {}
+        self.bytes = 0
+
+
+_kept = _Kept()
+
+
 def _filled(urls: Urls, reply: Reply) -> Reply:
     """*reply* filled in for *urls*, made once per pair: the same filled reply (and so the
     same answer, its head rendered once) serves every request that reached the server
-    by the same address. Bounded in count (the model's replies are few, and so are the
-    addresses a server is reached by): a client varying its Host only churns it."""
-    return urls.fill(reply)
+    by the same address. Bounded in count and in bytes (:data:`MAX_FILLED_BYTES`)."""
+    global _kept
+    kept = _kept
+    key = (urls, reply)
+    filled = kept.replies.get(key)
+    if filled is None:
+        filled = urls.fill(reply)
+        size = len(filled.body) + sum(len(k) + len(v) for k, v in filled.headers)
+        if len(kept.replies) >= MAX_FILLED or kept.bytes + size > MAX_FILLED_BYTES:
+            kept = _kept = _Kept()
+        kept.replies[key] = filled
+        kept.bytes += size
+    return filled
 
 
 def answer(reply: Reply) -> plans.Answer:

@@ -23,9 +23,15 @@ from .incoming import Incoming
 from .ports import RefusedPort, TLSPorts
 from .state import DEFAULT_SESSION
 
+MAX_HOST = 255 + len(":65535")
+"""Longest Host header (a name of at most 255 characters, and a port) the engine answers:
+a longer one is refused (400) before it is echoed into the answer's URLs and kept here."""
 MAX_CACHED = 256
 """How many base URLs (per Host header) and step plans the engine keeps; beyond, the
 cache starts afresh, so that a client varying its Host header cannot grow memory."""
+MAX_CACHED_BYTES = 16 * 1024 * 1024
+"""Bytes of what is kept per address (the Urls' addresses; the kept plans' filled replies)
+beyond which that cache starts afresh too: bounded in bytes, not only in entries."""
 
 
 class Addresses:
@@ -50,6 +56,8 @@ class Addresses:
         """The Urls made, by address (see :meth:`urls`); cleared, never replaced."""
         self.by_session: dict[tuple[int, str], tuple[Urls, Urls]] = {}
         """A named session's Urls (its TLS fault ports), by its address's Urls' id."""
+        self.by_host_bytes = 0
+        """What the Urls in :attr:`by_host` and their keys weigh (their texts)."""
 
     def open(self, skills: Iterable[Skill]) -> None:
         """Hold the refused port while an unreachable skill of *skills* needs it, and the
@@ -64,8 +72,7 @@ class Addresses:
             self.tls_bases = tuple((tls_base_url(s), ports[s]) for s in sorted(faults))
             self.tls_skills = tuple((s, tls_base_url(s)) for s in sorted(faults))
             self.secure_ports.update(ports.values())
-            self.by_host.clear()  # their Urls name the ports held before
-            self.by_session.clear()
+            self._forget_urls()  # they name the ports held before
 
     def close(self) -> None:
         """Let go of the held ports (:meth:`open` takes them again)."""
@@ -74,8 +81,12 @@ class Addresses:
             self.tls.release()
             self.secure_ports.difference_update(n for _, n in self.tls_bases)
             self.tls_bases = self.tls_skills = ()
-            self.by_host.clear()
-            self.by_session.clear()
+            self._forget_urls()
+
+    def _forget_urls(self) -> None:
+        self.by_host.clear()
+        self.by_host_bytes = 0
+        self.by_session.clear()
 
     def urls(self, request: Incoming, session: str = DEFAULT_SESSION, allot: bool = True) -> Urls:
         """What the placeholders stand for, kept per address the client used (Host header
@@ -114,7 +125,11 @@ class Addresses:
                 host = hostname.split("://", 1)[1]
                 tls = tuple((p, f"https://{host}:{n}") for p, n in self.tls_bases)
                 urls = dataclasses.replace(urls, tls=tls)
-            if len(self.by_host) >= MAX_CACHED:
+            size = len(key[1] or "") + len(urls.base) + len(urls.refused or "")
+            size += sum(len(p) + len(b) for p, b in urls.tls)
+            if len(self.by_host) >= MAX_CACHED or self.by_host_bytes + size > MAX_CACHED_BYTES:
                 self.by_host.clear()  # atomic, unlike evicting one: handle() runs on threads
+                self.by_host_bytes = 0
             self.by_host[key] = urls
+            self.by_host_bytes += size
         return urls

@@ -33,7 +33,7 @@ from . import auth, choosing, own_answers
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
-from .addresses import MAX_CACHED, Addresses
+from .addresses import MAX_CACHED, MAX_CACHED_BYTES, MAX_HOST, Addresses
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
@@ -114,6 +114,8 @@ class Engine:
         """Plans of steps that answer the same to every request (see :meth:`_planned`),
         by the step's id and the Urls; the step is kept with its plan, so its id cannot
         be another's while the plan is kept."""
+        self._plans_bytes = 0
+        """What the kept plans' filled replies weigh (see :data:`MAX_CACHED_BYTES`)."""
         self._plains: dict[tuple[int, int], tuple[object, object, Plains]] = {}
         """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
         and the Urls."""
@@ -162,6 +164,7 @@ class Engine:
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
+        self._plans_bytes = 0
         if self._open:
             self.open()
 
@@ -275,9 +278,17 @@ class Engine:
             timeout=chosen.timeout,
         )
         if same_for_all:
-            if len(self._plans) >= MAX_CACHED:
-                self._plans.clear()  # atomic, unlike evicting one: handle() runs on threads
+            # Weighed by the copy it makes for this address: its reply, filled (a reply with
+            # no placeholder is the model's own, shared by every address).
+            size = 0 if planned.reply is step.reply else len(planned.reply.body)
+            if len(self._plans) >= MAX_CACHED or self._plans_bytes + size > MAX_CACHED_BYTES:
+                # Atomic, unlike evicting one: handle() runs on threads. The plains hold
+                # these plans: they go with them.
+                self._plans.clear()
+                self._plains.clear()
+                self._plans_bytes = 0
             self._plans[key] = (step, urls, planned)
+            self._plans_bytes += size
         return planned
 
     @overload
@@ -307,6 +318,9 @@ class Engine:
         session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
             return own_answers.session_too_long(self._journalling, request, session, started)
+        host = headers.get("host")
+        if host is not None and len(host) > MAX_HOST:  # before its Urls are made and kept
+            return own_answers.host_too_long(self._journalling, request, host, started)
         if path == catalog.TOKEN_PATH and (table.fallback is None or table.credentials.clients):
             # Behind a scenario's proxy with no clients of its own, the provider's token
             # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).

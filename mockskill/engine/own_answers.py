@@ -2,8 +2,8 @@
 
 The mock OAuth2 endpoints (the token endpoint, the authorization endpoint
 that default ``AUTH_REQUIRED`` details point to), the 400 for a session name
-too long to keep, and the 503 for a shared store that could not answer: each
-answered and journalled here, for :class:`~.engine.Engine` (its
+too long to keep or a Host longer than any host's, and the 503 for a shared
+store that could not answer: each answered and journalled here, for :class:`~.engine.Engine` (its
 ``_decide`` comes here first). The OAuth2 endpoints read the form with
 Werkzeug, imported when the first such request comes.
 """
@@ -17,6 +17,7 @@ from ..protocol import catalog
 from ..scenario.model import Credentials, Reply
 from . import auth
 from . import request_facts as facts
+from .addresses import MAX_HOST
 from .incoming import Incoming
 from .journalling import Journalling
 from .pending import Later, Pending
@@ -60,6 +61,21 @@ def session_too_long(
     details = {"header": SESSION_HEADER, "length": len(session), "limit": MAX_SESSION_NAME}
     reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
     # Kept cut to the limit, so the journal shows what was refused.
+    code = reply.error_code
+    journal.own(request, session, started, reply.status, "refused", error_code=code)
+    return reply  # answered as it is (journalled here)
+
+
+def host_too_long(journal: Journalling, request: Incoming, host: str, started: float) -> Reply:
+    """400 for a Host over :data:`~.addresses.MAX_HOST`: no host is that long, and the
+    answers echo the Host in their URLs (the listing, in every one of them)."""
+    message = (
+        f"the Host header is {len(host)} characters long; a host and its port have at"
+        f" most {MAX_HOST}: send the host this server is reached by"
+    )
+    details = {"header": "Host", "length": len(host), "limit": MAX_HOST}
+    reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+    session = (request.header(SESSION_HEADER) or DEFAULT_SESSION)[:MAX_SESSION_NAME]
     code = reply.error_code
     journal.own(request, session, started, reply.status, "refused", error_code=code)
     return reply  # answered as it is (journalled here)

@@ -61,6 +61,10 @@ class Answering(Relaying):
     def in_flight(self) -> bool:
         """An exchange is under way (the connection's)."""
 
+    @abc.abstractmethod
+    def _watch_writes(self) -> None:
+        """Cut the client if it reads nothing of what waits to be sent (the connection's)."""
+
     def _advance(self) -> None:
         """Answer what is queued, in order, until a plan has to wait."""
         queue = self._queue
@@ -279,6 +283,8 @@ class Answering(Relaying):
             # A deadline, which the server's sweep looks at (expire closes it): no timer
             # made and cancelled per connection, since most clients close well before.
             self.deadline = self._loop.time() + self._limits.linger
+        # Neither the linger nor the close waits for a client that does not read.
+        self._watch_writes()
         self._shared.check_quiet()
 
     def _report(self, item: Request | Refusal, outcome: Outcome) -> None:

@@ -25,7 +25,10 @@ close (FIN, then unread bytes discarded until the client closes or
 the refusal instead of a reset.
 
 Timeouts (head, idle keep-alive) and the linger are deadlines checked by one sweep per
-server (:class:`~.shared.Shared`).
+server (:class:`~.shared.Shared`). A client that stops reading is watched by a timer of
+its own, armed only while something waits to be sent to it (writing paused, or a closing
+connection's last bytes): one that has read nothing of it for :attr:`Limits.write_timeout`
+is cut, so that what it left unread is let go (a close would wait for it forever).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Connection(Answering, asyncio.Protocol):
 
     # Slots, not a __dict__: ten thousand connections held open cost ~1 KB less each.
     # A new attribute has to be named here.
-    __slots__ = ("_discarded", "_left_at", "_shared", "_write_paused")
+    __slots__ = ("_discarded", "_left_at", "_shared", "_unsent", "_write_paused", "_write_timer")
 
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared.limits, shared.loop)
@@ -76,6 +79,9 @@ class Connection(Answering, asyncio.Protocol):
         self._lingering = False
         self._reading_paused = False
         self._write_paused = False
+        self._write_timer: asyncio.TimerHandle | None = None
+        self._unsent = 0
+        """Bytes waiting to be sent when the write timer was armed: the client's progress."""
         self._stale: Stale | None = None
         self._drop_next = False
 
@@ -96,7 +102,8 @@ class Connection(Answering, asyncio.Protocol):
         task = self._task
         self._interrupt(STOP)
         if task is None and self._transport is not None:
-            if self._lingering:
+            # A close waits for what is unsent, which a client not reading never takes.
+            if self._lingering and not self._transport.get_write_buffer_size():
                 self._transport.close()
             else:
                 self._closed = True
@@ -223,6 +230,9 @@ class Connection(Answering, asyncio.Protocol):
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         # The parser holds this connection's callbacks: a cycle, which only the cyclic
         # GC would free (ten thousand connections kept until its next full pass).
         self._release_parser()
@@ -230,13 +240,61 @@ class Connection(Answering, asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_paused = True
+        self._watch_writes()
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        if self._write_timer is not None and not self._closed:
+            # Below the low-water mark: what is left is bounded, and the keep-alive or
+            # the next pause watches it. A closing connection's is watched to the end.
+            self._write_timer.cancel()
+            self._write_timer = None
         if self._drain_waiter is not None:
             resolve(self._drain_waiter, None)
         if not self._busy:
             self._advance()
+
+    # -- a client that does not read -----------------------------------------------
+
+    def _watch_writes(self) -> None:
+        """Arm the write timer if something waits to be sent (and it is not armed)."""
+        transport = self._transport
+        if self._write_timer is not None or transport is None:
+            return
+        unsent = transport.get_write_buffer_size()
+        if unsent:
+            self._unsent = unsent
+            timeout = self._limits.write_timeout
+            self._write_timer = self._loop.call_later(timeout, self._write_expired)
+
+    def _write_expired(self) -> None:
+        """:attr:`Limits.write_timeout` since the timer was armed: cut the client unless it
+        read something meanwhile (then it gets as long again)."""
+        self._write_timer = None
+        transport = self._transport
+        unsent = 0 if transport is None else transport.get_write_buffer_size()
+        if not unsent:
+            return
+        if unsent < self._unsent:
+            self._watch_writes()
+            return
+        assert transport is not None
+        now = time.time()
+        if self._left_at is None:
+            self._left_at = now
+        if self._busy:
+            # The exchange in flight ends as when a client leaves, and is journalled so.
+            self._interrupt(LEFT)
+        else:
+            # Its answers are journalled already: the cut is, as a refusal of the client.
+            seconds = self._limits.write_timeout
+            reason = f"the client read nothing of its answer for {seconds:g} s"
+            refusal = self._refusal(408, reason)
+            self._report(refusal, Outcome(None, now, client_left_at=now, closed=True))
+        self._closed = True
+        self._dead_parser = True
+        self._in_message = False
+        transport.abort()  # what it left unread is let go now, not when it reads
 
     # -- what the reader hands over ------------------------------------------------
 

@@ -74,6 +74,11 @@ class Limits:
     15 s; requests never expires), so that the server closing an idle
     connection under a client about to reuse it — a real fault, scripted with
     :class:`~.plan.KeepAlive` — never happens unasked."""
+    write_timeout: float = 10.0
+    """Seconds a client may go without reading anything of what is waiting to be sent to it
+    (more than the transport's high-water mark, or anything once its connection is
+    closing): it is then cut, and journalled as having left. A client that stops reading
+    holds no more than that, and not for longer."""
     max_pipeline: int = 32
     """Requests queued on one connection before it stops reading."""
     linger: float = 2.0

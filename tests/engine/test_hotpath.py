@@ -18,6 +18,8 @@ import requests
 from werkzeug.wrappers import Request
 
 from mockskill import Server, load_text
+from mockskill.engine import actions
+from mockskill.engine.addresses import MAX_CACHED_BYTES
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, Recorded, escaped, oversized
@@ -250,6 +252,31 @@ def test_a_client_varying_its_host_header_cannot_grow_the_engine_s_memory(
         assert f"http://{host}/skills/translate/invoke".encode() in plan.answer.body
     assert len(server.engine._urls_by_host) <= MAX_CACHED
     assert len(server.engine._plans) <= MAX_CACHED
+
+
+def test_what_is_kept_per_host_is_bounded_in_bytes_not_only_in_entries(
+    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+) -> None:
+    pad = "x" * 200_000  # a large reply with a placeholder: a copy of it per address
+    server, loop = surface(
+        f"""
+        name: big
+        skills:
+          - id: big
+            invoke:
+              json: {{result: {{url: "{{base_url}}/here", pad: {pad}}}}}
+        """
+    )
+    for i in range(MAX_CACHED - 1):  # fewer than the entries kept: bytes must bound them
+        host = f"h{i}.test:8080"
+        plan = exchange(loop, transport_request("/skills/big/invoke", host=host))
+        assert f"http://{host}/here".encode() in plan.answer.body
+    engine = server.engine
+    kept_plans = sum(len(planned.reply.body) for _, _, planned in engine._plans.values())
+    assert kept_plans <= MAX_CACHED_BYTES
+    kept_filled = sum(len(reply.body) for reply in actions._kept.replies.values())
+    assert kept_filled <= actions.MAX_FILLED_BYTES
+    assert sum(map(len, (k[1] or "" for k in engine._urls_by_host))) <= MAX_CACHED_BYTES
 
 
 # -- plans kept per step and address, and only those that are the same for all --------

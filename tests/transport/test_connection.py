@@ -24,7 +24,7 @@ from transport_helpers import (
     serving,
 )
 
-from mockskill.transport import Answer, Plan, Request, Wait
+from mockskill.transport import Answer, Dribble, Plan, Refusal, Request, ThreadedServer, Wait
 
 
 @pytest.fixture(params=LOOPS)
@@ -227,6 +227,98 @@ def test_a_client_that_does_not_read_is_not_buffered_for_without_bound(loop: str
         # Writing paused: the queue is not answered into memory.
         assert len(recorder.exchanges) < 200
         sock.close()
+
+
+def reading_nothing(server: ThreadedServer, request: bytes) -> socket.socket:
+    """A client that asks for *request* and then reads nothing (a small receive window)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    sock.sendall(request)
+    return sock
+
+
+def received(sock: socket.socket, timeout: float = 5.0) -> int:
+    """Bytes read until the server's end is gone (closed or reset)."""
+    sock.settimeout(timeout)
+    count = 0
+    try:
+        while chunk := sock.recv(1 << 20):
+            count += len(chunk)
+    except ConnectionResetError:
+        pass
+    return count
+
+
+@pytest.mark.parametrize("close", [b"", b"Connection: close\r\n"])
+def test_a_client_that_stops_reading_is_cut_after_the_write_timeout(
+    loop: str, close: bytes
+) -> None:
+    big = Answer(200, (), b"x" * 20_000_000)
+    with serving(Recorder(lambda _: Plan(big)), loop=loop, write_timeout=0.5) as (
+        server,
+        recorder,
+    ):
+        sock = reading_nothing(server, b"GET /big HTTP/1.1\r\n" + close + b"\r\n")
+        with sock:
+            begun = time.monotonic()
+            (sent, _), (cut, outcome) = recorder.wait_for(2)
+            waited = time.monotonic() - begun
+            assert isinstance(sent, Request)
+            assert isinstance(cut, Refusal)  # its answer was journalled: the cut is, apart
+            assert (cut.status, cut.reason, cut.target) == (
+                408,
+                "the client read nothing of its answer for 0.5 s",
+                "/big",
+            )
+            assert outcome.client_left_at is not None
+            assert outcome.answer is None
+            assert 0.5 <= waited < 3
+            # Cut: what the kernel had taken still comes, the rest of the answer never.
+            assert received(sock) < len(big.body) / 2
+            assert server.server.open_connections == 0
+
+
+def test_a_client_that_stops_reading_a_dribble_is_journalled_as_having_left(loop: str) -> None:
+    big = Answer(200, (), b"x" * 20_000_000)
+    plan = Plan(big, dribble=Dribble(chunks=4, over_ms=100))
+    with (
+        serving(Recorder(lambda _: plan), loop=loop, write_timeout=0.5) as (server, recorder),
+        reading_nothing(server, b"GET /dribble HTTP/1.1\r\n\r\n") as sock,
+    ):
+        ((request, outcome),) = recorder.wait_for(1)
+        assert isinstance(request, Request)
+        assert outcome.client_left_at is not None
+        assert outcome.last_byte_at is None
+        assert received(sock) < len(big.body) / 2
+
+
+def test_a_client_reading_slowly_is_not_cut(loop: str) -> None:
+    body = b"x" * 1_000_000
+    with serving(Recorder(lambda _: Plan(Answer(200, (), body))), loop=loop, write_timeout=0.5) as (
+        server,
+        recorder,
+    ):
+        sock = reading_nothing(server, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        with sock:
+            got = b""
+            while chunk := sock.recv(65536):  # slower than the server writes, never stopped
+                got += chunk
+                time.sleep(0.01)
+            assert got.endswith(body)
+        assert not recorder.refusals()
+
+
+def test_a_stop_does_not_wait_for_a_client_that_does_not_read(loop: str) -> None:
+    big = Answer(200, (), b"x" * 20_000_000)
+    with (
+        serving(Recorder(lambda _: Plan(big)), loop=loop) as (server, recorder),
+        reading_nothing(server, b"GET / HTTP/1.1\r\n\r\n"),
+    ):
+        recorder.wait_for(1)
+        begun = time.monotonic()
+        assert server.stop(grace=5.0)  # nothing in flight: idle, with unread bytes
+        assert time.monotonic() - begun < 0.5
 
 
 def test_the_handler_failing_is_a_500_and_the_server_lives(loop: str) -> None:
