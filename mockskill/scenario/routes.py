@@ -20,7 +20,7 @@ and then dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 E = TypeVar("E")
@@ -402,6 +402,28 @@ def _takes(methods: frozenset[str] | None, method: str) -> bool:
     return methods is None or method in methods
 
 
+def _variable_steps(
+    state: _State[E], parts: Sequence[str]
+) -> Iterator[tuple[_State[E], Sequence[str], list[str]]]:
+    """Each variable transition of *state* the path's next part (or, for a final
+    converter, the rest of the path) takes, in order: the state it leads to, the parts
+    left after it, and the values it read."""
+    for test, compiled, following in state.dynamic:
+        target, remaining = parts[0], parts[1:]
+        if test.final:  # takes the rest of the path
+            target, remaining = "/".join(parts), []
+        match = compiled.match(target)
+        if match is None:
+            continue
+        if test.suffixed and match.groups()[-1] == "/":
+            remaining = [""]
+        groups = sorted(
+            ((k, v) for k, v in match.groupdict().items() if k.startswith("_v")),
+            key=lambda item: int(item[0][2:]),
+        )
+        yield following, remaining, [v for _, v in groups]
+
+
 def _walk(
     state: _State[E], parts: Sequence[str], values: list[str], method: str
 ) -> tuple[tuple[Rule, frozenset[str] | None, E], list[str]] | None:
@@ -421,21 +443,10 @@ def _walk(
         found = _walk(state.static[part], parts[1:], values, method)
         if found is not None:
             return found
-    for test, compiled, following in state.dynamic:
-        target, remaining = part, parts[1:]
-        if test.final:  # takes the rest of the path
-            target, remaining = "/".join(parts), []
-        match = compiled.match(target)
-        if match is not None:
-            if test.suffixed and match.groups()[-1] == "/":
-                remaining = [""]
-            groups = sorted(
-                ((k, v) for k, v in match.groupdict().items() if k.startswith("_v")),
-                key=lambda item: int(item[0][2:]),
-            )
-            found = _walk(following, remaining, values + [v for _, v in groups], method)
-            if found is not None:
-                return found
+    for following, remaining, read in _variable_steps(state, parts):
+        found = _walk(following, remaining, values + read, method)
+        if found is not None:
+            return found
     if list(parts) == [""]:  # the path ends with a slash the rule has not
         for entry in state.rules:
             if _takes(entry[1], method):
@@ -465,18 +476,7 @@ def _walk_every(
     part = parts[0]
     if part in state.static:
         _walk_every(state.static[part], parts[1:], values, found)
-    for test, compiled, following in state.dynamic:
-        target, remaining = part, parts[1:]
-        if test.final:
-            target, remaining = "/".join(parts), []
-        match = compiled.match(target)
-        if match is not None:
-            if test.suffixed and match.groups()[-1] == "/":
-                remaining = [""]
-            groups = sorted(
-                ((k, v) for k, v in match.groupdict().items() if k.startswith("_v")),
-                key=lambda item: int(item[0][2:]),
-            )
-            _walk_every(following, remaining, values + [v for _, v in groups], found)
+    for following, remaining, read in _variable_steps(state, parts):
+        _walk_every(following, remaining, values + read, found)
     if list(parts) == [""]:
         reached(state.rules)

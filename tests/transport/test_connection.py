@@ -259,7 +259,7 @@ def test_a_client_that_stops_reading_is_cut_after_the_write_timeout(
         server,
         recorder,
     ):
-        sock = reading_nothing(server, b"GET /big HTTP/1.1\r\n" + close + b"\r\n")
+        sock = reading_nothing(server, b"GET /big HTTP/1.1\r\nHost: x\r\n" + close + b"\r\n")
         with sock:
             begun = time.monotonic()
             (sent, _), (cut, outcome) = recorder.wait_for(2)
@@ -284,7 +284,7 @@ def test_a_client_that_stops_reading_a_dribble_is_journalled_as_having_left(loop
     plan = Plan(big, dribble=Dribble(chunks=4, over_ms=100))
     with (
         serving(Recorder(lambda _: plan), loop=loop, write_timeout=0.5) as (server, recorder),
-        reading_nothing(server, b"GET /dribble HTTP/1.1\r\n\r\n") as sock,
+        reading_nothing(server, b"GET /dribble HTTP/1.1\r\nHost: x\r\n\r\n") as sock,
     ):
         ((request, outcome),) = recorder.wait_for(1)
         assert isinstance(request, Request)
@@ -299,7 +299,7 @@ def test_a_client_reading_slowly_is_not_cut(loop: str) -> None:
         server,
         recorder,
     ):
-        sock = reading_nothing(server, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock = reading_nothing(server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         with sock:
             got = b""
             while chunk := sock.recv(65536):  # slower than the server writes, never stopped
@@ -313,7 +313,7 @@ def test_a_stop_does_not_wait_for_a_client_that_does_not_read(loop: str) -> None
     big = Answer(200, (), b"x" * 20_000_000)
     with (
         serving(Recorder(lambda _: Plan(big)), loop=loop) as (server, recorder),
-        reading_nothing(server, b"GET / HTTP/1.1\r\n\r\n"),
+        reading_nothing(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
     ):
         recorder.wait_for(1)
         begun = time.monotonic()
