@@ -5,7 +5,7 @@ step's ``json:``, the token endpoint, the admin API, ``mockskill report
 --json``, ``mockskill check-descriptor`` — is one line in Python's
 ``json.dumps`` style: ``{"key": "value", "list": [1, 2]}``, keys in the order
 mockskill builds them, non-ASCII escaped, no newline at the end of a body.
-The README ("JSON answers") documents it; tests/protocol/test_jsonstyle.py holds
+The README ("The skill surface") documents it; tests/protocol/test_jsonstyle.py holds
 every answer to it. JSON mockskill reads is read strictly: ``NaN`` and
 ``Infinity`` are JavaScript, not JSON. (Flask's side of it, the admin app's
 JSON provider, is :mod:`mockskill.admin.json_provider`: this module imports
