@@ -2,7 +2,7 @@
 
 Every failure the user can fix ends in a message and an exit code, never a
 traceback, and each exit code means one thing in every command (the table in
-the README's "The command line"): 0 yes (valid, clean, served); 1 no
+docs/cli.md's "The command line"): 0 yes (valid, clean, served); 1 no
 (invalid scenarios or descriptor, a failed gate, a port that cannot be used);
 2 a mistyped command line (click's convention); 3 the thing to check could
 not be read (unreachable, an HTTP error, not JSON).

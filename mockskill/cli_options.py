@@ -52,7 +52,7 @@ def admin_token(text: str) -> Callable[[F], F]:
 
 
 UNREADABLE = 3
-"""Exit code when what was to be checked could not be read (the README's table)."""
+"""Exit code when what was to be checked could not be read (docs/cli.md's table)."""
 
 
 def load_or_exit(

@@ -259,7 +259,8 @@ class Server(ScenarioControl, ServerTLS):
     @property
     def recording(self) -> Recordings:
         """This server's recording (``start(target, out)``, ``stop()``, ``status()``): what
-        its proxies forward, turned into a scenario file (README, "Record and replay")."""
+        its proxies forward, turned into a scenario file (docs/scenarios.md, "Record and
+        replay")."""
         from .admin.recordings import recordings_of  # (the recording stage: on first use)
 
         return recordings_of(self.registry)

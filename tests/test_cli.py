@@ -65,7 +65,7 @@ def test_max_delay_lowers_the_longest_wait_a_scenario_may_script(tmp_path: Path)
 def test_validate_of_a_missing_path_says_so_and_exits_3_as_check_descriptor(
     tmp_path: Path, bad_file: Path
 ) -> None:
-    """The README's table: 3 when what was to be checked could not be read."""
+    """docs/cli.md's table: 3 when what was to be checked could not be read."""
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 3
     assert "nothing there" in result.output

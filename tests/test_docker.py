@@ -655,7 +655,7 @@ def test_a_mount_the_images_user_cannot_read_is_refused_with_the_fix(
     container = run(mounts={folder: "/scenarios:ro"}, serve=False)
     assert (
         docker("wait", container.id, timeout=30).stdout.strip() == "3"
-    )  # could not be read: the README's exit code 3
+    )  # could not be read: docs/cli.md's exit code 3
     logs = container.logs()
     assert (
         "/scenarios:1:1: (folder): expected a folder uid 10001 (the user mockskill runs as)"

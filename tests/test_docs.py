@@ -5,8 +5,8 @@
   swapped for its port), and every line shown under it appears in what it
   printed.
 - ``python`` blocks run as they are.
-- The problem report shown in the README is what ``mockskill validate`` prints.
-- Every option the README's CLI summary names exists.
+- The problem report shown in docs/scenarios.md is what ``mockskill validate`` prints.
+- Every option docs/cli.md's summary names exists.
 - The README's two commands (serve it, test it) are what ``.ci/run`` and
   the docs use, and the serve command works as written in a fresh checkout.
 
@@ -38,7 +38,8 @@ from mockskill.cli import cli
 from mockskill.engine.state import Entry
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC = ROOT / "docs"
+DOCS = [ROOT / "README.md", *sorted(DOC.glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -144,10 +145,10 @@ def test_python_examples_run(source: str) -> None:
     exec(compile(source, "<docs>", "exec"), {"__name__": "docs_example"})
 
 
-def test_the_readme_problem_report_is_what_validate_prints(
+def test_the_problem_report_shown_is_what_validate_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (report,) = [b for b in blocks("text") if "nothing was loaded" in b]
+    (report,) = [b for b in blocks("text", DOC / "scenarios.md") if "nothing was loaded" in b]
     shutil.copy(ROOT / "tests" / "data" / "bad.yaml", tmp_path / "bad.yaml")
     monkeypatch.chdir(tmp_path)  # the report names the file as it was given
     result = CliRunner().invoke(cli, ["validate", "bad.yaml"])
@@ -155,8 +156,8 @@ def test_the_readme_problem_report_is_what_validate_prints(
     assert result.output.splitlines() == report.splitlines()
 
 
-def test_every_option_in_the_readme_cli_summary_exists() -> None:
-    (summary,) = [b for b in blocks("text") if b.startswith("mockskill serve")]
+def test_every_option_in_the_cli_summary_exists() -> None:
+    (summary,) = [b for b in blocks("text", DOC / "cli.md") if b.startswith("mockskill serve")]
     runner = CliRunner()
     for line in summary.splitlines():
         words = line.split()
@@ -265,7 +266,7 @@ def test_the_readme_serve_command_works_as_written_in_a_fresh_checkout(tmp_path:
 # -- the Python API as the docs show it -----------------------------------------------
 
 
-def test_the_readme_server_signature_lists_every_parameter() -> None:
+def test_the_server_signature_shown_lists_every_parameter() -> None:
     parts: list[str] = []
     for parameter in inspect.signature(Server).parameters.values():
         if parameter.kind is parameter.KEYWORD_ONLY and "*" not in parts:
@@ -273,8 +274,8 @@ def test_the_readme_server_signature_lists_every_parameter() -> None:
         default = parameter.default
         shown = f'"{default}"' if isinstance(default, str) else repr(default)
         parts.append(f"{parameter.name}={shown}")
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"`Server({', '.join(parts)})`" in readme
+    page = " ".join((DOC / "python.md").read_text().split())
+    assert f"`Server({', '.join(parts)})`" in page
 
 
 def test_the_docs_read_the_journal_one_way() -> None:

@@ -217,8 +217,7 @@ def blueprint(registry: Registry) -> Blueprint:
     @bp.get("/report")
     def report() -> tuple[dict[str, Any], int]:
         """The retry audit and category coverage of every session, or of ``session=`` ones."""
-        # Imported on first use, not at start-up: the audit is ~10 ms of imports
-        # (bench/startup.py) that serving skills never needs.
+        # Imported on first use, not at start-up: serving skills never needs the audit.
         from .report import answer
 
         return answer(engine)

@@ -30,7 +30,7 @@ class Provider(DefaultJSONProvider):
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
         # In pieces: a report or a journal listing (megabytes) encoded in one C call would
-        # hold the GIL for ~100 ms, and the skill surface's loop would wait all that time.
+        # hold the GIL, and the skill surface's loop would wait all that time.
         return jsonstyle.encode(obj, default=self.default)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:

@@ -221,7 +221,7 @@ class Engine:
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         # A partial, not a closure: a closure's cells are made on every call of this method
         # (a plain step's too), and a waiting request would hold nine objects for the
-        # collector to walk instead of two (bench/callgrind_connection.py).
+        # collector to walk instead of two.
         dribbled = plan.dribble is not None
         played = self._journalling.played
         return plan, partial(played, incoming, decided, chosen, served, timed_out, dribbled)

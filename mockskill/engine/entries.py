@@ -53,7 +53,7 @@ def escaped(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text  # the common case; in ASCII, exactly what the pattern does not match
     # The pattern is compiled by re (and kept in its cache) on the first text that needs
-    # it, not at import: a set reaching past U+00FF costs ~2.5 M instructions to compile.
+    # it, not at import: a set reaching past U+00FF is slow to compile, and most never do.
     return re.sub(_UNPRINTABLE, lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 
@@ -133,9 +133,9 @@ class Entry:
     request was read: ``method`` is empty, ``path`` the skill's invoke path."""
 
     def as_json(self) -> dict[str, Any]:
-        # Field by field, not dataclasses.asdict: that deep-copies every value, ~50 us an
-        # entry, half a second of a 10 000-entry journal listing. Only the dicts a caller
-        # could change are copied (the same copies asdict made).
+        # Field by field, not dataclasses.asdict, which deep-copies every value of every
+        # entry of a listing. Only the dicts a caller could change are copied (the same
+        # copies asdict made).
         data = dict(zip(ENTRY_FIELDS, _VALUES(self), strict=True))
         data["retry"] = None if self.retry is None else self.retry.as_json()
         if self.tls is not None:
@@ -230,9 +230,8 @@ class Recorded(NamedTuple):
 
 
 # Entry.tls is no field of a Recorded, whose ``tls`` reads None: a request never has it (a
-# failed TLS handshake is recorded as an Entry), and a field more cost every request's
-# tuple ~240 instructions (bench/callgrind_request.py). Set here: a NamedTuple's body
-# takes fields only.
+# failed TLS handshake is recorded as an Entry), and a field more would cost every
+# request's tuple. Set here: a NamedTuple's body takes fields only.
 Recorded.tls = None  # type: ignore[attr-defined]
 
 

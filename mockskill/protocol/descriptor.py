@@ -3,7 +3,7 @@
 The error chapter implies the fields a descriptor has at least: a protocol
 version, an id, a ``capability_type`` (one of ``plugin``, ``api``,
 ``knowledge``, ``task``), ``endpoint.url`` (a URI) and an auth section. The
-rest of the default is our documented choice (README, "Descriptors").
+rest of the default is our documented choice (docs/scenarios.md, "Descriptors").
 
 A scenario's ``descriptor`` is merged over the default as a JSON Merge Patch
 (RFC 7386): mappings merge key by key, anything else replaces, and ``null``

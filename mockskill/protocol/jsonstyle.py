@@ -5,7 +5,7 @@ step's ``json:``, the token endpoint, the admin API, ``mockskill report
 --json``, ``mockskill check-descriptor`` — is one line in Python's
 ``json.dumps`` style: ``{"key": "value", "list": [1, 2]}``, keys in the order
 mockskill builds them, non-ASCII escaped, no newline at the end of a body.
-The README ("JSON answers") documents it; tests/protocol/test_jsonstyle.py holds
+The README ("The skill surface") documents it; tests/protocol/test_jsonstyle.py holds
 every answer to it. JSON mockskill reads is read strictly: ``NaN`` and
 ``Infinity`` are JavaScript, not JSON. (Flask's side of it, the admin app's
 JSON provider, is :mod:`mockskill.admin.json_provider`: this module imports
@@ -14,8 +14,8 @@ no Flask, so that the skill surface and the CLI do not load it.)
 :func:`encode` writes the same text in bounded pieces, for the admin API's
 big answers (a report, the journal: megabytes), which are encoded on a worker
 thread while the loop's thread serves skills: json's C encoder holds the GIL
-for the whole of one call (~100 ms for a 4 MB report), so one call per
-document would stall every skill request for as long.
+for the whole of one call, so one call per document would stall every skill
+request for as long.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 
 PIECE_ITEMS = 512
 """The most keys and elements (at all levels) a list or dict :func:`encode` hands to
-json's C encoder in one call: ~15 KB of JSON, 0.1 ms. A bigger one is walked here."""
+json's C encoder in one call, short enough not to hold the loop up. A bigger one is
+walked here."""
 
 PIECE_DEPTH = 8
 """How many levels :func:`encode` walks at most (a report's attempts sit at depth 6:

@@ -1,6 +1,6 @@
 """Protocol versions: parsing them, and which consumer versions a skill accepts.
 
-The rule (documented in the README, "Protocol versions"): versions are
+The rule (documented in docs/scenarios.md, "Protocol versions"): versions are
 semantic (``MAJOR.MINOR.PATCH``), and a consumer is compatible with a
 descriptor of the same major version — unless the skill states the consumer
 versions it accepts as a range. A range is one or more alternatives joined

@@ -4,8 +4,8 @@ A route's ``path`` is written in Werkzeug's rule syntax (``/orders/<int:id>``,
 ``/files/<path:rest>``, ``/<any(a, b):kind>``, ``/<string(length=2):lang>``,
 ``/<uuid:id>``, ``/<float(signed=True):x>``), and has always been matched the
 way Werkzeug's ``Map(strict_slashes=False, merge_slashes=False)`` matches it.
-Importing Werkzeug costs a start-up ~100 ms (its package imports its
-development server and test client), which serving skills does not need: so
+Importing Werkzeug makes every start pay for its development server and test
+client, which serving skills does not need: so
 this module parses the same syntax with the same converters and arguments,
 and matches with the same state machine (static parts before variable ones,
 variable ones by Werkzeug's weights, a trailing slash optional), in a few

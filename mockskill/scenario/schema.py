@@ -2,7 +2,7 @@
 
 This module owns access to ``scenario.schema.json`` (draft 2020-12), which
 sits at the top of the package, ``mockskill/scenario.schema.json``: the path
-the README gives editors, kept when this module moved into ``scenario/``.
+docs/scenarios.md gives editors, kept when this module moved into ``scenario/``.
 The schema describes one scenario document for editors (e.g.
 ``# yaml-language-server: $schema=...``); the loader remains the authority,
 and checks a few things a schema cannot (unique names across files, ``name``

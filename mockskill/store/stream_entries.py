@@ -56,9 +56,8 @@ with every batch (a Redis restarted without it gets it back with the next)."""
 APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
 
 MAX_BATCH = 256
-"""Entries sent in one script call at most (some 50 KB, which Redis adds in 1-2 ms): a
-bigger backlog goes as several calls, so that no call holds Redis (every replica's
-requests wait behind it) for long."""
+"""Entries sent in one script call at most: a bigger backlog goes as several calls, so
+that no call holds Redis (every replica's requests wait behind it) for long."""
 
 _NAMES = ENTRY_FIELDS[1:]
 """What an entry's JSON holds, in order: every field but the id (the stream's counter's)."""

@@ -51,9 +51,9 @@ TRIM_DELAY = 0.5
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or None where there is none; looked up on the first trim.
 
-    Not at import: ctypes (with ctypes.util's shutil, tempfile, bz2, lzma) costs a
-    server's start-up ~10 ms, and find_library runs ``ldconfig -p`` in a child
-    process, for a function only a flood of connections ever needs (issue 13).
+    Not at import: ctypes (with ctypes.util's shutil, tempfile, bz2, lzma) weighs on
+    every start, and find_library runs ``ldconfig -p`` in a child process, for a
+    function only a flood of connections ever needs.
     """
     if not sys.platform.startswith("linux"):
         return None

@@ -13,8 +13,8 @@ hang for a minute arrives over a few seconds, and a timer handle per
 millisecond would be made all along it, among the connections' objects. The
 loops keep freed timer handles (and CPython its contexts) for reuse, and the
 ones kept after the clients leave would be those, scattered over the whole
-flood's memory: a few hundred small blocks that keep ~25 MB of pymalloc
-arenas from being given back (bench/hang_flood.py). With one timer at a time,
+flood's memory: a few hundred small blocks that keep the flood's pymalloc
+arenas from being given back. With one timer at a time,
 the loop reuses the same few handles all along.
 
 A loop runs its timers between batches of I/O events, and a batch can be a
@@ -88,7 +88,7 @@ class Timers:
             del self._buckets[tick]
             if not self._buckets:
                 # A new table: a dict never shrinks, and one that held the milliseconds of a
-                # flood (~300 KB after 10 000 hanging clients) would stay that size for good.
+                # flood would stay that size for good.
                 self._buckets = {}
                 self.ticks.clear()
                 self._disarm()

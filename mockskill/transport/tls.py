@@ -53,7 +53,7 @@ class Authority:
 
     def __init__(self) -> None:
         # Here, not at the top: a plain-HTTP server never loads them (trustme is most of
-        # --tls's start-up; shutil, with bz2 and lzma, and tempfile ~5 ms of everyone's).
+        # --tls's start-up; shutil, with bz2 and lzma, and tempfile would weigh on every one).
         import shutil
         import tempfile
 

@@ -73,7 +73,7 @@ def mockskill(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def expect_refused(result: subprocess.CompletedProcess[str], path: Path, kind: str) -> str:
-    # 3: what was to be checked could not be read (the README's table of exit codes).
+    # 3: what was to be checked could not be read (docs/cli.md's table of exit codes).
     assert result.returncode == 3, result.stdout + result.stderr
     assert "Invalid value" not in result.stderr  # not click's usage error (exit 2)
     assert "Traceback" not in result.stderr
