@@ -114,8 +114,8 @@ def test_a_connection_has_no_instance_dict(loop: str) -> None:
 
 
 def test_accepted_sockets_do_not_delay_small_writes(loop: str) -> None:
-    # The listener sets TCP_NODELAY on what it accepts (on either loop): an answer's last
-    # segment is not held back by Nagle waiting for the client's ACK.
+    # The loop sets TCP_NODELAY on what it accepts (either loop, the socket bound as TCP):
+    # an answer's last segment is not held back by Nagle waiting for the client's ACK.
     with serving(loop=loop) as (server, _), connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         sock.recv(65536)
