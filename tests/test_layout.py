@@ -16,6 +16,8 @@ from the bottom:
 - ``recording/`` — proxied exchanges into a scenario file; reads the engine's
   exchanges and the scenario loader, nothing that serves;
 - ``admin/`` — the control surface; may read the audit and drive a recording;
+- ``wsgi/`` — the WSGI face's blocking player (sleeps, a raw socket's faults):
+  reads the engine; only the faces import it;
 - the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
   ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
   them imports a face. ``_version`` is a leaf everyone
@@ -51,7 +53,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"engine", "scenario", "protocol"},
     "recording": {"engine", "scenario", "protocol"},
     "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "wsgi": {"engine", "scenario", "protocol"},
     FACES: {
+        "wsgi",
         "admin",
         "recording",
         "store",

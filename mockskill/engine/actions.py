@@ -6,7 +6,7 @@ makes them data the event-loop transport plays with timers
 cut by the skill's ``timeout_ms`` into ``EXECUTION_TIMEOUT``), then the
 answer, a transport fault, or a dribble of the body. The same step played
 on a WSGI server's thread, with sleeps and the raw socket, is
-:mod:`mockskill.engine.threaded`'s (which alone imports Werkzeug).
+:mod:`mockskill.wsgi.player`'s (which alone imports Werkzeug).
 """
 
 from __future__ import annotations
