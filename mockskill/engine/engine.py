@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -210,7 +210,7 @@ class Engine:
             reply = chosen.reply
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
-            timed_out: Sequence[Reply] = ()
+            timed_out = None
         else:
             assert chosen is not None
             assert chosen.step is not None
