@@ -39,7 +39,6 @@ from .admin.registry import Registry
 from .engine.engine import SESSION_HEADER, Engine
 from .engine.plan import Answer
 from .engine.state import DEFAULT_SESSION, Entry, State
-from .engine.threaded import handle
 from .scenario.model import ScenarioSet
 from .surface import (
     ADMIN_PREFIX,
@@ -52,6 +51,8 @@ from .surface import (
     too_large,
 )
 from .surface import LoopSurface as LoopSurface  # (named from here by older code)
+from .transport.ports import RefusedPort
+from .wsgi.player import handle
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -256,7 +257,7 @@ def create_app(
             raise ValueError("create_app: the engine is not the registry's engine")
         engine = registry.engine
     if engine is None:
-        engine = Engine(ScenarioSet(), State())
+        engine = Engine(ScenarioSet(), State(), refused=RefusedPort())
         engine.open()
     if registry is None:
         registry = Registry(engine)

@@ -57,6 +57,7 @@ from .server_tls import ServerTLS, tls_authority
 from .surface import DEFAULT_MAX_BODY, LoopSurface
 from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from .transport import Request as TransportRequest
+from .transport.ports import RefusedPort
 from .transport.tls_faults import FaultListeners
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ class Server(ScenarioControl, ServerTLS):
             load_any(scenarios, max_delay_ms=max_delay_ms),
             self.state,
             raw_socket=True,
-            host=host,
+            refused=RefusedPort(host),
             activate=not set_moves_state(self.state, shares),
             tls=self._faults,
         )

@@ -16,10 +16,17 @@ from the bottom:
 - ``recording/`` — proxied exchanges into a scenario file; reads the engine's
   exchanges and the scenario loader, nothing that serves;
 - ``admin/`` — the control surface; may read the audit and drive a recording;
+- ``wsgi/`` — the WSGI face's blocking player (sleeps, a raw socket's faults):
+  reads the engine; only the faces import it;
 - the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
   ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
   them imports a face. ``_version`` is a leaf everyone
   may read: it imports nothing of the package.
+
+The stages that decide — ``protocol/``, ``scenario/``, ``engine/``, ``audit/`` —
+are sans-IO: none imports ``socket``, ``select``, ``asyncio`` or ``ssl``, nor calls
+``time.sleep`` (``threading`` stays: the in-memory state's lock, behind the store
+interface). The transport and the faces do the I/O.
 
 Each stage's ``__init__`` docstring names every module of the stage and says
 what the stage may import; no module is over 1 200 lines, and the run's summary
@@ -51,7 +58,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"engine", "scenario", "protocol"},
     "recording": {"engine", "scenario", "protocol"},
     "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "wsgi": {"engine", "scenario", "protocol"},
     FACES: {
+        "wsgi",
         "admin",
         "recording",
         "store",
@@ -170,6 +179,68 @@ def test_every_stage_says_what_it_owns_and_may_import() -> None:
             if path.stem != "__init__" and not re.search(rf"`~?\.?{re.escape(path.stem)}[`.]", doc)
         ]
         assert unnamed == [], f"{init}'s docstring does not say what owns {unnamed}"
+
+
+SANS_IO = ("protocol", "scenario", "engine", "audit")
+"""The stages that decide and do no I/O: they hand the transport data to play."""
+IO_MODULES = {"socket", "select", "asyncio", "ssl"}
+"""What plays on the wire or the clock: the transport's and the faces' to import."""
+IO_ALLOWED = {
+    ("mockskill.scenario.proxying", "ssl"): "a proxy step's CA file is read at load, as the "
+    "upstream's TLS will read it, so that a file holding no certificate is a positioned "
+    "load problem, not a closed connection on every proxied request",
+}
+"""(module, what) -> why: the few that must, each with its reason."""
+
+
+def io_uses(tree: ast.AST) -> set[str]:
+    """The I/O *tree* does: each of :data:`IO_MODULES` it imports (anywhere, in a function
+    too), and ``time.sleep`` if it calls or names it (``from time import sleep`` too)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+            if node.module == "time" and any(a.name == "sleep" for a in node.names):
+                found.add("time.sleep")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "sleep"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "time"
+        ):
+            found.add("time.sleep")
+    return found & (IO_MODULES | {"time.sleep"})
+
+
+def test_the_deciding_stages_do_no_io() -> None:
+    wrong = []
+    for module, path in sorted(MODULES.items()):
+        if stage(module) not in SANS_IO:
+            continue
+        for what in sorted(io_uses(ast.parse(path.read_text(encoding="utf-8")))):
+            if (module, what) not in IO_ALLOWED:
+                wrong.append(f"{module} ({stage(module)}) uses {what}")
+    assert wrong == [], "I/O in a sans-IO stage (the transport or a face does it):\n" + "\n".join(
+        wrong
+    )
+
+
+def test_the_io_rule_sees_each_way_of_doing_io() -> None:
+    """The rule's reader itself: every form below is I/O, and ``threading`` is not."""
+    for source, what in [
+        ("import socket", "socket"),
+        ("import asyncio.events", "asyncio"),
+        ("from select import poll", "select"),
+        ("def f():\n    import ssl", "ssl"),
+        ("import time\ntime.sleep(1)", "time.sleep"),
+        ("from time import sleep", "time.sleep"),
+    ]:
+        assert io_uses(ast.parse(source)) == {what}, source
+    assert (
+        io_uses(ast.parse("import threading, time\nlock = threading.Lock()\ntime.time()")) == set()
+    )
 
 
 REVIEW_LINES = 800

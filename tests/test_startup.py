@@ -3,7 +3,7 @@
 Werkzeug is not imported by serving skills at all (its package imports its
 development server and test client: ~100 ms): free routes are matched by
 mockskill.scenario.routes, the WSGI path (mockskill.app,
-mockskill.engine.threaded) is imported by the WSGI app alone, and the few
+mockskill.wsgi.player) is imported by the WSGI app alone, and the few
 answers that read a Werkzeug request (the OAuth2 endpoints' forms, query
 conditions) import it when first asked. Flask (with Jinja, itsdangerous,
 blinker), the admin blueprint, the retry audit and ``urllib.request`` are
@@ -32,7 +32,7 @@ import pytest
 LAZY = (
     "werkzeug",
     "mockskill.app",
-    "mockskill.engine.threaded",
+    "mockskill.wsgi.player",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
     "mockskill.admin.sharing",  # the registry's side of a shared set: when a set is shared

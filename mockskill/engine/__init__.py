@@ -13,9 +13,11 @@ transport plays. ``playable`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
-answers. ``ports`` holds the port that refuses connections for
-``ENDPOINT_UNREACHABLE``; ``threaded`` and ``faults`` play a plan on a WSGI
-server's thread (the only modules here that import Werkzeug).
+answers. ``ports`` says what the engine asks of the ports its replies name
+(the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the
+transport binds and the server hands in. Nothing here sleeps or touches a
+socket (tests/test_layout.py holds it): the WSGI face plays a step on a
+thread (``mockskill/wsgi/``), the transport on its loop.
 
 It may import :mod:`mockskill.scenario` and :mod:`mockskill.protocol`. The
 serving layer (``mockskill/transport/``, the stage above) and the faces call

@@ -6,7 +6,7 @@ makes them data the event-loop transport plays with timers
 cut by the skill's ``timeout_ms`` into ``EXECUTION_TIMEOUT``), then the
 answer, a transport fault, or a dribble of the body. The same step played
 on a WSGI server's thread, with sleeps and the raw socket, is
-:mod:`mockskill.engine.threaded`'s (which alone imports Werkzeug).
+:mod:`mockskill.wsgi.player`'s (which alone imports Werkzeug).
 """
 
 from __future__ import annotations
@@ -123,6 +123,29 @@ def answer_of(response: Response | Reply) -> plans.Answer:
     return plans.Answer(response.status_code, tuple(response.headers.items()), response.get_data())
 
 
+@dataclass(frozen=True)
+class TimedOut:
+    """The ``EXECUTION_TIMEOUT`` a skill's ``timeout_ms`` cuts an execution into, as data
+    (a :class:`~.plan.Measured`): its body reports the milliseconds measured at play time."""
+
+    limit_ms: int
+    status: int
+    context: catalog.Context
+    urls: Urls
+
+    def reply(self, elapsed_ms: float) -> Reply:
+        """The reply when the cut ends the wait after *elapsed_ms*; the same for the same
+        time, so the journal shows what was sent (read back from the outcome's ``cut_ms``)."""
+        details = {"timeout_ms": self.limit_ms, "elapsed_ms": round(elapsed_ms)}
+        rendered = catalog.render(
+            "EXECUTION_TIMEOUT", self.context, status=self.status, details=details
+        )
+        return self.urls.fill(Reply.error(rendered))
+
+    def answer(self, elapsed_ms: float) -> plans.Answer:
+        return answer(self.reply(elapsed_ms))
+
+
 @dataclass
 class Planned:
     """A step's plan, and what the journal needs to know once it is played."""
@@ -130,8 +153,8 @@ class Planned:
     plan: plans.Plan
     reply: Reply
     """The reply the plan answers with unless its execution is cut."""
-    timed_out: list[Reply]
-    """Filled with the ``EXECUTION_TIMEOUT`` reply when the cut answers (at play time)."""
+    timed_out: TimedOut | None
+    """The cut's answer when the execution may be cut (see :meth:`TimedOut.reply`)."""
 
 
 def plan(
@@ -150,21 +173,12 @@ def plan(
         waits.append(plans.Wait(delay_ms))
     if step.hang_ms:
         waits.append(plans.Wait(step.hang_ms, plans.WaitKind.HANG))
-    timed_out: list[Reply] = []
+    timed_out = None
     if execution_ms is not None:
         cut = None
         if timeout is not None and execution_ms > timeout[0]:
-            limit, status, context = timeout
-
-            def timed_out_answer(elapsed_ms: float) -> plans.Answer:
-                details = {"timeout_ms": limit, "elapsed_ms": round(elapsed_ms)}
-                rendered = Reply.error(
-                    catalog.render("EXECUTION_TIMEOUT", context, status=status, details=details)
-                )
-                timed_out.append(urls.fill(rendered))
-                return answer(timed_out[-1])
-
-            cut = plans.Cut(limit, timed_out_answer)
+            timed_out = TimedOut(*timeout, urls)
+            cut = plans.Cut(timed_out.limit_ms, timed_out)
         waits.append(plans.Wait(execution_ms, plans.WaitKind.EXECUTION, cut))
     fault = plans.Fault(step.fault) if step.fault is not None else None
     dribble = None

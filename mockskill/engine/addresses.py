@@ -20,7 +20,7 @@ from ..scenario.model import Skill
 from . import request_facts as facts
 from .actions import Urls
 from .incoming import Incoming
-from .ports import RefusedPort, TLSPorts
+from .ports import HeldPort, TLSPorts
 from .state import DEFAULT_SESSION
 
 MAX_HOST = 255 + len(":65535")
@@ -37,12 +37,13 @@ beyond which that cache starts afresh too: bounded in bytes, not only in entries
 class Addresses:
     """The ports a server holds for its replies, and the Urls per address (see the module).
 
-    *host* is where the refused port is bound; *tls* holds the TLS faults'
-    ports (None: this server serves none).
+    *refused* is the port that refuses connections, bound by the transport (None:
+    none is held, and an unreachable skill's placeholder stays as written); *tls*
+    holds the TLS faults' ports (None: this server serves none).
     """
 
-    def __init__(self, host: str, tls: TLSPorts | None) -> None:
-        self.refused = RefusedPort(host)
+    def __init__(self, refused: HeldPort | None, tls: TLSPorts | None) -> None:
+        self.refused = refused
         self.tls = tls
         self.tls_bases: tuple[tuple[str, int], ...] = ()
         """The skills with a TLS fault (their placeholders) and their ports, while open."""
@@ -63,7 +64,7 @@ class Addresses:
         """Hold the refused port while an unreachable skill of *skills* needs it, and the
         TLS faults' ports theirs."""
         skills = tuple(skills)
-        if any(skill.unreachable for skill in skills):
+        if self.refused is not None and any(skill.unreachable for skill in skills):
             self.refused.open()
         faults = {s.id: s.tls for s in skills if s.tls is not None}
         if self.tls is not None and (faults or self.tls_bases):
@@ -76,7 +77,8 @@ class Addresses:
 
     def close(self) -> None:
         """Let go of the held ports (:meth:`open` takes them again)."""
-        self.refused.close()
+        if self.refused is not None:
+            self.refused.close()
         if self.tls is not None:
             self.tls.release()
             self.secure_ports.difference_update(n for _, n in self.tls_bases)
@@ -112,7 +114,7 @@ class Addresses:
         return kept[1]
 
     def _by_address(self, request: Incoming) -> Urls:
-        port = self.refused.port
+        port = None if self.refused is None else self.refused.port
         key = (request.scheme, request.headers.get("host"), request.server, port)
         urls = self.by_host.get(key)
         if urls is None:

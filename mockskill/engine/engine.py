@@ -2,7 +2,7 @@
 
 The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
 or :meth:`Engine.plan_async` when the store is remote); a WSGI server's thread
-plays one through :func:`mockskill.engine.threaded.handle` (a Werkzeug request
+plays one through :func:`mockskill.wsgi.player.handle` (a Werkzeug request
 in, a Werkzeug response out: the only path that imports Werkzeug). Either way
 it reads the request through :class:`~.incoming.Incoming`, and uses no Flask
 globals, so it can be driven without a server. It asks the store nothing
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -44,7 +44,7 @@ from .own_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .own_answers import unavailable
 from .pending import Later, Pending, awaited
 from .playable import check_playable
-from .ports import TLSPorts
+from .ports import HeldPort, TLSPorts
 from .proxying import Proxying
 from .replies import (
     ERROR_HEADER,
@@ -70,8 +70,9 @@ class Engine:
 
     *raw_socket* says whether the server hands the app each connection's
     socket (Werkzeug's does, as ``werkzeug.socket``); scenarios with
-    transport faults are refused without it. *host* is where a port is held
-    for unreachable skills; *tls* holds the TLS faults' (none without it). The
+    transport faults are refused without it. *refused* is the port held for
+    unreachable skills, *tls* the TLS faults' ports: both bound by the transport and
+    handed in by the server (none without them). The
     outage windows of *scenarios* start now, unless not *activate* (see :meth:`load`).
     """
 
@@ -81,7 +82,7 @@ class Engine:
         state: Store,
         *,
         raw_socket: bool = False,
-        host: str = "127.0.0.1",
+        refused: HeldPort | None = None,
         activate: bool = True,
         tls: TLSPorts | None = None,
     ) -> None:
@@ -90,7 +91,7 @@ class Engine:
         """An inline store's answer(): the driver inlined where a step needs it (no Pending
         made, nothing resumed); None for a remote store, whose needs are handed out."""
         self.raw_socket = raw_socket
-        addresses = self._addresses = Addresses(host, tls)
+        addresses = self._addresses = Addresses(refused, tls)
         self.refused = addresses.refused
         self.tls = tls
         """The TLS faults' ports (held by the server that serves them; None: none can be)."""
@@ -209,7 +210,7 @@ class Engine:
             reply = chosen.reply
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
-            timed_out: Sequence[Reply] = ()
+            timed_out = None
         else:
             assert chosen is not None
             assert chosen.step is not None

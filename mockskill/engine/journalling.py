@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence as Replies
 from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
 from . import request_facts as facts
-from .actions import Urls
+from .actions import TimedOut, Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
 from .entries import Entry, Recorded
@@ -128,13 +127,15 @@ class Journalling:
         decided: Decided,
         chosen: Chosen | None,
         served: Reply,
-        timed_out: Replies[Reply],
+        timed_out: TimedOut | None,
         dribbled: bool,
         outcome: Outcome,
     ) -> None:
         """Journal *request* as :meth:`~.engine.Engine.plan` planned it and it was played:
-        *outcome* (the last of *timed_out* shown when the plan's cut answered)."""
-        shown = timed_out[-1] if timed_out and outcome.cut else served
+        *outcome* (when the plan's cut answered, *timed_out*'s reply made again from the
+        time the outcome measured: the one sent)."""
+        cut_ms = outcome.cut_ms
+        shown = served if timed_out is None or cut_ms is None else timed_out.reply(cut_ms)
         fault = outcome.fault
         status = None if outcome.answer is None or fault else outcome.answer.status
         self.state.record(

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from .forwarding import HOP_BY_HOP, Relayed, Upstream, upstream_journal
 from .wire import FRAMING_HEADERS, Answer, Fault
@@ -49,6 +49,7 @@ __all__ = [
     "Dribble",
     "Fault",
     "KeepAlive",
+    "Measured",
     "Outcome",
     "Plan",
     "Relayed",
@@ -70,18 +71,26 @@ class WaitKind(enum.StrEnum):
     EXECUTION = "execution"
 
 
+class Measured(Protocol):
+    """A cut's answer made from the milliseconds measured when the cut happens: the one
+    thing about a plan decided at play time, because an ``EXECUTION_TIMEOUT`` body reports
+    the time measured, not the time scripted. A frozen value (the engine's
+    :class:`~mockskill.engine.actions.TimedOut`), never a closure: a plan is data, equal to
+    the same plan made again, and what the cut did is read back from the :class:`Outcome`
+    (:attr:`Outcome.cut_ms`), not written aside while it plays."""
+
+    def answer(self, elapsed_ms: float) -> Answer:
+        """The answer to send when the cut ends the wait after *elapsed_ms*."""
+        ...
+
+
 @dataclass(frozen=True)
 class Cut:
-    """The wait ends at *after_ms* with this answer instead of the plan's.
-
-    *answer* may be a function of the elapsed milliseconds measured when the
-    cut happens — the one thing about a plan decided at play time, because
-    an ``EXECUTION_TIMEOUT`` body reports the time measured, not the time
-    scripted.
-    """
+    """The wait ends at *after_ms* with this answer instead of the plan's (see
+    :class:`Measured` for an answer that reports the time measured)."""
 
     after_ms: float
-    answer: Answer | Callable[[float], Answer]
+    answer: Answer | Measured
 
     def __post_init__(self) -> None:
         if self.after_ms < 0:
@@ -229,6 +238,9 @@ class Outcome:
     """When the client was seen to leave, if it left before the answer was complete."""
     cut: bool = False
     """A wait's :class:`~mockskill.engine.plan.Cut` answered instead of the plan."""
+    cut_ms: float | None = None
+    """How long the wait that was cut lasted, measured (None: no cut): what a
+    :class:`Measured` answer was made from, so the engine can journal the same."""
     waited_ms: float = 0.0
     """Time spent in the plan's waits, measured."""
     fault: Fault | None = None

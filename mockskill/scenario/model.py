@@ -158,7 +158,7 @@ class Step:
     """Hold the connection without answering for this long (or until the client leaves)."""
     dribble: Dribble | None = None
     fault: str | None = None
-    """A transport fault's name (see :mod:`mockskill.engine.faults`)."""
+    """A transport fault's name (see :mod:`mockskill.transport.faults`)."""
     keep_alive: KeepAlive | None = None
     """What the connection does after the answer (only the event-loop transport plays it)."""
     choices: tuple[Choice, ...] = ()

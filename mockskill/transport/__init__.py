@@ -27,6 +27,7 @@ through it.
 | :mod:`.upstream` | the HTTP/1.1 client to real providers: a keep-alive pool on the loop |
 | :mod:`.streaming` | a relayed answer handed on: whole in one write, or streamed |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
+| :mod:`.ports` | binding: a host's address family and socket address; the refused port |
 | :mod:`.tls` | certificates and TLS contexts: the local CA, what each TLS fault serves |
 | :mod:`.tls_faults` | the TLS faults' listeners: a port per ``tls: FAULT`` skill |
 | :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |

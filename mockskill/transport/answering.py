@@ -131,7 +131,7 @@ class Answering(Relaying):
         started: float,
         now: float,
         *,
-        cut: bool = False,
+        cut_ms: float | None = None,
         waited_ms: float = 0.0,
     ) -> None:
         """Write *answer* whole (the plan's, or a cut's), reported first; then what follows."""
@@ -142,7 +142,7 @@ class Answering(Relaying):
         keep = plan.keep_alive
         ends = close or (keep is not None and self._closes_silently(item, plan))
         # Reported before the bytes go: a client holding the answer finds it journaled.
-        if started != now or cut or waited_ms:
+        if started != now or cut_ms is not None or waited_ms:
             self._report(
                 item,
                 Outcome(
@@ -150,7 +150,8 @@ class Answering(Relaying):
                     started,
                     headers_at=now,
                     last_byte_at=now,
-                    cut=cut,
+                    cut=cut_ms is not None,
+                    cut_ms=cut_ms,
                     waited_ms=waited_ms,
                     closed=ends,
                 ),
@@ -213,7 +214,7 @@ class Answering(Relaying):
                 self._gone(item, reason, Outcome(None, started, waited_ms=timed.waited_ms))
             else:
                 plan, answer, close = timed.plan, timed.answer, timed.close
-                self._finish(item, plan, answer, close, started, timed.cut, timed.waited_ms)
+                self._finish(item, plan, answer, close, started, timed.cut_ms, timed.waited_ms)
         finally:
             self._busy = False
             if not self._closed:
@@ -228,12 +229,12 @@ class Answering(Relaying):
         answer: Answer,
         close: bool,
         started: float,
-        cut: bool,
+        cut_ms: float | None,
         waited: float,
     ) -> None:
         """After the waits: the plan's fault, or its whole answer (a dribble is a task's)."""
         assert self._transport is not None
-        if plan.fault is not None and not cut:
+        if plan.fault is not None and cut_ms is None:
             self._report(
                 item,
                 Outcome(answer, started, waited_ms=waited, fault=plan.fault, closed=True),
@@ -241,7 +242,7 @@ class Answering(Relaying):
             self._closed = True
             FAULTS[plan.fault](self._transport, answer, plan.fault_seed)
             return
-        self._send(item, plan, answer, close, started, time.time(), cut=cut, waited_ms=waited)
+        self._send(item, plan, answer, close, started, time.time(), cut_ms=cut_ms, waited_ms=waited)
 
     def _gone(self, item: Request | Refusal, reason: str, outcome: Outcome) -> None:
         """The client left, or the server stopping cut the exchange: report it, end it."""

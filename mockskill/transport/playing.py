@@ -52,10 +52,11 @@ class Playing(Waiting):
         answer: Answer,
         close: bool,
         started: float,
-        cut: bool,
+        cut_ms: float | None,
         waited: float,
     ) -> None:
-        """After the waits: the plan's fault, or its whole answer."""
+        """After the waits: the plan's fault, or its whole answer (*cut_ms*: how long the
+        wait a cut ended lasted, None when none did)."""
 
     @abc.abstractmethod
     def _closes_silently(self, item: Request | Refusal, plan: Plan) -> bool:
@@ -100,7 +101,7 @@ class Playing(Waiting):
     async def _play_plan(
         self, item: Request | Refusal, plan: Plan, close: bool, started: float
     ) -> None:
-        answer, cut, waited = plan.answer, False, 0.0
+        answer, cut_ms, waited = plan.answer, None, 0.0
         for wait in plan.waits:
             seconds, alternative = wait.ms / 1000, None
             if wait.cut is not None and wait.cut.after_ms < wait.ms:
@@ -114,16 +115,16 @@ class Playing(Waiting):
                 return
             if alternative is not None:
                 cut_answer = alternative.answer
-                answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
-                cut = True
+                answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer.answer(spent)
+                cut_ms = spent
                 break
-        if plan.upstream is not None and not cut:  # a proxy step: forwarded after its waits
+        if plan.upstream is not None and cut_ms is None:  # a proxy step: forwarded after its waits
             await self._relay(item, plan, close, started, waited)
             return
-        if plan.dribble is not None and not cut and answer.has_body:
+        if plan.dribble is not None and cut_ms is None and answer.has_body:
             await self._dribble(item, plan, answer, close, started, waited)
             return
-        self._finish(item, plan, answer, close, started, cut, waited)
+        self._finish(item, plan, answer, close, started, cut_ms, waited)
 
     async def _dribble(
         self,

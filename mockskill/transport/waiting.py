@@ -36,7 +36,7 @@ class Waits:
     """A plan's waits, played one after another on the server's timers, then *then* is called.
 
     *then* gets this object and None when the waits are over (:attr:`answer`
-    is the one to send: the plan's, or a cut's, then :attr:`cut` is set), or
+    is the one to send: the plan's, or a cut's, then :attr:`cut_ms` is set), or
     the reason they ended early (:meth:`interrupt`). What the waits are for
     (the exchange, the plan, whether to close after) is carried along for it.
     """
@@ -51,7 +51,7 @@ class Waits:
         "_timers",
         "answer",
         "close",
-        "cut",
+        "cut_ms",
         "item",
         "plan",
         "started",
@@ -70,7 +70,8 @@ class Waits:
     ) -> None:
         self.item, self.plan, self.close, self.started = item, plan, close, started
         self.answer: Answer = plan.answer
-        self.cut = False
+        self.cut_ms: float | None = None
+        """How long the wait a cut ended lasted (None: no cut)."""
         self.waited_ms = 0.0
         self._timers, self._loop, self._then = timers, loop, then
         self._next = 0
@@ -115,8 +116,8 @@ class Waits:
             self._step()
             return
         cut_answer = alternative.cut.answer
-        self.answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer(spent)
-        self.cut = True
+        self.answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer.answer(spent)
+        self.cut_ms = spent
         self._then(self, None)
 
     def interrupt(self, reason: str) -> None:

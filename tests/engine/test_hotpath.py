@@ -25,11 +25,11 @@ from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, Recorded, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
-from mockskill.engine.threaded import handle
 from mockskill.protocol.catalog import Retry
 from mockskill.surface import LoopSurface, _incoming
 from mockskill.transport import Request as TransportRequest
 from mockskill.transport.wsgi import environ as wsgi_environ
+from mockskill.wsgi.player import handle
 
 Serve = Callable[..., Server]
 

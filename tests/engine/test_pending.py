@@ -33,7 +33,7 @@ from mockskill.engine.store import (
     Taken,
     UseToken,
 )
-from mockskill.engine.threaded import handle
+from mockskill.wsgi.player import handle
 
 SCENARIO = """
     name: shop

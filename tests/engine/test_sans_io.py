@@ -10,6 +10,8 @@ what the transport is to do.
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import select
 import socket
 import textwrap
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from mockskill import Server, load_text
-from mockskill.engine.plan import Plan, Stale, WaitKind
+from mockskill.engine.plan import Answer, Outcome, Plan, Stale, WaitKind
 from mockskill.surface import LoopSurface
 from mockskill.transport import Request
 
@@ -168,3 +170,39 @@ def test_keep_alive_faults_are_planned_for_the_transport(surface: LoopSurface) -
     limited = planned(surface, "limited").keep_alive
     assert limited is not None
     assert limited.max_requests == 2
+
+
+@pytest.mark.usefixtures("no_io")
+def test_a_cut_is_plain_data_that_answers_the_time_measured(surface: LoopSurface) -> None:
+    """No closure in a plan: the same request planned again is an equal plan, and the
+    cut's answer is a value that renders the milliseconds the transport measured."""
+    plan = planned(surface, "cut")
+    assert planned(surface, "cut") == plan
+    (wait,) = plan.waits
+    assert wait.cut is not None
+    measured = wait.cut.answer
+    assert not isinstance(measured, Answer)
+    assert not inspect.isfunction(measured)
+    answer = measured.answer(1234.4)
+    assert answer.status == 504
+    error = json.loads(answer.body)["error"]
+    assert error["code"] == "EXECUTION_TIMEOUT"
+    assert error["details"] == {"timeout_ms": 1000, "elapsed_ms": 1234}
+
+
+def test_the_journal_reads_a_cut_from_the_outcome(surface: LoopSurface) -> None:
+    """What the cut did is derived from the transport's Outcome (its ``cut_ms``), not
+    written aside while the plan played: an outcome reported without the cut's answer
+    ever being made still journals the timeout."""
+    cut_short, served_whole = invoke("cut"), invoke("cut")
+    plan = planned(surface, "cut")
+    for request in (cut_short, served_whole):
+        assert surface.plan(request) == plan
+    started = time.time()
+    sent = Answer(504, (("Content-Type", "application/json"),), b"{}")
+    outcome = Outcome(sent, started, last_byte_at=started, cut=True, cut_ms=1000.0)
+    surface.played(cut_short, outcome)
+    surface.played(served_whole, Outcome(plan.answer, started, last_byte_at=started))
+    cut, served = surface.engine.state.journal()[-2:]
+    assert (cut.skill, cut.status, cut.error_code) == ("cut", 504, "EXECUTION_TIMEOUT")
+    assert (served.skill, served.status, served.error_code) == ("cut", 200, None)

@@ -6,6 +6,7 @@ the way docs/faults.md's table says.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -82,14 +83,24 @@ def test_a_cut_answers_early_with_its_own_answer(loop: str) -> None:
         assert outcome.answer == timeout
 
 
-def test_a_cut_answer_can_report_the_elapsed_time_measured(loop: str) -> None:
-    def timed_out(elapsed_ms: float) -> Answer:
-        return Answer(504, JSON, json.dumps({"elapsed_ms": elapsed_ms}).encode())
+@dataclasses.dataclass(frozen=True)
+class Elapsed:
+    """A cut's answer made from the time measured (a ``Measured``): a value, not a closure."""
 
-    plan = Plan(OK, waits=(Wait(5000, WaitKind.EXECUTION, Cut(150, timed_out)),))
-    with serving(constant(plan), loop=loop) as (server, _):
+    status: int
+
+    def answer(self, elapsed_ms: float) -> Answer:
+        return Answer(self.status, JSON, json.dumps({"elapsed_ms": elapsed_ms}).encode())
+
+
+def test_a_cut_answer_can_report_the_elapsed_time_measured(loop: str) -> None:
+    plan = Plan(OK, waits=(Wait(5000, WaitKind.EXECUTION, Cut(150, Elapsed(504))),))
+    with serving(constant(plan), loop=loop) as (server, recorder):
         elapsed = requests.get(server.url, timeout=10).json()["elapsed_ms"]
         assert 149 <= elapsed < 1500
+        ((_, outcome),) = recorder.wait_for(1)
+        assert outcome.cut
+        assert outcome.cut_ms == elapsed  # what the answer was made from, for the journal
 
 
 def test_a_cut_longer_than_the_wait_does_not_happen(loop: str) -> None:

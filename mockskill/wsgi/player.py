@@ -26,8 +26,8 @@ is called just *before* the byte that completes the answer is written, so
 that whoever records the request has it in the journal by the time the
 client holds the whole answer (or when the body is abandoned).
 
-This is the engine's only module that imports Werkzeug at its top: only the
-WSGI app imports it, so serving on the loop never loads Werkzeug.
+It sleeps and watches the socket, so it is not the engine's (which is sans-IO):
+only the WSGI app imports it, so serving on the loop never loads Werkzeug.
 """
 
 from __future__ import annotations
@@ -43,20 +43,20 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
+from ..engine.actions import Urls
+from ..engine.choosing import Chosen, Decided
+from ..engine.entries import Recorded
+from ..engine.incoming import Incoming
+from ..engine.own_answers import unavailable
+from ..engine.pending import Pending, answered
+from ..engine.proxying import proxy_needs_loop
+from ..engine.store import StoreUnavailable
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from .actions import Urls
-from .choosing import Chosen, Decided
-from .entries import Recorded
 from .faults import FAULTS, take
-from .incoming import Incoming
-from .own_answers import unavailable
-from .pending import Pending, answered
-from .proxying import proxy_needs_loop
-from .store import StoreUnavailable
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..engine.engine import Engine
 
 
 def handle(engine: Engine, request: Request) -> Response:

@@ -3,7 +3,8 @@
 The names are the scenario model's (:data:`mockskill.scenario.model.FAULTS`): a step
 names one at load; this module plays it. Each fault is a small function
 registered under the name WireMock users already know, plus
-``TRUNCATED_BODY``. It takes the connection from Werkzeug's server (so that
+``TRUNCATED_BODY``. The WSGI player (``player``) does them; the event loop's are
+:mod:`mockskill.transport.faults`. Each takes the connection from Werkzeug's server (so that
 nothing else writes to it or closes it in an orderly way), does its damage,
 and closes it:
 

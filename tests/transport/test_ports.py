@@ -1,6 +1,6 @@
 """Where a socket binds: Werkzeug's choice of family and address, without Werkzeug.
 
-engine.ports.address_family and sockaddr are what the listening socket and
+transport.ports.address_family and sockaddr are what the listening socket and
 the refused port were bound by (werkzeug.serving's select_address_family and
 get_sockaddr); they must choose the same.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from werkzeug.serving import get_sockaddr, select_address_family
 
-from mockskill.engine.ports import address_family, sockaddr
+from mockskill.transport.ports import address_family, sockaddr
 
 
 @pytest.mark.parametrize(
