@@ -1,8 +1,8 @@
-"""CPU per request of the engine's hot path, in process: LoopSurface.plan + played.
+"""CPU per request of the engine's hot path, in process: LoopDispatcher.plan + played.
 
 Builds the app as ``mockskill serve`` does on the bundled scenarios (a
 Server, not started; its engine opened, so the refused port is held), then
-hands its :class:`~mockskill.app.LoopSurface` a transport Request for each
+hands its :class:`~mockskill.server.dispatch.LoopDispatcher` a transport Request for each
 case and reports it played, *--iterations* times, timed with
 ``time.process_time`` (CPU, not wall clock: the machine is shared). No socket
 and no loop: what is measured is the engine's planning and the journal's
@@ -18,9 +18,9 @@ import cProfile
 import pstats
 import time
 
-from mockskill.app import LoopSurface
 from mockskill.engine.plan import Outcome
-from mockskill.server import Server
+from mockskill.server.dispatch import LoopDispatcher
+from mockskill.server.server import Server
 from mockskill.transport import Request
 
 CASES = {
@@ -48,7 +48,7 @@ def request(method: str, target: str, body: bytes, port: int) -> Request:
     )
 
 
-def run(surface: LoopSurface, req: Request, iterations: int) -> float:
+def run(surface: LoopDispatcher, req: Request, iterations: int) -> float:
     """Microseconds of CPU per plan()+played()."""
     started = time.process_time()
     for _ in range(iterations):
@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     server = Server(quiet=True)
     server.engine.open()
-    surface = LoopSurface(server.engine, server._admin_wsgi)
+    surface = LoopDispatcher(server.engine, server._admin_wsgi)
     port = 8080
     try:
         if args.profile:

@@ -21,7 +21,7 @@ Client, servers and Redis share the machine's cores (2 here): the ratio
 counts more than the absolute figures, and a loaded machine hurts the Redis
 server more (each request waits for two more wake-ups: Redis's, then the
 loop's). ``--cpu N`` measures instead, in this process, the CPU of N error
-steps planned and played through :class:`~mockskill.app.LoopSurface` (no
+steps planned and played through :class:`~mockskill.server.dispatch.LoopDispatcher` (no
 socket but Redis's: 32 requests in flight at a time on one loop), with the
 journal and without (``record`` replaced by nothing), for memory and Redis:
 figures that do not move with the machine's load. Run::
@@ -216,13 +216,13 @@ def cpu_per_request(url: str, count: int, journal: bool) -> float:
     """CPU microseconds (this process, every thread) per error step planned and played."""
     from engine_hotpath import CASES, request
 
-    from mockskill.app import LoopSurface
     from mockskill.engine.plan import Outcome
-    from mockskill.server import Server
+    from mockskill.server.dispatch import LoopDispatcher
+    from mockskill.server.server import Server
 
     server = Server(quiet=True, state=url, replica="bench")
     server.engine.open()
-    surface = LoopSurface(server.engine, server._admin_wsgi)
+    surface = LoopDispatcher(server.engine, server._admin_wsgi)
     if not journal:
         server.state.record = lambda entry: None  # type: ignore[method-assign]
     req = request(*CASES["error-step"], 8080)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .app import create_app
     from .scenario.loader import bundled_path, load_data, load_paths, load_text
     from .scenario.model import ScenarioSet
     from .scenario.problems import Problem, ScenarioError
-    from .server import Server, ServerError
+    from .server.server import Server, ServerError
+    from .wsgi.app import create_app
 
 __all__ = [
     "Problem",
@@ -38,7 +38,7 @@ _HOMES = {
     "Server": ".server",
     "ServerError": ".server",
     "bundled_path": ".scenario.loader",
-    "create_app": ".app",
+    "create_app": ".wsgi.app",
     "load_data": ".scenario.loader",
     "load_paths": ".scenario.loader",
     "load_text": ".scenario.loader",

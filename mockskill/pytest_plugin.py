@@ -1,8 +1,8 @@
 """The pytest plugin: a mockskill server for a test run, and a session of it per test.
 
-It owns the fixtures ``mockskill_server`` (one :class:`~mockskill.server.Server`
+It owns the fixtures ``mockskill_server`` (one :class:`~mockskill.server.server.Server`
 for the whole run, per xdist worker; or, given ``--mockskill-url`` or
-``MOCKSKILL_URL``, a :class:`~mockskill.remote.RemoteServer` on a server
+``MOCKSKILL_URL``, a :class:`~mockskill.server.remote.RemoteServer` on a server
 already running, shared by every worker and suite) and ``mockskill`` (a
 :class:`MockskillSession`: the test's own ``Mockskill-Session``, so that tests
 sharing the server never see each other's sequence positions or journal
@@ -40,10 +40,10 @@ import pytest
 
 from . import audit
 from .engine.state import DEFAULT_SESSION
-from .remote import RemoteError, RemoteServer
 from .scenario.loader import bundled_path, load_any, load_paths
 from .scenario.problems import ScenarioError
-from .server import Server, ServerError
+from .server.remote import RemoteError, RemoteServer
+from .server.server import Server, ServerError
 from .store.url import MEMORY, BadStoreURL, checked, is_shared
 
 if TYPE_CHECKING:
@@ -426,7 +426,7 @@ def mockskill_server(
     """One mockskill server for the run: the configured scenarios, else the bundled ones.
 
     With ``--mockskill-url`` (or ``MOCKSKILL_URL``): the server running
-    there, as a :class:`~mockskill.remote.RemoteServer`; nothing is started.
+    there, as a :class:`~mockskill.server.remote.RemoteServer`; nothing is started.
     """
     remote = remote_server(pytestconfig)
     if remote is not None:

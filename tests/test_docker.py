@@ -48,7 +48,7 @@ import requests
 import urllib3.exceptions
 import yaml
 
-from mockskill.cli import serve
+from mockskill.cli.main import serve
 from mockskill.protocol.validator import validate
 
 ROOT = Path(__file__).resolve().parent.parent

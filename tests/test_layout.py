@@ -16,12 +16,13 @@ from the bottom:
 - ``recording/`` — proxied exchanges into a scenario file; reads the engine's
   exchanges and the scenario loader, nothing that serves;
 - ``admin/`` — the control surface; may read the audit and drive a recording;
-- ``wsgi/`` — the WSGI face's blocking player (sleeps, a raw socket's faults):
-  reads the engine; only the faces import it;
-- the faces, the modules at the top (``mockskill``, ``cli``, ``server``,
-  ``app``, ``pytest_plugin``, ``remote``, ...): anything, and nothing below
-  them imports a face. ``_version`` is a leaf everyone
-  may read: it imports nothing of the package.
+- the faces, each a subpackage over the stages: ``wsgi/`` (the WSGI app and
+  its blocking player), ``server/`` (the Python server API; it runs the WSGI
+  app for ``/__admin``), ``workers/`` (the ``--workers`` supervisor) and
+  ``cli/`` (the command line, over all three). The top of the package holds
+  only ``mockskill/__init__`` (the public API), ``__main__``, ``pytest_plugin``
+  (which runs a server) and ``_version``, a leaf everyone may read: it imports
+  nothing of the package.
 
 The stages that decide — ``protocol/``, ``scenario/``, ``engine/``, ``audit/`` —
 are sans-IO: none imports ``socket``, ``select``, ``asyncio`` or ``ssl``, nor calls
@@ -58,8 +59,36 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"engine", "scenario", "protocol"},
     "recording": {"engine", "scenario", "protocol"},
     "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
-    "wsgi": {"engine", "scenario", "protocol"},
+    "wsgi": {"admin", "recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "server": {
+        "wsgi",
+        "admin",
+        "recording",
+        "store",
+        "audit",
+        "transport",
+        "engine",
+        "scenario",
+        "protocol",
+    },
+    "workers": {"server", "store", "engine", "scenario", "protocol"},
+    "cli": {
+        "workers",
+        "server",
+        "wsgi",
+        "admin",
+        "recording",
+        "store",
+        "audit",
+        "transport",
+        "engine",
+        "scenario",
+        "protocol",
+    },
     FACES: {
+        "cli",
+        "workers",
+        "server",
         "wsgi",
         "admin",
         "recording",
@@ -71,6 +100,8 @@ MAY_IMPORT: dict[str, set[str]] = {
         "protocol",
     },
 }
+TOP = {"__init__", "__main__", "_version", "pytest_plugin"}
+"""The modules at the top of the package: the public API and its entry points."""
 
 
 def module_name(path: Path) -> str:
@@ -160,6 +191,12 @@ def test_imports_only_go_down() -> None:
                 continue
             wrong.append(f"{module} ({here}) imports {target} ({there})")
     assert wrong == [], "imports against the layout:\n" + "\n".join(wrong)
+
+
+def test_the_top_of_the_package_holds_only_its_entry_points() -> None:
+    """Everything else lives in the stage or the face it belongs to."""
+    top = {path.stem for path in PACKAGE.glob("*.py")}
+    assert top == TOP, f"modules at the top of the package besides {sorted(TOP)}: {top - TOP}"
 
 
 def test_every_stage_says_what_it_owns_and_may_import() -> None:

@@ -18,11 +18,11 @@ from upstreams import Provider
 from werkzeug.test import Client
 
 import mockskill
-from mockskill.app import create_app
 from mockskill.engine.engine import Engine
 from mockskill.engine.exchange import Exchange
 from mockskill.engine.state import State
 from mockskill.scenario.loader import load_text
+from mockskill.wsgi.app import create_app
 
 SKILLS = ("echo", "flaky", "committed", "dropped", "late", "once", "failing")
 

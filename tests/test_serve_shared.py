@@ -4,7 +4,7 @@ Real processes on ephemeral ports and a real Redis: a replica started with
 files publishes them; one started without any serves the set stored there
 (not the bundled scenarios over it), and publishes the bundled scenarios
 only when Redis holds no set yet. Without a shared state, ``serve`` with no
-PATHS serves the bundled scenarios as it always did (tests/test_cli.py).
+PATHS serves the bundled scenarios as it always did (tests/cli/test_main.py).
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_the_listen_queue_is_the_documented_backlog_up_to_the_kernels_cap(
 ) -> None:
     # A burst of connections (bench/burst_peers.py) that overflows the queue waits a
     # 1 s SYN retry each: the queue asked for is BACKLOG, as nginx's in the bench.
-    from mockskill.server import BACKLOG
+    from mockskill.server.server import BACKLOG
     from mockskill.transport.server import BACKLOG as TRANSPORT_BACKLOG
 
     server = serve(SLOW)

@@ -2,7 +2,7 @@
 
 Werkzeug is not imported by serving skills at all (its package imports its
 development server and test client: ~100 ms): free routes are matched by
-mockskill.scenario.routes, the WSGI path (mockskill.app,
+mockskill.scenario.routes, the WSGI path (mockskill.wsgi.app,
 mockskill.wsgi.player) is imported by the WSGI app alone, and the few
 answers that read a Werkzeug request (the OAuth2 endpoints' forms, query
 conditions) import it when first asked. Flask (with Jinja, itsdangerous,
@@ -31,7 +31,7 @@ import pytest
 
 LAZY = (
     "werkzeug",
-    "mockskill.app",
+    "mockskill.wsgi.app",
     "mockskill.wsgi.player",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
@@ -47,14 +47,14 @@ LAZY = (
     "mockskill.admin.report",
     "mockskill.admin.json_provider",
     "mockskill.audit",
-    "mockskill.cli_report",
-    "mockskill.remote",
+    "mockskill.cli.report",
+    "mockskill.server.remote",
     "mockskill.scenario.syntax",
     "re2",  # RE2, for a scenario's `matches:` (the bundled scenarios have none)
     "trustme",  # only with TLS: its import (cryptography's) is most of --tls's start-up
     "cryptography",
     "ctypes",  # malloc_trim's, looked up on the first trim (ctypes.util runs ldconfig -p)
-    "mockskill.workers",  # --workers N's supervisor, and its workers' side (given their fds)
+    "mockskill.workers.supervisor",  # --workers N: the supervisor, and its workers (given fds)
     "mockskill.transport.tls",  # the local CA's certificates: with --tls or a skill's TLS fault
     "mockskill.scenario.schema",  # the scenario schema's path: `mockskill schema` only
     "mockskill.protocol.jsonstyle",  # JSON output: check-descriptor's, report's, the admin API's
@@ -98,14 +98,14 @@ def test_importing_mockskill_loads_nothing_but_its_version() -> None:
 
 def test_the_public_face_loads_no_flask_audit_or_urllib() -> None:
     modules = imported_by("from mockskill import Server, ScenarioSet, load_paths")
-    assert "mockskill.server" in modules  # asked for, imported
+    assert "mockskill.server.server" in modules  # asked for, imported
     assert loaded(modules) == []
 
 
 @pytest.mark.parametrize("args", [["--help"], ["serve", "--help"]])
 def test_the_command_line_loads_no_flask_audit_or_urllib(args: list[str]) -> None:
     modules = imported_by_command(*args)
-    assert "mockskill.cli" in modules
+    assert "mockskill.cli.main" in modules
     assert loaded(modules) == []
 
 
@@ -159,7 +159,7 @@ def test_serve_answers_its_first_request_without_werkzeug_or_flask(tmp_path: Pat
             server.terminate()
             server.wait(timeout=30)
     modules = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
-    assert "mockskill.surface" in modules  # the loop's surface answered
+    assert "mockskill.server.dispatch" in modules  # the loop's surface answered
     assert loaded(modules) == []
     # A str host name makes getaddrinfo import the idna codec: the port is bound by bytes.
     assert "encodings.idna" not in modules

@@ -24,11 +24,11 @@ import requests
 import trustme
 
 from mockskill import ScenarioError, Server, load_text
-from mockskill.app import create_app
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
-from mockskill.listening import ServerError
+from mockskill.server.listening import ServerError
 from mockskill.transport.tls_faults import server_name
+from mockskill.wsgi.app import create_app
 
 SCENARIO = """\
 name: tls
@@ -217,7 +217,7 @@ def test_serve_tls_prints_the_ca_and_serves_https_within_its_start_budget(
 def test_serve_refuses_tls_options_that_do_not_go_together(args: list[str], said: str) -> None:
     from click.testing import CliRunner
 
-    from mockskill.cli import cli
+    from mockskill.cli.main import cli
 
     result = CliRunner().invoke(cli, ["serve", *args])
     assert result.exit_code == 2

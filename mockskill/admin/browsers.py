@@ -21,7 +21,7 @@ request, keep such a request from changing anything:
   such a method (the Fetch standard) and curl, urllib or requests do not.
 
 Each check is a function of the WSGI environ that gives the refusal to send,
-or None; :mod:`mockskill.app` renders it in the unified error body.
+or None; :mod:`mockskill.wsgi.app` renders it in the unified error body.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..engine.plan import Answer
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -210,3 +212,51 @@ def _own_origin(environ: WSGIEnvironment) -> Origin | None:
     if not host:
         return None
     return _origin(f"{environ.get('wsgi.url_scheme', 'http')}://{host}")
+
+
+# -- what both faces answer browsers with (the loop's dispatcher and the WSGI app) --
+
+ADMIN_PREFIX = "/__admin"
+"""Where the admin surface lives; every other path is a skill's or a scenario's."""
+ADMIN_TOKEN_HEADER = "Mockskill-Admin-Token"
+CORS_ALLOW_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+CORS_ALLOW_HEADERS = (
+    "Authorization, Content-Type, X-API-Key, Mockskill-Session, Mockskill-Error,"
+    " Skill-Protocol-Version, Mockskill-Admin-Token"
+)
+ANY_ORIGIN = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
+
+
+def allowed_origin(cors: Cors, origin: str | None) -> str | None:
+    """What ``Access-Control-Allow-Origin`` says to a request from *origin* (None: nothing)."""
+    if cors is True:
+        return "*"
+    return origin if origin is not None and allows(cors, origin) else None
+
+
+def cors_headers(allowed: str) -> tuple[tuple[str, str], ...]:
+    """The CORS headers of an answer to a request whose origin is let in as *allowed*."""
+    if allowed == "*":
+        return ANY_ORIGIN
+    # Named origins: the answer depends on the request's Origin, so caches must know.
+    return (
+        ("Access-Control-Allow-Origin", allowed),
+        ("Access-Control-Expose-Headers", "*"),
+        ("Vary", "Origin"),
+    )
+
+
+def preflight(allowed: str = "*") -> Answer:
+    """The answer to a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``)."""
+    vary = () if allowed == "*" else (("Vary", "Origin"),)
+    return Answer(
+        204,
+        (
+            ("Content-Type", "text/plain; charset=utf-8"),  # (Werkzeug's default, as it was)
+            ("Access-Control-Allow-Origin", allowed),
+            ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
+            ("Access-Control-Allow-Headers", CORS_ALLOW_HEADERS),
+            ("Access-Control-Max-Age", "600"),
+            *vary,
+        ),
+    )

@@ -7,7 +7,7 @@ the JSON endpoints (health, scenarios, journal, report) from the browser,
 with the admin token when the server has one (docs/dashboard.md).
 
 Because the files carry no data, :func:`is_public` lets them through the
-admin token gate in :mod:`mockskill.app`, so that the page can load and ask
+admin token gate in :mod:`mockskill.wsgi.app`, so that the page can load and ask
 for the token instead of the browser showing a bare 401.
 """
 
@@ -84,7 +84,7 @@ def _load() -> dict[str, _Asset]:
 
 def register(bp: Blueprint) -> None:
     """Add the dashboard's routes to the admin blueprint *bp*: ``/`` and ``/dashboard/NAME``."""
-    # Flask here, not at the top: mockskill.app reads is_public on every admin
+    # Flask here, not at the top: mockskill.wsgi.app reads is_public on every admin
     # request, before (and without) the Flask app being built.
     from flask import Response, request
 

@@ -36,7 +36,7 @@ class LoadedScenario:
     @property
     def origin(self) -> str:
         """Where it came from: a file's path, or the name given to text
-        (``<added 2>`` for :meth:`Server.add <mockskill.server.Server.add>`,
+        (``<added 2>`` for :meth:`Server.add <mockskill.server.server.Server.add>`,
         ``<request body 3>`` or ``?file=`` for the admin API)."""
         return self.scenario.file
 

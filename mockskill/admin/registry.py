@@ -22,7 +22,7 @@ The rules (docs/admin.md):
   served (added active, replaced, activated), and so does its outage
   window (the engine restarts the window of any scenario it did not serve).
 
-The server (:class:`~mockskill.server.Server`), the admin API
+The server (:class:`~mockskill.server.server.Server`), the admin API
 (``/__admin/scenarios``) and the watcher all change scenarios through here.
 What each change does is planned in :mod:`.changes`; the registry applies
 the plans (one at a time, on the newest shared version, into the engine).

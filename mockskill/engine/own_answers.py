@@ -11,7 +11,7 @@ Werkzeug, imported when the first such request comes.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import catalog
 from ..scenario.model import Credentials, Reply
@@ -21,6 +21,7 @@ from .addresses import MAX_HOST
 from .incoming import Incoming
 from .journalling import Journalling
 from .pending import Later, Pending
+from .plan import Answer
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import StoreUnavailable
 
@@ -106,3 +107,24 @@ def authorize(journal: Journalling, request: Incoming, session: str, started: fl
     response = auth.authorization_endpoint(request.werkzeug(), base)
     journal.own(request, session, started, response.status_code, "authorize")
     return response
+
+
+DEFAULT_MAX_BODY = 1024 * 1024
+"""Request bodies longer than this (bytes) are refused with 413 unless told otherwise."""
+
+
+def error_answer(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> Answer:
+    """mockskill's own error, in the unified body (as a Werkzeug response would carry it)."""
+    rendered = catalog.tool_error(status, code, message, details or {})
+    return Answer(status, (("Content-Type", "application/json"),), rendered.body.encode())
+
+
+def too_large(limit: int) -> Answer:
+    """413 ``MOCKSKILL_BODY_TOO_LARGE``: the body is over *limit* bytes."""
+    message = (
+        f"the request body is over this server's limit of {limit} bytes"
+        " (mockskill serve --max-body BYTES, or Server(max_body_bytes=...), raises it)"
+    )
+    return error_answer(413, "MOCKSKILL_BODY_TOO_LARGE", message, {"max_body_bytes": limit})

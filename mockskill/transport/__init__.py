@@ -9,7 +9,7 @@ behaviour), the transport plays it with loop timers and reports an
 proxy's bounds (``engine/proxying``) and a scenario's ``proxy:`` target.
 
 It may import ``engine/`` (the plan), ``scenario/`` and ``protocol/``; nothing
-below it imports it, and the faces (``server``, ``surface``, ``cli_serve``) serve
+below it imports it, and the faces (``server/``, ``cli/``) serve
 through it.
 
 | module | owns |

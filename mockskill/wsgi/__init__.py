@@ -1,13 +1,19 @@
-"""The WSGI face's blocking player: a step acted out on a WSGI server's thread.
+"""The WSGI face: mockskill as a WSGI app (:func:`mockskill.create_app`), and its blocking player.
 
-The engine is sans-IO: it decides, and says as data what to play. Mounted in a
-WSGI server (:func:`mockskill.create_app`), a request is played here instead
-of on the event loop: ``player`` sleeps the waits on the request's thread,
-watches its socket for the client's goodbye, dribbles a body through
-Werkzeug, and ``faults`` does the transport faults to the raw socket that
-Werkzeug's server hands the app. Only the WSGI app (``mockskill/app.py``)
-imports this package, so serving on the loop never loads Werkzeug.
+Modules:
 
-It may import :mod:`mockskill.engine`, :mod:`mockskill.scenario` and
-:mod:`mockskill.protocol`; only the faces import it.
+- ``app`` — :func:`create_app`: the Flask admin app and the skill endpoints in
+  one WSGI app, with the safe defaults of docs/security.md;
+- ``player`` — a step acted out on a WSGI server's thread: it sleeps the
+  waits, watches the socket for the client's goodbye, dribbles a body;
+- ``faults`` — the transport faults done to the raw socket that Werkzeug's
+  server hands the app.
+
+The engine is sans-IO: it decides, and says as data what to play; here it is
+played on a thread instead of on the event loop. Serving on the loop never
+loads this package's Werkzeug, except for ``/__admin``, which the server's
+dispatcher runs through ``app`` in a thread pool.
+
+It may import :mod:`mockskill.admin` and every stage below it; the other faces
+import it.
 """

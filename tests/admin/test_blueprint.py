@@ -2,7 +2,7 @@
 
 The journal's filters are in test_journal_query.py, the scenarios in
 test_scenarios.py, the report in tests/audit/test_audit.py and
-tests/test_cli_report.py.
+tests/cli/test_report.py.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import requests
 from test_dashboard import CHROMIUM, CHROMIUM_FLAGS
 
 from mockskill import Server
-from mockskill.remote import RemoteServer
+from mockskill.server.remote import RemoteServer
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -34,8 +34,8 @@ import schemathesis
 from schemathesis import checks as st_checks
 
 from mockskill import Server
+from mockskill.admin.browsers import ADMIN_PREFIX
 from mockskill.admin.scenarios import BODY_TYPES
-from mockskill.app import ADMIN_PREFIX
 
 # Hypothesis keeps caches (even with no example database) in ./.hypothesis: not in the
 # working tree, please.

@@ -26,7 +26,7 @@ from mockskill.engine.entries import Entry, Recorded, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.protocol.catalog import Retry
-from mockskill.surface import LoopSurface, _incoming
+from mockskill.server.dispatch import LoopDispatcher, _incoming
 from mockskill.transport import Request as TransportRequest
 from mockskill.transport.wsgi import environ as wsgi_environ
 from mockskill.wsgi.player import handle
@@ -72,15 +72,15 @@ def transport_request(
 
 
 @pytest.fixture
-def surface() -> Iterator[Callable[[str | None], tuple[Server, LoopSurface]]]:
+def surface() -> Iterator[Callable[[str | None], tuple[Server, LoopDispatcher]]]:
     """A server's loop surface, planned in process (no socket): ``surface(yaml or None)``."""
-    made: list[tuple[Server, LoopSurface]] = []
+    made: list[tuple[Server, LoopDispatcher]] = []
 
-    def make(text: str | None) -> tuple[Server, LoopSurface]:
+    def make(text: str | None) -> tuple[Server, LoopDispatcher]:
         scenarios = load_text(textwrap.dedent(text), "test.yaml") if text else None
         server = Server(scenarios, quiet=True, journal_size=50)
         server.engine.open()
-        made.append((server, LoopSurface(server.engine, server._admin_wsgi)))
+        made.append((server, LoopDispatcher(server.engine, server._admin_wsgi)))
         return made[-1]
 
     yield make
@@ -89,7 +89,7 @@ def surface() -> Iterator[Callable[[str | None], tuple[Server, LoopSurface]]]:
         server.engine.close()
 
 
-def exchange(loop: LoopSurface, request: TransportRequest) -> Plan:
+def exchange(loop: LoopDispatcher, request: TransportRequest) -> Plan:
     plan = loop.plan(request)
     assert isinstance(plan, Plan)
     now = time.time()
@@ -127,7 +127,7 @@ def test_the_journal_reads_back_what_was_recorded_after_twice_its_capacity() -> 
 
 
 def test_the_engine_s_journal_keeps_the_newest_requests_in_order_past_its_capacity(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(None)
     capacity = server.state.capacity
@@ -158,7 +158,7 @@ def test_a_secret_hidden_after_an_entry_was_recorded_masks_only_later_entries() 
 
 
 def test_a_hidden_admin_token_never_reaches_the_journal_of_a_planned_request(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(None)
     server.state.hide("adm1n-t0ken")
@@ -243,7 +243,7 @@ def test_the_engine_reads_path_and_headers_as_werkzeug_would(target: str) -> Non
 
 
 def test_a_client_varying_its_host_header_cannot_grow_the_engine_s_memory(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(None)
     for i in range(4 * MAX_CACHED):
@@ -255,7 +255,7 @@ def test_a_client_varying_its_host_header_cannot_grow_the_engine_s_memory(
 
 
 def test_what_is_kept_per_host_is_bounded_in_bytes_not_only_in_entries(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     pad = "x" * 200_000  # a large reply with a placeholder: a copy of it per address
     server, loop = surface(
@@ -283,7 +283,7 @@ def test_what_is_kept_per_host_is_bounded_in_bytes_not_only_in_entries(
 
 
 def test_a_fixed_step_is_planned_once_per_address_and_never_shared_across_addresses(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     _, loop = surface(RANDOM_AND_FIXED)
     one = [exchange(loop, transport_request("/skills/fixed/invoke")) for _ in range(3)]
@@ -294,7 +294,7 @@ def test_a_fixed_step_is_planned_once_per_address_and_never_shared_across_addres
 
 
 def test_a_random_step_is_planned_per_request(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     _, loop = surface(RANDOM_AND_FIXED)
     drawn = {exchange(loop, transport_request("/skills/drawn/invoke")).answer for _ in range(40)}
@@ -340,7 +340,7 @@ def test_a_keyed_digest_is_hmac_sha256_cut_to_sixteen_hex_digits(
 
 
 def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(
         """
@@ -402,7 +402,7 @@ SEQUENCE = """
 
 
 def test_the_path_as_written_and_respelled_take_turns_in_one_sequence(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     # One is found by a lookup, the other by splitting: one sequence, one position.
     server, loop = surface(SEQUENCE)
@@ -441,7 +441,7 @@ def planned_alike_handled(server: Server) -> list[Entry]:
 
 
 def test_a_planned_request_is_journalled_as_the_wsgi_path_journals_it(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(SEQUENCE)
     for session in ("planned", "handled"):
@@ -472,7 +472,7 @@ PLAIN = """
 
 
 def test_a_plain_step_is_journalled_when_planned_as_the_wsgi_path_journals_it(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     # Steps answered at once (an error with its retry advice, a reply filled with the
     # address, a keep-alive fault after it) are journalled as they are planned: the
@@ -534,7 +534,7 @@ ENDS = """
     ],
 )
 def test_the_step_of_each_planned_request_is_the_one_its_position_and_end_rule_name(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
     skill: str,
     steps: list[int | None],
 ) -> None:
@@ -558,7 +558,7 @@ def test_the_step_of_each_planned_request_is_the_one_its_position_and_end_rule_n
 
 
 def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_does(
-    surface: Callable[[str | None], tuple[Server, LoopSurface]],
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:
     server, loop = surface(None)  # the bundled scenarios: their descriptors, valid or not
 

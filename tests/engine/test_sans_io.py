@@ -23,7 +23,7 @@ import pytest
 
 from mockskill import Server, load_text
 from mockskill.engine.plan import Answer, Outcome, Plan, Stale, WaitKind
-from mockskill.surface import LoopSurface
+from mockskill.server.dispatch import LoopDispatcher
 from mockskill.transport import Request
 
 SCENARIO = """
@@ -63,11 +63,11 @@ def forbidden(what: str) -> Callable[..., object]:
 
 
 @pytest.fixture
-def surface() -> Iterator[LoopSurface]:
+def surface() -> Iterator[LoopDispatcher]:
     """A server's loop surface, planned in process: no socket carries the request."""
     server = Server(load_text(textwrap.dedent(SCENARIO), "test.yaml"), quiet=True)
     server.engine.open()
-    loop = LoopSurface(server.engine, server._admin_wsgi)
+    loop = LoopDispatcher(server.engine, server._admin_wsgi)
     yield loop
     loop.close()
     server.engine.close()
@@ -99,7 +99,7 @@ def invoke(skill: str) -> Request:
     )
 
 
-def planned(surface: LoopSurface, skill: str) -> Plan:
+def planned(surface: LoopDispatcher, skill: str) -> Plan:
     started = time.perf_counter()
     plan = surface.plan(invoke(skill))
     # Seconds of scripted waiting, planned in well under one: nothing was waited for.
@@ -119,7 +119,7 @@ def planned(surface: LoopSurface, skill: str) -> Plan:
     ids=["delay", "hang", "execution"],
 )
 def test_a_wait_is_planned_as_data_not_waited(
-    surface: LoopSurface, skill: str, kind: WaitKind, ms: float
+    surface: LoopDispatcher, skill: str, kind: WaitKind, ms: float
 ) -> None:
     plan = planned(surface, skill)
     assert not plan.instant
@@ -128,20 +128,20 @@ def test_a_wait_is_planned_as_data_not_waited(
 
 
 @pytest.mark.usefixtures("no_io")
-def test_an_execution_past_the_timeout_is_planned_with_its_cut(surface: LoopSurface) -> None:
+def test_an_execution_past_the_timeout_is_planned_with_its_cut(surface: LoopDispatcher) -> None:
     (wait,) = planned(surface, "cut").waits
     assert wait.cut is not None
     assert wait.cut.after_ms == 1000
 
 
 @pytest.mark.usefixtures("no_io")
-def test_a_long_tail_delay_is_drawn_when_planned(surface: LoopSurface) -> None:
+def test_a_long_tail_delay_is_drawn_when_planned(surface: LoopDispatcher) -> None:
     (wait,) = planned(surface, "long-tail").waits
     assert 0 < wait.ms <= 60000
 
 
 @pytest.mark.usefixtures("no_io")
-def test_a_dribble_is_planned_as_chunks_and_pauses(surface: LoopSurface) -> None:
+def test_a_dribble_is_planned_as_chunks_and_pauses(surface: LoopDispatcher) -> None:
     plan = planned(surface, "dribbled")
     assert plan.dribble is not None
     assert plan.dribble.over_ms == 30000
@@ -154,7 +154,7 @@ def test_a_dribble_is_planned_as_chunks_and_pauses(surface: LoopSurface) -> None
     ids=["reset-after-a-delay", "truncated"],
 )
 def test_a_transport_fault_is_planned_not_done(
-    surface: LoopSurface, skill: str, fault: str, waits: int
+    surface: LoopDispatcher, skill: str, fault: str, waits: int
 ) -> None:
     plan = planned(surface, skill)
     assert plan.fault is not None
@@ -163,7 +163,7 @@ def test_a_transport_fault_is_planned_not_done(
 
 
 @pytest.mark.usefixtures("no_io")
-def test_keep_alive_faults_are_planned_for_the_transport(surface: LoopSurface) -> None:
+def test_keep_alive_faults_are_planned_for_the_transport(surface: LoopDispatcher) -> None:
     stale = planned(surface, "stale").keep_alive
     assert stale is not None
     assert (stale.stale_after_ms, stale.stale) == (30000, Stale.DROP_NEXT)
@@ -173,7 +173,7 @@ def test_keep_alive_faults_are_planned_for_the_transport(surface: LoopSurface) -
 
 
 @pytest.mark.usefixtures("no_io")
-def test_a_cut_is_plain_data_that_answers_the_time_measured(surface: LoopSurface) -> None:
+def test_a_cut_is_plain_data_that_answers_the_time_measured(surface: LoopDispatcher) -> None:
     """No closure in a plan: the same request planned again is an equal plan, and the
     cut's answer is a value that renders the milliseconds the transport measured."""
     plan = planned(surface, "cut")
@@ -190,7 +190,7 @@ def test_a_cut_is_plain_data_that_answers_the_time_measured(surface: LoopSurface
     assert error["details"] == {"timeout_ms": 1000, "elapsed_ms": 1234}
 
 
-def test_the_journal_reads_a_cut_from_the_outcome(surface: LoopSurface) -> None:
+def test_the_journal_reads_a_cut_from_the_outcome(surface: LoopDispatcher) -> None:
     """What the cut did is derived from the transport's Outcome (its ``cut_ms``), not
     written aside while the plan played: an outcome reported without the cut's answer
     ever being made still journals the timeout."""

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import click
 
-from .cli_options import cannot_start
-from .scenario.loader import SCENARIO_NAME
-from .scenario.model import ScenarioSet
-from .server import Server, ServerError
+from ..scenario.loader import SCENARIO_NAME
+from ..scenario.model import ScenarioSet
+from ..server.server import Server, ServerError
+from .options import cannot_start
 
 
 @click.command()
@@ -79,8 +79,8 @@ def record(
     provider's URL, an --out that exists without --force or leads out of the working
     directory).
     """
-    from .admin.recordings import RecordingRefused, check_out, save
-    from .recording import RecordingError, dump
+    from ..admin.recordings import RecordingRefused, check_out, save
+    from ..recording import RecordingError, dump
 
     try:
         check_out(str(out), force=force)
@@ -135,6 +135,6 @@ def record(
 
 
 def _version() -> str:
-    from ._version import __version__
+    from .._version import __version__
 
     return __version__

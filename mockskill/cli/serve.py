@@ -3,9 +3,9 @@
 Every serve setting is an option that can come from the environment too
 (``MOCKSKILL_*``); the command checks the combinations (``--watch`` needs
 PATHS, ``--tls-cert`` its key, ``--workers`` a shared ``--state``), builds a
-:class:`~mockskill.server.Server`, prints the banner and serves on this
-thread, or supervises ``--workers`` processes (:mod:`mockskill.workers`),
-each of which runs this command again. Apart from :mod:`mockskill.cli`
+:class:`~mockskill.server.server.Server`, prints the banner and serves on this
+thread, or supervises ``--workers`` processes (:mod:`mockskill.workers.supervisor`),
+each of which runs this command again. Apart from :mod:`mockskill.cli.main`
 because it is most of the command line, and the only command that serves.
 """
 
@@ -16,17 +16,17 @@ from pathlib import Path
 
 import click
 
-from .cli_banner import banner, report_reload
-from .cli_options import MAX_DELAY, PATH, admin_token, cannot_start, load_or_exit
-from .engine.state import DEFAULT_JOURNAL_SIZE
-from .listening import ServerError, is_loopback
-from .server import DEFAULT_KEEP_ALIVE, Server
-from .store.url import MEMORY, BadStoreURL, checked, is_shared
-from .surface import DEFAULT_MAX_BODY
-from .transport import DEFAULT_GRACE
+from ..engine.own_answers import DEFAULT_MAX_BODY
+from ..engine.state import DEFAULT_JOURNAL_SIZE
+from ..server.listening import ServerError, is_loopback
+from ..server.server import DEFAULT_KEEP_ALIVE, Server
+from ..store.url import MEMORY, BadStoreURL, checked, is_shared
+from ..transport import DEFAULT_GRACE
+from .banner import banner, report_reload
+from .options import MAX_DELAY, PATH, admin_token, cannot_start, load_or_exit
 
 WORKER_SOCKETS = ("auto", "reuseport", "inherit")
-"""How ``--workers`` share the port (``--worker-socket``): see :mod:`mockskill.workers`,
+"""How ``--workers`` share the port (``--worker-socket``): see :mod:`mockskill.workers.supervisor`,
 which is imported only by a supervisor (``--workers N``, N > 1) and by its workers."""
 
 
@@ -237,7 +237,7 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     show_envvar=True,
     help="With --tls, serve plain HTTP on this port too (0: any free port).",
 )
-# A worker's own settings, given by its supervisor (mockskill/workers.py); not for users.
+# A worker's own settings, given by its supervisor (mockskill/workers/); not for users.
 @click.option("--worker-index", type=int, default=None, hidden=True)
 @click.option("--ready-fd", type=int, default=None, hidden=True)
 @click.option("--parent-fd", type=int, default=None, hidden=True)
@@ -300,11 +300,12 @@ def serve(
                 "--tls with --workers: each worker would make its own CA; give the certificate"
                 " they all serve with --tls-cert FILE --tls-key FILE"
             )
-        from .workers import needs_shared_state, supervise
+        from ..workers.supervisor import needs_shared_state
+        from .workers import supervise
 
         if not shared:
             raise click.UsageError(needs_shared_state(workers))
-        from .store import client_missing
+        from ..store import client_missing
 
         missing = client_missing(state)
         if missing is not None:  # said once here, not by every worker
@@ -323,7 +324,7 @@ def serve(
     # published only when none is stored); alone, it serves the bundled scenarios.
     joins = shared and not paths
     if worker_index is not None and not quiet:
-        from .workers import log_as_worker
+        from ..workers.supervisor import log_as_worker
 
         log_as_worker(worker_index)
     try:
@@ -350,7 +351,7 @@ def serve(
         )
         sock = None
         if listen_fd is not None or reuse_port:  # a worker's, given by its supervisor
-            from .workers import worker_listener
+            from ..workers.supervisor import worker_listener
 
             sock = worker_listener(host, port, listen_fd=listen_fd, reuse_port=reuse_port)
         server.bind(sock)
@@ -366,7 +367,7 @@ def serve(
         if worker_index in (None, 1):
             click.echo(f"  watching {', '.join(str(p) for p in paths)} for changes")
     if ready_fd is not None or parent_fd is not None:  # a worker's pipes to its supervisor
-        from .workers import report_ready, stop_with_parent
+        from ..workers.supervisor import report_ready, stop_with_parent
 
         report_ready(ready_fd)
         stop_with_parent(parent_fd)

@@ -1,6 +1,6 @@
 """A handle on a mockskill server that is already running elsewhere, through its admin API.
 
-:class:`RemoteServer` has the part of :class:`~mockskill.server.Server`'s
+:class:`RemoteServer` has the part of :class:`~mockskill.server.server.Server`'s
 interface that a test session needs (its URLs, one session's journal, reset
 and retry audit), done over HTTP with ``/__admin`` (docs/admin.md), so that
 the pytest plugin can share one server between xdist workers, suites or a
@@ -17,10 +17,10 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from .engine.state import Entry
+from ..engine.state import Entry
 
 if TYPE_CHECKING:
-    from . import audit
+    from .. import audit
 
 
 # HOST:PORT, [v6]:PORT or localhost, then a path, a query or nothing: what curl

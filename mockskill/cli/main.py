@@ -16,13 +16,13 @@ from pathlib import Path
 
 import click
 
-from ._version import __version__
-from .cli_banner import count
-from .cli_options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
-from .cli_record import record
-from .cli_serve import serve
-from .protocol.validator import validate as validate_descriptor
-from .protocol.validator import validation_error
+from .._version import __version__
+from ..protocol.validator import validate as validate_descriptor
+from ..protocol.validator import validation_error
+from .banner import count
+from .options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
+from .record import record
+from .serve import serve
 
 __all__ = [
     "UNREADABLE",
@@ -34,7 +34,7 @@ __all__ = [
     "serve",
     "validate",
 ]
-"""The group, its commands (``serve`` is :mod:`.cli_serve`'s, ``record`` :mod:`.cli_record`'s)."""
+"""The group, its commands (``serve`` is :mod:`.serve`'s, ``record`` :mod:`.record`'s)."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,7 +59,7 @@ def validate(paths: tuple[Path, ...], max_delay: int, strict: bool) -> None:
     error body) is printed, positioned, and fails only with --strict: a provider
     broken on purpose is a scenario too.
     """
-    from .scenario.problems import Problem
+    from ..scenario.problems import Problem
 
     warnings: list[Problem] = []
     scenarios = load_or_exit(paths, max_delay, warnings)
@@ -95,7 +95,7 @@ def check_descriptor(source: str) -> None:
         raise SystemExit(UNREADABLE) from None
     violations = validate_descriptor(document)
     if violations:
-        from .protocol import jsonstyle  # this command's and the admin API's, not serve's
+        from ..protocol import jsonstyle  # this command's and the admin API's, not serve's
 
         click.echo(jsonstyle.dumps(validation_error(violations)))
         raise SystemExit(1)
@@ -112,7 +112,7 @@ _ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a uni
 def _read_source(source: str) -> str:
     # Here, not at the top: only check-descriptor reads a URL, and urllib.request
     # (http.client, ssl, email) is a good part of what `mockskill serve` would import.
-    from .remote import http_url, looks_like_url
+    from ..server.remote import http_url, looks_like_url
 
     if source == "-":
         return sys.stdin.read()
@@ -151,7 +151,7 @@ def _fetch(url: str) -> str:
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of scenario files (for editors and other tools)."""
-    from .scenario.schema import SCHEMA_PATH  # (resolves its path: this command's alone)
+    from ..scenario.schema import SCHEMA_PATH  # (resolves its path: this command's alone)
 
     click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
 
@@ -199,7 +199,7 @@ def report(
     (--fail-on-findings, --require-coverage, --require); 2 for a mistyped
     command line or URL; 3 when no report could be had (docs/audit.md).
     """
-    from .cli_report import command  # the audit read from a running server
+    from .report import command  # the audit read from a running server
 
     raise SystemExit(
         command(

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from mockskill import Server, __version__, bundled_path
-from mockskill.cli import cli
+from mockskill.cli.main import cli
 
-BAD = (Path(__file__).parent / "data" / "bad.yaml").read_text()
+BAD = (Path(__file__).parent.parent / "data" / "bad.yaml").read_text()
 
 
 @pytest.fixture

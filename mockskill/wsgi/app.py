@@ -16,7 +16,7 @@ hold no secret), and CORS headers are added only when enabled.
 
 This is the WSGI side, and it imports Werkzeug; what the event-loop
 transport asks (the skill surface as ``mockskill serve`` and
-:class:`~mockskill.server.Server` serve it) is :mod:`mockskill.surface`,
+:class:`~mockskill.server.server.Server` serve it) is :mod:`mockskill.server.dispatch`,
 which does not. There is no module-level app: each server (and each test)
 builds its own.
 """
@@ -34,25 +34,22 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from .admin import browsers
-from .admin.registry import Registry
-from .engine.engine import SESSION_HEADER, Engine
-from .engine.plan import Answer
-from .engine.state import DEFAULT_SESSION, Entry, State
-from .scenario.model import ScenarioSet
-from .surface import (
+from ..admin import browsers
+from ..admin.browsers import (
     ADMIN_PREFIX,
     ADMIN_TOKEN_HEADER,
-    DEFAULT_MAX_BODY,
     allowed_origin,
     cors_headers,
-    error_answer,
     preflight,
-    too_large,
 )
-from .surface import LoopSurface as LoopSurface  # (named from here by older code)
-from .transport.ports import RefusedPort
-from .wsgi.player import handle
+from ..admin.registry import Registry
+from ..engine.engine import SESSION_HEADER, Engine
+from ..engine.own_answers import DEFAULT_MAX_BODY, error_answer, too_large
+from ..engine.plan import Answer
+from ..engine.state import DEFAULT_SESSION, Entry, State
+from ..scenario.model import ScenarioSet
+from ..transport.ports import RefusedPort
+from .player import handle
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -66,7 +63,7 @@ can raise ``SystemError: AST constructor recursion depth mismatch``."""
 log = logging.getLogger("mockskill")
 
 
-class SkillSurface:
+class WSGIDispatcher:
     """WSGI: ``/__admin`` to Flask, everything else to the engine.
 
     In front of both: the body limit (*max_body_bytes*), the admin token
@@ -110,8 +107,8 @@ class SkillSurface:
             return response(environ, start_response)
         if admin:
             # (Imported here: this surface is the admin app's, built on first use.)
-            from .admin import dashboard
-            from .admin import tls as admin_tls
+            from ..admin import dashboard
+            from ..admin import tls as admin_tls
 
             # What a web page could make a browser do, refused first (docs/security.md).
             refused = browsers.refuse_host(environ, self.admin_hosts) or browsers.refuse_origin(
@@ -219,7 +216,7 @@ def _refused(refused: browsers.Refused) -> Response:
 
 
 def _response(answer: Answer) -> Response:
-    """The Werkzeug response of one of :mod:`mockskill.surface`'s answers."""
+    """The Werkzeug response of one of :mod:`mockskill.server.dispatch`'s answers."""
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
@@ -250,7 +247,7 @@ def create_app(
     Host names ``/__admin`` answers besides loopback ones: any Host).
 
     An engine made here is opened here; one passed in is opened by its owner
-    (:class:`~mockskill.server.Server` does, when it binds its port).
+    (:class:`~mockskill.server.server.Server` does, when it binds its port).
     """
     if registry is not None:
         if engine is not None and engine is not registry.engine:
@@ -268,15 +265,15 @@ def create_app(
     # request, so that serving skills (and start-up) never loads Flask or Jinja.
     from flask import Flask, request
 
-    from .admin import blueprint as admin
-    from .admin.json_provider import Provider
+    from ..admin import blueprint as admin
+    from ..admin.json_provider import Provider
 
     app = Flask("mockskill")
     app.json = Provider(app)  # one JSON style for every answer, read strictly
     app.extensions["mockskill"] = engine
     app.config["MOCKSKILL_MAX_BODY"] = max_body_bytes
     app.register_blueprint(admin.blueprint(registry), url_prefix=ADMIN_PREFIX)
-    app.wsgi_app = SkillSurface(  # type: ignore[method-assign]
+    app.wsgi_app = WSGIDispatcher(  # type: ignore[method-assign]
         engine,
         app.wsgi_app,
         admin_token=admin_token,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .engine.state import DEFAULT_JOURNAL_SIZE, State
-from .engine.store import Store
+from ..engine.state import DEFAULT_JOURNAL_SIZE, State
+from ..engine.store import Store
 from .listening import ServerError
 
 if TYPE_CHECKING:
-    from .admin.registry import Registry
-    from .store.scenarios import SharedScenarios
+    from ..admin.registry import Registry
+    from ..store.scenarios import SharedScenarios
 
 
 def open_state(
@@ -35,7 +35,7 @@ def open_state(
         return State(seed=seed, journal_size=journal_size)
     if isinstance(state, str):
         # mockskill.store imports the Redis client only for a shared URL.
-        from .store import BadStoreURL, StoreOpenError, open_store
+        from ..store import BadStoreURL, StoreOpenError, open_store
 
         try:
             return open_store(state, seed=seed, journal_size=journal_size, replica=replica)
@@ -75,7 +75,7 @@ def set_moves_state(state: Store, url: str | None) -> bool:
     """
     if url is None or state.replica is None:
         return False
-    from .store.redis import RedisStore
+    from ..store.redis import RedisStore
 
     return isinstance(state, RedisStore) and state.url == url
 
@@ -88,10 +88,10 @@ def share(registry: Registry, url: str, *, joins: bool) -> SharedScenarios:
     only when nothing is stored). Raises ServerError when Redis cannot be
     reached there.
     """
-    from .engine.store import StoreUnavailable
-    from .store.redis import RedisStore
-    from .store.scenarios import SharedScenarios
-    from .store.url import BadStoreURL
+    from ..engine.store import StoreUnavailable
+    from ..store.redis import RedisStore
+    from ..store.scenarios import SharedScenarios
+    from ..store.url import BadStoreURL
 
     state = registry.engine.state
     # The state on the same Redis: a version restarts its sequences there in the same

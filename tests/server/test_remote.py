@@ -11,7 +11,7 @@ import requests
 
 from mockskill import Server
 from mockskill.audit import Policy
-from mockskill.remote import RemoteError, RemoteServer
+from mockskill.server.remote import RemoteError, RemoteServer
 
 
 def free_port() -> int:

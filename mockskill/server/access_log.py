@@ -11,9 +11,9 @@ import re
 import time
 from urllib.parse import unquote_plus
 
-from .engine.plan import Outcome
-from .transport import Refusal
-from .transport import Request as TransportRequest
+from ..engine.plan import Outcome
+from ..transport import Refusal
+from ..transport import Request as TransportRequest
 
 access_log = logging.getLogger("mockskill.access")
 """The request log (``quiet=False``): one line per exchange, secrets masked."""

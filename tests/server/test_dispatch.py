@@ -1,6 +1,6 @@
 """The loop's own answers are the ones the WSGI app's Werkzeug responses carried.
 
-mockskill.surface makes mockskill's refusals (413, framing errors, 500) and
+mockskill.server.dispatch makes mockskill's refusals (413, framing errors, 500) and
 the CORS preflight as plan answers, without Werkzeug; they were Werkzeug
 responses read whole, and must go on the wire byte for byte as those did.
 Over the wire, a real server answers each refusal in the unified body and
@@ -16,15 +16,10 @@ import pytest
 from werkzeug.wrappers import Response
 
 from mockskill import Server
+from mockskill.admin.browsers import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, preflight
 from mockskill.engine.actions import answer_of
+from mockskill.engine.own_answers import error_answer, too_large
 from mockskill.protocol.catalog import tool_error
-from mockskill.surface import (
-    CORS_ALLOW_HEADERS,
-    CORS_ALLOW_METHODS,
-    error_answer,
-    preflight,
-    too_large,
-)
 
 
 def test_an_error_goes_out_as_its_werkzeug_response_did() -> None:

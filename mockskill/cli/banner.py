@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from ._version import __version__
-from .admin.browsers import origin_text
-from .admin.watch import ReloadResult
-from .scenario.model import Scenario
-from .scenario.problems import format_report
-from .server import Server
-from .store.url import is_shared, masked
+from .._version import __version__
+from ..admin.browsers import origin_text
+from ..admin.watch import ReloadResult
+from ..scenario.model import Scenario
+from ..scenario.problems import format_report
+from ..server.server import Server
+from ..store.url import is_shared, masked
 
 
 def count(n: int, noun: str) -> str:

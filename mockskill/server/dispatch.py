@@ -1,6 +1,6 @@
-"""``LoopSurface``: what the event-loop transport asks of mockskill, request by request.
+"""``LoopDispatcher``: what the event-loop transport asks of mockskill, request by request.
 
-The loop's side of :mod:`mockskill.app` (the WSGI side): skill requests are
+The loop's side of :mod:`mockskill.wsgi.app` (the WSGI side): skill requests are
 planned by the engine, ``/__admin`` goes to the Flask app in a thread pool,
 and mockskill's own refusals (a body over the limit, a framing error, a CORS
 preflight, an internal failure) are answers made here. Nothing here imports
@@ -14,33 +14,29 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from .admin.browsers import Cors, allows, cors_origins
-from .engine.engine import SESSION_HEADER, Engine, journalled
-from .engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
-from .engine.plan import Answer, Outcome, Plan
-from .engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry
-from .protocol.catalog import tool_error
-from .transport import Refusal, WSGIHandler
-from .transport import Request as TransportRequest
-from .transport.wsgi import environ as wsgi_environ
+from ..admin.browsers import (
+    ADMIN_PREFIX,
+    allowed_origin,
+    cors_headers,
+    cors_origins,
+    preflight,
+)
+from ..engine.engine import SESSION_HEADER, Engine, journalled
+from ..engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
+from ..engine.own_answers import DEFAULT_MAX_BODY, error_answer, too_large
+from ..engine.plan import Answer, Outcome, Plan
+from ..engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry
+from ..transport import Refusal, WSGIHandler
+from ..transport import Request as TransportRequest
+from ..transport.wsgi import environ as wsgi_environ
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
     from werkzeug.wrappers import Request
 
-ADMIN_PREFIX = "/__admin"
-DEFAULT_MAX_BODY = 1024 * 1024
-"""Request bodies longer than this (bytes) are refused with 413 unless told otherwise."""
-ADMIN_TOKEN_HEADER = "Mockskill-Admin-Token"
-CORS_ALLOW_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-CORS_ALLOW_HEADERS = (
-    "Authorization, Content-Type, X-API-Key, Mockskill-Session, Mockskill-Error,"
-    " Skill-Protocol-Version, Mockskill-Admin-Token"
-)
-ANY_ORIGIN = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
 log = logging.getLogger("mockskill")
 
 
@@ -48,60 +44,8 @@ _REFUSED = {501: "not implemented", 505: "HTTP version not supported"}
 """What a refusal's message begins with, by its status; "bad request" for the others."""
 
 
-def error_answer(
-    status: int, code: str, message: str, details: dict[str, Any] | None = None
-) -> Answer:
-    """mockskill's own error, in the unified body (as a Werkzeug response would carry it)."""
-    rendered = tool_error(status, code, message, details or {})
-    return Answer(status, (("Content-Type", "application/json"),), rendered.body.encode())
-
-
-def too_large(limit: int) -> Answer:
-    """413 ``MOCKSKILL_BODY_TOO_LARGE``: the body is over *limit* bytes."""
-    message = (
-        f"the request body is over this server's limit of {limit} bytes"
-        " (mockskill serve --max-body BYTES, or Server(max_body_bytes=...), raises it)"
-    )
-    return error_answer(413, "MOCKSKILL_BODY_TOO_LARGE", message, {"max_body_bytes": limit})
-
-
-def allowed_origin(cors: Cors, origin: str | None) -> str | None:
-    """What ``Access-Control-Allow-Origin`` says to a request from *origin* (None: nothing)."""
-    if cors is True:
-        return "*"
-    return origin if origin is not None and allows(cors, origin) else None
-
-
-def cors_headers(allowed: str) -> tuple[tuple[str, str], ...]:
-    """The CORS headers of an answer to a request whose origin is let in as *allowed*."""
-    if allowed == "*":
-        return ANY_ORIGIN
-    # Named origins: the answer depends on the request's Origin, so caches must know.
-    return (
-        ("Access-Control-Allow-Origin", allowed),
-        ("Access-Control-Expose-Headers", "*"),
-        ("Vary", "Origin"),
-    )
-
-
-def preflight(allowed: str = "*") -> Answer:
-    """The answer to a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``)."""
-    vary = () if allowed == "*" else (("Vary", "Origin"),)
-    return Answer(
-        204,
-        (
-            ("Content-Type", "text/plain; charset=utf-8"),  # (Werkzeug's default, as it was)
-            ("Access-Control-Allow-Origin", allowed),
-            ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
-            ("Access-Control-Allow-Headers", CORS_ALLOW_HEADERS),
-            ("Access-Control-Max-Age", "600"),
-            *vary,
-        ),
-    )
-
-
-class LoopSurface:
-    """The event-loop transport's handler: what :class:`SkillSurface` does, planned.
+class LoopDispatcher:
+    """The event-loop transport's handler: what :class:`WSGIDispatcher` does, planned.
 
     Skill requests are planned on the loop by the engine (no I/O, no
     sleeping); with a remote store, the plan is an awaitable that awaits the

@@ -4,7 +4,7 @@
 activate, reload and watch scenario files, reset the state, and read the
 journal and the retry audit. Each delegates to the server's
 :class:`~mockskill.admin.registry.Registry` (which the admin API shares) or
-store: the work is theirs. They are apart from :mod:`mockskill.server`, which
+store: the work is theirs. They are apart from :mod:`mockskill.server.server`, which
 binds and serves, because they never touch a socket; Server inherits them.
 """
 
@@ -14,16 +14,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .admin.registry import LoadedScenario, Registry
-from .admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
-from .engine.engine import Engine
-from .engine.state import Entry
-from .engine.store import Store
-from .scenario.loader import Source, load_any
-from .scenario.problems import ScenarioError
+from ..admin.registry import LoadedScenario, Registry
+from ..admin.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
+from ..engine.engine import Engine
+from ..engine.state import Entry
+from ..engine.store import Store
+from ..scenario.loader import Source, load_any
+from ..scenario.problems import ScenarioError
 
 if TYPE_CHECKING:
-    from . import audit
+    from .. import audit
 
 
 class ScenarioControl:
@@ -168,7 +168,7 @@ class ScenarioControl:
         The same document as ``GET /__admin/report``; pass it to
         :func:`mockskill.audit.assert_clean` to fail a test on findings.
         """
-        from . import audit  # on first use: start-up does not pay for it
+        from .. import audit  # on first use: start-up does not pay for it
 
         sessions = None if session is None else [session]
         return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)

@@ -12,7 +12,7 @@ import errno
 import ipaddress
 import socket
 
-from .transport.ports import address_family, sockaddr
+from ..transport.ports import address_family, sockaddr
 
 BACKLOG = 4096
 """Pending connections the kernel queues (capped by net.core.somaxconn)."""

@@ -7,7 +7,7 @@ installed) that parses HTTP/1.1 with keep-alive and plays each request's
 plan — delays, hangs, dribbles, faults — with timers, no thread per
 connection or wait. Skill requests are planned by the engine on the loop;
 ``/__admin`` runs the Flask app in a small thread pool
-(:class:`~mockskill.surface.LoopSurface`).
+(:class:`~mockskill.server.dispatch.LoopDispatcher`).
 
 It serves from a background thread (:meth:`Server.start`, for test
 suites) or the calling one (:meth:`Server.serve_forever`, for the CLI,
@@ -18,8 +18,8 @@ Which scenarios are loaded and served, and every change to them (add,
 remove, activate, reload …), is :mod:`mockskill.admin.registry`'s: a Server
 builds one :class:`~mockskill.admin.registry.Registry` around its engine, shares
 it with the admin API, and its scenario methods delegate to it. Those methods
-are :class:`~mockskill.server_scenarios.ScenarioControl`'s, the HTTPS ones
-:class:`~mockskill.server_tls.ServerTLS`'; Server inherits both.
+are :class:`~mockskill.server.scenario_control.ScenarioControl`'s, the HTTPS ones
+:class:`~mockskill.server.https.ServerTLS`'; Server inherits both.
 """
 
 from __future__ import annotations
@@ -32,15 +32,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import transport
+from .. import transport
+from ..admin.browsers import Cors, cors_origins
+from ..admin.registry import Registry
+from ..admin.watch import Watcher
+from ..engine.engine import Engine
+from ..engine.own_answers import DEFAULT_MAX_BODY
+from ..engine.plan import Outcome
+from ..engine.state import DEFAULT_JOURNAL_SIZE
+from ..engine.store import Store
+from ..scenario.loader import Scenarios, load_any
+from ..scenario.reader import MAX_DELAY_MS
+from ..transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
+from ..transport import Request as TransportRequest
+from ..transport.ports import RefusedPort
+from ..transport.tls_faults import FaultListeners
 from .access_log import access_log, log_request, log_to_stderr, masked
-from .admin.browsers import Cors, cors_origins
-from .admin.registry import Registry
-from .admin.watch import Watcher
-from .engine.engine import Engine
-from .engine.plan import Outcome
-from .engine.state import DEFAULT_JOURNAL_SIZE
-from .engine.store import Store
+from .dispatch import LoopDispatcher
+from .https import ServerTLS, tls_authority
 from .listening import (
     BACKLOG,
     ServerError,
@@ -49,23 +58,15 @@ from .listening import (
     listen,
     raise_fd_limit,
 )
-from .scenario.loader import Scenarios, load_any
-from .scenario.reader import MAX_DELAY_MS
-from .server_scenarios import ScenarioControl
-from .server_store import open_state, set_moves_state, share, shared_url
-from .server_tls import ServerTLS, tls_authority
-from .surface import DEFAULT_MAX_BODY, LoopSurface
-from .transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
-from .transport import Request as TransportRequest
-from .transport.ports import RefusedPort
-from .transport.tls_faults import FaultListeners
+from .scenario_control import ScenarioControl
+from .state_store import open_state, set_moves_state, share, shared_url
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
     from flask import Flask
 
-    from .admin.recordings import Recordings
-    from .store.scenarios import SharedScenarios
+    from ..admin.recordings import Recordings
+    from ..store.scenarios import SharedScenarios
 
 __all__ = [
     "BACKLOG",
@@ -227,8 +228,8 @@ class Server(ScenarioControl, ServerTLS):
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
         self._sock: socket.socket | None = None
-        self._surface: LoopSurface | None = None
-        self._surfaces: list[LoopSurface] = []
+        self._dispatcher: LoopDispatcher | None = None
+        self._surfaces: list[LoopDispatcher] = []
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
         self._watcher: Watcher | None = None
@@ -240,11 +241,11 @@ class Server(ScenarioControl, ServerTLS):
         Built on first use — the first ``/__admin`` request, in the admin
         thread pool, or reading this — not at start: importing Flask and
         building the blueprint is most of what start-up would otherwise cost
-        beyond the skill surface.
+        beyond the skill dispatcher.
         """
         if self._app is not None:
             return self._app
-        from .app import COMPILING, create_app  # Flask and Werkzeug: on first use only
+        from ..wsgi.app import COMPILING, create_app  # Flask and Werkzeug: on first use only
 
         with self._app_lock, COMPILING:
             if self._app is None:
@@ -262,7 +263,7 @@ class Server(ScenarioControl, ServerTLS):
         """This server's recording (``start(target, out)``, ``stop()``, ``status()``): what
         its proxies forward, turned into a scenario file (docs/scenarios.md, "Record and
         replay")."""
-        from .admin.recordings import recordings_of  # (the recording stage: on first use)
+        from ..admin.recordings import recordings_of  # (the recording stage: on first use)
 
         return recordings_of(self.registry)
 
@@ -337,7 +338,7 @@ class Server(ScenarioControl, ServerTLS):
                 sock.close()
                 raise
         self.engine.open()
-        surface = self._new_surface()
+        dispatcher = self._new_dispatcher()
         if context is not None:  # the engine's URLs say https:// for requests read on it
             self.engine.secure_ports.add(int(sock.getsockname()[1]))
         limits = Limits(
@@ -345,9 +346,9 @@ class Server(ScenarioControl, ServerTLS):
             keep_alive=self.keep_alive,
             header_timeout=self.header_timeout,
         )
-        self._sock, self._surface = sock, surface
+        self._sock, self._dispatcher = sock, dispatcher
         self._transport = transport.Server(
-            surface,
+            dispatcher,
             self.host,
             limits=limits,
             sock=sock,
@@ -355,11 +356,11 @@ class Server(ScenarioControl, ServerTLS):
             tls=context,
         )
         # The TLS faults' ports serve HTTPS once their handshake succeeds.
-        self._faults.serve(lambda: surface, limits)
+        self._faults.serve(lambda: dispatcher, limits)
         self._transport.companions.append(self._faults)
         if http_sock is not None:
             self._http_sock = http_sock
-            plain = transport.Server(surface, self.host, limits=limits, sock=http_sock)
+            plain = transport.Server(dispatcher, self.host, limits=limits, sock=http_sock)
             self._transport.companions.append(plain)
         if self._shared is not None:  # catches up at once: what changed since __init__ too
             self._shared.start(self.registry.catch_up, self.registry.reset_here)
@@ -388,8 +389,8 @@ class Server(ScenarioControl, ServerTLS):
         if self._threaded is not None:
             return self
         self.bind()
-        assert self._surface is not None
-        self._threaded = ThreadedServer(self._surface, server=self._transport).start()
+        assert self._dispatcher is not None
+        self._threaded = ThreadedServer(self._dispatcher, server=self._transport).start()
         return self
 
     def stop(self, grace: float | None = None) -> None:
@@ -405,18 +406,18 @@ class Server(ScenarioControl, ServerTLS):
         self._threaded = None
         self._closed()
 
-    def _new_surface(self) -> LoopSurface:
-        surface = LoopSurface(
+    def _new_dispatcher(self) -> LoopDispatcher:
+        dispatcher = LoopDispatcher(
             self.engine,
             self._admin_wsgi,
             max_body_bytes=self.max_body_bytes,
             cors=self._cors_given,
         )
-        self._surfaces.append(surface)
+        self._surfaces.append(dispatcher)
         if not self._quiet:
             log_to_stderr()
-            surface.on_played = self._log_request
-        return surface
+            dispatcher.on_played = self._log_request
+        return dispatcher
 
     def _closed(self) -> None:
         if self._sock is not None:
@@ -424,13 +425,13 @@ class Server(ScenarioControl, ServerTLS):
         if self._http_sock is not None:
             self._http_sock.close()
             self._http_sock = None
-        for surface in self._surfaces:
-            surface.close()
+        for dispatcher in self._surfaces:
+            dispatcher.close()
         self._surfaces.clear()
         self.engine.close()
         if self._shared is not None:
             self._shared.stop()
-        self._transport = self._sock = self._surface = None
+        self._transport = self._sock = self._dispatcher = None
         if self._owns_state:
             self.state.close()  # its journal sent, its connections let go
             self._state_closed = True

@@ -5,7 +5,7 @@
 :mod:`mockskill.transport.tls`), the CA bundle, client context and client
 certificates a test hands its clients, and the journal entry of a handshake
 that failed on a TLS fault's port (docs/tls.md). Apart from
-:mod:`mockskill.server` because only a server that serves HTTPS needs them;
+:mod:`mockskill.server.server` because only a server that serves HTTPS needs them;
 Server inherits them.
 """
 
@@ -14,20 +14,20 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING
 
-from .engine.engine import Engine
-from .engine.state import DEFAULT_SESSION, Entry
-from .engine.store import Store
+from ..engine.engine import Engine
+from ..engine.state import DEFAULT_SESSION, Entry
+from ..engine.store import Store
+from ..transport.tls_faults import Failed, FaultListeners
 from .listening import ServerError
-from .transport.tls_faults import Failed, FaultListeners
 
 if TYPE_CHECKING:
-    from .transport.tls import Authority
+    from ..transport.tls import Authority
 
 
 def tls_authority() -> Authority:
     """The local CA (:func:`mockskill.transport.tls.authority`), whose module is imported
     here on first use: only a server with ``--tls`` or a TLS fault asks for it."""
-    from .transport.tls import authority
+    from ..transport.tls import authority
 
     return authority()
 
@@ -77,7 +77,7 @@ class ServerTLS:
             return None
         if self._tls_files is not None:
             cert, key = self._tls_files
-            from .transport.tls import own_context
+            from ..transport.tls import own_context
 
             try:
                 return own_context(cert, key)

@@ -1,7 +1,7 @@
 """``mockskill report``: the retry audit of a running server, fetched and printed.
 
 The command fetches ``GET /__admin/report`` through
-:class:`~mockskill.remote.RemoteServer`, prints it as a table
+:class:`~mockskill.server.remote.RemoteServer`, prints it as a table
 (:mod:`mockskill.audit.table`) or as JSON, and applies the gates asked for
 (``--fail-on-findings``, ``--require-coverage``, ``--require``). The audit is
 :mod:`mockskill.audit`; the server side of the report is
@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from . import audit
-from .audit.table import plural, table
-from .protocol import jsonstyle
-from .remote import RemoteError, RemoteServer, http_url
+from .. import audit
+from ..audit.table import plural, table
+from ..protocol import jsonstyle
+from ..server.remote import RemoteError, RemoteServer, http_url
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 

@@ -2,8 +2,8 @@
 ``--admin-token``, loading scenarios or exiting 1 with every problem, and a
 server that cannot start said in the command line's terms.
 
-Apart from :mod:`mockskill.cli` (the group and the small commands) so that
-:mod:`mockskill.cli_serve` can use them too without importing the group.
+Apart from :mod:`mockskill.cli.main` (the group and the small commands) so that
+:mod:`mockskill.cli.serve` can use them too without importing the group.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from .listening import PortInUse, ServerError
-from .scenario.loader import bundled_path, cannot_read, load_paths
-from .scenario.model import ScenarioSet
-from .scenario.problems import Problem, ScenarioError
-from .scenario.reader import MAX_DELAY_MS
+from ..scenario.loader import bundled_path, cannot_read, load_paths
+from ..scenario.model import ScenarioSet
+from ..scenario.problems import Problem, ScenarioError
+from ..scenario.reader import MAX_DELAY_MS
+from ..server.listening import PortInUse, ServerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,0 +1,23 @@
+"""The Python server API: :class:`Server`, the mock skill provider in a thread or the foreground.
+
+A face: the command line, the pytest plugin and user code run it. Modules:
+
+- ``server`` — :class:`Server`: binds, serves the event-loop transport, stops;
+- ``dispatch`` — what the transport asks of mockskill request by request:
+  skill requests to the engine, ``/__admin`` to the WSGI app in a thread pool;
+- ``scenario_control`` — the server's scenario methods (load, add, activate, reload);
+- ``https`` — HTTPS ports, the server's certificate authority and TLS faults;
+- ``state_store`` — which state a server keeps (in memory or shared on Redis);
+- ``listening`` — binding a port, and :class:`ServerError` with its hints;
+- ``access_log`` — one line a request, with secrets masked;
+- ``remote`` — :class:`RemoteServer`: the same control of a server running elsewhere.
+
+It may import the WSGI face and every stage below.
+"""
+
+from __future__ import annotations
+
+from .listening import ServerError
+from .server import Server
+
+__all__ = ["Server", "ServerError"]
