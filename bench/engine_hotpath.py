@@ -19,8 +19,8 @@ import pstats
 import time
 
 from mockskill.engine.plan import Outcome
+from mockskill.server import Server
 from mockskill.server.dispatch import LoopDispatcher
-from mockskill.server.server import Server
 from mockskill.transport import Request
 
 CASES = {

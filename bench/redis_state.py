@@ -217,8 +217,8 @@ def cpu_per_request(url: str, count: int, journal: bool) -> float:
     from engine_hotpath import CASES, request
 
     from mockskill.engine.plan import Outcome
+    from mockskill.server import Server
     from mockskill.server.dispatch import LoopDispatcher
-    from mockskill.server.server import Server
 
     server = Server(quiet=True, state=url, replica="bench")
     server.engine.open()

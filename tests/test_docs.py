@@ -34,7 +34,7 @@ import requests
 from click.testing import CliRunner
 
 from mockskill import Server
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.engine.state import Entry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -58,7 +58,7 @@ def test_a_test_gets_its_own_session_of_the_bundled_server(pytester: pytest.Pyte
         pytester,
         """
         def test_flaky(mockskill, mockskill_server):
-            assert mockskill.server.server is mockskill_server
+            assert mockskill.server is mockskill_server
             assert mockskill.headers == {"Mockskill-Session": mockskill.name}
             assert mockskill.url == mockskill_server.url
             assert mockskill.skill_url("flaky") == mockskill.url + "/skills/flaky"
@@ -295,8 +295,8 @@ def test_the_marker_serves_its_own_scenarios_on_a_server_of_its_own(
 
         @pytest.mark.mockskill(scenarios=["name: own\\nskills:\\n  - id: echo\\n", "more.yaml"])
         def test_own(mockskill, mockskill_server):
-            own.append(mockskill.server.server)
-            assert mockskill.server.server is not mockskill_server
+            own.append(mockskill.server)
+            assert mockskill.server is not mockskill_server
             assert requests.post(mockskill.invoke_url("echo")).status_code == 200
             assert requests.get(mockskill.skill_url("more")).status_code == 200
             assert requests.get(mockskill.skill_url("flaky")).status_code == 404
@@ -419,7 +419,7 @@ def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
             journal = mockskill.journal()
             assert len(journal) == 3 * (n + 1)
             assert {e.session for e in journal} == {mockskill.name}
-            assert len(mockskill.server.server.state.journal()) >= len(journal)
+            assert len(mockskill.server.state.journal()) >= len(journal)
         """,
     )
     result.assert_outcomes(passed=8)
@@ -472,7 +472,7 @@ names = []
 @pytest.mark.parametrize("n", range({count}))
 def test_flaky(mockskill, mockskill_server, n):
     assert type(mockskill_server).__name__ == "RemoteServer"
-    assert mockskill.server.server is mockskill_server
+    assert mockskill.server is mockskill_server
     assert mockskill.url == {url!r}
     statuses = [
         requests.post(mockskill.invoke_url("flaky"), headers=mockskill.headers).status_code
@@ -549,7 +549,7 @@ def test_the_check_fails_a_test_on_the_shared_server_too(
 
         @pytest.mark.mockskill(scenarios="name: own\\nskills:\\n  - id: echo\\n")
         def test_the_marker_still_starts_a_server_of_its_own(mockskill, mockskill_server):
-            assert type(mockskill.server.server).__name__ == "Server"
+            assert type(mockskill.server).__name__ == "Server"
             assert mockskill.url != mockskill_server.url
             assert requests.post(mockskill.invoke_url("echo")).status_code == 200
         """,

@@ -37,7 +37,7 @@ from flask import request as flask_request
 from werkzeug.serving import make_server
 
 from mockskill import Server, load_text
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.scenario.model import ScenarioSet
 
 SESSION = {"Mockskill-Session": "recorded-run"}

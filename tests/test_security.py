@@ -19,7 +19,7 @@ import requests
 from click.testing import CliRunner
 
 from mockskill import Server, ServerError, load_text
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.engine.addresses import MAX_HOST
 from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 

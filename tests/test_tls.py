@@ -217,7 +217,7 @@ def test_serve_tls_prints_the_ca_and_serves_https_within_its_start_budget(
 def test_serve_refuses_tls_options_that_do_not_go_together(args: list[str], said: str) -> None:
     from click.testing import CliRunner
 
-    from mockskill.cli.main import cli
+    from mockskill.cli import cli
 
     result = CliRunner().invoke(cli, ["serve", *args])
     assert result.exit_code == 2

@@ -177,7 +177,7 @@ def test_a_journal_size_below_one_is_refused() -> None:
 def test_serve_takes_a_journal_size() -> None:
     from click.testing import CliRunner
 
-    from mockskill.cli.main import cli
+    from mockskill.cli import cli
 
     result = CliRunner().invoke(cli, ["serve", "--journal-size", "0"])
     assert result.exit_code == 2

@@ -161,7 +161,7 @@ def _cli_report(name: str, text: str) -> list[str]:
     """What `mockskill validate NAME` prints for *text* saved as NAME (in the current folder)."""
     from click.testing import CliRunner
 
-    from mockskill.cli.main import cli
+    from mockskill.cli import cli
 
     Path(name).write_text(text)
     result = CliRunner().invoke(cli, ["validate", name])

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.admin.watch import Watcher, snapshot
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 
 FAST = 0.05
 """Poll interval of the watchers in these tests (seconds)."""

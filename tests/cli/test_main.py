@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from mockskill import Server, __version__, bundled_path
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 
 BAD = (Path(__file__).parent.parent / "data" / "bad.yaml").read_text()
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from conftest import EVERY_FAILURE
 
 from mockskill import Server
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 
 Serve = Callable[..., Server]
 

@@ -18,7 +18,7 @@ import requests
 from click.testing import CliRunner
 from redis_server import RedisServer
 
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.audit import report
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.engine.state import Entry
 from mockskill.protocol import jsonstyle
 from mockskill.protocol.catalog import Retry

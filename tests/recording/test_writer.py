@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 from recording_helpers import JSON, UNREACHABLE, UP, descriptor, exchange, replay
 
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.recording import RecordingError, write, writer
 
 __all__ = ["replay"]  # the fixture, used by name

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
-from mockskill.cli.main import cli
+from mockskill.cli import cli
 from mockskill.protocol.catalog import retry_after_seconds
 from mockskill.scenario.delays import Fixed
 from mockskill.scenario.model import JSON_TYPE, TEXT_TYPE, KeepAlive, Reply, Sequence, Step

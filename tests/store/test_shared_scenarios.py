@@ -26,7 +26,7 @@ import requests
 
 from mockskill import ScenarioError, Server, load_text
 from mockskill.engine.store import StoreUnavailable
-from mockskill.server.server import ServerError
+from mockskill.server import ServerError
 from mockskill.store.scenarios import SharedScenarios
 
 Replica = Callable[..., Server]

@@ -448,7 +448,7 @@ def test_workers_without_the_redis_client_are_refused_once_before_any_starts(
         "        if name.split('.')[0] == 'redis':\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, NotInstalled())\n"
-        "from mockskill.cli.main import cli\n"
+        "from mockskill.cli import cli\n"
         "cli(sys.argv[1:], prog_name='mockskill')\n"
     )
     store = "redis://127.0.0.1:1/0"
