@@ -1,0 +1,174 @@
+"""What a step can be and do, declared once: its kinds, the transport faults, the delay shapes.
+
+Each is a row of a frozen table: its YAML name, what it takes and a one-line
+summary. Everything that lists them is driven from here — the loader's checks
+and their "expected one of …" messages (:mod:`.steps`, :mod:`.wire`,
+:mod:`.delays`), the JSON Schema's enums and alternatives (:mod:`.schema`
+says which parts, a test compares the file), the players of the transport and
+of the WSGI app (:func:`players`), and the tables of docs/scenarios.md
+(:func:`docs_table`, a test compares them). A new fault, shape or kind is a
+row here; the tests then name every place that does not follow yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """A key that gives a step something to answer with."""
+
+    name: str
+    summary: str
+    body: bool = False
+    """Whether it is the step's body: a step has at most one body kind."""
+    own_reader: bool = False
+    """Whether the step is read by a reader of its own (a random or a forwarded step),
+    not as a plain step."""
+
+
+STEP_KINDS: tuple[StepKind, ...] = (
+    StepKind("error", "a protocol error in the unified body, at its category's status", body=True),
+    StepKind("json", "a JSON body, sent as application/json", body=True),
+    StepKind("text", "a text body, sent as text/plain", body=True),
+    StepKind("body_base64", "a body of bytes, written in base64", body=True),
+    StepKind("body_file", "a body of bytes, read from a file at load", body=True),
+    StepKind("descriptor", "the skill's descriptor (skill endpoints only)", body=True),
+    StepKind("status", "a result with this status and no body"),
+    StepKind("fault", "a transport fault instead of an answer"),
+    StepKind("hang", "the connection held without a byte, then closed or answered"),
+    StepKind("one_of", "one of weighted outcomes, drawn per request", own_reader=True),
+    StepKind("proxy", "the request forwarded to a real provider", own_reader=True),
+)
+BODY_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if k.body)
+"""The kinds a step may have only one of (``error`` and the bodies)."""
+PLAIN_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if not k.own_reader)
+"""What a plain step must have at least one of."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A transport fault: done to the connection instead of the answer.
+
+    It takes no parameters of its own: the faults that send some HTTP send the
+    step's status, headers and body (or a small JSON body of their own).
+    """
+
+    name: str
+    summary: str
+    random: bool = False
+    """Whether playing it draws from the seeded generator."""
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("CONNECTION_RESET_BY_PEER", "a TCP reset (RST) instead of an answer"),
+    Fault("EMPTY_RESPONSE", "the connection closes without a byte"),
+    Fault(
+        "MALFORMED_RESPONSE_CHUNK", "a valid status line and headers, then broken chunked framing"
+    ),
+    Fault(
+        "RANDOM_DATA_THEN_CLOSE",
+        "bytes that are not HTTP (from the seeded generator), then close",
+        random=True,
+    ),
+    Fault("TRUNCATED_BODY", "a `Content-Length` longer than the body sent, then close"),
+)
+"""The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``."""
+FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in FAULTS)
+RANDOM_FAULTS: frozenset[str] = frozenset(f.name for f in FAULTS if f.random)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A key of a delay shape written as a mapping."""
+
+    name: str
+    summary: str
+    required: bool = True
+    """Whether it must be written (else its default applies)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A delay shape: ``{name: ...}``, drawn per request."""
+
+    name: str
+    written: str
+    """How it is written, as problems and the docs show it."""
+    summary: str
+    params: tuple[Param, ...] = ()
+    """Its keys, when its value is a mapping."""
+
+
+SHAPES: tuple[Shape, ...] = (
+    Shape("fixed", "{fixed: MS}", "always the same (the same as a plain number)"),
+    Shape("uniform", "{uniform: [MIN, MAX]}", "every value in the range equally likely"),
+    Shape(
+        "lognormal",
+        "{lognormal: {median: MS, sigma: S, cap: MS}}",
+        "the long tail of real services: half the draws below `median`, a heavier tail as"
+        " `sigma` grows (0 < S ≤ 5). A draw over `cap` is drawn again — never clamped, which"
+        " would pile the tail up at the cap. Without `cap`, the maximum delay is the cap",
+        (
+            Param("median", "the median wait in ms"),
+            Param("sigma", "the spread, the standard deviation of the log"),
+            Param("cap", "the longest wait in ms (default: the maximum delay)", required=False),
+        ),
+    ),
+)
+SHAPE_NAMES: tuple[str, ...] = tuple(s.name for s in SHAPES)
+
+
+def shape(name: str) -> Shape:
+    """The declared shape called *name*."""
+    return next(s for s in SHAPES if s.name == name)
+
+
+def listed(names: Iterable[str], last: str = "or") -> str:
+    """``a, b or c``: names as a problem or a description lists them."""
+    *first, final = names
+    return f"{', '.join(first)} {last} {final}" if first else final
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def implemented(names: tuple[str, ...], *functions: F) -> dict[str, F]:
+    """The function that does each declared name, by name, in the declared order.
+
+    Each is the function named after what it does, in lower case and leading
+    underscores aside (``empty_response`` plays ``EMPTY_RESPONSE``, ``_uniform``
+    reads ``uniform``). Raises ValueError when a name has none or a function no
+    name: a name that loads must play, on every path that plays it.
+    """
+    found = {f.__name__.lstrip("_").lower(): f for f in functions}
+    wanted = {name.lower(): name for name in names}
+    if found.keys() != wanted.keys():
+        done = sorted(wanted.get(n, n) for n in found)
+        raise ValueError(f"functions for {done}, but the declared names are {list(names)}")
+    return {name: found[name.lower()] for name in names}
+
+
+def players(*functions: F) -> dict[str, F]:
+    """Each declared fault's player, by its name (see :func:`implemented`)."""
+    return implemented(FAULT_NAMES, *functions)
+
+
+def docs_table(heading: tuple[str, str], rows: Iterable[tuple[str, str]]) -> str:
+    """A Markdown table of (name, summary) rows, as docs/scenarios.md shows them."""
+    lines = [f"| {heading[0]} | {heading[1]} |", "|---|---|"]
+    lines += [f"| `{name}` | {summary} |" for name, summary in rows]
+    return "\n".join(lines) + "\n"
+
+
+def fault_table() -> str:
+    """The transport faults' table of docs/scenarios.md."""
+    return docs_table(("fault", "on the wire"), ((f.name, f.summary) for f in FAULTS))
+
+
+def shape_table() -> str:
+    """The delay shapes' table of docs/scenarios.md."""
+    return docs_table(("shape", "meaning"), ((s.written, s.summary) for s in SHAPES))
