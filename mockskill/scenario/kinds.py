@@ -147,8 +147,9 @@ def implemented(names: tuple[str, ...], *functions: F) -> dict[str, F]:
     found = {f.__name__.lstrip("_").lower(): f for f in functions}
     wanted = {name.lower(): name for name in names}
     if found.keys() != wanted.keys():
-        done = sorted(wanted.get(n, n) for n in found)
-        raise ValueError(f"functions for {done}, but the declared names are {list(names)}")
+        extra = [f.__name__ for key, f in found.items() if key not in wanted]
+        missing = [name for key, name in wanted.items() if key not in found]
+        raise ValueError(f"functions {extra} do no declared name; nothing does {missing}")
     return {name: found[name.lower()] for name in names}
 
 
@@ -164,11 +165,11 @@ def docs_table(heading: tuple[str, str], rows: Iterable[tuple[str, str]]) -> str
     return "\n".join(lines) + "\n"
 
 
-def fault_table() -> str:
+def fault_table(faults: Iterable[Fault] = FAULTS) -> str:
     """The transport faults' table of docs/scenarios.md."""
-    return docs_table(("fault", "on the wire"), ((f.name, f.summary) for f in FAULTS))
+    return docs_table(("fault", "on the wire"), ((f.name, f.summary) for f in faults))
 
 
-def shape_table() -> str:
+def shape_table(shapes: Iterable[Shape] = SHAPES) -> str:
     """The delay shapes' table of docs/scenarios.md."""
-    return docs_table(("shape", "meaning"), ((s.written, s.summary) for s in SHAPES))
+    return docs_table(("shape", "meaning"), ((s.written, s.summary) for s in shapes))
