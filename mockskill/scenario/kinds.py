@@ -1,4 +1,4 @@
-"""What a step can be and do, declared once: its kinds, the transport faults, the delay shapes.
+"""What a step can be and do, declared once: its kinds, the faults, the delay shapes.
 
 Each is a row of a frozen table: its YAML name, what it takes and a one-line
 summary. Everything that lists them is driven from here — the loader's checks
@@ -79,6 +79,53 @@ FAULTS: tuple[Fault, ...] = (
 """The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``."""
 FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in FAULTS)
 RANDOM_FAULTS: frozenset[str] = frozenset(f.name for f in FAULTS if f.random)
+
+
+@dataclass(frozen=True)
+class TLSFault:
+    """A TLS fault: how the handshake on a skill's own HTTPS port fails (``tls:``)."""
+
+    name: str
+    summary: str
+    raw: bool = False
+    """Whether it is done to the raw connection, with no handshake at all."""
+    transient: bool = False
+    """Whether a retry may pass it (a middlebox, a server restarting)."""
+
+
+TLS_FAULTS: tuple[TLSFault, ...] = (
+    TLSFault("expired", "a certificate from the server's CA whose validity ended yesterday"),
+    TLSFault("not_yet_valid", "a certificate from the server's CA valid from tomorrow"),
+    TLSFault(
+        "wrong_host", "a certificate from the server's CA for `wrong-host.mockskill.invalid` only"
+    ),
+    TLSFault("untrusted", "a certificate from another CA, which the consumer was not given"),
+    TLSFault("self_signed", "a self-signed certificate"),
+    TLSFault(
+        "weak_key",
+        "a certificate from the server's CA with an RSA-1024 key (OpenSSL's default security"
+        " level refuses it)",
+    ),
+    TLSFault(
+        "client_cert_required",
+        "asks for a client certificate from the server's CA: none, or another, fails",
+    ),
+    TLSFault(
+        "handshake_reset",
+        "the connection is reset (RST) once the ClientHello is in",
+        raw=True,
+        transient=True,
+    ),
+    TLSFault(
+        "handshake_hang",
+        "no ServerHello, until the client gives up (or the server stops)",
+        raw=True,
+        transient=True,
+    ),
+    TLSFault("plain_http", "a plain HTTP `400` answered on the TLS port", raw=True),
+    TLSFault("protocol_version", "TLS 1.0 only"),
+)
+TLS_FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in TLS_FAULTS)
 
 
 @dataclass(frozen=True)
@@ -168,6 +215,11 @@ def docs_table(heading: tuple[str, str], rows: Iterable[tuple[str, str]]) -> str
 def fault_table(faults: Iterable[Fault] = FAULTS) -> str:
     """The transport faults' table of docs/scenarios.md."""
     return docs_table(("fault", "on the wire"), ((f.name, f.summary) for f in faults))
+
+
+def tls_table(faults: Iterable[TLSFault] = TLS_FAULTS) -> str:
+    """The TLS faults' table of docs/tls.md."""
+    return docs_table(("fault", "the port's handshake"), ((f.name, f.summary) for f in faults))
 
 
 def shape_table(shapes: Iterable[Shape] = SHAPES) -> str:

@@ -21,7 +21,7 @@ from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
 from .conditions import Check, Condition, Operator, Source
 from .delays import Delay, LogNormal, Uniform
-from .kinds import FAULT_NAMES, RANDOM_FAULTS
+from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
 from .reply import JSON_TYPE, TEXT_TYPE, Reply
 from .source import Position
 
@@ -63,20 +63,9 @@ EndRule = Literal["last", "cycle", "fail"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
 FAULTS: tuple[str, ...] = FAULT_NAMES
 """The transport faults a step may name (``fault:``), as :mod:`.kinds` declares them."""
-TLS_FAULTS: tuple[str, ...] = (
-    "expired",
-    "not_yet_valid",
-    "wrong_host",
-    "untrusted",
-    "self_signed",
-    "weak_key",
-    "client_cert_required",
-    "handshake_reset",
-    "handshake_hang",
-    "plain_http",
-    "protocol_version",
-)
-"""The TLS faults a skill may name (``tls:``); mockskill/transport/tls_faults.py does each."""
+TLS_FAULTS: tuple[str, ...] = TLS_FAULT_NAMES
+"""The TLS faults a skill may name (``tls:``), as :mod:`.kinds` declares them;
+mockskill/transport/tls_faults.py does each."""
 Endpoint = Literal["describe", "invoke", "route"]
 
 

@@ -34,7 +34,7 @@ def scenario_schema() -> dict[str, Any]:
 
 
 def disagreements(schema: dict[str, Any]) -> list[str]:
-    """Where *schema* lists step kinds, faults or delay shapes other than :mod:`.kinds`
+    """Where *schema* lists step kinds, faults, TLS faults or delay shapes other than :mod:`.kinds`
     declares them (empty when it agrees): each entry says where, what is written, what
     is declared."""
     defs = schema.get("$defs", {})
@@ -52,6 +52,8 @@ def disagreements(schema: dict[str, Any]) -> list[str]:
         [name for name in kinds.FAULT_NAMES if name in described],
         list(kinds.FAULT_NAMES),
     )
+    tls = defs.get("skill", {}).get("properties", {}).get("tls", {})
+    compare("$defs.skill.properties.tls.enum", tls.get("enum"), [*kinds.TLS_FAULT_NAMES, None])
     compare(
         "$defs.delay.oneOf (the shapes)",
         [form["$ref"] for form in defs.get("delay", {}).get("oneOf", []) if "$ref" in form],

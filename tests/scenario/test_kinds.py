@@ -16,14 +16,16 @@ from typing import Any
 import pytest
 
 from mockskill import ScenarioError, load_text
+from mockskill.audit import handshakes
 from mockskill.scenario import delays, kinds, steps
-from mockskill.scenario.model import FAULTS
+from mockskill.scenario.model import FAULTS, TLS_FAULTS
 from mockskill.scenario.problems import Problem
 from mockskill.scenario.schema import disagreements, scenario_schema
 from mockskill.transport import faults as transport_faults
+from mockskill.transport import tls_faults
 from mockskill.wsgi import faults as wsgi_faults
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _invoke(step: str) -> str:
@@ -90,6 +92,19 @@ def test_listed_names_read_as_a_sentence() -> None:
     assert kinds.listed(["a", "b"], "and") == "a and b"
 
 
+def test_the_loader_refuses_an_undeclared_tls_fault_listing_the_declared_ones() -> None:
+    [problem] = _problems("skills:\n  - {id: s, tls: revoked}\n")
+    assert problem.path == "skills[0].tls"
+    assert problem.expected == "a TLS fault: " + ", ".join(kinds.TLS_FAULT_NAMES)
+    assert TLS_FAULTS == kinds.TLS_FAULT_NAMES
+
+
+def test_the_tls_players_and_the_audit_read_the_declared_kinds_of_tls_fault() -> None:
+    assert tls_faults.RAW_FAULTS == ("handshake_reset", "handshake_hang", "plain_http")
+    assert {"handshake_reset", "handshake_hang"} == handshakes.TRANSIENT
+    assert set(kinds.TLS_FAULT_NAMES) == handshakes.PERMANENT | handshakes.TRANSIENT
+
+
 # -- the JSON Schema -----------------------------------------------------------------
 
 
@@ -99,6 +114,10 @@ def test_the_schema_lists_what_is_declared() -> None:
 
 def _without_a_fault(schema: dict[str, Any]) -> None:
     schema["$defs"]["step"]["properties"]["fault"]["enum"].remove("TRUNCATED_BODY")
+
+
+def _with_another_tls_fault(schema: dict[str, Any]) -> None:
+    schema["$defs"]["skill"]["properties"]["tls"]["enum"].insert(0, "revoked")
 
 
 def _with_another_shape(schema: dict[str, Any]) -> None:
@@ -120,6 +139,7 @@ def _without_a_step_kind(schema: dict[str, Any]) -> None:
 
 PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a fault left out": (_without_a_fault, "$defs.step.properties.fault.enum"),
+    "an undeclared TLS fault": (_with_another_tls_fault, "$defs.skill.properties.tls.enum"),
     "an undeclared shape": (_with_another_shape, "$defs.delay.oneOf"),
     "a shape's parameter renamed": (_with_a_renamed_param, "$defs.lognormal.properties"),
     "two bodies allowed together": (_with_a_body_kind_missing, "$defs.step_rules.allOf[1]"),
@@ -166,13 +186,20 @@ def test_a_player_for_an_undeclared_fault_is_refused() -> None:
 # -- the docs ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("table", [kinds.fault_table, kinds.shape_table], ids=["faults", "shapes"])
-def test_the_docs_tables_are_the_declared_ones(table: Callable[[], str]) -> None:
-    assert table() in DOCS.read_text(encoding="utf-8")
+TABLES = {
+    "faults": (kinds.fault_table, "scenarios.md"),
+    "shapes": (kinds.shape_table, "scenarios.md"),
+    "TLS faults": (kinds.tls_table, "tls.md"),
+}
+
+
+@pytest.mark.parametrize(("table", "page"), TABLES.values(), ids=TABLES.keys())
+def test_the_docs_tables_are_the_declared_ones(table: Callable[[], str], page: str) -> None:
+    assert table() in (DOCS / page).read_text(encoding="utf-8")
 
 
 def test_a_docs_table_that_disagrees_is_caught() -> None:
-    docs = DOCS.read_text(encoding="utf-8")
+    docs = (DOCS / "scenarios.md").read_text(encoding="utf-8")
     reworded = dataclasses.replace(kinds.FAULTS[0], summary="a reset")
     assert kinds.fault_table((reworded, *kinds.FAULTS[1:])) not in docs
     assert kinds.fault_table(kinds.FAULTS[1:]) not in docs
