@@ -37,9 +37,9 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("body_base64", "a body of bytes, written in base64", body=True),
     StepKind("body_file", "a body of bytes, read from a file at load", body=True),
     StepKind("descriptor", "the skill's descriptor (skill endpoints only)", body=True),
-    StepKind("status", "a result with this status and no body"),
-    StepKind("fault", "a transport fault instead of an answer"),
-    StepKind("hang", "the connection held without a byte, then closed or answered"),
+    StepKind("status", "a result's status (200 to 599); alone, a result without a body"),
+    StepKind("fault", "a transport fault done to the connection instead of an answer"),
+    StepKind("hang", "the connection held without a byte, then closed, or answered late"),
     StepKind("one_of", "one of weighted outcomes, drawn per request", own_reader=True),
     StepKind("proxy", "the request forwarded to a real provider", own_reader=True),
 )
@@ -210,6 +210,11 @@ def docs_table(heading: tuple[str, str], rows: Iterable[tuple[str, str]]) -> str
     lines = [f"| {heading[0]} | {heading[1]} |", "|---|---|"]
     lines += [f"| `{name}` | {summary} |" for name, summary in rows]
     return "\n".join(lines) + "\n"
+
+
+def step_table(step_kinds: Iterable[StepKind] = STEP_KINDS) -> str:
+    """The step kinds' table of docs/scenarios.md."""
+    return docs_table(("key", "answers with"), ((k.name, k.summary) for k in step_kinds))
 
 
 def fault_table(faults: Iterable[Fault] = FAULTS) -> str:

@@ -54,6 +54,13 @@ def disagreements(schema: dict[str, Any]) -> list[str]:
     )
     tls = defs.get("skill", {}).get("properties", {}).get("tls", {})
     compare("$defs.skill.properties.tls.enum", tls.get("enum"), [*kinds.TLS_FAULT_NAMES, None])
+    step_delay = defs.get("step", {}).get("properties", {}).get("delay", {})
+    written = kinds.listed(shape.written for shape in kinds.SHAPES)
+    compare(
+        "$defs.step.properties.delay.description (the shapes it names)",
+        written in step_delay.get("description", ""),
+        True,
+    )
     compare(
         "$defs.delay.oneOf (the shapes)",
         [form["$ref"] for form in defs.get("delay", {}).get("oneOf", []) if "$ref" in form],

@@ -120,6 +120,11 @@ def _with_another_tls_fault(schema: dict[str, Any]) -> None:
     schema["$defs"]["skill"]["properties"]["tls"]["enum"].insert(0, "revoked")
 
 
+def _with_a_shape_unnamed(schema: dict[str, Any]) -> None:
+    delay = schema["$defs"]["step"]["properties"]["delay"]
+    delay["description"] = delay["description"].replace("{uniform: [MIN, MAX]}", "{uniform: MS}")
+
+
 def _with_another_shape(schema: dict[str, Any]) -> None:
     schema["$defs"]["delay"]["oneOf"].append({"$ref": "#/$defs/delay_normal"})
 
@@ -140,6 +145,7 @@ def _without_a_step_kind(schema: dict[str, Any]) -> None:
 PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a fault left out": (_without_a_fault, "$defs.step.properties.fault.enum"),
     "an undeclared TLS fault": (_with_another_tls_fault, "$defs.skill.properties.tls.enum"),
+    "a shape's description": (_with_a_shape_unnamed, "$defs.step.properties.delay.description"),
     "an undeclared shape": (_with_another_shape, "$defs.delay.oneOf"),
     "a shape's parameter renamed": (_with_a_renamed_param, "$defs.lognormal.properties"),
     "two bodies allowed together": (_with_a_body_kind_missing, "$defs.step_rules.allOf[1]"),
@@ -187,6 +193,7 @@ def test_a_player_for_an_undeclared_fault_is_refused() -> None:
 
 
 TABLES = {
+    "step kinds": (kinds.step_table, "scenarios.md"),
     "faults": (kinds.fault_table, "scenarios.md"),
     "shapes": (kinds.shape_table, "scenarios.md"),
     "TLS faults": (kinds.tls_table, "tls.md"),
@@ -205,3 +212,4 @@ def test_a_docs_table_that_disagrees_is_caught() -> None:
     assert kinds.fault_table(kinds.FAULTS[1:]) not in docs
     another = kinds.Shape("normal", "{normal: {mean: MS}}", "a bell curve")
     assert kinds.shape_table((*kinds.SHAPES, another)) not in docs
+    assert kinds.step_table(kinds.STEP_KINDS[::-1]) not in docs
