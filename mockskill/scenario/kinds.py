@@ -5,9 +5,9 @@ summary. Everything that lists them is driven from here — the loader's checks
 and their "expected one of …" messages (:mod:`.steps`, :mod:`.wire`,
 :mod:`.delays`), the JSON Schema's enums and alternatives (:mod:`.schema`
 says which parts, a test compares the file), the players of the transport and
-of the WSGI app (:func:`players`), and the tables of docs/scenarios.md
-(:func:`docs_table`, a test compares them). A new fault, shape or kind is a
-row here; the tests then name every place that does not follow yet.
+of the WSGI app (:func:`players`), and the tables of docs/scenarios.md and
+docs/tls.md (:func:`docs_table`, a test compares them). A new fault, shape or
+kind is a row here; the tests then name every place that does not follow yet.
 """
 
 from __future__ import annotations
@@ -18,11 +18,22 @@ from typing import TypeVar
 
 
 @dataclass(frozen=True)
-class StepKind:
-    """A key that gives a step something to answer with."""
+class Declared:
+    """A row of a table here: its name as written in YAML, and its line in the docs."""
 
     name: str
     summary: str
+
+    @property
+    def shown(self) -> str:
+        """How the docs' table names it."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class StepKind(Declared):
+    """A key that gives a step something to answer with."""
+
     body: bool = False
     """Whether it is the step's body: a step has at most one body kind."""
     own_reader: bool = False
@@ -50,15 +61,13 @@ PLAIN_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if not k.own_rea
 
 
 @dataclass(frozen=True)
-class Fault:
+class Fault(Declared):
     """A transport fault: done to the connection instead of the answer.
 
     It takes no parameters of its own: the faults that send some HTTP send the
     step's status, headers and body (or a small JSON body of their own).
     """
 
-    name: str
-    summary: str
     random: bool = False
     """Whether playing it draws from the seeded generator."""
 
@@ -82,11 +91,9 @@ RANDOM_FAULTS: frozenset[str] = frozenset(f.name for f in FAULTS if f.random)
 
 
 @dataclass(frozen=True)
-class TLSFault:
+class TLSFault(Declared):
     """A TLS fault: how the handshake on a skill's own HTTPS port fails (``tls:``)."""
 
-    name: str
-    summary: str
     raw: bool = False
     """Whether it is done to the raw connection, with no handshake at all."""
     transient: bool = False
@@ -129,36 +136,36 @@ TLS_FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in TLS_FAULTS)
 
 
 @dataclass(frozen=True)
-class Param:
+class Param(Declared):
     """A key of a delay shape written as a mapping."""
 
-    name: str
-    summary: str
     required: bool = True
     """Whether it must be written (else its default applies)."""
 
 
 @dataclass(frozen=True)
-class Shape:
+class Shape(Declared):
     """A delay shape: ``{name: ...}``, drawn per request."""
 
-    name: str
     written: str
     """How it is written, as problems and the docs show it."""
-    summary: str
     params: tuple[Param, ...] = ()
     """Its keys, when its value is a mapping."""
 
+    @property
+    def shown(self) -> str:
+        return self.written
+
 
 SHAPES: tuple[Shape, ...] = (
-    Shape("fixed", "{fixed: MS}", "always the same (the same as a plain number)"),
-    Shape("uniform", "{uniform: [MIN, MAX]}", "every value in the range equally likely"),
+    Shape("fixed", "always the same (the same as a plain number)", "{fixed: MS}"),
+    Shape("uniform", "every value in the range equally likely", "{uniform: [MIN, MAX]}"),
     Shape(
         "lognormal",
-        "{lognormal: {median: MS, sigma: S, cap: MS}}",
         "the long tail of real services: half the draws below `median`, a heavier tail as"
         " `sigma` grows (0 < S ≤ 5). A draw over `cap` is drawn again — never clamped, which"
         " would pile the tail up at the cap. Without `cap`, the maximum delay is the cap",
+        "{lognormal: {median: MS, sigma: S, cap: MS}}",
         (
             Param("median", "the median wait in ms"),
             Param("sigma", "the spread, the standard deviation of the log"),
@@ -205,28 +212,28 @@ def players(*functions: F) -> dict[str, F]:
     return implemented(FAULT_NAMES, *functions)
 
 
-def docs_table(heading: tuple[str, str], rows: Iterable[tuple[str, str]]) -> str:
-    """A Markdown table of (name, summary) rows, as docs/scenarios.md shows them."""
+def docs_table(heading: tuple[str, str], rows: Iterable[Declared]) -> str:
+    """A Markdown table of declared rows, as the docs show them."""
     lines = [f"| {heading[0]} | {heading[1]} |", "|---|---|"]
-    lines += [f"| `{name}` | {summary} |" for name, summary in rows]
+    lines += [f"| `{row.shown}` | {row.summary} |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
 def step_table(step_kinds: Iterable[StepKind] = STEP_KINDS) -> str:
     """The step kinds' table of docs/scenarios.md."""
-    return docs_table(("key", "answers with"), ((k.name, k.summary) for k in step_kinds))
+    return docs_table(("key", "answers with"), step_kinds)
 
 
 def fault_table(faults: Iterable[Fault] = FAULTS) -> str:
     """The transport faults' table of docs/scenarios.md."""
-    return docs_table(("fault", "on the wire"), ((f.name, f.summary) for f in faults))
+    return docs_table(("fault", "on the wire"), faults)
 
 
 def tls_table(faults: Iterable[TLSFault] = TLS_FAULTS) -> str:
     """The TLS faults' table of docs/tls.md."""
-    return docs_table(("fault", "the port's handshake"), ((f.name, f.summary) for f in faults))
+    return docs_table(("fault", "the port's handshake"), faults)
 
 
 def shape_table(shapes: Iterable[Shape] = SHAPES) -> str:
     """The delay shapes' table of docs/scenarios.md."""
-    return docs_table(("shape", "meaning"), ((s.written, s.summary) for s in shapes))
+    return docs_table(("shape", "meaning"), shapes)
