@@ -205,6 +205,37 @@ def test_the_docs_tables_are_the_declared_ones(table: Callable[[], str], page: s
     assert table() in (DOCS / page).read_text(encoding="utf-8")
 
 
+def fault_tables(page: str) -> list[list[str]]:
+    """The names in the first column of each table of *page* headed ``| fault |``."""
+    tables: list[list[str]] = []
+    inside = False
+    for line in (DOCS / page).read_text(encoding="utf-8").splitlines():
+        if line.startswith("| fault |"):
+            tables.append([])
+            inside = True
+        elif inside and line.startswith("| `"):
+            tables[-1].append(line.split("`")[1])
+        elif not line.startswith("|---"):
+            inside = False
+    return tables
+
+
+@pytest.mark.parametrize(
+    ("page", "names"),
+    [
+        ("scenarios.md", kinds.FAULT_NAMES),
+        ("faults.md", kinds.FAULT_NAMES),
+        ("tls.md", kinds.TLS_FAULT_NAMES),
+    ],
+)
+def test_every_table_of_faults_in_the_docs_lists_the_declared_ones(
+    page: str, names: tuple[str, ...]
+) -> None:
+    tables = fault_tables(page)
+    assert tables
+    assert all(rows == list(names) for rows in tables), tables
+
+
 def test_a_docs_table_that_disagrees_is_caught() -> None:
     docs = (DOCS / "scenarios.md").read_text(encoding="utf-8")
     reworded = dataclasses.replace(kinds.FAULTS[0], summary="a reset")
