@@ -8,8 +8,9 @@ The schema describes one scenario document for editors (e.g.
 and checks a few things a schema cannot (unique names across files, ``name``
 in multi-document files, Werkzeug rule syntax).
 ``tests/scenario/test_schema.py`` keeps the two in step; :func:`disagreements`
-says where the schema's lists of step kinds, faults and delay shapes differ from
-their declaration (:mod:`.kinds`), which ``tests/scenario/test_kinds.py`` holds at none.
+says where the schema's lists of step kinds, faults, TLS faults and delay
+shapes differ from their declaration (:mod:`.kinds`), which
+``tests/scenario/test_kinds.py`` holds at none.
 """
 
 from __future__ import annotations
