@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..engine.state import Entry
-from ..scenario.model import TLS_FAULTS
+from ..scenario.kinds import TLS_FAULT_NAMES, TLS_FAULTS
 from .findings import Finding, plural
 
-TRANSIENT = frozenset({"handshake_reset", "handshake_hang"})
+TRANSIENT = frozenset(f.name for f in TLS_FAULTS if f.transient)
 """The TLS faults that may pass on a retry (a middlebox, a server restarting)."""
-PERMANENT = frozenset(TLS_FAULTS) - TRANSIENT
+PERMANENT = frozenset(TLS_FAULT_NAMES) - TRANSIENT
 """The TLS faults no retry mends: the certificate, the CA, the protocol must change."""
 
 
@@ -31,7 +31,7 @@ def http_entries(entries: Iterable[Entry]) -> list[Entry]:
 
 def tls_coverage(entries: Iterable[Entry]) -> dict[str, int]:
     """How often each TLS fault failed a handshake of the consumer's."""
-    met = dict.fromkeys(TLS_FAULTS, 0)
+    met = dict.fromkeys(TLS_FAULT_NAMES, 0)
     for entry in entries:
         if entry.tls is not None and entry.tls[0] in met:
             met[entry.tls[0]] += 1

@@ -146,7 +146,7 @@ class Journalling:
                 status,
                 shown,
                 outcome.last_byte_at,
-                None if fault is None else fault.value,
+                fault,
                 outcome.client_left_at,
                 outcome.headers_at if dribbled and not outcome.cut else None,
                 outcome.stopped,

@@ -27,7 +27,7 @@ the transport (:mod:`mockskill.transport`) imports them.
 The transport owns the framing headers (``Content-Length``,
 ``Transfer-Encoding``, ``Connection``): the ones in :attr:`Answer.headers` are
 not sent, so a plan cannot frame its answer wrongly by accident; framing
-wrongly on purpose is what :class:`Fault` is for.
+wrongly on purpose is what :data:`Fault` is for.
 """
 
 from __future__ import annotations

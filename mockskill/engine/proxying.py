@@ -228,7 +228,7 @@ class Proxying:
                 status,
                 shown,
                 outcome.last_byte_at,
-                None if fault is None else fault.value,
+                fault,
                 outcome.client_left_at,
                 None,
                 outcome.stopped,

@@ -2,7 +2,7 @@
 
 :class:`Answer` is an HTTP answer whose status line and headers are rendered
 once and kept (the framing headers are the transport's: an answer's own are
-not sent); :class:`Fault` names the failures below HTTP that replace an
+not sent); :data:`Fault` names the failures below HTTP that replace an
 answer. Both are apart from :mod:`.plan` because more than a plan sends them:
 a proxy step's relayed answer and its commit-then-fail (:mod:`.forwarding`),
 the transport's refusals and its fault players. :mod:`.plan` names both too.
@@ -10,10 +10,10 @@ the transport's refusals and its fault players. :mod:`.plan` names both too.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from functools import cached_property
 from http import HTTPStatus
+from typing import NewType
 
 FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 """Header names the transport writes itself; an answer's own are dropped."""
@@ -90,19 +90,6 @@ class Answer:
         return self.head(close=False) + self.body, self.head(close=True) + self.body
 
 
-class Fault(enum.StrEnum):
-    """Failures below HTTP, done to the connection instead of the answer.
-
-    The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``.
-    """
-
-    CONNECTION_RESET_BY_PEER = "CONNECTION_RESET_BY_PEER"
-    """A TCP reset (RST, by ``SO_LINGER`` 0 and abort) instead of any answer."""
-    EMPTY_RESPONSE = "EMPTY_RESPONSE"
-    """The connection closes without a byte."""
-    MALFORMED_RESPONSE_CHUNK = "MALFORMED_RESPONSE_CHUNK"
-    """A valid status line and headers, one good chunk, then a chunk size that is not hex."""
-    RANDOM_DATA_THEN_CLOSE = "RANDOM_DATA_THEN_CLOSE"
-    """Bytes that are not HTTP (seeded: a replay sends the same), then close."""
-    TRUNCATED_BODY = "TRUNCATED_BODY"
-    """A ``Content-Length`` longer than the body that is sent, then close."""
+Fault = NewType("Fault", str)
+"""A failure below HTTP, done to the connection instead of the answer: the name of a
+fault declared in :mod:`mockskill.scenario.kinds` (the loader refuses any other)."""

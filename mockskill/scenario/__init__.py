@@ -11,7 +11,8 @@ together (``loader``) and refusing clashes between scenarios (``claims``),
 a step's behaviour on the wire (``wire``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxying``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
-``conditions`` apart) and the scenario JSON Schema
+``conditions`` apart), the one declaration of step kinds, faults and delay
+shapes that the rest follows (``kinds``) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).
 

@@ -1,14 +1,11 @@
 """Delay shapes: how long a step waits, drawn per request from the seeded generator.
 
 A delay is written in milliseconds, as a number (fixed) or as a mapping with
-one shape, each registered here under its YAML name:
-
-- ``{fixed: 250}``
-- ``{uniform: [100, 300]}`` — every value in the range equally likely;
-- ``{lognormal: {median: 200, sigma: 0.8, cap: 5000}}`` — the long tail of
-  real services; a draw over ``cap`` is drawn again (never clamped, which
-  would pile the tail up at the cap). Without ``cap``, the longest delay a
-  scenario may ask for is the cap.
+one shape, declared in :mod:`.kinds` (``{fixed: 250}``, ``{uniform: [100, 300]}``,
+``{lognormal: {median: 200, sigma: 0.8, cap: 5000}}``); this module reads each
+and draws from it. A lognormal draw over ``cap`` is drawn again (never
+clamped, which would pile the tail up at the cap). Without ``cap``, the
+longest delay a scenario may ask for is the cap.
 
 A delay that could exceed the configured maximum is refused at load.
 """
@@ -21,8 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import kinds
 from .problems import Path, describe, did_you_mean
 from .reader import Reader
+
+WRITTEN = kinds.listed(s.written for s in kinds.SHAPES)
+"""The shapes as a problem lists them."""
+_LOGNORMAL = kinds.shape("lognormal").params
+LOGNORMAL_KEYS = tuple(p.name for p in _LOGNORMAL)
+LOGNORMAL_REQUIRED = tuple(p.name for p in _LOGNORMAL if p.required)
 
 MAX_REDRAWS = 1000
 """Draws of a capped lognormal before giving up (at cap): about never reached."""
@@ -92,13 +96,7 @@ def read_delay(r: Reader, value: Any, path: Path, maximum: int) -> Delay | None:
             return reader(r, args, (*path, shape), maximum)
     if isinstance(value, dict):
         hint = did_you_mean(str(next(iter(value), "")), SHAPES) if len(value) == 1 else ""
-        r.bad(
-            path,
-            "one delay shape: {fixed: MS}, {uniform: [MIN, MAX]} or"
-            " {lognormal: {median: MS, sigma: S, cap: MS}}",
-            describe(value),
-            hint,
-        )
+        r.bad(path, f"one delay shape: {WRITTEN}", describe(value), hint)
         return None
     return _fixed(r, value, path, maximum)
 
@@ -126,7 +124,7 @@ def _lognormal(r: Reader, value: Any, path: Path, maximum: int) -> LogNormal | N
     if not isinstance(value, dict):
         r.bad(path, "{median: MS, sigma: S, cap: MS}", describe(value))
         return None
-    if not r.keys(value, path, ("median", "sigma", "cap"), required=("median", "sigma")):
+    if not r.keys(value, path, LOGNORMAL_KEYS, required=LOGNORMAL_REQUIRED):
         return None
     median = r.number_at(value["median"], (*path, "median"), minimum=1, maximum=maximum, unit="ms")
     sigma = value["sigma"]
@@ -143,8 +141,7 @@ def _lognormal(r: Reader, value: Any, path: Path, maximum: int) -> LogNormal | N
     return LogNormal(float(median), float(sigma), float(cap_ms))
 
 
-SHAPES: dict[str, Callable[[Reader, Any, Path, int], Delay | None]] = {
-    "fixed": _fixed,
-    "uniform": _uniform,
-    "lognormal": _lognormal,
-}
+SHAPES: dict[str, Callable[[Reader, Any, Path, int], Delay | None]] = kinds.implemented(
+    kinds.SHAPE_NAMES, _fixed, _uniform, _lognormal
+)
+"""Each declared shape's reader, by name."""

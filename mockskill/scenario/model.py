@@ -21,6 +21,7 @@ from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
 from .conditions import Check, Condition, Operator, Source
 from .delays import Delay, LogNormal, Uniform
+from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
 from .reply import JSON_TYPE, TEXT_TYPE, Reply
 from .source import Position
 
@@ -60,28 +61,11 @@ named from here too (:mod:`.reply`, :mod:`.conditions`)."""
 
 EndRule = Literal["last", "cycle", "fail"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
-FAULTS: tuple[str, ...] = (
-    "CONNECTION_RESET_BY_PEER",
-    "EMPTY_RESPONSE",
-    "MALFORMED_RESPONSE_CHUNK",
-    "RANDOM_DATA_THEN_CLOSE",
-    "TRUNCATED_BODY",
-)
-"""The transport faults a step may name (``fault:``); the engine's faults module plays each."""
-TLS_FAULTS: tuple[str, ...] = (
-    "expired",
-    "not_yet_valid",
-    "wrong_host",
-    "untrusted",
-    "self_signed",
-    "weak_key",
-    "client_cert_required",
-    "handshake_reset",
-    "handshake_hang",
-    "plain_http",
-    "protocol_version",
-)
-"""The TLS faults a skill may name (``tls:``); mockskill/transport/tls_faults.py does each."""
+FAULTS: tuple[str, ...] = FAULT_NAMES
+"""The transport faults a step may name (``fault:``), as :mod:`.kinds` declares them."""
+TLS_FAULTS: tuple[str, ...] = TLS_FAULT_NAMES
+"""The TLS faults a skill may name (``tls:``), as :mod:`.kinds` declares them;
+mockskill/transport/tls_faults.py does each."""
 Endpoint = Literal["describe", "invoke", "route"]
 
 
@@ -158,7 +142,7 @@ class Step:
     """Hold the connection without answering for this long (or until the client leaves)."""
     dribble: Dribble | None = None
     fault: str | None = None
-    """A transport fault's name (see :mod:`mockskill.transport.faults`)."""
+    """A transport fault's name (declared in :mod:`.kinds`)."""
     keep_alive: KeepAlive | None = None
     """What the connection does after the answer (only the event-loop transport plays it)."""
     choices: tuple[Choice, ...] = ()
@@ -170,7 +154,7 @@ class Step:
         """Whether playing it draws from the random generator."""
         return (
             bool(self.choices)
-            or self.fault == "RANDOM_DATA_THEN_CLOSE"
+            or self.fault in RANDOM_FAULTS
             or any(isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution))
         )
 

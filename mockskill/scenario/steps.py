@@ -23,6 +23,7 @@ from typing import Any
 
 from ..protocol import catalog
 from . import bodies, proxying, wire
+from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
     JSON_TYPE,
@@ -65,7 +66,6 @@ STEP_KEYS = (
     "after",
 )
 ERROR_ONLY = ("message", "details", "retry")
-BODY_KEYS = ("json", "text", "body_base64", "body_file", "descriptor")
 SEQUENCE_KEYS = ("steps", "end")
 RETRY_KEYS = ("suggested_delay_ms", "max_attempts")
 _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"
@@ -144,22 +144,17 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
     if "proxy" in raw or "after" in raw:  # forwarded to a real provider
         return proxying.proxy_step(r, raw, path, ctx, read_step)
-    kinds = [k for k in ("error", *BODY_KEYS) if k in raw]
+    kinds = [k for k in BODY_KINDS if k in raw]
     if len(kinds) > 1:
         r.bad(
             (*path, kinds[1]),
-            "one of error, json, text, body_base64, body_file or descriptor in a step",
+            f"one of {listed(BODY_KINDS)} in a step",
             f"{kinds[0]} and {kinds[1]} together",
             "split them into two steps",
             at_key=True,
         )
-    elif not kinds and not any(k in raw for k in ("status", "fault", "hang")):
-        r.bad(
-            path,
-            "a step with error, json, text, body_base64, body_file, descriptor, status,"
-            " fault or hang",
-            describe(raw),
-        )
+    elif not any(k in raw for k in PLAIN_KINDS):
+        r.bad(path, f"a step with {listed(PLAIN_KINDS)}", describe(raw))
     if "failure" in raw:
         r.bad((*path, "failure"), "failure_rate beside failure", "failure alone", at_key=True)
     headers = _headers(r, raw, path)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import delays
-from .model import FAULTS, STALE_MODES, Dribble, KeepAlive
+from .kinds import BODY_KINDS, FAULT_NAMES, listed
+from .model import STALE_MODES, Dribble, KeepAlive
 from .problems import Path, describe
 from .reader import Reader
 
@@ -54,7 +55,7 @@ def dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> An
     if not has_body:
         r.bad(
             where,
-            "a body to dribble (json, text, body_base64, body_file, descriptor or error)",
+            f"a body to dribble ({listed(BODY_KINDS)})",
             "none in this step",
         )
         return BAD
@@ -71,7 +72,7 @@ def fault(r: Reader, raw: dict[str, Any], path: Path) -> Any:
     if "fault" not in raw:
         return None
     name = raw["fault"]
-    if not r.among(name, (*path, "fault"), FAULTS):
+    if not r.among(name, (*path, "fault"), FAULT_NAMES):
         return BAD
     if "hang" in raw:
         r.bad((*path, "fault"), "fault or hang", "both", "a step answers one way", at_key=True)

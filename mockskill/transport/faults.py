@@ -1,4 +1,5 @@
-"""The five transport faults, done to an asyncio transport.
+"""The transport faults, done to an asyncio transport (the faults are declared in
+:mod:`mockskill.scenario.kinds`; each player here is named after its fault).
 
 Each takes the connection's transport, the answer the fault stands in for
 (whose status line and headers the framing faults send) and a seed, does its
@@ -14,7 +15,8 @@ import socket
 import struct
 from collections.abc import Callable
 
-from ..engine.plan import FRAMING_HEADERS, Answer, Fault
+from ..engine.plan import FRAMING_HEADERS, Answer
+from ..scenario import kinds
 
 _TRUNCATED_FILLER = b'{"result": "this body is cut short"}'
 
@@ -67,10 +69,10 @@ def truncated_body(transport: asyncio.Transport, answer: Answer, seed: int) -> N
     transport.close()
 
 
-FAULTS: dict[Fault, Callable[[asyncio.Transport, Answer, int], None]] = {
-    Fault.CONNECTION_RESET_BY_PEER: connection_reset_by_peer,
-    Fault.EMPTY_RESPONSE: empty_response,
-    Fault.MALFORMED_RESPONSE_CHUNK: malformed_response_chunk,
-    Fault.RANDOM_DATA_THEN_CLOSE: random_data_then_close,
-    Fault.TRUNCATED_BODY: truncated_body,
-}
+FAULTS: dict[str, Callable[[asyncio.Transport, Answer, int], None]] = kinds.players(
+    connection_reset_by_peer,
+    empty_response,
+    malformed_response_chunk,
+    random_data_then_close,
+    truncated_body,
+)

@@ -22,7 +22,7 @@ Each accepted connection is first looked at without reading it
 - ``handshake_reset``: the connection is reset (RST) once the ClientHello is in;
 - ``handshake_hang``: nothing is answered until the client gives up (or the server stops);
 - ``plain_http``: a plain HTTP ``400`` is answered on the TLS port;
-- every other fault (the rest of ``scenario.model.TLS_FAULTS``) is a real handshake with the
+- every other fault (the rest of ``scenario.kinds.TLS_FAULTS``) is a real handshake with the
   fault's certificate or context; one that succeeds (a client that does not
   verify, a valid client certificate for ``client_cert_required``) is served
   as every HTTPS connection is: the skill's usual sequence plays.
@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..scenario import kinds
 from .connection import Connection
 from .handler import Handler
 from .reading import Limits
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockskill.transport")
 
-RAW_FAULTS = ("handshake_reset", "handshake_hang", "plain_http")
+RAW_FAULTS = tuple(f.name for f in kinds.TLS_FAULTS if f.raw)
 """The TLS faults done to the raw connection (no handshake)."""
 
 LINGER = 2.0

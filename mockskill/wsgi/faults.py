@@ -1,22 +1,12 @@
-"""Transport faults: failures below HTTP, done to the raw connection.
+"""Transport faults: failures below HTTP, done to the raw connection, on the WSGI path.
 
-The names are the scenario model's (:data:`mockskill.scenario.model.FAULTS`): a step
-names one at load; this module plays it. Each fault is a small function
-registered under the name WireMock users already know, plus
-``TRUNCATED_BODY``. The WSGI player (``player``) does them; the event loop's are
-:mod:`mockskill.transport.faults`. Each takes the connection from Werkzeug's server (so that
-nothing else writes to it or closes it in an orderly way), does its damage,
-and closes it:
-
-| name | on the wire |
-|---|---|
-| ``CONNECTION_RESET_BY_PEER`` | a TCP reset (RST) instead of any answer |
-| ``EMPTY_RESPONSE`` | the connection closes without a byte |
-| ``MALFORMED_RESPONSE_CHUNK`` | a valid status line and headers, then broken chunked framing |
-| ``RANDOM_DATA_THEN_CLOSE`` | bytes that are not HTTP, then close |
-| ``TRUNCATED_BODY`` | a ``Content-Length`` longer than the body that is sent, then close |
-
-Random bytes come from the seeded generator, so a replay sends the same.
+The faults are declared in :mod:`mockskill.scenario.kinds` (a step names one
+at load; docs/scenarios.md tells each); this module plays them for the WSGI
+player (``player``), each with the function named after it. The event loop's
+are :mod:`mockskill.transport.faults`. Each takes the connection from
+Werkzeug's server (so that nothing else writes to it or closes it in an
+orderly way), does its damage, and closes it. Random bytes come from the
+seeded generator, so a replay sends the same.
 """
 
 from __future__ import annotations
@@ -28,7 +18,7 @@ from collections.abc import Callable
 
 from werkzeug.http import HTTP_STATUS_CODES
 
-from ..scenario import model
+from ..scenario import kinds
 from ..scenario.model import Reply
 
 Fault = Callable[[socket.socket, Reply, random.Random], None]
@@ -85,14 +75,10 @@ def truncated_body(conn: socket.socket, reply: Reply, rng: random.Random) -> Non
     conn.close()
 
 
-FAULTS: dict[str, Fault] = {
-    "CONNECTION_RESET_BY_PEER": connection_reset_by_peer,
-    "EMPTY_RESPONSE": empty_response,
-    "MALFORMED_RESPONSE_CHUNK": malformed_response_chunk,
-    "RANDOM_DATA_THEN_CLOSE": random_data_then_close,
-    "TRUNCATED_BODY": truncated_body,
-}
-# The names are the scenario model's (a step is read against them, the audit counts them);
-# playing them is this module's: a name without a player would load and then fail to play.
-if tuple(FAULTS) != model.FAULTS:  # pragma: no cover - a programming error, caught on import
-    raise RuntimeError(f"faults played {tuple(FAULTS)} differ from the model's {model.FAULTS}")
+FAULTS: dict[str, Fault] = kinds.players(
+    connection_reset_by_peer,
+    empty_response,
+    malformed_response_chunk,
+    random_data_then_close,
+    truncated_body,
+)

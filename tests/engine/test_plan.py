@@ -20,7 +20,7 @@ from mockskill.engine.plan import Answer, Cut, Dribble, Fault, KeepAlive, Plan, 
         lambda: Dribble(2, -1),
         lambda: KeepAlive(stale_after_ms=-1),
         lambda: KeepAlive(max_requests=0),
-        lambda: Plan(Answer(200), dribble=Dribble(2, 10), fault=Fault.EMPTY_RESPONSE),
+        lambda: Plan(Answer(200), dribble=Dribble(2, 10), fault=Fault("EMPTY_RESPONSE")),
         lambda: Plan(Answer(200), close=True, keep_alive=KeepAlive(close_after=True)),
         lambda: Plan(Answer(200), waits=(Wait(5),), journalled=True),
     ],
@@ -48,7 +48,7 @@ def test_only_a_plan_without_waits_dribble_or_fault_is_instant() -> None:
     assert Plan(Answer(200), close=True, keep_alive=None).instant
     assert not Plan(Answer(200), waits=(Wait(0),)).instant
     assert not Plan(Answer(200), dribble=Dribble(1, 0)).instant
-    assert not Plan(Answer(200), fault=Fault.EMPTY_RESPONSE).instant
+    assert not Plan(Answer(200), fault=Fault("EMPTY_RESPONSE")).instant
 
 
 def test_a_journalled_plan_is_reported_as_a_copy_made_once_and_an_unjournalled_as_itself() -> None:

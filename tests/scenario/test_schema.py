@@ -74,10 +74,9 @@ def test_scenario_schema_returns_a_fresh_copy() -> None:
 
 # -- keys and constants match the loader --------------------------------------
 
-# Keys the loader checks inline, without a constant (wire.dribble, delays._lognormal,
-# steps._weighted: an outcome is a step less what may not nest, plus its weight).
+# Keys the loader checks inline, without a constant (wire.dribble, steps._weighted: an
+# outcome is a step less what may not nest, plus its weight).
 DRIBBLE_KEYS = ("chunks", "over")
-LOGNORMAL_KEYS = ("median", "sigma", "cap")
 NOT_IN_OUTCOME = ("one_of", "failure_rate", "failure", "times")
 OUTCOME_KEYS = (*(k for k in steps.STEP_KEYS if k not in NOT_IN_OUTCOME), "weight")
 
@@ -95,7 +94,7 @@ OBJECTS = {
     "retry": (SCHEMA["$defs"]["retry"], steps.RETRY_KEYS),
     "dribble": (SCHEMA["$defs"]["dribble"], DRIBBLE_KEYS),
     "keep_alive": (SCHEMA["$defs"]["keep_alive"], steps.KEEP_ALIVE_KEYS),
-    "lognormal": (SCHEMA["$defs"]["lognormal"], LOGNORMAL_KEYS),
+    "lognormal": (SCHEMA["$defs"]["lognormal"], delays.LOGNORMAL_KEYS),
     **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }
 
