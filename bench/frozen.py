@@ -149,11 +149,10 @@ def old_main_tree(rev: str) -> Tree:
     if not (where / "pyproject.toml").exists():
         _log(f"git worktree add --detach {where} {rev}")
         WORK.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["git", "-C", str(c.REPO), "worktree", "add", "--detach", str(where), rev],
-            check=True,
-            capture_output=True,
-        )
+        git = ["git", "-C", str(c.REPO), "worktree"]
+        # A worktree whose folder was deleted (a cleaned /tmp) is still registered until pruned.
+        subprocess.run([*git, "prune"], check=True, capture_output=True)
+        subprocess.run([*git, "add", "--detach", str(where), rev], check=True, capture_output=True)
     return Tree("old", f"old main {rev}", where, changes=False)
 
 
@@ -484,7 +483,7 @@ def floods(args: argparse.Namespace, version: str, new: Install, old: Install) -
             "recorded",
         ),
         Row(
-            "RSS flat: |flood 3 - flood 2| after, MB",
+            "RSS flat: flood 3 vs flood 2 after, MB apart",
             version,
             f"{drift['new'] / 1024:.1f}",
             f"{old.tree.label}: {drift['old'] / 1024:.1f}",
