@@ -149,10 +149,9 @@ def old_main_tree(rev: str) -> Tree:
     if not (where / "pyproject.toml").exists():
         _log(f"git worktree add --detach {where} {rev}")
         WORK.mkdir(parents=True, exist_ok=True)
-        git = ["git", "-C", str(c.REPO), "worktree"]
-        # A worktree whose folder was deleted (a cleaned /tmp) is still registered until pruned.
-        subprocess.run([*git, "prune"], check=True, capture_output=True)
-        subprocess.run([*git, "add", "--detach", str(where), rev], check=True, capture_output=True)
+        # --force: the folder may have gone (a cleaned /tmp) while git still lists it.
+        add = ["worktree", "add", "--force", "--detach", str(where), rev]
+        subprocess.run(["git", "-C", str(c.REPO), *add], check=True, capture_output=True)
     return Tree("old", f"old main {rev}", where, changes=False)
 
 
