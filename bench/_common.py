@@ -143,12 +143,9 @@ def mockskill_cmd(
 
 
 def valgrind_env() -> dict[str, str]:
-    """The environment of ``mockskill serve`` run under valgrind: hash seed fixed, and
-    serve's allocator set beforehand (unless one is), so that it need not execute
-    itself again (mockskill/launch.py): valgrind would count the first image only."""
-    from mockskill.launch import SERVE_ALLOCATOR
-
-    return {"PYTHONMALLOC": SERVE_ALLOCATOR, **os.environ, "PYTHONHASHSEED": "0"}
+    """The environment of ``mockskill serve`` run under valgrind: the hash seed fixed, so
+    that two runs hash (and so allocate) alike."""
+    return {**os.environ, "PYTHONHASHSEED": "0"}
 
 
 def bare_cmd(port: int, backlog: int = 4096) -> list[str]:

@@ -31,10 +31,10 @@ the connections are held (sampled during steps 2-3), and after the release:
 once the threads are freed, polled every 50 ms for up to ``--settle``
 seconds (5) until it is within 10 MB of idle; the last value is shown.
 
-The server runs on the memory allocator ``mockskill serve`` runs on
-(``PYTHONMALLOC=malloc``, :mod:`mockskill.launch`), unless ``--allocator``
-names another (``pymalloc``: Python's own, what an embedded server in a test
-suite's process has): ``--allocator pymalloc malloc`` runs the rounds on each
+The server runs on Python's own memory allocator (``pymalloc``), as
+``mockskill serve`` and an embedded server in a test suite's process do,
+unless ``--allocator`` names another (``malloc``: the C library's, which the
+Docker image sets): ``--allocator pymalloc malloc`` runs the rounds on each
 in turn, in one run.
 
 The client raises its RLIMIT_NOFILE; all traffic goes to 127.0.0.1; every
@@ -59,7 +59,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import _common as c
-from mockskill.launch import SERVE_ALLOCATOR
 
 HANG_PATH = "/skills/hang/invoke"
 TARGET_P99_MS = 20.0
@@ -68,6 +67,8 @@ RSS_BACK_KB = 10 * 1024
 BUDGET_S = 30.0
 """Longest a series of sequential requests may take."""
 JOURNAL_WAIT_S = 30.0
+DEFAULT_ALLOCATOR = "pymalloc"
+"""Python's own: what ``mockskill serve`` runs on unless PYTHONMALLOC is set."""
 
 
 def _log(message: str) -> None:
@@ -166,7 +167,7 @@ async def _sequential(
     return times, failures
 
 
-async def _round(port: int, pid: int, clients: int, requests: int, settle: float) -> Round:
+async def hang_round(port: int, pid: int, clients: int, requests: int, settle: float) -> Round:
     r = Round()
     r.idle_ms, _ = await _sequential(port, requests)
     await asyncio.sleep(0.2)  # the last handler thread exits
@@ -273,9 +274,9 @@ def main() -> None:
     parser.add_argument(
         "--allocator",
         nargs="+",
-        default=[SERVE_ALLOCATOR],
+        default=[DEFAULT_ALLOCATOR],
         choices=["pymalloc", "malloc"],
-        help=f"the server's PYTHONMALLOC, each in turn (default: serve's, {SERVE_ALLOCATOR})",
+        help=f"the server's PYTHONMALLOC, each in turn (default: {DEFAULT_ALLOCATOR})",
     )
     parser.add_argument(
         "--malloc-stats",
@@ -363,7 +364,7 @@ def _serve_rounds(
             if args.tracemalloc:
                 malloc_stats(proc, "tracestart")
             _log(f"{allocator}, round {n + 1}: {args.clients} hanging connections")
-            r = asyncio.run(_round(port, proc.pid, args.clients, args.requests, args.settle))
+            r = asyncio.run(hang_round(port, proc.pid, args.clients, args.requests, args.settle))
             if args.malloc_stats:
                 malloc_stats(proc)
             if args.tracemalloc:
