@@ -15,7 +15,12 @@ from the bottom:
   store interface and the scenarios it shares, nothing that serves;
 - ``recording/`` — proxied exchanges into a scenario file; reads the engine's
   exchanges and the scenario loader, nothing that serves;
-- ``admin/`` — the control surface; may read the audit and drive a recording;
+- ``control/`` — the loaded scenario set and every change to it (load, check,
+  activate, swap into the engine, share with replicas, reload): its one owner,
+  which the server, the watcher and the admin app all call; reads ``store/``
+  for a shared set;
+- ``admin/`` — the control surface, a face over ``control/``; may read the
+  audit and drive a recording;
 - the faces, each a subpackage over the stages: ``wsgi/`` (the WSGI app and
   its blocking player), ``server/`` (the Python server API; it runs the WSGI
   app for ``/__admin``), ``workers/`` (the ``--workers`` supervisor) and
@@ -58,11 +63,23 @@ MAY_IMPORT: dict[str, set[str]] = {
     "audit": {"engine", "scenario", "protocol"},
     "store": {"engine", "scenario", "protocol"},
     "recording": {"engine", "scenario", "protocol"},
-    "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
-    "wsgi": {"admin", "recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "control": {"store", "engine", "scenario", "protocol"},
+    "admin": {"control", "recording", "audit", "transport", "engine", "scenario", "protocol"},
+    "wsgi": {
+        "admin",
+        "control",
+        "recording",
+        "store",
+        "audit",
+        "transport",
+        "engine",
+        "scenario",
+        "protocol",
+    },
     "server": {
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",
@@ -77,6 +94,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "server",
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",
@@ -91,6 +109,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "server",
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from mockskill import ScenarioError, ScenarioSet, Server, load_text
-from mockskill.admin.registry import Conflict, Registry, UnknownScenario
+from mockskill.control.registry import Conflict, Registry, UnknownScenario
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
 
