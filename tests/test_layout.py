@@ -237,6 +237,34 @@ def test_every_stage_says_what_it_owns_and_may_import() -> None:
         assert unnamed == [], f"{init}'s docstring does not say what owns {unnamed}"
 
 
+def engine_loads(tree: ast.AST) -> int:
+    """How many times *tree* swaps a scenario set into an engine: ``engine.load(...)``,
+    ``self.engine.load(...)``, ``x.engine.load(...)``."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "load"
+        and (
+            (isinstance(node.func.value, ast.Name) and node.func.value.id == "engine")
+            or (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "engine")
+        )
+    )
+
+
+def test_only_the_scenario_sets_owner_swaps_it_into_the_engine() -> None:
+    """The set's life has one owner, ``control/``: the server, the watcher and the admin
+    app change it through its Registry, never by handing the engine a set themselves."""
+    swapping = {
+        module
+        for module, path in MODULES.items()
+        if engine_loads(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert swapping == {"mockskill.control.registry"}
+    assert engine_loads(ast.parse("self.engine.load(s)\nengine.load(s)\njson.load(f)")) == 2
+
+
 SANS_IO = ("protocol", "scenario", "engine", "audit")
 """The stages that decide and do no I/O: they hand the transport data to play."""
 IO_MODULES = {"socket", "select", "asyncio", "ssl"}
