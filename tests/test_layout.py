@@ -15,7 +15,12 @@ from the bottom:
   store interface and the scenarios it shares, nothing that serves;
 - ``recording/`` — proxied exchanges into a scenario file; reads the engine's
   exchanges and the scenario loader, nothing that serves;
-- ``admin/`` — the control surface; may read the audit and drive a recording;
+- ``control/`` — the loaded scenario set and every change to it (load, check,
+  activate, swap into the engine, share with replicas, reload): its one owner,
+  which the server, the watcher and the admin app all call; reads ``store/``
+  for a shared set;
+- ``admin/`` — the control surface, a face over ``control/``; may read the
+  audit and drive a recording;
 - the faces, each a subpackage over the stages: ``wsgi/`` (the WSGI app and
   its blocking player), ``server/`` (the Python server API; it runs the WSGI
   app for ``/__admin``), ``workers/`` (the ``--workers`` supervisor) and
@@ -58,11 +63,23 @@ MAY_IMPORT: dict[str, set[str]] = {
     "audit": {"engine", "scenario", "protocol"},
     "store": {"engine", "scenario", "protocol"},
     "recording": {"engine", "scenario", "protocol"},
-    "admin": {"recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
-    "wsgi": {"admin", "recording", "store", "audit", "transport", "engine", "scenario", "protocol"},
+    "control": {"store", "engine", "scenario", "protocol"},
+    "admin": {"control", "recording", "audit", "transport", "engine", "scenario", "protocol"},
+    "wsgi": {
+        "admin",
+        "control",
+        "recording",
+        "store",
+        "audit",
+        "transport",
+        "engine",
+        "scenario",
+        "protocol",
+    },
     "server": {
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",
@@ -77,6 +94,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "server",
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",
@@ -91,6 +109,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "server",
         "wsgi",
         "admin",
+        "control",
         "recording",
         "store",
         "audit",
@@ -216,6 +235,34 @@ def test_every_stage_says_what_it_owns_and_may_import() -> None:
             if path.stem != "__init__" and not re.search(rf"`~?\.?{re.escape(path.stem)}[`.]", doc)
         ]
         assert unnamed == [], f"{init}'s docstring does not say what owns {unnamed}"
+
+
+def engine_loads(tree: ast.AST) -> int:
+    """How many times *tree* swaps a scenario set into an engine: ``engine.load(...)``,
+    ``self.engine.load(...)``, ``x.engine.load(...)``."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "load"
+        and (
+            (isinstance(node.func.value, ast.Name) and node.func.value.id == "engine")
+            or (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "engine")
+        )
+    )
+
+
+def test_only_the_scenario_sets_owner_swaps_it_into_the_engine() -> None:
+    """The set's life has one owner, ``control/``: the server, the watcher and the admin
+    app change it through its Registry, never by handing the engine a set themselves."""
+    swapping = {
+        module
+        for module, path in MODULES.items()
+        if engine_loads(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert swapping == {"mockskill.control.registry"}
+    assert engine_loads(ast.parse("self.engine.load(s)\nengine.load(s)\njson.load(f)")) == 2
 
 
 SANS_IO = ("protocol", "scenario", "engine", "audit")

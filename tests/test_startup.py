@@ -35,7 +35,7 @@ LAZY = (
     "mockskill.wsgi.player",
     "difflib",  # the suggestions for a misspelling or a miss, on the first one
     "mockskill.store.shared_set",  # a shared scenario set's records, with --shared only
-    "mockskill.admin.sharing",  # the registry's side of a shared set: when a set is shared
+    "mockskill.control.sharing",  # the registry's side of a shared set: when a set is shared
     "flask",
     "jinja2",
     "itsdangerous",

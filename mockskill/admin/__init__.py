@@ -4,21 +4,18 @@ This stage owns what a test harness or a person uses to steer a running
 server and look into it: the blueprint of the admin API (``blueprint``, with
 its OpenAPI document ``openapi.json``; ``json_provider`` writes Flask's JSON
 in the one style), scenarios added, replaced, activated and removed over
-HTTP (``scenarios``), the journal's query filters (``journal_query``), the
-registry that owns the loaded scenario files and swaps them into the engine
-(``registry``; what each change does is planned in ``changes``, checked for
-clashes by ``clashes``, each entry a ``loaded`` scenario, and shared with
-other replicas through ``sharing``), watching files for changes (``watch``),
-the report served at ``/__admin/report`` (``report``), the server's
+HTTP (``scenarios``: a face over :mod:`mockskill.control`, which owns the
+loaded scenarios and every change to them), the journal's query filters
+(``journal_query``), the report served at ``/__admin/report`` (``report``), the server's
 recording and ``/__admin/recordings`` (``recordings``, ``recording_routes``),
 the CA and client certificates at ``/__admin/tls`` (``tls``), the
 dashboard page and its static files (``dashboard``), and the checks that
 keep a web page from using ``/__admin`` through its visitor's browser
 (``browsers``: Origin, Content-Type, Host).
 
-It may import :mod:`mockskill.audit` (the report it serves),
-:mod:`mockskill.recording` (the recording it drives), :mod:`mockskill.store`
-(the shared scenario set's records, when shared), the transport
-(``mockskill/transport/``), :mod:`mockskill.engine`, :mod:`mockskill.scenario`
-and :mod:`mockskill.protocol`. Only the faces import it.
+It may import :mod:`mockskill.control` (the scenario set it shows and changes),
+:mod:`mockskill.audit` (the report it serves), :mod:`mockskill.recording` (the
+recording it drives), the transport (``mockskill/transport/``),
+:mod:`mockskill.engine`, :mod:`mockskill.scenario` and :mod:`mockskill.protocol`.
+Only the faces import it.
 """

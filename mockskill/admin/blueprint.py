@@ -23,6 +23,7 @@ from typing import Any
 from flask import Blueprint, Response, request, url_for
 
 from .._version import __version__
+from ..control.registry import Registry
 from ..engine.store import Health
 from ..protocol.catalog import render, unified_body
 from ..protocol.validator import validate as validate_descriptor
@@ -31,7 +32,6 @@ from . import dashboard, recording_routes
 from . import scenarios as admin_scenarios
 from . import tls as admin_tls
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
-from .registry import Registry
 from .scenarios import Refused
 
 RESET_PARAMETERS = ("session", "all")

@@ -12,11 +12,11 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
+from ..control.registry import Registry
 from ..protocol.catalog import unified_body
 from ..recording import RecordingError
 from ..scenario.loader import NAME_TEXT, SCENARIO_NAME
 from .recordings import OUT_PATH, RecordingRefused, recordings_of
-from .registry import Registry
 
 
 def register(bp: Blueprint, registry: Registry) -> None:

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..control.registry import Registry, UnknownScenario
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..recording import Recording, RecordingError, Written, write
 from ..scenario.loader import load_text
 from ..scenario.problems import ScenarioError
-from .registry import Registry, UnknownScenario
 
 OUT_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*\.ya?ml")
 """``out`` over HTTP (the OpenAPI document's pattern)."""

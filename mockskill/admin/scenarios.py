@@ -2,7 +2,7 @@
 
 List, load (a YAML or JSON body, checked whole and refused with the same
 problem list as ``mockskill validate``), replace, activate, deactivate and
-remove, each through the :class:`~mockskill.admin.registry.Registry`, which owns
+remove, each through the :class:`~mockskill.control.registry.Registry`, which owns
 the scenarios and applies every change at once (docs/admin.md).
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 from flask import Blueprint, request, url_for
 from werkzeug.datastructures import MultiDict
 
+from ..control.registry import Conflict, LoadedScenario, Registry, UnknownScenario
 from ..engine.store import StoreUnavailable
 from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
@@ -27,7 +28,6 @@ from ..scenario.model import ScenarioSet
 from ..scenario.problems import Problem, ScenarioError, describe
 from ..scenario.source import read_text
 from .journal_query import BadFilter
-from .registry import Conflict, LoadedScenario, Registry, UnknownScenario
 
 MAX_LABEL = 200
 """The longest ``?file=`` label (characters)."""

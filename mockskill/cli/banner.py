@@ -8,7 +8,7 @@ import click
 
 from .._version import __version__
 from ..admin.browsers import origin_text
-from ..admin.watch import ReloadResult
+from ..control.watch import ReloadResult
 from ..scenario.model import Scenario
 from ..scenario.problems import format_report
 from ..server.server import Server

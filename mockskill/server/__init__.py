@@ -2,12 +2,15 @@
 
 A face: the command line, the pytest plugin and user code run it. Modules:
 
-- ``server`` — :class:`Server`: binds, serves the event-loop transport, stops;
+- ``server`` — :class:`Server`: binds, serves the event-loop transport, stops; its
+  scenario methods delegate to :mod:`mockskill.control`'s registry, its HTTPS ones
+  to ``https``;
 - ``dispatch`` — what the transport asks of mockskill request by request:
   skill requests to the engine, ``/__admin`` to the WSGI app in a thread pool;
-- ``scenario_control`` — the server's scenario methods (load, add, activate, reload);
-- ``https`` — HTTPS ports, the server's certificate authority and TLS faults;
-- ``state_store`` — which state a server keeps (in memory or shared on Redis);
+- ``https`` — :class:`~.https.ServerTLS`: HTTPS ports, the server's certificate
+  authority and TLS faults;
+- ``state_store`` — which state a server keeps (in memory or shared on Redis),
+  and where it shares its scenario set;
 - ``listening`` — binding a port, and :class:`ServerError` with its hints;
 - ``access_log`` — one line a request, with secrets masked;
 - ``remote`` — :class:`RemoteServer`: the same control of a server running elsewhere.

@@ -15,41 +15,40 @@ which drains on SIGTERM / Ctrl-C). Stopping stops accepting at once and
 lets requests in flight finish for up to :attr:`Server.grace` seconds.
 
 Which scenarios are loaded and served, and every change to them (add,
-remove, activate, reload …), is :mod:`mockskill.admin.registry`'s: a Server
-builds one :class:`~mockskill.admin.registry.Registry` around its engine, shares
-it with the admin API, and its scenario methods delegate to it. Those methods
-are :class:`~mockskill.server.scenario_control.ScenarioControl`'s, the HTTPS ones
-:class:`~mockskill.server.https.ServerTLS`'; Server inherits both.
+remove, activate, reload, watch, share with replicas …), is
+:mod:`mockskill.control`'s: a Server builds one
+:class:`~mockskill.control.registry.Registry` around its engine, shares it with
+the admin API, and its scenario methods delegate to it, a line each. Its HTTPS
+is a :class:`~mockskill.server.https.ServerTLS` it owns, and delegates to.
 """
 
 from __future__ import annotations
 
-import itertools
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import transport
 from ..admin.browsers import Cors, cors_origins
-from ..admin.registry import Registry
-from ..admin.watch import Watcher
+from ..control.registry import CannotShare, LoadedScenario, Registry, set_moves_state
+from ..control.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from ..engine.engine import Engine
 from ..engine.own_answers import DEFAULT_MAX_BODY
 from ..engine.plan import Outcome
-from ..engine.state import DEFAULT_JOURNAL_SIZE
+from ..engine.state import DEFAULT_JOURNAL_SIZE, Entry
 from ..engine.store import Store
-from ..scenario.loader import Scenarios, load_any
+from ..scenario.loader import Scenarios, Source, load_any
 from ..scenario.reader import MAX_DELAY_MS
 from ..transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from ..transport import Request as TransportRequest
 from ..transport.ports import RefusedPort
-from ..transport.tls_faults import FaultListeners
+from ..transport.tls_faults import Failed
 from .access_log import access_log, log_request, log_to_stderr, masked
 from .dispatch import LoopDispatcher
-from .https import ServerTLS, tls_authority
+from .https import ServerTLS, journal_handshake
 from .listening import (
     BACKLOG,
     ServerError,
@@ -58,15 +57,16 @@ from .listening import (
     listen,
     raise_fd_limit,
 )
-from .scenario_control import ScenarioControl
-from .state_store import open_state, set_moves_state, share, shared_url
+from .state_store import open_state, shared_url
 
 if TYPE_CHECKING:
+    import ssl
+
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
     from flask import Flask
 
+    from .. import audit
     from ..admin.recordings import Recordings
-    from ..store.scenarios import SharedScenarios
 
 __all__ = [
     "BACKLOG",
@@ -88,7 +88,7 @@ DEFAULT_HEADER_TIMEOUT = Limits.header_timeout
 """Seconds a request head may take (slowloris → 408)."""
 
 
-class Server(ScenarioControl, ServerTLS):
+class Server:
     """mockskill on a port, served from a background thread.
 
     ``scenarios`` is a :class:`~mockskill.scenario.model.ScenarioSet`, YAML text, a
@@ -175,13 +175,15 @@ class Server(ScenarioControl, ServerTLS):
         self.host = host
         self.tls = tls or tls_cert is not None
         """Whether the port serves HTTPS (docs/tls.md)."""
-        self._tls_files = None if tls_cert is None else (str(tls_cert), str(tls_key))
-        self._tls_names = tuple(tls_names)
+        self._https = ServerTLS(
+            host,
+            on=self.tls,
+            files=None if tls_cert is None else (str(tls_cert), str(tls_key)),
+            names=tls_names,
+            journal=self._journal_handshake,
+        )
         self._http_port = http_port
         self._http_sock: socket.socket | None = None
-        self._faults = FaultListeners(
-            host, tls_authority, self._journal_handshake, names=self._tls_names
-        )
         self.state: Store = open_state(state, seed, journal_size, replica)
         self._owns_state = isinstance(state, str)
         """Whether the Server opened its store (from a URL): it closes it when it stops."""
@@ -195,17 +197,18 @@ class Server(ScenarioControl, ServerTLS):
             raw_socket=True,
             refused=RefusedPort(host),
             activate=not set_moves_state(self.state, shares),
-            tls=self._faults,
+            tls=self._https.faults,
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
-        self._shared: SharedScenarios | None = None
         if shares is not None:
             try:
-                self._shared = share(self.registry, shares, joins=scenarios is None)
-            except BaseException:
+                self.registry.share_at(shares, joins=scenarios is None)
+            except BaseException as exc:
                 if self._owns_state:
                     self.state.close()
+                if isinstance(exc, CannotShare):
+                    raise ServerError(str(exc)) from None
                 raise
         if admin_token is not None:
             # Now, not when the admin app is built (create_app does it too): a skill
@@ -219,8 +222,6 @@ class Server(ScenarioControl, ServerTLS):
         names = (allow_hosts,) if isinstance(allow_hosts, str) else tuple(allow_hosts)
         self._admin_hosts = names if is_loopback(host) else None
         self._admin_token = admin_token
-        self._max_delay_ms = max_delay_ms
-        self._added = itertools.count(1)
         self._port = port
         self._quiet = quiet
         self.grace = grace
@@ -232,7 +233,6 @@ class Server(ScenarioControl, ServerTLS):
         self._surfaces: list[LoopDispatcher] = []
         self._transport: transport.Server | None = None
         self._threaded: ThreadedServer | None = None
-        self._watcher: Watcher | None = None
 
     @property
     def app(self) -> Flask:
@@ -312,6 +312,152 @@ class Server(ScenarioControl, ServerTLS):
         """Whether ``/__admin`` asks for a token (the token itself is not exposed)."""
         return self._admin_token is not None
 
+    # -- HTTPS (docs/tls.md): the ServerTLS this server owns --------------------
+
+    @property
+    def tls_fault_ports(self) -> dict[str, int]:
+        """The port of each skill with a TLS fault (skill id -> port), as a descriptor
+        fetched without a ``Mockskill-Session`` header names it (docs/tls.md)."""
+        return self._https.fault_ports()
+
+    @property
+    def ca_bundle(self) -> str | None:
+        """The path of the CA certificate (PEM) that signs this server's certificate, for
+        ``requests.get(url, verify=server.ca_bundle)``; None without TLS, or with the
+        user's own certificate (*tls_cert*)."""
+        return self._https.ca_bundle()
+
+    @property
+    def client_context(self) -> ssl.SSLContext | None:
+        """A client TLS context that trusts :attr:`ca_bundle` (None when that is None):
+        ``httpx.Client(verify=server.client_context)`` (httpx 0.28 deprecates a path)."""
+        return self._https.client_context()
+
+    def client_certificate(self) -> bytes:
+        """A client certificate (PEM: key, then certificate) from the server's CA: what a
+        ``tls: client_cert_required`` skill accepts (``POST /__admin/tls/client-cert``)."""
+        return self._https.client_certificate()
+
+    # -- scenarios and state: the registry's (mockskill/control/) and the store's -------
+
+    @property
+    def scenario_names(self) -> list[str]:
+        """The names of the scenarios served (the active ones), in order."""
+        return [s.name for s in self.engine.scenarios.scenarios]
+
+    @property
+    def scenarios(self) -> tuple[LoadedScenario, ...]:
+        """Every loaded scenario, active or not, in order: name, origin, active, times."""
+        return self.registry.scenarios
+
+    def add(
+        self,
+        scenarios: Source | Iterable[Source],
+        *,
+        active: bool = True,
+        replace: bool = False,
+    ) -> tuple[LoadedScenario, ...]:
+        """Serve *scenarios* beside the current ones, from the next request on.
+
+        YAML text, a dict, a path or a ScenarioSet (or a list of them),
+        checked whole first: a problem, or a scenario name, skill id or route
+        that clashes with one served, raises ScenarioError and changes
+        nothing. Requests in flight finish on the scenarios they started on.
+        With *replace*, a scenario takes the place of the loaded one of its
+        name (its sequences restart); with ``active=False`` it is loaded but
+        not served until :meth:`activate`, and may then share skill ids and
+        routes with served ones. Returns the scenarios as loaded.
+        """
+        return self.registry.load(scenarios, active=active, replace=replace)
+
+    def remove(self, name: str) -> None:
+        """Stop serving scenario *name* (its skills and routes) from the next request on.
+
+        It is unloaded, served or not; an unknown name raises KeyError
+        saying which are loaded, with a did-you-mean.
+        """
+        self.registry.remove(name)
+
+    def activate(self, name: str) -> LoadedScenario:
+        """Serve the loaded scenario *name* from the next request on, from its first steps.
+
+        Its sequences and outage window restart. Raises ScenarioError if an
+        active scenario serves one of its skill ids or routes (deactivate
+        that one first), KeyError if no scenario of that name is loaded.
+        """
+        return self.registry.activate(name)
+
+    def deactivate(self, name: str) -> LoadedScenario:
+        """Stop serving scenario *name* from the next request on; it stays loaded (KeyError)."""
+        return self.registry.deactivate(name)
+
+    def reload(self, paths: Iterable[str | Path]) -> ReloadResult:
+        """Serve the scenarios in *paths* instead of the ones served, from the next request on.
+
+        The files are loaded whole first. If they have problems, nothing
+        changes: the last good scenarios go on being served, and the
+        result (also shown by ``/__admin/health``) has status ``failed``
+        and every problem. Otherwise they replace the scenarios the files
+        gave before; those loaded at run time (:meth:`add`, the admin API)
+        stay, so the files must not take their names, nor serve their
+        skill ids or routes while they are active. A scenario equal to
+        the one served under its name is kept as it was: its sequence
+        positions and outage window go on (and it stays inactive if it
+        was deactivated). A new or changed scenario's sequences restart,
+        for every session. Requests in flight finish on the scenarios
+        they started on.
+        """
+        return self.registry.reload(paths)
+
+    def watch(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        on_reload: Callable[[ReloadResult], object] | None = None,
+    ) -> Watcher:
+        """Reload *paths* (see :meth:`reload`) whenever a file in them changes, until :meth:`stop`.
+
+        The files are polled every *interval* seconds (mockskill/control/watch.py).
+        *on_reload* is called with each result, on the watcher's thread.
+        ``/__admin/health`` shows the last result under ``reload`` (status
+        ``none`` until the first change).
+        """
+        return self.registry.watch(paths, interval=interval, on_reload=on_reload)
+
+    def stop_watching(self) -> None:
+        """Stop the watcher :meth:`watch` started, if any (a reload under way finishes)."""
+        self.registry.stop_watching()
+
+    @property
+    def last_reload(self) -> ReloadResult | None:
+        """What the last :meth:`reload` did (None: never reloaded, nor watching)."""
+        return self.registry.last_reload
+
+    def reset(self, session: str | None = None) -> None:
+        """Forget positions, random draws and journal: all of them, or one session's.
+
+        Sharing a scenario set (*shared_scenarios*), every replica forgets it too.
+        """
+        self.registry.reset(session)
+
+    def journal(self, session: str | None = None) -> list[Entry]:
+        """The requests answered, oldest first; all of them, or one session's."""
+        return self.state.journal(session)
+
+    def report(
+        self, session: str | None = None, policy: audit.Policy | None = None
+    ) -> dict[str, Any]:
+        """The retry audit and category coverage (docs/audit.md): every session's, or *session*'s.
+
+        The same document as ``GET /__admin/report``; pass it to
+        :func:`mockskill.audit.assert_clean` to fail a test on findings.
+        """
+        from .. import audit  # on first use: start-up does not pay for it
+
+        sessions = None if session is None else [session]
+        return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
+
     # -- serving ---------------------------------------------------------------
 
     def bind(self, sock: socket.socket | None = None) -> None:
@@ -327,7 +473,7 @@ class Server(ScenarioControl, ServerTLS):
                 "this Server closed the store it opened when it stopped: make another"
             )
         raise_fd_limit()
-        context = self._tls_context()  # before the port: a bad certificate binds nothing
+        context = self._https.context()  # before the port: a bad certificate binds nothing
         if sock is None:
             sock = listen(self.host, self._port)
         http_sock = None
@@ -356,14 +502,13 @@ class Server(ScenarioControl, ServerTLS):
             tls=context,
         )
         # The TLS faults' ports serve HTTPS once their handshake succeeds.
-        self._faults.serve(lambda: dispatcher, limits)
-        self._transport.companions.append(self._faults)
+        self._https.faults.serve(lambda: dispatcher, limits)
+        self._transport.companions.append(self._https.faults)
         if http_sock is not None:
             self._http_sock = http_sock
             plain = transport.Server(dispatcher, self.host, limits=limits, sock=http_sock)
             self._transport.companions.append(plain)
-        if self._shared is not None:  # catches up at once: what changed since __init__ too
-            self._shared.start(self.registry.catch_up, self.registry.reset_here)
+        self.registry.start_sharing()
 
     def serve_forever(self) -> None:
         """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.
@@ -429,12 +574,14 @@ class Server(ScenarioControl, ServerTLS):
             dispatcher.close()
         self._surfaces.clear()
         self.engine.close()
-        if self._shared is not None:
-            self._shared.stop()
+        self.registry.stop_sharing()
         self._transport = self._sock = self._dispatcher = None
         if self._owns_state:
             self.state.close()  # its journal sent, its connections let go
             self._state_closed = True
+
+    def _journal_handshake(self, failed: Failed) -> None:
+        journal_handshake(self.engine, failed)
 
     def _log_request(self, exchange: TransportRequest | Refusal, outcome: Outcome) -> None:
         log_request(exchange, outcome, self._admin_token)

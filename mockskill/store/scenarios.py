@@ -12,7 +12,7 @@ the channel from a daemon thread and also polls the version every
 a message it missed — a dropped subscription, a Redis restart, a replica
 started later — is caught up within about a second. Resets are announced on
 a second channel. What a replica does with a new version is the registry's
-(:mod:`mockskill.admin.sharing`); this module only moves versions.
+(:mod:`mockskill.control.sharing`); this module only moves versions.
 
 It talks to Redis through the synchronous redis-py client: the set changes
 on admin requests and from threads, never on the event loop.

@@ -42,7 +42,7 @@ from ..admin.browsers import (
     cors_headers,
     preflight,
 )
-from ..admin.registry import Registry
+from ..control.registry import Registry
 from ..engine.engine import SESSION_HEADER, Engine
 from ..engine.own_answers import DEFAULT_MAX_BODY, error_answer, too_large
 from ..engine.plan import Answer

@@ -1,4 +1,8 @@
-"""A Server's scenarios from Python: as data, add and remove, reset, the journal."""
+"""A Server's scenarios from Python: as data, add and remove, reset, the journal.
+
+The methods are mockskill/server/server.py's, each handing the work to the scenario set's
+owner (mockskill/control/registry.py) or the state store.
+"""
 
 from __future__ import annotations
 

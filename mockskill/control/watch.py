@@ -2,9 +2,9 @@
 
 This module owns noticing that scenario files changed (:class:`Watcher`)
 and the record of the last reload (:class:`ReloadResult`, shown by
-``/__admin/health``). Loading and swapping the scenarios is
-:meth:`mockskill.admin.registry.Registry.reload`'s job; this module never touches a
-server.
+``/__admin/health``). The registry runs a watcher
+(:meth:`~.registry.Registry.watch`) and does the reload itself
+(:meth:`~.registry.Registry.reload`); this module never touches a server.
 
 The watcher polls: every *interval* seconds it lists the watched files
 (:func:`mockskill.scenario.loader.scenario_files`: files as given, folders searched

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -11,8 +13,9 @@ from typing import Any
 import pytest
 import requests
 
-from mockskill import ScenarioError, ScenarioSet, Server, load_text
-from mockskill.admin.registry import Conflict, Registry, UnknownScenario
+from mockskill import ScenarioError, ScenarioSet, Server, load_paths, load_text
+from mockskill.control.registry import CannotShare, Conflict, Registry, UnknownScenario
+from mockskill.control.watch import ReloadResult
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
 
@@ -452,3 +455,57 @@ def test_a_file_may_serve_the_skill_of_an_inactive_run_time_scenario(tmp_path: P
         assert server.reload([a]).ok
         assert count(server) == 9
         assert [(e.name, e.active) for e in server.scenarios] == [("a", True), ("counter", False)]
+
+
+# -- the owner on its own: what the server, the watcher and the admin app all call ----------
+
+
+def test_a_registry_alone_watches_its_files_and_swaps_each_edit_into_the_engine(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "s.yaml"
+    file.write_text("name: s\nskills: [{id: one}]\n")
+    engine = Engine(load_paths([file]), State())
+    registry = Registry(engine)
+    results: queue.Queue[ReloadResult] = queue.Queue()
+    watcher = registry.watch([file], interval=0.05, on_reload=results.put)
+    try:
+        assert registry.last_reload == ReloadResult("none")  # the health answer's "reload"
+        file.write_text("name: s\nskills: [{id: one}, {id: two}]\n")
+        result = results.get(timeout=10)
+        assert (result.status, result.changed) == ("ok", ("s",))
+        assert [skill.id for skill in engine.scenarios.skills] == ["one", "two"]
+        assert registry.last_reload is result
+    finally:
+        registry.stop_watching()
+    assert not watcher.running
+
+
+def test_load_names_text_and_refuses_a_broken_one_with_its_clashes_too() -> None:
+    registry = Registry(Engine(load_text("name: a\nskills: [{id: a}]\n"), State()))
+    (entry,) = registry.load("skills: [{id: b}]\n")
+    assert (entry.origin, entry.active, entry.added) == ("<added 1>", True, True)
+    before = registry.scenarios
+    with pytest.raises(ScenarioError) as refused:
+        registry.load("name: a\nskills: [{id: c, invoke: {error: NOPE}}]\n")
+    found = " ".join(p.found for p in refused.value.problems)
+    assert "NOPE" in found  # the problem in the text
+    assert "loaded already" in found  # and its clash with the loaded scenario, at once
+    assert registry.scenarios is before
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis://127.0.0.1:1/0", 'is Redis running there? (shared_scenarios="memory"'),
+        ("http://example.com", "shared_scenarios 'http://example.com': expected"),
+    ],
+)
+def test_a_shared_set_it_cannot_serve_is_refused_and_nothing_is_shared(url: str, said: str) -> None:
+    registry = Registry(Engine(load_text("name: a\nskills: [{id: a}]\n"), State()))
+    with pytest.raises(CannotShare, match=re.escape(said)):
+        registry.share_at(url, joins=False)
+    assert registry.shared is None
+    assert registry.version == 0
+    registry.start_sharing()  # not shared: nothing to hear, nothing to stop
+    registry.stop_sharing()

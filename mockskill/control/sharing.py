@@ -14,7 +14,7 @@ Nothing here talks to Redis: :mod:`mockskill.store.shared_set` is plain data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..engine.store import StoreUnavailable
@@ -62,6 +62,17 @@ class SharedSet(Protocol):
 
     def announce_reset(self, session: str | None) -> None:
         """Tell the other replicas that everything (or *session*) was reset."""
+        ...
+
+    def start(
+        self, on_change: Callable[[], object], on_reset: Callable[[str | None], object]
+    ) -> None:
+        """Hear new versions (*on_change*) and resets (*on_reset*) from a thread, until
+        :meth:`stop`."""
+        ...
+
+    def stop(self) -> None:
+        """Stop hearing them, and let go of the connection."""
         ...
 
 

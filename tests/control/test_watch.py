@@ -21,8 +21,8 @@ import requests
 from click.testing import CliRunner
 
 from mockskill import Server
-from mockskill.admin.watch import Watcher, snapshot
 from mockskill.cli import cli
+from mockskill.control.watch import Watcher, snapshot
 
 FAST = 0.05
 """Poll interval of the watchers in these tests (seconds)."""

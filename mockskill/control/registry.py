@@ -23,13 +23,18 @@ The rules (docs/admin.md):
   window (the engine restarts the window of any scenario it did not serve).
 
 The server (:class:`~mockskill.server.server.Server`), the admin API
-(``/__admin/scenarios``) and the watcher all change scenarios through here.
-What each change does is planned in :mod:`.changes`; the registry applies
-the plans (one at a time, on the newest shared version, into the engine).
+(``/__admin/scenarios``) and the file watcher (:meth:`Registry.watch`, which
+the registry runs) all change scenarios through here. What each change does
+is planned in :mod:`.changes`; the registry applies the plans (one at a time,
+on the newest shared version, into the engine). Shared with other replicas
+(:meth:`Registry.share_at`), it writes each change to the set on Redis and
+serves the versions the others write (:mod:`.sharing` turns loaded scenarios
+into records and back).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -40,8 +45,8 @@ from typing import TYPE_CHECKING
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
 from ..engine.playable import check_playable
-from ..engine.store import StoreUnavailable
-from ..scenario.loader import InvalidScenarios, load_paths
+from ..engine.store import Store, StoreUnavailable
+from ..scenario.loader import InvalidScenarios, Source, load_any, load_paths
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
@@ -49,15 +54,35 @@ from . import changes
 from .changes import Planned, T
 from .clashes import Conflict, with_clashes
 from .loaded import LoadedScenario, UnknownScenario
-from .watch import ReloadResult
+from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 
 if TYPE_CHECKING:  # (a shared set's records, and .sharing: imported where a set is shared)
     from ..store.shared_set import Record, Stored
     from .sharing import SharedSet
 
-__all__ = ["Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
+__all__ = ["CannotShare", "Conflict", "LoadedScenario", "Registry", "UnknownScenario"]
 
 log = logging.getLogger("mockskill.shared")
+
+
+class CannotShare(Exception):
+    """The shared scenario set cannot be served: a bad URL, or a Redis that cannot be reached."""
+
+
+def set_moves_state(state: Store, url: str | None) -> bool:
+    """Whether the set shared at *url* restarts sequences and outage windows in *state*.
+
+    It does when *state* is kept on that same Redis: each version is written
+    with its restarts and outage starts in one step, by the replica that
+    writes it. Then no replica starts outage windows when it starts (only
+    the one that publishes a set does): a replica joining would otherwise
+    move the fleet's windows.
+    """
+    if url is None or state.replica is None:
+        return False
+    from ..store.redis import RedisStore  # (only for a shared set: the Redis client)
+
+    return isinstance(state, RedisStore) and state.url == url
 
 
 class Registry:
@@ -89,6 +114,8 @@ class Registry:
         self._files = ""
         self._unsent: list[str | Path] | None = None
         """The paths of a reload the shared set could not be reached for."""
+        self._added = itertools.count(1)  # names the text :meth:`load` is given: <added N>
+        self._watcher: Watcher | None = None
 
     # -- reading --------------------------------------------------------------
 
@@ -117,6 +144,25 @@ class Registry:
             return self._commit(
                 lambda: changes.added(self._loaded, scenarios, active=active, replace=replace)
             )
+
+    def load(
+        self,
+        sources: Source | Iterable[Source],
+        *,
+        active: bool = True,
+        replace: bool = False,
+    ) -> tuple[LoadedScenario, ...]:
+        """Read *sources* (YAML text, a dict, a path, a ScenarioSet, or a list) and :meth:`add`
+        them. Text without a name is named ``<added N>``. A problem raises ScenarioError
+        with every clash the scenarios would have too (:meth:`refused`); nothing changes.
+        """
+        try:
+            new = load_any(
+                sources, max_delay_ms=self.max_delay_ms, name=f"<added {next(self._added)}>"
+            )
+        except ScenarioError as exc:  # with the clashes it would have too: all at once
+            raise self.refused(exc, active=active, replace=replace) from None
+        return self.add(new, active=active, replace=replace)
 
     def refused(
         self, exc: ScenarioError, *, active: bool = True, replace: bool = False
@@ -182,11 +228,38 @@ class Registry:
             self.last_reload = result
             return result
 
-    def watched(self) -> None:
-        """Note that reloads are coming: the health answer shows ``reload`` (``none`` at first)."""
+    def watch(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        on_reload: Callable[[ReloadResult], object] | None = None,
+    ) -> Watcher:
+        """:meth:`reload` *paths* whenever a file in them changes, until :meth:`stop_watching`.
+
+        A watcher started before is stopped first. *on_reload* is called with each
+        result, on the watcher's thread. From now on the health answer shows
+        ``reload`` (``none`` until the first change).
+        """
+        self.stop_watching()
+        paths = list(paths)
+
+        def changed() -> None:
+            result = self.reload(paths)
+            if on_reload is not None:
+                on_reload(result)
+
         with self._changes:
             if self.last_reload is None:
                 self.last_reload = ReloadResult("none")
+        watcher = self._watcher = Watcher(paths, changed, interval=interval).start()
+        return watcher
+
+    def stop_watching(self) -> None:
+        """Stop the watcher :meth:`watch` started, if any (a reload under way finishes)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
 
     def reset(self, session: str | None = None) -> None:
         """Forget positions, draws and journal (all, or *session*'s), on every replica sharing.
@@ -258,6 +331,50 @@ class Registry:
                     if restart and shared.restarts:  # serve on the new generations
                         self._swap(self._loaded, [], activate=False)
                     return
+
+    def share_at(self, url: str, *, joins: bool) -> None:
+        """Serve the scenario set shared on the Redis at *url* (docs/admin.md), as :meth:`share`.
+
+        *joins*: started without scenarios of its own, the server serves the
+        stored set rather than publishing what it loaded (published only when
+        nothing is stored). Raises :class:`CannotShare` for a bad URL, or when
+        Redis cannot be reached there. The other replicas' changes are heard
+        from :meth:`start_sharing` on.
+        """
+        from ..store.redis import RedisStore
+        from ..store.scenarios import SharedScenarios
+        from ..store.url import BadStoreURL
+
+        state = self.engine.state
+        # The state on the same Redis: a version restarts its sequences there in the same
+        # step (else a replica hearing of it first could build on the old generations).
+        same = isinstance(state, RedisStore) and state.url == url
+        keys = (state.keys.gen, state.keys.act) if isinstance(state, RedisStore) else None
+        try:
+            shared = SharedScenarios(url, state_keys=keys if same else None)
+        except BadStoreURL as exc:
+            raise CannotShare(str(exc).replace("--state", "shared_scenarios", 1)) from None
+        try:
+            self.share(shared, publish=not joins)
+        except StoreUnavailable as exc:
+            shared.stop()
+            raise CannotShare(
+                f'{exc}: is Redis running there? (shared_scenarios="memory" serves alone)'
+            ) from None
+        except BaseException:
+            shared.stop()
+            raise
+
+    def start_sharing(self) -> None:
+        """Hear the other replicas' versions and resets, from a thread, until :meth:`stop_sharing`
+        (nothing when not shared). It catches up at once: what changed since :meth:`share` too."""
+        if self._shared is not None:
+            self._shared.start(self.catch_up, self.reset_here)
+
+    def stop_sharing(self) -> None:
+        """Stop hearing the other replicas, and let go of the shared set's Redis."""
+        if self._shared is not None:
+            self._shared.stop()
 
     def catch_up(self) -> bool:
         """Serve the newest stored version if it is not the one served; True if it was not.
