@@ -270,7 +270,7 @@ SANS_IO = ("protocol", "scenario", "engine", "audit")
 IO_MODULES = {"socket", "select", "asyncio", "ssl"}
 """What plays on the wire or the clock: the transport's and the faces' to import."""
 IO_ALLOWED = {
-    ("mockskill.scenario.proxying", "ssl"): "a proxy step's CA file is read at load, as the "
+    ("mockskill.scenario.proxy_config", "ssl"): "a proxy step's CA file is read at load, as the "
     "upstream's TLS will read it, so that a file holding no certificate is a positioned "
     "load problem, not a closed connection on every proxied request",
 }

@@ -4,11 +4,11 @@ This stage owns what a test harness or a person uses to steer a running
 server and look into it: the blueprint of the admin API (``blueprint``, with
 its OpenAPI document ``openapi.json``; ``json_provider`` writes Flask's JSON
 in the one style), scenarios added, replaced, activated and removed over
-HTTP (``scenarios``: a face over :mod:`mockskill.control`, which owns the
+HTTP (``scenario_routes``: a face over :mod:`mockskill.control`, which owns the
 loaded scenarios and every change to them), the journal's query filters
-(``journal_query``), the report served at ``/__admin/report`` (``report``), the server's
+(``journal_query``), the report served at ``/__admin/report`` (``report_routes``), the server's
 recording and ``/__admin/recordings`` (``recordings``, ``recording_routes``),
-the CA and client certificates at ``/__admin/tls`` (``tls``), the
+the CA and client certificates at ``/__admin/tls`` (``tls_routes``), the
 dashboard page and its static files (``dashboard``), and the checks that
 keep a web page from using ``/__admin`` through its visitor's browser
 (``browsers``: Origin, Content-Type, Host).

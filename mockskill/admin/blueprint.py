@@ -6,8 +6,8 @@ nothing matched (``/unmatched``), the reference descriptor validator, the
 corpus of invalid descriptors (``/corpus``) and the OpenAPI document
 describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
 It gathers the routes other modules own: the loaded scenarios
-(:mod:`mockskill.admin.scenarios`), the recording
-(:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report`)
+(:mod:`mockskill.admin.scenario_routes`), the recording
+(:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report_routes`)
 and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
 errors use the unified shape (docs/admin.md).
 """
@@ -28,11 +28,9 @@ from ..engine.store import Health
 from ..protocol.catalog import render, unified_body
 from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
-from . import dashboard, recording_routes
-from . import scenarios as admin_scenarios
-from . import tls as admin_tls
+from . import dashboard, recording_routes, scenario_routes, tls_routes
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
-from .scenarios import Refused
+from .scenario_routes import Refused
 
 RESET_PARAMETERS = ("session", "all")
 """What ``POST /__admin/reset`` takes, in the query or as a JSON object's keys."""
@@ -208,9 +206,9 @@ def blueprint(registry: Registry) -> Blueprint:
             return corpus_miss(name)
         return json_response({"violations": list(case.violations)})
 
-    admin_scenarios.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenarios.py)
+    scenario_routes.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenario_routes.py)
     recording_routes.register(bp, registry)  # /__admin/recordings (admin/recording_routes.py)
-    admin_tls.register(bp, engine)  # /__admin/tls (mockskill/admin/tls.py)
+    tls_routes.register(bp, engine)  # /__admin/tls (mockskill/admin/tls_routes.py)
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 
@@ -218,7 +216,7 @@ def blueprint(registry: Registry) -> Blueprint:
     def report() -> tuple[dict[str, Any], int]:
         """The retry audit and category coverage of every session, or of ``session=`` ones."""
         # Imported on first use, not at start-up: serving skills never needs the audit.
-        from .report import answer
+        from .report_routes import answer
 
         return answer(engine)
 

@@ -24,7 +24,7 @@ from ..server.listening import PortInUse, ServerError
 F = TypeVar("F", bound=Callable[..., Any])
 
 # readable=False: whether a path can be read is the loader's to say, positioned and with
-# the fix (mockskill.scenario.access), not click's "Invalid value for '[PATHS]...'" (exit 2).
+# the fix (mockskill.scenario.path_access), not click's "Invalid value for '[PATHS]...'" (exit 2).
 PATH = click.Path(path_type=Path, readable=False)
 PATHS = click.argument("paths", nargs=-1, type=PATH)
 MAX_DELAY = click.option(

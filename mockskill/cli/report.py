@@ -5,7 +5,7 @@ The command fetches ``GET /__admin/report`` through
 (:mod:`mockskill.audit.table`) or as JSON, and applies the gates asked for
 (``--fail-on-findings``, ``--require-coverage``, ``--require``). The audit is
 :mod:`mockskill.audit`; the server side of the report is
-:mod:`mockskill.admin.report`. docs/audit.md documents all three.
+:mod:`mockskill.admin.report_routes`. docs/audit.md documents all three.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ..scenario.claims import Claim
 from ..scenario.loader import InvalidScenarios
 from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.source import Position
+from ..scenario.uniqueness import Claim
 from .loaded import LoadedScenario
 
 

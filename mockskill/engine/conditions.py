@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..scenario.conditions import Pattern, searcher
 from ..scenario.model import Case, Check, Condition
+from ..scenario.when import Pattern, searcher
 from .entries import shorten
 from .incoming import Incoming
 

@@ -4,10 +4,10 @@ This stage owns what a recording is while it runs and what it becomes:
 :class:`~.buffer.Recording`, the :class:`~mockskill.engine.exchange.Recorder`
 that keeps the exchanges a proxy hands it (in order, bounded, never blocking
 the serving loop); :mod:`.secrets`, which says what of an exchange is a
-secret and keeps it out of the file (:mod:`.access`: what a replay accepts
-instead); :mod:`.answers`, :mod:`.errors` and :mod:`.rebase`, an answer as a
+secret and keeps it out of the file (:mod:`.replay_credentials`: what a replay accepts
+instead); :mod:`.answers`, :mod:`.error_steps` and :mod:`.rebase`, an answer as a
 step (a protocol error as its ``error:`` step, URLs back to ``{base_url}``);
-:mod:`.telling`, which finds the conditions that tell an endpoint's
+:mod:`.request_cases`, which finds the conditions that tell an endpoint's
 different requests apart (its ``cases``); :mod:`.endpoints`, an endpoint's
 requests as the sequences and cases a replay plays; and :mod:`.writer`,
 which turns the exchanges into scenario YAML and checks it with the

@@ -23,7 +23,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import telling
+from . import request_cases
 
 SESSION_HEADER = "mockskill-session"
 DEFAULT_SESSION = "default"
@@ -36,7 +36,7 @@ class Endpoint:
     """The requests of one endpoint, in order: each one's shape and answer step."""
 
     methods: tuple[str, ...]
-    shapes: list[telling.Shape] = field(default_factory=list)
+    shapes: list[request_cases.Shape] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     delays: list[float | None] = field(default_factory=list)
     credentials: list[tuple[str, str] | None] = field(default_factory=list)
@@ -114,7 +114,7 @@ def _told_apart(
         )
     if distinct == 1 or distinct > MAX_CASES:
         return {"steps": _steps(endpoint.steps, endpoint.delays, delays, max_delay_ms)}
-    listed, picked = telling.cases(endpoint.shapes)
+    listed, picked = request_cases.cases(endpoint.shapes)
     cases = []
     for index, tests in enumerate(listed):
         mine = [i for i, p in enumerate(picked) if p == index]
@@ -126,7 +126,7 @@ def _told_apart(
             delays,
             max_delay_ms,
         )
-        cases.append({"when": telling.when(tests), "steps": steps})
+        cases.append({"when": request_cases.when(tests), "steps": steps})
     if len(cases) == 1:  # nothing told apart after all
         return {"steps": cases[0]["steps"]}
     return {"cases": cases}

@@ -44,12 +44,12 @@ from ..scenario.model import ScenarioSet
 from ..scenario.problems import Problem, ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
 from ..scenario.source import MAX_FILE_BYTES
-from . import telling
-from .access import Access
+from . import request_cases
 from .answers import answer_step
 from .endpoints import DEFAULT_SESSION, MAX_CASES, SESSION_HEADER, Endpoint, played
-from .errors import Errors
+from .error_steps import Errors
 from .rebase import Rebase
+from .replay_credentials import Access
 from .secrets import (
     MIN_SCRUBBED,
     QUERY_SECRETS,
@@ -296,7 +296,7 @@ class _Build:
         endpoint.credentials.append(credential)
         endpoint.sessions.append(exchange.session)
 
-    def _shape(self, exchange: Exchange, query: str, method: str) -> telling.Shape:
+    def _shape(self, exchange: Exchange, query: str, method: str) -> request_cases.Shape:
         headers: dict[str, str] = {}
         for name, value in exchange.headers:
             lower = name.lower()
@@ -310,7 +310,7 @@ class _Build:
                 self.secrets.names.setdefault(f"query parameter {key}")
         pairs = [(k, v) for k, v in pairs if k.lower() not in QUERY_SECRETS]
         if method in BODILESS:  # (no condition may test a body there)
-            return telling.shape_of(pairs, headers, ABSENT, None)
+            return request_cases.shape_of(pairs, headers, ABSENT, None)
         body: Any = ABSENT
         text: str | None = None
         try:
@@ -321,7 +321,7 @@ class _Build:
             text = exchange.body.decode("utf-8", "replace")
             if form_secrets(text, self.secrets):
                 text = None  # the raw body holds a secret: no case may test it
-        return telling.shape_of(pairs, headers, body, text)
+        return request_cases.shape_of(pairs, headers, body, text)
 
     # -- answers as steps
 

@@ -1,17 +1,17 @@
 """Scenario files in, the frozen model out.
 
 This stage owns everything between a YAML file and a :class:`ScenarioSet`:
-finding and opening the files (``access``), reading YAML safely with the
+finding and opening the files (``path_access``), reading YAML safely with the
 position of every value (``source``, syntax errors said in words by
 ``syntax``), the problems a file can have (``problems``), the reader that
 checks values and collects those problems (``reader``), the parts of a
 scenario (``skills``, ``steps``, ``delays``, ``credentials``; a step's bytes body,
 ``body_base64`` or ``body_file``, in ``bodies``), putting one scenario set
-together (``loader``) and refusing clashes between scenarios (``claims``),
-a step's behaviour on the wire (``wire``), an endpoint's ``cases``, the
-``proxy:`` forwarding (``proxying``), free routes' paths (``routes``),
+together (``loader``) and refusing clashes between scenarios (``uniqueness``),
+a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
+``proxy:`` forwarding (``proxy_config``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
-``conditions`` apart), the one declaration of step kinds, faults and delay
+``when`` apart), the one declaration of step kinds, faults and delay
 shapes that the rest follows (``kinds``) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).

@@ -31,11 +31,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .conditions import Pattern, PatternError
 from .model import Case, Check, Condition, Operator, Sequence, Source
 from .problems import Path, describe
 from .reader import Reader
 from .steps import StepContext, read_sequence
+from .when import Pattern, PatternError
 
 SOURCES: tuple[Source, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")

@@ -16,9 +16,8 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..protocol.catalog import TOKEN_PATH, Context
-from . import access, proxying
+from . import path_access, proxy_config
 from .cases import read_endpoint
-from .claims import Claim, clashes
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
 from .problems import Path, Problem, ScenarioError, describe, format_path
@@ -28,6 +27,7 @@ from .routes import parse as parse_rule
 from .skills import NAME_TEXT, SCENARIO_NAME, SKILL_KEYS, read_skill
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
+from .uniqueness import Claim, clashes
 
 __all__ = [
     "HTTP_METHODS",
@@ -83,11 +83,11 @@ def scenario_files(paths: Iterable[str | FsPath]) -> tuple[list[FsPath], list[Pr
     problems: list[Problem] = []
     for item in paths:
         path = FsPath(item)
-        refused = access.unreadable(path)
+        refused = path_access.unreadable(path)
         if refused is not None:  # said so, rather than read as empty (or a traceback)
             problems.append(refused)
         elif path.is_dir():
-            found, unreadable = access.scenario_files(path)
+            found, unreadable = path_access.scenario_files(path)
             if not found and not unreadable:
                 problems.append(Problem(str(path), 1, 1, "(folder)", "*.yaml files", "none"))
             files.extend(found)
@@ -326,7 +326,7 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
     description = r.string(raw, "description", (), default="") or ""
     if "skills" not in raw and "routes" not in raw and "proxy" not in raw:
         r.bad((), "at least one of skills, routes or proxy", describe(raw))
-    fallback = proxying.shorthand(r, raw, ())
+    fallback = proxy_config.shorthand(r, raw, ())
     skill_claims: list[tuple[int, str, Position]] = []
     route_claims: list[tuple[int, tuple[str, ...], str, Position]] = []
     skills = _read_list(
@@ -413,7 +413,7 @@ def _read_route(
     read = None
     if "steps" in raw or "cases" in raw:
         read = read_endpoint(r, endpoint_raw, path, context, None, methods=methods or ("GET",))
-    proxied = proxying.shorthand(r, raw, path, ("steps",))  # proxy: URL: forwards to it
+    proxied = proxy_config.shorthand(r, raw, path, ("steps",))  # proxy: URL: forwards to it
     if isinstance(proxied, Sequence) and "steps" not in raw:
         read = (proxied, read[1] if read is not None else ())
     if read is None or route_path is None or methods is None or len(r.problems) > before:

@@ -19,11 +19,11 @@ from typing import Literal
 
 from ..protocol.catalog import UPGRADE_URL
 from ..protocol.versions import Range, parse_version
-from .conditions import Check, Condition, Operator, Source
 from .delays import Delay, LogNormal, Uniform
 from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
 from .reply import JSON_TYPE, TEXT_TYPE, Reply
 from .source import Position
+from .when import Check, Condition, Operator, Source
 
 __all__ = [
     "END_RULES",

@@ -19,7 +19,7 @@ from ..protocol import catalog
 from ..protocol import descriptor as descriptors
 from ..protocol.catalog import Context
 from ..protocol.versions import Range, parse_version
-from . import proxying
+from . import proxy_config
 from .cases import read_endpoint
 from .credentials import read_requirement
 from .model import TLS_FAULTS, Reply, Requirement, Sequence, Skill, Step
@@ -86,7 +86,7 @@ def read_skill(
     else:
         ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
     default_invoke = Sequence((Step(ok_reply, where),))
-    proxied = proxying.shorthand(r, raw, path)  # proxy: URL: both endpoints forward to it
+    proxied = proxy_config.shorthand(r, raw, path)  # proxy: URL: both endpoints forward to it
     if isinstance(proxied, Sequence):
         default_describe = default_invoke = proxied
     describe_read = read_endpoint(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .access import not_a_file, special
+from .path_access import not_a_file, special
 from .problems import Path, Problem, format_path
 
 if TYPE_CHECKING:

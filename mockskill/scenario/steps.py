@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import bodies, proxying, wire
+from . import bodies, proxy_config, waits_and_faults
 from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
@@ -35,8 +35,8 @@ from .model import (
 )
 from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
-from .wire import BAD as _BAD
-from .wire import KEEP_ALIVE_KEYS
+from .waits_and_faults import BAD as _BAD
+from .waits_and_faults import KEEP_ALIVE_KEYS
 
 __all__ = ["KEEP_ALIVE_KEYS", "MAX_DELAY_MS", "read_sequence", "read_step"]
 
@@ -143,7 +143,7 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
     if "proxy" in raw or "after" in raw:  # forwarded to a real provider
-        return proxying.proxy_step(r, raw, path, ctx, read_step)
+        return proxy_config.proxy_step(r, raw, path, ctx, read_step)
     kinds = [k for k in BODY_KINDS if k in raw]
     if len(kinds) > 1:
         r.bad(
@@ -165,12 +165,12 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
             if key in raw:
                 r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
         reply = _result_reply(r, raw, path, ctx, headers)
-    delay = wire.delay(r, raw, "delay", path)
-    execution = wire.delay(r, raw, "execution", path)
-    hang = wire.hang(r, raw, path)
-    dribble = wire.dribble(r, raw, path, has_body=bool(kinds))
-    fault = wire.fault(r, raw, path)
-    keep_alive = wire.keep_alive(r, raw, path)
+    delay = waits_and_faults.delay(r, raw, "delay", path)
+    execution = waits_and_faults.delay(r, raw, "execution", path)
+    hang = waits_and_faults.hang(r, raw, path)
+    dribble = waits_and_faults.dribble(r, raw, path, has_body=bool(kinds))
+    fault = waits_and_faults.fault(r, raw, path)
+    keep_alive = waits_and_faults.keep_alive(r, raw, path)
     if reply is None or delay is _BAD or execution is _BAD or hang is _BAD:
         return None
     if dribble is _BAD or fault is _BAD or keep_alive is _BAD:

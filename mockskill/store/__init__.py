@@ -1,8 +1,8 @@
 """Shared stores: the state of several mockskill processes on one Redis.
 
 Owns the Redis backend of the state interface (:mod:`mockskill.engine.store`)
-and what it needs: the URL (``url``), the store (``redis``; ``errors`` what
-it raises at start), the engine's needs as commands (``needs``) and the Lua
+and what it needs: the URL (``url``), the store (``redis``; ``startup_errors`` what
+it raises at start), the engine's needs as commands (``commands``) and the Lua
 ``scripts`` that make each one atomic step, one connection on the event
 loop (``link``) and the needs of a loop turn in one write (``batching``),
 the shared journal (``journal``, ``stream_entries``, ``loop_journal``), and
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS, State
-from .errors import StoreOpenError
+from .startup_errors import StoreOpenError
 from .url import BadStoreURL, checked, is_shared, masked
 
 if TYPE_CHECKING:

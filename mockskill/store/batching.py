@@ -30,8 +30,8 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 from ..engine.store import StoreUnavailable
+from .commands import packed
 from .link import Link, LinkError, ReplyError, connect
-from .needs import packed
 
 Command = tuple[bytes, "asyncio.Future[Any]"]
 """One command in RESP and the future its reply (or its failure) is set on."""

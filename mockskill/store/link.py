@@ -24,7 +24,7 @@ from typing import Any, Protocol, cast
 
 from redis.connection import parse_url
 
-from .needs import packed
+from .commands import packed
 
 try:
     import hiredis

@@ -43,10 +43,10 @@ from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS
 from ..engine.store import Answer, Health, Need, StoreUnavailable
 from . import scripts
 from .batching import Batcher
-from .errors import StoreOpenError
+from .commands import Encoder, Keys, decoded
 from .journal import RedisJournal
 from .loop_journal import LoopJournal
-from .needs import Encoder, Keys, decoded
+from .startup_errors import StoreOpenError
 from .stream_entries import APPEND, APPEND_SHA
 from .url import checked, masked
 

@@ -6,7 +6,7 @@ Modules:
   one WSGI app, with the safe defaults of docs/security.md;
 - ``player`` — a step acted out on a WSGI server's thread: it sleeps the
   waits, watches the socket for the client's goodbye, dribbles a body;
-- ``faults`` — the transport faults done to the raw socket that Werkzeug's
+- ``socket_faults`` — the transport faults done to the raw socket that Werkzeug's
   server hands the app.
 
 The engine is sans-IO: it decides, and says as data what to play; here it is

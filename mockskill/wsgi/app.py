@@ -107,8 +107,7 @@ class WSGIDispatcher:
             return response(environ, start_response)
         if admin:
             # (Imported here: this surface is the admin app's, built on first use.)
-            from ..admin import dashboard
-            from ..admin import tls as admin_tls
+            from ..admin import dashboard, tls_routes
 
             # What a web page could make a browser do, refused first (docs/security.md).
             refused = browsers.refuse_host(environ, self.admin_hosts) or browsers.refuse_origin(
@@ -120,7 +119,7 @@ class WSGIDispatcher:
             # without the token (the page then asks for it, and sends it with every fetch).
             method = environ.get("REQUEST_METHOD", "")
             below = path[len(ADMIN_PREFIX) :]
-            public = dashboard.is_public(below, method) or admin_tls.is_public(below, method)
+            public = dashboard.is_public(below, method) or tls_routes.is_public(below, method)
             token = self.admin_token
             if token is not None and not public and not _has_token(environ, token):
                 return _token_required()(environ, start_response)

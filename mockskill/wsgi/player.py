@@ -53,7 +53,7 @@ from ..engine.proxying import proxy_needs_loop
 from ..engine.store import StoreUnavailable
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from .faults import FAULTS, take
+from .socket_faults import FAULTS, take
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine

@@ -35,7 +35,7 @@ from schemathesis import checks as st_checks
 
 from mockskill import Server
 from mockskill.admin.browsers import ADMIN_PREFIX
-from mockskill.admin.scenarios import BODY_TYPES
+from mockskill.admin.scenario_routes import BODY_TYPES
 
 # Hypothesis keeps caches (even with no example database) in ./.hypothesis: not in the
 # working tree, please.

@@ -9,9 +9,9 @@ from conftest import assert_problem
 
 from mockskill import ScenarioError, load_text
 from mockskill.scenario.cases import parse_pointer
-from mockskill.scenario.conditions import Pattern
 from mockskill.scenario.model import Case, Check, Skill
 from mockskill.scenario.problems import Problem
+from mockskill.scenario.when import Pattern
 
 TRANSLATE = """
 skills:

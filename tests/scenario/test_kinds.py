@@ -23,7 +23,7 @@ from mockskill.scenario.problems import Problem
 from mockskill.scenario.schema import disagreements, scenario_schema
 from mockskill.transport import faults as transport_faults
 from mockskill.transport import tls_faults
-from mockskill.wsgi import faults as wsgi_faults
+from mockskill.wsgi import socket_faults as wsgi_faults
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hiredis
 import pytest
 
+from mockskill.store.commands import packed
 from mockskill.store.link import Parser, ReplyError, reader
-from mockskill.store.needs import packed
 
 REPLIES = (
     b"*2\r\n:0\r\n:-1\r\n"  # a Take's {position, draw}

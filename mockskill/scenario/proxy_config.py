@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 from .model import TEXT_TYPE, Proxy, Reply, Sequence, Step
 from .problems import Path, describe
 from .reader import Reader
-from .wire import BAD
-from .wire import delay as read_delay
+from .waits_and_faults import BAD
+from .waits_and_faults import delay as read_delay
 
 PROXY_KEYS = ("url", "verify", "timeout_ms")
 PROXY_STEP_KEYS = ("proxy", "after", "delay", "times")
