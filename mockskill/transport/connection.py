@@ -208,7 +208,8 @@ class Connection(asyncio.Protocol):
         timers = self._shared.timers
         if timers.ticks:  # (run_due's first look, without its call)
             timers.run_due()
-        if self._reader.stopped:
+        reader = self._reader
+        if reader.stopped:
             # Refused or closing: what follows is discarded unread — up to a bound, so
             # that a client streaming a refused body meets a closed connection soon.
             self._discarded += len(data)
@@ -216,19 +217,19 @@ class Connection(asyncio.Protocol):
                 self.closed = True
                 self.transport.close()
             return
-        self._reader.feed(data)
+        reader.feed(data)
         if (
             self._queue
             or self._busy
             or self.closed
             or self._reading_paused
-            or self._reader.continue_pending
+            or reader.continue_pending
             or self._waiting.eof
             or self._shared.draining
         ):
             self._advance()
-        elif not self._reader.in_message:  # answered and idle (_advance's end, without its call)
-            self._reader.deadline = self._loop.time() + self._limits.keep_alive
+        elif not reader.in_message:  # answered and idle (_advance's end, without its call)
+            reader.deadline = self._loop.time() + self._limits.keep_alive
 
     def eof_received(self) -> bool:
         timers = self._shared.timers
