@@ -240,9 +240,9 @@ class Connection(asyncio.Protocol):
             return False  # the client has read our answer and closed: done
         if self.left_at is None:
             self.left_at = time.time()
-        if self._reader.in_message and not self._reader.stopped:
-            what = "body" if self._reader.head_complete else "head"
-            self._reader.refuse(400, f"the request {what} was cut short")
+        cut_short = self._reader.cut_short()
+        if cut_short is not None:
+            self._reader.refuse(400, cut_short)
         self._waiting.end_on_eof()
         if not self._busy and not self._queue:
             self.closed = True
@@ -254,10 +254,10 @@ class Connection(asyncio.Protocol):
         now = time.time()
         if self.left_at is None:
             self.left_at = now
-        if self._reader.in_message and not self._reader.stopped:
+        cut_short = self._reader.cut_short()
+        if cut_short is not None:
             # Nothing can be answered; the journal still hears of it.
-            what = "body" if self._reader.head_complete else "head"
-            refusal = self._reader.refusal(400, f"the request {what} was cut short")
+            refusal = self._reader.refusal(400, cut_short)
             self._reader.in_message = False
             self.report(refusal, Outcome(None, now, client_left_at=now, closed=True))
         self.closed = True
@@ -269,8 +269,8 @@ class Connection(asyncio.Protocol):
         if self._write_timer is not None:
             self._write_timer.cancel()
             self._write_timer = None
-        # The parser holds this connection's callbacks: a cycle, which only the cyclic
-        # GC would free (ten thousand connections kept until its next full pass).
+        # The reader's parser holds its callbacks, and the reader this connection: cycles,
+        # which only the cyclic GC would free (a flood's connections kept until its pass).
         self._reader.release()
         self._shared.unregister(self)
 

@@ -497,6 +497,13 @@ class RequestReader:
 
     # -- refusals ------------------------------------------------------------------
 
+    def cut_short(self) -> str | None:
+        """Why the request under way can never be complete, the client having sent its
+        last byte; None when none is under way."""
+        if not self.in_message or self.stopped:
+            return None
+        return f"the request {'body' if self.head_complete else 'head'} was cut short"
+
     def refuse(self, status: int, reason: str) -> None:
         """Refuse the request being read; nothing after it is read."""
         if self.stopped:
