@@ -206,9 +206,11 @@ def blueprint(registry: Registry) -> Blueprint:
             return corpus_miss(name)
         return json_response({"violations": list(case.violations)})
 
-    scenario_routes.register(bp, registry)  # /__admin/scenarios (mockskill/admin/scenario_routes.py)
-    recording_routes.register(bp, registry)  # /__admin/recordings (admin/recording_routes.py)
-    tls_routes.register(bp, engine)  # /__admin/tls (mockskill/admin/tls_routes.py)
+    scenario_routes.register(
+        bp, registry
+    )  # /__admin/scenarios
+    recording_routes.register(bp, registry)  # /__admin/recordings
+    tls_routes.register(bp, engine)  # /__admin/tls
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 

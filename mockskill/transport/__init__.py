@@ -15,17 +15,14 @@ through it.
 | module | owns |
 |---|---|
 | :mod:`.handler` | request, refusal, outcome; the handler interface, its fallback; routes |
-| :mod:`.reading` | reading requests: httptools callbacks, framing rules, limits |
+| :mod:`.connection` | one connection: the asyncio callbacks, plans played in order, closing |
+| :mod:`.reading` | the connection's reader: bytes to request or refusal events, limits |
 | :mod:`.rules` | RFC 9112's other rules: codings, ``Host``, versions; an upgrade's body |
-| :mod:`.connection` | one connection: the asyncio callbacks, requests read handed over |
-| :mod:`.answering` | a connection's plans played in order; keep-alive, stale, closing |
-| :mod:`.waiting` | loop timers that end when the client leaves or the server stops |
+| :mod:`.waiting` | the connection's waits, which end when the client leaves or the server stops |
 | :mod:`.timers` | what is due, by the millisecond, on one loop timer, however many waits |
-| :mod:`.playing` | plans played by a task: a dribbled body, a plan made off the loop |
-| :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
-| :mod:`.relaying` | a proxy step's request sent upstream, its answer's head awaited |
+| :mod:`.relaying` | a proxy plan's relay: the request sent upstream, the answer handed on |
 | :mod:`.upstream` | the HTTP/1.1 client to real providers: a keep-alive pool on the loop |
-| :mod:`.streaming` | a relayed answer handed on: whole in one write, or streamed |
+| :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
 | :mod:`.ports` | binding: a host's address family and socket address; the refused port |
 | :mod:`.tls` | certificates and TLS contexts: the local CA, what each TLS fault serves |

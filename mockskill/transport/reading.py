@@ -1,25 +1,27 @@
 """Reading requests: httptools callbacks, the framing rules and the limits.
 
-:class:`RequestReader` is the half of a connection that turns bytes into
-:class:`~.handler.Request` objects — or into a refusal: llhttp (under
+:class:`RequestReader` turns a connection's bytes into events, as h11 does:
+each request read becomes a :class:`~.handler.Request`, and one that cannot
+be read a :class:`~.handler.Refusal`, handed to the :class:`Consumer` it was
+made with (the connection). It knows nothing of answering. llhttp (under
 httptools) refuses negative, non-decimal and duplicate ``Content-Length``,
 ``Content-Length`` with ``Transfer-Encoding`` and bad chunk sizes; this
 module adds the limits of :class:`Limits` (target, headers, body counted as
 it is read whatever its framing, trailer fields counted with the head's and
 dropped), a second, explicit check of the ``Content-Length`` rules, so that
 they do not hang on a parser's leniency, and RFC 9112's others (:mod:`.rules`).
-What to do with a request read, or refused, is the connection's
+What to do with a request read, or refused, is the consumer's
 (:mod:`.connection`).
 """
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import logging
 import time
 from dataclasses import dataclass
 from itertools import chain
+from typing import Protocol
 
 import httptools
 
@@ -97,32 +99,59 @@ _SPENT = httptools.HttpRequestParser(object())
 """What a closed connection's parser is replaced with: one with no callbacks, never fed."""
 
 
-class RequestReader(abc.ABC):
-    """Parses one connection's requests; the connection subclass acts on them.
+class Consumer(Protocol):
+    """What a reader hands its events to (the connection)."""
 
-    A subclass provides :meth:`_refuse` (the request being read cannot be
-    read), :meth:`_read` (a request is complete) and :meth:`_may_continue`
-    (whether a ``100 Continue`` may go now, or must wait its turn); it may
-    run :attr:`_idle_timer`, which a request beginning cancels.
+    def request(self, request: Request, last: bool) -> None:
+        """*request* is complete; *last*: the client said it is the connection's last."""
+
+    def refused(self, refusal: Refusal) -> None:
+        """The request being read cannot be read: nothing after it is read."""
+
+    def continue_now(self) -> bool:
+        """A request asks for ``100 Continue``: send it now and say True if nothing is
+        before it; False: it waits its turn (then sent, and :meth:`RequestReader.body_begins`
+        called, by the consumer)."""
+
+
+class _Nobody:
+    """The consumer of a released reader, which reads nothing more."""
+
+    def request(self, request: Request, last: bool) -> None:
+        """Nothing is read after a release."""
+
+    def refused(self, refusal: Refusal) -> None:
+        """Nothing is read after a release."""
+
+    def continue_now(self) -> bool:
+        return False
+
+
+_NOBODY = _Nobody()
+
+
+class RequestReader:
+    """Parses one connection's requests into events for its :class:`Consumer`.
+
+    Its public attributes are what the connection looks at: whether a request
+    is under way (:attr:`in_message`, :attr:`head_complete`), whether reading
+    has stopped (:attr:`stopped`, which the connection sets when it closes),
+    the one deadline the server's sweep checks (:attr:`deadline`, which the
+    connection sets too while idle or closing), and the addresses and serial
+    that each request carries.
     """
 
     # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
     __slots__ = (
         "_body",
         "_body_len",
-        "_body_until",
         "_chunk_at",
         "_close_asked",
-        "_continue_pending",
-        "_dead_parser",
-        "_head_complete",
+        "_consumer",
         "_head_raw",
         "_headers",
-        "_idle_timer",
-        "_in_message",
         "_index",
         "_limits",
-        "_local",
         "_loop",
         "_max_head",
         "_max_headers",
@@ -130,30 +159,36 @@ class RequestReader(abc.ABC):
         "_method",
         "_packet",
         "_parser",
-        "_peer",
         "_trailer_raw",
         "_trailer_size",
         "_trailers",
-        "_transport",
         "_upgrade_framing",
         "_url",
         "_version",
+        "body_until",
+        "continue_pending",
         "deadline",
+        "head_complete",
+        "in_message",
+        "local",
+        "peer",
         "serial",
+        "stopped",
     )
 
-    def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, limits: Limits, loop: asyncio.AbstractEventLoop, consumer: Consumer) -> None:
         self._limits = limits
         # The limits read for every request, copied: one attribute lookup each, not two.
         self._max_head, self._max_headers = limits.max_head, limits.max_headers
         self._max_target = limits.max_target
         self._loop = loop
-        self._transport: asyncio.Transport | None = None
+        self._consumer = consumer
         self._parser = httptools.HttpRequestParser(self)
         self.serial = 0
-        self._peer = self._local = UNKNOWN
-        self._in_message = False
-        self._head_complete = False
+        """The connection's number on its server, set when it is made."""
+        self.peer = self.local = UNKNOWN
+        self.in_message = False
+        self.head_complete = False
         self._head_raw = 0
         """Bytes of the packets before this one that held the head under way."""
         self._packet = 0
@@ -173,50 +208,35 @@ class RequestReader(abc.ABC):
         self._version = "1.1"
         self._close_asked = False
         self._index = 0
-        self._dead_parser = False
+        self.stopped = False
         """Nothing more is read: a request was refused, or the connection is closing."""
-        self._continue_pending = False
-        self._body_until = 0.0
+        self.continue_pending = False
+        """A ``100 Continue`` waits its turn (see :meth:`Consumer.continue_now`)."""
+        self.body_until = 0.0
         """Loop time by which the body under way must be complete; 0 before it has begun."""
         self.deadline = 0.0
         """Loop time at which the connection's ``expire`` is due; 0 for none."""
-        self._idle_timer: asyncio.TimerHandle | None = None
-        """A timer the subclass runs only while the connection is idle (a stale
-        keep-alive's): cancelled here as soon as a request begins."""
 
     on_chunk_complete = None
     """A callback httptools would call, and does not when it is None: it looks each up
     when a parser is made, and one missing is an AttributeError raised and formatted, for
     every connection."""
 
-    # -- what the connection provides ---------------------------------------------
-
-    @abc.abstractmethod
-    def _refuse(self, status: int, reason: str) -> None:
-        """The request being read cannot be read: answer *status*, then close."""
-
-    @abc.abstractmethod
-    def _read(self, request: Request, last: bool) -> None:
-        """*request* is complete; *last*: the client said it is the connection's last."""
-
-    @abc.abstractmethod
-    def _may_continue(self) -> bool:
-        """Whether a ``100 Continue`` may go now (nothing queued before it)."""
-
-    def _release_parser(self) -> None:
+    def release(self) -> None:
         """Nothing more is read (the connection is lost): let go of the parser.
 
-        It holds this reader's bound callbacks, a reference cycle that only
-        the cyclic GC would break; without it, the connection is freed as soon
-        as the loop lets go of it.
+        It holds this reader's bound callbacks, and this reader its consumer, which
+        holds it: reference cycles that only the cyclic GC would break; without
+        them, the connection is freed as soon as the loop lets go of it.
         """
-        self._dead_parser = True
+        self.stopped = True
         self._parser = _SPENT
+        self._consumer = _NOBODY  # the consumer owns this reader: no cycle left either
 
     # -- feeding -------------------------------------------------------------------
 
-    def _feed(self, data: bytes) -> None:
-        """Parse *data*; requests read and refusals reach the subclass's hooks."""
+    def feed(self, data: bytes) -> None:
+        """Parse *data*; requests read and refusals go to the consumer as they come."""
         self._packet = len(data)
         rest = b""
         try:
@@ -233,10 +253,10 @@ class RequestReader(abc.ABC):
         except httptools.HttpParserCallbackError as error:
             refused = error.__context__
             if isinstance(refused, Refused):
-                self._refuse(refused.status, refused.reason)
+                self.refuse(refused.status, refused.reason)
             else:  # a bug in a callback here: refuse the request, keep the trace
                 log.error("parser callback failed", exc_info=refused)
-                self._refuse(400, "the request could not be read")
+                self.refuse(400, "the request could not be read")
         except httptools.HttpParserError as error:
             if not self._url and not self._method:
                 # Refused at its method (llhttp knows a fixed set): keep what was sent,
@@ -246,12 +266,12 @@ class RequestReader(abc.ABC):
                 self._method = method.decode("latin-1")
             version = version_refused(data, self._url) if self._url and not self._headers else None
             if version is not None:
-                self._refuse(505, unspoken(version))
+                self.refuse(505, unspoken(version))
             else:
-                self._refuse(400, str(error) or type(error).__name__)
-        if rest and not self._dead_parser:  # (outside the handler: not an error's context)
-            self._feed(rest)
-        elif self._in_message and not self._dead_parser:
+                self.refuse(400, str(error) or type(error).__name__)
+        if rest and not self.stopped:  # (outside the handler: not an error's context)
+            self.feed(rest)
+        elif self.in_message and not self.stopped:
             self._under_way(len(data))
 
     def _under_way(self, size: int) -> None:
@@ -262,29 +282,29 @@ class RequestReader(abc.ABC):
         ones its callbacks cannot do without.
         """
         now = self._loop.time()
-        if not self._head_complete:
+        if not self.head_complete:
             if not self.deadline:  # its first byte came in this packet
                 self.deadline = now + self._limits.header_timeout
             self._head_raw += size
             max_head, max_target = self._max_head, self._max_target
             if self._head_size() > max_head or len(self._headers) > self._max_headers:
-                self._refuse(431, self._too_many_headers())
+                self.refuse(431, self._too_many_headers())
             elif self._head_raw > max_target + max_head:
                 if self._headers:
-                    self._refuse(431, f"the request headers exceed {max_head} bytes")
+                    self.refuse(431, f"the request headers exceed {max_head} bytes")
                 else:
-                    self._refuse(414, f"the request target exceeds {max_target} bytes")
-        elif not self._continue_pending:  # the body is coming
+                    self.refuse(414, f"the request target exceeds {max_target} bytes")
+        elif not self.continue_pending:  # the body is coming
             if self._body_len == self._chunk_at:
                 # Trailers under way (httptools keeps a field until it ends): bounded.
                 self._trailer_raw += size
                 if self._trailer_raw > self._max_target + self._max_head:
-                    self._refuse(431, self._too_many_fields())
+                    self.refuse(431, self._too_many_fields())
                     return
-            if not self._body_until:
-                self._body_begins()
+            if not self.body_until:
+                self.body_begins()
             else:  # a pause may not outlast the whole body's deadline
-                self.deadline = min(now + self._limits.header_timeout, self._body_until)
+                self.deadline = min(now + self._limits.header_timeout, self.body_until)
 
     def _head_size(self) -> int:
         """Bytes of the request's header fields so far, as sent (": " and CRLF each)."""
@@ -310,20 +330,17 @@ class RequestReader(abc.ABC):
     # (:meth:`on_headers_complete`), or when a packet ends inside it (:meth:`_under_way`).
 
     def on_message_begin(self) -> None:
-        self._in_message = True
-        self._head_complete = False
+        self.in_message = True
+        self.head_complete = False
         self._head_raw = 0
         self._index += 1
         self._url = b""
         self._headers = []
         self._body = None
         self._method = ""
-        self._body_until = 0.0
+        self.body_until = 0.0
         # The head's deadline is set if the packet ends before the head does (_under_way).
         self.deadline = 0.0
-        if self._idle_timer is not None:  # not idle any more: it cannot go stale now
-            self._idle_timer.cancel()
-            self._idle_timer = None
 
     def on_url(self, url: bytes) -> None:
         # Once per request, unless its target is split across packets; b"" + url is url.
@@ -335,7 +352,7 @@ class RequestReader(abc.ABC):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         # httptools joins a name or value split across packets: one call per header.
-        if self._head_complete:  # after a chunked body: a trailer field
+        if self.head_complete:  # after a chunked body: a trailer field
             self._trailer(len(name) + len(value))
         else:
             self._headers.append((name, value))
@@ -359,7 +376,7 @@ class RequestReader(abc.ABC):
         """The head is complete: its limits, and the headers its framing depends on (the
         ``Content-Length``, chunked or not, the first ``Expect``, ``Connection``, ``Host``),
         read in one pass here — not in a method of their own: this runs for every request."""
-        self._head_complete = True
+        self.head_complete = True
         headers = self._headers
         if len(headers) > self._max_headers:
             raise Refused(431, self._too_many_headers())
@@ -428,22 +445,25 @@ class RequestReader(abc.ABC):
         self._chunk_at = -1
         self._trailers = 0
         if parser.should_upgrade():
-            # Its body, which llhttp skips, is read by a parser of its own (_feed).
+            # Its body, which llhttp skips, is read by a parser of its own (feed).
             self._upgrade_framing = upgrade_framing(length)
-        if expect is not None and expect.lower() == b"100-continue" and self._version == "1.1":
-            if not self._may_continue():
-                self._continue_pending = True  # sent in order, once those are answered
-                self.deadline = 0.0  # no deadline while it waits its turn
-                return
-            assert self._transport is not None
-            self._transport.write(CONTINUE)
+        if (
+            expect is not None
+            and expect.lower() == b"100-continue"
+            and self._version == "1.1"
+            and not self._consumer.continue_now()
+        ):
+            self.continue_pending = True  # sent in order, once those are answered
+            self.deadline = 0.0  # no deadline while it waits its turn
+            return
         # The body's deadlines start if the packet ends before it does (_under_way).
 
-    def _body_begins(self) -> None:
+    def body_begins(self) -> None:
         """The body may come now: its pause and whole-body deadlines start."""
+        self.continue_pending = False
         now = self._loop.time()
-        self._body_until = now + self._limits.body_timeout
-        self.deadline = min(now + self._limits.header_timeout, self._body_until)
+        self.body_until = now + self._limits.body_timeout
+        self.deadline = min(now + self._limits.header_timeout, self.body_until)
 
     def on_body(self, body: bytes) -> None:
         self._body_len += len(body)
@@ -453,10 +473,10 @@ class RequestReader(abc.ABC):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
-        if self._dead_parser or self._upgrade_framing:  # (an upgrade's body is still to come)
+        if self.stopped or self._upgrade_framing:  # (an upgrade's body is still to come)
             return
-        self._in_message = False
-        self._head_complete = False
+        self.in_message = False
+        self.head_complete = False
         self.deadline = 0.0
         # Request's slots set here, not through its __init__ (eleven arguments passed and
         # sorted out cost more than the rest of this callback): the transport's own way of
@@ -467,15 +487,33 @@ class RequestReader(abc.ABC):
         request._headers = None
         body = self._body
         request.body = b"" if body is None else body[0] if len(body) == 1 else b"".join(body)
-        request.peer, request.local, request.time = self._peer, self._local, time.time()
+        request.peer, request.local, request.time = self.peer, self.local, time.time()
         request.connection, request.index = self.serial, self._index
         # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.
         last = self._version != "1.1" or self._close_asked
         if last:
-            self._dead_parser = True
-        self._read(request, last)
+            self.stopped = True
+        self._consumer.request(request, last)
 
     # -- refusals ------------------------------------------------------------------
+
+    def cut_short(self) -> str | None:
+        """Why the request under way can never be complete, the client having sent its
+        last byte; None when none is under way."""
+        if not self.in_message or self.stopped:
+            return None
+        return f"the request {'body' if self.head_complete else 'head'} was cut short"
+
+    def refuse(self, status: int, reason: str) -> None:
+        """Refuse the request being read; nothing after it is read."""
+        if self.stopped:
+            return
+        refusal = self.refusal(status, reason)
+        self.stopped = True
+        self.in_message = False
+        self.continue_pending = False
+        self.deadline = 0.0
+        self._consumer.refused(refusal)
 
     def _method_read(self) -> str:
         """The method of the request under way, "" if none was read.
@@ -490,12 +528,14 @@ class RequestReader(abc.ABC):
         method = self._parser.get_method()
         return _METHODS.get(method) or method.decode("latin-1")
 
-    def _refusal(self, status: int, reason: str) -> Refusal:
+    def refusal(self, status: int, reason: str) -> Refusal:
+        """The request under way refused, as the journal hears of it (not queued: see
+        :meth:`refuse`); the connection's too, for a request cut short or a client cut."""
         return Refusal(
             status,
             reason,
-            self._peer,
-            self._local,
+            self.peer,
+            self.local,
             time.time(),
             self.serial,
             max(self._index, 1),

@@ -29,7 +29,8 @@ from .timers import Timers
 class Connection(Protocol):
     """What the bookkeeping needs of a connection (:class:`.connection.Connection`)."""
 
-    deadline: float
+    @property
+    def deadline(self) -> float: ...
 
     @property
     def in_flight(self) -> bool: ...

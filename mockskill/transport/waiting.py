@@ -2,10 +2,11 @@
 
 A wait ends when its time is up; early, with a reason, when the client
 leaves (:data:`LEFT`: EOF or the connection lost) or the server's stop cuts
-what is in flight (:data:`STOP`). :class:`Waiting` is the part of a
-:class:`~.connection.Connection` that waits: a delay or a pause between
-dribbled pieces (:meth:`Waiting._wait`), the client reading what was written
-(:meth:`Waiting._drained`), a plan made off the loop (:meth:`Waiting._planned`).
+what is in flight (:data:`STOP`). :class:`Waiting` is a
+:class:`~.connection.Connection`'s waiting: a delay or a pause between
+dribbled pieces (:meth:`Waiting.wait`), the client reading what was written
+(:meth:`Waiting.drained`), a plan made off the loop (:meth:`Waiting.planned`),
+an upstream's answer (:meth:`Waiting.ready`, :meth:`Waiting.against`).
 
 A plan's waits (delays, hangs, cuts) are played by :class:`Waits`: on the
 server's :class:`~.timers.Timers`, a callback when they are over, no task nor
@@ -18,11 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..engine.plan import Answer, Plan, Wait
 from .handler import FALLBACK, Refusal, Request
-from .reading import RequestReader
 from .shared import resolve
 from .timers import Timers
 
@@ -30,6 +30,9 @@ log = logging.getLogger("mockskill.transport")
 
 LEFT = "left"
 STOP = "stop"
+TIMEOUT = "timeout"
+
+_T = TypeVar("_T")
 
 
 class Waits:
@@ -131,45 +134,64 @@ class Waits:
         self._then(self, reason)
 
 
-class Waiting(RequestReader):
-    """A connection's waits (its attributes are set by the connection)."""
+class Waiting:
+    """A connection's waits on the loop, which end early when the client leaves or the
+    server stops (:meth:`interrupt`); the plan's timed waits under way (:attr:`timed`)."""
 
     # Slots, not a __dict__ (see Connection's); a new attribute has to be named here.
-    __slots__ = (
-        "_drain_waiter",
-        "_eof",
-        "_interrupted",
-        "_timed",
-        "_waiter",
-        "_waiter_ends_on_eof",
-    )
+    __slots__ = ("_drain_waiter", "_ends_on_eof", "_loop", "_waiter", "eof", "interrupted", "timed")
 
-    _interrupted: str | None
-    _eof: bool
-    _waiter: asyncio.Future[str | None] | None
-    _waiter_ends_on_eof: bool
-    _drain_waiter: asyncio.Future[str | None] | None
-    _timed: Waits | None
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.interrupted: str | None = None
+        """Why the waits end now (:data:`LEFT`, :data:`STOP`); None while they may go on."""
+        self.eof = False
+        """The client sent EOF: it sends nothing more, and a wait for its time ends at once."""
+        self.timed: Waits | None = None
+        """A plan's waits on the server's timers, under way."""
+        self._waiter: asyncio.Future[str | None] | None = None
+        self._ends_on_eof = False
+        """Whether :attr:`_waiter` ends when the client sends EOF."""
+        self._drain_waiter: asyncio.Future[str | None] | None = None
 
-    async def _wait(self, seconds: float) -> str | None:
+    async def wait(self, seconds: float) -> str | None:
         """Wait *seconds* on a loop timer; the reason if the client left or the server stops."""
-        if self._interrupted is not None:
-            return self._interrupted
-        if self._eof:
+        if self.interrupted is not None:
+            return self.interrupted
+        if self.eof:
             return LEFT
         waiter: asyncio.Future[str | None] = self._loop.create_future()
         handle = self._loop.call_later(seconds, resolve, waiter, None)
-        self._waiter, self._waiter_ends_on_eof = waiter, True
+        self._waiter, self._ends_on_eof = waiter, True
         try:
             return await waiter
         finally:
             handle.cancel()
             self._waiter = None
 
-    async def _drained(self) -> str | None:
+    async def ready(
+        self, when_ready: Callable[[Callable[[], None]], None], timeout: float
+    ) -> str | None:
+        """Until *when_ready* calls back (None), *timeout* passes (:data:`TIMEOUT`), or the
+        client leaves or the server stops (the reason)."""
+        if self.interrupted is not None:
+            return self.interrupted
+        if self.eof:
+            return LEFT
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        when_ready(lambda: resolve(waiter, None))
+        handle = self._loop.call_later(timeout, resolve, waiter, TIMEOUT)
+        self._waiter, self._ends_on_eof = waiter, True
+        try:
+            return await waiter
+        finally:
+            handle.cancel()
+            self._waiter = None
+
+    async def drained(self) -> str | None:
         """Wait until the client reads what was written (or leaves, or the server stops)."""
-        if self._interrupted is not None:
-            return self._interrupted
+        if self.interrupted is not None:
+            return self.interrupted
         waiter: asyncio.Future[str | None] = self._loop.create_future()
         self._drain_waiter = waiter
         try:
@@ -177,14 +199,19 @@ class Waiting(RequestReader):
         finally:
             self._drain_waiter = None
 
-    async def _planned(self, planned: Awaitable[Plan]) -> tuple[str | None, Plan | None]:
+    def writable(self) -> None:
+        """The client read enough of what was written: a :meth:`drained` wait is over."""
+        if self._drain_waiter is not None:
+            resolve(self._drain_waiter, None)
+
+    async def planned(self, planned: Awaitable[Plan]) -> tuple[str | None, Plan | None]:
         """Await a plan made off the loop; a client's EOF does not end this wait."""
-        if self._interrupted is not None:
-            return self._interrupted, None
+        if self.interrupted is not None:
+            return self.interrupted, None
         future = asyncio.ensure_future(planned)
         waiter: asyncio.Future[str | None] = self._loop.create_future()
         future.add_done_callback(lambda _: resolve(waiter, None))
-        self._waiter, self._waiter_ends_on_eof = waiter, False
+        self._waiter, self._ends_on_eof = waiter, False
         try:
             reason = await waiter
         finally:
@@ -198,20 +225,48 @@ class Waiting(RequestReader):
             log.exception("the handler failed to plan %r", planned)
             return None, FALLBACK
 
-    def _early(self) -> str | None:
-        """Why a wait beginning now would end at once (see :meth:`_wait`), or None."""
-        if self._interrupted is not None:
-            return self._interrupted
-        return LEFT if self._eof else None
+    async def against(self, work: Awaitable[_T]) -> tuple[str | None, _T | None]:
+        """*work*'s result, or (the reason, None) when the client leaves or the server stops
+        first (the work is then cancelled). Its own exception is raised."""
+        if self.interrupted is not None:
+            if asyncio.iscoroutine(work):
+                work.close()
+            return self.interrupted, None
+        future = asyncio.ensure_future(work)
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        future.add_done_callback(lambda _: resolve(waiter, None))
+        self._waiter, self._ends_on_eof = waiter, True
+        try:
+            reason = await waiter
+        finally:
+            self._waiter = None
+        if reason is not None:
+            future.cancel()
+            return reason, None
+        return None, future.result()
 
-    def _interrupt(self, reason: str) -> None:
-        if self._interrupted is None:
-            self._interrupted = reason
+    def early(self) -> str | None:
+        """Why a wait beginning now would end at once (see :meth:`wait`), or None."""
+        if self.interrupted is not None:
+            return self.interrupted
+        return LEFT if self.eof else None
+
+    def end_on_eof(self) -> None:
+        """The client sent EOF (:attr:`eof` is set): the waits for its time end, not one for
+        a plan made off the loop."""
+        waiting = self._waiter is not None and self._ends_on_eof
+        if waiting or self._drain_waiter is not None or self.timed is not None:
+            self.interrupt(LEFT)
+
+    def interrupt(self, reason: str) -> None:
+        """End every wait under way, and those to come, for *reason*."""
+        if self.interrupted is None:
+            self.interrupted = reason
         for waiter in (self._waiter, self._drain_waiter):
             if waiter is not None:
                 resolve(waiter, reason)
-        if self._timed is not None:
-            self._timed.interrupt(reason)
+        if self.timed is not None:
+            self.timed.interrupt(reason)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -234,7 +234,7 @@ def test_a_thousand_waits_ending_together_hold_one_loop_timer() -> None:
         shared = server.server._shared
         assert shared is not None
         deadline = time.monotonic() + 10
-        while sum(1 for c in shared.connections if c._timed is not None) < 1000:
+        while sum(1 for c in shared.connections if c.in_flight) < 1000:  # all waiting
             assert time.monotonic() < deadline, "the thousand requests did not all arrive"
             time.sleep(0.01)
         scheduled = live_timers(server.loop)
