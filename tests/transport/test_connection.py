@@ -738,7 +738,7 @@ def test_a_cut_is_answered_instead_of_the_fault(loop: str) -> None:
 
 
 def test_fifty_faults_in_a_row_leave_the_server_healthy(loop: str) -> None:
-    faults = list(Fault)
+    faults = FAULTS
 
     def plans(request: Request) -> Plan:
         if request.target == "/health":
