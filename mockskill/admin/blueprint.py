@@ -206,9 +206,7 @@ def blueprint(registry: Registry) -> Blueprint:
             return corpus_miss(name)
         return json_response({"violations": list(case.violations)})
 
-    scenario_routes.register(
-        bp, registry
-    )  # /__admin/scenarios
+    scenario_routes.register(bp, registry)  # /__admin/scenarios
     recording_routes.register(bp, registry)  # /__admin/recordings
     tls_routes.register(bp, engine)  # /__admin/tls
     openapi_route(bp)

@@ -61,7 +61,7 @@ PLAIN_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if not k.own_rea
 
 
 @dataclass(frozen=True)
-class Fault(Declared):
+class FaultKind(Declared):
     """A transport fault: done to the connection instead of the answer.
 
     It takes no parameters of its own: the faults that send some HTTP send the
@@ -72,18 +72,18 @@ class Fault(Declared):
     """Whether playing it draws from the seeded generator."""
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault("CONNECTION_RESET_BY_PEER", "a TCP reset (RST) instead of an answer"),
-    Fault("EMPTY_RESPONSE", "the connection closes without a byte"),
-    Fault(
+FAULTS: tuple[FaultKind, ...] = (
+    FaultKind("CONNECTION_RESET_BY_PEER", "a TCP reset (RST) instead of an answer"),
+    FaultKind("EMPTY_RESPONSE", "the connection closes without a byte"),
+    FaultKind(
         "MALFORMED_RESPONSE_CHUNK", "a valid status line and headers, then broken chunked framing"
     ),
-    Fault(
+    FaultKind(
         "RANDOM_DATA_THEN_CLOSE",
         "bytes that are not HTTP (from the seeded generator), then close",
         random=True,
     ),
-    Fault("TRUNCATED_BODY", "a `Content-Length` longer than the body sent, then close"),
+    FaultKind("TRUNCATED_BODY", "a `Content-Length` longer than the body sent, then close"),
 )
 """The names are WireMock's, which users already know, plus ``TRUNCATED_BODY``."""
 FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in FAULTS)
@@ -91,7 +91,7 @@ RANDOM_FAULTS: frozenset[str] = frozenset(f.name for f in FAULTS if f.random)
 
 
 @dataclass(frozen=True)
-class TLSFault(Declared):
+class TLSFaultKind(Declared):
     """A TLS fault: how the handshake on a skill's own HTTPS port fails (``tls:``)."""
 
     raw: bool = False
@@ -100,37 +100,37 @@ class TLSFault(Declared):
     """Whether a retry may pass it (a middlebox, a server restarting)."""
 
 
-TLS_FAULTS: tuple[TLSFault, ...] = (
-    TLSFault("expired", "a certificate from the server's CA whose validity ended yesterday"),
-    TLSFault("not_yet_valid", "a certificate from the server's CA valid from tomorrow"),
-    TLSFault(
+TLS_FAULTS: tuple[TLSFaultKind, ...] = (
+    TLSFaultKind("expired", "a certificate from the server's CA whose validity ended yesterday"),
+    TLSFaultKind("not_yet_valid", "a certificate from the server's CA valid from tomorrow"),
+    TLSFaultKind(
         "wrong_host", "a certificate from the server's CA for `wrong-host.mockskill.invalid` only"
     ),
-    TLSFault("untrusted", "a certificate from another CA, which the consumer was not given"),
-    TLSFault("self_signed", "a self-signed certificate"),
-    TLSFault(
+    TLSFaultKind("untrusted", "a certificate from another CA, which the consumer was not given"),
+    TLSFaultKind("self_signed", "a self-signed certificate"),
+    TLSFaultKind(
         "weak_key",
         "a certificate from the server's CA with an RSA-1024 key (OpenSSL's default security"
         " level refuses it)",
     ),
-    TLSFault(
+    TLSFaultKind(
         "client_cert_required",
         "asks for a client certificate from the server's CA: none, or another, fails",
     ),
-    TLSFault(
+    TLSFaultKind(
         "handshake_reset",
         "the connection is reset (RST) once the ClientHello is in",
         raw=True,
         transient=True,
     ),
-    TLSFault(
+    TLSFaultKind(
         "handshake_hang",
         "no ServerHello, until the client gives up (or the server stops)",
         raw=True,
         transient=True,
     ),
-    TLSFault("plain_http", "a plain HTTP `400` answered on the TLS port", raw=True),
-    TLSFault("protocol_version", "TLS 1.0 only"),
+    TLSFaultKind("plain_http", "a plain HTTP `400` answered on the TLS port", raw=True),
+    TLSFaultKind("protocol_version", "TLS 1.0 only"),
 )
 TLS_FAULT_NAMES: tuple[str, ...] = tuple(f.name for f in TLS_FAULTS)
 
@@ -144,7 +144,7 @@ class Param(Declared):
 
 
 @dataclass(frozen=True)
-class Shape(Declared):
+class DelayShape(Declared):
     """A delay shape: ``{name: ...}``, drawn per request."""
 
     written: str
@@ -157,10 +157,10 @@ class Shape(Declared):
         return self.written
 
 
-SHAPES: tuple[Shape, ...] = (
-    Shape("fixed", "always the same (the same as a plain number)", "{fixed: MS}"),
-    Shape("uniform", "every value in the range equally likely", "{uniform: [MIN, MAX]}"),
-    Shape(
+SHAPES: tuple[DelayShape, ...] = (
+    DelayShape("fixed", "always the same (the same as a plain number)", "{fixed: MS}"),
+    DelayShape("uniform", "every value in the range equally likely", "{uniform: [MIN, MAX]}"),
+    DelayShape(
         "lognormal",
         "the long tail of real services: half the draws below `median`, a heavier tail as"
         " `sigma` grows (0 < S ≤ 5). A draw over `cap` is drawn again — never clamped, which"
@@ -176,7 +176,7 @@ SHAPES: tuple[Shape, ...] = (
 SHAPE_NAMES: tuple[str, ...] = tuple(s.name for s in SHAPES)
 
 
-def shape(name: str) -> Shape:
+def shape(name: str) -> DelayShape:
     """The declared shape called *name*."""
     return next(s for s in SHAPES if s.name == name)
 
@@ -224,16 +224,16 @@ def step_table(step_kinds: Iterable[StepKind] = STEP_KINDS) -> str:
     return docs_table(("key", "answers with"), step_kinds)
 
 
-def fault_table(faults: Iterable[Fault] = FAULTS) -> str:
+def fault_table(faults: Iterable[FaultKind] = FAULTS) -> str:
     """The transport faults' table of docs/scenarios.md."""
     return docs_table(("fault", "on the wire"), faults)
 
 
-def tls_table(faults: Iterable[TLSFault] = TLS_FAULTS) -> str:
+def tls_table(faults: Iterable[TLSFaultKind] = TLS_FAULTS) -> str:
     """The TLS faults' table of docs/tls.md."""
     return docs_table(("fault", "the port's handshake"), faults)
 
 
-def shape_table(shapes: Iterable[Shape] = SHAPES) -> str:
+def shape_table(shapes: Iterable[DelayShape] = SHAPES) -> str:
     """The delay shapes' table of docs/scenarios.md."""
     return docs_table(("shape", "meaning"), shapes)

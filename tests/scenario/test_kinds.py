@@ -241,6 +241,6 @@ def test_a_docs_table_that_disagrees_is_caught() -> None:
     reworded = dataclasses.replace(kinds.FAULTS[0], summary="a reset")
     assert kinds.fault_table((reworded, *kinds.FAULTS[1:])) not in docs
     assert kinds.fault_table(kinds.FAULTS[1:]) not in docs
-    another = kinds.Shape("normal", "a bell curve", "{normal: {mean: MS}}")
+    another = kinds.DelayShape("normal", "a bell curve", "{normal: {mean: MS}}")
     assert kinds.shape_table((*kinds.SHAPES, another)) not in docs
     assert kinds.step_table(kinds.STEP_KINDS[::-1]) not in docs
