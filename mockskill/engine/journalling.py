@@ -1,10 +1,10 @@
 """How the engine's requests read in the journal: :class:`Journalling`.
 
-A request played from a scenario is recorded as a plain
-:class:`~.entries.Recorded` tuple (built into its Entry when the journal is
-read); an answer mockskill gave itself (a refusal, the OAuth2 endpoints, the
-store unavailable) as an :class:`~.entries.Entry` at once. Bodies are kept as
-keyed digests and credentials as keyed fingerprints, never as they were.
+Every request is recorded as one :class:`~.entries.Entry`: one played from a
+scenario (:meth:`Journalling.recorded`, :class:`Plain`), or an answer
+mockskill gave itself (a refusal, the OAuth2 endpoints, the store
+unavailable: :meth:`Journalling.own`). Bodies are kept as keyed digests and
+credentials as keyed fingerprints, never as they were.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from . import request_facts as facts
 from .actions import TimedOut, Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
-from .entries import Entry, Recorded
+from .entries import Entry
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
-_new_recorded = tuple.__new__
+_new_entry = tuple.__new__
 _time = time.time
-_NOT_PROXIED = (None,)
-"""Recorded's last field (upstream) for a request that was not proxied."""
+_NOT_PROXIED = (None, None)
+"""An Entry's last fields (upstream, tls) for a request that was not proxied."""
 
 
 class Journalling:
@@ -60,7 +60,7 @@ class Journalling:
         client_left: float | None = None,
         headers_sent: float | None = None,
         stopped: bool = False,
-    ) -> Recorded:
+    ) -> Entry:
         """The journal's record of *request*, answered with *served* (finished: now if None)."""
         target = decided.target
         if isinstance(target, Miss):
@@ -80,10 +80,10 @@ class Journalling:
         else:
             step, position, outage = chosen.index, chosen.position, chosen.outage
             choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
-        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
-        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
-        return _new_recorded(
-            Recorded,
+        # Positional, in Entry's field order: tuple.__new__ skips the NamedTuple's keyword
+        # __new__ (this runs for every request).
+        return _new_entry(
+            Entry,
             (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                 self.state.next_id(),
                 decided.started,
@@ -116,8 +116,8 @@ class Journalling:
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
             )
-            # upstream (a proxied request's is proxying's, engine/proxying.py), joined on:
-            # a display of 31 items compiles to a list appended item by item (see Plain).
+            # upstream (a proxied request's is proxying's, engine/proxying.py) and tls (a
+            # failed handshake's, never a request's), joined on (see Plain).
             + _NOT_PROXIED,
         )
 
@@ -241,11 +241,11 @@ class Plain:
         body = request._body  # the bytes the transport read (not the property: a call)
         if body is None:  # (a WSGI request's, read on first use)
             body = request.body
-        # Recorded's fields in its order (see recorded(); tests/engine/test_hotpath.py holds
+        # Entry's fields in its order (see recorded(); tests/engine/test_hotpath.py holds
         # each in its place), one tuple built at once: the step's kept, the request's own.
         self._record(
-            _new_recorded(
-                Recorded,
+            _new_entry(
+                Entry,
                 (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                     self._next_id(),
                     started,
@@ -278,9 +278,8 @@ class Plain:
                     None,  # replica
                     self._case,
                 )
-                # upstream (a plain step is not proxied), joined on: a tuple display of
-                # more than 30 items compiles to a list appended to item by item (CPython's
-                # stack-use limit), which cost a Python call's worth more than this join.
+                # upstream and tls (a plain step is neither proxied nor a handshake), joined
+                # on: a tuple display this long compiles to a list appended item by item.
                 + _NOT_PROXIED,
             )
         )

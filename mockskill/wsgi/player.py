@@ -45,7 +45,7 @@ from werkzeug.wrappers import Request, Response
 
 from ..engine.actions import Urls
 from ..engine.choosing import Chosen, Decided
-from ..engine.entries import Recorded
+from ..engine.entries import Entry
 from ..engine.incoming import Incoming
 from ..engine.own_answers import unavailable
 from ..engine.pending import Pending, answered
@@ -108,7 +108,7 @@ def handle(engine: Engine, request: Request) -> Response:
     return response
 
 
-def finished(recorded: Recorded, connection: Connection) -> Recorded:
+def finished(recorded: Entry, connection: Connection) -> Entry:
     """*recorded* as its dribbled answer ended: when, and whether the client had left."""
     return recorded._replace(
         finished=time.time(),
