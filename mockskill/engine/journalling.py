@@ -288,15 +288,10 @@ class Plain:
 class Plains:
     """What the engine keeps of a target's sequence for one Urls: each step's
     :class:`Plain` if it is plain — nothing drawn, no delay, execution, hang,
-    dribble or fault (its plan answers at once, the same to every request) — else None;
-    and the sequence's step ends, to find a position's step without a call."""
+    dribble or fault (its plan answers at once, the same to every request) — else None."""
 
-    __slots__ = ("ends", "last", "sequence", "steps", "target", "urls")
+    __slots__ = ("sequence", "steps", "target", "urls")
 
     def __init__(self, target: Target, urls: Urls, sequence: Sequence) -> None:
         self.target, self.urls, self.sequence = target, urls, sequence
-        self.ends = sequence.ends
-        """Where each step's requests end (``Sequence.step_at``'s bisect looks in it)."""
-        self.last = self.ends[-1]
-        """The requests the sequence answers before its end rule applies."""
         self.steps: list[Plain | None] = [None] * len(sequence.steps)

@@ -236,12 +236,7 @@ class State:
             # lookups (LOAD_ATTR does not specialise for them).
             session, key, generation, _, outage, draws = need
             with self._lock:
-                sessions = self._sessions
-                record = sessions.get(session)  # _session's, here: every request comes here
-                if record is None:
-                    record = self._session(session)
-                else:
-                    sessions.move_to_end(session)
+                record = self._session(session)
                 if draws or outage is not None:
                     return self._take_drawn(record, need)
                 if generation != self._generations.get(key, 0):

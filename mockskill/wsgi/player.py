@@ -4,7 +4,7 @@ The event-loop transport asks :meth:`Engine.plan <mockskill.engine.engine.Engine
 for what to answer and plays the waits with timers; a WSGI server (the app of
 :func:`mockskill.create_app`, mounted wherever a user mounts it) calls
 :func:`handle` instead, which decides through the same
-:meth:`Engine._decide` and then acts the step out here, on the thread, and
+:meth:`Engine.decide` and then acts the step out here, on the thread, and
 hands back a Werkzeug response:
 
 1. ``delay``: wait, then go on;
@@ -47,7 +47,6 @@ from ..engine.actions import Urls
 from ..engine.choosing import Chosen, Decided
 from ..engine.entries import Entry
 from ..engine.incoming import Incoming
-from ..engine.own_answers import unavailable
 from ..engine.pending import Pending, answered
 from ..engine.proxying import proxy_needs_loop
 from ..engine.store import StoreUnavailable
@@ -64,34 +63,31 @@ def handle(engine: Engine, request: Request) -> Response:
     store's answers are waited for here too (:meth:`Store.answer`: off the loop).
 
     The event-loop transport asks :meth:`Engine.plan` instead and plays the waits
-    with timers; both decide through :meth:`Engine._decide`.
+    with timers; both decide through :meth:`Engine.decide`.
     """
     incoming = Incoming.of(request)
-    try:  # an inline store answers within _decide: it may raise there too
-        result = engine._decide(incoming)
+    try:  # the store answers what deciding needs here: it may raise
+        result = engine.decide(incoming)
         decided = answered(result, engine.state) if isinstance(result, Pending) else result
     except StoreUnavailable as exc:
-        return respond(unavailable(engine._journalling, incoming, exc))
+        return respond(engine.unavailable(incoming, exc))
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
-    reply, chosen = decided.reply, decided.chosen
-    if reply is None:
-        assert chosen is not None
-        reply = chosen.reply
+    reply, chosen = decided.reply_to_send(), decided.chosen
     if reply is not None:
         response = respond(reply)
         code = response.status_code
-        engine.state.record(engine._recorded(incoming, decided, chosen, code, reply))
+        engine.state.record(engine.entry(incoming, decided, chosen, code, reply))
         return response
     assert chosen is not None
     assert chosen.step is not None
     if chosen.step.proxy is not None:
         reply = proxy_needs_loop(chosen.step)
-        engine.state.record(engine._recorded(incoming, decided, chosen, reply.status, reply))
+        engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, chosen, decided.urls)
     status = None if isinstance(response, Cut) else response.status_code
-    recorded = engine._recorded(
+    recorded = engine.entry(
         incoming,
         decided,
         chosen,
