@@ -4,7 +4,7 @@ Its public face is small: :meth:`Engine.decide` (what a request comes to),
 :meth:`Engine.plan` / :meth:`Engine.plan_async` (that, as a plan the
 event-loop transport plays), and for a player that plays steps itself (a
 WSGI server's thread: :func:`mockskill.wsgi.player.handle`, the only path
-that imports Werkzeug) :meth:`Engine.entry` and :meth:`Engine.unavailable`.
+that imports Werkzeug) :attr:`Engine.entry` and :meth:`Engine.unavailable`.
 Either way it reads the request through :class:`~.incoming.Incoming`, and
 uses no Flask globals, so it can be driven without a server. It asks the
 store nothing itself: what a request needs of it (a sequence step, a token's
@@ -34,7 +34,6 @@ from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
 from .addresses import MAX_CACHED, MAX_CACHED_BYTES, MAX_HOST, Addresses
 from .choosing import Chosen, Decided
-from .entries import Entry
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plains
@@ -105,6 +104,9 @@ class Engine:
         self._urls_by_host = addresses.by_host
         self._open = False
         journalling = self._journalling = Journalling(state)
+        self.entry = journalling.recorded
+        """The journal's entry of a decided request as it was answered (for a player that
+        plays the step itself: :mod:`mockskill.wsgi`); :attr:`state` records it."""
         self._body_digest = journalling.body_digest
         self._credential_key = journalling.credential_key
         self._proxying = Proxying(journalling, state)
@@ -241,23 +243,6 @@ class Engine:
             return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
         return self.plan(incoming, decided)
 
-    def entry(
-        self,
-        request: Incoming,
-        decided: Decided,
-        chosen: Chosen | None,
-        status: int | None,
-        served: Reply,
-        *,
-        fault: str | None = None,
-        client_left: float | None = None,
-    ) -> Entry:
-        """The journal's entry of *request*, *decided* and answered *status* with *served*,
-        finished now (for a player that plays the step itself: :mod:`mockskill.wsgi`)."""
-        return self._journalling.recorded(
-            request, decided, chosen, status, served, fault=fault, client_left=client_left
-        )
-
     def unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
         """503 ``MOCKSKILL_STATE_UNAVAILABLE`` for *request*, journalled: the store could not
         answer what deciding it needed (:meth:`decide` raised *exc*)."""
@@ -291,14 +276,7 @@ class Engine:
             kept = self._plans.get(key)
             if kept is not None and kept[0] is step and kept[1] is urls:
                 return kept[2]
-        planned = plan_step(
-            step,
-            urls,
-            delay_ms=chosen.delay_ms,
-            execution_ms=chosen.execution_ms,
-            fault_seed=chosen.fault_seed,
-            timeout=chosen.timeout,
-        )
+        planned = plan_step(chosen, urls)
         if same_for_all:
             # Weighed by the copy it makes for this address: its reply, filled (a reply with
             # no placeholder is the model's own, shared by every address).

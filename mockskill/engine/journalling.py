@@ -136,21 +136,37 @@ class Journalling:
         time the outcome measured: the one sent)."""
         cut_ms = outcome.cut_ms
         shown = served if timed_out is None or cut_ms is None else timed_out.reply(cut_ms)
-        fault = outcome.fault
-        status = None if outcome.answer is None or fault else outcome.answer.status
+        headers_sent = outcome.headers_at if dribbled and not outcome.cut else None
         self.state.record(
-            self.recorded(  # positionally: this runs for every request
-                request,
-                decided,
-                chosen,
-                status,
-                shown,
-                outcome.last_byte_at,
-                None if fault is None else fault.value,
-                outcome.client_left_at,
-                outcome.headers_at if dribbled and not outcome.cut else None,
-                outcome.stopped,
-            )
+            self.outcome_entry(request, decided, chosen, shown, outcome, headers_sent)
+        )
+
+    def outcome_entry(
+        self,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        served: Reply,
+        outcome: Outcome,
+        headers_sent: float | None = None,
+        cut: bool = False,
+    ) -> Entry:
+        """The entry of *request* as the transport played it: *outcome* says when it ended,
+        how (a fault, the client gone, a stop) and what status went out (none: no answer,
+        a fault, or *cut* short)."""
+        fault = outcome.fault
+        status = None if outcome.answer is None or fault or cut else outcome.answer.status
+        return self.recorded(  # positionally: this runs for every request played
+            request,
+            decided,
+            chosen,
+            status,
+            served,
+            outcome.last_byte_at,
+            None if fault is None else fault.value,
+            outcome.client_left_at,
+            headers_sent,
+            outcome.stopped,
         )
 
     def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:

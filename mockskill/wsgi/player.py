@@ -51,7 +51,7 @@ from ..engine.pending import Pending, answered
 from ..engine.proxying import proxy_needs_loop
 from ..engine.store import StoreUnavailable
 from ..protocol import catalog
-from ..scenario.model import Reply, Step
+from ..scenario.model import Reply
 from .faults import FAULTS, take
 
 if TYPE_CHECKING:
@@ -124,15 +124,7 @@ def _play(request: Incoming, chosen: Chosen, urls: Urls) -> tuple[Response, Play
         # client is still sending, and during a wait a readable socket
         # must mean the client's goodbye.
         werkzeug_request.get_data()
-    response, played = play(
-        step,
-        connection,
-        urls,
-        delay_ms=chosen.delay_ms,
-        execution_ms=chosen.execution_ms,
-        fault_seed=chosen.fault_seed,
-        timeout=chosen.timeout,
-    )
+    response, played = play(chosen, connection, urls)
     return response, played, connection
 
 
@@ -245,22 +237,16 @@ class Cut(Response):
         raise ConnectionAbortedError(self.fault or "the client left")
 
 
-def play(
-    step: Step,
-    connection: Connection,
-    urls: Urls,
-    *,
-    delay_ms: float | None,
-    execution_ms: float | None,
-    fault_seed: int,
-    timeout: tuple[int, int, catalog.Context] | None,
-) -> tuple[Response, Played]:
-    """Act out *step* on *connection*; the random values are drawn already.
+def play(chosen: Chosen, connection: Connection, urls: Urls) -> tuple[Response, Played]:
+    """Act out *chosen*'s step on *connection*; its random values are drawn already.
 
-    *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
+    Its *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
     Execution is timed from when it starts, after any delay or hang: the
     delay stands for the network, the execution for the skill.
     """
+    step = chosen.step
+    assert step is not None
+    delay_ms, execution_ms, timeout = chosen.delay_ms, chosen.execution_ms, chosen.timeout
     played = Played(step.reply, delay_ms, execution_ms)
     if delay_ms and not connection.wait(delay_ms / 1000):
         return Cut(), played
@@ -285,7 +271,7 @@ def play(
     played.reply = reply
     if step.fault is not None and not played.timed_out:
         played.fault = step.fault
-        return Cut(step.fault, reply, fault_seed), played
+        return Cut(step.fault, reply, chosen.fault_seed), played
     if step.dribble is not None and not played.timed_out:
         return _dribbled(reply, step.dribble.chunks, step.dribble.over_ms, connection), played
     return respond(reply), played
