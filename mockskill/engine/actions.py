@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL
-from ..scenario.model import Reply
+from ..scenario.model import Reply, Step
 from . import plan as plans
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response
-
-    from .choosing import Chosen  # (choosing reads this module's Urls)
 
 _BASE = BASE_URL.encode()
 _REFUSED = REFUSED_BASE_URL.encode()
@@ -159,12 +157,16 @@ class Planned:
     """The cut's answer when the execution may be cut (see :meth:`TimedOut.reply`)."""
 
 
-def plan(chosen: Chosen, urls: Urls) -> Planned:
-    """*chosen*'s step with its drawn values as a plan: waits, the execution's cut, then the
-    answer (what :func:`mockskill.wsgi.player.play` acts out on a thread)."""
-    step = chosen.step
-    assert step is not None
-    delay_ms, execution_ms, timeout = chosen.delay_ms, chosen.execution_ms, chosen.timeout
+def plan(
+    step: Step,
+    urls: Urls,
+    *,
+    delay_ms: float | None,
+    execution_ms: float | None,
+    fault_seed: int,
+    timeout: tuple[int, int, catalog.Context] | None,
+) -> Planned:
+    """What :func:`play` does, as a plan: waits, the execution's cut, then the answer."""
     reply = urls.fill_kept(step.reply)
     waits: list[plans.Wait] = []
     if delay_ms:
@@ -197,7 +199,7 @@ def plan(chosen: Chosen, urls: Urls) -> Planned:
             waits=tuple(waits),
             dribble=dribble,
             fault=fault,
-            fault_seed=chosen.fault_seed,
+            fault_seed=fault_seed,
             keep_alive=keep_alive,
         ),
         reply,

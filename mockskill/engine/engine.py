@@ -276,7 +276,14 @@ class Engine:
             kept = self._plans.get(key)
             if kept is not None and kept[0] is step and kept[1] is urls:
                 return kept[2]
-        planned = plan_step(chosen, urls)
+        planned = plan_step(
+            step,
+            urls,
+            delay_ms=chosen.delay_ms,
+            execution_ms=chosen.execution_ms,
+            fault_seed=chosen.fault_seed,
+            timeout=chosen.timeout,
+        )
         if same_for_all:
             # Weighed by the copy it makes for this address: its reply, filled (a reply with
             # no placeholder is the model's own, shared by every address).
