@@ -43,18 +43,18 @@ from collections.abc import Callable, Iterator
 
 import redis
 
-from mockskill.engine.entries import Recorded
+from mockskill.engine.entries import Entry
 from mockskill.engine.state import State
 from mockskill.store.journal import RedisJournal
 
 SESSIONS = 30
 
 
-def recorded(n: int) -> list[Recorded]:
+def recorded(n: int) -> list[Entry]:
     """*n* entries as the engine records an error step's (30 sessions, round robin)."""
     now = time.time()
     return [
-        Recorded(0, now, now + 0.0004, f"client-{k % SESSIONS}", "POST",
+        Entry(0, now, now + 0.0004, f"client-{k % SESSIONS}", "POST",
                  "/skills/endpoint-unreachable/invoke", 503, "invoke",
                  "endpoint-unreachable", "bundled", 0, k, "ENDPOINT_UNREACHABLE")
         for k in range(n)
@@ -93,11 +93,11 @@ def journal(url: str, capacity: int, *, start: bool) -> RedisJournal:
     return RedisJournal(client, "mockskill:bench:", capacity, "bench:1", start=start)
 
 
-def nothing(entry: Recorded) -> None:
+def nothing(entry: Entry) -> None:
     """Record nowhere: the loop's own cost."""
 
 
-def cpu_per_call(records: list[Recorded], record: Callable[[Recorded], None]) -> float:
+def cpu_per_call(records: list[Entry], record: Callable[[Entry], None]) -> float:
     started = time.process_time()
     for entry in records:
         record(entry)
@@ -122,7 +122,7 @@ def main() -> None:
         if options.calls is not None:
             idle = journal(url, options.calls, start=False)
             entries = recorded(options.calls)
-            into: dict[str, Callable[[Recorded], None]] = {
+            into: dict[str, Callable[[Entry], None]] = {
                 "journal": idle.record,
                 "memory": State(seed=1, journal_size=options.calls).record,
                 "none": nothing,

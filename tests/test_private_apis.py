@@ -137,3 +137,58 @@ def test_a_private_name_of_the_package_s_own_is_allowed() -> None:
     source = "class A:\n    def _own(self): ...\ndef f(a):\n    return a._own()"
     tree = ast.parse(source)
     assert problems([("ours.py", tree)], _defined_here([("ours.py", tree)])) == []
+
+
+# -- the engine's own: nothing outside engine/ touches Engine._* ---------------------------
+
+
+def engine_privates(tree: ast.Module) -> set[str]:
+    """The private names class ``Engine`` of *tree* gives a meaning: its methods and the
+    attributes it sets on ``self``."""
+    engine = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Engine")
+    names = set()
+    for node in ast.walk(engine):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            names.add(node.attr)
+    return {name for name in names if _private(name)}
+
+
+def engine_private_uses(trees: list[tuple[str, ast.Module]], privates: set[str]) -> list[str]:
+    """Each read of one of the engine's *privates* in *trees* on anything but ``self``
+    (another class's own attribute of the same name is its own business)."""
+    return [
+        f"{where}:{node.lineno}: {ast.unparse(node)}"
+        for where, tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in privates
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+
+
+def test_nothing_outside_the_engine_touches_its_private_members() -> None:
+    """The engine's callers (the loop's surface, the WSGI player, the server, the admin
+    app) use its public methods (decide, plan, plan_async, entry, unavailable, ...)."""
+    engine = ast.parse((PACKAGE / "engine" / "engine.py").read_text())
+    privates = engine_privates(engine)
+    assert {"_journalling", "_plain", "_refusal"} <= privates  # the reader finds them
+    outside = [
+        (name, tree) for name, tree in _modules() if not name.startswith("mockskill/engine/")
+    ]
+    assert engine_private_uses(outside, privates) == []
+
+
+def test_the_engine_check_finds_a_private_call_and_allows_a_public_one() -> None:
+    planted = ast.parse("def handle(engine, request):\n    return engine._decide(request)")
+    assert engine_private_uses([("planted.py", planted)], {"_decide"}) == [
+        "planted.py:2: engine._decide"
+    ]
+    public = ast.parse("def handle(engine, request):\n    return engine.decide(request)")
+    assert engine_private_uses([("public.py", public)], {"_decide"}) == []

@@ -86,7 +86,7 @@ def choose(decided: Decided, taken: Answer) -> Decided:
     matched on; or, when the sequence is exhausted, the reply saying so. The draws are
     seeded by the scenario's seed, else the server's (the table's).
 
-    Nothing but *decided* and *taken* decides it. It is ``Decided.took``, the
+    Nothing but *decided* and *taken* decides it. It is a Decided called, the
     Take's resumption, in one function: this runs for every request.
     """
     target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
@@ -141,7 +141,11 @@ def choose(decided: Decided, taken: Answer) -> Decided:
 
 @dataclass(slots=True)
 class Decided:
-    """What :meth:`Engine._decide` found: a reply, or a target whose step is to play."""
+    """What :meth:`Engine.decide` found: a reply, or a target whose step is to play.
+
+    One whose step the store is still to take is the resumption of its Take's
+    :class:`~.pending.Pending`: called with what was taken, it chooses (:func:`choose`).
+    """
 
     started: float
     session: str
@@ -154,9 +158,19 @@ class Decided:
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
 
-    took = choose
+    __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
     (:func:`choose`, as a method: one frame per request)."""
+
+    def reply_to_send(self) -> Reply | None:
+        """The reply that answers it as it is (a refusal, a miss, a listing, the sequence
+        over), or None: its chosen step is to be played."""
+        reply = self.reply
+        if reply is None:
+            chosen = self.chosen
+            assert chosen is not None
+            reply = chosen.reply
+        return reply
 
 
 def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:

@@ -1,31 +1,30 @@
 """One request through the scenarios: match → next step → act → record.
 
-The engine plans an answer for the event-loop transport (:meth:`Engine.plan`,
-or :meth:`Engine.plan_async` when the store is remote); a WSGI server's thread
-plays one through :func:`mockskill.wsgi.player.handle` (a Werkzeug request
-in, a Werkzeug response out: the only path that imports Werkzeug). Either way
-it reads the request through :class:`~.incoming.Incoming`, and uses no Flask
-globals, so it can be driven without a server. It asks the store nothing
-itself: what a request needs of it (a sequence step, a token's use, a token
-issued) is handed out as a need (:mod:`.pending`) and the one path of
-:meth:`Engine._decide` resumed with the answer, inline or awaited. It reads
-the scenario set through one reference, swapped whole on reload, so a
+Its public face is small: :meth:`Engine.decide` (what a request comes to),
+:meth:`Engine.plan` / :meth:`Engine.plan_async` (that, as a plan the
+event-loop transport plays), and for a player that plays steps itself (a
+WSGI server's thread: :func:`mockskill.wsgi.player.handle`, the only path
+that imports Werkzeug) :attr:`Engine.entry` and :meth:`Engine.unavailable`.
+Either way it reads the request through :class:`~.incoming.Incoming`, and
+uses no Flask globals, so it can be driven without a server. It asks the
+store nothing itself: what a request needs of it (a sequence step, a token's
+use, a token issued) is handed out as a need (:mod:`.pending`) and the one
+path of :meth:`Engine.decide` resumed with the answer, inline or awaited. It
+reads the scenario set through one reference, swapped whole on reload, so a
 request finishes on the configuration it started with.
 
 The hot path is the ordinary path with what does not change kept: the
 :class:`Urls` per address the client used, and the plan of a step whose
 answer depends on nothing drawn or measured per request, per step and
-address; a request is journalled as a plain :class:`~.entries.Recorded`
-tuple, built into its Entry when the journal is read.
+address; a request is journalled as one :class:`~.entries.Entry` tuple.
 """
 
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
@@ -37,12 +36,12 @@ from .addresses import MAX_CACHED, MAX_CACHED_BYTES, MAX_HOST, Addresses
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plain, Plains
+from .journalling import Journalling, Plains
 from .matching import Miss, RoutingTable, Target
 from .own_answers import SESSION_HEADER as SESSION_HEADER
 from .own_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .own_answers import unavailable
-from .pending import Later, Pending, awaited
+from .pending import Later, Pending, answered, awaited
 from .playable import check_playable
 from .ports import HeldPort, TLSPorts
 from .proxying import Proxying
@@ -54,7 +53,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import Store, StoreUnavailable
+from .store import Answer, Store, StoreUnavailable
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -63,6 +62,10 @@ _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, 
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
 _new = tuple.__new__
 Recorder = Callable[[plans.Outcome], None]
+Decision: TypeAlias = "Response | Reply | Decided"
+"""What deciding a request comes to (:meth:`Engine.decide`): an answer mockskill gave
+itself, journalled already (a refusal, the OAuth2 endpoints: a Werkzeug Response for
+those), or the request's :class:`Decided`: a reply to send or a step to play."""
 
 
 class Engine:
@@ -101,8 +104,9 @@ class Engine:
         self._urls_by_host = addresses.by_host
         self._open = False
         journalling = self._journalling = Journalling(state)
-        self._recorded = journalling.recorded
-        self._record = journalling.own
+        self.entry = journalling.recorded
+        """The journal's entry of a decided request as it was answered (for a player that
+        plays the step itself: :mod:`mockskill.wsgi`); :attr:`state` records it."""
         self._body_digest = journalling.body_digest
         self._credential_key = journalling.credential_key
         self._proxying = Proxying(journalling, state)
@@ -181,33 +185,34 @@ class Engine:
         self._addresses.close()
 
     def plan(
-        self, request: Incoming | Request, answered: Response | Reply | Decided | None = None
+        self, request: Incoming | Request, decision: Decision | None = None
     ) -> tuple[plans.Plan, Recorder]:
         """What to answer to *request*, and how, as a plan the transport plays.
 
         No I/O and no sleeping here: the store's answers come inline
         (:meth:`Store.answer`; for a remote store, only off the loop: on the
-        loop, :meth:`plan_async`, which hands its result in as *answered*). The
+        loop, :meth:`plan_async`, which hands its decision in as *decision*). The
         second value records the request in the journal once the transport
         says how the plan went (call it once).
         """
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
-            result = self._decide(incoming, True) if answered is None else answered
-            if type(result) is plans.Plan:  # a plain step's, journalled already
-                return result, journalled
-            while type(result) is Pending:  # answered(), inline: every request comes here
+            result = self.decide(incoming) if decision is None else decision
+            if isinstance(result, Pending):
                 need, resume = result  # unpacked: faster than a NamedTuple's attributes
-                result = resume(self.state.answer(need))
+                if type(resume) is Decided and self._answer is not None:
+                    # A sequence step's Take, answered inline: a plain step is planned at once.
+                    taken = self._answer(need)
+                    plain = self._plain(incoming, resume, taken)
+                    if plain is not None:  # most requests: journalled as planned
+                        return plain, journalled
+                    result = resume(taken)
+            decided = answered(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
-            return plans.Plan(answer(unavailable(self._journalling, incoming, exc))), journalled
-        decided: Response | Reply | Decided = result  # type: ignore[assignment]  # not Pending
+            return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
         if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), journalled
-        reply, chosen = decided.reply, decided.chosen
-        if reply is None:
-            assert chosen is not None
-            reply = chosen.reply
+        reply, chosen = decided.reply_to_send(), decided.chosen
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
             timed_out = None
@@ -232,22 +237,23 @@ class Engine:
         for a remote store, which must never block it."""
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
-            result = self._decide(incoming)
+            result = self.decide(incoming)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
-            return plans.Plan(answer(unavailable(self._journalling, incoming, exc))), journalled
+            return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
         return self.plan(incoming, decided)
 
+    def unavailable(self, request: Incoming, exc: StoreUnavailable) -> Reply:
+        """503 ``MOCKSKILL_STATE_UNAVAILABLE`` for *request*, journalled: the store could not
+        answer what deciding it needed (:meth:`decide` raised *exc*)."""
+        return unavailable(self._journalling, request, exc)
+
     def _choose(self, decided: Decided) -> Later[Decided]:
-        """*decided*, and when it has no reply, the step to play: asked of the store first
-        (the same as the end of :meth:`_decide`, for a request judged on a store's answer)."""
+        """*decided*, and when it has no reply, the step to play: asked of the store first."""
         target = decided.target
         if decided.reply is not None or isinstance(target, Miss):
             return decided
-        take = choosing.take(decided.table, target, decided.session)
-        if self._answer is not None:  # an inline store (see _decide)
-            return choosing.choose(decided, self._answer(take))
-        return Pending(take, decided.took)
+        return _new(Pending, (choosing.take(decided.table, target, decided.session), decided))
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
@@ -292,25 +298,12 @@ class Engine:
             self._plans_bytes += size
         return planned
 
-    @overload
-    def _decide(
-        self, request: Incoming, planning: Literal[False] = False
-    ) -> Later[Response | Reply | Decided]: ...
-
-    @overload
-    def _decide(
-        self, request: Incoming, planning: Literal[True]
-    ) -> Later[Response | Reply | Decided] | plans.Plan: ...
-
-    def _decide(
-        self, request: Incoming, planning: bool = False
-    ) -> Later[Response | Reply | Decided] | plans.Plan:
-        """Everything about *request* up to its step: an answer, or what to play; and what
-        that needs of the store first, then the rest once answered (a sequence step's
-        Take; a credential's or the token endpoint's need).
-
-        *planning* (:meth:`plan`'s, with an inline store): a plain step's request
-        (:meth:`_plain`) is journalled here, and its kept plan returned."""
+    def decide(self, request: Incoming) -> Later[Decision]:
+        """Everything about *request* up to its step: an answer mockskill gave itself
+        (journalled already), or what to play; and what that needs of the store first,
+        then the rest once answered (a sequence step's Take, resumed by its Decided; a
+        credential's or the token endpoint's need). :meth:`plan` plays it on the loop's
+        transport, :func:`mockskill.wsgi.player.handle` on a WSGI server's thread."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -345,45 +338,37 @@ class Engine:
         elif target.sequence is None:
             reply = table.listing
         else:  # a provider refuses callers it must not serve before running the skill
-            skill = target.skill
-            if skill is not None and skill.requires is not None and target.kind == "invoke":
-                refusal = self._refusal(request, table, target)
-            else:  # no credentials asked for: _refusal's version check, here
-                version = headers.get(_VERSION)
-                refusal = None if version is None else version_reply(target, version)
+            refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
                 return self._judged(refusal, started, session, table, target, urls)
-            if refusal is None:  # a sequence step (_choose's, here: every request comes here)
-                takes = table.takes.get(target.key)  # choosing.take's, here: kept for the session
-                take = None if takes is None else takes.get(session)
-                if take is None:
-                    take = choosing.take(table, target, session)
-                if self._answer is not None:  # an inline store: answered here, no Pending
-                    taken = self._answer(take)
-                    if planning and not target.draws:
-                        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
-                        # _plain's lookup, here: the kept Plain of this target, Urls and step.
-                        kept = self._plains.get((id(target), id(urls)))
-                        if kept is not None and kept[0] is target and kept[1] is urls:
-                            plains = kept[2]
-                        else:
-                            plains = self._plains_of(target, urls)
-                        if position is not None:  # (None: in the scenario's outage)
-                            if position < plains.last:  # before the end rule: most requests
-                                plain = plains.steps[bisect_right(plains.ends, position)]
-                            else:
-                                plain = self._plain(plains, position)
-                            if plain is not None:  # most requests: journalled here, planned
-                                plain.record(request, started, session, position)
-                                return plain.plan
-                    decided = Decided(started, session, table, target, urls, None, False)
-                    return choosing.choose(decided, taken)
+            if refusal is None:  # a sequence step: the store takes the next position first
                 decided = Decided(started, session, table, target, urls, None, False)
-                return _new(Pending, (take, decided.took))
+                return _new(Pending, (choosing.take(table, target, session), decided))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
+
+    def _plain(self, request: Incoming, decided: Decided, taken: Answer) -> plans.Plan | None:
+        """The kept plan of the plain step *decided*'s Take *taken* lands on (see
+        :class:`Plains`), its request journalled now; None when that step is not plain (it
+        draws, waits or proxies), the sequence is over or in its outage."""
+        target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
+        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
+        if target.draws or position is None:  # (None: in the scenario's outage)
+            return None
+        urls = decided.urls
+        kept = self._plains.get((id(target), id(urls)))
+        if kept is not None and kept[0] is target and kept[1] is urls:
+            plains = kept[2]
+        else:
+            plains = self._plains_of(target, urls)
+        index = plains.sequence.step_at(position)
+        plain = None if index is None else plains.steps[index]
+        if plain is None:
+            return None
+        plain.record(request, decided.started, decided.session, position)
+        return plain.plan
 
     def _plains_of(self, target: Target, urls: Urls) -> Plains:
         """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""
@@ -403,12 +388,6 @@ class Engine:
         self._plains[(id(target), id(urls))] = (target, urls, plains)
         return plains
 
-    def _plain(self, plains: Plains, position: int) -> Plain | None:
-        """The Plain of the step at *position* (0-based) of the sequence *plains* keeps, past
-        its steps' end (its end rule says which, if any); None when that step is not plain."""
-        index = plains.sequence.step_at(position)
-        return None if index is None else plains.steps[index]
-
     def _judged(
         self,
         refusal: Pending[Reply | None],
@@ -418,7 +397,7 @@ class Engine:
         target: Target,
         urls: Urls,
     ) -> Pending[Decided]:
-        """:meth:`_decide`'s end for a request judged on the store's answer (a token): a
+        """:meth:`decide`'s end for a request judged on the store's answer (a token): a
         method, not a closure there, whose captured names would cost every request a cell."""
 
         def judged(refused: Reply | None) -> Later[Decided]:
@@ -441,8 +420,7 @@ class Engine:
                 return self._then_versions(refused, request, target)
             if refused is not None:
                 return refused
-        version = request.headers.get(_VERSION)  # _versions', here: every request comes here
-        return None if version is None else version_reply(target, version)
+        return self._versions(request, target)
 
     def _then_versions(
         self, refused: Pending[Reply | None], request: Incoming, target: Target

@@ -1,24 +1,22 @@
 """The journal's entries: one request as answered, and what a client can make it hold.
 
-:class:`Entry` is what every reader of the journal sees (the admin journal,
-the audit, the report, the dashboard). The engine records a
-:class:`Recorded` instead — the same values as a plain tuple, cheap to make
-on every request — and :func:`kept` builds the Entry from it when the
-journal is read: the client's texts cut to bounds, escaped, and the secrets
-hidden when it was recorded masked. :func:`packed` and :func:`unpacked` hold
-many of them as one ``bytes`` and read them back (the journal after a flood).
+:class:`Entry` is what the engine records, once per request, and what every
+reader of the journal sees (the admin journal, the audit, the report, the
+dashboard). A named tuple, since one is made on every request. :func:`kept`
+is the entry as the journal shows it: the client's texts cut to bounds,
+escaped, and the secrets hidden when it was recorded masked (applied when
+the journal is read). :func:`packed` and :func:`unpacked` hold many of them
+as one ``bytes`` and read them back (the journal after a flood).
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import marshal
 import operator
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, fields
 from typing import Any, NamedTuple
 
 from ..protocol.catalog import Retry
@@ -57,9 +55,13 @@ def escaped(text: str) -> str:
     return re.sub(_UNPRINTABLE, lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One request as the server answered it; recorded exactly once."""
+class Entry(NamedTuple):
+    """One request as the server answered it; recorded exactly once.
+
+    Made positionally on the request path (``tuple.__new__(Entry, values)``, in
+    this field order: :mod:`.journalling`), so every field but the first eight
+    has a default and a new field goes last.
+    """
 
     id: int
     started: float
@@ -133,10 +135,9 @@ class Entry:
     request was read: ``method`` is empty, ``path`` the skill's invoke path."""
 
     def as_json(self) -> dict[str, Any]:
-        # Field by field, not dataclasses.asdict, which deep-copies every value of every
-        # entry of a listing. Only the dicts a caller could change are copied (the same
-        # copies asdict made).
-        data = dict(zip(ENTRY_FIELDS, _VALUES(self), strict=True))
+        """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
+        copies of the dicts a caller could change (not of every value of every entry)."""
+        data: dict[str, Any] = dict(zip(ENTRY_FIELDS, self, strict=True))
         data["retry"] = None if self.retry is None else self.retry.as_json()
         if self.tls is not None:
             fault, alert, sni = self.tls
@@ -153,11 +154,8 @@ class Entry:
         Keys it does not know are left out, so that a newer server's journal
         still reads; a missing field raises ValueError naming it.
         """
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        required = [
-            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-        ]
+        values = {k: v for k, v in data.items() if k in ENTRY_FIELDS}
+        required = [name for name in ENTRY_FIELDS if name not in cls._field_defaults]
         missing = [name for name in required if name not in values]
         if missing:
             raise ValueError(
@@ -185,71 +183,25 @@ _BOUNDED = (
     ("protocol_version", MAX_TEXT),
 )
 """The entry fields a client's text goes into, and how much of it each keeps."""
+_BOUNDED_VALUES = operator.itemgetter(*(Entry._fields.index(name) for name, _ in _BOUNDED))
 
 
-class Recorded(NamedTuple):
-    """An :class:`Entry`'s values as recorded, in its order: made on every request.
-
-    A tuple costs a fraction of the frozen Entry; the journal builds the
-    Entry from it (:func:`kept`) only when it is read. Its fields are the
-    Entry's, with the same defaults (tests/engine/test_entries.py holds them
-    in step); see :class:`Entry` for what each means.
-    """
-
-    id: int
-    started: float
-    finished: float
-    session: str
-    method: str
-    path: str
-    status: int | None
-    endpoint: str
-    skill: str | None = None
-    scenario: str | None = None
-    step: int | None = None
-    position: int | None = None
-    error_code: str | None = None
-    retry: Retry | None = None
-    forced: bool = False
-    outage: bool = False
-    choice: int | None = None
-    delay_ms: float | None = None
-    execution_ms: float | None = None
-    fault: str | None = None
-    client_left: float | None = None
-    headers_sent: float | None = None
-    near_misses: tuple[dict[str, Any], ...] = ()
-    credential: str | None = None
-    protocol_version: str | None = None
-    body_digest: str | None = None
-    invalid_descriptor: bool = False
-    stopped: bool = False
-    replica: str | None = None
-    case: int | None = None
-    upstream: dict[str, Any] | None = None
-
-
-# Entry.tls is no field of a Recorded, whose ``tls`` reads None: a request never has it (a
-# failed TLS handshake is recorded as an Entry), and a field more would cost every
-# request's tuple. Set here: a NamedTuple's body takes fields only.
-Recorded.tls = None  # type: ignore[attr-defined]
-
-
-def oversized(recorded: Entry | Recorded) -> bool:
+def oversized(recorded: Entry) -> bool:
     """Whether a client's text in *recorded* is over its bound (:data:`_BOUNDED`): kept whole
     until read, it would hold more memory than an entry may (:data:`MAX_ENTRY_BYTES`)."""
-    r = recorded
+    # Read at once by index (one C call): every request's entry comes here.
+    session, method, path, skill, credential, version = _BOUNDED_VALUES(recorded)
     return (
-        len(r.path) > MAX_PATH
-        or len(r.session) > MAX_SESSION_NAME
-        or len(r.method) > MAX_TEXT
-        or (r.skill is not None and len(r.skill) > MAX_TEXT)
-        or (r.credential is not None and len(r.credential) > MAX_TEXT)
-        or (r.protocol_version is not None and len(r.protocol_version) > MAX_TEXT)
+        len(path) > MAX_PATH
+        or len(session) > MAX_SESSION_NAME
+        or len(method) > MAX_TEXT
+        or (skill is not None and len(skill) > MAX_TEXT)
+        or (credential is not None and len(credential) > MAX_TEXT)
+        or (version is not None and len(version) > MAX_TEXT)
     )
 
 
-def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
+def kept(recorded: Entry, hidden: tuple[str, ...]) -> Entry:
     """*recorded* as the journal shows it: what one request can make it hold is bounded.
 
     A client chooses the session name, method, path and header values;
@@ -260,14 +212,12 @@ def kept(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> Entry:
     The secrets *hidden* (those hidden when it was recorded) read :data:`MASK`.
     """
     changes = shown_changes(recorded, hidden)
-    if isinstance(recorded, Entry):
-        return dataclasses.replace(recorded, **changes) if changes else recorded
-    return Entry(*(recorded._replace(**changes) if changes else recorded))
+    return recorded._replace(**changes) if changes else recorded
 
 
-def shown_changes(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> dict[str, Any]:
+def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
     """What :func:`kept` changes in *recorded*: its fields cut, escaped or masked (most
-    often none). The shared journal applies them to the tuple, never building the Entry."""
+    often none). The shared journal applies them to the values it sends."""
     if _plain(recorded, hidden):
         return {}
     changes: dict[str, Any] = {}
@@ -293,7 +243,7 @@ def shown_changes(recorded: Entry | Recorded, hidden: tuple[str, ...]) -> dict[s
     return changes
 
 
-def _plain(r: Entry | Recorded, hidden: tuple[str, ...]) -> bool:
+def _plain(r: Entry, hidden: tuple[str, ...]) -> bool:
     """Whether :func:`shown_changes` would change nothing in *r*, told cheaply (the common
     case: short printable ASCII texts, no secret in them, no near misses): one test of
     their concatenation instead of a mask, an escape and a cut per field. A secret found
@@ -323,15 +273,12 @@ def _masked(text: str, hidden: tuple[str, ...]) -> str:
     return text
 
 
-_RETRY = Recorded._fields.index("retry")
-_RECORDED_SIZE = len(Recorded._fields)
-ENTRY_FIELDS = (*Recorded._fields, "tls")
-"""An Entry's fields, in order: a Recorded's, then ``tls`` (which a Recorded reads as None)."""
-_VALUES = operator.attrgetter(*ENTRY_FIELDS)
-"""An Entry's values, in their order."""
+ENTRY_FIELDS: tuple[str, ...] = Entry._fields
+"""An Entry's fields, in order."""
+_RETRY = ENTRY_FIELDS.index("retry")
 
 
-def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry | Recorded]]) -> bytes:
+def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry]]) -> bytes:
     """Journal slots as one compact ``bytes`` (:func:`unpacked` reads them back).
 
     Each slot is (the secrets hidden when it was recorded, what was recorded),
@@ -342,7 +289,7 @@ def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry | Recorded]]) -> 
     """
     rows: list[Any] = []
     for hidden, recorded in slots:
-        values = tuple(recorded) if type(recorded) is Recorded else _VALUES(recorded)
+        values: tuple[Any, ...] = tuple(recorded)  # marshal holds plain tuples only
         retry = recorded.retry
         if retry is not None:  # the one value marshal cannot hold
             advice = (retry.suggested_delay_ms, retry.max_attempts)
@@ -360,10 +307,6 @@ def unpacked(data: bytes, last: int) -> list[Entry]:
         hidden, values = rows[n], rows[n + 1]
         if values[_RETRY] is not None:
             values = (*values[:_RETRY], Retry(*values[_RETRY]), *values[_RETRY + 1 :])
-        if hidden is None:
-            entries.append(Entry(*values))
-        elif len(values) == _RECORDED_SIZE:
-            entries.append(kept(Recorded(*values), hidden))
-        else:  # an Entry recorded as one (a refusal, a failed handshake): tls too
-            entries.append(kept(Entry(*values), hidden))
+        entry = Entry(*values)
+        entries.append(entry if hidden is None else kept(entry, hidden))
     return entries

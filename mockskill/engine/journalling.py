@@ -1,10 +1,10 @@
 """How the engine's requests read in the journal: :class:`Journalling`.
 
-A request played from a scenario is recorded as a plain
-:class:`~.entries.Recorded` tuple (built into its Entry when the journal is
-read); an answer mockskill gave itself (a refusal, the OAuth2 endpoints, the
-store unavailable) as an :class:`~.entries.Entry` at once. Bodies are kept as
-keyed digests and credentials as keyed fingerprints, never as they were.
+Every request is recorded as one :class:`~.entries.Entry`: one played from a
+scenario (:meth:`Journalling.recorded`, :class:`Plain`), or an answer
+mockskill gave itself (a refusal, the OAuth2 endpoints, the store
+unavailable: :meth:`Journalling.own`). Bodies are kept as keyed digests and
+credentials as keyed fingerprints, never as they were.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from . import request_facts as facts
 from .actions import TimedOut, Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
-from .entries import Entry, Recorded
+from .entries import Entry
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
-_new_recorded = tuple.__new__
+_new_entry = tuple.__new__
 _time = time.time
-_NOT_PROXIED = (None,)
-"""Recorded's last field (upstream) for a request that was not proxied."""
+_NOT_PROXIED = (None, None)
+"""An Entry's last fields (upstream, tls) for a request that was not proxied."""
 
 
 class Journalling:
@@ -60,7 +60,7 @@ class Journalling:
         client_left: float | None = None,
         headers_sent: float | None = None,
         stopped: bool = False,
-    ) -> Recorded:
+    ) -> Entry:
         """The journal's record of *request*, answered with *served* (finished: now if None)."""
         target = decided.target
         if isinstance(target, Miss):
@@ -80,10 +80,10 @@ class Journalling:
         else:
             step, position, outage = chosen.index, chosen.position, chosen.outage
             choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
-        # Positional, in Recorded's field order (tests/engine/test_entries.py holds it to
-        # Entry's): tuple.__new__ skips the NamedTuple's keyword __new__, a few us a request.
-        return _new_recorded(
-            Recorded,
+        # Positional, in Entry's field order: tuple.__new__ skips the NamedTuple's keyword
+        # __new__ (this runs for every request).
+        return _new_entry(
+            Entry,
             (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                 self.state.next_id(),
                 decided.started,
@@ -116,8 +116,8 @@ class Journalling:
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
             )
-            # upstream (a proxied request's is proxying's, engine/proxying.py), joined on:
-            # a display of 31 items compiles to a list appended item by item (see Plain).
+            # upstream (a proxied request's is proxying's, engine/proxying.py) and tls (a
+            # failed handshake's, never a request's), joined on (see Plain).
             + _NOT_PROXIED,
         )
 
@@ -136,21 +136,37 @@ class Journalling:
         time the outcome measured: the one sent)."""
         cut_ms = outcome.cut_ms
         shown = served if timed_out is None or cut_ms is None else timed_out.reply(cut_ms)
-        fault = outcome.fault
-        status = None if outcome.answer is None or fault else outcome.answer.status
+        headers_sent = outcome.headers_at if dribbled and not outcome.cut else None
         self.state.record(
-            self.recorded(  # positionally: this runs for every request
-                request,
-                decided,
-                chosen,
-                status,
-                shown,
-                outcome.last_byte_at,
-                fault,
-                outcome.client_left_at,
-                outcome.headers_at if dribbled and not outcome.cut else None,
-                outcome.stopped,
-            )
+            self.outcome_entry(request, decided, chosen, shown, outcome, headers_sent)
+        )
+
+    def outcome_entry(
+        self,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        served: Reply,
+        outcome: Outcome,
+        headers_sent: float | None = None,
+        cut: bool = False,
+    ) -> Entry:
+        """The entry of *request* as the transport played it: *outcome* says when it ended,
+        how (a fault, the client gone, a stop) and what status went out (none: no answer,
+        a fault, or *cut* short)."""
+        fault = outcome.fault
+        status = None if outcome.answer is None or fault or cut else outcome.answer.status
+        return self.recorded(  # positionally: this runs for every request played
+            request,
+            decided,
+            chosen,
+            status,
+            served,
+            outcome.last_byte_at,
+            fault,
+            outcome.client_left_at,
+            headers_sent,
+            outcome.stopped,
         )
 
     def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:
@@ -241,11 +257,11 @@ class Plain:
         body = request._body  # the bytes the transport read (not the property: a call)
         if body is None:  # (a WSGI request's, read on first use)
             body = request.body
-        # Recorded's fields in its order (see recorded(); tests/engine/test_hotpath.py holds
+        # Entry's fields in its order (see recorded(); tests/engine/test_hotpath.py holds
         # each in its place), one tuple built at once: the step's kept, the request's own.
         self._record(
-            _new_recorded(
-                Recorded,
+            _new_entry(
+                Entry,
                 (  # noqa: RUF005  (unpacking into one display is the list this avoids)
                     self._next_id(),
                     started,
@@ -278,9 +294,8 @@ class Plain:
                     None,  # replica
                     self._case,
                 )
-                # upstream (a plain step is not proxied), joined on: a tuple display of
-                # more than 30 items compiles to a list appended to item by item (CPython's
-                # stack-use limit), which cost a Python call's worth more than this join.
+                # upstream and tls (a plain step is neither proxied nor a handshake), joined
+                # on: a tuple display this long compiles to a list appended item by item.
                 + _NOT_PROXIED,
             )
         )
@@ -289,15 +304,10 @@ class Plain:
 class Plains:
     """What the engine keeps of a target's sequence for one Urls: each step's
     :class:`Plain` if it is plain — nothing drawn, no delay, execution, hang,
-    dribble or fault (its plan answers at once, the same to every request) — else None;
-    and the sequence's step ends, to find a position's step without a call."""
+    dribble or fault (its plan answers at once, the same to every request) — else None."""
 
-    __slots__ = ("ends", "last", "sequence", "steps", "target", "urls")
+    __slots__ = ("sequence", "steps", "target", "urls")
 
     def __init__(self, target: Target, urls: Urls, sequence: Sequence) -> None:
         self.target, self.urls, self.sequence = target, urls, sequence
-        self.ends = sequence.ends
-        """Where each step's requests end (``Sequence.step_at``'s bisect looks in it)."""
-        self.last = self.ends[-1]
-        """The requests the sequence answers before its end rule applies."""
         self.steps: list[Plain | None] = [None] * len(sequence.steps)

@@ -4,7 +4,7 @@ The mock OAuth2 endpoints (the token endpoint, the authorization endpoint
 that default ``AUTH_REQUIRED`` details point to), the 400 for a session name
 too long to keep or a Host longer than any host's, and the 503 for a shared
 store that could not answer: each answered and journalled here, for :class:`~.engine.Engine` (its
-``_decide`` comes here first). The OAuth2 endpoints read the form with
+``decide`` comes here first). The OAuth2 endpoints read the form with
 Werkzeug, imported when the first such request comes.
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..scenario.model import Route, ScenarioSet, Skill, Step
 from ..scenario.problems import Problem, ScenarioError
+from ..scenario.source import Position
 
 
 def check_playable(scenarios: ScenarioSet, *, raw_socket: bool, tls: bool = False) -> None:
@@ -28,26 +29,19 @@ def check_playable(scenarios: ScenarioSet, *, raw_socket: bool, tls: bool = Fals
 
 
 def _tls_problem(skill: Skill) -> Problem:
-    where = skill.where
-    return Problem(
-        where.file,
-        where.line,
-        where.column,
-        "tls",
-        "a skill this server can serve",
-        f"the TLS fault {skill.tls}, which needs a port of its own",
-        "serve with `mockskill serve` or mockskill.Server; this WSGI server has one port",
-    )
+    found = f"the TLS fault {skill.tls}, which needs a port of its own"
+    return _needs_server(skill.where, "tls", "a skill this server can serve", found, "has one port")
 
 
 def _socket_problem(step: Step) -> Problem:
-    where = step.where
-    return Problem(
-        where.file,
-        where.line,
-        where.column,
-        "fault",
-        "a step this server can play",
-        "a transport fault, which needs the raw socket of Werkzeug's server",
-        "serve with `mockskill serve` or mockskill.Server; this WSGI server hides the socket",
+    found = "a transport fault, which needs the raw socket of Werkzeug's server"
+    return _needs_server(
+        step.where, "fault", "a step this server can play", found, "hides the socket"
     )
+
+
+def _needs_server(where: Position, path: str, expected: str, found: str, lacks: str) -> Problem:
+    """The problem at *where* of what a WSGI server that *lacks* it cannot play, and
+    mockskill's own server can."""
+    hint = f"serve with `mockskill serve` or mockskill.Server; this WSGI server {lacks}"
+    return Problem(where.file, where.line, where.column, path, expected, found, hint)

@@ -198,7 +198,7 @@ class Proxying:
     """
 
     def __init__(self, journalling: Journalling, state: Store) -> None:
-        self._recorded = journalling.recorded
+        self._entry = journalling.outcome_entry
         self._state = state
         self.recorder: Recorder | None = None
 
@@ -216,23 +216,9 @@ class Proxying:
 
         def record(outcome: plans.Outcome) -> None:
             relayed = outcome.upstream
-            fault = outcome.fault
-            status = None if outcome.answer is None or fault else outcome.answer.status
-            if relayed is not None and relayed.cut:
-                status = None
             shown = served(relayed, upstream, step.reply)
-            recorded = self._recorded(
-                request,
-                decided,
-                chosen,
-                status,
-                shown,
-                outcome.last_byte_at,
-                fault,
-                outcome.client_left_at,
-                None,
-                outcome.stopped,
-            )
+            cut = relayed is not None and relayed.cut
+            recorded = self._entry(request, decided, chosen, shown, outcome, cut=cut)
             key = request.header("idempotency-key")
             journal = (
                 # not played upstream: a client gone, a stop, during a delay

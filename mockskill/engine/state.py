@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from .entries import (
     MASK,
@@ -32,7 +32,6 @@ from .entries import (
     MAX_SESSION_NAME,
     MAX_TEXT,
     Entry,
-    Recorded,
     escaped,
     kept,
     oversized,
@@ -52,7 +51,6 @@ __all__ = [
     "MAX_SESSION_NAME",
     "MAX_TEXT",
     "Entry",
-    "Recorded",
     "State",
     "escaped",
     "shorten",
@@ -67,14 +65,6 @@ COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
 COMPACT_SLICE = 1024
 """Journal slots :meth:`State.compact` packs at most per call: a few milliseconds."""
-
-
-_PATH, _SESSION, _METHOD, _SKILL, _CREDENTIAL, _VERSION = map(
-    Recorded._fields.index,
-    ("path", "session", "method", "skill", "credential", "protocol_version"),
-)
-"""Where :func:`~.entries.oversized` looks in a Recorded, by index: read for every request
-(a NamedTuple's fields by name are descriptor calls)."""
 
 
 @dataclass
@@ -95,8 +85,8 @@ class _Kept:
 
     __slots__ = ("built", "hidden", "recorded")
 
-    def __init__(self, recorded: Entry | Recorded, hidden: tuple[str, ...]) -> None:
-        self.recorded: Entry | Recorded | None = recorded
+    def __init__(self, recorded: Entry, hidden: tuple[str, ...]) -> None:
+        self.recorded: Entry | None = recorded
         self.hidden = hidden
         """The secrets hidden when it was recorded: a secret hidden later masks nothing
         recorded before it (as when entries were masked as they were recorded)."""
@@ -121,7 +111,7 @@ class _Kept:
         slot.built, slot.recorded = entry, None
         return slot
 
-    def parts(self) -> tuple[tuple[str, ...] | None, Entry | Recorded]:
+    def parts(self) -> tuple[tuple[str, ...] | None, Entry]:
         """What :func:`packed` keeps of it: (hidden, recorded), or (None, the Entry) once built."""
         built = self.built
         if built is None:
@@ -246,12 +236,7 @@ class State:
             # lookups (LOAD_ATTR does not specialise for them).
             session, key, generation, _, outage, draws = need
             with self._lock:
-                sessions = self._sessions
-                record = sessions.get(session)  # _session's, here: every request comes here
-                if record is None:
-                    record = self._session(session)
-                else:
-                    sessions.move_to_end(session)
+                record = self._session(session)
                 if draws or outage is not None:
                     return self._take_drawn(record, need)
                 if generation != self._generations.get(key, 0):
@@ -329,29 +314,17 @@ class State:
                     else:
                         record.retired.pop(key, None)
 
-    def record(self, entry: Entry | Recorded) -> None:
+    def record(self, entry: Entry) -> None:
         """Keep *entry*, its texts cut to bounds (:data:`MAX_PATH` ...), secrets hidden.
 
-        A :class:`Recorded` (the engine's, per request) is kept as it is and
-        built into its Entry when the journal is first read; one holding a text
-        over its bound is built at once, so that no entry holds more than its
-        bounds in the meantime.
+        It is kept as it is and shown (:func:`~.entries.kept`) when the journal
+        is first read; one holding a text over its bound is shown at once, so
+        that no entry holds more than its bounds in the meantime.
         """
         # _Kept's slots set here, not through its __init__: a call less on every request.
         slot = _new_slot(_Kept)
         slot.recorded, slot.hidden, slot.built = entry, self._hidden, None
-        if type(entry) is Recorded:  # the engine's, per request: oversized()'s, by index
-            e: tuple[Any, ...] = entry
-            if (
-                len(e[_PATH]) > MAX_PATH
-                or len(e[_SESSION]) > MAX_SESSION_NAME
-                or len(e[_METHOD]) > MAX_TEXT
-                or (e[_SKILL] is not None and len(e[_SKILL]) > MAX_TEXT)
-                or (e[_CREDENTIAL] is not None and len(e[_CREDENTIAL]) > MAX_TEXT)
-                or (e[_VERSION] is not None and len(e[_VERSION]) > MAX_TEXT)
-            ):
-                slot.entry()
-        elif oversized(entry):
+        if oversized(entry):
             slot.entry()
         with self._lock:
             self._journal.append(slot)

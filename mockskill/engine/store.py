@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from .entries import Entry, Recorded
+    from .entries import Entry
 
 
 class Take(NamedTuple):
@@ -127,7 +127,7 @@ class Store(Protocol):
         """A journal id for an entry about to be recorded (a shared journal may renumber)."""
         ...
 
-    def record(self, entry: Entry | Recorded) -> None:
+    def record(self, entry: Entry) -> None:
         """Keep *entry* in the journal; never blocks (a shared store sends it in batches)."""
         ...
 

@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..engine.entries import Entry, Recorded, kept, oversized
+from ..engine.entries import Entry, kept, oversized
 from .stream_entries import (
     APPEND,
     MAX_BATCH,
@@ -260,7 +260,7 @@ class RedisJournal:
         if secret and secret not in self._hidden:
             self._hidden = (*self._hidden, secret)
 
-    def record(self, entry: Entry | Recorded) -> None:
+    def record(self, entry: Entry) -> None:
         """Queue *entry* for the stream; it is numbered there. Never blocks, never raises.
 
         One holding a text over its bound is built at once (as in memory), so
@@ -270,7 +270,7 @@ class RedisJournal:
         with self._lock:
             self._append_slot(slot)
 
-    def slot(self, entry: Entry | Recorded) -> Slot:
+    def slot(self, entry: Entry) -> Slot:
         """What a queue holds for *entry*: it and the secrets hidden now. One holding a text
         over its bound is built at once (as in memory): a queue holds bounded entries only."""
         if oversized(entry):

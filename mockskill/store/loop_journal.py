@@ -37,7 +37,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..engine.entries import Entry, Recorded
+from ..engine.entries import Entry
 from .batching import Batcher, Command
 from .journal import RETRY_AFTER, RedisJournal
 from .stream_entries import (
@@ -120,7 +120,7 @@ class LoopJournal:
 
     # -- on the loop -----------------------------------------------------------------------
 
-    def record(self, entry: Entry | Recorded) -> None:
+    def record(self, entry: Entry) -> None:
         """Queue *entry* for the next batch. Never blocks, never raises."""
         slot = self.journal.slot(entry)
         self._make_room(1)

@@ -38,7 +38,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ..engine.entries import Entry, Recorded
+from ..engine.entries import Entry
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS
 from ..engine.store import Answer, Health, Need, StoreUnavailable
 from . import scripts
@@ -291,7 +291,7 @@ class RedisStore:
     def next_id(self) -> int:
         return self.journal_store.next_id()
 
-    def record(self, entry: Entry | Recorded) -> None:
+    def record(self, entry: Entry) -> None:
         """Queue *entry*: on a loop in the loop's queue (sent with its batches), elsewhere
         in the journal's (sent by its flusher thread)."""
         loop = _running_loop()

@@ -15,12 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import json.encoder
-import operator
 import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.entries import ENTRY_FIELDS, Entry, Recorded, shown_changes
+from ..engine.entries import ENTRY_FIELDS, Entry, shown_changes
 from ..protocol.catalog import Retry
 
 # Each entry of the stream: i = its id, s = its session as shown (what a session's read
@@ -67,16 +66,15 @@ SCHEMA_KEY = hashlib.sha1(SCHEMA.encode()).hexdigest()[:16]
 """How an entry says it holds :data:`SCHEMA`'s values (replicas of another version, with
 other fields, write theirs under another key: each reads the other's by its names)."""
 SCHEMA_KEY_BYTES = SCHEMA_KEY.encode()
-VALUES = operator.attrgetter(*ENTRY_FIELDS)
-Slot = tuple[Entry | Recorded, tuple[str, ...] | None]
+Slot = tuple[Entry, tuple[str, ...] | None]
 """A queued record and the secrets hidden when it was recorded (None: built already)."""
-_RETRY = Recorded._fields.index("retry")
-_REPLICA = Recorded._fields.index("replica")
-_NEAR_MISSES = Recorded._fields.index("near_misses")
+_RETRY = ENTRY_FIELDS.index("retry")
+_REPLICA = ENTRY_FIELDS.index("replica")
+_NEAR_MISSES = ENTRY_FIELDS.index("near_misses")
 _TLS = ENTRY_FIELDS.index("tls")
-_SESSION = Recorded._fields.index("session") - 1
+_SESSION = ENTRY_FIELDS.index("session") - 1
 """Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
-_INDEX = {name: i for i, name in enumerate(Recorded._fields)}
+_INDEX = {name: i for i, name in enumerate(ENTRY_FIELDS)}
 
 
 def _refuse(value: object) -> Any:
@@ -101,10 +99,10 @@ json_text = _encoder()
 _unjson = json.JSONDecoder().decode
 
 
-def encoded(entry: Entry | Recorded) -> str:
+def encoded(entry: Entry) -> str:
     """*entry*'s values but its id as the stream holds them: a JSON array, in
     :data:`SCHEMA`'s order (the names once per version, not per entry: half the cost)."""
-    values: Any = VALUES(entry)[1:]
+    values: Any = entry[1:]
     retry = entry.retry
     if retry is not None:
         values = list(values)
@@ -127,8 +125,8 @@ def decoded(
         if retry is not None:
             values[_RETRY - 1] = Retry(int(retry[0]), int(retry[1]))
         values[_NEAR_MISSES - 1] = tuple(values[_NEAR_MISSES - 1])
-        # A request's entry ends before tls (a Recorded has none); a failed handshake's
-        # holds it, a JSON array, held as a tuple.
+        # An entry an earlier version wrote for a request ends before tls (the field
+        # default); a failed handshake's holds it, a JSON array, held as a tuple.
         if len(values) >= _TLS and values[_TLS - 1] is not None:
             values[_TLS - 1] = tuple(values[_TLS - 1])
         return Entry(int(ident), *values)
@@ -150,17 +148,15 @@ def as_bytes(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else utf8(value)
 
 
-def shown(
-    recorded: Entry | Recorded, hidden: tuple[str, ...] | None, replica: str | None
-) -> list[Any]:
+def shown(recorded: Entry, hidden: tuple[str, ...] | None, replica: str | None) -> list[Any]:
     """*recorded*'s values but its id as the stream holds them (what :func:`encoded` makes
     of what :func:`kept` shows), naming *replica*. *hidden* None: *recorded* is kept's
     already (an oversized one, built when recorded): cut again, its marker would lie.
 
-    Plain values, not the Entry :func:`kept` would build (a frozen dataclass of
-    29 fields costs several of these): the stream holds only their JSON.
+    Plain values, the changes :func:`kept` would make applied to them: the stream holds
+    only their JSON.
     """
-    values: list[Any] = list(recorded if type(recorded) is Recorded else VALUES(recorded))
+    values: list[Any] = list(recorded)
     changes = None if hidden is None else shown_changes(recorded, hidden)  # most often none
     if changes:
         for name, value in changes.items():

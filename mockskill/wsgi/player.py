@@ -4,7 +4,7 @@ The event-loop transport asks :meth:`Engine.plan <mockskill.engine.engine.Engine
 for what to answer and plays the waits with timers; a WSGI server (the app of
 :func:`mockskill.create_app`, mounted wherever a user mounts it) calls
 :func:`handle` instead, which decides through the same
-:meth:`Engine._decide` and then acts the step out here, on the thread, and
+:meth:`Engine.decide` and then acts the step out here, on the thread, and
 hands back a Werkzeug response:
 
 1. ``delay``: wait, then go on;
@@ -45,14 +45,13 @@ from werkzeug.wrappers import Request, Response
 
 from ..engine.actions import Urls
 from ..engine.choosing import Chosen, Decided
-from ..engine.entries import Recorded
+from ..engine.entries import Entry
 from ..engine.incoming import Incoming
-from ..engine.own_answers import unavailable
 from ..engine.pending import Pending, answered
 from ..engine.proxying import proxy_needs_loop
 from ..engine.store import StoreUnavailable
 from ..protocol import catalog
-from ..scenario.model import Reply, Step
+from ..scenario.model import Reply
 from .socket_faults import FAULTS, take
 
 if TYPE_CHECKING:
@@ -64,34 +63,31 @@ def handle(engine: Engine, request: Request) -> Response:
     store's answers are waited for here too (:meth:`Store.answer`: off the loop).
 
     The event-loop transport asks :meth:`Engine.plan` instead and plays the waits
-    with timers; both decide through :meth:`Engine._decide`.
+    with timers; both decide through :meth:`Engine.decide`.
     """
     incoming = Incoming.of(request)
-    try:  # an inline store answers within _decide: it may raise there too
-        result = engine._decide(incoming)
+    try:  # the store answers what deciding needs here: it may raise
+        result = engine.decide(incoming)
         decided = answered(result, engine.state) if isinstance(result, Pending) else result
     except StoreUnavailable as exc:
-        return respond(unavailable(engine._journalling, incoming, exc))
+        return respond(engine.unavailable(incoming, exc))
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
-    reply, chosen = decided.reply, decided.chosen
-    if reply is None:
-        assert chosen is not None
-        reply = chosen.reply
+    reply, chosen = decided.reply_to_send(), decided.chosen
     if reply is not None:
         response = respond(reply)
         code = response.status_code
-        engine.state.record(engine._recorded(incoming, decided, chosen, code, reply))
+        engine.state.record(engine.entry(incoming, decided, chosen, code, reply))
         return response
     assert chosen is not None
     assert chosen.step is not None
     if chosen.step.proxy is not None:
         reply = proxy_needs_loop(chosen.step)
-        engine.state.record(engine._recorded(incoming, decided, chosen, reply.status, reply))
+        engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, chosen, decided.urls)
     status = None if isinstance(response, Cut) else response.status_code
-    recorded = engine._recorded(
+    recorded = engine.entry(
         incoming,
         decided,
         chosen,
@@ -108,7 +104,7 @@ def handle(engine: Engine, request: Request) -> Response:
     return response
 
 
-def finished(recorded: Recorded, connection: Connection) -> Recorded:
+def finished(recorded: Entry, connection: Connection) -> Entry:
     """*recorded* as its dribbled answer ended: when, and whether the client had left."""
     return recorded._replace(
         finished=time.time(),
@@ -128,15 +124,7 @@ def _play(request: Incoming, chosen: Chosen, urls: Urls) -> tuple[Response, Play
         # client is still sending, and during a wait a readable socket
         # must mean the client's goodbye.
         werkzeug_request.get_data()
-    response, played = play(
-        step,
-        connection,
-        urls,
-        delay_ms=chosen.delay_ms,
-        execution_ms=chosen.execution_ms,
-        fault_seed=chosen.fault_seed,
-        timeout=chosen.timeout,
-    )
+    response, played = play(chosen, connection, urls)
     return response, played, connection
 
 
@@ -249,22 +237,16 @@ class Cut(Response):
         raise ConnectionAbortedError(self.fault or "the client left")
 
 
-def play(
-    step: Step,
-    connection: Connection,
-    urls: Urls,
-    *,
-    delay_ms: float | None,
-    execution_ms: float | None,
-    fault_seed: int,
-    timeout: tuple[int, int, catalog.Context] | None,
-) -> tuple[Response, Played]:
-    """Act out *step* on *connection*; the random values are drawn already.
+def play(chosen: Chosen, connection: Connection, urls: Urls) -> tuple[Response, Played]:
+    """Act out *chosen*'s step on *connection*; its random values are drawn already.
 
-    *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
+    Its *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
     Execution is timed from when it starts, after any delay or hang: the
     delay stands for the network, the execution for the skill.
     """
+    step = chosen.step
+    assert step is not None
+    delay_ms, execution_ms, timeout = chosen.delay_ms, chosen.execution_ms, chosen.timeout
     played = Played(step.reply, delay_ms, execution_ms)
     if delay_ms and not connection.wait(delay_ms / 1000):
         return Cut(), played
@@ -289,7 +271,7 @@ def play(
     played.reply = reply
     if step.fault is not None and not played.timed_out:
         played.fault = step.fault
-        return Cut(step.fault, reply, fault_seed), played
+        return Cut(step.fault, reply, chosen.fault_seed), played
     if step.dribble is not None and not played.timed_out:
         return _dribbled(reply, step.dribble.chunks, step.dribble.over_ms, connection), played
     return respond(reply), played

@@ -15,33 +15,33 @@ from collections.abc import Callable
 
 import pytest
 
-from mockskill.engine.entries import MASK, Entry, Recorded
+from mockskill.engine.entries import MASK, Entry
 from mockskill.engine.state import COMPACT_BATCH, State
 from mockskill.protocol.catalog import Retry
 
 NEAR = ({"route": "GET /skills/{id}", "reasons": ["path /x\ny does not match /skills/{id}"]},)
 
 
-def varied(state: State, n: int) -> Recorded | Entry:
+def varied(state: State, n: int) -> Entry | Entry:
     """The *n*-th of a mix of what the journal holds: every kind of value, texts to cut or
     escape, a secret to mask, an Entry recorded as such; each with its own id."""
     common = {"id": state.next_id(), "started": 1.5 + n, "finished": 2.25 + n}
     kind = n % 5
     if kind == 0:
-        return Recorded(
+        return Entry(
             **common, session="default", method="POST", path="/skills/hang/invoke",
             status=None, endpoint="invoke", skill="hang", scenario="bench", step=0,
             position=n, client_left=3.125 + n, body_digest=f"hmac-sha256:{n:016x}",
         )  # fmt: skip
     if kind == 1:
-        return Recorded(
+        return Entry(
             **common, session=f"s{n % 3}", method="GET", path=f"/s3cret/{n}\u202e" + "x" * 600,
             status=503, endpoint="invoke", skill="s3cret", error_code="UNAVAILABLE",
             retry=Retry(250, 3), forced=True, outage=True, choice=1, delay_ms=12.5,
             execution_ms=0.1, credential="bearer hmac-sha256:ab", protocol_version="1.0",
         )  # fmt: skip
     if kind == 2:
-        return Recorded(
+        return Entry(
             **common, session="s1", method="GET", path="/x\ny", status=404,
             endpoint="unmatched", near_misses=NEAR, headers_sent=2.0 + n, fault="reset",
         )  # fmt: skip
@@ -50,9 +50,7 @@ def varied(state: State, n: int) -> Recorded | Entry:
             **common, session="s2", method="PUT", path="/s3cret", status=None,
             endpoint="refused", invalid_descriptor=True, stopped=True,
         )  # fmt: skip
-    return Recorded(
-        **common, session="s0", method="GET", path="/skills", status=200, endpoint="list"
-    )
+    return Entry(**common, session="s0", method="GET", path="/skills", status=200, endpoint="list")
 
 
 def fed(records: int, capacity: int = 10_000, *, hide_at: int | None = None) -> State:

@@ -7,7 +7,6 @@ requests through its own view. Each is held here to what it replaced.
 
 from __future__ import annotations
 
-import dataclasses
 import hmac
 import textwrap
 import time
@@ -22,7 +21,7 @@ from mockskill.engine import actions
 from mockskill.engine.addresses import MAX_CACHED_BYTES
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
-from mockskill.engine.entries import Entry, Recorded, escaped, oversized
+from mockskill.engine.entries import Entry, escaped, oversized
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.protocol.catalog import Retry
@@ -97,31 +96,19 @@ def exchange(loop: LoopDispatcher, request: TransportRequest) -> Plan:
     return plan
 
 
-# -- the journal: a tuple per request, the Entry built when read ---------------------
-
-
-def test_a_recorded_tuple_has_the_entry_s_fields_in_order_with_its_defaults() -> None:
-    # All but the last, tls, which only a failed TLS handshake's Entry has (no request).
-    entry_fields = dataclasses.fields(Entry)
-    assert entry_fields[-1].name == "tls"
-    assert Recorded.tls is None
-    assert Recorded._fields == tuple(f.name for f in entry_fields[:-1])
-    defaults = {
-        f.name: f.default for f in entry_fields[:-1] if f.default is not dataclasses.MISSING
-    }
-    assert Recorded._field_defaults == defaults
+# -- the journal: an Entry per request, shown (bounded, masked) when read -------------
 
 
 def test_the_journal_reads_back_what_was_recorded_after_twice_its_capacity() -> None:
     state = State(seed=1, journal_size=10)
     recorded = [
-        Recorded(state.next_id(), 1.0 + i, 2.0 + i, "s", "POST", f"/{i}", 200, "invoke", step=i)
+        Entry(state.next_id(), 1.0 + i, 2.0 + i, "s", "POST", f"/{i}", 200, "invoke", step=i)
         for i in range(20)
     ]
     for values in recorded:
         state.record(values)
     journal = state.journal()
-    assert journal == [Entry(*values) for values in recorded[10:]]  # the oldest dropped
+    assert journal == recorded[10:]  # the oldest dropped
     assert [e.id for e in journal] == list(range(11, 21))
     assert state.journal() == journal  # built once, read again alike
 
@@ -146,10 +133,10 @@ def test_the_engine_s_journal_keeps_the_newest_requests_in_order_past_its_capaci
 
 def test_a_secret_hidden_after_an_entry_was_recorded_masks_only_later_entries() -> None:
     state = State(seed=1)
-    before = Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/s3cret-token/x", 404, "unmatched")
+    before = Entry(state.next_id(), 1.0, 2.0, "s", "GET", "/s3cret-token/x", 404, "unmatched")
     state.record(before)
     state.hide("s3cret-token")
-    after = Recorded(state.next_id(), 3.0, 4.0, "s3cret-token", "GET", "/s3cret-token", 404, "x")
+    after = Entry(state.next_id(), 3.0, 4.0, "s3cret-token", "GET", "/s3cret-token", 404, "x")
     state.record(after)
     first, second = state.journal()
     # Masked as it was recorded: the secret was not hidden yet when the first one was.
@@ -170,7 +157,7 @@ def test_a_hidden_admin_token_never_reaches_the_journal_of_a_planned_request(
 
 def test_a_client_text_over_its_bound_is_cut_when_recorded_not_kept_whole() -> None:
     state = State(seed=1)
-    state.record(Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/" + "x" * 60_000, 404, "x"))
+    state.record(Entry(state.next_id(), 1.0, 2.0, "s", "GET", "/" + "x" * 60_000, 404, "x"))
     (slot,) = state._journal
     assert slot.recorded is None  # built at once: the 60 KB path is not held until read
     assert slot.built is not None
@@ -193,10 +180,10 @@ def test_a_client_text_over_its_bound_is_cut_when_recorded_not_kept_whole() -> N
 def test_each_client_text_of_a_recorded_request_is_held_to_its_bound_when_recorded(
     field: str, value: str
 ) -> None:
-    """State.record reads a Recorded's bounds by index: the same fields entries.oversized
-    reads by name, each bound the same."""
+    """State.record bounds each client text of a request's entry as entries.oversized
+    says, each bound its own."""
     state = State(seed=1)
-    recorded = Recorded(state.next_id(), 1.0, 2.0, "s", "GET", "/p", 200, "invoke", "k")
+    recorded = Entry(state.next_id(), 1.0, 2.0, "s", "GET", "/p", 200, "invoke", "k")
     recorded = recorded._replace(**{field: value})
     state.record(recorded)
     (slot,) = state._journal
@@ -434,7 +421,7 @@ def planned_alike_handled(server: Server) -> list[Entry]:
     handled = [e for e in journal if e.session == "handled"]
 
     def alike(entry: Entry) -> Entry:
-        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+        return entry._replace(id=0, started=0.0, finished=0.0, session="")
 
     assert [alike(e) for e in planned] == [alike(e) for e in handled]
     return planned
@@ -563,7 +550,7 @@ def test_a_plain_described_skill_is_journalled_when_planned_as_the_wsgi_path_doe
     server, loop = surface(None)  # the bundled scenarios: their descriptors, valid or not
 
     def alike(entry: Entry) -> Entry:
-        return dataclasses.replace(entry, id=0, started=0.0, finished=0.0, session="")
+        return entry._replace(id=0, started=0.0, finished=0.0, session="")
 
     pairs = []
     for skill in server.engine.scenarios.skills:

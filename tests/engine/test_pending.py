@@ -21,7 +21,9 @@ from werkzeug.wrappers import Request
 
 from mockskill import load_text
 from mockskill.engine import choosing
+from mockskill.engine.choosing import Decided
 from mockskill.engine.engine import STATE_UNAVAILABLE, Engine
+from mockskill.engine.incoming import Incoming
 from mockskill.engine.pending import Pending, answered, awaited
 from mockskill.engine.state import State
 from mockskill.engine.store import (
@@ -138,6 +140,24 @@ def test_a_plain_step_makes_one_take() -> None:
         1,
     )
     assert store.needs == [Take("a", "skill/plain/invoke", 0, "shop", None, False)]
+
+
+def test_deciding_hands_out_the_take_and_journals_nothing_whoever_drives_it() -> None:
+    """Engine.decide is one path with one kind of result for every driver (the loop's
+    plan, the WSGI player): a sequence step's request comes to a Pending Take, on the
+    in-memory store too, and only the driver that plays it journals it."""
+    store = Recording(seed=1)
+    served = engine(store)
+    incoming = Incoming.of(request("POST", "/skills/plain/invoke", {"Mockskill-Session": "d"}))
+    result = served.decide(incoming)
+    assert isinstance(result, Pending)
+    assert result.need == Take("d", "skill/plain/invoke", 0, "shop", None, False)
+    assert store.needs == []  # asked by the driver, not while deciding
+    decided = answered(result, store)
+    assert isinstance(decided, Decided)
+    assert decided.chosen is not None
+    assert (decided.reply_to_send(), decided.chosen.position) == (None, 0)
+    assert store.journal() == []
 
 
 def test_each_session_takes_its_own_step_beyond_the_takes_a_table_keeps() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import multiprocessing
@@ -22,7 +21,6 @@ from mockskill.engine.entries import (
     MAX_SESSION_NAME,
     MAX_TEXT,
     Entry,
-    Recorded,
     kept,
 )
 from mockskill.protocol.catalog import Retry
@@ -58,12 +56,12 @@ def journals(redis_url: str) -> Iterator[Callable[..., RedisJournal]]:
 _now = itertools.count(1_764_600_000)
 
 
-def request(session: str = "s", path: str = "/skills", **values: object) -> Recorded:
+def request(session: str = "s", path: str = "/skills", **values: object) -> Entry:
     """What the engine records for a request (its id provisional: the stream numbers it)."""
     started = float(next(_now)) + 0.123456
     fields: dict[str, object] = {"method": "GET", "status": 200, "endpoint": "list", **values}
     finished = started + 0.001
-    return Recorded(0, started, finished, session, path=path, **fields)  # type: ignore[arg-type]
+    return Entry(0, started, finished, session, path=path, **fields)  # type: ignore[arg-type]
 
 
 def test_two_replicas_recording_interleaved_make_one_journal_numbered_in_append_order(
@@ -221,7 +219,7 @@ def test_the_stream_shows_what_kept_shows_at_the_edges_of_its_cheap_path(
         a.record(entry)
     got = a.entries()
     want = [
-        dataclasses.replace(kept(entry, ("s3cret",)), id=shown.id)
+        kept(entry, ("s3cret",))._replace(id=shown.id)
         for entry, shown in zip(recorded, got, strict=True)
     ]
     assert got == want
@@ -279,7 +277,7 @@ def every_field() -> Entry:
 
 def test_every_field_of_an_entry_round_trips_through_its_encoding() -> None:
     entry = every_field()
-    defaults = {f.name: f.default for f in dataclasses.fields(Entry)}
+    defaults = Entry._field_defaults
     assert [name for name, default in defaults.items() if getattr(entry, name) == default] == []
     assert decoded(7, encoded(entry)) == entry
     assert decoded(b"7", encoded(entry).encode()) == entry
@@ -315,7 +313,7 @@ def test_every_field_round_trips_through_redis(journals: Callable[..., RedisJour
     entry = every_field()
     a.record(entry)
     (read,) = a.entries()
-    assert read == dataclasses.replace(entry, id=read.id)  # the stream numbered it
+    assert read == entry._replace(id=read.id)  # the stream numbered it
 
 
 def test_with_redis_stopped_records_do_not_block_and_the_newest_held_land_once_it_is_back(

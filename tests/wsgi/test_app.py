@@ -36,10 +36,10 @@ def test_an_unknown_admin_path_is_a_unified_error(client: Client) -> None:
 def test_a_failure_inside_the_engine_is_a_unified_500(
     client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(self: Engine, request: object, planning: bool = False) -> None:
+    def broken(self: Engine, request: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(Engine, "_decide", broken)
+    monkeypatch.setattr(Engine, "decide", broken)
     response = client.post("/skills/echo/invoke")
     assert response.status_code == 500
     error = response.json["error"]
