@@ -158,7 +158,7 @@ def test_a_transport_fault_is_planned_not_done(
 ) -> None:
     plan = planned(surface, skill)
     assert plan.fault is not None
-    assert plan.fault.name == fault
+    assert plan.fault == fault
     assert len(plan.waits) == waits
 
 
