@@ -40,6 +40,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import package_source
+
 # Found, not imported: the test reads the source, so a circle cannot break it before it reports.
 _SPEC = importlib.util.find_spec("mockskill")
 assert _SPEC is not None
@@ -95,7 +97,7 @@ def imports(module: str) -> set[str]:
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in package_source.nodes(package_source.tree(path)):
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -197,7 +199,7 @@ def io_uses(tree: ast.AST) -> set[str]:
     """The I/O *tree* does: each of :data:`IO_MODULES` it imports (anywhere, in a function
     too), and ``time.sleep`` if it calls or names it (``from time import sleep`` too)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in package_source.nodes(tree):
         if isinstance(node, ast.Import):
             found.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -219,7 +221,7 @@ def test_the_deciding_stages_do_no_io() -> None:
     for module, path in sorted(MODULES.items()):
         if stage(module) not in SANS_IO:
             continue
-        for what in sorted(io_uses(ast.parse(path.read_text(encoding="utf-8")))):
+        for what in sorted(io_uses(package_source.tree(path))):
             if (module, what) not in IO_ALLOWED:
                 wrong.append(f"{module} ({stage(module)}) uses {what}")
     assert wrong == [], "I/O in a sans-IO stage (the transport or a face does it):\n" + "\n".join(
@@ -277,7 +279,7 @@ def test_the_architecture_page_is_short_and_names_what_exists() -> None:
     defined: dict[str, set[str]] = {}  # class -> what it defines: methods, attributes
     bases: dict[str, set[str]] = {}
     for path in MODULES.values():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in package_source.nodes(package_source.tree(path)):
             if not isinstance(node, ast.ClassDef):
                 continue
             members = defined.setdefault(node.name, set())
