@@ -435,8 +435,10 @@ def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedPro
             environment.pop(name, None)
         else:
             environment[name] = value
-    # schemathesis's plugin would cost seconds to import, and nothing here uses it.
-    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-s", "-rs", "-q", "-k", test]
+    # schemathesis's and hypothesis's plugins would cost seconds to import, and nothing here
+    # uses them.
+    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"]
+    options += ["-s", "-rs", "-q", "-k", test]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *options, __file__],
         capture_output=True,
