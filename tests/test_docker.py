@@ -118,9 +118,9 @@ SKILL_OF = {
 # The first test to ask builds the image (and the compose example its stand-ins): minutes on
 # a cold cache or loaded cores, counted in that test's time by pytest-timeout. Every docker
 # call and HTTP request in here has its own timeout, so a hang still fails.
-# One xdist worker runs the whole file (--dist loadgroup): the image is built once per run,
-# not once per worker that happens to get one of its tests.
-pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("docker")]
+# One xdist worker runs the whole file (--dist loadfile), first (tests/conftest.py): the
+# image is built once per run, and its minutes overlap the rest of the suite.
+pytestmark = pytest.mark.timeout(900)
 
 
 def docker(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:

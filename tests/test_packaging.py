@@ -15,8 +15,6 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
-# Both tests on one xdist worker (--dist loadgroup): the wheel is built once.
-pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")

@@ -445,10 +445,6 @@ class XdistRun:
         return dict(Counter(found))
 
 
-ON_ONE_WORKER = pytest.mark.xdist_group("pytest-plugin-under-xdist")
-"""The tests reading one inner run stay on one outer worker (--dist loadgroup): it runs once."""
-
-
 @pytest.fixture(scope="module", params=["memory", "redis"])
 def xdist_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> XdistRun:
     """One inner run under xdist, two workers, of both modules above, with the state in
@@ -474,14 +470,12 @@ def xdist_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return XdistRun(done.stdout)
 
 
-@ON_ONE_WORKER
 def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
     xdist_run: XdistRun,
 ) -> None:
     assert xdist_run.outcomes("test_parallel.py") == {"PASSED": 8}, xdist_run.stdout
 
 
-@ON_ONE_WORKER
 def test_under_xdist_a_request_without_the_header_counts_only_for_its_worker_s_test(
     xdist_run: XdistRun,
 ) -> None:

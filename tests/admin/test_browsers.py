@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 Serve = Callable[..., Server]
 SCENARIO = "name: base\nskills: [{id: a}]\n"
-# One xdist worker runs the file (--dist loadgroup): its module's Chromium starts once.
-pytestmark = pytest.mark.xdist_group("browsers")
 EVIL = "http://evil.example"
 REBOUND = "rebind.test"
 """A name Chromium resolves to 127.0.0.1 here, as a rebinding attacker's DNS would."""

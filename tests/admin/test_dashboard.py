@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Page
 
 ROOT = Path(__file__).resolve().parents[2]
-# One xdist worker runs the file (--dist loadgroup): its module's Chromium starts once.
-pytestmark = pytest.mark.xdist_group("dashboard")
 CHROMIUM = os.environ.get("MOCKSKILL_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a shared machine: no sandbox (containers), no GPU, and
 # none of the background traffic (updates, sync, QUIC probes) that would only time out.
