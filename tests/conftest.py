@@ -139,3 +139,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", f"modules over {REVIEW_LINES} lines (review)")
         for module, lines in long.items():
             terminalreporter.write_line(f"{module}: {lines} lines")
+
+
+FIRST = ("test_docker.py",)
+"""Files that run first: the Docker tests build an image for minutes, mostly waiting on the
+engine, so under xdist they overlap the rest of the suite instead of being its tail."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: the rest keep their order

@@ -118,6 +118,8 @@ SKILL_OF = {
 # The first test to ask builds the image (and the compose example its stand-ins): minutes on
 # a cold cache or loaded cores, counted in that test's time by pytest-timeout. Every docker
 # call and HTTP request in here has its own timeout, so a hang still fails.
+# One xdist worker runs the whole file (--dist loadfile), first (tests/conftest.py): the
+# image is built once per run, and its minutes overlap the rest of the suite.
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -433,8 +435,10 @@ def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedPro
             environment.pop(name, None)
         else:
             environment[name] = value
-    # schemathesis's plugin would cost seconds to import, and nothing here uses it.
-    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-s", "-rs", "-q", "-k", test]
+    # schemathesis's and hypothesis's plugins would cost seconds to import, and nothing here
+    # uses them.
+    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"]
+    options += ["-s", "-rs", "-q", "-k", test]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *options, __file__],
         capture_output=True,

@@ -42,9 +42,12 @@ names those over 800 for a reviewer's eye.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 from pathlib import Path
+
+import package_source
 
 # Found, not imported: the test reads the source, so a circle cannot break it before it reports.
 _SPEC = importlib.util.find_spec("mockskill")
@@ -145,7 +148,7 @@ def imports(module: str) -> set[str]:
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in package_source.nodes(package_source.tree(path)):
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -165,7 +168,11 @@ def imports(module: str) -> set[str]:
     return found
 
 
-GRAPH: dict[str, set[str]] = {module: imports(module) for module in MODULES}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each module's imports of the package. Read when a test asks, not at import: the run's
+    summary imports this file for REVIEW_LINES."""
+    return {module: imports(module) for module in MODULES}
 
 
 def stage(module: str) -> str:
@@ -186,11 +193,11 @@ def test_no_module_imports_in_a_circle() -> None:
             return
         if module in done:
             return
-        for target in sorted(GRAPH[module]):
+        for target in sorted(graph()[module]):
             visit(target, [*path, module])
         done.add(module)
 
-    for module in sorted(GRAPH):
+    for module in sorted(graph()):
         visit(module, [])
     assert circles == [], "import circles: " + "; ".join(" -> ".join(c) for c in circles)
 
@@ -199,7 +206,7 @@ def test_imports_only_go_down() -> None:
     stages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     assert stages <= set(MAY_IMPORT), f"a stage without rules: {stages - set(MAY_IMPORT)}"
     wrong = []
-    for module, targets in sorted(GRAPH.items()):
+    for module, targets in sorted(graph().items()):
         if module in LEAVES:
             assert targets == set(), f"{module} is a leaf: it imports nothing of the package"
             continue
@@ -281,7 +288,7 @@ def io_uses(tree: ast.AST) -> set[str]:
     """The I/O *tree* does: each of :data:`IO_MODULES` it imports (anywhere, in a function
     too), and ``time.sleep`` if it calls or names it (``from time import sleep`` too)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in package_source.nodes(tree):
         if isinstance(node, ast.Import):
             found.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -303,7 +310,7 @@ def test_the_deciding_stages_do_no_io() -> None:
     for module, path in sorted(MODULES.items()):
         if stage(module) not in SANS_IO:
             continue
-        for what in sorted(io_uses(ast.parse(path.read_text(encoding="utf-8")))):
+        for what in sorted(io_uses(package_source.tree(path))):
             if (module, what) not in IO_ALLOWED:
                 wrong.append(f"{module} ({stage(module)}) uses {what}")
     assert wrong == [], "I/O in a sans-IO stage (the transport or a face does it):\n" + "\n".join(
@@ -361,7 +368,7 @@ def test_the_architecture_page_is_short_and_names_what_exists() -> None:
     defined: dict[str, set[str]] = {}  # class -> what it defines: methods, attributes
     bases: dict[str, set[str]] = {}
     for path in MODULES.values():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in package_source.nodes(package_source.tree(path)):
             if not isinstance(node, ast.ClassDef):
                 continue
             members = defined.setdefault(node.name, set())

@@ -22,6 +22,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import package_source
 import pytest
 
 import mockskill
@@ -36,7 +37,7 @@ def _private(name: str) -> bool:
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:
     for path in sorted(PACKAGE.rglob("*.py")):
-        yield str(path.relative_to(PACKAGE.parent)), ast.parse(path.read_text(), str(path))
+        yield str(path.relative_to(PACKAGE.parent)), package_source.tree(path)
 
 
 def _defined_here(trees: list[tuple[str, ast.Module]]) -> set[str]:
@@ -44,7 +45,7 @@ def _defined_here(trees: list[tuple[str, ast.Module]]) -> set[str]:
     assigns, slots, keyword arguments and fields."""
     names: set[str] = set()
     for _, tree in trees:
-        for node in ast.walk(tree):
+        for node in package_source.nodes(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -61,7 +62,7 @@ def _defined_here(trees: list[tuple[str, ast.Module]]) -> set[str]:
 def _outside_modules(tree: ast.Module) -> set[str]:
     """The names a module binds to modules imported from outside the package."""
     bound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in package_source.nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if not alias.name.startswith("mockskill"):
@@ -73,7 +74,7 @@ def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
     """The imports under ``if TYPE_CHECKING:``: read by type checkers, never run
     (``_typeshed`` is typeshed's documented home of the WSGI types)."""
     nodes: set[ast.AST] = set()
-    for node in ast.walk(tree):
+    for node in package_source.nodes(tree):
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             nodes.update(inner for child in node.body for inner in ast.walk(child))
     return nodes
@@ -86,7 +87,7 @@ def problems(trees: list[tuple[str, ast.Module]], ours: set[str]) -> list[str]:
     for where, tree in trees:
         outside = _outside_modules(tree)
         unchecked = _type_checking_only(tree)
-        for node in ast.walk(tree):
+        for node in package_source.nodes(tree):
             if node in unchecked:
                 continue
             line = f"{where}:{getattr(node, 'lineno', 0)}"

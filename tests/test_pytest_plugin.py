@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import subprocess
+import sys
 import textwrap
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests  # imported once here: in-process inner runs then share it
+from redis_server import RedisServer
 
 # The admin app's modules (Flask among them) are imported here too: a server of this
 # process builds its admin app on its first /__admin request, which may come from an
@@ -399,37 +405,23 @@ def test_the_marker_passes_strict_markers(pytester: pytest.Pytester) -> None:
     assert "mockskill(scenarios=" in pytester.runpytest(*QUIET, "--markers").stdout.str()
 
 
-def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
-    pytester: pytest.Pytester,
-) -> None:
-    result = run_xdist(
-        pytester,
-        """
-        import concurrent.futures
+PARALLEL = """
+import concurrent.futures
 
-        @pytest.mark.parametrize("n", range(8))
-        def test_flaky(mockskill, n):
-            def attempt(_):
-                return requests.post(
-                    mockskill.invoke_url("flaky-cycle"), headers=mockskill.headers
-                ).status_code
-            with concurrent.futures.ThreadPoolExecutor(3) as pool:
-                statuses = sorted(pool.map(attempt, range(3 * (n + 1))))
-            assert statuses == sorted([503, 503, 200] * (n + 1))
-            journal = mockskill.journal()
-            assert len(journal) == 3 * (n + 1)
-            assert {e.session for e in journal} == {mockskill.name}
-            assert len(mockskill.server.state.journal()) >= len(journal)
-        """,
-    )
-    result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines(["*2 workers*"])
-
-
-def run_xdist(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
-    pytester.makepyfile(test_inner=module(body))
-    return pytester.runpytest_subprocess(*QUIET, "-n", "2", *args, timeout=120)
-
+@pytest.mark.parametrize("n", range(8))
+def test_flaky(mockskill, n):
+    def attempt(_):
+        return requests.post(
+            mockskill.invoke_url("flaky-cycle"), headers=mockskill.headers
+        ).status_code
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        statuses = sorted(pool.map(attempt, range(3 * (n + 1))))
+    assert statuses == sorted([503, 503, 200] * (n + 1))
+    journal = mockskill.journal()
+    assert len(journal) == 3 * (n + 1)
+    assert {e.session for e in journal} == {mockskill.name}
+    assert len(mockskill.server.state.journal()) >= len(journal)
+"""
 
 HEADERLESS = """
 import time
@@ -443,17 +435,56 @@ def test_headerless(mockskill, n):
 """
 
 
-@pytest.mark.parametrize("state", ["memory", "redis"])
+@dataclass(frozen=True)
+class XdistRun:
+    stdout: str
+
+    def outcomes(self, file: str) -> dict[str, int]:
+        """How many of *file*'s tests passed, failed, ... (from the ``-rA`` summary)."""
+        found = re.findall(rf"^([A-Z]+) {re.escape(file)}\b", self.stdout, re.MULTILINE)
+        return dict(Counter(found))
+
+
+@pytest.fixture(scope="module", params=["memory", "redis"])
+def xdist_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> XdistRun:
+    """One inner run under xdist, two workers, of both modules above, with the state in
+    memory or in Redis: each test below checks its own module's outcomes in it (a run
+    starts three interpreters, so the modules share one)."""
+    state = "memory"
+    if request.param == "redis":
+        redis: RedisServer = request.getfixturevalue("redis_server")
+        assert redis.command("FLUSHALL").startswith(b"+OK")
+        state = redis.url
+    folder = tmp_path_factory.mktemp("xdist")
+    (folder / "test_parallel.py").write_text(module(PARALLEL))
+    (folder / "test_headerless.py").write_text(module(HEADERLESS))
+    # As pytester's own subprocess runs: no options nor remote server from this shell.
+    hidden = {"PYTEST_ADDOPTS", "MOCKSKILL_URL", "MOCKSKILL_ADMIN_TOKEN", "MOCKSKILL_STATE"}
+    env = {name: value for name, value in os.environ.items() if name not in hidden}
+    command = [sys.executable, "-m", "pytest", *QUIET, "-rA", "-n", "2"]
+    command += ["--basetemp", str(folder / "temp"), "--mockskill-state", state]
+    done = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "2 workers" in done.stdout, done.stdout + done.stderr
+    return XdistRun(done.stdout)
+
+
+def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
+    xdist_run: XdistRun,
+) -> None:
+    assert xdist_run.outcomes("test_parallel.py") == {"PASSED": 8}, xdist_run.stdout
+
+
 def test_under_xdist_a_request_without_the_header_counts_only_for_its_worker_s_test(
-    pytester: pytest.Pytester, redis_url: str, state: str
+    xdist_run: XdistRun,
 ) -> None:
     """Each worker owns its server: another worker's requests without the header, at the
     same time, never count for a test; on a shared store neither (its journal holds them)."""
-    result = run_xdist(
-        pytester, HEADERLESS, "--mockskill-state", redis_url if state == "redis" else "memory"
-    )
-    result.assert_outcomes(passed=5, failed=1)
-    result.stdout.fnmatch_lines(["FAILED test_inner.py::test_headerless[[]0[]] - mockskill*"])
+    assert xdist_run.outcomes("test_headerless.py") == {"PASSED": 5, "FAILED": 1}, xdist_run.stdout
+    assert re.search(
+        r"^FAILED test_headerless\.py::test_headerless\[0\] - mockskill", xdist_run.stdout, re.M
+    ), xdist_run.stdout
 
 
 def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:
