@@ -40,9 +40,9 @@ import httptools
 from keepalive import WRK_LUA, run_wrk
 
 from mockskill.engine.plan import Answer, Outcome, Plan
-from mockskill.transport import Limits, Refusal, Request, Server, run
+from mockskill.transport import Limits, LoopServer, Refusal, Request, run
 from mockskill.transport.connection import Connection
-from mockskill.transport.server import new_loop
+from mockskill.transport.loop_server import new_loop
 from mockskill.transport.shared import Shared
 
 BODY = b'{"error": {"code": "ENDPOINT_UNREACHABLE", "message": "Failed to connect"}}'
@@ -68,7 +68,7 @@ class Constant:
 
 
 def serve(port: int) -> None:
-    run(Server(Constant(), "127.0.0.1", port, backlog=4096))
+    run(LoopServer(Constant(), "127.0.0.1", port, backlog=4096))
 
 
 class _FakeTransport:

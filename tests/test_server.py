@@ -23,7 +23,7 @@ import requests
 
 from mockskill import Server, ServerError, bundled_path, load_paths, load_text
 from mockskill.engine.state import State
-from mockskill.engine.store import Answer, Need, StoreUnavailable
+from mockskill.engine.store import Need, NeedAnswer, StoreUnavailable
 from mockskill.protocol.catalog import error_body_problem
 from mockskill.scenario.model import Case, Skill
 
@@ -141,7 +141,7 @@ def test_the_listen_queue_is_the_documented_backlog_up_to_the_kernels_cap(
     # A burst of connections (bench/burst_peers.py) that overflows the queue waits a
     # 1 s SYN retry each: the queue asked for is BACKLOG, as nginx's in the bench.
     from mockskill.server.server import BACKLOG
-    from mockskill.transport.server import BACKLOG as TRANSPORT_BACKLOG
+    from mockskill.transport.loop_server import BACKLOG as TRANSPORT_BACKLOG
 
     server = serve(SLOW)
     cap = int(Path("/proc/sys/net/core/somaxconn").read_text())
@@ -226,14 +226,14 @@ class Awaited(State):
         """When set, each answer waits for it (off the loop's thread) before it comes."""
         self.asked = threading.Event()
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop()
             self.blocked.append(type(need).__name__)
             raise AssertionError("the blocking answer() was called on the event loop")
         return super().answer(need)
 
-    async def answer_async(self, need: Need) -> Answer:
+    async def answer_async(self, need: Need) -> NeedAnswer:
         self.awaited.append(type(need).__name__)
         self.asked.set()
         await asyncio.sleep(self.lags.pop(0) if self.lags else 0)
@@ -338,10 +338,10 @@ def test_tokens_issued_and_used_through_an_awaited_store() -> None:
 @pytest.mark.parametrize("remote", [False, True], ids=["inline", "awaited"])
 def test_a_store_that_cannot_answer_is_a_503_state_unavailable(remote: bool) -> None:
     class Down(State):
-        async def answer_async(self, need: Need) -> Answer:
+        async def answer_async(self, need: Need) -> NeedAnswer:
             raise StoreUnavailable("redis://store:6379/0: connection refused")
 
-        def answer(self, need: Need) -> Answer:
+        def answer(self, need: Need) -> NeedAnswer:
             raise StoreUnavailable("redis://store:6379/0: connection refused")
 
     store = Down(seed=1)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ..engine.own_answers import DEFAULT_MAX_BODY
+from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.state import DEFAULT_JOURNAL_SIZE
 from ..server.listening import ServerError, is_loopback
 from ..server.server import DEFAULT_KEEP_ALIVE, Server

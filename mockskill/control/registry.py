@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..engine.capabilities import check_playable
 from ..engine.engine import Engine
 from ..engine.matching import sequence_keys
-from ..engine.playable import check_playable
 from ..engine.store import Store, StoreUnavailable
 from ..scenario.loader import InvalidScenarios, Source, load_any, load_paths
 from ..scenario.model import Scenario, ScenarioSet

@@ -3,17 +3,17 @@
 This stage owns what happens to a request once it has arrived, as data: the
 engine reads it through ``incoming``'s view (and ``request_facts``) and runs
 it through its scenario (``engine``: forced errors, versions, sessions,
-descriptors, the token endpoint; ``own_answers`` and ``replies`` the answers
+descriptors, the token endpoint; ``builtin_answers`` and ``replies`` the answers
 it gives of its own, ``addresses`` the URLs its replies are filled for).
 ``matching`` finds the skill or route, ``conditions`` the case; ``choosing``
 picks the step and its draws; ``auth`` checks credentials; ``actions`` makes
 the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
 and ``proxying``: a proxy step, its recorded ``exchange``) that the
-transport plays. ``playable`` says whether a server can play a scenario set.
+transport plays. ``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
-answers. ``ports`` says what the engine asks of the ports its replies name
+answers. ``named_ports`` says what the engine asks of the ports its replies name
 (the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the
 transport binds and the server hands in. Nothing here sleeps or touches a
 socket (tests/test_layout.py holds it): the WSGI face plays a step on a

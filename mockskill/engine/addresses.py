@@ -20,7 +20,7 @@ from ..scenario.model import Skill
 from . import request_facts as facts
 from .actions import Urls
 from .incoming import Incoming
-from .ports import HeldPort, TLSPorts
+from .named_ports import HeldPort, TLSPorts
 from .state import DEFAULT_SESSION
 
 MAX_HOST = 255 + len(":65535")

@@ -34,7 +34,7 @@ from ..protocol.catalog import AUTHORIZE_PATH, TOKEN_PATH
 from ..scenario.model import JSON_TYPE, Credentials, Reply, Requirement
 from .incoming import Incoming
 from .pending import Later, Pending
-from .store import Answer, IssueToken, UseToken
+from .store import IssueToken, NeedAnswer, UseToken
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -104,7 +104,7 @@ def check(
     if granted is not None:
         return _judged(requirement, context, granted, kind)
 
-    def used(scopes: Answer) -> Reply | None:
+    def used(scopes: NeedAnswer) -> Reply | None:
         assert scopes is None or isinstance(scopes, frozenset)
         return _judged(requirement, context, scopes, kind)
 

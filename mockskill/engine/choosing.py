@@ -21,7 +21,7 @@ from ..scenario.model import Reply, Step
 from .actions import Urls
 from .matching import Miss, RoutingTable, Target
 from .replies import exhausted_reply
-from .store import Answer, Take, Taken
+from .store import NeedAnswer, Take, Taken
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -80,7 +80,7 @@ def _take_parts(
     return key, generation, name, window, target.draws or outage.step.random
 
 
-def choose(decided: Decided, taken: Answer) -> Decided:
+def choose(decided: Decided, taken: NeedAnswer) -> Decided:
     """*decided* with its :attr:`Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
     matched on; or, when the sequence is exhausted, the reply saying so. The draws are

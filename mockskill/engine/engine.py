@@ -28,22 +28,22 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import Reply, ScenarioSet, Step
-from . import auth, choosing, own_answers
+from . import auth, builtin_answers, choosing
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
 from .addresses import MAX_CACHED, MAX_CACHED_BYTES, MAX_HOST, Addresses
+from .builtin_answers import SESSION_HEADER as SESSION_HEADER
+from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
+from .builtin_answers import unavailable
+from .capabilities import check_playable
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plains
 from .matching import Miss, RoutingTable, Target
-from .own_answers import SESSION_HEADER as SESSION_HEADER
-from .own_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
-from .own_answers import unavailable
+from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
-from .playable import check_playable
-from .ports import HeldPort, TLSPorts
 from .proxying import Proxying
 from .replies import (
     ERROR_HEADER,
@@ -53,7 +53,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import Answer, Store, StoreUnavailable
+from .store import NeedAnswer, Store, StoreUnavailable
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -311,10 +311,10 @@ class Engine:
         headers = request.headers
         session = headers.get(_SESSION) or DEFAULT_SESSION
         if len(session) > MAX_SESSION_NAME:
-            return own_answers.session_too_long(self._journalling, request, session, started)
+            return builtin_answers.session_too_long(self._journalling, request, session, started)
         host = headers.get("host")
         if host is not None and len(host) > MAX_HOST:  # before its Urls are made and kept
-            return own_answers.host_too_long(self._journalling, request, host, started)
+            return builtin_answers.host_too_long(self._journalling, request, host, started)
         if path == catalog.TOKEN_PATH and (table.fallback is None or table.credentials.clients):
             # Behind a scenario's proxy with no clients of its own, the provider's token
             # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).
@@ -326,7 +326,7 @@ class Engine:
             self.matched(request, target)
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
             # Where default AUTH_REQUIRED details point; a scenario's own route there wins.
-            return own_answers.authorize(self._journalling, request, session, started)
+            return builtin_answers.authorize(self._journalling, request, session, started)
         # An invocation's answer names no TLS fault's port: no port is allotted for it.
         urls = self._urls(request, session, type(target) is not Target or target.kind != "invoke")
         forced = False
@@ -349,7 +349,7 @@ class Engine:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
 
-    def _plain(self, request: Incoming, decided: Decided, taken: Answer) -> plans.Plan | None:
+    def _plain(self, request: Incoming, decided: Decided, taken: NeedAnswer) -> plans.Plan | None:
         """The kept plan of the plain step *decided*'s Take *taken* lands on (see
         :class:`Plains`), its request journalled now; None when that step is not plain (it
         draws, waits or proxies), the sequence is over or in its outage."""
@@ -437,7 +437,7 @@ class Engine:
 
     def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         credentials = self.table.credentials
-        return own_answers.token(self._journalling, request, session, started, credentials)
+        return builtin_answers.token(self._journalling, request, session, started, credentials)
 
 
 def journalled(outcome: plans.Outcome) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeAlias, TypeVar
 
-from .store import Answer, Need, Store
+from .store import Need, NeedAnswer, Store
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -29,13 +29,13 @@ class Pending(NamedTuple, Generic[T_co]):
     """
 
     need: Need
-    resume: Callable[[Answer], Later[T_co]]
+    resume: Callable[[NeedAnswer], Later[T_co]]
 
     def then(self, after: Callable[[T_co], Later[U]]) -> Pending[U]:
         """This, then *after* on its result (whatever needs each of them hands out)."""
         resume = self.resume
 
-        def resumed(answer: Answer) -> Later[U]:
+        def resumed(answer: NeedAnswer) -> Later[U]:
             result = resume(answer)
             if isinstance(result, Pending):
                 return result.then(after)

@@ -39,7 +39,7 @@ from .entries import (
     shorten,
     unpacked,
 )
-from .store import Answer, Health, IssueToken, Need, Take, Taken, UseToken
+from .store import Health, IssueToken, Need, NeedAnswer, Take, Taken, UseToken
 
 __all__ = [
     "DEFAULT_JOURNAL_SIZE",
@@ -222,7 +222,7 @@ class State:
     replica: str | None = None
     """An embedded store's journal is this process's alone: no replica to name."""
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now, under one acquisition of the lock (see :mod:`.store`).
 
         A :class:`~.store.Take`: none in its scenario's outage, else the next
@@ -278,7 +278,7 @@ class State:
         record.retired[key] = (generation, position + 1)
         return position
 
-    async def answer_async(self, need: Need) -> Answer:
+    async def answer_async(self, need: Need) -> NeedAnswer:
         """The same as :meth:`answer` (memory does not wait): for a driver that awaits."""
         return self.answer(need)
 

@@ -76,7 +76,7 @@ class IssueToken:
 
 
 Need = Take | UseToken | IssueToken
-Answer = Taken | frozenset[str] | None
+NeedAnswer = Taken | frozenset[str] | None
 """What a need is answered with: a :class:`Taken`, a token's scopes (or None), None."""
 
 
@@ -115,11 +115,11 @@ class Store(Protocol):
         """How many entries the journal keeps (the oldest go first beyond it)."""
         ...
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now (blocking on a remote store: only off the loop)."""
         ...
 
-    async def answer_async(self, need: Need) -> Answer:
+    async def answer_async(self, need: Need) -> NeedAnswer:
         """Answer *need* on the event loop; raises :class:`StoreUnavailable`."""
         ...
 

@@ -24,9 +24,9 @@ from ..admin.browsers import (
     cors_origins,
     preflight,
 )
+from ..engine.builtin_answers import DEFAULT_MAX_BODY, error_answer, too_large
 from ..engine.engine import SESSION_HEADER, Engine, journalled
 from ..engine.incoming import Incoming, decoded_path, headers_of_raw, viewed
-from ..engine.own_answers import DEFAULT_MAX_BODY, error_answer, too_large
 from ..engine.plan import Answer, Outcome, Plan
 from ..engine.state import DEFAULT_SESSION, MAX_SESSION_NAME, Entry
 from ..transport import Refusal, WSGIHandler

@@ -35,8 +35,8 @@ from .. import transport
 from ..admin.browsers import Cors, cors_origins
 from ..control.registry import CannotShare, LoadedScenario, Registry, set_moves_state
 from ..control.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
+from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.engine import Engine
-from ..engine.own_answers import DEFAULT_MAX_BODY
 from ..engine.plan import Outcome
 from ..engine.state import DEFAULT_JOURNAL_SIZE, Entry
 from ..engine.store import Store
@@ -231,7 +231,7 @@ class Server:
         self._sock: socket.socket | None = None
         self._dispatcher: LoopDispatcher | None = None
         self._surfaces: list[LoopDispatcher] = []
-        self._transport: transport.Server | None = None
+        self._transport: transport.LoopServer | None = None
         self._threaded: ThreadedServer | None = None
 
     @property
@@ -493,7 +493,7 @@ class Server:
             header_timeout=self.header_timeout,
         )
         self._sock, self._dispatcher = sock, dispatcher
-        self._transport = transport.Server(
+        self._transport = transport.LoopServer(
             dispatcher,
             self.host,
             limits=limits,
@@ -506,7 +506,7 @@ class Server:
         self._transport.companions.append(self._https.faults)
         if http_sock is not None:
             self._http_sock = http_sock
-            plain = transport.Server(dispatcher, self.host, limits=limits, sock=http_sock)
+            plain = transport.LoopServer(dispatcher, self.host, limits=limits, sock=http_sock)
             self._transport.companions.append(plain)
         self.registry.start_sharing()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..engine.store import Answer, IssueToken, Need, Take, Taken, UseToken
+from ..engine.store import IssueToken, Need, NeedAnswer, Take, Taken, UseToken
 
 SEP = "\x1f"
 """Between the parts of a hash field (the unit separator: no sequence key holds it)."""
@@ -117,7 +117,7 @@ class Encoder:
         )
 
 
-def decoded(need: Need, reply: object) -> Answer:
+def decoded(need: Need, reply: object) -> NeedAnswer:
     """*need*'s answer from the reply to its :meth:`Encoder.command`."""
     if type(need) is Take:
         position: int

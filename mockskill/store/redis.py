@@ -40,7 +40,7 @@ from redis.retry import Retry
 
 from ..engine.entries import Entry
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS
-from ..engine.store import Answer, Health, Need, StoreUnavailable
+from ..engine.store import Health, Need, NeedAnswer, StoreUnavailable
 from . import scripts
 from .batching import Batcher
 from .commands import Encoder, Keys, decoded
@@ -173,7 +173,7 @@ class RedisStore:
 
     # -- answering needs -------------------------------------------------------------------
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now with one EVALSHA (blocking: off the loop only)."""
         command = self.encoder.command(need)
         try:
@@ -187,7 +187,7 @@ class RedisStore:
         self._seen(None)
         return decoded(need, reply)
 
-    async def answer_async(self, need: Need) -> Answer:
+    async def answer_async(self, need: Need) -> NeedAnswer:
         """Answer *need* in the pipeline of this loop turn (see :mod:`.batching`)."""
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)

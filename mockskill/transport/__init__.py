@@ -27,7 +27,7 @@ through it.
 | :mod:`.ports` | binding: a host's address family and socket address; the refused port |
 | :mod:`.tls` | certificates and TLS contexts: the local CA, what each TLS fault serves |
 | :mod:`.tls_faults` | the TLS faults' listeners: a port per ``tls: FAULT`` skill |
-| :mod:`.server` | binding, the background-thread server, the main-thread run, the drain |
+| :mod:`.loop_server` | binding, the background-thread server, the main-thread run, the drain |
 | :mod:`.wsgi` | a handler running a WSGI app in a thread pool off the loop |
 """
 
@@ -46,8 +46,8 @@ from ..engine.plan import (
     WaitKind,
 )
 from .handler import Handler, Refusal, Request, Routes
+from .loop_server import DEFAULT_GRACE, LoopServer, ThreadedServer, new_loop, run
 from .reading import Limits
-from .server import DEFAULT_GRACE, Server, ThreadedServer, new_loop, run
 from .wsgi import WSGIHandler
 
 __all__ = [
@@ -59,12 +59,12 @@ __all__ = [
     "Handler",
     "KeepAlive",
     "Limits",
+    "LoopServer",
     "Outcome",
     "Plan",
     "Refusal",
     "Request",
     "Routes",
-    "Server",
     "Stale",
     "ThreadedServer",
     "WSGIHandler",

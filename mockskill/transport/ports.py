@@ -1,7 +1,7 @@
 """Port binding: the address family and socket address of a host, and the refused port.
 
 Skills marked ``unreachable`` name :class:`RefusedPort` in their descriptor's
-``endpoint.url`` (the engine sees it as a :class:`~mockskill.engine.ports.HeldPort`):
+``endpoint.url`` (the engine sees it as a :class:`~mockskill.engine.named_ports.HeldPort`):
 a consumer that follows the descriptor meets a real connection refusal, not a
 scripted one. The port is bound (so no other program gets it while mockskill
 runs) but never listened on, so the kernel refuses every connection to it.

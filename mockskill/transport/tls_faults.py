@@ -6,7 +6,7 @@ like ``unreachable``'s, for as long as the scenario is served), named in its
 descriptor's ``endpoint.url``. :class:`FaultListeners` holds them all for one
 server and runs them on its loop (a :class:`~.server.Companion` of the main
 listener); the engine asks it for the ports (:meth:`FaultListeners.hold`,
-the :class:`~mockskill.engine.ports.TLSPorts` interface) and never does the I/O.
+the :class:`~mockskill.engine.named_ports.TLSPorts` interface) and never does the I/O.
 
 A failed handshake carries no ``Mockskill-Session`` header, so a port shared by
 every consumer could not tell them apart. A session that asks for the skill's

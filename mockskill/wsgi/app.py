@@ -43,8 +43,8 @@ from ..admin.browsers import (
     preflight,
 )
 from ..control.registry import Registry
+from ..engine.builtin_answers import DEFAULT_MAX_BODY, error_answer, too_large
 from ..engine.engine import SESSION_HEADER, Engine
-from ..engine.own_answers import DEFAULT_MAX_BODY, error_answer, too_large
 from ..engine.plan import Answer
 from ..engine.state import DEFAULT_SESSION, Entry, State
 from ..scenario.model import ScenarioSet

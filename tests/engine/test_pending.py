@@ -27,9 +27,9 @@ from mockskill.engine.incoming import Incoming
 from mockskill.engine.pending import Pending, answered, awaited
 from mockskill.engine.state import State
 from mockskill.engine.store import (
-    Answer,
     IssueToken,
     Need,
+    NeedAnswer,
     StoreUnavailable,
     Take,
     Taken,
@@ -72,7 +72,7 @@ class Recording(State):
         super().__init__(**kwargs)
         self.needs: list[Need] = []
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         self.needs.append(need)
         return super().answer(need)
 
@@ -84,7 +84,7 @@ class Told(Recording):
         super().__init__(seed=7)
         self.taken = taken
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         if isinstance(need, Take):
             self.needs.append(need)
             return self.taken
@@ -94,7 +94,7 @@ class Told(Recording):
 class Unreachable(State):
     """A store that cannot answer any need."""
 
-    def answer(self, need: Need) -> Answer:
+    def answer(self, need: Need) -> NeedAnswer:
         raise StoreUnavailable("connection refused (redis://store:6379/0)")
 
 
@@ -272,7 +272,7 @@ def test_the_draw_number_taken_decides_the_drawn_values() -> None:
 
 
 def test_a_pending_chain_is_answered_in_order_inline_and_awaited() -> None:
-    def chain() -> Pending[tuple[Answer, Answer]]:
+    def chain() -> Pending[tuple[NeedAnswer, NeedAnswer]]:
         first = Take("s", "k", 0, "", None, False)
         return Pending(
             first,
@@ -314,7 +314,7 @@ def test_store_unavailable_when_awaited(path: str) -> None:
     class Down(State):
         remote = True
 
-        async def answer_async(self, need: Need) -> Answer:
+        async def answer_async(self, need: Need) -> NeedAnswer:
             raise StoreUnavailable("timed out")
 
     store = Down(seed=1)

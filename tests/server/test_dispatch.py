@@ -18,7 +18,7 @@ from werkzeug.wrappers import Response
 from mockskill import Server
 from mockskill.admin.browsers import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, preflight
 from mockskill.engine.actions import answer_of
-from mockskill.engine.own_answers import error_answer, too_large
+from mockskill.engine.builtin_answers import error_answer, too_large
 from mockskill.protocol.catalog import tool_error
 
 

@@ -139,7 +139,7 @@ def test_what_outlives_the_grace_is_cut_and_reported_stopped(loop: str) -> None:
 SERVE = textwrap.dedent(
     """
     import json, sys
-    from mockskill.transport import Answer, Plan, Server, Wait, run
+    from mockskill.transport import Answer, LoopServer, Plan, Wait, run
 
     class Handler:
         def plan(self, request):
@@ -153,7 +153,7 @@ SERVE = textwrap.dedent(
     def started(server):
         print(server.port, flush=True)
 
-    drained = run(Server(Handler()), grace=float(sys.argv[2]), on_started=started)
+    drained = run(LoopServer(Handler()), grace=float(sys.argv[2]), on_started=started)
     print(json.dumps({"drained": drained}), flush=True)
     """
 )

@@ -1,6 +1,6 @@
 """Serving: bind, accept on one event loop, stop with a drain.
 
-- :class:`Server` is the loop-side object: ``await start()``, ``await stop(grace)``.
+- :class:`LoopServer` is the loop-side object: ``await start()``, ``await stop(grace)``.
 - :class:`ThreadedServer` runs one in a background thread with its own loop —
   the embedded server of a test suite: ``start()`` returns once the port is
   bound, ``stop()`` once everything is closed, each in a few milliseconds.
@@ -45,7 +45,7 @@ so that the drain ends before Docker's SIGKILL."""
 
 
 class Companion(Protocol):
-    """What starts and stops with a :class:`Server`, on its loop (a second listener)."""
+    """What starts and stops with a :class:`LoopServer`, on its loop (a second listener)."""
 
     async def start(self) -> None: ...
 
@@ -83,7 +83,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class Server:
+class LoopServer:
     """An HTTP/1.1 server on the running event loop, answering through *handler*."""
 
     def __init__(
@@ -187,7 +187,7 @@ class Server:
 
 
 class ThreadedServer:
-    """A :class:`Server` on its own loop in a background (daemon) thread."""
+    """A :class:`LoopServer` on its own loop in a background (daemon) thread."""
 
     def __init__(
         self,
@@ -198,9 +198,9 @@ class ThreadedServer:
         limits: Limits | None = None,
         loop: LoopKind = "auto",
         sock: socket.socket | None = None,
-        server: Server | None = None,
+        server: LoopServer | None = None,
     ) -> None:
-        self.server = server or Server(handler, host, port, limits=limits, sock=sock)
+        self.server = server or LoopServer(handler, host, port, limits=limits, sock=sock)
         self._loop_kind: LoopKind = loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -261,7 +261,7 @@ class ThreadedServer:
         return self
 
     def stop(self, grace: float = DEFAULT_GRACE) -> bool:
-        """Stop (see :meth:`Server.stop`) and wait for the thread; True if nothing was cut."""
+        """Stop (see :meth:`LoopServer.stop`) and wait for the thread; True if nothing was cut."""
         with self._stopping:  # a second stop() waits for the first, then finds it done
             return self._stop(grace)
 
@@ -290,11 +290,11 @@ class ThreadedServer:
 
 
 def run(
-    server: Server,
+    server: LoopServer,
     *,
     grace: float = DEFAULT_GRACE,
     loop: LoopKind = "auto",
-    on_started: Callable[[Server], None] | None = None,
+    on_started: Callable[[LoopServer], None] | None = None,
     signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
 ) -> bool:
     """Serve in this (the main) thread until a signal; True if the drain cut nothing.
