@@ -30,7 +30,7 @@ from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
 from . import dashboard, recording_routes, scenario_routes, tls_routes
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
-from .scenario_routes import Refused
+from .scenario_routes import UnusableRequest
 
 RESET_PARAMETERS = ("session", "all")
 """What ``POST /__admin/reset`` takes, in the query or as a JSON object's keys."""
@@ -92,7 +92,7 @@ def blueprint(registry: Registry) -> Blueprint:
             session = reset_target()
         except BadFilter as exc:
             return exc.body(), 400
-        except Refused as exc:
+        except UnusableRequest as exc:
             return exc.body(), exc.status
         registry.reset(session)  # and, sharing a scenario set, every replica's
         return {"reset": "all" if session is None else "session", "session": session}, 200
@@ -295,7 +295,7 @@ def _reset_body() -> dict[str, Any]:
     if not raw.strip():
         return {}
     if not request.is_json:
-        raise Refused(
+        raise UnusableRequest(
             415,
             "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE",
             'POST /__admin/reset reads a JSON object ({"session": NAME} or {"all": true})'

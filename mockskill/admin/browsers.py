@@ -54,7 +54,7 @@ Cors = bool | frozenset[Origin]
 
 
 @dataclass(frozen=True, slots=True)
-class Refused:
+class BrowserRefusal:
     """An admin request refused before the admin app sees it."""
 
     status: int
@@ -79,7 +79,7 @@ def is_loopback_name(name: str) -> bool:
         return False
 
 
-def refuse_host(environ: WSGIEnvironment, allowed: frozenset[str] | None) -> Refused | None:
+def refuse_host(environ: WSGIEnvironment, allowed: frozenset[str] | None) -> BrowserRefusal | None:
     """403 unless the request's Host is loopback or *allowed* (None: any Host is)."""
     if allowed is None or ANY_HOST in allowed:
         return None
@@ -89,7 +89,7 @@ def refuse_host(environ: WSGIEnvironment, allowed: frozenset[str] | None) -> Ref
     name = _name(_without_port(host))
     if is_loopback_name(name) or name in allowed:
         return None
-    return Refused(
+    return BrowserRefusal(
         403,
         "MOCKSKILL_ADMIN_HOST_REFUSED",
         f"this server listens on a loopback address, and its admin surface answers only"
@@ -132,7 +132,7 @@ def origin_text(origin: Origin) -> str:
     return f"{scheme}://{name}" + ("" if port == default else f":{port}")
 
 
-def refuse_origin(environ: WSGIEnvironment, cors: Cors) -> Refused | None:
+def refuse_origin(environ: WSGIEnvironment, cors: Cors) -> BrowserRefusal | None:
     """403 for a request from a page on another origin, unless CORS lets it in."""
     origin = environ.get("HTTP_ORIGIN")
     if origin is None or allows(cors, origin):
@@ -140,7 +140,7 @@ def refuse_origin(environ: WSGIEnvironment, cors: Cors) -> Refused | None:
     own = _own_origin(environ)
     if own is not None and _origin(origin) == own:
         return None
-    return Refused(
+    return BrowserRefusal(
         403,
         "MOCKSKILL_ADMIN_CROSS_ORIGIN",
         f"the admin surface does not take requests from a page on another origin"
@@ -151,7 +151,7 @@ def refuse_origin(environ: WSGIEnvironment, cors: Cors) -> Refused | None:
     )
 
 
-def refuse_content_type(environ: WSGIEnvironment) -> Refused | None:
+def refuse_content_type(environ: WSGIEnvironment) -> BrowserRefusal | None:
     """415 for a state-changing request a browser could send cross-origin without asking."""
     method = environ.get("REQUEST_METHOD", "GET")
     if method in SAFE_METHODS:
@@ -165,7 +165,7 @@ def refuse_content_type(environ: WSGIEnvironment) -> Refused | None:
         return None  # not a browser: curl -X POST, urllib, requests without a body
     path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     found = f"Content-Type {mimetype}" if mimetype else "no Content-Type"
-    return Refused(
+    return BrowserRefusal(
         415,
         "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE",
         f"{method} {path} changes the server, so it takes JSON or YAML, not {found}: a web"

@@ -40,7 +40,7 @@ JSON_TYPES = ("application/json",)
 BODY_TYPES = (*YAML_TYPES, *JSON_TYPES)
 
 
-class Refused(Exception):
+class UnusableRequest(Exception):
     """A request the admin API cannot use: answered with *status* and the unified body."""
 
     def __init__(
@@ -81,10 +81,12 @@ def register(bp: Blueprint, registry: Registry) -> None:
         }
 
     def body_text(file: str) -> str:
-        """The request body as text, or ScenarioError as a file would give (Refused: bad type)."""
+        """The request body as text, or ScenarioError as a file would give it.
+
+        A type the API cannot read is an :class:`UnusableRequest`."""
         mimetype = request.mimetype
         if mimetype and mimetype not in BODY_TYPES:
-            raise Refused(
+            raise UnusableRequest(
                 415,
                 "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE",
                 f"{request.method} {request.path} takes scenarios as YAML or JSON, not"
@@ -167,7 +169,7 @@ def register(bp: Blueprint, registry: Registry) -> None:
         if not SCENARIO_NAME.fullmatch(name):
             message = f"{name!r} is not a scenario name: expected {NAME_TEXT}"
             details = {"parameter": "name", "expected": NAME_TEXT}
-            raise Refused(400, "MOCKSKILL_BAD_REQUEST", message, details)
+            raise UnusableRequest(400, "MOCKSKILL_BAD_REQUEST", message, details)
         file = label(options)
         text = body_text(file)
         loaded = load_text(text, file, max_delay_ms=registry.max_delay_ms)
@@ -205,8 +207,8 @@ def register(bp: Blueprint, registry: Registry) -> None:
     def deactivate_scenario(name: str) -> dict[str, Any]:
         return view(registry.deactivate(name))
 
-    @bp.errorhandler(Refused)
-    def refused(exc: Refused) -> tuple[dict[str, Any], int]:
+    @bp.errorhandler(UnusableRequest)
+    def refused(exc: UnusableRequest) -> tuple[dict[str, Any], int]:
         return exc.body(), exc.status
 
     @bp.errorhandler(BadFilter)

@@ -20,7 +20,7 @@ from ..engine.state import Entry
 from ..protocol.catalog import CATEGORIES, retry_after_seconds
 from .policy import FIELD_NAMES, FINGERPRINT, MUST_CHANGE, Policy, advised_ms, max_attempts, needed
 from .retries import (
-    Outcome,
+    AttemptOutcome,
     acted_on_detail,
     answered,
     client_timeout_ms,
@@ -41,7 +41,7 @@ RULES = (
 @dataclass
 class Attempt:
     entry: Entry
-    outcome: Outcome
+    outcome: AttemptOutcome
     wait_ms: float | None = None
     expected_wait_ms: float | None = None
     changed: tuple[str, ...] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..protocol.catalog import CATEGORIES
-from .retries import VALIDATION_ERROR, Outcome
+from .retries import VALIDATION_ERROR, AttemptOutcome
 
 # What must change before a non-retryable error can be retried; the other
 # categories (SKILL_NOT_FOUND, an invalid descriptor) accept any change at
@@ -59,11 +59,11 @@ class Policy:
         }
 
 
-def advised_ms(o: Outcome, policy: Policy) -> float:
+def advised_ms(o: AttemptOutcome, policy: Policy) -> float:
     return o.advice.suggested_delay_ms if o.advice is not None else policy.initial_delay_ms
 
 
-def max_attempts(o: Outcome) -> int | None:
+def max_attempts(o: AttemptOutcome) -> int | None:
     if o.advice is not None:
         return o.advice.max_attempts
     category = CATEGORIES.get(o.code or "")

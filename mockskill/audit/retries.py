@@ -30,7 +30,7 @@ TIMEOUT_STANDS_FOR = "EXECUTION_TIMEOUT"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptOutcome:
     """What an attempt's answer means to a consumer."""
 
     failed: bool
@@ -42,20 +42,20 @@ class Outcome:
     """The retry advice the answer carried (None: none was given)."""
 
 
-def outcome(entry: Entry) -> Outcome:
+def outcome(entry: Entry) -> AttemptOutcome:
     """How the protocol classifies *entry*'s answer."""
     if entry.fault is not None:
-        return Outcome(True, FAULT_STANDS_FOR, True)
+        return AttemptOutcome(True, FAULT_STANDS_FOR, True)
     if entry.status is None or not answered(entry):
-        return Outcome(True, TIMEOUT_STANDS_FOR, True)
+        return AttemptOutcome(True, TIMEOUT_STANDS_FOR, True)
     if entry.invalid_descriptor:
-        return Outcome(True, VALIDATION_ERROR, False)
+        return AttemptOutcome(True, VALIDATION_ERROR, False)
     category = CATEGORIES.get(entry.error_code or "")
     if category is not None:
-        return Outcome(True, category.code, category.retryable, entry.retry)
+        return AttemptOutcome(True, category.code, category.retryable, entry.retry)
     if entry.status >= 400:
-        return Outcome(True)
-    return Outcome(False)
+        return AttemptOutcome(True)
+    return AttemptOutcome(False)
 
 
 def refused_control(entry: Entry) -> bool:

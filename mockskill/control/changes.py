@@ -4,7 +4,7 @@ A change of the :class:`~.registry.Registry` — add, remove, activate,
 deactivate, reload — is planned here from the loaded scenarios it starts
 from, as a function of them alone: it checks the rules of the registry
 (docs/admin.md; the clashes are :mod:`.clashes`') and returns what it
-:data:`Planned` — the loaded scenarios after it, those whose sequences
+:data:`PlannedChange` — the loaded scenarios after it, those whose sequences
 restart, and what the change answers — or raises, and nothing changes. The
 registry applies a plan: under its lock, on the newest shared version, by
 handing the engine the active ones.
@@ -24,7 +24,7 @@ from .loaded import LoadedScenario, UnknownScenario
 from .watch import ReloadResult
 
 T = TypeVar("T")
-Planned = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
+PlannedChange = tuple[tuple[LoadedScenario, ...], Sequence[Scenario], T]
 """What a change plans: the loaded scenarios after it, those to restart, what it answers."""
 
 
@@ -42,7 +42,7 @@ def added(
     *,
     active: bool,
     replace: bool,
-) -> Planned[tuple[LoadedScenario, ...]]:
+) -> PlannedChange[tuple[LoadedScenario, ...]]:
     """*scenarios* loaded (active, or not) beside *current*; they answer, as loaded.
 
     A name already loaded is refused (:class:`Conflict`) unless *replace*:
@@ -75,7 +75,7 @@ def added(
     return loaded, restart, tuple(incoming.values())
 
 
-def removed(current: tuple[LoadedScenario, ...], name: str) -> Planned[LoadedScenario]:
+def removed(current: tuple[LoadedScenario, ...], name: str) -> PlannedChange[LoadedScenario]:
     """Scenario *name* unloaded (served or not); it answers, as it was."""
     entry = find(current, name)
     loaded = tuple(e for e in current if e is not entry)
@@ -83,7 +83,7 @@ def removed(current: tuple[LoadedScenario, ...], name: str) -> Planned[LoadedSce
     return loaded, [entry.scenario] if entry.active else [], entry
 
 
-def activated(current: tuple[LoadedScenario, ...], name: str) -> Planned[LoadedScenario]:
+def activated(current: tuple[LoadedScenario, ...], name: str) -> PlannedChange[LoadedScenario]:
     """Scenario *name* served, its sequences restarted; an active one is left as it is.
 
     Refused (:class:`Conflict`) when an active scenario serves one of its
@@ -98,7 +98,7 @@ def activated(current: tuple[LoadedScenario, ...], name: str) -> Planned[LoadedS
     return _replaced(current, entry, new), [entry.scenario], new
 
 
-def deactivated(current: tuple[LoadedScenario, ...], name: str) -> Planned[LoadedScenario]:
+def deactivated(current: tuple[LoadedScenario, ...], name: str) -> PlannedChange[LoadedScenario]:
     """Scenario *name* no longer served; it stays loaded."""
     entry = find(current, name)
     if not entry.active:
@@ -107,7 +107,9 @@ def deactivated(current: tuple[LoadedScenario, ...], name: str) -> Planned[Loade
     return _replaced(current, entry, new), [], new
 
 
-def reloaded(current: tuple[LoadedScenario, ...], files: ScenarioSet) -> Planned[ReloadResult]:
+def reloaded(
+    current: tuple[LoadedScenario, ...], files: ScenarioSet
+) -> PlannedChange[ReloadResult]:
     """The scenarios the files gave replaced by *files* (see :meth:`.Registry.reload`).
 
     A scenario equal to the one loaded under its name is kept as it was

@@ -51,7 +51,7 @@ from ..scenario.model import Scenario, ScenarioSet
 from ..scenario.problems import ScenarioError
 from ..scenario.reader import MAX_DELAY_MS
 from . import changes
-from .changes import Planned, T
+from .changes import PlannedChange, T
 from .clashes import Conflict, with_clashes
 from .loaded import LoadedScenario, UnknownScenario
 from .watch import DEFAULT_INTERVAL, ReloadResult, Watcher
@@ -406,7 +406,7 @@ class Registry:
 
     # -- inside ---------------------------------------------------------------
 
-    def _commit(self, plan: Callable[[], Planned[T]], *, files: bool = False) -> T:
+    def _commit(self, plan: Callable[[], PlannedChange[T]], *, files: bool = False) -> T:
         """Apply the change *plan* computes from the loaded scenarios; return what it says.
 
         Shared, the change is planned on the newest stored version, checked

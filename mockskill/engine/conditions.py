@@ -48,18 +48,18 @@ class Facts:
         """Each place's values, once looked up (cases often test the same place)."""
 
     def json(self) -> Any:
-        """The body as JSON; a :class:`NotJSON` when it is not (empty, not UTF-8, not JSON)."""
+        """The body as JSON, or an :class:`UnreadableBody` (empty, not UTF-8, not JSON)."""
         if self._json is None:
             body = self.request.body
             if not body:
-                parsed: Any = NotJSON("the body is empty")
+                parsed: Any = UnreadableBody("the body is empty")
             else:
                 try:
                     parsed = json.loads(body)
                 except (ValueError, UnicodeDecodeError):
-                    parsed = NotJSON("the body is not JSON")
+                    parsed = UnreadableBody("the body is not JSON")
                 except RecursionError:  # (bounded by --max-body, but deep enough to raise)
-                    parsed = NotJSON("the body is nested too deeply to read")
+                    parsed = UnreadableBody("the body is nested too deeply to read")
             self._json = (parsed,)
         return self._json[0]
 
@@ -77,7 +77,7 @@ class Facts:
         return self._query.get(name, [])
 
 
-class NotJSON:
+class UnreadableBody:
     """A body that a JSON Pointer cannot look into, and why."""
 
     __slots__ = ("why",)
@@ -349,7 +349,7 @@ def _values(condition: Condition, facts: Facts) -> list[Any] | None:
     source = condition.source
     if source == "body":
         body = facts.json()
-        if isinstance(body, NotJSON):
+        if isinstance(body, UnreadableBody):
             return None
         found = resolve(body, condition.pointer)
         return [] if found is ABSENT else [found]

@@ -1,6 +1,6 @@
 """The corpus of invalid Skill Descriptors: every way to break the valid default, with its answer.
 
-This module owns the corpus: a deterministic tuple of :class:`Case`, each a
+This module owns the corpus: a deterministic tuple of :class:`CorpusCase`, each a
 descriptor (any JSON value) beside the violations that a correct validator
 must report for it (the entries of ``VALIDATION_ERROR``'s
 ``details.violations``, as :func:`mockskill.protocol.validator.validate` reports them).
@@ -22,7 +22,7 @@ the server that serves it. The families, in order:
 - ``several-*``: several mistakes at once (a validator must report them all);
 - ``not-an-object-*``: a descriptor that is not a JSON object at all.
 
-Case names are stable (tests pin the full list): a consumer's test may name
+CorpusCase names are stable (tests pin the full list): a consumer's test may name
 them. Renaming one is a deliberate, breaking act.
 """
 
@@ -47,7 +47,7 @@ NAME_PATTERN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
-class Case:
+class CorpusCase:
     """One descriptor of the corpus, and what a correct validator reports for it."""
 
     name: str
@@ -384,10 +384,10 @@ FAMILIES: tuple[Callable[[], Iterator[_Spec]], ...] = (
 )
 
 
-def build() -> tuple[Case, ...]:
+def build() -> tuple[CorpusCase, ...]:
     """The corpus, built afresh: same cases, same order, every time."""
     cases = tuple(
-        Case(name, description, document, tuple(v.as_json() for v in validate(document)))
+        CorpusCase(name, description, document, tuple(v.as_json() for v in validate(document)))
         for family in FAMILIES
         for name, description, document in family()
     )
@@ -397,12 +397,12 @@ def build() -> tuple[Case, ...]:
     return cases
 
 
-CASES: tuple[Case, ...] = build()
+CASES: tuple[CorpusCase, ...] = build()
 """The corpus. Treat descriptors as read-only: serve or copy them, do not change them."""
-_BY_NAME: Mapping[str, Case] = {case.name: case for case in CASES}
+_BY_NAME: Mapping[str, CorpusCase] = {case.name: case for case in CASES}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 
-def get(name: str) -> Case | None:
+def get(name: str) -> CorpusCase | None:
     """The case called *name*, or None."""
     return _BY_NAME.get(name)

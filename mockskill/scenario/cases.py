@@ -31,13 +31,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import Case, Check, Condition, Operator, Sequence, Source
+from .model import Case, Check, Condition, Operator, Sequence, ValueSource
 from .problems import Path, describe
 from .reader import Reader
 from .steps import StepContext, read_sequence
 from .when import Pattern, PatternError
 
-SOURCES: tuple[Source, ...] = ("headers", "query", "body", "raw_body")
+SOURCES: tuple[ValueSource, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
 WHEN_KEYS: tuple[str, ...] = SOURCES
 CASE_KEYS = ("when",)
@@ -92,7 +92,7 @@ _NAMED = {"headers": "header names", "query": "query parameters", "body": "JSON 
 
 
 def _read_condition(
-    r: Reader, source: Source, name: Any, tested: Any, path: Path
+    r: Reader, source: ValueSource, name: Any, tested: Any, path: Path
 ) -> Condition | None:
     if not isinstance(name, str) or (source != "body" and not name):
         r.bad(path, f"a {_NAMED[source][:-1]}", describe(name), at_key=True)
@@ -126,7 +126,7 @@ def parse_pointer(text: str) -> tuple[str, ...] | None:
     return tuple(token.replace("~1", "/").replace("~0", "~") for token in text[1:].split("/"))
 
 
-def _read_tests(r: Reader, value: Any, path: Path, source: Source) -> tuple[Check, ...] | None:
+def _read_tests(r: Reader, value: Any, path: Path, source: ValueSource) -> tuple[Check, ...] | None:
     """The tests on one value: a mapping of operators, or a plain value (``equals``)."""
     if not isinstance(value, dict):
         if source != "body" and not isinstance(value, str):

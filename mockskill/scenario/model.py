@@ -23,7 +23,7 @@ from .delays import Delay, LogNormal, Uniform
 from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
 from .reply import JSON_TYPE, TEXT_TYPE, Reply
 from .source import Position
-from .when import Check, Condition, Operator, Source
+from .when import Check, Condition, Operator, ValueSource
 
 __all__ = [
     "END_RULES",
@@ -40,7 +40,7 @@ __all__ = [
     "Credentials",
     "Dribble",
     "EndRule",
-    "Endpoint",
+    "EndpointKind",
     "KeepAlive",
     "Lifetime",
     "Operator",
@@ -53,8 +53,8 @@ __all__ = [
     "ScenarioSet",
     "Sequence",
     "Skill",
-    "Source",
     "Step",
+    "ValueSource",
 ]
 """The frozen values; a reply and a case's conditions live in their own modules and are
 named from here too (:mod:`.reply`, :mod:`.conditions`)."""
@@ -66,7 +66,7 @@ FAULTS: tuple[str, ...] = FAULT_NAMES
 TLS_FAULTS: tuple[str, ...] = TLS_FAULT_NAMES
 """The TLS faults a skill may name (``tls:``), as :mod:`.kinds` declares them;
 mockskill/transport/tls_faults.py does each."""
-Endpoint = Literal["describe", "invoke", "route"]
+EndpointKind = Literal["describe", "invoke", "route"]
 
 
 @dataclass(frozen=True)

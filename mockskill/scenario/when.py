@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from .source import Position
 
-Source = Literal["headers", "query", "body", "raw_body"]
+ValueSource = Literal["headers", "query", "body", "raw_body"]
 Operator = Literal["equals", "contains", "matches", "exists", "absent"]
 
 
@@ -181,7 +181,7 @@ class Check:
 class Condition:
     """Tests on one value of the request; all must hold."""
 
-    source: Source
+    source: ValueSource
     name: str
     """A header's name (lower case), a query parameter's, a JSON Pointer; "" for raw_body."""
     pointer: tuple[str, ...]

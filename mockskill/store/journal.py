@@ -91,7 +91,7 @@ return gone
 The id counter stays: ids keep increasing after a clear, as in memory."""
 
 
-class LoopJournal(Protocol):
+class LoopQueue(Protocol):
     """A loop's queue of records (:class:`~.loop_journal.LoopJournal`), as this journal
     counts it and has it send its queue."""
 
@@ -145,7 +145,7 @@ class RedisJournal:
         self._schemas: dict[bytes, tuple[str, ...]] = {}
         """Other versions' schemas read (their names), by key."""
         self._local_ids = iter(range(1, 2**63))
-        self.loops: list[LoopJournal] = []
+        self.loops: list[LoopQueue] = []
         """The queues of the event loops recording here (:meth:`attach`)."""
         self._batches = 0
         self._sent = 0
@@ -234,7 +234,7 @@ class RedisJournal:
         (the flusher's, else a loop's)."""
         return self._error or next((loop.error for loop in self.loops if loop.error), None)
 
-    def attach(self, loop: LoopJournal) -> None:
+    def attach(self, loop: LoopQueue) -> None:
         """Count *loop*'s queue with this journal's, and send it before each read or clear."""
         self.loops.append(loop)
 

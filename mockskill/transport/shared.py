@@ -26,7 +26,7 @@ from .reading import Limits
 from .timers import Timers
 
 
-class Connection(Protocol):
+class Tracked(Protocol):
     """What the bookkeeping needs of a connection (:class:`.connection.Connection`)."""
 
     @property
@@ -125,7 +125,7 @@ class Shared:
         self.before_trim = before_trim
         self.timers = Timers(loop)
         """The connections' waits, by the millisecond they end, on one loop timer."""
-        self.connections: set[Connection] = set()
+        self.connections: set[Tracked] = set()
         self.accepted = 0
         """Connections accepted since the start: what keep-alive saves."""
         self.local: tuple[str, int] | None = None
@@ -148,7 +148,7 @@ class Shared:
         timeouts = (limits.header_timeout, limits.body_timeout, limits.keep_alive, limits.linger)
         self._interval = max(0.005, min(0.25, *(t / 10 for t in timeouts)))
 
-    def register(self, connection: Connection) -> int:
+    def register(self, connection: Tracked) -> int:
         self.accepted += 1
         connections = self.connections
         connections.add(connection)
@@ -158,7 +158,7 @@ class Shared:
             self._sweeper = self.loop.call_later(self._interval, self._sweep)
         return self.accepted
 
-    def unregister(self, connection: Connection) -> None:
+    def unregister(self, connection: Tracked) -> None:
         self.connections.discard(connection)
         self.check_quiet()
         if not self.connections and self._empty is not None:

@@ -210,7 +210,7 @@ def _token_required() -> Response:
     return response
 
 
-def _refused(refused: browsers.Refused) -> Response:
+def _refused(refused: browsers.BrowserRefusal) -> Response:
     return _error_response(refused.status, refused.code, refused.message, refused.details)
 
 

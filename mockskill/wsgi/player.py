@@ -16,12 +16,12 @@ hands back a Werkzeug response:
    of the body in timed chunks, or the plain reply.
 
 Every wait watches the connection: when the client gives up (closes), the
-wait ends at once, the thread is freed, and :attr:`Connection.left_at`
+wait ends at once, the thread is freed, and :attr:`ClientConnection.left_at`
 records when — that is the consumer's real timeout.
 
 A dribbled answer is two moments to the consumer: its status line (with
 any ``Retry-After``), on which a client may act at once, and its last byte.
-:attr:`Connection.headers_sent` records the first; :meth:`Connection.done`
+:attr:`ClientConnection.headers_sent` records the first; :meth:`ClientConnection.done`
 is called just *before* the byte that completes the answer is written, so
 that whoever records the request has it in the journal by the time the
 client holds the whole answer (or when the body is abandoned).
@@ -86,7 +86,7 @@ def handle(engine: Engine, request: Request) -> Response:
         engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, chosen, decided.urls)
-    status = None if isinstance(response, Cut) else response.status_code
+    status = None if isinstance(response, CutResponse) else response.status_code
     recorded = engine.entry(
         incoming,
         decided,
@@ -104,7 +104,7 @@ def handle(engine: Engine, request: Request) -> Response:
     return response
 
 
-def finished(recorded: Entry, connection: Connection) -> Entry:
+def finished(recorded: Entry, connection: ClientConnection) -> Entry:
     """*recorded* as its dribbled answer ended: when, and whether the client had left."""
     return recorded._replace(
         finished=time.time(),
@@ -113,12 +113,14 @@ def finished(recorded: Entry, connection: Connection) -> Entry:
     )
 
 
-def _play(request: Incoming, chosen: Chosen, urls: Urls) -> tuple[Response, Played, Connection]:
+def _play(
+    request: Incoming, chosen: Chosen, urls: Urls
+) -> tuple[Response, Played, ClientConnection]:
     """Play *chosen*'s step on this thread (see :func:`handle`)."""
     step = chosen.step
     assert step is not None
     werkzeug_request = request.werkzeug()
-    connection = Connection(werkzeug_request.environ)
+    connection = ClientConnection(werkzeug_request.environ)
     if chosen.delay_ms or chosen.execution_ms or step.hang_ms or step.dribble or step.fault:
         # Read the whole request first: a fault must not strike while the
         # client is still sending, and during a wait a readable socket
@@ -128,7 +130,7 @@ def _play(request: Incoming, chosen: Chosen, urls: Urls) -> tuple[Response, Play
     return response, played, connection
 
 
-class Connection:
+class ClientConnection:
     """One request's connection: waits that end early when the client leaves."""
 
     def __init__(self, environ: dict[str, Any]) -> None:
@@ -215,7 +217,7 @@ def respond(reply: Reply) -> Response:
     )
 
 
-class Cut(Response):
+class CutResponse(Response):
     """A response that is never sent: the connection is dealt with, then dropped.
 
     Raising ConnectionAbortedError from the WSGI call is how Werkzeug's
@@ -237,7 +239,7 @@ class Cut(Response):
         raise ConnectionAbortedError(self.fault or "the client left")
 
 
-def play(chosen: Chosen, connection: Connection, urls: Urls) -> tuple[Response, Played]:
+def play(chosen: Chosen, connection: ClientConnection, urls: Urls) -> tuple[Response, Played]:
     """Act out *chosen*'s step on *connection*; its random values are drawn already.
 
     Its *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
@@ -249,16 +251,16 @@ def play(chosen: Chosen, connection: Connection, urls: Urls) -> tuple[Response, 
     delay_ms, execution_ms, timeout = chosen.delay_ms, chosen.execution_ms, chosen.timeout
     played = Played(step.reply, delay_ms, execution_ms)
     if delay_ms and not connection.wait(delay_ms / 1000):
-        return Cut(), played
+        return CutResponse(), played
     if step.hang_ms and not connection.wait(step.hang_ms / 1000):
-        return Cut(), played
+        return CutResponse(), played
     reply = step.reply
     if execution_ms is not None:
         started = time.monotonic()
         if timeout is not None and execution_ms > timeout[0]:
             limit, status, context = timeout
             if not connection.wait(limit / 1000):
-                return Cut(), played
+                return CutResponse(), played
             elapsed = round((time.monotonic() - started) * 1000)
             details = {"timeout_ms": limit, "elapsed_ms": elapsed}
             reply = Reply.error(
@@ -266,18 +268,18 @@ def play(chosen: Chosen, connection: Connection, urls: Urls) -> tuple[Response, 
             )
             played.timed_out = True
         elif not connection.wait(execution_ms / 1000):
-            return Cut(), played
+            return CutResponse(), played
     reply = urls.fill(reply)
     played.reply = reply
     if step.fault is not None and not played.timed_out:
         played.fault = step.fault
-        return Cut(step.fault, reply, chosen.fault_seed), played
+        return CutResponse(step.fault, reply, chosen.fault_seed), played
     if step.dribble is not None and not played.timed_out:
         return _dribbled(reply, step.dribble.chunks, step.dribble.over_ms, connection), played
     return respond(reply), played
 
 
-def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: Connection) -> Response:
+def _dribbled(reply: Reply, chunks: int, over_ms: int, connection: ClientConnection) -> Response:
     body = reply.body
     size = -(-len(body) // chunks) or 1
     pieces = [body[i : i + size] for i in range(0, len(body), size)] or [b""]

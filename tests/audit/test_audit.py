@@ -26,7 +26,16 @@ import urllib3
 from conftest import EVERY_FAILURE
 
 from mockskill import Server
-from mockskill.audit import RULES, Outcome, Policy, acted_on, assert_clean, chains, outcome, report
+from mockskill.audit import (
+    RULES,
+    AttemptOutcome,
+    Policy,
+    acted_on,
+    assert_clean,
+    chains,
+    outcome,
+    report,
+)
 from mockskill.engine.state import Entry
 from mockskill.protocol.catalog import CODES
 from mockskill.scenario.model import FAULTS
@@ -730,10 +739,10 @@ def test_a_retry_is_timed_from_what_the_consumer_had_of_the_previous_answer(
 
 
 def test_only_a_success_whose_body_was_left_unread_is_no_answer() -> None:
-    assert outcome(attempt_at(0.0, **_LEFT_503, error_code="ENDPOINT_UNREACHABLE")) == Outcome(
-        True, "ENDPOINT_UNREACHABLE", True
-    )
-    assert outcome(attempt_at(0.0, **_LEFT_200)) == Outcome(True, "EXECUTION_TIMEOUT", True)
+    assert outcome(
+        attempt_at(0.0, **_LEFT_503, error_code="ENDPOINT_UNREACHABLE")
+    ) == AttemptOutcome(True, "ENDPOINT_UNREACHABLE", True)
+    assert outcome(attempt_at(0.0, **_LEFT_200)) == AttemptOutcome(True, "EXECUTION_TIMEOUT", True)
 
 
 # -- coverage --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 import mockskill
 from mockskill import Server
 from mockskill.protocol import corpus
-from mockskill.protocol.corpus import CASES, Case
+from mockskill.protocol.corpus import CASES, CorpusCase
 from mockskill.protocol.validator import validate
 
 SCHEMA_PATH = Path(mockskill.__file__).resolve().parent / "descriptor.schema.json"
@@ -227,7 +227,7 @@ def test_the_corpus_is_deterministic() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_each_case_expects_what_the_reference_validator_reports(case: Case) -> None:
+def test_each_case_expects_what_the_reference_validator_reports(case: CorpusCase) -> None:
     assert list(case.violations) == [v.as_json() for v in validate(case.descriptor)]
     assert all(isinstance(v, dict) for v in case.violations)
     assert case.description.strip()
@@ -285,7 +285,7 @@ def test_several_at_once_reports_them_all() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_the_schema_rejects_exactly_the_invalid_ones(case: Case) -> None:
+def test_the_schema_rejects_exactly_the_invalid_ones(case: CorpusCase) -> None:
     assert SCHEMA_VALIDATOR.is_valid(case.descriptor) == case.valid
 
 
