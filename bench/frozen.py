@@ -104,6 +104,8 @@ class Tree:
     path: Path
     changes: bool
     """Whether the tree may change between runs (then it is installed again each run)."""
+    rev: str = ""
+    """The revision of a fixed tree: each has installs of its own."""
 
 
 @dataclass(frozen=True)
@@ -152,12 +154,13 @@ def old_main_tree(rev: str) -> Tree:
         # --force: the folder may have gone (a cleaned /tmp) while git still lists it.
         add = ["worktree", "add", "--force", "--detach", str(where), rev]
         subprocess.run(["git", "-C", str(c.REPO), *add], check=True, capture_output=True)
-    return Tree("old", f"old main {rev}", where, changes=False)
+    return Tree("old", f"old main {rev}", where, changes=False, rev=rev)
 
 
 def install(tree: Tree, version: str, python: str) -> Install:
-    """*tree* installed with ``pip install .`` into WORK/venv-KEY-VERSION, then probed."""
-    venv = WORK / f"venv-{tree.key}-{version}"
+    """*tree* installed with ``pip install .`` into WORK/venv-KEY[-REV]-VERSION, then probed."""
+    name = f"{tree.key}-{tree.rev}" if tree.rev else tree.key
+    venv = WORK / f"venv-{name}-{version}"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     steps: list[list[str]] = []
