@@ -70,26 +70,13 @@ def _outside_modules(tree: ast.Module) -> set[str]:
     return bound
 
 
-def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
-    """The imports under ``if TYPE_CHECKING:``: read by type checkers, never run
-    (``_typeshed`` is typeshed's documented home of the WSGI types)."""
-    nodes: set[ast.AST] = set()
-    for node in package_source.nodes(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            nodes.update(inner for child in node.body for inner in ast.walk(child))
-    return nodes
-
-
 def problems(trees: list[tuple[str, ast.Module]], ours: set[str]) -> list[str]:
     """Each private use in *trees*, as ``file:line: what``; *ours* are the private names
     the package defines itself."""
     found = []
     for where, tree in trees:
         outside = _outside_modules(tree)
-        unchecked = _type_checking_only(tree)
         for node in package_source.nodes(tree):
-            if node in unchecked:
-                continue
             line = f"{where}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import):
                 found += [

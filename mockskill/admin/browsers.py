@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.plan import Answer
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIEnvironment
+    from wsgiref.types import WSGIEnvironment
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods that change nothing on ``/__admin`` (a browser may send them anywhere)."""

@@ -34,7 +34,8 @@ from ..transport import Request as TransportRequest
 from ..transport.wsgi import environ as wsgi_environ
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication
+    from wsgiref.types import WSGIApplication
+
     from werkzeug.wrappers import Request
 
 log = logging.getLogger("mockskill")

@@ -61,8 +61,8 @@ from .state_store import open_state, shared_url
 
 if TYPE_CHECKING:
     import ssl
+    from wsgiref.types import StartResponse, WSGIEnvironment
 
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
     from flask import Flask
 
     from .. import audit

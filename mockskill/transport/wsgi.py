@@ -27,7 +27,7 @@ from ..engine.plan import Answer, Outcome, Plan
 from .handler import Refusal, Request
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
+    from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("mockskill.transport")
 

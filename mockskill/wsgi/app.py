@@ -52,7 +52,8 @@ from ..transport.ports import RefusedPort
 from .player import handle
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
     from flask import Flask
 
 COMPILING = threading.RLock()
