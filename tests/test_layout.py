@@ -57,6 +57,19 @@ PACKAGE = Path(_SPEC.origin).resolve().parent
 FACES = "faces"
 LEAVES = {"mockskill._version"}
 
+BELOW_THE_FACES = {
+    "admin",
+    "control",
+    "recording",
+    "store",
+    "audit",
+    "transport",
+    "engine",
+    "scenario",
+    "protocol",
+}
+"""The stages under the faces: the WSGI face reads them all, and each face above it more."""
+
 # What each stage may import (besides itself and the LEAVES).
 MAY_IMPORT: dict[str, set[str]] = {
     "protocol": set(),
@@ -68,59 +81,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "recording": {"engine", "scenario", "protocol"},
     "control": {"store", "engine", "scenario", "protocol"},
     "admin": {"control", "recording", "audit", "transport", "engine", "scenario", "protocol"},
-    "wsgi": {
-        "admin",
-        "control",
-        "recording",
-        "store",
-        "audit",
-        "transport",
-        "engine",
-        "scenario",
-        "protocol",
-    },
-    "server": {
-        "wsgi",
-        "admin",
-        "control",
-        "recording",
-        "store",
-        "audit",
-        "transport",
-        "engine",
-        "scenario",
-        "protocol",
-    },
+    "wsgi": BELOW_THE_FACES,
+    "server": BELOW_THE_FACES | {"wsgi"},
     "workers": {"server", "store", "engine", "scenario", "protocol"},
-    "cli": {
-        "workers",
-        "server",
-        "wsgi",
-        "admin",
-        "control",
-        "recording",
-        "store",
-        "audit",
-        "transport",
-        "engine",
-        "scenario",
-        "protocol",
-    },
-    FACES: {
-        "cli",
-        "workers",
-        "server",
-        "wsgi",
-        "admin",
-        "control",
-        "recording",
-        "store",
-        "audit",
-        "transport",
-        "engine",
-        "scenario",
-        "protocol",
-    },
+    "cli": BELOW_THE_FACES | {"wsgi", "server", "workers"},
+    FACES: BELOW_THE_FACES | {"wsgi", "server", "workers", "cli"},
 }
 TOP = {"__init__", "__main__", "_version", "pytest_plugin"}
 """The modules at the top of the package: the public API and its entry points."""

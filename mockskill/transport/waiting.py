@@ -209,13 +209,7 @@ class Waiting:
         if self.interrupted is not None:
             return self.interrupted, None
         future = asyncio.ensure_future(planned)
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        future.add_done_callback(lambda _: resolve(waiter, None))
-        self._waiter, self._ends_on_eof = waiter, False
-        try:
-            reason = await waiter
-        finally:
-            self._waiter = None
+        reason = await self._race(future, ends_on_eof=False)
         if reason is not None:
             future.add_done_callback(_consume)
             return reason, None
@@ -233,17 +227,22 @@ class Waiting:
                 work.close()
             return self.interrupted, None
         future = asyncio.ensure_future(work)
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        future.add_done_callback(lambda _: resolve(waiter, None))
-        self._waiter, self._ends_on_eof = waiter, True
-        try:
-            reason = await waiter
-        finally:
-            self._waiter = None
+        reason = await self._race(future, ends_on_eof=True)
         if reason is not None:
             future.cancel()
             return reason, None
         return None, future.result()
+
+    async def _race(self, future: asyncio.Future[Any], *, ends_on_eof: bool) -> str | None:
+        """Until *future* is done (None) or a wait-ending event comes first (its reason);
+        *ends_on_eof*: whether the client's EOF is such an event."""
+        waiter: asyncio.Future[str | None] = self._loop.create_future()
+        future.add_done_callback(lambda _: resolve(waiter, None))
+        self._waiter, self._ends_on_eof = waiter, ends_on_eof
+        try:
+            return await waiter
+        finally:
+            self._waiter = None
 
     def early(self) -> str | None:
         """Why a wait beginning now would end at once (see :meth:`wait`), or None."""
