@@ -45,9 +45,13 @@ and, unless ``--skip-wiremock``, Java and WireMock's jar (bench/setup.sh, or
 fetched by npm on first use). Client and servers share the machine's cores:
 run it on a quiet machine. About 10 minutes the first time (the installs),
 ~8 after. ``--quick`` is a smoke run of a minute or two (3 s loads, 100
-connections, one Python) that checks the harness, not the targets. Run::
+connections, one Python) that checks the harness, not the targets.
+``--extras fast`` runs the loads (keep-alive, bursts, floods) on both trees
+installed with that extra (uvloop), as the keep-alive figure beside
+WireMock was taken before the issue; start-up stays on the plain installs. Run::
 
-    python3 bench/frozen.py [--quick] [--only keepalive bursts floods startup duplicates]
+    python3 bench/frozen.py [--quick] [--extras fast]
+        [--only keepalive bursts floods startup duplicates]
 """
 
 from __future__ import annotations
@@ -157,10 +161,11 @@ def old_main_tree(rev: str) -> Tree:
     return Tree("old", f"old main {rev}", where, changes=False, rev=rev)
 
 
-def install(tree: Tree, version: str, python: str) -> Install:
-    """*tree* installed with ``pip install .`` into WORK/venv-KEY[-REV]-VERSION, then probed."""
+def install(tree: Tree, version: str, python: str, extras: str = "") -> Install:
+    """*tree* installed with ``pip install .`` (``.[EXTRAS]`` with *extras*) into
+    WORK/venv-KEY[-REV]-VERSION[-EXTRAS], then probed."""
     name = f"{tree.key}-{tree.rev}" if tree.rev else tree.key
-    venv = WORK / f"venv-{name}-{version}"
+    venv = WORK / f"venv-{name}-{version}{'-' + extras if extras else ''}"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     steps: list[list[str]] = []
@@ -168,7 +173,7 @@ def install(tree: Tree, version: str, python: str) -> Install:
         steps.append([python, "-m", "venv", str(venv)])
     if tree.changes or not (venv / "bin" / "mockskill").exists():
         # pip installs a local folder again even at the same version: the working tree's state.
-        steps.append([*pip, str(tree.path)])
+        steps.append([*pip, f"{tree.path}[{extras}]" if extras else str(tree.path)])
     for step in steps:
         _log(f"{tree.label}, Python {version}: {' '.join(step[-4:])}")
         done = subprocess.run(step, capture_output=True, text=True, env=env, check=False)
@@ -509,6 +514,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=120, help="seconds of WireMock warm-up")
     parser.add_argument("--skip-wiremock", action="store_true")
     parser.add_argument(
+        "--extras",
+        default="",
+        help="install both trees with these extras for the loads (e.g. fast: uvloop)",
+    )
+    parser.add_argument(
         "--clients", type=int, nargs="+", default=[1000, 10_000], help="burst sizes (first gated)"
     )
     parser.add_argument("--burst-rounds", type=int, default=2, help="bursts per size and tree")
@@ -547,13 +557,17 @@ def main() -> None:
     old = old_main_tree(args.old)
     found, missing = pythons(every_version=not args.quick and "startup" in args.only)
     pairs = [(v, install(new, v, exe), install(old, v, exe)) for v, exe in found]
-    for version, *installs in pairs:
+    version, new_main, old_main = pairs[0]
+    if args.extras:  # the loads' installs; start-up stays on the plain ones
+        exe = found[0][1]
+        new_main, old_main = (install(tree, version, exe, args.extras) for tree in (new, old))
+        version = f"{version} [{args.extras}]"
+    for each_version, *installs in [*pairs, (version, new_main, old_main)]:
         for inst in installs:
             if inst.problem:
-                _log(f"{inst.tree.label} on Python {version}: {inst.problem}")
+                _log(f"{inst.tree.label} on Python {each_version}: {inst.problem}")
 
     rows: list[Row] = []
-    version, new_main, old_main = pairs[0]
     if "duplicates" in args.only:
         rows += duplicates(new, old)
     if "startup" in args.only:
