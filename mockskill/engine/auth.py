@@ -43,20 +43,6 @@ GRANT_TYPES = ("client_credentials",)
 API_KEY_HEADER = "X-API-Key"
 
 
-def fingerprint(secret: str, key: bytes) -> str:
-    """A short stand-in for a secret (for the journal; never the secret): ``hmac-sha256:…``.
-
-    Keyed per server (*key*): the same secret reads the same within one
-    server, so the retry audit can tell a changed credential from an
-    unchanged one; without the key, a weak token cannot be brute-forced back
-    from an exported journal.
-    """
-    import hashlib  # on the first credential: OpenSSL's hashes are no part of start-up
-    import hmac
-
-    return "hmac-sha256:" + hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:16]
-
-
 def _sha256(secret: str) -> str:
     """A presented credential's digest, as a scenario's ``token_sha256``/``key_sha256``."""
     import hashlib

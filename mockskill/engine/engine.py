@@ -107,8 +107,6 @@ class Engine:
         self.entry = journalling.recorded
         """The journal's entry of a decided request as it was answered (for a player that
         plays the step itself: :mod:`mockskill.wsgi`); :attr:`state` records it."""
-        self._body_digest = journalling.body_digest
-        self._credential_key = journalling.credential_key
         self._proxying = Proxying(journalling, state)
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).

@@ -46,7 +46,7 @@ class Journalling:
         key = state.digest_key
         derive = KeyedDigest(key).raw
         self.body_digest = KeyedDigest(derive(b"body"))
-        self.credential_key = derive(b"credential")
+        self.credential_digest = KeyedDigest(derive(b"credential"))
 
     def recorded(
         self,
@@ -108,7 +108,7 @@ class Journalling:
                 client_left,
                 headers_sent,
                 near_misses,
-                facts.credential(request, self.credential_key),
+                facts.credential(request, self.credential_digest),
                 headers.get(_VERSION),
                 self.body_digest(body) if body else None,
                 invalid,
@@ -211,7 +211,7 @@ class Plain:
 
     __slots__ = (
         "_case",
-        "_credential_key",
+        "_credential_digest",
         "_digest",
         "_endpoint",
         "_error_code",
@@ -232,10 +232,8 @@ class Plain:
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
-        self._digest, self._credential_key = (
-            journalling.body_digest.digest,
-            journalling.credential_key,
-        )
+        self._digest = journalling.body_digest.digest
+        self._credential_digest = journalling.credential_digest
         # Marked: the transport reports no outcome of it when sent whole at once, as it
         # always is (Plan.journalled), since it is recorded here as it is planned.
         self.plan, self.target = dataclasses.replace(plan, journalled=True), target
@@ -253,7 +251,7 @@ class Plain:
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:
-            credential = facts.credential(request, self._credential_key)
+            credential = facts.credential(request, self._credential_digest)
         body = request._body  # the bytes the transport read (not the property: a call)
         if body is None:  # (a WSGI request's, read on first use)
             body = request.body

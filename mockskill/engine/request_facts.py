@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.validator import validate as validate_descriptor
 from . import auth
+from .digests import KeyedDigest
 from .incoming import Incoming
 
 if TYPE_CHECKING:
@@ -43,9 +44,11 @@ def invalid_descriptor(body: bytes) -> bool:
     return bool(validate_descriptor(document))
 
 
-def credential(request: Incoming, key: bytes) -> str | None:
-    """``KIND hmac-sha256:…`` for the credential *request* carries (keyed by *key*); never
-    the secret itself."""
+def credential(request: Incoming, digest: KeyedDigest) -> str | None:
+    """``KIND hmac-sha256:…`` for the credential *request* carries, its *digest* (keyed per
+    server: the same secret reads the same within one server, so the retry audit can tell
+    a changed credential from an unchanged one; without the key, a weak token cannot be
+    brute-forced back from an exported journal); never the secret itself."""
     headers = request.headers
     if "authorization" not in headers and _API_KEY not in headers:
         return None  # the common case: nothing to hash
@@ -53,7 +56,7 @@ def credential(request: Incoming, key: bytes) -> str | None:
     if presented is None:
         return None
     kind, secret = presented
-    return f"{kind} {auth.fingerprint(secret, key)}"
+    return f"{kind} {digest(secret.encode())}"
 
 
 def client(request: Request) -> str | None:

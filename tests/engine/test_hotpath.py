@@ -22,6 +22,7 @@ from mockskill.engine.addresses import MAX_CACHED_BYTES
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, escaped, oversized
+from mockskill.engine.journalling import Journalling
 from mockskill.engine.plan import Outcome, Plan
 from mockskill.engine.state import MASK, State
 from mockskill.protocol.catalog import Retry
@@ -349,7 +350,7 @@ def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
     assert isinstance(plan, Plan)
     loop.played(request, Outcome(plan.answer, 10.0, 11.0, 12.0))
     (entry,) = server.state.journal()
-    key = server.engine._credential_key
+    journalling = Journalling(server.state)  # the same keys, derived from the store's
     assert entry == Entry(
         id=entry.id,
         started=request.time,
@@ -370,9 +371,9 @@ def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
         choice=None,
         delay_ms=5,
         execution_ms=7,
-        credential="bearer " + KeyedDigest(key)(b"t0k"),
+        credential="bearer " + journalling.credential_digest(b"t0k"),
         protocol_version="1.0.0",
-        body_digest=server.engine._body_digest(b'{"a": 1}'),
+        body_digest=journalling.body_digest(b'{"a": 1}'),
     )
 
 
