@@ -551,8 +551,11 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
             before = rss_kib(process.pid)
             for i in range(500):
                 session = f"{i:05d}" + "s" * 60_000
-                client.post(
-                    f"{base}/skills/echo/invoke", headers={"Mockskill-Session": session}, timeout=10
+                client.post(  # with a body an entry holds until read (LATER_BYTES)
+                    f"{base}/skills/echo/invoke",
+                    headers={"Mockskill-Session": session},
+                    data=b"%05d" % i + b"b" * 1019,
+                    timeout=10,
                 )
                 client.get(f"{base}/{i:05d}{'a' * 30_000}", timeout=10)
             grown = rss_kib(process.pid) - before

@@ -140,7 +140,7 @@ def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
     :func:`likeliest`.
     """
     ordered = sorted(entries, key=lambda e: (e.started, e.id))
-    waiting: dict[tuple[str, str | None], list[list[Entry]]] = {}  # chains whose last failed
+    waiting: dict[tuple[str, object], list[list[Entry]]] = {}  # chains whose last failed
     out: list[list[Entry]] = []
     for entry in ordered:
         if refused_control(entry):  # the skill never saw it: nothing to retry, no retry

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..protocol.catalog import Retry
+from .digests import LaterDigest
 
 MAX_SESSION_NAME = 256
 """The longest session name served (characters); a longer one is refused with 400."""
@@ -109,10 +110,11 @@ class Entry(NamedTuple):
     token endpoint); never the secret. None: no credential was presented."""
     protocol_version: str | None = None
     """The consumer's ``Skill-Protocol-Version`` header as sent (None: not sent)."""
-    body_digest: str | None = None
+    body_digest: str | LaterDigest | None = None
     """The request body as a digest keyed per server (``hmac-sha256:…``), so that
     the retry audit can tell an unchanged retry from a changed one; never the
-    body. None: no body."""
+    body. None: no body. A recorded entry may hold a short body's
+    :class:`~.digests.LaterDigest`; the entry shown (:func:`kept`) always holds text."""
     invalid_descriptor: bool = False
     """Whether the answer was a Skill Descriptor that the reference validator
     rejects: the consumer's own ``VALIDATION_ERROR``."""
@@ -217,10 +219,14 @@ def kept(recorded: Entry, hidden: tuple[str, ...]) -> Entry:
 
 def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
     """What :func:`kept` changes in *recorded*: its fields cut, escaped or masked (most
-    often none). The shared journal applies them to the values it sends."""
-    if _plain(recorded, hidden):
-        return {}
+    often none), and a short body's digest taken. The shared journal applies them to the
+    values it sends."""
     changes: dict[str, Any] = {}
+    digest = recorded.body_digest
+    if type(digest) is LaterDigest:
+        changes["body_digest"] = digest.text()
+    if _plain(recorded, hidden):
+        return changes
     for name, limit in _BOUNDED:
         value = getattr(recorded, name)
         if value is not None:
@@ -276,6 +282,7 @@ def _masked(text: str, hidden: tuple[str, ...]) -> str:
 ENTRY_FIELDS: tuple[str, ...] = Entry._fields
 """An Entry's fields, in order."""
 _RETRY = ENTRY_FIELDS.index("retry")
+_DIGEST = ENTRY_FIELDS.index("body_digest")
 
 
 def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry]]) -> bytes:
@@ -290,6 +297,9 @@ def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry]]) -> bytes:
     rows: list[Any] = []
     for hidden, recorded in slots:
         values: tuple[Any, ...] = tuple(recorded)  # marshal holds plain tuples only
+        digest = recorded.body_digest
+        if type(digest) is LaterDigest:  # taken now: marshal holds no such object
+            values = (*values[:_DIGEST], digest.text(), *values[_DIGEST + 1 :])
         retry = recorded.retry
         if retry is not None:  # the one value marshal cannot hold
             advice = (retry.suggested_delay_ms, retry.max_attempts)

@@ -110,7 +110,7 @@ class Journalling:
                 near_misses,
                 facts.credential(request, self.credential_digest),
                 headers.get(_VERSION),
-                self.body_digest(body) if body else None,
+                self.body_digest.later(body) if body else None,
                 invalid,
                 stopped,
                 None,  # replica: a shared journal names it when it sends the entry
@@ -232,7 +232,7 @@ class Plain:
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
-        self._digest = journalling.body_digest.digest
+        self._digest = journalling.body_digest.later
         self._credential_digest = journalling.credential_digest
         # Marked: the transport reports no outcome of it when sent whole at once, as it
         # always is (Plan.journalled), since it is recorded here as it is planned.

@@ -15,10 +15,13 @@ from collections.abc import Callable
 
 import pytest
 
+from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.entries import MASK, Entry
 from mockskill.engine.state import COMPACT_BATCH, State
 from mockskill.protocol.catalog import Retry
 
+KEYED = KeyedDigest(b"k" * 32)
+"""A server's body digest: a short body's is recorded to be taken when first shown."""
 NEAR = ({"route": "GET /skills/{id}", "reasons": ["path /x\ny does not match /skills/{id}"]},)
 
 
@@ -50,7 +53,10 @@ def varied(state: State, n: int) -> Entry | Entry:
             **common, session="s2", method="PUT", path="/s3cret", status=None,
             endpoint="refused", invalid_descriptor=True, stopped=True,
         )  # fmt: skip
-    return Entry(**common, session="s0", method="GET", path="/skills", status=200, endpoint="list")
+    return Entry(
+        **common, session="s0", method="POST", path="/skills", status=200, endpoint="list",
+        body_digest=KEYED.later(b'{"n": %d}' % n),
+    )  # fmt: skip
 
 
 def fed(records: int, capacity: int = 10_000, *, hide_at: int | None = None) -> State:
@@ -84,6 +90,7 @@ def test_a_compacted_journal_reads_as_one_never_compacted() -> None:
     assert MASK in journal[1201].path
     assert journal[1203].path == f"/{MASK}"
     assert journal[1].retry == Retry(250, 3)
+    assert journal[4].body_digest == KEYED(b'{"n": 4}')  # taken when read, or when packed
     assert journal[2].near_misses == (
         {**NEAR[0], "reasons": ["path /x%0Ay does not match /skills/{id}"]},
     )

@@ -19,7 +19,7 @@ from werkzeug.wrappers import Request
 from mockskill import Server, load_text
 from mockskill.engine import actions
 from mockskill.engine.addresses import MAX_CACHED_BYTES
-from mockskill.engine.digests import KeyedDigest
+from mockskill.engine.digests import LATER_BYTES, KeyedDigest, LaterDigest
 from mockskill.engine.engine import MAX_CACHED
 from mockskill.engine.entries import Entry, escaped, oversized
 from mockskill.engine.journalling import Journalling
@@ -325,6 +325,22 @@ def test_a_keyed_digest_is_hmac_sha256_cut_to_sixteen_hex_digits(
     assert [digest(body), digest(body)] == [expected, expected]  # its prepared states unspent
     # The whole HMAC, as the journal's derived keys are made (no hmac module at start-up).
     assert digest.raw(body) == hmac.new(key, body, "sha256").digest()
+
+
+@pytest.mark.parametrize("size", [1, 2, LATER_BYTES, LATER_BYTES + 1, 64 * 1024])
+def test_a_short_body_is_digested_when_its_entry_is_shown_a_long_one_when_recorded(
+    size: int,
+) -> None:
+    digest = KeyedDigest(b"k" * 32)
+    body = (bytes(range(256)) * (size // 256 + 1))[:size]
+    later = digest.later(body)
+    if size <= LATER_BYTES:
+        # The request path does not hash it; the entry holds the body until it is shown.
+        assert isinstance(later, LaterDigest)
+        assert later.text() == digest(body)
+    else:
+        # Not held that long: what a recorded entry holds stays within its bound.
+        assert later == digest(body)
 
 
 def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
