@@ -15,8 +15,9 @@ import hmac
 PREFIX = "hmac-sha256:"
 
 LATER_BYTES = 1024
-"""Bodies up to this size are digested when their entry is first shown (:meth:`KeyedDigest.later`),
-longer ones at once: what an entry holds until shown stays within its bound."""
+"""Bodies up to this size are digested when their entry is first shown
+(:meth:`KeyedDigest.later`), longer ones at once: what an entry holds until shown stays
+within its bound."""
 
 
 class KeyedDigest:

@@ -210,9 +210,9 @@ class Plain:
     """
 
     __slots__ = (
+        "_body_digest",
         "_case",
         "_credential_digest",
-        "_digest",
         "_endpoint",
         "_error_code",
         "_index",
@@ -232,7 +232,7 @@ class Plain:
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
-        self._digest = journalling.body_digest.later
+        self._body_digest = journalling.body_digest.later
         self._credential_digest = journalling.credential_digest
         # Marked: the transport reports no outcome of it when sent whole at once, as it
         # always is (Plan.journalled), since it is recorded here as it is planned.
@@ -286,7 +286,7 @@ class Plain:
                     (),  # near_misses
                     credential,
                     headers.get(_VERSION),
-                    self._digest(body) if body else None,
+                    self._body_digest(body) if body else None,
                     self._invalid,
                     False,  # stopped
                     None,  # replica
