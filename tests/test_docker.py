@@ -435,10 +435,13 @@ def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedPro
             environment.pop(name, None)
         else:
             environment[name] = value
-    # schemathesis's and hypothesis's plugins would cost seconds to import, and nothing here
-    # uses them.
-    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"]
-    options += ["-s", "-rs", "-q", "-k", test]
+    # The one plugin this file needs, as addopts: pyproject.toml's also name schemathesis's and
+    # hypothesis's, which would cost seconds to import (their -p there undoes a -p no: here).
+    options = [
+        "-o",
+        "addopts=--strict-markers --strict-config --disable-plugin-autoload -p timeout",
+    ]
+    options += ["-p", "no:cacheprovider", "-s", "-rs", "-q", "-k", test]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *options, __file__],
         capture_output=True,
