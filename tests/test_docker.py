@@ -39,6 +39,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,9 +203,59 @@ def _image_ids() -> set[str]:
     return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
 
 
+STAND_INS = {
+    # The fleet's other images, from Debian's packages on the build's base: the
+    # private engine has no registry to pull redis:7 or nginx:1.27 from.
+    "redis": ("redis-server", '["redis-server"]'),
+    "nginx": ("nginx-light", '["nginx", "-g", "daemon off;"]'),
+}
+
+
+def _build_stand_in(engine: Engine, service: str) -> str:
+    """Build the image standing in for *service*'s; its tag."""
+    package, command = STAND_INS[service]
+    tag = f"mockskill-test-{service}:{RUN_ID}"
+    dockerfile = (
+        f"FROM {engine.base_image}\n"
+        "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
+        f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
+        f"CMD {command}\n"
+    )
+    built = subprocess.run(
+        ["docker", "build", "--network", "host", "--label", LABEL, "--tag", tag, "-"],
+        input=dockerfile,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    return tag
+
+
 @pytest.fixture(scope="session")
-def image(engine: Engine) -> Iterator[str]:
-    """The image, built from the Dockerfile at the root; removed with what its build left."""
+def stand_in_builds(engine: Engine) -> Iterator[dict[str, Future[str]]]:
+    """The builds of the fleet's stand-ins, started at once and side by side (each mostly
+    waits on Debian's mirror); their images are removed at the end."""
+    with ThreadPoolExecutor(len(STAND_INS)) as pool:
+        builds = {service: pool.submit(_build_stand_in, engine, service) for service in STAND_INS}
+        try:
+            yield builds
+        finally:
+            wait(builds.values())  # a build still running would leave its image behind
+            for service in STAND_INS:
+                docker("rmi", f"mockskill-test-{service}:{RUN_ID}", check=False)
+
+
+@pytest.fixture(scope="session")
+def image(engine: Engine, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The image, built from the Dockerfile at the root; removed with what its build left.
+
+    When a test of this run needs the fleet's stand-ins, they build at the same time:
+    the three builds wait on the network side by side, not one after another.
+    """
+    if any("stand_ins" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("stand_in_builds")
     tag = f"mockskill-test:{RUN_ID}"
     before = _image_ids()
     docker(
@@ -862,39 +913,12 @@ def test_docker_compose_up_runs_the_example(image: str, engine: Engine, tmp_path
 # -- the fleet example: three replicas, one Redis, nginx in front ------------------
 
 FLEET = EXAMPLES / "compose" / "docker-compose.yml"
-STAND_INS = {
-    # The fleet's other images, from Debian's packages on the build's base: the
-    # private engine has no registry to pull redis:7 or nginx:1.27 from.
-    "redis": ("redis-server", '["redis-server"]'),
-    "nginx": ("nginx-light", '["nginx", "-g", "daemon off;"]'),
-}
 
 
 @pytest.fixture(scope="module")
-def stand_ins(engine: Engine) -> Iterator[dict[str, str]]:
+def stand_ins(stand_in_builds: dict[str, Future[str]]) -> dict[str, str]:
     """Images standing in for redis:7 and nginx:1.27 (their commands, as the compose file has)."""
-    tags = {}
-    for service, (package, command) in STAND_INS.items():
-        tag = f"mockskill-test-{service}:{RUN_ID}"
-        dockerfile = (
-            f"FROM {engine.base_image}\n"
-            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
-            f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
-            f"CMD {command}\n"
-        )
-        built = subprocess.run(
-            ["docker", "build", "--network", "host", "--label", LABEL, "--tag", tag, "-"],
-            input=dockerfile,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert built.returncode == 0, built.stdout + built.stderr
-        tags[service] = tag
-    yield tags
-    for tag in tags.values():
-        docker("rmi", tag, check=False)
+    return {service: build.result() for service, build in stand_in_builds.items()}
 
 
 def test_the_fleet_example_is_valid() -> None:
