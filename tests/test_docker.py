@@ -25,6 +25,7 @@ engine.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -116,9 +117,10 @@ SKILL_OF = {
 # -- the engine, and docker on the command line ----------------------------------
 
 
-# The first test to ask builds the image (and the compose example its stand-ins): minutes on
-# a cold cache or loaded cores, counted in that test's time by pytest-timeout. Every docker
-# call and HTTP request in here has its own timeout, so a hang still fails.
+# The images build from the engine's first use (the image, and the fleet example's stand-ins):
+# minutes on a cold cache or loaded cores, counted by pytest-timeout in the time of the first
+# test that waits for one. Every docker call and HTTP request in here has its own timeout,
+# so a hang still fails.
 # One xdist worker runs the whole file (--dist loadfile), first (tests/conftest.py): the
 # image is built once per run, and its minutes overlap the rest of the suite.
 pytestmark = pytest.mark.timeout(900)
@@ -185,22 +187,9 @@ def _start_private_engine() -> str | None:
 class Engine:
     base_image: str
     """What the image is built on (``BASE_IMAGE``), and what stands in for python:3.12-slim."""
-
-
-@pytest.fixture(scope="session")
-def engine() -> Engine:
-    """The Docker engine ``docker`` reaches; the private one only where none answers."""
-    problem = _engine_problem()
-    if problem and SANDBOX.is_file():
-        print(f"test_docker: {problem}; falling back to the private engine ({SANDBOX})")
-        problem = _start_private_engine() or _engine_problem()
-    if problem:
-        _unavailable(problem)
-    return Engine(os.environ.get("BASE_IMAGE") or DEFAULT_BASE_IMAGE)
-
-
-def _image_ids() -> set[str]:
-    return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
+    builds: dict[str, Future[str]]
+    """The images this run's tests need (``image``, the fleet's stand-ins), by name, building
+    since the engine answered: each one's tag once built."""
 
 
 STAND_INS = {
@@ -211,12 +200,31 @@ STAND_INS = {
 }
 
 
-def _build_stand_in(engine: Engine, service: str) -> str:
+def _build_image(base_image: str) -> str:
+    """Build the image from the Dockerfile at the root; its tag."""
+    tag = f"mockskill-test:{RUN_ID}"
+    docker(
+        "build",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE_IMAGE={base_image}",
+        "--label",
+        LABEL,
+        "--tag",
+        tag,
+        str(ROOT),
+        timeout=900,
+    )
+    return tag
+
+
+def _build_stand_in(base_image: str, service: str) -> str:
     """Build the image standing in for *service*'s; its tag."""
     package, command = STAND_INS[service]
     tag = f"mockskill-test-{service}:{RUN_ID}"
     dockerfile = (
-        f"FROM {engine.base_image}\n"
+        f"FROM {base_image}\n"
         "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
         f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
         f"CMD {command}\n"
@@ -233,60 +241,63 @@ def _build_stand_in(engine: Engine, service: str) -> str:
     return tag
 
 
+def _image_ids() -> set[str]:
+    return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
+
+
+def _remove_what_was_made(tags: list[str], before: set[str]) -> None:
+    """Remove this run's containers, the images *tags*, and what their builds left since
+    *before* (the build stage's layers are nobody's parent once the tags are gone)."""
+    for container in docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
+        docker("rm", "-f", container, check=False)
+    for tag in tags:
+        docker("rmi", tag, check=False)
+    made = _image_ids() - before
+    for _ in range(5):  # children before parents: a few passes
+        if not made:
+            break
+        for image_id in list(made):
+            if docker("rmi", image_id, check=False).returncode == 0:
+                made.discard(image_id)
+        made &= _image_ids()
+
+
 @pytest.fixture(scope="session")
-def stand_in_builds(engine: Engine) -> Iterator[dict[str, Future[str]]]:
-    """The builds of the fleet's stand-ins, started at once and side by side (each mostly
-    waits on Debian's mirror); their images are removed at the end."""
-    with ThreadPoolExecutor(len(STAND_INS)) as pool:
-        builds = {service: pool.submit(_build_stand_in, engine, service) for service in STAND_INS}
+def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
+    """The Docker engine ``docker`` reaches; the private one only where none answers.
+
+    The images the selected tests need start building as soon as it answers, side by side
+    and in the background (each build mostly waits on the network), while the tests that
+    need the engine alone run. What they made is removed at the end.
+    """
+    problem = _engine_problem()
+    if problem and SANDBOX.is_file():
+        print(f"test_docker: {problem}; falling back to the private engine ({SANDBOX})")
+        problem = _start_private_engine() or _engine_problem()
+    if problem:
+        _unavailable(problem)
+    base_image = os.environ.get("BASE_IMAGE") or DEFAULT_BASE_IMAGE
+    needed = {name for item in request.session.items for name in item.fixturenames}
+    jobs: dict[str, Callable[[], str]] = {}
+    if "image" in needed:
+        jobs["image"] = functools.partial(_build_image, base_image)
+    if "stand_ins" in needed:
+        jobs |= {s: functools.partial(_build_stand_in, base_image, s) for s in STAND_INS}
+    before = _image_ids()
+    with ThreadPoolExecutor(max(len(jobs), 1)) as pool:
+        builds = {name: pool.submit(job) for name, job in jobs.items()}
         try:
-            yield builds
+            yield Engine(base_image, builds)
         finally:
             wait(builds.values())  # a build still running would leave its image behind
-            for service in STAND_INS:
-                docker("rmi", f"mockskill-test-{service}:{RUN_ID}", check=False)
+            built = [b.result() for b in builds.values() if b.exception() is None]
+            _remove_what_was_made(built, before)
 
 
 @pytest.fixture(scope="session")
-def image(engine: Engine, request: pytest.FixtureRequest) -> Iterator[str]:
-    """The image, built from the Dockerfile at the root; removed with what its build left.
-
-    When a test of this run needs the fleet's stand-ins, they build at the same time:
-    the three builds wait on the network side by side, not one after another.
-    """
-    if any("stand_ins" in item.fixturenames for item in request.session.items):
-        request.getfixturevalue("stand_in_builds")
-    tag = f"mockskill-test:{RUN_ID}"
-    before = _image_ids()
-    docker(
-        "build",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE_IMAGE={engine.base_image}",
-        "--label",
-        LABEL,
-        "--tag",
-        tag,
-        str(ROOT),
-        timeout=900,
-    )
-    try:
-        yield tag
-    finally:
-        for container in docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
-            docker("rm", "-f", container, check=False)
-        docker("rmi", tag, check=False)
-        # The build stage's layers are nobody's parent once the tag is gone:
-        # remove what this build made (children before parents: a few passes).
-        made = _image_ids() - before
-        for _ in range(5):
-            if not made:
-                break
-            for image_id in list(made):
-                if docker("rmi", image_id, check=False).returncode == 0:
-                    made.discard(image_id)
-            made &= _image_ids()
+def image(engine: Engine) -> str:
+    """The image, built from the Dockerfile at the root (its tag)."""
+    return engine.builds["image"].result()
 
 
 def free_port() -> int:
@@ -916,9 +927,9 @@ FLEET = EXAMPLES / "compose" / "docker-compose.yml"
 
 
 @pytest.fixture(scope="module")
-def stand_ins(stand_in_builds: dict[str, Future[str]]) -> dict[str, str]:
+def stand_ins(engine: Engine) -> dict[str, str]:
     """Images standing in for redis:7 and nginx:1.27 (their commands, as the compose file has)."""
-    return {service: build.result() for service, build in stand_in_builds.items()}
+    return {service: engine.builds[service].result() for service in STAND_INS}
 
 
 def test_the_fleet_example_is_valid() -> None:
