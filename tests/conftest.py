@@ -161,7 +161,6 @@ FIRST = (
     "test_chaos.py",
     "test_actions.py",
     "test_keep_alive.py",
-    "test_security.py",
     "test_browsers.py",
     "test_timers.py",
     "test_framing.py",
