@@ -554,8 +554,8 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
             http.client.HTTPConnection(urlsplit(base).netloc, timeout=10)
         ) as client:
 
-            def send(method: str, path: str, headers: dict[str, str]) -> None:
-                client.request(method, path, headers=headers)
+            def send(method: str, path: str, headers: dict[str, str], body: bytes = b"") -> None:
+                client.request(method, path, body=body or None, headers=headers)
                 client.getresponse().read()
 
             empty = {"Content-Length": "0"}
@@ -565,7 +565,9 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
             before = rss_kib(process.pid)
             for i in range(500):
                 session = f"{i:05d}" + "s" * 60_000
-                send("POST", "/skills/echo/invoke", {**empty, "Mockskill-Session": session})
+                # with a body an entry holds until read (LATER_BYTES)
+                body = b"%05d" % i + b"b" * 1019
+                send("POST", "/skills/echo/invoke", {"Mockskill-Session": session}, body)
                 send("GET", f"/{i:05d}{'a' * 30_000}", {})
             grown = rss_kib(process.pid) - before
         journal = requests.get(f"{base}/__admin/journal", timeout=30).json()
