@@ -141,10 +141,37 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(f"{module}: {lines} lines")
 
 
-FIRST = ("test_docker.py",)
-"""Files that run first: the Docker tests build an image for minutes, mostly waiting on the
-engine, so under xdist they overlap the rest of the suite instead of being its tail."""
+FIRST = (
+    # The Docker tests build images for minutes, mostly waiting on the engine: under xdist
+    # they overlap the rest of the suite instead of being its tail.
+    "test_docker.py",
+    # Then the slowest files, slowest first (--dist loadfile hands a worker one file at a
+    # time, in this order): the last to start are short ones, so that the workers finish
+    # together instead of one running a long file alone at the end.
+    "test_pytest_plugin.py",
+    "test_packaging.py",
+    "test_docs.py",
+    "test_openapi.py",
+    "test_supervisor.py",
+    "test_connection.py",
+    "test_shared_scenarios.py",
+    "test_audit.py",
+    "test_consumers.py",
+    "test_server.py",
+    "test_chaos.py",
+    "test_actions.py",
+    "test_keep_alive.py",
+    "test_browsers.py",
+    "test_timers.py",
+    "test_framing.py",
+    "test_dashboard.py",
+    "test_serve.py",
+    "test_record_replay.py",
+)
+"""Files that run first, in this order; the others follow in collection order."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: the rest keep their order
+    first = {name: place for place, name in enumerate(FIRST)}
+    # stable: a file's tests, and the files not named, keep their order
+    items.sort(key=lambda item: first.get(item.path.name, len(FIRST)))

@@ -25,6 +25,7 @@ engine.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -39,6 +40,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,9 +117,10 @@ SKILL_OF = {
 # -- the engine, and docker on the command line ----------------------------------
 
 
-# The first test to ask builds the image (and the compose example its stand-ins): minutes on
-# a cold cache or loaded cores, counted in that test's time by pytest-timeout. Every docker
-# call and HTTP request in here has its own timeout, so a hang still fails.
+# The images build from the engine's first use (the image, and the fleet example's stand-ins):
+# minutes on a cold cache or loaded cores, counted by pytest-timeout in the time of the first
+# test that waits for one. Every docker call and HTTP request in here has its own timeout,
+# so a hang still fails.
 # One xdist worker runs the whole file (--dist loadfile), first (tests/conftest.py): the
 # image is built once per run, and its minutes overlap the rest of the suite.
 pytestmark = pytest.mark.timeout(900)
@@ -184,35 +187,28 @@ def _start_private_engine() -> str | None:
 class Engine:
     base_image: str
     """What the image is built on (``BASE_IMAGE``), and what stands in for python:3.12-slim."""
+    builds: dict[str, Future[str]]
+    """The images this run's tests need (``image``, the fleet's stand-ins), by name, building
+    since the engine answered: each one's tag once built."""
 
 
-@pytest.fixture(scope="session")
-def engine() -> Engine:
-    """The Docker engine ``docker`` reaches; the private one only where none answers."""
-    problem = _engine_problem()
-    if problem and SANDBOX.is_file():
-        print(f"test_docker: {problem}; falling back to the private engine ({SANDBOX})")
-        problem = _start_private_engine() or _engine_problem()
-    if problem:
-        _unavailable(problem)
-    return Engine(os.environ.get("BASE_IMAGE") or DEFAULT_BASE_IMAGE)
+STAND_INS = {
+    # The fleet's other images, from Debian's packages on the build's base: the
+    # private engine has no registry to pull redis:7 or nginx:1.27 from.
+    "redis": ("redis-server", '["redis-server"]'),
+    "nginx": ("nginx-light", '["nginx", "-g", "daemon off;"]'),
+}
 
 
-def _image_ids() -> set[str]:
-    return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
-
-
-@pytest.fixture(scope="session")
-def image(engine: Engine) -> Iterator[str]:
-    """The image, built from the Dockerfile at the root; removed with what its build left."""
+def _build_image(base_image: str) -> str:
+    """Build the image from the Dockerfile at the root; its tag."""
     tag = f"mockskill-test:{RUN_ID}"
-    before = _image_ids()
     docker(
         "build",
         "--network",
         "host",
         "--build-arg",
-        f"BASE_IMAGE={engine.base_image}",
+        f"BASE_IMAGE={base_image}",
         "--label",
         LABEL,
         "--tag",
@@ -220,22 +216,88 @@ def image(engine: Engine) -> Iterator[str]:
         str(ROOT),
         timeout=900,
     )
-    try:
-        yield tag
-    finally:
-        for container in docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
-            docker("rm", "-f", container, check=False)
+    return tag
+
+
+def _build_stand_in(base_image: str, service: str) -> str:
+    """Build the image standing in for *service*'s; its tag."""
+    package, command = STAND_INS[service]
+    tag = f"mockskill-test-{service}:{RUN_ID}"
+    dockerfile = (
+        f"FROM {base_image}\n"
+        "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
+        f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
+        f"CMD {command}\n"
+    )
+    built = subprocess.run(
+        ["docker", "build", "--network", "host", "--label", LABEL, "--tag", tag, "-"],
+        input=dockerfile,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    return tag
+
+
+def _image_ids() -> set[str]:
+    return set(docker("images", "--all", "--quiet", "--no-trunc").stdout.split())
+
+
+def _remove_what_was_made(tags: list[str], before: set[str]) -> None:
+    """Remove this run's containers, the images *tags*, and what their builds left since
+    *before* (the build stage's layers are nobody's parent once the tags are gone)."""
+    for container in docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split():
+        docker("rm", "-f", container, check=False)
+    for tag in tags:
         docker("rmi", tag, check=False)
-        # The build stage's layers are nobody's parent once the tag is gone:
-        # remove what this build made (children before parents: a few passes).
-        made = _image_ids() - before
-        for _ in range(5):
-            if not made:
-                break
-            for image_id in list(made):
-                if docker("rmi", image_id, check=False).returncode == 0:
-                    made.discard(image_id)
-            made &= _image_ids()
+    made = _image_ids() - before
+    for _ in range(5):  # children before parents: a few passes
+        if not made:
+            break
+        for image_id in list(made):
+            if docker("rmi", image_id, check=False).returncode == 0:
+                made.discard(image_id)
+        made &= _image_ids()
+
+
+@pytest.fixture(scope="session")
+def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
+    """The Docker engine ``docker`` reaches; the private one only where none answers.
+
+    The images the selected tests need start building as soon as it answers, side by side
+    and in the background (each build mostly waits on the network), while the tests that
+    need the engine alone run. What they made is removed at the end.
+    """
+    problem = _engine_problem()
+    if problem and SANDBOX.is_file():
+        print(f"test_docker: {problem}; falling back to the private engine ({SANDBOX})")
+        problem = _start_private_engine() or _engine_problem()
+    if problem:
+        _unavailable(problem)
+    base_image = os.environ.get("BASE_IMAGE") or DEFAULT_BASE_IMAGE
+    needed = {name for item in request.session.items for name in item.fixturenames}
+    jobs: dict[str, Callable[[], str]] = {}
+    if "image" in needed:
+        jobs["image"] = functools.partial(_build_image, base_image)
+    if "stand_ins" in needed:
+        jobs |= {s: functools.partial(_build_stand_in, base_image, s) for s in STAND_INS}
+    before = _image_ids()
+    with ThreadPoolExecutor(max(len(jobs), 1)) as pool:
+        builds = {name: pool.submit(job) for name, job in jobs.items()}
+        try:
+            yield Engine(base_image, builds)
+        finally:
+            wait(builds.values())  # a build still running would leave its image behind
+            built = [b.result() for b in builds.values() if b.exception() is None]
+            _remove_what_was_made(built, before)
+
+
+@pytest.fixture(scope="session")
+def image(engine: Engine) -> str:
+    """The image, built from the Dockerfile at the root (its tag)."""
+    return engine.builds["image"].result()
 
 
 def free_port() -> int:
@@ -435,10 +497,13 @@ def _this_file(test: str, env: dict[str, str | None]) -> subprocess.CompletedPro
             environment.pop(name, None)
         else:
             environment[name] = value
-    # schemathesis's and hypothesis's plugins would cost seconds to import, and nothing here
-    # uses them.
-    options = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"]
-    options += ["-s", "-rs", "-q", "-k", test]
+    # The one plugin this file needs, as addopts: pyproject.toml's also name schemathesis's and
+    # hypothesis's, which would cost seconds to import (their -p there undoes a -p no: here).
+    options = [
+        "-o",
+        "addopts=--strict-markers --strict-config --disable-plugin-autoload -p timeout",
+    ]
+    options += ["-p", "no:cacheprovider", "-s", "-rs", "-q", "-k", test]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *options, __file__],
         capture_output=True,
@@ -859,39 +924,12 @@ def test_docker_compose_up_runs_the_example(image: str, engine: Engine, tmp_path
 # -- the fleet example: three replicas, one Redis, nginx in front ------------------
 
 FLEET = EXAMPLES / "compose" / "docker-compose.yml"
-STAND_INS = {
-    # The fleet's other images, from Debian's packages on the build's base: the
-    # private engine has no registry to pull redis:7 or nginx:1.27 from.
-    "redis": ("redis-server", '["redis-server"]'),
-    "nginx": ("nginx-light", '["nginx", "-g", "daemon off;"]'),
-}
 
 
 @pytest.fixture(scope="module")
-def stand_ins(engine: Engine) -> Iterator[dict[str, str]]:
+def stand_ins(engine: Engine) -> dict[str, str]:
     """Images standing in for redis:7 and nginx:1.27 (their commands, as the compose file has)."""
-    tags = {}
-    for service, (package, command) in STAND_INS.items():
-        tag = f"mockskill-test-{service}:{RUN_ID}"
-        dockerfile = (
-            f"FROM {engine.base_image}\n"
-            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq"
-            f" --no-install-recommends {package} && rm -rf /var/lib/apt/lists/*\n"
-            f"CMD {command}\n"
-        )
-        built = subprocess.run(
-            ["docker", "build", "--network", "host", "--label", LABEL, "--tag", tag, "-"],
-            input=dockerfile,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert built.returncode == 0, built.stdout + built.stderr
-        tags[service] = tag
-    yield tags
-    for tag in tags.values():
-        docker("rmi", tag, check=False)
+    return {service: engine.builds[service].result() for service in STAND_INS}
 
 
 def test_the_fleet_example_is_valid() -> None:

@@ -51,11 +51,12 @@ def test_a_non_editable_install_serves_the_bundled_scenarios_from_elsewhere(
     env_dir = tmp_path / "venv"
     # System site-packages give Flask & co. without a download (pip installs only
     # what they lack: httptools); the wheel's own copy of mockskill shadows the
-    # editable one of the checkout.
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    # editable one of the checkout. The environment gets no pip of its own: this
+    # one installs into it (--python), as the Dockerfile's build stage does.
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
     python = env_dir / "bin" / "python"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", str(wheel)],
         check=True,
         timeout=120,
     )

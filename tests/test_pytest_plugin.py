@@ -29,11 +29,12 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Inner runs: plugins of this machine that would get in the way stay out, and so do the
-# ones only this project's own tests use (schemathesis and hypothesis cost an inner run
-# seconds to import, in each xdist worker: a user's project would not have them).
+# ones only this project's own tests bring (schemathesis, hypothesis, and anyio's with httpx:
+# pytest rewrites the asserts of all of a plugin's package, which costs an inner run seconds,
+# in each xdist worker; a user's project would not have them).
 QUIET = (
     *("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:cacheprovider"),
-    *("-p", "no:schemathesis", "-p", "no:hypothesispytest"),
+    *("-p", "no:schemathesis", "-p", "no:hypothesispytest", "-p", "no:anyio"),
 )
 
 HEADER = """

@@ -114,7 +114,11 @@ class Provider:
         self._server = make_server("127.0.0.1", 0, app, threaded=True, ssl_context=ssl_context)
         scheme = "https" if ssl_context is not None else "http"
         self.url = f"{scheme}://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # stop()'s shutdown() returns once serve_forever() next looks up: soon, not its
+        # default half second.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def _saw(self) -> dict[str, Any]:

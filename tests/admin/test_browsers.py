@@ -257,7 +257,10 @@ class _Attacker(http.server.BaseHTTPRequestHandler):
 def attacker() -> Iterator[str]:
     """The URL of a page on another origin: a second HTTP server, on another port."""
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() returns once serve_forever() next looks up: soon, not its default half second.
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
