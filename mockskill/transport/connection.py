@@ -508,11 +508,15 @@ class Connection(asyncio.Protocol):
                 plan, answer, close = timed.plan, timed.answer, timed.close
                 self._finish(item, plan, answer, close, started, timed.cut_ms, timed.waited_ms)
         finally:
-            self._busy = False
-            if not self.closed:
-                self._advance()
-            else:
-                self._shared.check_quiet()
+            self._exchange_over()
+
+    def _exchange_over(self) -> None:
+        """The exchange played by timers or a task is over: the next one, or a quiet close."""
+        self._busy = False
+        if not self.closed:
+            self._advance()
+        else:
+            self._shared.check_quiet()
 
     def _finish(
         self,
@@ -618,12 +622,8 @@ class Connection(asyncio.Protocol):
                 plan = got
             await self._play_plan(item, plan, close, started)
         finally:
-            self._busy = False
             self._task = None
-            if not self.closed:
-                self._advance()
-            else:
-                self._shared.check_quiet()
+            self._exchange_over()
 
     async def _play_plan(
         self, item: Request | Refusal, plan: Plan, close: bool, started: float

@@ -156,31 +156,31 @@ class Waiting:
 
     async def wait(self, seconds: float) -> str | None:
         """Wait *seconds* on a loop timer; the reason if the client left or the server stops."""
-        if self.interrupted is not None:
-            return self.interrupted
-        if self.eof:
-            return LEFT
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        handle = self._loop.call_later(seconds, resolve, waiter, None)
-        self._waiter, self._ends_on_eof = waiter, True
-        try:
-            return await waiter
-        finally:
-            handle.cancel()
-            self._waiter = None
+        return await self._until(None, seconds, None)
 
     async def ready(
         self, when_ready: Callable[[Callable[[], None]], None], timeout: float
     ) -> str | None:
         """Until *when_ready* calls back (None), *timeout* passes (:data:`TIMEOUT`), or the
         client leaves or the server stops (the reason)."""
+        return await self._until(when_ready, timeout, TIMEOUT)
+
+    async def _until(
+        self,
+        when_ready: Callable[[Callable[[], None]], None] | None,
+        seconds: float,
+        timed_out: str | None,
+    ) -> str | None:
+        """Until *when_ready* calls back (None), *seconds* pass (*timed_out*), or the client
+        leaves or the server stops (the reason)."""
         if self.interrupted is not None:
             return self.interrupted
         if self.eof:
             return LEFT
         waiter: asyncio.Future[str | None] = self._loop.create_future()
-        when_ready(lambda: resolve(waiter, None))
-        handle = self._loop.call_later(timeout, resolve, waiter, TIMEOUT)
+        if when_ready is not None:
+            when_ready(lambda: resolve(waiter, None))
+        handle = self._loop.call_later(seconds, resolve, waiter, timed_out)
         self._waiter, self._ends_on_eof = waiter, True
         try:
             return await waiter
