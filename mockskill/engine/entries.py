@@ -135,6 +135,24 @@ class Entry(NamedTuple):
     """A TLS handshake that failed on a skill's fault port (docs/tls.md): the fault, the
     alert the client sent (None: none), the SNI name it offered (None: none). Then no
     request was read: ``method`` is empty, ``path`` the skill's invoke path."""
+    target: str | None = None
+    """The request target as sent: the path and query string, not percent-decoded
+    (``/skills/echo/invoke?x=1``); secret query parameters read :data:`MASK` when shown.
+    None: no request was read (a failed handshake), or an entry an earlier version wrote."""
+    headers: tuple[tuple[str, str], ...] | None = None
+    """The request's headers as sent: each (name as written, value), in order, repeats
+    kept; credentials read :data:`MASK` when shown. None: not kept (``--journal-bodies
+    off``, or no request was read)."""
+    body: str | None = None
+    """The request body as sent, up to the per-entry limit (then cut, ``body_size`` says
+    how much there was): UTF-8 text as text, any other bytes as base64 (``body_encoding``);
+    credentials in a form or JSON body read :data:`MASK` when shown. None: no body, or
+    not kept (``--journal-bodies off``)."""
+    body_encoding: str | None = None
+    """How :attr:`body` holds the bytes: ``"text"`` (UTF-8) or ``"base64"``; None: no body kept."""
+    body_size: int | None = None
+    """How many bytes the body had as sent (more than :attr:`body` holds: it was cut);
+    None: no body, or not kept."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -173,6 +191,9 @@ class Entry(NamedTuple):
             values["tls"] = (tls["fault"], tls.get("alert"), tls.get("sni"))
         elif tls is not None:
             values["tls"] = tuple(tls)
+        headers = values.get("headers")
+        if headers is not None:
+            values["headers"] = tuple((str(name), str(value)) for name, value in headers)
         return cls(**values)
 
 

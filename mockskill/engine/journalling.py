@@ -32,8 +32,9 @@ _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
 _new_entry = tuple.__new__
 _time = time.time
-_NOT_PROXIED = (None, None)
-"""An Entry's last fields (upstream, tls) for a request that was not proxied."""
+_NOT_PROXIED = (None, None, None, None, None, None, None)
+"""An Entry's last fields (upstream, tls, target, headers, body, body_encoding, body_size)
+for a request that was not proxied."""
 
 
 class Journalling:

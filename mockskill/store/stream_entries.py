@@ -72,6 +72,7 @@ _RETRY = ENTRY_FIELDS.index("retry")
 _REPLICA = ENTRY_FIELDS.index("replica")
 _NEAR_MISSES = ENTRY_FIELDS.index("near_misses")
 _TLS = ENTRY_FIELDS.index("tls")
+_HEADERS = ENTRY_FIELDS.index("headers")
 _SESSION = ENTRY_FIELDS.index("session") - 1
 """Where an entry's session is in :func:`shown`'s values (they leave the id out)."""
 _INDEX = {name: i for i, name in enumerate(ENTRY_FIELDS)}
@@ -129,6 +130,8 @@ def decoded(
         # default); a failed handshake's holds it, a JSON array, held as a tuple.
         if len(values) >= _TLS and values[_TLS - 1] is not None:
             values[_TLS - 1] = tuple(values[_TLS - 1])
+        if len(values) >= _HEADERS and values[_HEADERS - 1] is not None:
+            values[_HEADERS - 1] = tuple(map(tuple, values[_HEADERS - 1]))
         return Entry(int(ident), *values)
     data = dict(zip(names, values, strict=False))
     data["id"] = int(ident)

@@ -272,6 +272,11 @@ def every_field() -> Entry:
         case=3,
         upstream={"url": "http://p:9", "reached": True, "status": 200, "error": None, "ms": 1.25},
         tls=("expired", "certificate_expired", "skills.example"),
+        target="/skills/weather/invoke?city=K%C3%B6ln",
+        headers=(("Content-Type", "application/json"), ("X-Dup", "1"), ("x-dup", "2")),
+        body="AAEC",
+        body_encoding="base64",
+        body_size=70_000,
     )
 
 
