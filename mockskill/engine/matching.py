@@ -62,7 +62,13 @@ class Target:
     endpoint_cases: tuple[Case, ...] = ()
     """The cases of :attr:`cases`, in order."""
     picker: conditions.Picker | None = field(default=None, compare=False, repr=False)
-    """What tries :attr:`endpoint_cases` on a request."""
+    """What tries :attr:`endpoint_cases` on a request (of an endpoint whose cases require
+    scenario states: those that require none, for a session in a state none requires)."""
+    by_state: Mapping[str, conditions.Picker] | None = field(
+        default=None, compare=False, repr=False
+    )
+    """Set when a case requires a scenario state: per state required, what tries the cases
+    a session in that state may take (:meth:`RoutingTable.case_in`)."""
 
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
@@ -105,8 +111,19 @@ class Target:
             )
             for case in cases
         )
-        picker = conditions.Picker(cases)
-        return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
+        required = {case.state for case in cases if case.state is not None}
+        if not required:
+            picker = conditions.Picker(cases)
+            return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
+        # One picker per state: the cases a session in it may take, in order.
+        by_state = {
+            state: conditions.Picker([c for c in cases if c.state in (None, state)])
+            for state in required
+        }
+        stateless = conditions.Picker([c for c in cases if c.state is None])
+        return dataclasses.replace(
+            self, cases=targets, endpoint_cases=cases, picker=stateless, by_state=by_state
+        )
 
 
 @dataclass(frozen=True)
@@ -272,7 +289,29 @@ class RoutingTable:
             return target.cases[picked.index]
         if target.sequence is not None:
             return target
+        return self._missed(target, request, conditions.misses(cases, request))
+
+    def case_in(self, target: Target, request: Incoming, state: str) -> Target | Miss:
+        """:meth:`case` for an endpoint whose cases require scenario states, for a session
+        in *state*: a case requiring another state does not take the request (its near
+        miss says so first)."""
+        by_state = target.by_state
+        assert by_state is not None  # (only asked of an endpoint whose cases require states)
+        picked = by_state.get(state, target.picker).pick(request)  # type: ignore[union-attr]
+        if picked is not None:
+            return target.cases[picked.index]
+        if target.sequence is not None:
+            return target
+        cases = target.endpoint_cases
         missed = conditions.misses(cases, request)
+        for case, miss in zip(cases, missed, strict=True):
+            if case.state is not None and case.state != state:
+                shown = shorten(state)
+                miss["reasons"].insert(0, f"the session's state is {shown!r}, not {case.state!r}")
+        return self._missed(target, request, missed)
+
+    def _missed(self, target: Target, request: Incoming, missed: list[dict[str, Any]]) -> Miss:
+        """The miss of a request none of *target*'s cases took (*missed*: why each did not)."""
         route = target.route
         endpoint = route.label if route is not None else f"{request.method} {request.path}"
         near = tuple(
