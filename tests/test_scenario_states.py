@@ -201,3 +201,13 @@ def test_replicas_on_one_redis_share_the_state(redis_url: str) -> None:
         assert get(one, "/orders/1", "r").json() == {"id": 1, "status": "paid"}
         one.reset("r")
         assert get(two, "/orders/1", "r").status_code == 404
+
+
+def test_a_reload_keeps_the_states_and_restarts_only_positions(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(ORDERS)
+    post(server, "/orders", "s")
+    changed = ORDERS.replace("json: {id: 1, status: placed}", "json: {id: 1, status: PLACED}")
+    server.add(textwrap.dedent(changed), replace=True)
+    assert get(server, "/orders/1", "s").json() == {"id": 1, "status": "PLACED"}

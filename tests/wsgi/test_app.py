@@ -52,3 +52,19 @@ def test_an_app_made_without_an_engine_serves_nothing_but_answers(client: Client
     bare = Client(create_app())
     response = bare.get("/skills")
     assert response.json == {"skills": []}
+
+
+def test_scenario_states_hold_on_a_wsgi_server_too() -> None:
+    scenarios = load_text(
+        "name: orders\n"
+        "routes:\n"
+        "  - {path: /orders, method: POST, steps: [{json: placed, set_state: placed}]}\n"
+        "  - path: /orders/1\n"
+        "    cases: [{state: placed, json: found}]\n"
+        "    steps: [{status: 404, json: missing}]\n"
+    )
+    client = Client(create_app(Engine(scenarios, State())))
+    assert client.get("/orders/1").status_code == 404
+    assert client.post("/orders").json == "placed"
+    assert client.get("/orders/1").json == "found"
+    assert client.get("/orders/1", headers={"Mockskill-Session": "other"}).status_code == 404
