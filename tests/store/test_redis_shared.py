@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mockskill.engine.store import IssueToken, Store, Take, Taken, UseToken
+from mockskill.engine.store import IssueToken, ReadState, SetState, Store, Take, Taken, UseToken
 from mockskill.store import open_store
 
 STEP = Take("alice", "skill/acme.search/invoke", 0, "checkout", None, False)
@@ -185,3 +185,16 @@ def test_a_reset_on_one_replica_resets_every_replica(stores: list[Store]) -> Non
     stores[2].reset()
     assert stores[0].answer(STEP) == Taken(0, -1)
     assert stores[0].answer(UseToken("t-2")) is None
+
+
+def test_a_state_moved_on_one_replica_is_read_on_the_others(stores: list[Store]) -> None:
+    async def read_on_a_loop(store: Store) -> object:
+        return await store.answer_async(ReadState("alice", "checkout"))
+
+    assert stores[0].answer(ReadState("alice", "checkout")) is None
+    stores[1].answer(SetState("alice", "checkout", "paid"))
+    assert stores[2].answer(ReadState("alice", "checkout")) == "paid"
+    assert asyncio.run(read_on_a_loop(stores[0])) == "paid"  # the pipelined face too
+    assert stores[0].answer(ReadState("bob", "checkout")) is None
+    stores[2].reset("alice")
+    assert stores[1].answer(ReadState("alice", "checkout")) is None
