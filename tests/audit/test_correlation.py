@@ -114,3 +114,46 @@ def test_the_report_lists_it_and_the_gate_fails_on_it() -> None:
     assert session["clean"] is False
     with pytest.raises(AssertionError, match="correlation-lost: 1 retry lost"):
         assert_clean(audited)
+
+
+# -- from outside: a real server, a consumer retrying with requests -----------------------
+
+FLAKY = """
+name: correlation
+skills:
+  - id: flaky
+    invoke:
+      end: cycle
+      steps:
+        - error: ENDPOINT_UNREACHABLE
+          times: 2
+          retry: {suggested_delay_ms: 20, max_attempts: 5}
+        - json: {result: ok}
+"""
+
+
+def consumer_run(server: Any, session: str, keys: list[str]) -> list[dict[str, Any]]:
+    """One operation, retried until it succeeds, its attempt *n* sending ``keys[n]``;
+    the session's correlation-lost findings (skips while the journal keeps no headers)."""
+    import time
+
+    import requests
+
+    for n, key in enumerate(keys):
+        if n:
+            time.sleep(0.1 * n)  # past the advice, doubling: the timing rules stay quiet
+        headers = {"Mockskill-Session": session, "Idempotency-Key": key, "X-Request-Id": "req-1"}
+        requests.post(server.invoke_url("flaky"), json={"input": {}}, headers=headers, timeout=10)
+    if server.journal(session)[0].headers is None:
+        pytest.skip("the journal keeps no request headers on this revision (issue 28 item 1)")
+    [audited] = server.report(session)["sessions"]
+    return [f for f in audited["findings"] if f["rule"] == RULE]
+
+
+def test_a_consumer_making_a_key_per_attempt_is_told_and_one_keeping_it_is_not(
+    serve: Any,
+) -> None:
+    server = serve(FLAKY)
+    [finding] = consumer_run(server, "new-key-each-time", ["k1", "k2", "k3"])
+    assert finding["message"] == "2 retries lost the first attempt's Idempotency-Key"
+    assert consumer_run(server, "same-key", ["k", "k", "k"]) == []
