@@ -1,11 +1,11 @@
 """All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
-Sequence positions per session and endpoint, draw counts, outage clocks,
-issued tokens and the bounded request journal live here and nowhere else.
-The engine asks for them as needs (:mod:`.store`): this store answers each
-inline, under one acquisition of its lock (:meth:`State.answer`), so that a
-shared backend (``mockskill.store``) can replace it when several processes
-serve one scenario set.
+Sequence positions per session and endpoint, draw counts, scenario states per
+session and scenario, outage clocks, issued tokens and the bounded request
+journal live here and nowhere else. The engine asks for them as needs
+(:mod:`.store`): this store answers each inline, under one acquisition of its
+lock (:meth:`State.answer`), so that a shared backend (``mockskill.store``)
+can replace it when several processes serve one scenario set.
 
 The journal's slots hold what was recorded as it was (:class:`_Kept`) until
 :meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood

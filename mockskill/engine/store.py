@@ -118,7 +118,8 @@ class Health(NamedTuple):
 
 
 class Store(Protocol):
-    """Sequence positions, tokens, outage clocks, draws and the journal of a server."""
+    """Sequence positions, scenario states, tokens, outage clocks, draws and the journal of
+    a server."""
 
     seed: int
     """The seed draws use when a scenario sets none."""

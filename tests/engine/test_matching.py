@@ -403,3 +403,45 @@ def test_a_miss_among_300_routes_costs_not_much_more_than_a_match() -> None:
     matched = best_of_five("GET", "/api/v1/resource150/7", 400)
     missed = best_of_five("GET", "/api/v1/resourc150/7", 20)
     assert missed < 150 * matched, f"a miss costs {missed / matched:.0f} matches"
+
+
+STATES = """\
+name: orders
+routes:
+  - path: /orders
+    method: POST
+    steps: [{json: placed, set_state: placed}]
+  - path: /orders/1
+    cases:
+      - state: placed
+        json: found
+      - when: {headers: {x-peek: "yes"}}
+        json: peeked
+"""
+
+
+def test_a_case_requiring_a_state_takes_only_a_session_in_it() -> None:
+    from werkzeug.test import EnvironBuilder
+    from werkzeug.wrappers import Request
+
+    from mockskill.engine.incoming import Incoming
+
+    states = RoutingTable(load_text(STATES, "orders.yaml"))
+    endpoint = target(states, "GET", "/orders/1")
+    assert endpoint.by_state is not None
+    plain = Incoming.of(Request(EnvironBuilder(path="/orders/1").get_environ()))
+    peek = Incoming.of(
+        Request(EnvironBuilder(path="/orders/1", headers={"X-Peek": "yes"}).get_environ())
+    )
+    placed = states.case_in(endpoint, plain, "placed")
+    assert isinstance(placed, Target)
+    assert placed.case is not None
+    assert placed.case.index == 0
+    peeked = states.case_in(endpoint, peek, "Started")  # a case requiring none: any state
+    assert isinstance(peeked, Target)
+    assert peeked.case is not None
+    assert peeked.case.index == 1
+    missed = states.case_in(endpoint, plain, "Started")
+    assert isinstance(missed, Miss)
+    assert missed.near_misses[0]["reasons"] == ["the session's state is 'Started', not 'placed'"]
+    assert target(states, "POST", "/orders").by_state is None  # no case requires one
