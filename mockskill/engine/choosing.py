@@ -19,6 +19,7 @@ from hashlib import blake2b
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
+from .entries import escaped, shorten
 from .matching import Miss, RoutingTable, Target
 from .replies import exhausted_reply
 from .store import NeedAnswer, Take, Taken
@@ -140,6 +141,22 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
 
 
 @dataclass(slots=True)
+class Keyed:
+    """What a request's ``Idempotency-Key`` decided (:mod:`.idempotency`), for a skill that
+    honours it: the journal reads it (:mod:`.journalling`)."""
+
+    key: str
+    digest: str
+    executed: bool = False
+    replayed: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The key as the journal keeps it: bounded, printable."""
+        return shorten(escaped(self.key))
+
+
+@dataclass(slots=True)
 class Decided:
     """What :meth:`Engine.decide` found: a reply, or a target whose step is to play.
 
@@ -157,6 +174,9 @@ class Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+    idempotency: Keyed | None = None
+    """What its ``Idempotency-Key`` decided, for a skill that honours it (None: not such a
+    request; see :mod:`.idempotency`)."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
