@@ -185,3 +185,26 @@ def test_a_replayed_answer_is_the_first_one_even_when_its_body_is_binary() -> No
     )
     assert (reply.status, reply.body, reply.content_type) == (200, b"\x00\xff", "image/png")
     assert reply.headers == (("X-A", "1"), ("Idempotent-Replayed", "true"))
+
+
+def test_replicas_sharing_redis_replay_each_others_first_answer(redis_url: str) -> None:
+    with (
+        mockskill.Server(SCENARIO, state=redis_url) as one,
+        mockskill.Server(SCENARIO, state=redis_url) as two,
+    ):
+        lost = invoke(one, "pay", "shared", "k-1", {"amount": 5})
+        assert lost.status_code == 504
+        again = invoke(two, "pay", "shared", "k-1", {"amount": 5})
+        assert (again.status_code, again.json()) == (201, {"payment": "pay_1"})
+        assert again.headers["Idempotent-Replayed"] == "true"
+        refused = invoke(two, "pay", "shared", "k-1", {"amount": 6})
+        assert refused.status_code == 422
+        fresh = invoke(one, "pay", "shared", "k-2", {"amount": 5})
+        assert (fresh.status_code, fresh.json()) == (201, {"payment": "pay_2"})
+        entries = one.journal("shared")  # the shared journal: both replicas'
+        assert [(e.status, e.executed, e.replayed) for e in entries] == [
+            (504, True, False),
+            (201, False, True),
+            (422, False, False),
+            (201, True, False),
+        ]
