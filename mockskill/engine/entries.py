@@ -154,9 +154,10 @@ class Entry(NamedTuple):
     """How many bytes the body had as sent (more than :attr:`body` holds: it was cut);
     None: no body, or not kept."""
     executed: bool = False
-    """Whether the skill ran for this request: a scripted invocation answered with a
-    result (2xx, no fault), a scripted step with ``after:`` (it ran, then its answer was
-    lost), or a proxied request that reached the provider (``upstream``'s ``reached``)."""
+    """Whether the skill ran for this request: a scripted invocation (or free route)
+    answered with a result (2xx, no fault), a scripted step with ``after:`` (it ran, then
+    its answer was lost), or a proxied request that reached the provider (``upstream``'s
+    ``reached``)."""
     replayed: bool = False
     """Whether a skill honouring ``Idempotency-Key`` answered with the first answer of the
     key's execution instead of running again (then ``executed`` is False)."""

@@ -38,6 +38,8 @@ executed, replayed, idempotency_key) for a request that was not proxied and did 
 _EXECUTED = (*_NOT_PROXIED[:7], True, False, None)
 """The same, for a request that ran its skill (a plain step's result: :class:`Plain`)."""
 _KEY = "idempotency-key"
+_RUN = ("invoke", "route")
+"""The endpoints whose result says their operation ran (the list and a descriptor run none)."""
 
 
 class Journalling:
@@ -89,7 +91,7 @@ class Journalling:
             if played is not None and played.ran is not None:  # it ran, then was lost
                 key = headers.get(_KEY)
                 tail = (*_EXECUTED[:9], None if key is None else shorten(escaped(key)))
-            elif endpoint == "invoke" and status is not None and 200 <= status < 300:
+            elif endpoint in _RUN and status is not None and 200 <= status < 300:
                 tail = _EXECUTED  # (a fault sends no status)
         keyed = decided.idempotency
         if keyed is not None:  # a skill that honours Idempotency-Key: what it decided
@@ -260,8 +262,8 @@ class Plain:
             endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)
         )
         self._case = None if target.case is None else target.case.index
-        # A result of an invocation ran the skill (a plain step has no fault, no cut).
-        ran = endpoint == "invoke" and 200 <= status < 300
+        # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
+        ran = endpoint in _RUN and 200 <= status < 300
         self._tail = _EXECUTED if ran else _NOT_PROXIED
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
