@@ -23,9 +23,10 @@ from .waits_and_faults import BAD
 
 AFTER_KEYS = ("error", "status", "message", "details", "retry", "headers", "fault")
 """What ``after:`` holds: an error step's keys, a fault, or both."""
-NOT_BESIDE = ("fault", "hang", "dribble", "one_of", "failure_rate", "failure")
+NOT_BESIDE = ("fault", "hang", "dribble")
 """A scripted step's keys that cannot be beside ``after``: they say how the answer is
-(not) sent, which ``after`` says; a random step puts ``after`` in its outcomes."""
+(not) sent, which ``after`` says. (Beside ``failure_rate``, ``after`` is its success's;
+``one_of`` puts it in its outcomes.)"""
 _SHAPE = "{error: CODE, ...} or {fault: NAME}: what replaces the answer once the skill ran"
 
 ReadStep = Callable[[Reader, Any, Path, Any], "Step | None"]
@@ -57,7 +58,7 @@ def scripted_after(
         if key in raw:
             r.bad(
                 (*path, key),
-                "no fault, hang, dribble or random outcome beside after",
+                "no fault, hang or dribble beside after",
                 f"{key} as well",
                 "after: says how the answer the skill made was lost; put after: in each"
                 " outcome of a random step",

@@ -58,6 +58,13 @@ def test_after_goes_in_each_outcome_of_a_random_step() -> None:
     assert ran[1] is None
 
 
+def test_beside_failure_rate_after_is_its_successs_the_failure_never_ran() -> None:
+    step = first_step("- {json: 1, failure_rate: 0.5, after: {error: EXECUTION_TIMEOUT}}\n")
+    failure, success = (c.step for c in step.choices)
+    assert failure.ran is None
+    assert success.ran is not None
+
+
 def test_a_step_without_after_ran_nothing_lost() -> None:
     assert first_step("- json: 1\n").ran is None
 
@@ -79,7 +86,7 @@ def test_a_step_without_after_ran_nothing_lost() -> None:
             "skills[0].invoke[0].fault",
             5,
             9,
-            "no fault, hang, dribble or random outcome beside after",
+            "no fault, hang or dribble beside after",
             "fault as well",
             "how the answer the skill made was lost",
         ),
