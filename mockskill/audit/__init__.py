@@ -11,8 +11,9 @@ by concept, in the order a report is made:
   ``retry-too-soon``, ``backoff-not-growing``, ``too-many-attempts``) applied
   to each chain;
 - ``executions`` — the fifth, ``duplicate-execution``: a retry that ran an
-  operation again on a real provider (behind a ``proxy`` step) after an
-  attempt that had reached it, without the earlier attempt's idempotency key;
+  operation again (on a real provider behind a ``proxy`` step, or a scripted
+  skill) after an attempt that had run unseen, without the earlier attempt's
+  idempotency key;
 - ``correlation`` — the sixth, ``correlation-lost``: a retry that dropped or
   changed the ``Idempotency-Key``, ``traceparent`` (its trace id) or
   ``X-Request-Id`` its chain's first attempt carried;

@@ -1,18 +1,21 @@
-"""The fifth rule: a retry that ran an operation again on a real provider.
+"""The fifth rule: a retry that ran an operation again.
 
-Behind a ``proxy`` step the provider is real, and an attempt can reach it,
-run, and still fail for the consumer: its answer replaced once it ran
-(``after:``, "commit then fail"), the connection cut, the upstream too slow,
-the consumer gone before the answer. The consumer cannot see that the
-operation ran; when it retries, the provider runs it twice. The journal's
-``upstream`` field says which attempts reached the provider, and what the
-consumer got: :func:`duplicate_executions` finds the retries that ran an
-operation again after such an attempt.
+An attempt can reach the provider, run, and still fail for the consumer: its
+answer replaced once it ran (``after:``, "commit then fail"), the connection
+cut, the upstream too slow, the consumer gone before the answer. The consumer
+cannot see that the operation ran; when it retries, the provider runs it twice.
+Behind a ``proxy`` step the journal's ``upstream`` field says which attempts
+reached the provider; a scripted skill's entry says it ran (``executed``: a
+result, or a step with ``after:``), and a skill that honours the key says it
+answered a retry from its first execution instead (``replayed``, not run).
+:func:`duplicate_executions` finds the retries that ran an operation again
+after such an attempt.
 
 The cure is an idempotency key: the same ``Idempotency-Key`` header value on
 every attempt of one operation (the IETF's draft-ietf-httpapi-idempotency-key-header),
-which the proxy relays and a provider that honours it uses to run the
-operation once. A retry that sends the earlier attempt's key is fine.
+which the proxy relays and a provider that honours it (a skill with
+``idempotency_key: true``) uses to run the operation once. A retry that sends
+the earlier attempt's key is fine.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ def ran_unseen(entry: Entry) -> bool:
     """Whether *entry* reached the provider, which may have run it, and the consumer did
     not get the provider's own answer to say what happened."""
     upstream = entry.upstream
-    if upstream is None or not upstream.get("reached"):
+    if upstream is None:  # scripted: its result is its own answer; after: lost it
+        status = entry.status
+        seen = (
+            entry.fault is None and status is not None and 200 <= status < 300 and answered(entry)
+        )
+        return entry.executed and not seen
+    if not upstream.get("reached"):
         return False
     own_answer = (
         upstream.get("error") is None
@@ -50,14 +59,21 @@ def ran_unseen(entry: Entry) -> bool:
 
 
 def reached(entry: Entry) -> bool:
+    """Whether *entry* ran the operation (or may have: it reached a real provider)."""
     upstream = entry.upstream
-    return upstream is not None and bool(upstream.get("reached"))
+    if upstream is None:
+        return entry.executed
+    return bool(upstream.get("reached"))
 
 
 def key_of(entry: Entry) -> str | None:
     """The attempt's idempotency key, as the journal kept it (None: it sent none)."""
     upstream = entry.upstream
     key = None if upstream is None else upstream.get("idempotency_key")
+    if key is None:
+        key = entry.idempotency_key
+    if key is None and entry.headers is not None:  # a plain step's: in its headers, if kept
+        key = next((v for k, v in entry.headers if k.lower() == "idempotency-key"), None)
     return key if isinstance(key, str) else None
 
 
@@ -70,6 +86,8 @@ def _why(entry: Entry) -> str:
     if not answered(entry):
         return "the consumer gone before the answer"
     shown = f"{entry.status} {entry.error_code}" if entry.error_code else str(entry.status)
+    if entry.upstream is None:
+        return f"the skill ran, its answer replaced by {shown}"
     return f"the provider's {upstream.get('status')} replaced by {shown}"
 
 
@@ -117,7 +135,8 @@ def duplicate_executions(session: str, chain: Sequence[Entry]) -> list[Finding]:
                 for earlier, later in pairs
             ),
             fix=f"send an {IDEMPOTENCY_KEY} header, one value per operation, the same on every"
-            " attempt of it (mockskill relays it; a provider that honours it runs the operation"
-            " once)" + ("; keep the value when retrying, do not make a new one" if keyed else ""),
+            " attempt of it (mockskill relays it; a provider that honours it, as a skill with"
+            " idempotency_key: true does, runs the operation once)"
+            + ("; keep the value when retrying, do not make a new one" if keyed else ""),
         )
     ]

@@ -6,8 +6,8 @@ measures every attempt's wait against the :mod:`policy <mockskill.audit.policy>`
 and each breach becomes a :class:`Finding` that says what was found, what
 the chapter expects and the fix. :func:`used_invalid` finds skills invoked
 after their descriptor failed validation. The fifth rule,
-``duplicate-execution`` (a retry that ran an operation twice on a real
-provider), is :mod:`.executions`'.
+``duplicate-execution`` (a retry that ran an operation twice, behind a proxy
+or on a scripted skill), is :mod:`.executions`'.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ RULES = (
     "retry-too-soon",
     "backoff-not-growing",
     "too-many-attempts",
-    "duplicate-execution",  # audit/executions.py: retries behind a proxy step
+    "duplicate-execution",  # audit/executions.py: retries that ran an operation again
     "correlation-lost",  # audit/correlation.py: retries that drop or change a correlation header
 )
 

@@ -19,6 +19,7 @@ from hashlib import blake2b
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
+from .entries import escaped, shorten
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .replies import exhausted_reply
@@ -149,6 +150,22 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
 
 
 @dataclass(slots=True)
+class Keyed:
+    """What a request's ``Idempotency-Key`` decided (:mod:`.idempotency`), for a skill that
+    honours it: the journal reads it (:mod:`.journalling`)."""
+
+    key: str
+    digest: str
+    executed: bool = False
+    replayed: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The key as the journal keeps it: bounded, printable."""
+        return shorten(escaped(self.key))
+
+
+@dataclass(slots=True)
 class Decided:
     """What :meth:`Engine.decide` found: a reply, or a target whose step is to play.
 
@@ -166,6 +183,9 @@ class Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+    idempotency: Keyed | None = None
+    """What its ``Idempotency-Key`` decided, for a skill that honours it (None: not such a
+    request; see :mod:`.idempotency`)."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen

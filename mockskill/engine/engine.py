@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
-from . import auth, builtin_answers, choosing
+from . import auth, builtin_answers, choosing, idempotency
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
+_KEY = idempotency.KEY
 _new = tuple.__new__
 Recorder = Callable[[plans.Outcome], None]
 Decision: TypeAlias = "Response | Reply | Decided"
@@ -246,11 +247,14 @@ class Engine:
         answer what deciding it needed (:meth:`decide` raised *exc*)."""
         return unavailable(self._journalling, request, exc)
 
-    def _choose(self, decided: Decided) -> Later[Decided]:
-        """*decided*, and when it has no reply, the step to play: asked of the store first."""
+    def _choose(self, decided: Decided, request: Incoming) -> Later[Decided]:
+        """*decided*, and when it has no reply, the step to play: asked of the store first
+        (and, for a skill that honours it, what the request's key did before)."""
         target = decided.target
         if decided.reply is not None or isinstance(target, Miss):
             return decided
+        if target.idempotent and _KEY in request.headers:
+            return idempotency.keyed(request, decided, self.state.digest_key)
         return _new(Pending, (choosing.take(decided.table, target, decided.session), decided))
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
@@ -349,9 +353,11 @@ class Engine:
         else:  # a provider refuses callers it must not serve before running the skill
             refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
-                return self._judged(refusal, started, session, table, target, urls)
+                return self._judged(refusal, request, started, session, table, target, urls)
             if refusal is None:  # a sequence step: the store takes the next position first
                 decided = Decided(started, session, table, target, urls, None, False)
+                if target.idempotent and _KEY in headers:  # the key is recalled before
+                    return idempotency.keyed(request, decided, self.state.digest_key)
                 return _new(Pending, (choosing.take(table, target, session), decided))
             reply = refusal
         if reply is not None:
@@ -399,13 +405,10 @@ class Engine:
         assert sequence is not None
         plains = Plains(target, urls, sequence)
         for index, step in enumerate(sequence.steps):
-            if (
-                not step.random
-                and step.delay is None
-                and step.execution is None
-                and not step.proxy
-                and step.set_state is None  # (its SetState is asked when it is chosen)
-            ):
+            # (A step with after: is not: its entry reads the request's Idempotency-Key.)
+            quiet = step.delay is None and step.execution is None and step.ran is None
+            # (A step with set_state: is not either: its SetState is asked when it is chosen.)
+            if not step.random and quiet and not step.proxy and step.set_state is None:
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
                     plains.steps[index] = self._journalling.plain(
@@ -420,6 +423,7 @@ class Engine:
     def _judged(
         self,
         refusal: Pending[Reply | None],
+        request: Incoming,
         started: float,
         session: str,
         table: RoutingTable,
@@ -431,7 +435,8 @@ class Engine:
 
         def judged(refused: Reply | None) -> Later[Decided]:
             filled = None if refused is None else urls.fill(refused)
-            return self._choose(Decided(started, session, table, target, urls, filled, False))
+            decided = Decided(started, session, table, target, urls, filled, False)
+            return self._choose(decided, request)
 
         return refusal.then(judged)
 

@@ -153,6 +153,19 @@ class Entry(NamedTuple):
     body_size: int | None = None
     """How many bytes the body had as sent (more than :attr:`body` holds: it was cut);
     None: no body, or not kept."""
+    executed: bool = False
+    """Whether the skill ran for this request: a scripted invocation (or free route)
+    answered with a result (2xx, no fault), a scripted step with ``after:`` (it ran, then
+    its answer was lost), or a proxied request that reached the provider (``upstream``'s
+    ``reached``)."""
+    replayed: bool = False
+    """Whether a skill honouring ``Idempotency-Key`` answered with the first answer of the
+    key's execution instead of running again (then ``executed`` is False)."""
+    idempotency_key: str | None = None
+    """The request's ``Idempotency-Key`` (cut to :data:`MAX_TEXT` and escaped as it is
+    recorded), where it decided
+    something: a skill that honours it, or a step with ``after:``. None: not sent or not
+    read (a plain step's key is in :attr:`headers`, when kept)."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and

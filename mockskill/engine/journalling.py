@@ -18,7 +18,7 @@ from . import request_facts as facts
 from .actions import TimedOut, Urls
 from .choosing import Chosen
 from .digests import KeyedDigest
-from .entries import Entry
+from .entries import Entry, escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
@@ -32,9 +32,14 @@ _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
 _new_entry = tuple.__new__
 _time = time.time
-_NOT_PROXIED = (None, None, None, None, None, None, None)
-"""An Entry's last fields (upstream, tls, target, headers, body, body_encoding, body_size)
-for a request that was not proxied."""
+_NOT_PROXIED = (None, None, None, None, None, None, None, False, False, None)
+"""An Entry's last fields (upstream, tls, target, headers, body, body_encoding, body_size,
+executed, replayed, idempotency_key) for a request that was not proxied and did not run."""
+_EXECUTED = (*_NOT_PROXIED[:7], True, False, None)
+"""The same, for a request that ran its skill (a plain step's result: :class:`Plain`)."""
+_KEY = "idempotency-key"
+_RUN = ("invoke", "route")
+"""The endpoints whose result says their operation ran (the list and a descriptor run none)."""
 
 
 class Journalling:
@@ -75,12 +80,22 @@ class Journalling:
             invalid = facts.invalid_descriptor(served.body)
         body = request.body
         headers = request.headers
+        tail: tuple[object, ...] = _NOT_PROXIED
         if chosen is None:
             step = position = choice = delay_ms = execution_ms = None
             outage = False
         else:
             step, position, outage = chosen.index, chosen.position, chosen.outage
             choice, delay_ms, execution_ms = chosen.choice, chosen.delay_ms, chosen.execution_ms
+            played = chosen.step
+            if played is not None and played.ran is not None:  # it ran, then was lost
+                key = headers.get(_KEY)
+                tail = (*_EXECUTED[:9], None if key is None else shorten(escaped(key)))
+            elif endpoint in _RUN and status is not None and 200 <= status < 300:
+                tail = _EXECUTED  # (a fault sends no status)
+        keyed = decided.idempotency
+        if keyed is not None:  # a skill that honours Idempotency-Key: what it decided
+            tail = (*_NOT_PROXIED[:7], keyed.executed, keyed.replayed, keyed.shown)
         # Positional, in Entry's field order: tuple.__new__ skips the NamedTuple's keyword
         # __new__ (this runs for every request).
         return _new_entry(
@@ -118,8 +133,8 @@ class Journalling:
                 case,
             )
             # upstream (a proxied request's is proxying's, engine/proxying.py) and tls (a
-            # failed handshake's, never a request's), joined on (see Plain).
-            + _NOT_PROXIED,
+            # failed handshake's, never a request's), and what ran, joined on (see Plain).
+            + tail,
         )
 
     def played(
@@ -224,6 +239,7 @@ class Plain:
         "_scenario",
         "_skill",
         "_status",
+        "_tail",
         "plan",
         "target",
     )
@@ -246,6 +262,9 @@ class Plain:
             endpoint == "describe" and status == 200 and facts.invalid_descriptor(served.body)
         )
         self._case = None if target.case is None else target.case.index
+        # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
+        ran = endpoint in _RUN and 200 <= status < 300
+        self._tail = _EXECUTED if ran else _NOT_PROXIED
 
     def record(self, request: Incoming, started: float, session: str, position: int) -> None:
         """Journal *request*, the *position*-th of its sequence in *session*, answered now."""
@@ -293,9 +312,10 @@ class Plain:
                     None,  # replica
                     self._case,
                 )
-                # upstream and tls (a plain step is neither proxied nor a handshake), joined
-                # on: a tuple display this long compiles to a list appended item by item.
-                + _NOT_PROXIED,
+                # upstream and tls (a plain step is neither proxied nor a handshake), and
+                # whether it ran, joined on: a tuple display this long compiles to a list
+                # appended item by item.
+                + self._tail,
             )
         )
 

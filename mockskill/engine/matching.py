@@ -77,6 +77,8 @@ class Target:
     Both are read on every request, so set once."""
     draws: bool = field(init=False, compare=False)
     """Whether a step of the sequence is random: its requests take draw numbers."""
+    idempotent: bool = field(init=False, compare=False)
+    """Whether it is the invoke endpoint of a skill that honours ``Idempotency-Key``."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
@@ -84,6 +86,8 @@ class Target:
         object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
         steps = self.sequence.steps if self.sequence else ()
         object.__setattr__(self, "draws", any(step.random for step in steps))
+        honours = self.skill is not None and self.skill.idempotency_key
+        object.__setattr__(self, "idempotent", honours and self.kind == "invoke")
 
     @property
     def label(self) -> str:

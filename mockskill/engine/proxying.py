@@ -224,7 +224,8 @@ class Proxying:
                 # not played upstream: a client gone, a stop, during a delay
                 plans.upstream_journal(url, key) if relayed is None else relayed.journal(url, key)
             )
-            self._state.record(recorded._replace(upstream=journal))
+            reached = bool(journal.get("reached"))  # it may have run on the provider
+            self._state.record(recorded._replace(upstream=journal, executed=reached))
             if recorder is not None and relayed is not None and relayed.status is not None:
                 recorder.add(
                     Exchange(

@@ -39,7 +39,20 @@ from .entries import (
     shorten,
     unpacked,
 )
-from .store import Health, IssueToken, Need, NeedAnswer, ReadState, SetState, Take, Taken, UseToken
+from .store import (
+    Health,
+    IssueToken,
+    Need,
+    NeedAnswer,
+    ReadState,
+    Recall,
+    Recalled,
+    SetState,
+    Settle,
+    Take,
+    Taken,
+    UseToken,
+)
 
 __all__ = [
     "DEFAULT_JOURNAL_SIZE",
@@ -65,6 +78,11 @@ COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
 COMPACT_SLICE = 1024
 """Journal slots :meth:`State.compact` packs at most per call: a few milliseconds."""
+MAX_IDEMPOTENCY_KEYS = 10_000
+"""``Idempotency-Key``s remembered at most, every session's (the least recently used are
+forgotten first: a retry with one forgotten runs again, as past a provider's expiry)."""
+MAX_IDEMPOTENCY_BYTES = 64 * 1024 * 1024
+"""What the remembered keys' first answers weigh at most, together (the same rule)."""
 
 
 @dataclass
@@ -173,6 +191,20 @@ class _Session:
         """Per scenario, the state a step moved the session into (none: the initial one)."""
 
 
+@dataclass(slots=True)
+class _Remembered:
+    """An ``Idempotency-Key``'s execution: its body's digest, its first answer (None: in
+    flight, reserved), and when that answer is ready (``time.monotonic()``)."""
+
+    digest: str
+    answer: bytes | None
+    ready: float
+
+    @property
+    def size(self) -> int:
+        return 0 if self.answer is None else len(self.answer)
+
+
 class State:
     """Positions, draws, tokens, outage clocks and journal of one server; thread-safe.
 
@@ -208,6 +240,9 @@ class State:
         self._generations: dict[str, int] = {}
         self._hidden: tuple[str, ...] = ()
         self._tokens: OrderedDict[str, _Token] = OrderedDict()
+        self._keys: OrderedDict[tuple[str, str, str], _Remembered] = OrderedDict()
+        """Idempotency keys by (session, skill, key), least recently used first."""
+        self._keys_bytes = 0
 
     def _session(self, name: str) -> _Session:
         """*name*'s record, now the most recently used (hold the lock)."""
@@ -261,6 +296,11 @@ class State:
             with self._lock:
                 self._session(need.session).states[need.scenario] = need.state
             return None
+        if isinstance(need, Recall):
+            return self._recall(need)
+        if isinstance(need, Settle):
+            self._settle(need)
+            return None
         raise TypeError(f"not a need: {need!r}")
 
     def _take_drawn(self, record: _Session, need: Take) -> Taken:
@@ -280,6 +320,48 @@ class State:
         positions = record.positions
         position = positions[key] = positions.get(key, 0) + 1
         return _new(Taken, (position - 1, draw))
+
+    def _recall(self, need: Recall) -> Recalled:
+        """:meth:`answer` for a :class:`Recall`: the key's first execution, or reserve it."""
+        name = (need.session, need.skill, need.key)
+        now = time.monotonic()
+        with self._lock:
+            known = self._keys.get(name)
+            if known is None or (known.answer is None and now >= known.ready):
+                self._keep(name, _Remembered(need.digest, None, now + need.reserve_ms / 1000))
+                return Recalled("new")
+            self._keys.move_to_end(name)
+            if known.digest != need.digest:
+                return Recalled("conflict")
+            if known.answer is None or now < known.ready:
+                return Recalled("in_flight", None, max(1, round((known.ready - now) * 1000)))
+            return Recalled("replay", known.answer)
+
+    def _settle(self, need: Settle) -> None:
+        """:meth:`answer` for a :class:`Settle`: keep the key's first answer, or forget it."""
+        name = (need.session, need.skill, need.key)
+        with self._lock:
+            known = self._keys.get(name)
+            if known is None or known.digest != need.digest or known.answer is not None:
+                return  # forgotten meanwhile (a reset, the bound), or another's
+            if need.answer is None:
+                del self._keys[name]
+            else:
+                ready = time.monotonic() + need.busy_ms / 1000
+                self._keep(name, _Remembered(need.digest, need.answer, ready))
+
+    def _keep(self, name: tuple[str, str, str], remembered: _Remembered) -> None:
+        """Remember *remembered*, the least recently used forgotten past the bounds (hold
+        the lock)."""
+        keys = self._keys
+        old = keys.pop(name, None)
+        self._keys_bytes += remembered.size - (0 if old is None else old.size)
+        keys[name] = remembered
+        while len(keys) > MAX_IDEMPOTENCY_KEYS or (
+            self._keys_bytes > MAX_IDEMPOTENCY_BYTES and len(keys) > 1
+        ):
+            _, gone = keys.popitem(last=False)
+            self._keys_bytes -= gone.size
 
     def _retired(self, record: _Session, key: str, generation: int) -> int:
         """The next position of *key* in an older *generation* than the current one, for a
@@ -368,8 +450,8 @@ class State:
         """Forget what was played: everything, one session's, or some sequences' positions.
 
         Everything, or a whole session, means positions, draw counts, scenario
-        states and journal entries (and everything: issued tokens); *keys* name
-        sequences whose positions alone restart (the states stay).
+        states, idempotency keys and journal entries (and everything: issued tokens);
+        *keys* name sequences whose positions alone restart (the states stay).
         """
         with self._lock:
             if keys is not None:
@@ -378,8 +460,12 @@ class State:
                 self._sessions.clear()
                 self._journal.clear()
                 self._tokens.clear()
+                self._keys.clear()
+                self._keys_bytes = 0
             else:
                 self._sessions.pop(session, None)
+                for name in [n for n in self._keys if n[0] == session]:
+                    self._keys_bytes -= self._keys.pop(name).size
                 kept = (e for e in _entries(list(self._journal)) if e.session != session)
                 self._journal = deque(map(_Kept.of, kept), maxlen=self._journal.maxlen)
 

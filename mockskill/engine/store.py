@@ -95,10 +95,49 @@ class SetState:
     state: str
 
 
-Need = Take | UseToken | IssueToken | ReadState | SetState
-NeedAnswer = Taken | frozenset[str] | str | None
-"""What a need is answered with: a :class:`Taken`, a token's scopes (or None), a state's
-name (or None), None."""
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """What *session*'s skill *skill* did with ``Idempotency-Key`` *key*; one it does not
+    know (or whose reservation lapsed) is reserved, in flight, for *reserve_ms* at most.
+
+    Answered with a :class:`Recalled`. Only a skill that honours the key asks (see
+    :mod:`.idempotency`): the key's first execution and its body's *digest* are kept.
+    """
+
+    session: str
+    skill: str
+    key: str
+    digest: str
+    reserve_ms: int
+
+
+class Recalled(NamedTuple):
+    """A :class:`Recall`'s answer: ``new`` (reserved now), ``replay`` (*answer*: the first
+    answer, as :func:`.idempotency.encoded` made it), ``conflict`` (another body), or
+    ``in_flight`` (the first still runs: for *wait_ms* more)."""
+
+    state: str
+    answer: bytes | None = None
+    wait_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """The key a :class:`Recall` reserved ran: keep *answer* (encoded), ready to replay in
+    *busy_ms*; or (*answer* None) it did not run: forget the reservation. Answered None."""
+
+    session: str
+    skill: str
+    key: str
+    digest: str
+    answer: bytes | None
+    busy_ms: int
+
+
+Need = Take | UseToken | IssueToken | ReadState | SetState | Recall | Settle
+NeedAnswer = Taken | Recalled | frozenset[str] | str | None
+"""What a need is answered with: a :class:`Taken`, a :class:`Recalled`, a token's scopes
+(or None), a state's name (or None), None."""
 
 
 class StoreUnavailable(Exception):

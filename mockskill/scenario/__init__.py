@@ -9,7 +9,8 @@ scenario (``skills``, ``steps``, ``delays``, ``credentials``; a step's bytes bod
 ``body_base64`` or ``body_file``, in ``bodies``), putting one scenario set
 together (``loader``) and refusing clashes between scenarios (``uniqueness``),
 a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
-``proxy:`` forwarding (``proxy_config``), free routes' paths (``routes``),
+``proxy:`` forwarding (``proxy_config``), commit then fail on any step
+(``after``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
 (``states``), the one declaration of step kinds, faults and delay

@@ -154,6 +154,10 @@ class Step:
     set_state: str | None = None
     """Playing it moves the session into this state of the scenario (``set_state:``; None:
     the state stays): what a case's :attr:`Case.state` requires."""
+    ran: Reply | None = None
+    """A scripted step with ``after:`` (commit then fail): the answer the skill made when
+    it ran, which :attr:`reply` (``after``'s error) or :attr:`fault` then replaced; what a
+    skill honouring ``Idempotency-Key`` answers a retry with. None: no ``after``."""
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
@@ -277,6 +281,9 @@ class Skill:
     tls: str | None = None
     """The TLS fault of its invoke endpoint (:data:`TLS_FAULTS`; None: none): the
     descriptor's ``endpoint.url`` names a port of its own whose handshake fails so."""
+    idempotency_key: bool = False
+    """Whether it honours ``Idempotency-Key`` (docs/scenarios.md): an invocation repeating
+    an executed one's key and body gets its first answer again instead of running."""
 
     @property
     def sequences(self) -> tuple[Sequence, ...]:

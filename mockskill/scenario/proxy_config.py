@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from .after import read_after
 from .model import TEXT_TYPE, Proxy, Reply, Sequence, Step
 from .problems import Path, describe
 from .reader import Reader
@@ -24,7 +25,6 @@ from .waits_and_faults import delay as read_delay
 
 PROXY_KEYS = ("url", "verify", "timeout_ms")
 PROXY_STEP_KEYS = ("proxy", "after", "delay", "times", "set_state")
-AFTER_KEYS = ("error", "status", "message", "details", "retry", "headers", "fault")
 DEFAULT_TIMEOUT_MS = 30_000
 _URL = "an absolute http:// or https:// URL of the provider, scheme://host[:port]"
 _SHAPE = "a provider's URL, or {url: URL, verify: true|false|CA_FILE, timeout_ms: N}"
@@ -132,15 +132,6 @@ def _verify(r: Reader, value: Any, path: Path) -> Any:
 
 def proxy_step(r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read: ReadStep) -> Step | None:
     """A step with ``proxy`` (and maybe ``after``, ``delay``); *read* reads ``after``'s step."""
-    if "proxy" not in raw:
-        r.bad(
-            (*path, "after"),
-            "proxy beside after",
-            "after alone",
-            "after: is what follows a proxied answer (commit then fail)",
-            at_key=True,
-        )
-        return None
     others = [k for k in raw if k not in PROXY_STEP_KEYS]
     if others:
         r.bad(
@@ -156,7 +147,7 @@ def proxy_step(r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read: ReadS
     delay = read_delay(r, raw, "delay", path)
     after = None
     if "after" in raw:
-        after = _after(r, raw["after"], (*path, "after"), ctx, read)
+        after = read_after(r, raw["after"], (*path, "after"), ctx, read)
     if proxy is None or delay is BAD or after is BAD:
         return None
     if isinstance(after, Step):
@@ -167,20 +158,6 @@ def proxy_step(r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read: ReadS
     else:
         reply = Reply.make(502, b"", TEXT_TYPE)  # never sent: the upstream's answer is
     return Step(reply, r.position(path), delay=delay, proxy=proxy)
-
-
-def _after(r: Reader, value: Any, path: Path, ctx: Any, read: ReadStep) -> Any:
-    shape = "{error: CODE, ...} or {fault: NAME}: what replaces the provider's answer"
-    if not isinstance(value, dict) or not value:
-        r.bad(path, shape, describe(value))
-        return BAD
-    if not r.keys(value, path, AFTER_KEYS):
-        return BAD
-    if "error" not in value and "fault" not in value:
-        r.bad(path, shape, describe(value))
-        return BAD
-    step = read(r, value, path, ctx)
-    return BAD if step is None else step
 
 
 def shorthand(

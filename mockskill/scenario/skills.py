@@ -36,6 +36,7 @@ SKILL_KEYS = (
     "tls",
     "timeout_ms",
     "timeout_status",
+    "idempotency_key",
     "accepts",
     "upgrade_url",
     "requires",
@@ -124,6 +125,7 @@ def read_skill(
                 describe(text),
             )
     upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
+    honours = r.boolean(raw.get("idempotency_key", False), (*path, "idempotency_key"))
     if describe_read is None or invoke_read is None or len(r.problems) > before:
         return None
     (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read
@@ -148,6 +150,7 @@ def read_skill(
         requires=requires,
         describe_cases=describe_cases,
         invoke_cases=invoke_cases,
+        idempotency_key=bool(honours),
         tls=tls,
     )
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import bodies, proxy_config, states, waits_and_faults
+from . import after, bodies, proxy_config, states, waits_and_faults
 from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
@@ -145,8 +145,10 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 
 
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
-    if "proxy" in raw or "after" in raw:  # forwarded to a real provider
+    if "proxy" in raw:  # forwarded to a real provider
         return proxy_config.proxy_step(r, raw, path, ctx, read_step)
+    if "after" in raw:  # the skill ran, then its answer was lost (commit then fail)
+        return after.scripted_after(r, raw, path, ctx, read_step, _plain_step)
     kinds = [k for k in BODY_KINDS if k in raw]
     if len(kinds) > 1:
         r.bad(

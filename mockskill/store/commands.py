@@ -14,7 +14,10 @@ from ..engine.store import (
     Need,
     NeedAnswer,
     ReadState,
+    Recall,
+    Recalled,
     SetState,
+    Settle,
     Take,
     Taken,
     UseToken,
@@ -24,6 +27,9 @@ SEP = "\x1f"
 """Between the parts of a hash field (the unit separator: no sequence key holds it)."""
 PACKED_TAKES = 4096
 """Takes kept encoded (:meth:`Encoder.packed`): a session's steps repeat the same bytes."""
+MAX_KEYS_PER_SESSION = 256
+"""``Idempotency-Key``s a session holds on Redis (every skill's); past it a new key is not
+remembered (a retry with it runs again) until the session is reset or expires."""
 
 
 class Keys:
@@ -77,7 +83,7 @@ class Encoder:
             self._packed[need] = data
         return data
 
-    def command(self, need: Need) -> tuple[str | int, ...]:
+    def command(self, need: Need) -> tuple[str | int | bytes, ...]:
         """The ``EVALSHA`` that answers *need*: its script's digest, keys and arguments."""
         keys = self.keys
         if type(need) is Take:
@@ -132,6 +138,34 @@ class Encoder:
                 self.ttl_ms,
                 keys.session,
             )
+        if type(need) is Recall:
+            return (
+                "EVALSHA",
+                self.shas["recall"],
+                3,
+                keys.session + need.session,
+                keys.sessions,
+                keys.clock,
+                need.session,
+                f"i{SEP}{need.skill}{SEP}{need.key}",
+                need.digest,
+                need.reserve_ms,
+                MAX_KEYS_PER_SESSION,
+                self.max_sessions,
+                self.ttl_ms,
+                keys.session,
+            )
+        if type(need) is Settle:
+            return (
+                "EVALSHA",
+                self.shas["settle"],
+                1,
+                keys.session + need.session,
+                f"i{SEP}{need.skill}{SEP}{need.key}",
+                need.digest,
+                b"" if need.answer is None else need.answer,
+                need.busy_ms,
+            )
         assert type(need) is IssueToken
         return (
             "EVALSHA",
@@ -160,6 +194,14 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
     if type(need) is ReadState:
         return reply.decode() if isinstance(reply, bytes) else None
+    if type(need) is Recall:
+        state: object
+        wait: int
+        answer: object
+        state, wait, answer = reply  # type: ignore[misc]
+        text = state.decode() if isinstance(state, bytes) else str(state)
+        kept = answer if isinstance(answer, bytes) else str(answer).encode()
+        return Recalled(text, kept or None, int(wait))
     return None
 
 

@@ -22,6 +22,10 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
 - ``P t:<token>`` a hash per issued token: ``s`` its scopes, ``u`` uses left (-1:
   no bound); it expires with the token (``PEXPIRE``). ``P tokens``: the tokens by
   issue (the same counter), bounded like the sessions.
+- in the session's hash too, ``i<US><skill><US><key>`` an ``Idempotency-Key`` of a skill
+  that honours it: ``<digest><US><ready ms><US><first answer>`` (no answer: reserved, in
+  flight until the ready time); ``ik`` how many the session holds (at most the bound:
+  past it, a new key is not remembered). They go with the session (a reset, its TTL).
 - ``P gen`` a hash: each restarted sequence's generation.
 - ``P act`` a hash: each scenario's activation time (ms, Redis ``TIME``).
 - ``P seed`` the server seed shared by every replica.
@@ -190,6 +194,75 @@ end
 return dropped
 """
 
+IDEMPOTENCY = """
+local function held_parts(held)
+  local a = string.find(held, '\31', 1, true)
+  local b = string.find(held, '\31', a + 1, true)
+  return string.sub(held, 1, a - 1), tonumber(string.sub(held, a + 1, b - 1)),
+    string.sub(held, b + 1)
+end
+"""
+
+RECALL = (
+    NOW
+    + BOUND
+    + IDEMPOTENCY
+    + """
+-- KEYS: session hash, sessions set, use counter
+-- ARGV: session, field, digest, reserve ms, max keys, max sessions, session TTL ms,
+--       session prefix. Returns {state, wait ms, first answer ('' none)}.
+local state, wait, answer = 'new', 0, ''
+local held = redis.call('HGET', KEYS[1], ARGV[2])
+if held then
+  local digest, ready, kept = held_parts(held)
+  if kept == '' and now >= ready then  -- a reservation never settled: free again
+    redis.call('HDEL', KEYS[1], ARGV[2])
+    redis.call('HINCRBY', KEYS[1], 'ik', -1)
+    held = false
+  elseif digest ~= ARGV[3] then
+    state = 'conflict'
+  elseif kept == '' or now < ready then
+    state, wait = 'in_flight', math.max(1, ready - now)
+  else
+    state, answer = 'replay', kept
+  end
+end
+if not held and tonumber(redis.call('HGET', KEYS[1], 'ik') or '0') < tonumber(ARGV[5]) then
+  local ready = string.format('%d', now + tonumber(ARGV[4]))
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3] .. '\31' .. ready .. '\31')
+  redis.call('HINCRBY', KEYS[1], 'ik', 1)
+end
+bound(KEYS[2], ARGV[1], tonumber(ARGV[6]), ARGV[8], KEYS[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+return {state, wait, answer}
+"""
+)
+
+SETTLE = (
+    NOW
+    + IDEMPOTENCY
+    + """
+-- KEYS: session hash; ARGV: field, digest, first answer ('' it did not run: forget the
+-- key), busy ms (until the answer is ready)
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if not held then
+  return 0
+end
+local digest, _, kept = held_parts(held)
+if digest ~= ARGV[2] or kept ~= '' then
+  return 0  -- another request's, or settled already
+end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HINCRBY', KEYS[1], 'ik', -1)
+else
+  local ready = string.format('%d', now + tonumber(ARGV[4]))
+  redis.call('HSET', KEYS[1], ARGV[1], digest .. '\31' .. ready .. '\31' .. ARGV[3])
+end
+return 1
+"""
+)
+
 SCRIPTS = {
     "take": TAKE,
     "read_state": READ_STATE,
@@ -200,5 +273,7 @@ SCRIPTS = {
     "restart": RESTART,
     "reset_keys": RESET_KEYS,
     "reset_all": RESET_ALL,
+    "recall": RECALL,
+    "settle": SETTLE,
 }
 """Every script by name: loaded (``SCRIPT LOAD``) when the store connects."""

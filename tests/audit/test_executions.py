@@ -1,4 +1,4 @@
-"""duplicate-execution: a retry that ran an operation again on a real provider.
+"""duplicate-execution: a retry that ran an operation again, behind a proxy or scripted.
 
 A front mockskill forwards to a second mockskill (the provider, whose own
 journal says what really ran). ``committed`` lets the provider run and then
@@ -7,7 +7,9 @@ fails instead of calling the provider; ``busy`` is the provider's own
 retryable error, relayed as it is. A consumer that retries ``committed``
 without an ``Idempotency-Key``, or with a new one, ran the operation twice:
 a finding. One that keeps the key is clean, and so are retries the provider
-never saw or whose failure the provider itself answered.
+never saw or whose failure the provider itself answered. Without a provider,
+a scripted step with ``after:`` ran and lost its answer the same way, and a
+skill with ``idempotency_key: true`` answers a kept key from its first run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import requests
 
@@ -155,3 +158,119 @@ def test_a_retry_after_the_consumers_own_timeout_is_a_duplicate_execution(
         time.sleep(0.01)
     (finding,) = findings(front, "timed-out")
     assert "the consumer gone before the answer" in finding["found"]
+
+
+# -- scripted skills: after: on a scripted step, and a skill that honours the key ----------
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[mockskill.Server]:
+    """No provider behind: ``charge`` honours Idempotency-Key, ``ship`` does not; each ran
+    its first invocation and lost the answer (a reset, a truncated body, a timeout)."""
+    text = f"""
+name: scripted
+skills:
+  - id: charge
+    idempotency_key: true
+    invoke:
+      - {{json: {{charge: ch_1}}, after: {{fault: CONNECTION_RESET_BY_PEER}}}}
+      - {{json: {{charge: ch_2}}}}
+  - id: ship
+    invoke:
+      - {{json: {{parcel: p_1}}, after: {{fault: TRUNCATED_BODY}}}}
+      - {{json: {{parcel: p_2}}}}
+  - id: book
+    invoke:
+      - {{json: {{booking: b_1}}, after: {{error: EXECUTION_TIMEOUT, {ADVICE}}}}}
+      - {{json: {{booking: b_2}}}}
+"""
+    with mockskill.Server(text) as server:
+        yield server
+
+
+def retried(server: mockskill.Server, skill: str, session: str, keys: list[str | None]) -> Any:
+    """The operation sent with each of *keys* (None: no header) until one is answered whole,
+    as a consumer catching requests' errors does; the JSON of the answer it got."""
+    for key in keys:
+        headers = {"Mockskill-Session": session}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        try:
+            answer = requests.post(
+                f"{server.url}/skills/{skill}/invoke", json={"amount": 5}, headers=headers
+            )
+        except requests.exceptions.ConnectionError:
+            continue  # the reset, or the body cut short
+        if answer.ok:
+            return answer.json()
+    raise AssertionError("no attempt was answered")
+
+
+def test_a_consumer_keeping_its_key_after_a_reset_gets_the_first_answer_and_is_clean(
+    scripted: mockskill.Server,
+) -> None:
+    assert retried(scripted, "charge", "kept", ["op-1", "op-1"]) == {"charge": "ch_1"}
+    first, second = scripted.journal("kept")
+    assert (first.fault, first.executed, first.replayed) == (
+        "CONNECTION_RESET_BY_PEER",
+        True,
+        False,
+    )
+    assert (second.status, second.executed, second.replayed) == (200, False, True)
+    assert second.step is None  # a replay takes no step: the sequence did not move
+    assert findings(scripted, "kept") == []
+
+
+def test_a_consumer_dropping_its_key_after_a_reset_ran_it_twice(
+    scripted: mockskill.Server,
+) -> None:
+    assert retried(scripted, "charge", "dropped", ["op-1", None]) == {"charge": "ch_2"}
+    (finding,) = findings(scripted, "dropped")
+    first, second = (e.id for e in scripted.journal("dropped"))
+    assert finding["attempts"] == [first, second]
+    assert f"#{second} reached the provider again without Idempotency-Key" in finding["found"]
+    assert "its answer replaced by the fault CONNECTION_RESET_BY_PEER" in finding["found"]
+    assert "its Idempotency-Key was 'op-1'" in finding["found"]
+
+
+def test_a_consumer_making_a_new_key_for_its_retry_ran_it_twice(
+    scripted: mockskill.Server,
+) -> None:
+    assert retried(scripted, "charge", "renewed", ["op-1", "op-2"]) == {"charge": "ch_2"}
+    (finding,) = findings(scripted, "renewed")
+    assert "with Idempotency-Key 'op-2'" in finding["found"]
+    assert "keep the value when retrying" in finding["fix"]
+
+
+def test_httpx_retrying_a_truncated_answer_without_a_key_ran_it_twice(
+    scripted: mockskill.Server,
+) -> None:
+    headers = {"Mockskill-Session": "cut"}
+    with httpx.Client(base_url=scripted.url, headers=headers) as client:
+        with pytest.raises(httpx.RemoteProtocolError):  # the skill's answer, cut short
+            client.post("/skills/ship/invoke", json={"to": "x"})
+        assert client.post("/skills/ship/invoke", json={"to": "x"}).json() == {"parcel": "p_2"}
+    first, _ = scripted.journal("cut")
+    assert (first.fault, first.executed) == ("TRUNCATED_BODY", True)
+    (finding,) = findings(scripted, "cut")
+    assert "its answer replaced by the fault TRUNCATED_BODY" in finding["found"]
+
+
+def test_an_error_after_the_work_was_done_is_a_lost_answer_and_its_retry_a_duplicate(
+    scripted: mockskill.Server,
+) -> None:
+    assert attempts(scripted, "book", "timeout", [None, None]) == [504, 200]
+    first, second = scripted.journal("timeout")
+    assert (first.error_code, first.executed, second.executed) == ("EXECUTION_TIMEOUT", True, True)
+    (finding,) = findings(scripted, "timeout")
+    assert "the skill ran, its answer replaced by 504 EXECUTION_TIMEOUT" in finding["found"]
+
+
+def test_a_scripted_skill_that_failed_without_running_is_not_a_duplicate(
+    scripted: mockskill.Server,
+) -> None:
+    forced = {"Mockskill-Session": "forced", "Mockskill-Error": "ENDPOINT_UNREACHABLE"}
+    for _ in range(2):
+        requests.post(f"{scripted.url}/skills/book/invoke", json={}, headers=forced)
+    assert [e.executed for e in scripted.journal("forced")] == [False, False]
+    assert findings(scripted, "forced") == []

@@ -592,3 +592,44 @@ def test_header_names_are_read_in_any_case_and_a_client_inventing_them_grows_not
         headers = incoming.headers_of_raw(((f"X-Invented-{n}".encode(), b"v"),))
         assert headers == {f"x-invented-{n}": "v"}
         assert len(incoming._NAMES) <= incoming.MAX_NAMES
+
+
+KEYED = """
+    name: keyed
+    skills:
+      - id: plain
+        invoke: {json: {result: ok}}
+      - id: honours
+        idempotency_key: true
+        invoke: {json: {result: ok}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("skill", "key", "kept_plan"),
+    [
+        ("plain", "k-1", True),  # the key means nothing to it: today's path
+        ("honours", None, True),  # no key: today's path
+        ("honours", "k-1", False),  # the key is recalled first, then settled
+    ],
+)
+def test_only_a_keyed_request_to_a_skill_that_honours_the_key_leaves_the_kept_plans(
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
+    skill: str,
+    key: str | None,
+    kept_plan: bool,
+) -> None:
+    server, loop = surface(KEYED)
+    headers = (("Mockskill-Session", "s"), *((("Idempotency-Key", key),) if key else ()))
+    for _ in range(2):
+        request = transport_request(f"/skills/{skill}/invoke", headers=headers, body=b"{}")
+        plan = loop.plan(request)
+        assert isinstance(plan, Plan)
+        assert plan.journalled is kept_plan  # a Plain's: journalled as it was planned
+        if not kept_plan:
+            now = time.time()
+            loop.played(request, Outcome(plan.answer, now, now, now))
+    entries = server.state.journal()
+    assert [(e.executed, e.replayed) for e in entries] == (
+        [(True, False)] * 2 if kept_plan else [(True, False), (False, True)]
+    )

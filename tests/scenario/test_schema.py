@@ -482,7 +482,35 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
     ),
     "proxy with a body": (False, _invoke("{proxy: 'http://h', json: 1}")),
     "proxy with a fault": (False, _invoke("{proxy: 'http://h', fault: EMPTY_RESPONSE}")),
-    "after without proxy": (False, _invoke("{json: 1, after: {error: EXECUTION_TIMEOUT}}")),
+    "after a scripted result": (True, _invoke("{json: 1, after: {error: EXECUTION_TIMEOUT}}")),
+    "after a scripted result, cut": (True, _invoke("{json: 1, after: {fault: TRUNCATED_BODY}}")),
+    "after beside an error": (
+        False,
+        _invoke("{error: ENDPOINT_UNREACHABLE, after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "after beside a fault": (
+        False,
+        _invoke("{json: 1, fault: EMPTY_RESPONSE, after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "after beside a hang": (
+        False,
+        _invoke("{json: 1, hang: 5, after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "after alone": (False, _invoke("{after: {error: EXECUTION_TIMEOUT}}")),
+    "after beside failure_rate": (
+        True,
+        _invoke("{json: 1, failure_rate: 0.5, after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "after beside one_of": (
+        False,
+        _invoke("{one_of: [{json: 1}], after: {error: EXECUTION_TIMEOUT}}"),
+    ),
+    "after in an outcome": (
+        True,
+        _invoke("{one_of: [{json: 1, after: {fault: EMPTY_RESPONSE}}, {json: 2}]}"),
+    ),
+    "a skill honouring Idempotency-Key": (True, "skills:\n  - {id: pay, idempotency_key: true}\n"),
+    "idempotency_key not a boolean": (False, "skills:\n  - {id: pay, idempotency_key: 'yes'}\n"),
     "after a fault": (True, _invoke("{proxy: 'http://h', after: {fault: EMPTY_RESPONSE}}")),
     "after a result": (False, _invoke("{proxy: 'http://h', after: {json: 1}}")),
     "after with a delay": (

@@ -277,6 +277,9 @@ def every_field() -> Entry:
         body="AAEC",
         body_encoding="base64",
         body_size=70_000,
+        executed=True,
+        replayed=True,
+        idempotency_key="order-42",
     )
 
 

@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from mockskill.engine.state import State
-from mockskill.engine.store import IssueToken, ReadState, SetState, Store, Take, UseToken
+from mockskill.engine.store import (
+    IssueToken,
+    ReadState,
+    Recall,
+    Recalled,
+    SetState,
+    Settle,
+    Store,
+    Take,
+    UseToken,
+)
 from mockskill.store import open_store
 
 K = "skill/acme.search/invoke"
@@ -26,6 +36,17 @@ def take(session: str = "s", key: str = K, generation: int = 0, **kw: Any) -> Ta
         session, key, generation, kw.get("scenario", "sc"), kw.get("outage"), kw.get("draws", False)
     )
 
+
+def recall(session: str = "s", key: str = "k1", digest: str = "d1", **kw: Any) -> Recall:
+    return Recall(session, kw.get("skill", "pay"), key, digest, kw.get("reserve_ms", 60_000))
+
+
+def settle(answer: bytes | None, session: str = "s", key: str = "k1", **kw: Any) -> Settle:
+    skill, digest = kw.get("skill", "pay"), kw.get("digest", "d1")
+    return Settle(session, skill, key, digest, answer, kw.get("busy_ms", 0))
+
+
+FIRST = b'{"status":201,"headers":[],"content_type":"application/json","body":"e30="}'
 
 Call = tuple[Any, ...]
 
@@ -154,6 +175,36 @@ CASES: dict[str, list[Call]] = {
         ("answer", take("c")),  # a is the least recently used: forgotten
         ("answer", ReadState("a", "sc")),
     ],
+    "an idempotency key: reserved, settled, replayed; another body conflicts": [
+        ("answer", recall()),
+        ("answer", recall(digest="d2")),
+        ("answer", settle(FIRST)),
+        ("answer", recall()),
+        ("answer", recall(digest="d2")),
+        ("answer", settle(b"late", digest="d1")),  # settled already: kept as it was
+        ("answer", recall()),
+        ("answer", recall(skill="other")),  # per skill
+        ("answer", recall("t")),  # per session
+    ],
+    "a key in flight until its answer is ready; one that did not run is forgotten": [
+        ("answer", recall()),
+        ("answer", recall()),  # reserved: in flight
+        ("answer", settle(FIRST, busy_ms=60_000)),
+        ("answer", recall()),  # ran, its answer not ready yet: in flight
+        ("answer", recall(key="k2")),
+        ("answer", settle(None, key="k2")),  # did not run
+        ("answer", recall(key="k2", digest="d2")),  # free again: any body
+        ("answer", recall(key="k3", reserve_ms=0)),  # never settled, lapsed at once
+        ("answer", recall(key="k3", digest="d3")),
+    ],
+    "a session reset forgets its idempotency keys, a reset of keys does not": [
+        ("answer", recall()),
+        ("answer", settle(FIRST)),
+        ("reset", "s", [K]),
+        ("answer", recall()),
+        ("reset", "s", None),
+        ("answer", recall()),
+    ],
     "tokens beyond the bound: the oldest is forgotten": [
         ("answer", IssueToken("t1", frozenset({"a"}), None, None)),
         ("answer", IssueToken("t2", frozenset({"a"}), None, None)),
@@ -169,7 +220,10 @@ def played(store: Store, calls: list[Call]) -> list[Any]:
     answers: list[Any] = []
     for name, *args in calls:
         if name == "answer":
-            answers.append(store.answer(args[0]))
+            answer = store.answer(args[0])
+            if isinstance(answer, Recalled) and answer.wait_ms:  # the same to a second
+                answer = answer._replace(wait_ms=round(answer.wait_ms / 1000))
+            answers.append(answer)
         elif name == "restart":
             answers.append(store.restart(args[0]))
         elif name == "reset":

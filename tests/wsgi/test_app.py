@@ -68,3 +68,26 @@ def test_scenario_states_hold_on_a_wsgi_server_too() -> None:
     assert client.post("/orders").json == "placed"
     assert client.get("/orders/1").json == "found"
     assert client.get("/orders/1", headers={"Mockskill-Session": "other"}).status_code == 404
+
+
+def test_a_wsgi_server_replays_an_idempotency_keys_first_answer_too() -> None:
+    text = """
+skills:
+  - id: pay
+    idempotency_key: true
+    invoke:
+      - {json: {payment: 1}, after: {error: EXECUTION_TIMEOUT}}
+      - {json: {payment: 2}}
+"""
+    state = State()
+    client = Client(create_app(Engine(load_text(text), state)))
+    key = {"Idempotency-Key": "k-1"}
+    answers = [client.post("/skills/pay/invoke", json=b, headers=key) for b in ({}, {}, {"a": 1})]
+    assert [a.status_code for a in answers] == [504, 200, 422]
+    assert answers[1].json == {"payment": 1}
+    assert answers[1].headers["Idempotent-Replayed"] == "true"
+    assert [(e.executed, e.replayed) for e in state.journal()] == [
+        (True, False),
+        (False, True),
+        (False, False),
+    ]
