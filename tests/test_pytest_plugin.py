@@ -488,6 +488,65 @@ def test_under_xdist_a_request_without_the_header_counts_only_for_its_worker_s_t
     ), xdist_run.stdout
 
 
+def test_an_expectation_never_met_fails_the_test_and_the_next_test_starts_without_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_expects_an_order(mockskill):
+            mockskill.expect("/orders", method="POST", body={"/id": 1}).respond_with_json({})
+            requests.post(mockskill.url + "/orders", json={"id": 2}, headers=mockskill.headers)
+
+        def test_starts_without_it(mockskill):
+            mockskill.allow_unmatched()
+            answer = requests.post(mockskill.url + "/orders", json={"id": 1})
+            assert answer.status_code == 404
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_expects_an_order _*",
+            "mockskill: 1 request of session 'test_inner.py-test_expects_an_order-*' went wrong:",
+            "  POST /orders matched nothing (404)",
+            "    near miss POST /orders, case 1: body /id equals 1: found 2",
+            "*",
+            "mockskill: 1 expectation was never met:",
+            '  POST /orders when {"body": {"/id": 1}}',
+            "FAILED test_inner.py::test_expects_an_order - *",
+        ]
+    )
+
+
+def test_expectations_as_pytest_httpserver_users_write_them(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_once_then_always_then_checked(mockskill):
+            mockskill.expect_oneshot_request("/skills/pay/invoke").respond_with_error(
+                "EXECUTION_TIMEOUT"
+            )
+            mockskill.expect_request("/skills/pay/invoke").respond_with_json({"paid": True})
+            statuses = [
+                requests.post(mockskill.invoke_url("pay"), headers=mockskill.headers).status_code
+                for _ in range(2)
+            ]
+            assert statuses == [504, 200]
+            mockskill.check_assertions()
+
+        def test_out_of_order_is_said_by_the_check(mockskill):
+            mockskill.expect_ordered_request("/a").respond_with_data("a")
+            mockskill.expect_ordered_request("/b").respond_with_data("b")
+            requests.get(mockskill.url + "/b", headers=mockskill.headers)
+            requests.get(mockskill.url + "/a", headers=mockskill.headers)
+            with pytest.raises(AssertionError, match="GET /b .ordered. was met before GET /a"):
+                mockskill.check_expectations()
+        """,
+    )
+    result.assert_outcomes(passed=2)
+
+
 def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:
     text = (ROOT / "docs" / "pytest.md").read_text()
     (example,) = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
