@@ -549,10 +549,11 @@ def test_expectations_as_pytest_httpserver_users_write_them(pytester: pytest.Pyt
 
 def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:
     text = (ROOT / "docs" / "pytest.md").read_text()
-    (example,) = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
-    pytester.makepyfile(test_example=example)
+    examples = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    pytester.makepyfile(**{f"test_example{i}": example for i, example in enumerate(examples)})
     result = pytester.runpytest(*QUIET, "--strict-markers")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=sum(e.count("\ndef test_") for e in examples))
+    assert len(examples) == 2
 
 
 # -- sharing one running server (--mockskill-url) -------------------------------------------
