@@ -15,13 +15,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from hashlib import blake2b
+from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
 from .matching import Miss, RoutingTable, Target
-from .replies import exhausted_reply
+from .pending import Pending
+from .replies import exhausted_reply, miss_reply
 from .store import NeedAnswer, Take, Taken
+
+if TYPE_CHECKING:
+    from .incoming import Incoming
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -80,10 +85,11 @@ def _take_parts(
     return key, generation, name, window, target.draws or outage.step.random
 
 
-def choose(decided: Decided, taken: NeedAnswer) -> Decided:
+def choose(decided: Decided, taken: NeedAnswer) -> Decided | Pending[Decided]:
     """*decided* with its :attr:`Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
-    matched on; or, when the sequence is exhausted, the reply saying so. The draws are
+    matched on; or, when the sequence is exhausted, the reply saying so (a case that
+    ends with ``next``: the request passed on, :func:`passed_on`). The draws are
     seeded by the scenario's seed, else the server's (the table's).
 
     Nothing but *decided* and *taken* decides it. It is a Decided called, the
@@ -104,6 +110,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
     else:
         index = sequence.step_at(position)
         if index is None:
+            if target.passes:
+                return passed_on(decided, target)
             reply = decided.urls.fill(exhausted_reply(target, decided.session, position))
             decided.chosen = Chosen(position=position, reply=reply)
             return decided
@@ -139,6 +147,20 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
     return decided
 
 
+def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
+    """*decided*, its request passed on by *used* (a case over that ends with ``next``) to
+    the next case that takes it, the endpoint's steps, or a miss (:meth:`RoutingTable.passed_on`):
+    then its Take, resumed as the first was."""
+    request = decided.request
+    assert request is not None  # (kept for a target that passes: Engine.decide)
+    target = decided.table.passed_on(used, request)
+    decided.target = target
+    if isinstance(target, Miss):
+        decided.reply = decided.urls.fill(miss_reply(target))
+        return decided
+    return _new(Pending, (take(decided.table, target, decided.session), decided))
+
+
 @dataclass(slots=True)
 class Decided:
     """What :meth:`Engine.decide` found: a reply, or a target whose step is to play.
@@ -157,6 +179,9 @@ class Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
+    request: Incoming | None = None
+    """The request, kept only when its case may pass it on (``end: next``), to match
+    the cases after it."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen

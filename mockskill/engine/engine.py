@@ -338,9 +338,11 @@ class Engine:
         else:  # a provider refuses callers it must not serve before running the skill
             refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
-                return self._judged(refusal, started, session, table, target, urls)
+                return self._judged(refusal, request, started, session, table, target, urls)
             if refusal is None:  # a sequence step: the store takes the next position first
                 decided = Decided(started, session, table, target, urls, None, False)
+                if target.passes:  # a case that may pass the request on matches it again
+                    decided.request = request
                 return _new(Pending, (choosing.take(table, target, session), decided))
             reply = refusal
         if reply is not None:
@@ -389,6 +391,7 @@ class Engine:
     def _judged(
         self,
         refusal: Pending[Reply | None],
+        request: Incoming,
         started: float,
         session: str,
         table: RoutingTable,
@@ -400,7 +403,10 @@ class Engine:
 
         def judged(refused: Reply | None) -> Later[Decided]:
             filled = None if refused is None else urls.fill(refused)
-            return self._choose(Decided(started, session, table, target, urls, filled, False))
+            decided = Decided(started, session, table, target, urls, filled, False)
+            if target.passes:
+                decided.request = request
+            return self._choose(decided)
 
         return refusal.then(judged)
 

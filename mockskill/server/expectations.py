@@ -10,8 +10,9 @@ are one scenario (``expect-N``), made again whenever one of them changes.
 
 Which expectation a request met is read from the journal (the entry's scenario,
 case and step), so nothing is added to the request path. An expectation used
-``once`` (or ``ordered``) is a step played once; one met is left out of the
-document when it is made again, so that adding another does not replay it.
+``once`` (or ``ordered``) is a case that plays one step, then passes requests
+on (``end: next``); one met is left out of the document when it is made again,
+so that adding another does not replay it.
 :meth:`Expectations.check` raises AssertionError naming every expectation never
 met, every ordered one met out of order, and the near misses of the requests
 that matched nothing.
@@ -263,8 +264,8 @@ class Expectations:
     def check(self, session: str | None = None, *, misses: bool = True) -> None:
         """Raise AssertionError if an expectation (of *session*, or any) was never met or an
         ordered one was met out of order, or (*misses*) a request since the first
-        expectation matched nothing or came after a ``once`` one was used; with the near
-        misses of the requests that matched nothing. Else nothing."""
+        expectation matched nothing (a ``once`` one used up, say); with the near misses
+        of the requests that matched nothing. Else nothing."""
         with self._lock:
             self._read_journal()
             mine = [e for e in self.all if session is None or e.session == session]
@@ -273,13 +274,9 @@ class Expectations:
             unmet = [e for e in mine if not e.met]
             wrong = _out_of_order([e for e in mine if e.mode == "ordered"])
             wrong = [text for text in wrong if text not in self._told]
-            since, names = self._since, set(self._by_name)
-            entries = [e for e in self._server.journal(session) if e.id > since]
+            entries = [e for e in self._server.journal(session) if e.id > self._since]
             missed = [e for e in entries if e.endpoint == "unmatched"]
-            used_up = [
-                e for e in entries if e.scenario in names and e.step is None and e.error_code
-            ]
-            if not unmet and not wrong and not (misses and (missed or used_up)):
+            if not unmet and not wrong and not (misses and missed):
                 return
             # Said once, as pytest-httpserver's check_assertions says each failure once: a
             # test that caught it is not failed for it again. An unmet expectation stays.
@@ -294,9 +291,6 @@ class Expectations:
         if wrong:
             lines.append("mockskill: ordered expectations met out of order:")
             lines += [f"  {text}" for text in wrong]
-        if used_up:
-            lines.append("requests after a once (or ordered) expectation was used:")
-            lines += [f"  {e.method} {e.path} ({e.status} {e.error_code})" for e in used_up]
         if missed:
             lines.append("requests that matched nothing:")
             for entry in missed:
@@ -390,27 +384,24 @@ def _endpoint(path: str, method: str | None) -> tuple[str, str | None, str]:
 def _document(
     group: _Group,
 ) -> tuple[dict[str, Any] | None, dict[tuple[str, int, int], Expectation]]:
-    """*group*'s scenario document, and which expectation each (endpoint, case, step) plays."""
+    """*group*'s scenario document, and which expectation each (endpoint, case, step) plays.
+
+    Each expectation is a case of its endpoint, tried as pytest-httpserver tries its
+    handlers: the ordered ones, then the ``once`` ones, then the others, each kind in
+    the order given. A ``once`` (or ordered) case plays one step and ends with
+    ``next``: the request after it goes on to the cases after it, or is a miss.
+    """
     played: dict[tuple[str, int, int], Expectation] = {}
     endpoints: dict[str, list[dict[str, Any]]] = {}
     for endpoint in ("describe", "invoke", "route"):
         cases: list[dict[str, Any]] = []
-        by_when: dict[str, tuple[list[Expectation], list[Expectation]]] = {}
-        for e in group.members:
-            if e.endpoint != endpoint or (e.mode != "always" and e.met):
-                continue  # one met once is not played again when the scenario is made again
-            key = json.dumps(e.when, sort_keys=True, default=str)
-            firsts, always = by_when.setdefault(key, ([], []))
-            (always if e.mode == "always" else firsts).append(e)
-        for firsts, always in by_when.values():
-            plays = firsts + always[:1]  # the first of several alike answers every time
-            index = len(cases)
-            steps = []
-            for i, e in enumerate(plays):
-                played[(endpoint, index, i)] = e
-                steps.append(dict(e.answer))
-            end = "last" if always else "fail"
-            cases.append({"when": plays[0].when, "steps": steps, "end": end})
+        for mode in ("ordered", "once", "always"):
+            for e in group.members:
+                if e.endpoint != endpoint or e.mode != mode or (mode != "always" and e.met):
+                    continue  # one met once is not played again when the scenario is made again
+                played[(endpoint, len(cases), 0)] = e
+                end = "last" if mode == "always" else "next"
+                cases.append({"when": e.when, "steps": [dict(e.answer)], "end": end})
         if cases:
             endpoints[endpoint] = cases
     if not endpoints:

@@ -89,13 +89,39 @@ def test_a_once_expectation_answers_once_then_the_next_alike_one(server: Server)
     server.check_expectations()
 
 
-def test_a_once_expectation_used_up_is_a_refusal_the_check_names(server: Server) -> None:
+def test_a_once_expectation_used_up_passes_requests_on_to_the_next_that_takes_them(
+    server: Server,
+) -> None:
+    server.expect("/orders", method="POST", json={"sku": "A1"}, once=True).respond_with_json(
+        {"id": 1}, status=201
+    )
+    server.expect("/orders", method="POST", body={"/sku": {"exists": True}}).respond_with_error(
+        "ENDPOINT_UNREACHABLE"
+    )
+    statuses = [
+        requests.post(f"{server.url}/orders", json={"sku": "A1"}, timeout=10).status_code
+        for _ in range(2)
+    ]
+    assert statuses == [201, 503]
+    server.check_expectations()
+
+
+def test_a_once_expectation_used_up_is_a_miss_the_check_names(server: Server) -> None:
     server.expect("/ping", once=True).respond_with_json({"pong": 1})
     assert requests.get(f"{server.url}/ping", timeout=10).status_code == 200
     again = requests.get(f"{server.url}/ping", timeout=10)
-    assert again.json()["error"]["code"] == "MOCKSKILL_SEQUENCE_EXHAUSTED"
-    with pytest.raises(AssertionError, match=r"used:\n  GET /ping \(500 MOCKSKILL_SEQUENCE"):
+    assert again.status_code == 404
+    assert again.json()["error"]["details"]["near_misses"] == [
+        {"route": "GET /ping, case 1", "reasons": ["used up: its steps are played (end: next)"]}
+    ]
+    with pytest.raises(AssertionError) as failed:
         server.check_expectations()
+    assert str(failed.value).splitlines() == [
+        "requests that matched nothing:",
+        "  GET /ping (404)",
+        "    near miss GET /ping, case 1: used up: its steps are played (end: next)",
+    ]
+    server.check_expectations()  # each failure is said once, as pytest-httpserver says it
 
 
 def test_an_expectation_added_later_does_not_replay_a_once_one_already_met(
