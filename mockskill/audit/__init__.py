@@ -13,6 +13,9 @@ by concept, in the order a report is made:
 - ``executions`` — the fifth, ``duplicate-execution``: a retry that ran an
   operation again on a real provider (behind a ``proxy`` step) after an
   attempt that had reached it, without the earlier attempt's idempotency key;
+- ``correlation`` — the sixth, ``correlation-lost``: a retry that dropped or
+  changed the ``Idempotency-Key``, ``traceparent`` (its trace id) or
+  ``X-Request-Id`` its chain's first attempt carried;
 - ``covered`` — the categories and transport faults each session met, and
   the consumer's real timeouts;
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt

@@ -35,6 +35,7 @@ RULES = (
     "backoff-not-growing",
     "too-many-attempts",
     "duplicate-execution",  # audit/executions.py: retries behind a proxy step
+    "correlation-lost",  # audit/correlation.py: retries that drop or change a correlation header
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
+from .correlation import correlation_lost
 from .covered import FAULT_NAMES, coverage, timeouts
 from .executions import duplicate_executions
 from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
@@ -36,6 +37,7 @@ def session_report(
         attempts, found = audit_chain(name, chain, policy)
         findings.extend(found)
         findings.extend(duplicate_executions(name, chain))
+        findings.extend(correlation_lost(name, chain))
         chain_list.append(
             {
                 "endpoint": endpoint_of(chain[0]),

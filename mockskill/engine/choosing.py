@@ -21,9 +21,9 @@ from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
 from .matching import Miss, RoutingTable, Target
-from .pending import Pending
+from .pending import Later, Pending
 from .replies import exhausted_reply, miss_reply
-from .store import NeedAnswer, Take, Taken
+from .store import NeedAnswer, SetState, Take, Taken
 
 if TYPE_CHECKING:
     from .incoming import Incoming
@@ -85,7 +85,7 @@ def _take_parts(
     return key, generation, name, window, target.draws or outage.step.random
 
 
-def choose(decided: Decided, taken: NeedAnswer) -> Decided | Pending[Decided]:
+def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     """*decided* with its :attr:`Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
     matched on; or, when the sequence is exhausted, the reply saying so (a case that
@@ -93,7 +93,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided | Pending[Decided]:
     seeded by the scenario's seed, else the server's (the table's).
 
     Nothing but *decided* and *taken* decides it. It is a Decided called, the
-    Take's resumption, in one function: this runs for every request.
+    Take's resumption, in one function: this runs for every request. A step that moves
+    the session's scenario state (``set_state:``) comes as the store's
+    :class:`~.store.SetState` to answer first.
     """
     target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
     sequence = target.sequence
@@ -124,9 +126,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided | Pending[Decided]:
         scenario = table.scenarios[name] if name else None
         seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
         rng = generator(seed, name or "", decided.session, draw)
-        step, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
+        drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
         decided.chosen = Chosen(
-            step,
+            drawn,
             index,
             position,
             in_outage,
@@ -137,23 +139,29 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided | Pending[Decided]:
             True,
             timeout,
         )
-        return decided
+        # The outcome drawn moves the state, else the step it is an outcome of.
+        moves = step.set_state if drawn.set_state is None else drawn.set_state
+        if moves is None:
+            return decided
+        return _new(Pending, (SetState(decided.session, name or "", moves), decided.unchanged))
     # Nothing to draw: no generator is made. Positional: one per request.
     delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
     execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
     decided.chosen = Chosen(
         step, index, position, in_outage, None, delay_ms, execution_ms, 0, False, timeout
     )
-    return decided
+    if step.set_state is None:
+        return decided
+    return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     """*decided*, its request passed on by *used* (a case over that ends with ``next``) to
     the next case that takes it, the endpoint's steps, or a miss (:meth:`RoutingTable.passed_on`):
     then its Take, resumed as the first was."""
-    request = decided.request
-    assert request is not None  # (kept for a target that passes: Engine.decide)
-    target = decided.table.passed_on(used, request)
+    kept = decided.request
+    assert kept is not None  # (kept for a target that passes: Engine.decide)
+    target = decided.table.passed_on(used, *kept)
     decided.target = target
     if isinstance(target, Miss):
         decided.reply = decided.urls.fill(miss_reply(target))
@@ -179,13 +187,18 @@ class Decided:
     """Whether ``Mockskill-Error`` chose the reply."""
     chosen: Chosen | None = None
     """The step to play, once the store answered the :class:`~.store.Take` (reply None)."""
-    request: Incoming | None = None
-    """The request, kept only when its case may pass it on (``end: next``), to match
-    the cases after it."""
+    request: tuple[Incoming, str | None] | None = None
+    """The request and its session's scenario state (None: not read), kept only when its
+    case may pass it on (``end: next``), to match the cases after it."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
     (:func:`choose`, as a method: one frame per request)."""
+
+    def unchanged(self, answer: NeedAnswer) -> Decided:
+        """Itself, once the store has moved the session's state (the chosen step's
+        :class:`~.store.SetState`, answered None)."""
+        return self
 
     def reply_to_send(self) -> Reply | None:
         """The reply that answers it as it is (a refusal, a miss, a listing, the sequence

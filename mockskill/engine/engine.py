@@ -27,7 +27,7 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
-from ..scenario.model import Reply, ScenarioSet, Step
+from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
 from . import auth, builtin_answers, choosing
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
@@ -53,7 +53,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import NeedAnswer, Store, StoreUnavailable
+from .store import NeedAnswer, ReadState, Store, StoreUnavailable
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -296,12 +296,18 @@ class Engine:
             self._plans_bytes += size
         return planned
 
-    def decide(self, request: Incoming) -> Later[Decision]:
+    def decide(
+        self, request: Incoming, known: tuple[RoutingTable, str] | None = None
+    ) -> Later[Decision]:
         """Everything about *request* up to its step: an answer mockskill gave itself
         (journalled already), or what to play; and what that needs of the store first,
         then the rest once answered (a sequence step's Take, resumed by its Decided; a
         credential's or the token endpoint's need). :meth:`plan` plays it on the loop's
-        transport, :func:`mockskill.wsgi.player.handle` on a WSGI server's thread."""
+        transport, :func:`mockskill.wsgi.player.handle` on a WSGI server's thread.
+
+        An endpoint whose cases require a scenario state asks the store for the
+        session's first (:class:`~.store.ReadState`), and is decided again with it,
+        *known* (the table it was read for, and the state)."""
         # When the transport had it whole (a busy loop may plan it later); else now.
         started = request.arrived or time.time()
         table = self.table
@@ -319,7 +325,12 @@ class Engine:
             return self._token(request, session, started)
         target = table.match(method, path)
         if type(target) is Target and target.cases:  # the request picks one of its cases
-            target = table.case(target, request)
+            if target.by_state is None:
+                target = table.case(target, request)
+            elif known is not None and known[0] is table:
+                target = table.case_in(target, request, known[1])
+            else:  # its cases require scenario states: the session's is read first
+                return self._read_state(request, table, target, session)
         if self.matched is not None:
             self.matched(request, target)
         if isinstance(target, Miss) and path == catalog.AUTHORIZE_PATH:
@@ -338,23 +349,40 @@ class Engine:
         else:  # a provider refuses callers it must not serve before running the skill
             refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
-                return self._judged(refusal, request, started, session, table, target, urls)
+                state = None if known is None else known[1]
+                return self._judged(
+                    refusal, (request, state), started, session, table, target, urls
+                )
             if refusal is None:  # a sequence step: the store takes the next position first
                 decided = Decided(started, session, table, target, urls, None, False)
                 if target.passes:  # a case that may pass the request on matches it again
-                    decided.request = request
+                    decided.request = (request, None if known is None else known[1])
                 return _new(Pending, (choosing.take(table, target, session), decided))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
         return Decided(started, session, table, target, urls, reply, forced)
 
+    def _read_state(
+        self, request: Incoming, table: RoutingTable, target: Target, session: str
+    ) -> Pending[Decision]:
+        """:meth:`decide`, once the store says which state of *target*'s scenario *session*
+        is in (a request matched on *table*: decided again on another, it is read again)."""
+        need = ReadState(session, target.scenario or "")
+        return _new(Pending, (need, partial(self._in_state, request, table)))
+
+    def _in_state(
+        self, request: Incoming, table: RoutingTable, state: NeedAnswer
+    ) -> Later[Decision]:
+        known = state if isinstance(state, str) else INITIAL_STATE
+        return self.decide(request, (table, known))
+
     def _plain(self, request: Incoming, decided: Decided, taken: NeedAnswer) -> plans.Plan | None:
         """The kept plan of the plain step *decided*'s Take *taken* lands on (see
         :class:`Plains`), its request journalled now; None when that step is not plain (it
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
-        position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
+        position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
         if target.draws or position is None:  # (None: in the scenario's outage)
             return None
         urls = decided.urls
@@ -376,7 +404,13 @@ class Engine:
         assert sequence is not None
         plains = Plains(target, urls, sequence)
         for index, step in enumerate(sequence.steps):
-            if not step.random and step.delay is None and step.execution is None and not step.proxy:
+            if (
+                not step.random
+                and step.delay is None
+                and step.execution is None
+                and not step.proxy
+                and step.set_state is None  # (its SetState is asked when it is chosen)
+            ):
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
                     plains.steps[index] = self._journalling.plain(
@@ -391,7 +425,7 @@ class Engine:
     def _judged(
         self,
         refusal: Pending[Reply | None],
-        request: Incoming,
+        request: tuple[Incoming, str | None],
         started: float,
         session: str,
         table: RoutingTable,

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
-from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from ..scenario.model import (
+    INITIAL_STATE,
+    Case,
+    Reply,
+    Route,
+    Scenario,
+    ScenarioSet,
+    Sequence,
+    Skill,
+)
 from ..scenario.routes import Router
 from . import conditions
 from .state import MAX_PATH, shorten
@@ -62,7 +71,13 @@ class Target:
     endpoint_cases: tuple[Case, ...] = ()
     """The cases of :attr:`cases`, in order."""
     picker: conditions.Picker | None = field(default=None, compare=False, repr=False)
-    """What tries :attr:`endpoint_cases` on a request."""
+    """What tries :attr:`endpoint_cases` on a request (of an endpoint whose cases require
+    scenario states: those that require none, for a session in a state none requires)."""
+    by_state: Mapping[str, conditions.Picker] | None = field(
+        default=None, compare=False, repr=False
+    )
+    """Set when a case requires a scenario state: per state required, what tries the cases
+    a session in that state may take (:meth:`RoutingTable.case_in`)."""
 
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
@@ -109,8 +124,19 @@ class Target:
             )
             for case in cases
         )
-        picker = conditions.Picker(cases)
-        return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
+        required = {case.state for case in cases if case.state is not None}
+        if not required:
+            picker = conditions.Picker(cases)
+            return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
+        # One picker per state: the cases a session in it may take, in order.
+        by_state = {
+            state: conditions.Picker([c for c in cases if c.state in (None, state)])
+            for state in required
+        }
+        stateless = conditions.Picker([c for c in cases if c.state is None])
+        return dataclasses.replace(
+            self, cases=targets, endpoint_cases=cases, picker=stateless, by_state=by_state
+        )
 
 
 @dataclass(frozen=True)
@@ -283,7 +309,29 @@ class RoutingTable:
             return target.cases[picked.index]
         if target.sequence is not None:
             return target
+        return self._missed(target, request, conditions.misses(cases, request))
+
+    def case_in(self, target: Target, request: Incoming, state: str) -> Target | Miss:
+        """:meth:`case` for an endpoint whose cases require scenario states, for a session
+        in *state*: a case requiring another state does not take the request (its near
+        miss says so first)."""
+        by_state = target.by_state
+        assert by_state is not None  # (only asked of an endpoint whose cases require states)
+        picked = by_state.get(state, target.picker).pick(request)  # type: ignore[union-attr]
+        if picked is not None:
+            return target.cases[picked.index]
+        if target.sequence is not None:
+            return target
+        cases = target.endpoint_cases
         missed = conditions.misses(cases, request)
+        for case, miss in zip(cases, missed, strict=True):
+            if case.state is not None and case.state != state:
+                shown = shorten(state)
+                miss["reasons"].insert(0, f"the session's state is {shown!r}, not {case.state!r}")
+        return self._missed(target, request, missed)
+
+    def _missed(self, target: Target, request: Incoming, missed: list[dict[str, Any]]) -> Miss:
+        """The miss of a request none of *target*'s cases took (*missed*: why each did not)."""
         route = target.route
         endpoint = route.label if route is not None else f"{request.method} {request.path}"
         near = tuple(
@@ -292,21 +340,29 @@ class RoutingTable:
         )
         return Miss(request.method, request.path, near_misses=near, endpoint=shorten(endpoint))
 
-    def passed_on(self, used: Target, request: Incoming) -> Target | Miss:
+    def passed_on(self, used: Target, request: Incoming, state: str | None) -> Target | Miss:
         """Where a request goes that *used*, a case whose sequence is over and ends with
-        ``next``, passes on: the first case after it that the request meets, else the
-        endpoint's default sequence, else a miss whose near misses say why each case did
-        not take it (a case whose conditions hold: its sequence is over)."""
+        ``next``, passes on: the first case after it that the request meets (in *state*,
+        the session's scenario state when a case requires one), else the endpoint's
+        default sequence, else a miss whose near misses say why each case did not take
+        it (a case whose conditions hold: its sequence is over)."""
         endpoint, place = self._passing[used.key]
         facts = conditions.Facts(request)
         for target in endpoint.cases[place + 1 :]:
-            assert target.case is not None
-            if all(conditions.meets(c, facts) for c in target.case.conditions):
+            case = target.case
+            assert case is not None
+            if case.state is not None and case.state != state:
+                continue
+            if all(conditions.meets(c, facts) for c in case.conditions):
                 return target
         if endpoint.sequence is not None:
             return endpoint
         over = "used up: its steps are played (end: next)"
         missed = conditions.misses(endpoint.endpoint_cases, request)
+        for case, miss in zip(endpoint.endpoint_cases, missed, strict=True):
+            if case.state is not None and case.state != state:
+                shown = shorten(state or INITIAL_STATE)
+                miss["reasons"].insert(0, f"the session's state is {shown!r}, not {case.state!r}")
         route = endpoint.route
         label = route.label if route is not None else f"{request.method} {request.path}"
         near = tuple(

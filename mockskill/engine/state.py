@@ -39,7 +39,7 @@ from .entries import (
     shorten,
     unpacked,
 )
-from .store import Health, IssueToken, Need, NeedAnswer, Take, Taken, UseToken
+from .store import Health, IssueToken, Need, NeedAnswer, ReadState, SetState, Take, Taken, UseToken
 
 __all__ = [
     "DEFAULT_JOURNAL_SIZE",
@@ -157,9 +157,10 @@ def _packed_up_to(slots: list[_Kept | _Packed]) -> int:
 
 
 class _Session:
-    """What one session has done: positions in sequences, and its draws per scenario."""
+    """What one session has done: positions in sequences, its draws per scenario, and the
+    state it is in per scenario."""
 
-    __slots__ = ("draws", "positions", "retired")
+    __slots__ = ("draws", "positions", "retired", "states")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
@@ -168,6 +169,8 @@ class _Session:
         matched before the restart (still in flight) count on here, not in the new one."""
         self.draws: dict[str, int] = {}
         """Per scenario (its name, '' for none), how many draws the session took."""
+        self.states: dict[str, str] = {}
+        """Per scenario, the state a step moved the session into (none: the initial one)."""
 
 
 class State:
@@ -249,6 +252,14 @@ class State:
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
             self._issue_token(need)
+            return None
+        if isinstance(need, ReadState):
+            with self._lock:  # (not made, nor made the most recent, by a read)
+                known = self._sessions.get(need.session)
+                return None if known is None else known.states.get(need.scenario)
+        if isinstance(need, SetState):
+            with self._lock:
+                self._session(need.session).states[need.scenario] = need.state
             return None
         raise TypeError(f"not a need: {need!r}")
 
@@ -356,9 +367,9 @@ class State:
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
         """Forget what was played: everything, one session's, or some sequences' positions.
 
-        Everything, or a whole session, means positions, draw counts and
-        journal entries (and everything: issued tokens); *keys* name sequences
-        whose positions alone restart.
+        Everything, or a whole session, means positions, draw counts, scenario
+        states and journal entries (and everything: issued tokens); *keys* name
+        sequences whose positions alone restart (the states stay).
         """
         with self._lock:
             if keys is not None:

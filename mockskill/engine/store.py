@@ -6,7 +6,8 @@ the default) or a shared one (``mockskill.store.redis``, for ``--state
 redis://...``). The engine never calls a shared store itself: where a
 request's plan needs the store (a sequence step, a token use, a token
 issued), the engine hands out the *need* as a value (:class:`Take`,
-:class:`UseToken`, :class:`IssueToken`) and is resumed with the answer. An
+:class:`UseToken`, :class:`IssueToken`, a scenario state's :class:`ReadState` and
+:class:`SetState`) and is resumed with the answer. An
 in-memory store answers inline (:meth:`Store.answer`); a remote one is
 awaited by the transport (:meth:`Store.answer_async`), so the loop never
 blocks on a round trip. Each need is one atomic step on either backend (a
@@ -75,9 +76,29 @@ class IssueToken:
     uses: int | None
 
 
-Need = Take | UseToken | IssueToken
-NeedAnswer = Taken | frozenset[str] | None
-"""What a need is answered with: a :class:`Taken`, a token's scopes (or None), None."""
+@dataclass(frozen=True, slots=True)
+class ReadState:
+    """The state *session* is in, in *scenario*: answered with its name, or None while no
+    step has moved it (the initial state). Only asked for an endpoint whose cases
+    require a state."""
+
+    session: str
+    scenario: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetState:
+    """Move *session* into *state* in *scenario* (a step's ``set_state:``); answered None."""
+
+    session: str
+    scenario: str
+    state: str
+
+
+Need = Take | UseToken | IssueToken | ReadState | SetState
+NeedAnswer = Taken | frozenset[str] | str | None
+"""What a need is answered with: a :class:`Taken`, a token's scopes (or None), a state's
+name (or None), None."""
 
 
 class StoreUnavailable(Exception):

@@ -11,7 +11,8 @@ together (``loader``) and refusing clashes between scenarios (``uniqueness``),
 a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxy_config``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
-``when`` apart), the one declaration of step kinds, faults and delay
+``when`` apart), the scenario states steps set and cases require
+(``states``), the one declaration of step kinds, faults and delay
 shapes that the rest follows (``kinds``) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).

@@ -34,13 +34,14 @@ from typing import Any
 from .model import CASE_END_RULES, Case, Check, Condition, Operator, Sequence, ValueSource
 from .problems import Path, describe
 from .reader import Reader
+from .states import requiring
 from .steps import StepContext, read_sequence
 from .when import Pattern, PatternError
 
 SOURCES: tuple[ValueSource, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
 WHEN_KEYS: tuple[str, ...] = SOURCES
-CASE_KEYS = ("when",)
+CASE_KEYS = ("when", "state")
 """A case's own keys; the rest are its sequence's (``steps``/``end``) or its one step's."""
 BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods whose requests carry no body a condition could look at."""
@@ -191,7 +192,7 @@ def unreachable(cases: tuple[Case, ...], r: Reader, path: Path) -> bool:
     one that passes requests on once its steps are played (``end: next``); True when
     there was one."""
     for case in cases:
-        if not case.conditions and case.sequence.end != "next":
+        if not case.conditions and case.state is None and case.sequence.end != "next":
             later = [c for c in cases if c.index > case.index]
             for shadowed in later:
                 r.bad(
@@ -259,19 +260,29 @@ def _read_case(
     ctx: StepContext,
     methods: tuple[str, ...],
 ) -> Case | None:
-    """One case: ``when`` and a sequence (``steps``/``end``, or one step's keys inline)."""
+    """One case: ``when`` and/or ``state`` (the scenario state it requires), and a sequence
+    (``steps``/``end``, or one step's keys inline)."""
     case = r.mapping(raw, path, "a case: a mapping with when: and a step or steps:")
     if case is None:
         return None
-    if "when" not in case:
-        r.bad(path, "the key 'when'", "it missing", "a case without conditions: write when: {}")
+    if "when" not in case and "state" not in case:
+        r.bad(
+            path,
+            "the key 'when' (or 'state')",
+            "it missing",
+            "a case without conditions: write when: {}",
+        )
         return None
-    conditions = read_when(r, case["when"], (*path, "when"), methods=methods)
-    played = {k: v for k, v in case.items() if k != "when"}
+    before = len(r.problems)
+    state = requiring(r, case, path)
+    conditions: tuple[Condition, ...] | None = ()
+    if "when" in case:
+        conditions = read_when(r, case["when"], (*path, "when"), methods=methods)
+    played = {k: v for k, v in case.items() if k not in CASE_KEYS}
     if not played:
         r.bad(path, "a step (error:, json: ...) or steps: beside when:", "only when:")
         return None
     sequence = read_sequence(r, played, path, ctx, ends=CASE_END_RULES)
-    if conditions is None or sequence is None:
+    if conditions is None or sequence is None or len(r.problems) > before:
         return None
-    return Case(index, conditions, sequence, r.position(path))
+    return Case(index, conditions, sequence, r.position(path), state)

@@ -16,7 +16,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..protocol.catalog import TOKEN_PATH, Context
-from . import path_access, proxy_config
+from . import path_access, proxy_config, states
 from .cases import read_endpoint
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
@@ -338,6 +338,7 @@ def _read_scenario(r: Reader, *, single: bool) -> tuple[Scenario | None, Claim |
     seed = None if raw.get("seed") is None else r.integer(raw, "seed", (), default=0, minimum=0)
     outage = _read_outage(r, raw.get("outage"), ("outage",))
     credentials = read_credentials(r, raw.get("auth"), ("auth",))
+    states.check(r)  # once every step is read: a state required is one some step sets
     claim = Claim(claimed_name, r.position(()), tuple(skill_claims), tuple(route_claims))
     if len(r.problems) > before or name is None:
         return None, claim

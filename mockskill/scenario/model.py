@@ -29,6 +29,7 @@ __all__ = [
     "CASE_END_RULES",
     "END_RULES",
     "FAULTS",
+    "INITIAL_STATE",
     "JSON_TYPE",
     "STALE_MODES",
     "TEXT_TYPE",
@@ -72,6 +73,8 @@ TLS_FAULTS: tuple[str, ...] = TLS_FAULT_NAMES
 """The TLS faults a skill may name (``tls:``), as :mod:`.kinds` declares them;
 mockskill/transport/tls_faults.py does each."""
 EndpointKind = Literal["describe", "invoke", "route"]
+INITIAL_STATE = "Started"
+"""The state a session is in, in every scenario, until a step moves it (WireMock's name)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,9 @@ class Step:
     choices: tuple[Choice, ...] = ()
     proxy: Proxy | None = None
     """Forward to a real provider instead of answering with :attr:`reply`."""
+    set_state: str | None = None
+    """Playing it moves the session into this state of the scenario (``set_state:``; None:
+    the state stays): what a case's :attr:`Case.state` requires."""
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
@@ -235,6 +241,9 @@ class Case:
     conditions: tuple[Condition, ...]
     sequence: Sequence
     where: Position
+    state: str | None = None
+    """The state of the scenario the session must be in for the case to take a request
+    (``state:``; None: any): a step's :attr:`Step.set_state` moves it."""
 
     @property
     def label(self) -> str:

@@ -23,7 +23,7 @@ from .waits_and_faults import BAD
 from .waits_and_faults import delay as read_delay
 
 PROXY_KEYS = ("url", "verify", "timeout_ms")
-PROXY_STEP_KEYS = ("proxy", "after", "delay", "times")
+PROXY_STEP_KEYS = ("proxy", "after", "delay", "times", "set_state")
 AFTER_KEYS = ("error", "status", "message", "details", "retry", "headers", "fault")
 DEFAULT_TIMEOUT_MS = 30_000
 _URL = "an absolute http:// or https:// URL of the provider, scheme://host[:port]"

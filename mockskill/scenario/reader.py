@@ -49,6 +49,10 @@ class Reader:
         self.max_delay_ms = max_delay_ms
         self.warnings: list[Problem] = [] if warnings is None else warnings
         """What is allowed but likely a mistake (``mockskill validate`` shows them)."""
+        self.states_set: set[str] = set()
+        """The states the document's steps move a session into (:mod:`.states`)."""
+        self.states_required: list[tuple[Path, str]] = []
+        """The states its cases require, where (:func:`.states.check` checks them)."""
 
     def bad(
         self, path: Path, expected: str, found: str, hint: str = "", *, at_key: bool = False

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import bodies, proxy_config, waits_and_faults
+from . import bodies, proxy_config, states, waits_and_faults
 from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
@@ -65,6 +65,7 @@ STEP_KEYS = (
     "times",
     "proxy",
     "after",
+    "set_state",
 )
 ERROR_ONLY = ("message", "details", "retry")
 SEQUENCE_KEYS = ("steps", "end")
@@ -147,6 +148,8 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
     before = len(r.problems)
     r.keys(raw, path, STEP_KEYS)
     times = r.integer(raw, "times", path, default=1, minimum=1)
+    # Beside failure_rate it is the success's (read with it): a failure moves nothing.
+    moves = None if "failure_rate" in raw else states.setting(r, raw, path)
     if "one_of" in raw:
         step = _one_of(r, raw, path, ctx)
     elif "failure_rate" in raw:
@@ -155,7 +158,7 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
         step = _plain_step(r, raw, path, ctx)
     if len(r.problems) > before or step is None or times is None:
         return None
-    return dataclasses.replace(step, times=times)
+    return dataclasses.replace(step, times=times, set_state=moves)
 
 
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
@@ -208,11 +211,11 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
 
 def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
     where = (*path, "one_of")
-    others = [k for k in raw if k not in ("one_of", "times")]
+    others = [k for k in raw if k not in ("one_of", "times", "set_state")]
     if others:
         r.bad(
             (*path, others[0]),
-            "only times beside one_of",
+            "only times and set_state beside one_of",
             f"{others[0]} as well",
             "put it in each outcome",
             at_key=True,

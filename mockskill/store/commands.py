@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..engine.store import IssueToken, Need, NeedAnswer, Take, Taken, UseToken
+from ..engine.store import (
+    IssueToken,
+    Need,
+    NeedAnswer,
+    ReadState,
+    SetState,
+    Take,
+    Taken,
+    UseToken,
+)
 
 SEP = "\x1f"
 """Between the parts of a hash field (the unit separator: no sequence key holds it)."""
@@ -100,6 +109,29 @@ class Encoder:
                 keys.tokens,
                 need.token,
             )
+        if type(need) is ReadState:
+            return (
+                "EVALSHA",
+                self.shas["read_state"],
+                1,
+                keys.session + need.session,
+                f"s{SEP}{need.scenario}",
+            )
+        if type(need) is SetState:
+            return (
+                "EVALSHA",
+                self.shas["set_state"],
+                3,
+                keys.session + need.session,
+                keys.sessions,
+                keys.clock,
+                need.session,
+                f"s{SEP}{need.scenario}",
+                need.state,
+                self.max_sessions,
+                self.ttl_ms,
+                keys.session,
+            )
         assert type(need) is IssueToken
         return (
             "EVALSHA",
@@ -126,6 +158,8 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         return Taken(None if position < 0 else position, draw)
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
+    if type(need) is ReadState:
+        return reply.decode() if isinstance(reply, bytes) else None
     return None
 
 

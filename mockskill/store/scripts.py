@@ -14,8 +14,8 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
 
 - ``P s:<session>`` a hash per session: ``p<US><key><US><generation>`` the next
   position in a sequence's generation, ``d<US><scenario>`` the next draw number
-  (``<US>`` is the unit separator, ``\\x1f``); it expires when unused for the
-  session TTL.
+  (``<US>`` is the unit separator, ``\\x1f``), ``s<US><scenario>`` the scenario state a
+  step moved the session into; it expires when unused for the session TTL.
 - ``P sessions`` a sorted set of the sessions by last use (``P clock``, a counter
   of uses: two in one millisecond keep their order): the least
   recently used beyond ``max_sessions`` are forgotten, as in memory.
@@ -79,6 +79,23 @@ end
 bound(KEYS[2], ARGV[1], tonumber(ARGV[7]), ARGV[9], KEYS[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 return {position, draw}
+"""
+)
+
+READ_STATE = """
+-- KEYS: session hash; ARGV: state field. A read makes no session (nor makes it recent).
+return redis.call('HGET', KEYS[1], ARGV[1])
+"""
+
+SET_STATE = (
+    BOUND
+    + """
+-- KEYS: session hash, sessions set, use counter
+-- ARGV: session, state field, state, max sessions, session TTL ms, session prefix
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+bound(KEYS[2], ARGV[1], tonumber(ARGV[4]), ARGV[6], KEYS[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
 """
 )
 
@@ -175,6 +192,8 @@ return dropped
 
 SCRIPTS = {
     "take": TAKE,
+    "read_state": READ_STATE,
+    "set_state": SET_STATE,
     "issue_token": ISSUE_TOKEN,
     "use_token": USE_TOKEN,
     "activate": ACTIVATE,

@@ -423,3 +423,35 @@ def test_attempts_milliseconds_apart_are_distinct_marks_with_their_own_labels(
     assert overlaps(labels + drawn) == []  # and none over a mark
     page.screenshot(path=str(artifacts() / "dashboard-close-marks.png"), full_page=True)
     assert console.errors == []
+
+
+def test_a_retry_that_lost_its_idempotency_key_shows_as_correlation_lost(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # A chain whose retry made a new key (entries with the request headers the journal keeps).
+    start = time.time() - 10
+    ids = []
+    for offset, status, code, key in (
+        (0.0, 503, "ENDPOINT_UNREACHABLE", "op-1"),
+        (1.0, 200, None, "op-2"),
+    ):
+        ids.append(server.state.next_id())
+        server.state.record(
+            Entry(ids[-1], start + offset, start + offset + 0.001, session, "POST",
+                  "/skills/flaky/invoke", status, "invoke", skill="flaky", error_code=code,
+                  headers=(("Content-Type", "application/json"), ("Idempotency-Key", key)))
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    finding = page.locator("#findings li[data-rule='correlation-lost']")
+    finding.wait_for(timeout=WAIT_MS)
+    text = finding.inner_text()
+    assert "1 retry lost the first attempt's Idempotency-Key" in text
+    assert f"#{ids[1]} sent Idempotency-Key 'op-2', #{ids[0]} sent 'op-1'" in text
+    assert "outside what is retried" in text  # the fix
+    flagged = [m["id"] for m in marks(page, "circle.attempt") if "finding" in m["cls"].split()]
+    assert flagged == [str(i) for i in ids]
+    assert console.errors == []

@@ -30,6 +30,8 @@ from mockskill.engine.store import (
     IssueToken,
     Need,
     NeedAnswer,
+    ReadState,
+    SetState,
     StoreUnavailable,
     Take,
     Taken,
@@ -327,3 +329,102 @@ def test_store_unavailable_when_awaited(path: str) -> None:
     assert plan.answer.status == 503
     assert json.loads(plan.answer.body)["error"]["code"] == STATE_UNAVAILABLE
     assert [e.endpoint for e in store.journal()] == ["refused"]  # the token was not granted
+
+
+# -- scenario states: read where a case requires one, set where a step moves it ---------
+
+STATES = """
+    name: orders
+    routes:
+      - path: /orders
+        method: POST
+        steps: [{json: placed, set_state: placed}]
+      - path: /orders/1
+        cases:
+          - state: placed
+            json: found
+        steps: [{status: 404, json: missing}]
+      - path: /plain
+        steps: [{json: plain}]
+      - path: /coin
+        steps:
+          - one_of: [{json: heads, set_state: heads}, {json: tails}]
+            set_state: tossed
+"""
+
+
+def stateful(store: State) -> Engine:
+    return Engine(load_text(textwrap.dedent(STATES), "states.yaml"), store)
+
+
+def test_a_case_requiring_a_state_reads_it_before_its_take() -> None:
+    store = Recording(seed=1)
+    served = stateful(store)
+    assert body(served, request("GET", "/orders/1", {"Mockskill-Session": "s"})) == (404, "missing")
+    assert store.needs == [
+        ReadState("s", "orders"),
+        Take("s", "route/orders/1", 0, "orders", None, False),
+    ]
+
+
+def test_a_step_that_moves_the_state_sets_it_after_its_take() -> None:
+    store = Recording(seed=1)
+    served = stateful(store)
+    assert body(served, request("POST", "/orders", {"Mockskill-Session": "s"})) == (200, "placed")
+    assert store.needs == [
+        Take("s", "route/orders/0", 0, "orders", None, False),
+        SetState("s", "orders", "placed"),
+    ]
+    store.needs.clear()
+    assert body(served, request("GET", "/orders/1", {"Mockskill-Session": "s"})) == (200, "found")
+    assert store.needs == [
+        ReadState("s", "orders"),
+        Take("s", "route/orders/1/case/0", 0, "orders", None, False),
+    ]
+
+
+def test_an_endpoint_without_states_asks_for_none_and_stays_plain() -> None:
+    store = Recording(seed=1)
+    served = stateful(store)
+    plan, _ = served.plan(request("GET", "/plain", {"Mockskill-Session": "s"}))
+    assert store.needs == [Take("s", "route/orders/2", 0, "orders", None, False)]
+    assert plan.journalled  # the kept plain plan, journalled as it was planned
+
+
+def test_the_outcome_drawn_moves_the_state_else_its_step() -> None:
+    store = Recording(seed=3)
+    served = stateful(store)
+    moved = []
+    for n in range(12):
+        store.needs.clear()
+        answer = body(served, request("GET", "/coin", {"Mockskill-Session": f"c{n}"}))[1]
+        [set_state] = [need for need in store.needs if isinstance(need, SetState)]
+        moved.append((answer, set_state.state))
+    assert {("heads", "heads"), ("tails", "tossed")} == set(moved)
+
+
+def test_the_store_not_the_engine_says_which_state_a_session_is_in() -> None:
+    class InState(Recording):
+        def answer(self, need: Need) -> NeedAnswer:
+            if isinstance(need, ReadState):
+                self.needs.append(need)
+                return "placed"
+            return super().answer(need)
+
+    served = stateful(InState(seed=1))
+    assert body(served, request("GET", "/orders/1")) == (200, "found")
+
+
+def test_states_are_awaited_on_the_loop_as_answered_inline() -> None:
+    store = Recording(seed=1)
+    served = stateful(store)
+    headers = {"Mockskill-Session": "loop"}
+    asyncio.run(served.plan_async(Incoming.of(request("POST", "/orders", headers))))
+    plan, _ = asyncio.run(served.plan_async(Incoming.of(request("GET", "/orders/1", headers))))
+    assert plan.answer.body == b'"found"'
+    assert [type(need).__name__ for need in store.needs] == [
+        "Take",
+        "SetState",
+        "ReadState",
+        "Take",
+    ]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mockskill.engine.state import State
-from mockskill.engine.store import IssueToken, Store, Take, UseToken
+from mockskill.engine.store import IssueToken, ReadState, SetState, Store, Take, UseToken
 from mockskill.store import open_store
 
 K = "skill/acme.search/invoke"
@@ -126,6 +126,33 @@ CASES: dict[str, list[Call]] = {
         ("answer", take("c")),  # b is the least recently used: forgotten
         ("answer", take("b")),
         ("answer", take("a")),  # forgotten in turn when b came back
+    ],
+    "a scenario state is per session and per scenario, None until a step sets it": [
+        ("answer", ReadState("a", "sc")),
+        ("answer", SetState("a", "sc", "paid")),
+        ("answer", ReadState("a", "sc")),
+        ("answer", ReadState("b", "sc")),
+        ("answer", ReadState("a", "other")),
+        ("answer", SetState("a", "sc", "shipped")),
+        ("answer", ReadState("a", "sc")),
+    ],
+    "a reset of keys keeps the states; of the session or everything, forgets them": [
+        ("answer", SetState("a", "sc", "paid")),
+        ("answer", SetState("b", "sc", "paid")),
+        ("reset", "a", [K]),
+        ("answer", ReadState("a", "sc")),
+        ("reset", "a", None),
+        ("answer", ReadState("a", "sc")),
+        ("answer", ReadState("b", "sc")),
+        ("reset", None, None),
+        ("answer", ReadState("b", "sc")),
+    ],
+    "a state is kept with the session: beyond the bound, forgotten with it": [
+        ("answer", SetState("a", "sc", "paid")),
+        ("answer", take("b")),
+        ("answer", ReadState("a", "sc")),  # a read does not make a the most recent
+        ("answer", take("c")),  # a is the least recently used: forgotten
+        ("answer", ReadState("a", "sc")),
     ],
     "tokens beyond the bound: the oldest is forgotten": [
         ("answer", IssueToken("t1", frozenset({"a"}), None, None)),
