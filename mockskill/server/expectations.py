@@ -1,21 +1,20 @@
 """Expectations from Python, as pytest-httpserver users write them.
 
 ``server.expect("/orders", method="POST", body={"/id": 1}).respond_with_json({...})``
-scripts a route or a skill from a test. Each expectation is written here as
-a scenario document, the keys a YAML file has (its conditions a case's
-``when:``, its answer a step), loaded by the same loader and served by the same
-engine: a bad argument is the problem a bad YAML would be, raised by the call
-that gave it. The expectations of one skill, or of one route (path and method),
-are one scenario (``expect-N``), made again whenever one of them changes.
+scripts a route or a skill from a test. The expectations are written here as
+one scenario document (``expectations-N``), the keys a YAML file has: each
+expectation a case (its conditions the case's ``when:``, its answer a step),
+loaded by the same loader and served by the same engine, made again whenever
+one changes. A bad argument is the problem a bad YAML would be, raised by the
+call that gave it.
 
-Which expectation a request met is read from the journal (the entry's scenario,
-case and step), so nothing is added to the request path. An expectation used
-``once`` (or ``ordered``) is a case that plays one step, then passes requests
-on (``end: next``); one met is left out of the document when it is made again,
-so that adding another does not replay it.
-:meth:`Expectations.check` raises AssertionError naming every expectation never
-met, every ordered one met out of order, and the near misses of the requests
-that matched nothing.
+An expectation used ``once`` is a case that plays one step, then passes
+requests on (``end: next``); ordered ones are chained by scenario states (each
+requires the state the one before moves the session into). Which expectation
+a request met is read from the journal (the entry's scenario, endpoint and
+case), so nothing is added to the request path. :meth:`Expectations.check`
+raises AssertionError naming every expectation never met, and the near misses
+of the requests that matched nothing.
 """
 
 from __future__ import annotations
@@ -30,9 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..engine.entries import Entry
 from ..scenario.loader import load_any
+from ..scenario.model import INITIAL_STATE
 
 if TYPE_CHECKING:
     from ..control.registry import LoadedScenario, Registry
+    from ..engine.engine import Engine
     from ..scenario.loader import Source
 
 Mode = Literal["always", "once", "ordered"]
@@ -47,6 +48,7 @@ class Serving(Protocol):
     """What expectations use of their server (a :class:`~.server.Server`)."""
 
     registry: Registry
+    engine: Engine
 
     def add(
         self, scenarios: Source | Iterable[Source], *, active: bool = ..., replace: bool = ...
@@ -73,6 +75,8 @@ class Expectation:
     answer: dict[str, Any]
     met: list[int] = field(default_factory=list)
     """The journal ids of the requests that met it, oldest first."""
+    skill: str | None = None
+    """The skill id of a skill's endpoint (None: a route)."""
 
     @property
     def label(self) -> str:
@@ -147,34 +151,24 @@ def _step(**keys: Any) -> dict[str, Any]:
     return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in keys.items() if v is not None}
 
 
-@dataclass
-class _Group:
-    """The expectations of one skill or route: one scenario, and what its steps play."""
-
-    name: str
-    skill: str | None
-    route: tuple[str, str] | None
-    members: list[Expectation] = field(default_factory=list)
-    played: dict[tuple[str, int, int], Expectation] = field(default_factory=dict)
-    """(endpoint, case, step) of the scenario served -> the expectation it plays."""
-    served: bool = False
-
-
 class Expectations:
     """A server's expectations: add (:meth:`expect`), check (:meth:`check`), clear."""
 
     def __init__(self, server: Serving) -> None:
         self._server = server
         self._lock = threading.RLock()
-        self._groups: dict[tuple[str, ...], _Group] = {}
-        self._by_name: dict[str, _Group] = {}
+        self._members: list[Expectation] = []
         self._numbers = itertools.count(1)
-        self._names = itertools.count(1)
+        self._generations = itertools.count(1)
+        self._name = f"expectations-{next(self._generations)}"
+        """The scenario's name; a new one after each clear, so that no session is left in
+        a state of the last one's ordered expectations."""
+        self._played: dict[tuple[str, str, int], Expectation] = {}
+        """(endpoint, skill id or route label, case) of the scenario served -> its expectation."""
+        self._served = False
         self._seen = 0
         """The id of the last journal entry read for which expectation it met."""
         self._since = 0
-        self._told: set[str] = set()
-        """The ordered expectations met out of order that :meth:`check` said already."""
         """The id of the last journal entry before the first expectation (since a clear)."""
 
     def expect(
@@ -197,9 +191,9 @@ class Expectations:
 
         It answers ``200`` (an invoke: ``{"skill": ID, "result": "ok"}``; a
         describe: the descriptor) until a ``respond_with_*`` call; *once*: one
-        request only; *ordered*: once, and after every ordered one before it;
-        *session*: only requests of that ``Mockskill-Session``. Raises ScenarioError
-        as a scenario file with these conditions would.
+        request only; *ordered*: once, and only after every ordered one before it
+        (per session); *session*: only requests of that ``Mockskill-Session``.
+        Raises ScenarioError as a scenario file with these conditions would.
         """
         endpoint, skill, method = _endpoint(path, method)
         when: dict[str, Any] = {}
@@ -224,31 +218,26 @@ class Expectations:
             expectation = Expectation(
                 self, next(self._numbers), endpoint, method, path, when, mode, session, answer
             )
-            group_key = ("skill", skill) if skill is not None else ("route", path, method)
-            group = self._groups.get(group_key)
-            if group is None:
-                route = None if skill is not None else (path, method)
-                group = _Group(f"expect-{next(self._names)}", skill, route)
-            group.members.append(expectation)
+            expectation.skill = skill
+            first = not self._members
+            self._members.append(expectation)
             try:
-                self._serve(group)
+                self._serve(f"expect({method} {path})")
             except BaseException:
-                group.members.remove(expectation)
+                self._members.remove(expectation)
                 raise
-            if not self._by_name:
+            if first:
                 self._since = self._seen  # the first expectation: misses count from here
-            self._groups[group_key] = self._by_name[group.name] = group
             return expectation
 
     def answer(self, expectation: Expectation, answer: dict[str, Any]) -> None:
         """Make *answer* (a step) the expectation's; raises ScenarioError as a bad step would."""
         with self._lock:
             before, expectation.answer = expectation.answer, answer
-            group = self._group_of(expectation)
-            if group is None:
-                return
+            if not any(e is expectation for e in self._members):
+                return  # cleared: nothing to serve
             try:
-                self._serve(group)
+                self._serve(f"expect({expectation.method} {expectation.path})")
             except BaseException:
                 expectation.answer = before
                 raise
@@ -257,30 +246,25 @@ class Expectations:
     def all(self) -> list[Expectation]:
         """Every expectation, in the order given."""
         with self._lock:
-            return sorted(
-                (e for g in self._groups.values() for e in g.members), key=lambda e: e.number
-            )
+            return list(self._members)
 
     def check(self, session: str | None = None, *, misses: bool = True) -> None:
-        """Raise AssertionError if an expectation (of *session*, or any) was never met or an
-        ordered one was met out of order, or (*misses*) a request since the first
-        expectation matched nothing (a ``once`` one used up, say); with the near misses
-        of the requests that matched nothing. Else nothing."""
+        """Raise AssertionError if an expectation (of *session*, or any) was never met, or
+        (*misses*) a request since the first expectation matched nothing (a ``once`` one
+        used up, an ordered one out of order, say); with the near misses of the requests
+        that matched nothing. Each miss is said once. Else nothing."""
         with self._lock:
             self._read_journal()
-            mine = [e for e in self.all if session is None or e.session == session]
+            mine = [e for e in self._members if session is None or e.session == session]
             if not mine:
                 return  # nothing expected: the misses are the scenarios' (the plugin's check)
             unmet = [e for e in mine if not e.met]
-            wrong = _out_of_order([e for e in mine if e.mode == "ordered"])
-            wrong = [text for text in wrong if text not in self._told]
             entries = [e for e in self._server.journal(session) if e.id > self._since]
             missed = [e for e in entries if e.endpoint == "unmatched"]
-            if not unmet and not wrong and not (misses and missed):
+            if not unmet and not (misses and missed):
                 return
             # Said once, as pytest-httpserver's check_assertions says each failure once: a
             # test that caught it is not failed for it again. An unmet expectation stays.
-            self._told.update(wrong)
             if misses and entries:
                 self._since = max(self._since, entries[-1].id)
         lines = []
@@ -288,9 +272,6 @@ class Expectations:
             noun = "expectation was" if len(unmet) == 1 else "expectations were"
             lines.append(f"mockskill: {len(unmet)} {noun} never met:")
             lines += [f"  {e.label}" for e in unmet]
-        if wrong:
-            lines.append("mockskill: ordered expectations met out of order:")
-            lines += [f"  {text}" for text in wrong]
         if missed:
             lines.append("requests that matched nothing:")
             for entry in missed:
@@ -307,53 +288,51 @@ class Expectations:
         longer served from the next request on."""
         with self._lock:
             self._read_journal()
-            for key, group in list(self._groups.items()):
-                group.members = [
-                    e for e in group.members if session is not None and e.session != session
-                ]
-                self._serve(group)
-                if not group.members:
-                    del self._groups[key]
-                    self._by_name.pop(group.name, None)
+            self._members = [
+                e for e in self._members if session is not None and e.session != session
+            ]
+            if not self._members and self._served:
+                self._server.remove(self._name)
+                self._served, self._played = False, {}
+                self._name = f"expectations-{next(self._generations)}"
+            elif self._members:
+                self._serve("clear_expectations()")
             self._since = self._seen
-            self._told.clear()
 
-    # -- the scenario documents --------------------------------------------------
+    # -- the scenario document ---------------------------------------------------
 
-    def _group_of(self, expectation: Expectation) -> _Group | None:
-        for group in self._groups.values():
-            if any(e is expectation for e in group.members):
-                return group
-        return None
-
-    def _serve(self, group: _Group) -> None:
-        """Serve *group* as its scenario (made again; the expectations met once left out),
-        or stop serving it when nothing of it is left to play."""
+    def _serve(self, label: str) -> None:
+        """Serve the expectations as one scenario (made again: the ``once`` ones met left
+        out), or stop serving it when nothing is left to play; *label* names the document
+        in problems."""
         self._read_journal()
-        document, played = _document(group)
+        document, played = _document(self._name, self._members)
         if document is None:
-            if group.served:
-                self._server.remove(group.name)
-                group.served, group.played = False, {}
+            if self._served:
+                self._server.remove(self._name)
+                self._served, self._played = False, {}
             return
-        loaded = load_any(
-            document,
-            max_delay_ms=self._server.registry.max_delay_ms,
-            name=f"expect({group.members[-1].method} {group.members[-1].path})",
-        )
+        loaded = load_any(document, max_delay_ms=self._server.registry.max_delay_ms, name=label)
         self._server.add(loaded, replace=True)
-        group.served, group.played = True, played
+        self._served, self._played = True, played
 
     def _read_journal(self) -> None:
         """Note, for each request journalled since last time, which expectation it met."""
         entries = self._server.journal()
+        table = self._server.engine.table
         for entry in entries:
-            if entry.id <= self._seen:
+            if entry.id <= self._seen or entry.scenario != self._name or entry.case is None:
                 continue
-            group = self._by_name.get(entry.scenario or "")
-            if group is None or entry.case is None or entry.step is None:
-                continue
-            met = group.played.get((entry.endpoint, entry.case, entry.step))
+            if entry.skill is not None:
+                owner = entry.skill
+            else:  # which route: the one the engine matches the request to (a route's
+                # entry keeps the request's path, not the rule)
+                target = table.match(entry.method, entry.path)
+                route = getattr(target, "route", None)
+                if route is None:
+                    continue
+                owner = route.label
+            met = self._played.get((entry.endpoint, owner, entry.case))
             if met is not None:
                 met.met.append(entry.id)
         if entries:
@@ -382,51 +361,63 @@ def _endpoint(path: str, method: str | None) -> tuple[str, str | None, str]:
 
 
 def _document(
-    group: _Group,
-) -> tuple[dict[str, Any] | None, dict[tuple[str, int, int], Expectation]]:
-    """*group*'s scenario document, and which expectation each (endpoint, case, step) plays.
+    name: str, members: list[Expectation]
+) -> tuple[dict[str, Any] | None, dict[tuple[str, str, int], Expectation]]:
+    """The scenario of *members*, and which expectation each (endpoint, skill id or route
+    label, case) plays.
 
-    Each expectation is a case of its endpoint, tried as pytest-httpserver tries its
-    handlers: the ordered ones, then the ``once`` ones, then the others, each kind in
-    the order given. A ``once`` (or ordered) case plays one step and ends with
-    ``next``: the request after it goes on to the cases after it, or is a miss.
+    Each expectation is a case of its skill's endpoint or of its route (path and
+    method), tried as pytest-httpserver tries its handlers: the ordered ones, then
+    the ``once`` ones, then the others, each kind in the order given. A ``once`` one
+    plays one step and ends with ``next``: the request after it goes on to the
+    cases after it, or is a miss; one met is left out (the scenario made again
+    restarts its positions). The ordered ones are chained by scenario states: the
+    first takes a session in ``Started``, each moves it into the state the next
+    requires, so that one asked for out of order is a miss that says so.
     """
-    played: dict[tuple[str, int, int], Expectation] = {}
-    endpoints: dict[str, list[dict[str, Any]]] = {}
-    for endpoint in ("describe", "invoke", "route"):
-        cases: list[dict[str, Any]] = []
-        for mode in ("ordered", "once", "always"):
-            for e in group.members:
-                if e.endpoint != endpoint or e.mode != mode or (mode != "always" and e.met):
-                    continue  # one met once is not played again when the scenario is made again
-                played[(endpoint, len(cases), 0)] = e
-                end = "last" if mode == "always" else "next"
-                cases.append({"when": e.when, "steps": [dict(e.answer)], "end": end})
-        if cases:
-            endpoints[endpoint] = cases
-    if not endpoints:
+    played: dict[tuple[str, str, int], Expectation] = {}
+    skills: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    routes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    ordered = [e for e in members if e.mode == "ordered"]
+    states = [INITIAL_STATE] + [_state_after(i, e) for i, e in enumerate(ordered, 1)]
+    for mode in ("ordered", "once", "always"):
+        for e in members:
+            if e.mode != mode or (mode == "once" and e.met):
+                continue
+            case: dict[str, Any] = {"when": e.when, "steps": [dict(e.answer)], "end": "next"}
+            if mode == "ordered":
+                k = ordered.index(e)
+                case["state"] = states[k]
+                case["steps"][0]["set_state"] = states[k + 1]
+            elif mode == "always":
+                case["end"] = "last"
+            if e.skill is not None:
+                cases = skills.setdefault(e.skill, {}).setdefault(e.endpoint, [])
+                owner = e.skill
+            else:
+                cases = routes.setdefault((e.path, e.method), [])
+                owner = f"{e.method} {e.path}"
+            played[(e.endpoint, owner, len(cases))] = e
+            cases.append(case)
+    if not skills and not routes:
         return None, played
-    document: dict[str, Any] = {"name": group.name}
-    if group.skill is not None:
-        skill: dict[str, Any] = {"id": group.skill}
-        for endpoint, cases in endpoints.items():
-            skill[endpoint] = {"cases": cases}
-        document["skills"] = [skill]
-    else:
-        assert group.route is not None
-        path, method = group.route
-        document["routes"] = [{"path": path, "method": method, "cases": endpoints["route"]}]
+    document: dict[str, Any] = {"name": name}
+    if skills:
+        document["skills"] = [
+            {"id": skill, **{endpoint: {"cases": cases} for endpoint, cases in by.items()}}
+            for skill, by in skills.items()
+        ]
+    if routes:
+        document["routes"] = [
+            {"path": path, "method": method, "cases": cases}
+            for (path, method), cases in routes.items()
+        ]
     return document, played
 
 
-def _out_of_order(ordered: list[Expectation]) -> list[str]:
-    """What was met out of the order *ordered* (oldest given first) asks."""
-    wrong = []
-    for before, after in itertools.pairwise(ordered):
-        if after.met and (not before.met or before.met[0] > after.met[0]):
-            when = "never" if not before.met else "after it"
-            wrong.append(f"{after.label} was met before {before.label} ({when})")
-    return wrong
+def _state_after(k: int, e: Expectation) -> str:
+    """The scenario state a session is in once it met ordered expectation *k* (1-based)."""
+    return f"ordered {k} met: {e.method} {e.path}"[:100]
 
 
 class Expecting:

@@ -320,6 +320,36 @@ def test_a_case_that_ends_with_next_passes_requests_on_once_its_steps_are_played
     assert server.journal(session["Mockskill-Session"])[-1].endpoint == "unmatched"
 
 
+def test_a_case_passes_a_request_on_only_to_a_case_the_session_s_state_lets_take_it(
+    serve: Serve, session: dict[str, str]
+) -> None:
+    server = serve(
+        """
+        name: login
+        routes:
+          - path: /login
+            method: POST
+            steps: [{status: 204, set_state: in}]
+          - path: /me
+            cases:
+              - when: {}
+                steps: [{json: {first: true}}]
+                end: next
+              - state: in
+                json: {me: alice}
+            steps: [{status: 401}]
+        """
+    )
+
+    def me() -> requests.Response:
+        return requests.get(f"{server.url}/me", headers=session, timeout=10)
+
+    assert me().json() == {"first": True}
+    assert me().status_code == 401  # not in: the default steps
+    requests.post(f"{server.url}/login", headers=session, timeout=10)
+    assert me().json() == {"me": "alice"}
+
+
 def test_positions_are_exact_under_concurrency(serve: Serve) -> None:
     server = serve(FLAKY_CYCLE)
     headers = {"Mockskill-Session": "concurrency"}

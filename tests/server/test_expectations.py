@@ -149,13 +149,50 @@ def test_an_expectation_never_met_fails_the_check_with_the_near_misses(server: S
     ]
 
 
-def test_ordered_expectations_met_out_of_order_fail_the_check(server: Server) -> None:
+def test_an_ordered_expectation_asked_for_out_of_order_is_a_miss_saying_so(
+    server: Server,
+) -> None:
     server.expect_ordered_request("/login", method="POST").respond_with_json({"token": "t"})
     server.expect_ordered_request("/orders").respond_with_json([])
-    requests.get(f"{server.url}/orders", timeout=10)
-    requests.post(f"{server.url}/login", timeout=10)
-    with pytest.raises(AssertionError, match="GET /orders \\(ordered\\) was met before POST"):
+    early = requests.get(f"{server.url}/orders", timeout=10)
+    assert early.status_code == 404
+    assert early.json()["error"]["details"]["near_misses"] == [
+        {
+            "route": "GET /orders, case 1",
+            "reasons": ["the session's state is 'Started', not 'ordered 1 met: POST /login'"],
+        }
+    ]
+    assert requests.post(f"{server.url}/login", timeout=10).json() == {"token": "t"}
+    with pytest.raises(AssertionError) as failed:
         server.check_expectations()
+    assert str(failed.value).splitlines() == [
+        "mockskill: 1 expectation was never met:",
+        "  GET /orders (ordered)",
+        "requests that matched nothing:",
+        "  GET /orders (404)",
+        "    near miss GET /orders, case 1: "
+        "the session's state is 'Started', not 'ordered 1 met: POST /login'",
+    ]
+    # In order now: the login moved the session on; each ordered one answers once.
+    assert requests.get(f"{server.url}/orders", timeout=10).json() == []
+    assert requests.post(f"{server.url}/login", timeout=10).status_code == 404
+    with pytest.raises(AssertionError, match="POST /login \\(404\\)"):
+        server.check_expectations()
+    server.check_expectations()
+
+
+def test_ordered_expectations_are_followed_per_session(server: Server) -> None:
+    server.expect_ordered_request("/a").respond_with_data("a")
+    server.expect_ordered_request("/b").respond_with_data("b")
+    for name in ("alice", "bob"):
+        session = {"Mockskill-Session": name}
+        answers = [requests.get(f"{server.url}/{p}", headers=session, timeout=10) for p in "ab"]
+        assert [a.text for a in answers] == ["a", "b"]
+    server.check_expectations()
+    server.clear_expectations()
+    # A new set of ordered expectations starts every session afresh.
+    server.expect_ordered_request("/b").respond_with_data("b first")
+    assert requests.get(f"{server.url}/b", timeout=10).text == "b first"
 
 
 def test_ordered_expectations_met_in_order_hold(server: Server) -> None:
@@ -226,3 +263,20 @@ def test_an_expectation_of_a_session_answers_that_session_only(server: Server) -
     other = requests.get(f"{server.url}/me", headers={"Mockskill-Session": "bob"}, timeout=10)
     assert other.status_code == 404
     server.check_expectations("alice")
+
+
+def test_once_and_ordered_expectations_hold_on_a_shared_state_store(redis_url: str) -> None:
+    """On Redis the passing on and the states are needs awaited on the loop, as in memory."""
+    with Server([], state=redis_url, shared_scenarios="memory") as shared:
+        shared.expect("/pay", method="POST", once=True).respond_with_error("EXECUTION_TIMEOUT")
+        shared.expect("/pay", method="POST").respond_with_json({"paid": True})
+        shared.expect_ordered_request("/a").respond_with_data("a")
+        shared.expect_ordered_request("/b").respond_with_data("b")
+        pay = [requests.post(f"{shared.url}/pay", timeout=10).status_code for _ in range(2)]
+        assert pay == [504, 200]
+        assert requests.get(f"{shared.url}/b", timeout=10).status_code == 404
+        assert [requests.get(f"{shared.url}/{p}", timeout=10).text for p in "ab"] == ["a", "b"]
+        with pytest.raises(AssertionError, match=r"GET /b \(404\)"):
+            shared.check_expectations()
+        shared.check_expectations()
+        shared.reset()
