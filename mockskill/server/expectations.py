@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import parse_qsl
 
 from ..engine.entries import Entry
 from ..scenario.loader import load_any
@@ -184,6 +185,8 @@ class Expectations:
         once: bool = False,
         ordered: bool = False,
         session: str | None = None,
+        query_string: str | Mapping[str, Any] | None = None,
+        data: str | bytes | None = None,
     ) -> Expectation:
         """Expect a request to *path* (a route's Werkzeug rule, or ``/skills/ID`` and
         ``/skills/ID/invoke``), with the conditions of ``cases: when:`` (*headers*,
@@ -193,9 +196,20 @@ class Expectations:
         describe: the descriptor) until a ``respond_with_*`` call; *once*: one
         request only; *ordered*: once, and only after every ordered one before it
         (per session); *session*: only requests of that ``Mockskill-Session``.
-        Raises ScenarioError as a scenario file with these conditions would.
+        pytest-httpserver's *query_string* (``"a=1&b=2"``, or a mapping) and *data*
+        (the raw body) are *query* and *raw_body* equal to them. Raises ScenarioError
+        as a scenario file with these conditions would.
         """
         endpoint, skill, method = _endpoint(path, method)
+        if query_string is not None:
+            given = (
+                dict(parse_qsl(query_string, keep_blank_values=True))
+                if isinstance(query_string, str)
+                else query_string
+            )
+            query = {**given, **(query or {})}
+        if data is not None and raw_body is None:
+            raw_body = data.decode() if isinstance(data, bytes) else data
         when: dict[str, Any] = {}
         header_tests = dict(headers or {})
         if session is not None:

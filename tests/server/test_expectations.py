@@ -280,3 +280,18 @@ def test_once_and_ordered_expectations_hold_on_a_shared_state_store(redis_url: s
             shared.check_expectations()
         shared.check_expectations()
         shared.reset()
+
+
+def test_pytest_httpserver_s_query_string_and_data_match_the_query_and_raw_body(
+    server: Server,
+) -> None:
+    server.expect_request("/find", query_string="q=shoes&page=2").respond_with_data("found")
+    server.expect_request("/echo", method="POST", data="plain words").respond_with_data("heard")
+    assert requests.get(f"{server.url}/find?page=2&q=shoes", timeout=10).text == "found"
+    assert requests.post(f"{server.url}/echo", data="plain words", timeout=10).text == "heard"
+    missed = requests.get(f"{server.url}/find?q=shoes", timeout=10)
+    assert missed.json()["error"]["details"]["near_misses"][0]["reasons"] == [
+        "query parameter page equals '2': it is absent"
+    ]
+    with pytest.raises(AssertionError, match=r"GET /find \(404\)"):
+        server.check_expectations()
