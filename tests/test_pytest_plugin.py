@@ -607,6 +607,23 @@ def sessions_of(server: Server) -> dict[str, list[int | None]]:
     return seen
 
 
+def test_expectations_on_a_server_running_elsewhere_are_refused_saying_why(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_expect(mockskill):
+            with pytest.raises(TypeError, match="need a mockskill.Server of this process"):
+                mockskill.expect("/orders")
+        """,
+        "--mockskill-url",
+        outer.url,
+    )
+    result.assert_outcomes(passed=1)
+    assert not any(name.startswith("expectations-") for name in outer.scenario_names)
+
+
 def test_inner_tests_share_a_running_server_each_from_its_own_start(
     pytester: pytest.Pytester, outer: Server
 ) -> None:
