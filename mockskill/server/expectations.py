@@ -23,6 +23,7 @@ import itertools
 import json
 import re
 import threading
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -161,9 +162,9 @@ class Expectations:
         self._members: list[Expectation] = []
         self._numbers = itertools.count(1)
         self._generations = itertools.count(1)
-        self._name = f"expectations-{next(self._generations)}"
-        """The scenario's name; a new one after each clear, so that no session is left in
-        a state of the last one's ordered expectations."""
+        self._name = ""
+        """The scenario's name; a new one each time it is served anew (after a clear), so
+        that no session is left in a state of the last one's ordered expectations."""
         self._played: dict[tuple[str, str, int], Expectation] = {}
         """(endpoint, skill id or route label, case) of the scenario served -> its expectation."""
         self._served = False
@@ -308,19 +309,28 @@ class Expectations:
             if not self._members and self._served:
                 self._server.remove(self._name)
                 self._served, self._played = False, {}
-                self._name = f"expectations-{next(self._generations)}"
             elif self._members:
                 self._serve("clear_expectations()")
             self._since = self._seen
 
     # -- the scenario document ---------------------------------------------------
 
+    def _new_name(self) -> str:
+        """``expectations-N``; on a scenario set shared with other servers (processes that
+        have expectations of their own) also this process's mark, so that none replaces
+        another's."""
+        name = f"expectations-{next(self._generations)}"
+        if self._server.registry.shared is not None:
+            name += f"-{uuid.uuid4().hex[:8]}"
+        return name
+
     def _serve(self, label: str) -> None:
         """Serve the expectations as one scenario (made again: the ``once`` ones met left
         out), or stop serving it when nothing is left to play; *label* names the document
         in problems."""
         self._read_journal()
-        document, played = _document(self._name, self._members)
+        name = self._name if self._served else self._new_name()
+        document, played = _document(name, self._members)
         if document is None:
             if self._served:
                 self._server.remove(self._name)
@@ -328,7 +338,7 @@ class Expectations:
             return
         loaded = load_any(document, max_delay_ms=self._server.registry.max_delay_ms, name=label)
         self._server.add(loaded, replace=True)
-        self._served, self._played = True, played
+        self._name, self._served, self._played = name, True, played
 
     def _read_journal(self) -> None:
         """Note, for each request journalled since last time, which expectation it met."""

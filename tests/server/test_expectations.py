@@ -295,3 +295,21 @@ def test_pytest_httpserver_s_query_string_and_data_match_the_query_and_raw_body(
     ]
     with pytest.raises(AssertionError, match=r"GET /find \(404\)"):
         server.check_expectations()
+
+
+def test_servers_sharing_a_scenario_set_serve_each_other_s_expectations(redis_url: str) -> None:
+    """Replicas of one set (the pytest plugin's servers under xdist on --mockskill-state
+    redis://...) each name their expectations apart: none replaces another's."""
+    with Server([], state=redis_url) as first, Server(state=redis_url) as second:
+        first.expect("/from-first").respond_with_data("1")
+        second.registry.catch_up()  # (as its poller would, within a second)
+        second.expect("/from-second").respond_with_data("2")
+        first.registry.catch_up()
+        for server in (first, second):
+            answers = [
+                requests.get(f"{server.url}/from-{n}", timeout=10).text for n in ("first", "second")
+            ]
+            assert answers == ["1", "2"]
+        first.clear_expectations()
+        second.clear_expectations()
+        first.reset()
