@@ -22,6 +22,9 @@ says so (:meth:`MockskillSession.allow_unmatched`, or the marker's
 ``allow_unmatched=True``).
 A session can also be audited: :meth:`MockskillSession.assert_clean_audit`
 fails the test with every finding of the retry audit (docs/audit.md).
+A test scripts skills and routes of its own with :meth:`MockskillSession.expect`
+(:mod:`mockskill.server.expectations`): one never met fails it, and they are
+cleared after it.
 
 It is registered as the ``pytest11`` entry point ``mockskill``; no server
 starts until a test asks for one of its fixtures.
@@ -49,6 +52,7 @@ from .store.url import MEMORY, BadStoreURL, checked, is_shared
 if TYPE_CHECKING:
     from .engine.state import Entry
     from .scenario.model import ScenarioSet
+    from .server.expectations import Expectation, Expectations
 
 SESSION_HEADER = "Mockskill-Session"
 MARKER_KEYS = ("scenarios", "check", "allow_unmatched")
@@ -180,6 +184,40 @@ class MockskillSession:
         report = self.report(policy)
         audit.assert_clean(report, require_coverage=require_coverage)
         return report
+
+    def expect(self, path: str, **conditions: Any) -> Expectation:
+        """Expect a request on this test's server, answered as a ``respond_with_*`` says
+        (:meth:`mockskill.Server.expect`); one never met fails the test; cleared after it."""
+        return self._expectations().expect(path, **conditions)
+
+    def expect_request(self, path: str, **conditions: Any) -> Expectation:
+        """pytest-httpserver's name for :meth:`expect`."""
+        return self._expectations().expect(path, **conditions)
+
+    def expect_oneshot_request(self, path: str, **conditions: Any) -> Expectation:
+        """:meth:`expect` with ``once=True``: one request only."""
+        return self._expectations().expect(path, once=True, **conditions)
+
+    def expect_ordered_request(self, path: str, **conditions: Any) -> Expectation:
+        """:meth:`expect` with ``ordered=True``: once, after the ordered ones before it."""
+        return self._expectations().expect(path, ordered=True, **conditions)
+
+    def check_expectations(self) -> None:
+        """Raise AssertionError, with near misses, if an expectation was not met as asked
+        (the plugin calls it after the test too); pytest-httpserver: ``check_assertions``."""
+        __tracebackhide__ = True
+        self._expectations().check()
+
+    check_assertions = check_expectations
+
+    def _expectations(self) -> Expectations:
+        expectations: Expectations | None = getattr(self.server, "expectations", None)
+        if expectations is None:
+            raise TypeError(
+                f"expectations need a mockskill.Server of this process, not {self.server!r} "
+                "(a server running elsewhere serves its own scenarios: script them there)"
+            )
+        return expectations
 
     def problems(self) -> list[Entry]:
         """The entries that fail the test (of those the check reads): nothing matched (but
@@ -509,15 +547,33 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
         yield session
         # Requests after the call (from other fixtures' teardown) are checked here.
         late = session._unchecked_problems()
-        if late:
-            text = format_problems(late, session.name)
+        text = format_problems(late, session.name) if late else ""
+        unmet = _unmet_expectations(server) if session.check else ""
+        text = "\n".join(t for t in (text, unmet) if t)
+        if text:
             reports = item.stash.get(_reports_key, {})
             if all(r.passed for r in reports.values()) and "call" in reports:
                 pytest.fail(text, pytrace=False)
             item.add_report_section("teardown", "mockskill", text)
     finally:
+        expectations: Expectations | None = getattr(server, "expectations", None)
+        if expectations is not None:
+            expectations.clear()  # the next test starts without this one's
         if own is not None:
             own.stop()
+
+
+def _unmet_expectations(server: SessionServer) -> str:
+    """What :meth:`MockskillSession.check_expectations` would raise ("" when it holds); the
+    requests that matched nothing are failed by the check of problems already."""
+    expectations: Expectations | None = getattr(server, "expectations", None)
+    if expectations is None:
+        return ""
+    try:
+        expectations.check(misses=False)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
 
 
 @pytest.hookimpl(wrapper=True)

@@ -488,12 +488,81 @@ def test_under_xdist_a_request_without_the_header_counts_only_for_its_worker_s_t
     ), xdist_run.stdout
 
 
+def test_an_expectation_never_met_fails_the_test_and_the_next_test_starts_without_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_expects_an_order(mockskill):
+            mockskill.expect("/orders", method="POST", body={"/id": 1}).respond_with_json({})
+            requests.post(mockskill.url + "/orders", json={"id": 2}, headers=mockskill.headers)
+
+        def test_starts_without_it(mockskill):
+            mockskill.allow_unmatched()
+            answer = requests.post(mockskill.url + "/orders", json={"id": 1})
+            assert answer.status_code == 404
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_expects_an_order _*",
+            "mockskill: 1 request of session 'test_inner.py-test_expects_an_order-*' went wrong:",
+            "  POST /orders matched nothing (404)",
+            "    near miss POST /orders, case 1: body /id equals 1: found 2",
+            "*",
+            "mockskill: 1 expectation was never met:",
+            '  POST /orders when {"body": {"/id": 1}}',
+            "FAILED test_inner.py::test_expects_an_order - *",
+        ]
+    )
+
+
+def test_expectations_as_pytest_httpserver_users_write_them(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_once_then_always_then_checked(mockskill):
+            mockskill.expect_oneshot_request("/skills/pay/invoke").respond_with_error(
+                "EXECUTION_TIMEOUT"
+            )
+            mockskill.expect_request("/skills/pay/invoke").respond_with_json({"paid": True})
+            statuses = [
+                requests.post(mockskill.invoke_url("pay"), headers=mockskill.headers).status_code
+                for _ in range(2)
+            ]
+            assert statuses == [504, 200]
+            mockskill.check_assertions()
+
+        def test_out_of_order_is_a_miss(mockskill):
+            mockskill.expect_ordered_request("/a").respond_with_data("a")
+            mockskill.expect_ordered_request("/b").respond_with_data("b")
+            assert requests.get(mockskill.url + "/b", headers=mockskill.headers).status_code == 404
+            assert requests.get(mockskill.url + "/a", headers=mockskill.headers).text == "a"
+        """,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_out_of_order_is_a_miss _*",
+            "  GET /b matched nothing (404)",
+            "    near miss GET /b, case 1: the session's state is 'Started',"
+            " not 'ordered 1 met: GET /a'",
+            "*",
+            "mockskill: 1 expectation was never met:",
+            "  GET /b (ordered)",
+        ]
+    )
+
+
 def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> None:
     text = (ROOT / "docs" / "pytest.md").read_text()
-    (example,) = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
-    pytester.makepyfile(test_example=example)
+    examples = re.findall(r"^```py\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    pytester.makepyfile(**{f"test_example{i}": example for i, example in enumerate(examples)})
     result = pytester.runpytest(*QUIET, "--strict-markers")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=sum(e.count("\ndef test_") for e in examples))
+    assert len(examples) == 2
 
 
 # -- sharing one running server (--mockskill-url) -------------------------------------------
@@ -536,6 +605,23 @@ def sessions_of(server: Server) -> dict[str, list[int | None]]:
     for entry in server.journal():
         seen.setdefault(entry.session, []).append(entry.status)
     return seen
+
+
+def test_expectations_on_a_server_running_elsewhere_are_refused_saying_why(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    result = run(
+        pytester,
+        """
+        def test_expect(mockskill):
+            with pytest.raises(TypeError, match="need a mockskill.Server of this process"):
+                mockskill.expect("/orders")
+        """,
+        "--mockskill-url",
+        outer.url,
+    )
+    result.assert_outcomes(passed=1)
+    assert not any(name.startswith("expectations-") for name in outer.scenario_names)
 
 
 def test_inner_tests_share_a_running_server_each_from_its_own_start(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from hashlib import blake2b
+from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
@@ -22,8 +23,11 @@ from .actions import Urls
 from .entries import escaped, shorten
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
-from .replies import exhausted_reply
+from .replies import exhausted_reply, miss_reply
 from .store import NeedAnswer, SetState, Take, Taken
+
+if TYPE_CHECKING:
+    from .incoming import Incoming
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -85,7 +89,8 @@ def _take_parts(
 def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     """*decided* with its :attr:`Decided.chosen`: its target's step and random
     values, as *taken* (the answer to :func:`take`), all of it on the table it was
-    matched on; or, when the sequence is exhausted, the reply saying so. The draws are
+    matched on; or, when the sequence is exhausted, the reply saying so (a case that
+    ends with ``next``: the request passed on, :func:`passed_on`). The draws are
     seeded by the scenario's seed, else the server's (the table's).
 
     Nothing but *decided* and *taken* decides it. It is a Decided called, the
@@ -108,6 +113,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     else:
         index = sequence.step_at(position)
         if index is None:
+            if target.passes:
+                return passed_on(decided, target)
             reply = decided.urls.fill(exhausted_reply(target, decided.session, position))
             decided.chosen = Chosen(position=position, reply=reply)
             return decided
@@ -149,6 +156,20 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
 
 
+def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
+    """*decided*, its request passed on by *used* (a case over that ends with ``next``) to
+    the next case that takes it, the endpoint's steps, or a miss (:meth:`RoutingTable.passed_on`):
+    then its Take, resumed as the first was."""
+    kept = decided.request
+    assert kept is not None  # (kept for a target that passes: Engine.decide)
+    target = decided.table.passed_on(used, *kept)
+    decided.target = target
+    if isinstance(target, Miss):
+        decided.reply = decided.urls.fill(miss_reply(target))
+        return decided
+    return _new(Pending, (take(decided.table, target, decided.session), decided))
+
+
 @dataclass(slots=True)
 class Keyed:
     """What a request's ``Idempotency-Key`` decided (:mod:`.idempotency`), for a skill that
@@ -186,6 +207,9 @@ class Decided:
     idempotency: Keyed | None = None
     """What its ``Idempotency-Key`` decided, for a skill that honours it (None: not such a
     request; see :mod:`.idempotency`)."""
+    request: tuple[Incoming, str | None] | None = None
+    """The request and its session's scenario state (None: not read), kept only when its
+    case may pass it on (``end: next``), to match the cases after it."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen

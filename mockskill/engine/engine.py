@@ -353,9 +353,14 @@ class Engine:
         else:  # a provider refuses callers it must not serve before running the skill
             refusal = self._refusal(request, table, target)
             if isinstance(refusal, Pending):  # a token the store may know: judged on its answer
-                return self._judged(refusal, request, started, session, table, target, urls)
+                state = None if known is None else known[1]
+                return self._judged(
+                    refusal, (request, state), started, session, table, target, urls
+                )
             if refusal is None:  # a sequence step: the store takes the next position first
                 decided = Decided(started, session, table, target, urls, None, False)
+                if target.passes:  # a case that may pass the request on matches it again
+                    decided.request = (request, None if known is None else known[1])
                 if target.idempotent and _KEY in headers:  # the key is recalled before
                     return idempotency.keyed(request, decided, self.state.digest_key)
                 return _new(Pending, (choosing.take(table, target, session), decided))
@@ -423,7 +428,7 @@ class Engine:
     def _judged(
         self,
         refusal: Pending[Reply | None],
-        request: Incoming,
+        request: tuple[Incoming, str | None],
         started: float,
         session: str,
         table: RoutingTable,
@@ -436,7 +441,9 @@ class Engine:
         def judged(refused: Reply | None) -> Later[Decided]:
             filled = None if refused is None else urls.fill(refused)
             decided = Decided(started, session, table, target, urls, filled, False)
-            return self._choose(decided, request)
+            if target.passes:
+                decided.request = request
+            return self._choose(decided, request[0])
 
         return refusal.then(judged)
 

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.catalog import BASE_URL, Context
 from ..protocol.descriptor import descriptor_url, invoke_url
-from ..scenario.model import Case, Reply, Route, Scenario, ScenarioSet, Sequence, Skill
+from ..scenario.model import (
+    INITIAL_STATE,
+    Case,
+    Reply,
+    Route,
+    Scenario,
+    ScenarioSet,
+    Sequence,
+    Skill,
+)
 from ..scenario.routes import Router
 from . import conditions
 from .state import MAX_PATH, shorten
@@ -79,6 +88,8 @@ class Target:
     """Whether a step of the sequence is random: its requests take draw numbers."""
     idempotent: bool = field(init=False, compare=False)
     """Whether it is the invoke endpoint of a skill that honours ``Idempotency-Key``."""
+    passes: bool = field(init=False, compare=False)
+    """Whether it is a case whose sequence, once over, passes a request on (``end: next``)."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
@@ -88,6 +99,8 @@ class Target:
         object.__setattr__(self, "draws", any(step.random for step in steps))
         honours = self.skill is not None and self.skill.idempotency_key
         object.__setattr__(self, "idempotent", honours and self.kind == "invoke")
+        passes = self.case is not None and self.sequence is not None and self.sequence.end == "next"
+        object.__setattr__(self, "passes", passes)
 
     @property
     def label(self) -> str:
@@ -251,6 +264,13 @@ class RoutingTable:
             for r in self.routes
         ]
         self._router = Router((r.path, r.methods, i) for i, r in enumerate(self.routes))
+        self._passing: dict[str, tuple[Target, int]] = {
+            case.key: (endpoint, i)
+            for endpoint in (*self._describe.values(), *self._invoke.values(), *self._route_targets)
+            for i, case in enumerate(endpoint.cases)
+            if case.passes
+        }
+        """Each case that passes requests on (``end: next``): its endpoint, and its place."""
         # The surface's paths as written (no trailing or doubled slash) by one lookup; every
         # other spelling is split as before. Kept only where the split finds the same target.
         exact: dict[tuple[str, str], Target] = {}
@@ -323,6 +343,37 @@ class RoutingTable:
             for miss in missed[:MAX_NEAR_MISSES]
         )
         return Miss(request.method, request.path, near_misses=near, endpoint=shorten(endpoint))
+
+    def passed_on(self, used: Target, request: Incoming, state: str | None) -> Target | Miss:
+        """Where a request goes that *used*, a case whose sequence is over and ends with
+        ``next``, passes on: the first case after it that the request meets (in *state*,
+        the session's scenario state when a case requires one), else the endpoint's
+        default sequence, else a miss whose near misses say why each case did not take
+        it (a case whose conditions hold: its sequence is over)."""
+        endpoint, place = self._passing[used.key]
+        facts = conditions.Facts(request)
+        for target in endpoint.cases[place + 1 :]:
+            case = target.case
+            assert case is not None
+            if case.state is not None and case.state != state:
+                continue
+            if all(conditions.meets(c, facts) for c in case.conditions):
+                return target
+        if endpoint.sequence is not None:
+            return endpoint
+        over = "used up: its steps are played (end: next)"
+        missed = conditions.misses(endpoint.endpoint_cases, request)
+        for case, miss in zip(endpoint.endpoint_cases, missed, strict=True):
+            if case.state is not None and case.state != state:
+                shown = shorten(state or INITIAL_STATE)
+                miss["reasons"].insert(0, f"the session's state is {shown!r}, not {case.state!r}")
+        route = endpoint.route
+        label = route.label if route is not None else f"{request.method} {request.path}"
+        near = tuple(
+            {"route": f"{label}, {miss['case']}", "reasons": miss["reasons"] or [over]}
+            for miss in missed[:MAX_NEAR_MISSES]
+        )
+        return Miss(request.method, request.path, near_misses=near, endpoint=shorten(label))
 
     def _match_surface(self, method: str, path: str) -> Target | Miss | None:
         parts = path[1:].rstrip("/").split("/")

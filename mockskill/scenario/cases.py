@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import Case, Check, Condition, Operator, Sequence, ValueSource
+from .model import CASE_END_RULES, Case, Check, Condition, Operator, Sequence, ValueSource
 from .problems import Path, describe
 from .reader import Reader
 from .states import requiring
@@ -188,10 +188,11 @@ def _pattern(r: Reader, operand: Any, path: Path) -> Pattern | None:
 
 
 def unreachable(cases: tuple[Case, ...], r: Reader, path: Path) -> bool:
-    """Report each case after one with no conditions (it takes every request first);
-    True when there was one."""
+    """Report each case after one with no conditions (it takes every request first), but
+    one that passes requests on once its steps are played (``end: next``); True when
+    there was one."""
     for case in cases:
-        if not case.conditions and case.state is None:
+        if not case.conditions and case.state is None and case.sequence.end != "next":
             later = [c for c in cases if c.index > case.index]
             for shadowed in later:
                 r.bad(
@@ -281,7 +282,7 @@ def _read_case(
     if not played:
         r.bad(path, "a step (error:, json: ...) or steps: beside when:", "only when:")
         return None
-    sequence = read_sequence(r, played, path, ctx)
+    sequence = read_sequence(r, played, path, ctx, ends=CASE_END_RULES)
     if conditions is None or sequence is None or len(r.problems) > before:
         return None
     return Case(index, conditions, sequence, r.position(path), state)

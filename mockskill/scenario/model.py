@@ -26,6 +26,7 @@ from .source import Position
 from .when import Check, Condition, Operator, ValueSource
 
 __all__ = [
+    "CASE_END_RULES",
     "END_RULES",
     "FAULTS",
     "INITIAL_STATE",
@@ -60,8 +61,12 @@ __all__ = [
 """The frozen values; a reply and a case's conditions live in their own modules and are
 named from here too (:mod:`.reply`, :mod:`.conditions`)."""
 
-EndRule = Literal["last", "cycle", "fail"]
+EndRule = Literal["last", "cycle", "fail", "next"]
 END_RULES: tuple[EndRule, ...] = ("last", "cycle", "fail")
+"""What an endpoint's sequence may do after its last step."""
+CASE_END_RULES: tuple[EndRule, ...] = (*END_RULES, "next")
+"""What a case's may: ``next`` passes the request on to the cases after it (then the
+endpoint's steps, else a miss), as if the case did not hold."""
 FAULTS: tuple[str, ...] = FAULT_NAMES
 """The transport faults a step may name (``fault:``), as :mod:`.kinds` declares them."""
 TLS_FAULTS: tuple[str, ...] = TLS_FAULT_NAMES
@@ -218,14 +223,15 @@ class Sequence:
     def step_at(self, position: int) -> int | None:
         """The index of the step that answers request number *position* (0-based).
 
-        None when the sequence is exhausted and its end rule is ``fail``.
+        None when the sequence is exhausted and its end rule is ``fail`` (or a case's
+        ``next``: the request is passed on).
         """
         ends = self._ends
         length = ends[-1]  # self.length, without a property call: this runs for every request
         if position >= length:
             if self.end == "last":
                 return len(self.steps) - 1
-            if self.end == "fail":
+            if self.end != "cycle":  # fail, or next
                 return None
             position %= length
         return bisect.bisect_right(ends, position)

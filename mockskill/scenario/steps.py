@@ -29,6 +29,7 @@ from .model import (
     JSON_TYPE,
     TEXT_TYPE,
     Choice,
+    EndRule,
     Reply,
     Sequence,
     Step,
@@ -83,9 +84,17 @@ class StepContext:
 
 
 def read_sequence(
-    r: Reader, value: Any, path: Path, ctx: StepContext, default: Sequence | None = None
+    r: Reader,
+    value: Any,
+    path: Path,
+    ctx: StepContext,
+    default: Sequence | None = None,
+    *,
+    ends: tuple[EndRule, ...] = END_RULES,
 ) -> Sequence | None:
-    """An endpoint's sequence, or *default* when the key was not given (*value* is missing)."""
+    """An endpoint's sequence, or *default* when the key was not given (*value* is missing).
+
+    *ends*: the end rules it may have (a case's may be ``next`` too)."""
     if value is Reader.MISSING:
         return default
     if isinstance(value, list):
@@ -95,7 +104,15 @@ def read_sequence(
             return None
         raw_steps, steps_path = value["steps"], (*path, "steps")
         end = value.get("end", "last")
-        r.among(end, (*path, "end"), END_RULES)
+        if end == "next" and end not in ends:
+            r.bad(
+                (*path, "end"),
+                f"one of {', '.join(ends)}",
+                "'next' (a string)",
+                "next passes a request on to the next case: only a case's steps may end so",
+            )
+        else:
+            r.among(end, (*path, "end"), ends)
         if not isinstance(raw_steps, list):
             r.bad(steps_path, "a list of steps", describe(raw_steps))
             return None
@@ -116,7 +133,7 @@ def read_sequence(
         step = read_step(r, raw, path if steps_path is None else (*steps_path, i), ctx)
         if step is not None:
             steps.append(step)
-    if len(steps) != len(raw_steps) or end not in END_RULES:
+    if len(steps) != len(raw_steps) or end not in ends:
         return None
     return Sequence(tuple(steps), end)
 

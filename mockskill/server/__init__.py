@@ -5,6 +5,8 @@ A face: the command line, the pytest plugin and user code run it. Modules:
 - ``server`` — :class:`Server`: binds, serves the event-loop transport, stops; its
   scenario methods delegate to :mod:`mockskill.control`'s registry, its HTTPS ones
   to ``https``;
+- ``expectations`` — :meth:`Server.expect`: expectations from Python, as
+  pytest-httpserver users write them, served as scenarios and checked from the journal;
 - ``dispatch`` — what the transport asks of mockskill request by request:
   skill requests to the engine, ``/__admin`` to the WSGI app in a thread pool;
 - ``https`` — :class:`~.https.ServerTLS`: HTTPS ports, the server's certificate

@@ -48,6 +48,7 @@ from ..transport.ports import RefusedPort
 from ..transport.tls_faults import Failed
 from .access_log import access_log, log_request, log_to_stderr, masked
 from .dispatch import LoopDispatcher
+from .expectations import Expectations, Expecting
 from .https import ServerTLS, journal_handshake
 from .listening import (
     BACKLOG,
@@ -88,7 +89,7 @@ DEFAULT_HEADER_TIMEOUT = Limits.header_timeout
 """Seconds a request head may take (slowloris → 408)."""
 
 
-class Server:
+class Server(Expecting):
     """mockskill on a port, served from a background thread.
 
     ``scenarios`` is a :class:`~mockskill.scenario.model.ScenarioSet`, YAML text, a
@@ -201,6 +202,8 @@ class Server:
         )
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
+        self.expectations = Expectations(self)
+        """What :meth:`expect` added, as scenarios of the registry (docs/pytest.md)."""
         if shares is not None:
             try:
                 self.registry.share_at(shares, joins=scenarios is None)

@@ -273,6 +273,83 @@ def test_end_fail_answers_a_clear_mockskill_error(serve: Serve, session: dict[st
     assert error["details"]["session"] == session["Mockskill-Session"]
 
 
+def test_a_case_that_ends_with_next_passes_requests_on_once_its_steps_are_played(
+    serve: Serve, session: dict[str, str]
+) -> None:
+    server = serve(
+        """
+        skills:
+          - id: pay
+            invoke:
+              cases:
+                - when: {}
+                  steps: [{error: EXECUTION_TIMEOUT}]
+                  end: next
+                - when: {body: {/card: "4242"}}
+                  steps: [{json: {paid: true}}]
+                  end: next
+              steps:
+                - json: {paid: false}
+          - id: once
+            invoke:
+              cases:
+                - when: {headers: {X-Try: "1"}}
+                  steps: [{json: {first: true}}]
+                  end: next
+        """
+    )
+    card = {"card": "4242"}
+    answers = [invoke(server, "pay", json=card, headers=session).json() for _ in range(3)]
+    assert answers[0]["error"]["code"] == "EXECUTION_TIMEOUT"
+    assert answers[1:] == [{"paid": True}, {"paid": False}]
+    # Per session, as every position: another session starts with the first case.
+    other = invoke(server, "pay", json=card, headers={"Mockskill-Session": "other"})
+    assert other.status_code == 504
+    journal = server.journal(session["Mockskill-Session"])
+    assert [(e.case, e.step) for e in journal] == [(0, 0), (1, 0), (None, 0)]
+    tried = {**session, "X-Try": "1"}
+    assert invoke(server, "once", headers=tried).json() == {"first": True}
+    missed = invoke(server, "once", headers=tried)
+    assert missed.status_code == 404
+    assert missed.json()["error"]["details"]["near_misses"] == [
+        {
+            "route": "POST /skills/once/invoke, case 1",
+            "reasons": ["used up: its steps are played (end: next)"],
+        }
+    ]
+    assert server.journal(session["Mockskill-Session"])[-1].endpoint == "unmatched"
+
+
+def test_a_case_passes_a_request_on_only_to_a_case_the_session_s_state_lets_take_it(
+    serve: Serve, session: dict[str, str]
+) -> None:
+    server = serve(
+        """
+        name: login
+        routes:
+          - path: /login
+            method: POST
+            steps: [{status: 204, set_state: in}]
+          - path: /me
+            cases:
+              - when: {}
+                steps: [{json: {first: true}}]
+                end: next
+              - state: in
+                json: {me: alice}
+            steps: [{status: 401}]
+        """
+    )
+
+    def me() -> requests.Response:
+        return requests.get(f"{server.url}/me", headers=session, timeout=10)
+
+    assert me().json() == {"first": True}
+    assert me().status_code == 401  # not in: the default steps
+    requests.post(f"{server.url}/login", headers=session, timeout=10)
+    assert me().json() == {"me": "alice"}
+
+
 def test_positions_are_exact_under_concurrency(serve: Serve) -> None:
     server = serve(FLAKY_CYCLE)
     headers = {"Mockskill-Session": "concurrency"}

@@ -396,3 +396,41 @@ def test_cases_must_be_a_non_empty_list() -> None:
     assert_problem(
         problem, "skills[0].invoke.cases", 4, 14, "a list of cases", "a list of 0 items", ""
     )
+
+
+def test_a_case_may_end_with_next_and_the_cases_after_an_empty_one_that_does_are_reachable() -> (
+    None
+):
+    skill = skill_of(
+        cases_yaml(
+            """\
+            - when: {}
+              steps: [{json: {first: true}}]
+              end: next
+            - when: {body: {/x: 1}}
+              json: {}
+            """
+        )
+    )
+    assert [case.sequence.end for case in skill.invoke_cases] == ["next", "last"]
+
+
+def test_next_ends_only_a_case_s_steps() -> None:
+    [problem] = problems_in(
+        """\
+        skills:
+          - id: translate
+            invoke:
+              end: next
+              steps: [{json: {}}]
+        """
+    )
+    assert_problem(
+        problem,
+        "skills[0].invoke.end",
+        4,
+        12,
+        "one of last, cycle, fail",
+        "'next'",
+        "only a case's steps may end so",
+    )

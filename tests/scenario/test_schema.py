@@ -24,7 +24,7 @@ from jsonschema.exceptions import best_match
 import mockskill
 from mockskill.protocol import catalog
 from mockskill.scenario import cases, delays, loader, steps
-from mockskill.scenario.model import END_RULES, FAULTS
+from mockskill.scenario.model import CASE_END_RULES, END_RULES, FAULTS
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
 from mockskill.scenario.source import read_text
@@ -144,6 +144,7 @@ def test_error_codes_are_the_served_codes() -> None:
 def test_end_rules_and_limits_match_the_loader() -> None:
     defs = SCHEMA["$defs"]
     assert defs["end"]["enum"] == list(END_RULES)
+    assert defs["case_end"]["enum"] == list(CASE_END_RULES)
     lower = [method.lower() for method in loader.HTTP_METHODS]
     assert defs["method"]["anyOf"][0]["enum"] == [*loader.HTTP_METHODS, *lower]
 
