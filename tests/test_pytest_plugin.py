@@ -15,14 +15,19 @@ from pathlib import Path
 
 import pytest
 import requests  # imported once here: in-process inner runs then share it
+import trustme  # noqa: F401  (and so is the local CA's key maker: see below)
 from redis_server import RedisServer
 
 # The admin app's modules (Flask among them) are imported here too: a server of this
 # process builds its admin app on its first /__admin request, which may come from an
 # in-process inner run; pytester then drops the modules first imported during that run,
 # and a later run's Flask is a new module whose request context the app never pushes
-# ("Working outside of request context", when this file runs alone).
-import mockskill.admin.blueprint  # noqa: F401
+# ("Working outside of request context", when this file runs alone). Likewise the TLS
+# modules: cryptography's compiled core keeps the classes of its first import, and a
+# curve of a second import of its Python modules is not one of them ("curve must be an
+# EllipticCurve instance" in a later HTTPS server's local CA, in this process).
+import mockskill.admin.blueprint
+import mockskill.transport.tls  # noqa: F401
 from mockskill import Server
 
 pytest_plugins = ["pytester"]
