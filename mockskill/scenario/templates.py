@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -155,13 +154,22 @@ class Values:
         return self.attempt_number
 
     def fresh_id(self) -> str:
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        return uuid4_text(self.rng.getrandbits(128))
 
     def random_int(self, low: int, high: int) -> int:
         return self.rng.randint(low, high)
 
     def now_ms(self) -> int:
         return self.clock_ms()
+
+
+def uuid4_text(bits: int) -> str:
+    """128 random *bits* as a version 4 UUID's text (what ``uuid.UUID(int=bits, version=4)``
+    writes, without importing :mod:`uuid` at start-up)."""
+    bits = (bits & ~(0xF000 << 64)) | (0x4000 << 64)  # the version: 4
+    bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # the variant: RFC 4122's
+    h = f"{bits:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class Lacking:
@@ -403,19 +411,18 @@ class Placeholder:
 
     def as_json(self, reading: Reading) -> str:
         """The value as JSON text (ASCII), keeping its type."""
-        value = self.read(reading)
         try:
-            return _encode(value, reading, text=False)
+            return _encode(self.read(reading), reading, text=False)
         except _Failed as failed:
             raise _Failed(failed.why, failed.placeholder or self) from None
 
     def as_text(self, reading: Reading) -> str:
         """The value as text: a string as it is, anything else as compact JSON."""
-        value = self.read(reading)
-        if type(value) is str:
-            reading.spend(len(value))
-            return value
         try:
+            value = self.read(reading)
+            if type(value) is str:
+                reading.spend(len(value))
+                return value
             return _encode(value, reading, text=True)
         except _Failed as failed:
             raise _Failed(failed.why, failed.placeholder or self) from None
