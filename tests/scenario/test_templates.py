@@ -146,6 +146,13 @@ def test_a_templated_json_answer_keeps_reply_json_spacing_around_its_holes() -> 
     assert rendered == b'{"a": [1, 1], "b": {"c": "x"}}'
 
 
+def test_keys_that_yaml_reads_as_numbers_or_null_are_written_as_json_writes_them() -> None:
+    rendered = json_template("{1: '{{session}}', null: 2, false: [], 2.5: x}").render(
+        Reading(request())
+    )
+    assert rendered == json.dumps({1: "default", None: 2, False: [], 2.5: "x"}).encode()
+
+
 # -- problems at load, positioned ----------------------------------------------------------
 
 
