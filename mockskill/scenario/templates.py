@@ -47,12 +47,14 @@ is built further. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
 
 from .cases import parse_pointer
@@ -166,10 +168,12 @@ class Values:
 def uuid4_text(bits: int) -> str:
     """128 random *bits* as a version 4 UUID's text (what ``uuid.UUID(int=bits, version=4)``
     writes, without importing :mod:`uuid` at start-up)."""
-    bits = (bits & ~(0xF000 << 64)) | (0x4000 << 64)  # the version: 4
-    bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # the variant: RFC 4122's
-    h = f"{bits:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    h = bits.to_bytes(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {f"{n:x}": "89ab"[n & 3] for n in range(16)}
+"""A hex digit with its top two bits made RFC 4122's variant, 10."""
 
 
 class Lacking:
@@ -212,7 +216,10 @@ class Reading:
         """Count *size* more characters of the answer; stop it when it is over its limit."""
         self.left -= size
         if self.left < 0:
-            raise _Failed(f"the answer would be larger than {self.limit} bytes")
+            raise _Failed(self.over())
+
+    def over(self) -> str:
+        return f"the answer would be larger than {self.limit} bytes"
 
     def json(self) -> Any:
         """The body as JSON, or a :class:`Lacking` saying why it is not."""
@@ -222,7 +229,7 @@ class Reading:
                 self._body = Lacking("the body is empty")
             else:
                 try:
-                    self._body = json.loads(body)
+                    self._body = _json(body)
                 except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
                     self._body = Lacking("the body is not JSON")
         return self._body
@@ -236,6 +243,22 @@ class Reading:
         if self._now is None:
             self._now = self.source.now_ms()
         return self._now
+
+
+def _json(body: bytes) -> Any:
+    """*body* read as ``when: body:`` reads it (``json.loads`` of the bytes: UTF-8 with or
+    without a BOM, UTF-16, UTF-32), decoded first when it is UTF-8, the common case, as
+    decoding is most of what reading bytes costs."""
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        return json.loads(body)
+    try:
+        return json.loads(text)
+    except ValueError:
+        if text.startswith("\ufeff"):
+            return json.loads(body)
+        raise
 
 
 # -- the values a placeholder reads -------------------------------------------------------
@@ -323,8 +346,13 @@ class _FreshId:
 class _Now:
     def read(self, reading: Reading) -> Any:
         ms = reading.now_ms()
-        seconds = datetime.fromtimestamp(ms // 1000, UTC)
-        return seconds.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+        return _second(ms // 1000) + f".{ms % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=1)
+def _second(epoch: int) -> str:
+    """The second *epoch* in ISO 8601, kept while it lasts (every answer in it asks)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
 
 
 @dataclass(frozen=True)
@@ -401,38 +429,50 @@ class Placeholder:
     has_default: bool = False
     default: Any = None
 
-    def read(self, reading: Reading) -> Any:
-        found = self.value.read(reading)
-        if type(found) is Lacking:
-            if self.has_default:
-                return self.default
-            raise _Failed(found.why, self)
-        return found
-
     def as_json(self, reading: Reading) -> str:
         """The value as JSON text (ASCII), keeping its type."""
-        try:
-            return _encode(self.read(reading), reading, text=False)
-        except _Failed as failed:
-            raise _Failed(failed.why, failed.placeholder or self) from None
+        value = self.value.read(reading)
+        if type(value) is not str:
+            return self._encoded(value, reading, text=False)
+        reading.left -= len(value) + 2  # at least this much: counted before the copy is made
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        out: str = encode_basestring_ascii(value)
+        reading.left -= len(out) - len(value) - 2
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        return out
 
     def as_text(self, reading: Reading) -> str:
         """The value as text: a string as it is, anything else as compact JSON."""
+        value = self.value.read(reading)
+        if type(value) is not str:
+            return self._encoded(value, reading, text=True)
+        reading.left -= len(value)
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        return value
+
+    def _encoded(self, value: Any, reading: Reading, *, text: bool) -> str:
+        """A value that is not a string, or one the request lacks, as JSON or text."""
+        if type(value) is Lacking:
+            if not self.has_default:
+                raise _Failed(value.why, self)
+            value = self.default
         try:
-            value = self.read(reading)
-            if type(value) is str:
+            if text and type(value) is str:  # a default: a string as it is
                 reading.spend(len(value))
                 return value
-            return _encode(value, reading, text=True)
+            return _encode(value, reading, text=text)
         except _Failed as failed:
-            raise _Failed(failed.why, failed.placeholder or self) from None
+            raise _Failed(failed.why, self) from None
 
 
 def _encode(value: Any, reading: Reading, *, text: bool) -> str:
     """*value* as JSON, spending as it grows: a large value stops the answer before it is
     copied, and a container is encoded a piece at a time (never whole past the limit)."""
     if type(value) is str:
-        reading.spend(len(value) + 2)  # at least this much: checked before the copy is made
+        reading.spend(len(value) + 2)  # at least this much: counted before the copy is made
         out = json.dumps(value, ensure_ascii=not text)
         reading.spend(len(out) - len(value) - 2)
         return out
@@ -481,6 +521,8 @@ class Template:
 
     parts: tuple[str | Placeholder, ...]
     where: str
+    literal: int
+    """The length of its literal text, counted against the limit at once."""
 
     @property
     def constant(self) -> str | None:
@@ -503,14 +545,14 @@ class Template:
     def text(self, reading: Reading) -> str | NotRendered:
         """The string rendered (a ``text:`` answer, an error's message)."""
         try:
-            return self._text(reading, header=False)
+            return self._text(reading)
         except _Failed as failed:
             return _not_rendered(failed, self.where)
 
     def body(self, reading: Reading) -> bytes | NotRendered:
         """The string rendered as UTF-8 (a lone surrogate from a JSON body: ``?``)."""
         try:
-            text = self._text(reading, header=False)
+            text = self._text(reading)
             out = text.encode("utf-8", "replace")
             reading.spend(len(out) - len(text))
         except _Failed as failed:
@@ -521,24 +563,32 @@ class Template:
         """The string rendered as a header's value: a value read from the request that
         would break the header (a line break, a control character, a character beyond
         ISO-8859-1) is refused, never sent."""
+        out = []
         try:
-            return self._text(reading, header=True)
+            reading.spend(self.literal)
+            for part in self.parts:
+                if type(part) is str:
+                    out.append(part)
+                    continue
+                assert type(part) is Placeholder
+                piece = part.as_text(reading)
+                if not _fits_header(piece):
+                    raise _Failed("the value holds characters a header cannot carry", part)
+                out.append(piece)
         except _Failed as failed:
             return _not_rendered(failed, self.where)
-
-    def _text(self, reading: Reading, *, header: bool) -> str:
-        out = []
-        for part in self.parts:
-            if type(part) is str:
-                reading.spend(len(part))
-                out.append(part)
-                continue
-            assert type(part) is Placeholder
-            piece = part.as_text(reading)
-            if header and not _fits_header(piece):
-                raise _Failed("the value holds characters a header cannot carry", part)
-            out.append(piece)
         return "".join(out)
+
+    def as_json(self, reading: Reading) -> str:
+        """The string rendered, as a JSON string (ASCII): a hole of a :class:`JsonTemplate`."""
+        text = self._text(reading)
+        out: str = encode_basestring_ascii(text)
+        reading.spend(len(out) - len(text))
+        return out
+
+    def _text(self, reading: Reading) -> str:
+        reading.spend(self.literal)
+        return "".join([p if isinstance(p, str) else p.as_text(reading) for p in self.parts])
 
 
 def _fits_header(value: str) -> bool:
@@ -553,34 +603,25 @@ class JsonTemplate:
     """A ``json:`` answer compiled: its JSON text in pieces, written at load, and holes
     (a :class:`Placeholder` that is a whole string, a :class:`Template` inside one)."""
 
-    parts: tuple[bytes | Placeholder | Template, ...]
+    parts: tuple[str | Placeholder | Template, ...]
     where: str
+    literal: int
+    """The length of its JSON text between the holes, counted against the limit at once."""
 
     @property
     def constant(self) -> bytes | None:
         """The answer's bytes when nothing in it is a placeholder (it is planned once)."""
-        if len(self.parts) == 1 and type(self.parts[0]) is bytes:
-            return self.parts[0]
+        if len(self.parts) == 1 and type(self.parts[0]) is str:
+            return self.parts[0].encode()
         return None
 
     def render(self, reading: Reading) -> bytes | NotRendered:
-        out = []
         try:
-            for part in self.parts:
-                if type(part) is bytes:
-                    reading.spend(len(part))
-                    out.append(part)
-                elif type(part) is Placeholder:
-                    out.append(part.as_json(reading).encode())
-                else:
-                    assert type(part) is Template
-                    text = part._text(reading, header=False)
-                    written = json.dumps(text)
-                    reading.spend(len(written) - len(text))
-                    out.append(written.encode())
+            reading.spend(self.literal)
+            out = [p if isinstance(p, str) else p.as_json(reading) for p in self.parts]
         except _Failed as failed:
             return _not_rendered(failed, self.where)
-        return b"".join(out)
+        return "".join(out).encode()  # (JSON written with ensure_ascii: ASCII)
 
 
 # -- reading a template at load ------------------------------------------------------------
@@ -602,7 +643,8 @@ def compile_text(r: Reader, text: str, path: Path, *, at_key: bool = False) -> T
     where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
     parts, flaws = _parse(text, where)
     if not flaws:
-        return Template(tuple(parts), where)
+        literal = sum(len(p) for p in parts if type(p) is str)
+        return Template(tuple(parts), where, literal)
     lines = r.doc.text.splitlines()
     for flaw in flaws:
         at_line, at_column = _inside(lines, line, column, text, flaw.offset)
@@ -626,25 +668,26 @@ def compile_json(r: Reader, value: Any, path: Path) -> JsonTemplate | None:
     line, column = r.doc.position(path)
     where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
     before = len(r.problems)
-    pieces: list[bytes | Placeholder | Template] = []
+    pieces: list[str | Placeholder | Template] = []
     _compile_value(r, value, path, pieces)
     if len(r.problems) > before:
         return None
-    parts: list[bytes | Placeholder | Template] = []
+    parts: list[str | Placeholder | Template] = []
     for piece in pieces:  # neighbouring literal pieces are one
-        if type(piece) is bytes and parts and type(parts[-1]) is bytes:
+        if type(piece) is str and parts and type(parts[-1]) is str:
             parts[-1] += piece
         else:
             parts.append(piece)
-    return JsonTemplate(tuple(parts), where)
+    literal = sum(len(p) for p in parts if type(p) is str)
+    return JsonTemplate(tuple(parts), where, literal)
 
 
 def _compile_value(
-    r: Reader, value: Any, path: Path, out: list[bytes | Placeholder | Template]
+    r: Reader, value: Any, path: Path, out: list[str | Placeholder | Template]
 ) -> None:
     if not _has_braces(value):
         try:  # as Reply.json writes it, so an answer without placeholders is unchanged
-            out.append(json.dumps(value, allow_nan=False).encode())
+            out.append(json.dumps(value, allow_nan=False))
         except ValueError as exc:
             r.bad(path, "JSON values (no .nan or .inf)", str(exc))
         return
@@ -656,24 +699,24 @@ def _compile_value(
         if whole is not None:
             out.append(whole)
         elif constant is not None:
-            out.append(json.dumps(constant).encode())
+            out.append(json.dumps(constant))
         else:
             out.append(template)
     elif isinstance(value, list):
-        out.append(b"[")
+        out.append("[")
         for index, item in enumerate(value):
             if index:
-                out.append(b", ")
+                out.append(", ")
             _compile_value(r, item, (*path, index), out)
-        out.append(b"]")
+        out.append("]")
     else:
-        out.append(b"{")
+        out.append("{")
         for index, (key, item) in enumerate(value.items()):
             if index:
-                out.append(b", ")
-            out.append(_key(r, key, (*path, key)).encode() + b": ")
+                out.append(", ")
+            out.append(_key(r, key, (*path, key)) + ": ")
             _compile_value(r, item, (*path, key), out)
-        out.append(b"}")
+        out.append("}")
 
 
 def _has_braces(value: Any) -> bool:
