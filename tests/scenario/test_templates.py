@@ -445,6 +445,20 @@ def test_the_whole_body_is_the_pointer_to_its_root() -> None:
     assert text_of("got {{request.body}}", request({"a": [1, "é"]})) == 'got {"a":[1,"é"]}'
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"t": "é"}'.encode(),
+        b"\xef\xbb\xbf" + '{"t": "é"}'.encode(),
+        '{"t": "é"}'.encode("utf-16"),
+        '{"t": "é"}'.encode("utf-32-le"),
+    ],
+    ids=["utf-8", "utf-8-bom", "utf-16", "utf-32"],
+)
+def test_a_body_is_read_as_json_as_a_case_reads_it(body: bytes) -> None:
+    assert text_of("{{request.body/t}}", request(body)) == "é"
+
+
 def test_the_time_has_its_milliseconds_and_is_read_once_per_answer() -> None:
     ticks = iter([NOON + 7, NOON + 999_999])
     source = request(clock_ms=lambda: next(ticks))
