@@ -1,0 +1,1021 @@
+"""Answers made from the request and the run: ``{{...}}`` placeholders, compiled at load.
+
+One syntax, read once when a scenario is loaded (never at request time):
+
+==============================  ===============================================  =======
+placeholder                     is replaced by                                   a whole
+                                                                                 value is
+==============================  ===============================================  =======
+``{{request.body}}``            the request's JSON body                          its JSON
+``{{request.body/input/text}}`` the value a JSON Pointer (RFC 6901) names in it  its JSON
+``{{request.header.X-Name}}``   a request header (any case; the first one)       string
+``{{request.query.name}}``      a query parameter (the first value)              string
+``{{request.path.name}}``       a path variable of a free route                  string
+``{{skill.id}}``                the skill answering                              string
+``{{session}}``                 the session                                      string
+``{{attempt}}``                 the attempt within the session's sequence, 1...  number
+``{{id}}``                      this answer's fresh id (the same in all of it)   string
+``{{now}}``                     this answer's time, ISO 8601 UTC                 string
+``{{now.epoch_ms}}``            the same time in milliseconds since 1970         number
+``{{random.int 1 100}}``        a whole number from 1 to 100 (each a new draw)   number
+==============================  ===============================================  =======
+
+A value the request may lack (``request.*`` and ``skill.id``) may be given a
+default: ``{{request.body/lang | default "en"}}``; the default is a JSON
+scalar (``"text"``, ``0``, ``true``, ``null``). Without one, a missing value
+(or a pointer into a body that is not JSON) makes the answer a
+:class:`NotRendered` naming the placeholder, for the engine to answer as a
+labelled error. Spaces inside the braces are allowed; the first ``}}``
+closes a placeholder (so a default cannot hold ``}}``).
+
+A placeholder that is a whole string of a ``json:`` answer keeps the JSON
+type of what it reads (a number stays a number, an object an object);
+inside a longer string, or in text and headers, it is rendered as text
+(strings as they are, other values as compact JSON). ``\\{{`` writes a
+literal ``{{``; backslashes anywhere else are literal text (``\\\\{{``: one
+backslash, then a placeholder). Single braces are never read here: the
+server's ``{base_url}`` keeps being filled in as it is.
+
+Everything that can be wrong is a positioned problem at load: unknown names
+(with a did-you-mean), malformed pointers, unclosed or nested placeholders, a
+placeholder in a default or in a key, ``{{{`` (Handlebars' unescaped form).
+Rendering only looks values up: no code runs, nothing is read but the
+request and the :class:`Source` handed in, a rendered value is never read as
+a template again, and an answer stops at :data:`MAX_RENDERED_BYTES` before it
+is built further. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
+from typing import Any, Protocol
+
+from .cases import parse_pointer
+from .problems import Path, Problem, format_path
+from .reader import Reader
+
+MAX_RENDERED_BYTES = 1024 * 1024
+"""The largest answer a template renders: more is a :class:`NotRendered`, not memory."""
+
+LARGEST_INT = 2**53 - 1
+"""The bound of ``random.int``'s arguments: the whole numbers every JSON reader keeps exact."""
+
+OPEN, CLOSE, ESCAPE = "{{", "}}", "\\"
+
+NAMES = (
+    "request.body/POINTER, request.header.NAME, request.query.NAME, request.path.NAME,"
+    " skill.id, session, attempt, id, now, now.epoch_ms or random.int LOW HIGH"
+)
+"""Every placeholder, as a problem lists them."""
+
+
+# -- what a template reads from ---------------------------------------------------------
+
+
+class Source(Protocol):
+    """What a template may read: the request, the run's generator and its clock.
+
+    Each is asked only when a placeholder needs it (the engine's source reads
+    the request lazily); one :class:`Reading` asks at most once per answer for
+    the body, the fresh id and the time.
+    """
+
+    def body(self) -> bytes: ...
+
+    def header(self, name: str) -> str | None:
+        """The first header called *name* (lower case); None when there is none."""
+
+    def query(self, name: str) -> str | None:
+        """The first value of query parameter *name*; None when there is none."""
+
+    def path_param(self, name: str) -> str | None:
+        """Path variable *name* of the free route answering; None when it has none."""
+
+    def skill_id(self) -> str | None:
+        """The skill answering; None for a free route."""
+
+    def session(self) -> str: ...
+
+    def attempt(self) -> int:
+        """The request's attempt within its session's sequence, from 1."""
+
+    def fresh_id(self) -> str:
+        """A new id, from the run's seeded generator."""
+
+    def random_int(self, low: int, high: int) -> int:
+        """A whole number from *low* to *high* inclusive, from the run's seeded generator."""
+
+    def now_ms(self) -> int:
+        """The time, in milliseconds since 1970 (UTC)."""
+
+
+@dataclass(frozen=True)
+class Values:
+    """A :class:`Source` of plain values: ids and numbers from *rng*, the time from *clock_ms*.
+
+    Ids are UUID version 4 in form, drawn from *rng*: the same seed, the same ids.
+    """
+
+    request_body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query_params: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    path_params: Mapping[str, str] = field(default_factory=dict)
+    skill: str | None = None
+    session_name: str = "default"
+    attempt_number: int = 1
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    clock_ms: Callable[[], int] = lambda: 0
+
+    def body(self) -> bytes:
+        return self.request_body
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers.items() if k.lower() == name), None)
+
+    def query(self, name: str) -> str | None:
+        values = self.query_params.get(name)
+        return values[0] if values else None
+
+    def path_param(self, name: str) -> str | None:
+        return self.path_params.get(name)
+
+    def skill_id(self) -> str | None:
+        return self.skill
+
+    def session(self) -> str:
+        return self.session_name
+
+    def attempt(self) -> int:
+        return self.attempt_number
+
+    def fresh_id(self) -> str:
+        return uuid4_text(self.rng.getrandbits(128))
+
+    def random_int(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+    def now_ms(self) -> int:
+        return self.clock_ms()
+
+
+def uuid4_text(bits: int) -> str:
+    """128 random *bits* as a version 4 UUID's text (what ``uuid.UUID(int=bits, version=4)``
+    writes, without importing :mod:`uuid` at start-up)."""
+    h = bits.to_bytes(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {f"{n:x}": "89ab"[n & 3] for n in range(16)}
+"""A hex digit with its top two bits made RFC 4122's variant, 10."""
+
+
+class Lacking:
+    """A value the request does not have, and why (a default stands in for it)."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+class _Failed(Exception):
+    """Rendering stops: *why*, at *placeholder* (None: the answer as a whole)."""
+
+    def __init__(self, why: str, placeholder: Placeholder | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.placeholder = placeholder
+
+
+_UNREAD: Any = object()
+
+
+class Reading:
+    """One answer's reading of its request: the body parsed, the id and the time taken
+    at most once (so ``{{id}}`` and ``{{now}}`` agree between body and headers), and
+    what the answer may still grow by."""
+
+    __slots__ = ("_body", "_id", "_now", "left", "limit", "source")
+
+    def __init__(self, source: Source, limit: int = MAX_RENDERED_BYTES) -> None:
+        self.source = source
+        self.limit = limit
+        self.left = limit
+        self._body: Any = _UNREAD
+        self._id: str | None = None
+        self._now: int | None = None
+
+    def spend(self, size: int) -> None:
+        """Count *size* more characters of the answer; stop it when it is over its limit."""
+        self.left -= size
+        if self.left < 0:
+            raise _Failed(self.over())
+
+    def over(self) -> str:
+        return f"the answer would be larger than {self.limit} bytes"
+
+    def json(self) -> Any:
+        """The body as JSON, or a :class:`Lacking` saying why it is not."""
+        if self._body is _UNREAD:
+            body = self.source.body()
+            if not body:
+                self._body = Lacking("the body is empty")
+            else:
+                try:
+                    self._body = _json(body)
+                except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+                    self._body = Lacking("the body is not JSON")
+        return self._body
+
+    def fresh_id(self) -> str:
+        if self._id is None:
+            self._id = self.source.fresh_id()
+        return self._id
+
+    def now_ms(self) -> int:
+        if self._now is None:
+            self._now = self.source.now_ms()
+        return self._now
+
+
+def _json(body: bytes) -> Any:
+    """*body* read as ``when: body:`` reads it (``json.loads`` of the bytes: UTF-8 with or
+    without a BOM, UTF-16, UTF-32), decoded first when it is UTF-8, the common case, as
+    decoding is most of what reading bytes costs."""
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        return json.loads(body)
+    try:
+        return json.loads(text)
+    except ValueError:
+        if text.startswith("\ufeff"):
+            return json.loads(body)
+        raise
+
+
+# -- the values a placeholder reads -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Body:
+    written: str
+    pointer: tuple[str, ...]
+
+    def read(self, reading: Reading) -> Any:
+        value = reading.json()
+        if type(value) is Lacking:
+            return value
+        for token in self.pointer:
+            if isinstance(value, dict) and token in value:
+                value = value[token]
+            elif isinstance(value, list) and _is_index(token) and int(token) < len(value):
+                value = value[int(token)]
+            else:
+                return Lacking(f"the body has nothing at {self.written}")
+        return value
+
+
+def _is_index(token: str) -> bool:
+    """RFC 6901's array index, ``0|[1-9][0-9]*``, in ASCII digits."""
+    return token.isascii() and token.isdigit() and (token[0] != "0" or token == "0")
+
+
+@dataclass(frozen=True)
+class _Header:
+    name: str
+
+    def read(self, reading: Reading) -> Any:
+        found = reading.source.header(self.name)
+        return Lacking(f"the request has no {self.name} header") if found is None else found
+
+
+@dataclass(frozen=True)
+class _Query:
+    name: str
+
+    def read(self, reading: Reading) -> Any:
+        found = reading.source.query(self.name)
+        return (
+            Lacking(f"the request has no query parameter {self.name}") if found is None else found
+        )
+
+
+@dataclass(frozen=True)
+class _PathParam:
+    name: str
+
+    def read(self, reading: Reading) -> Any:
+        found = reading.source.path_param(self.name)
+        return Lacking(f"the path has no variable {self.name}") if found is None else found
+
+
+@dataclass(frozen=True)
+class _SkillId:
+    def read(self, reading: Reading) -> Any:
+        found = reading.source.skill_id()
+        return Lacking("a free route answers, not a skill") if found is None else found
+
+
+@dataclass(frozen=True)
+class _Session:
+    def read(self, reading: Reading) -> Any:
+        return reading.source.session()
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    def read(self, reading: Reading) -> Any:
+        return reading.source.attempt()
+
+
+@dataclass(frozen=True)
+class _FreshId:
+    def read(self, reading: Reading) -> Any:
+        return reading.fresh_id()
+
+
+@dataclass(frozen=True)
+class _Now:
+    def read(self, reading: Reading) -> Any:
+        ms = reading.now_ms()
+        return _second(ms // 1000) + f".{ms % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=1)
+def _second(epoch: int) -> str:
+    """The second *epoch* in ISO 8601, kept while it lasts (every answer in it asks)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
+
+
+@dataclass(frozen=True)
+class _NowMs:
+    def read(self, reading: Reading) -> Any:
+        return reading.now_ms()
+
+
+@dataclass(frozen=True)
+class _RandomInt:
+    low: int
+    high: int
+
+    def read(self, reading: Reading) -> Any:
+        return reading.source.random_int(self.low, self.high)
+
+
+_Value = (
+    _Body
+    | _Header
+    | _Query
+    | _PathParam
+    | _SkillId
+    | _Session
+    | _Attempt
+    | _FreshId
+    | _Now
+    | _NowMs
+    | _RandomInt
+)
+_MAY_LACK = (_Body, _Header, _Query, _PathParam, _SkillId)
+"""The values a default may stand in for; the others are always there."""
+_PLAIN: dict[str, _Value] = {
+    "skill.id": _SkillId(),
+    "session": _Session(),
+    "attempt": _Attempt(),
+    "id": _FreshId(),
+    "now": _Now(),
+    "now.epoch_ms": _NowMs(),
+}
+_FAMILIES = ("request.header", "request.query", "request.path")
+_KNOWN = ("request.body", *_FAMILIES, *_PLAIN, "random.int")
+"""What a misspelt name is compared with, for a did-you-mean."""
+_HABITS = {
+    "uuid": "id",
+    "randomValue": "id",
+    "request.id": "id",
+    "timestamp": "now",
+    "request.headers": "request.header.NAME",
+    "request.url": "request.path.NAME or request.query.NAME",
+    "request.path": "request.path.NAME",
+    "request.query": "request.query.NAME",
+    "request.header": "request.header.NAME",
+}
+"""Names other tools' users write, and what to write here."""
+_SERVER_PLACEHOLDERS = ("base_url", "refused_base_url", "tls_base_url:")
+_TOKEN_CHARS = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+# -- compiled templates -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """One ``{{...}}``: what it reads, and its default when the request lacks that."""
+
+    written: str
+    """As written, braces included: how a failure names it."""
+    where: str
+    """``file:line:column`` of its string and the path in the document, for a failure."""
+    value: _Value
+    has_default: bool = False
+    default: Any = None
+
+    def as_json(self, reading: Reading) -> str:
+        """The value as JSON text (ASCII), keeping its type."""
+        value = self.value.read(reading)
+        if type(value) is not str:
+            return self._encoded(value, reading, text=False)
+        reading.left -= len(value) + 2  # at least this much: counted before the copy is made
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        out: str = encode_basestring_ascii(value)
+        reading.left -= len(out) - len(value) - 2
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        return out
+
+    def as_text(self, reading: Reading) -> str:
+        """The value as text: a string as it is, anything else as compact JSON."""
+        value = self.value.read(reading)
+        if type(value) is not str:
+            return self._encoded(value, reading, text=True)
+        reading.left -= len(value)
+        if reading.left < 0:
+            raise _Failed(reading.over(), self)
+        return value
+
+    def _encoded(self, value: Any, reading: Reading, *, text: bool) -> str:
+        """A value that is not a string, or one the request lacks, as JSON or text."""
+        if type(value) is Lacking:
+            if not self.has_default:
+                raise _Failed(value.why, self)
+            value = self.default
+        try:
+            if text and type(value) is str:  # a default: a string as it is
+                reading.spend(len(value))
+                return value
+            return _encode(value, reading, text=text)
+        except _Failed as failed:
+            raise _Failed(failed.why, self) from None
+
+
+def _encode(value: Any, reading: Reading, *, text: bool) -> str:
+    """*value* as JSON, spending as it grows: a large value stops the answer before it is
+    copied, and a container is encoded a piece at a time (never whole past the limit)."""
+    if type(value) is str:
+        reading.spend(len(value) + 2)  # at least this much: counted before the copy is made
+        out = json.dumps(value, ensure_ascii=not text)
+        reading.spend(len(out) - len(value) - 2)
+        return out
+    separators = (",", ":") if text else None
+    encoder = json.JSONEncoder(ensure_ascii=not text, allow_nan=False, separators=separators)
+    chunks = []
+    try:
+        for chunk in encoder.iterencode(value):
+            reading.spend(len(chunk))
+            chunks.append(chunk)
+    except ValueError:  # a number JSON cannot write (1e999 in the body reads as inf)
+        raise _Failed("the value is a number JSON cannot hold (infinite)") from None
+    except RecursionError:
+        raise _Failed("the value is nested too deeply to write") from None
+    return "".join(chunks)
+
+
+@dataclass(frozen=True)
+class NotRendered:
+    """Why an answer could not be rendered: which placeholder, where it was written, why.
+
+    The engine answers it as a labelled mockskill error (never a 500); :meth:`details`
+    are that error's details.
+    """
+
+    placeholder: str
+    where: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.placeholder} could not be rendered: {self.why}"
+
+    def details(self) -> dict[str, str]:
+        return {"placeholder": self.placeholder, "at": self.where, "why": self.why}
+
+
+def _not_rendered(failed: _Failed, where: str) -> NotRendered:
+    if failed.placeholder is None:
+        return NotRendered("(the answer)", where, failed.why)
+    return NotRendered(failed.placeholder.written, failed.placeholder.where, failed.why)
+
+
+@dataclass(frozen=True)
+class Template:
+    """A string compiled: literal text and placeholders, in order."""
+
+    parts: tuple[str | Placeholder, ...]
+    where: str
+    literal: int
+    """The length of its literal text, counted against the limit at once."""
+
+    @property
+    def constant(self) -> str | None:
+        """The text when there is no placeholder (``\\{{`` unescaped), else None."""
+        if any(type(p) is Placeholder for p in self.parts):
+            return None
+        return "".join(p for p in self.parts if type(p) is str)
+
+    @property
+    def whole(self) -> Placeholder | None:
+        """The placeholder that is the whole string, if it is one."""
+        if len(self.parts) == 1 and type(self.parts[0]) is Placeholder:
+            return self.parts[0]
+        return None
+
+    @property
+    def placeholders(self) -> tuple[Placeholder, ...]:
+        return tuple(p for p in self.parts if type(p) is Placeholder)
+
+    def text(self, reading: Reading) -> str | NotRendered:
+        """The string rendered (a ``text:`` answer, an error's message)."""
+        try:
+            return self._text(reading)
+        except _Failed as failed:
+            return _not_rendered(failed, self.where)
+
+    def body(self, reading: Reading) -> bytes | NotRendered:
+        """The string rendered as UTF-8 (a lone surrogate from a JSON body: ``?``)."""
+        try:
+            text = self._text(reading)
+            out = text.encode("utf-8", "replace")
+            reading.spend(len(out) - len(text))
+        except _Failed as failed:
+            return _not_rendered(failed, self.where)
+        return out
+
+    def header(self, reading: Reading) -> str | NotRendered:
+        """The string rendered as a header's value: a value read from the request that
+        would break the header (a line break, a control character, a character beyond
+        ISO-8859-1) is refused, never sent."""
+        out = []
+        try:
+            reading.spend(self.literal)
+            for part in self.parts:
+                if type(part) is str:
+                    out.append(part)
+                    continue
+                assert type(part) is Placeholder
+                piece = part.as_text(reading)
+                if not _fits_header(piece):
+                    raise _Failed("the value holds characters a header cannot carry", part)
+                out.append(piece)
+        except _Failed as failed:
+            return _not_rendered(failed, self.where)
+        return "".join(out)
+
+    def as_json(self, reading: Reading) -> str:
+        """The string rendered, as a JSON string (ASCII): a hole of a :class:`JsonTemplate`."""
+        text = self._text(reading)
+        out: str = encode_basestring_ascii(text)
+        reading.spend(len(out) - len(text))
+        return out
+
+    def _text(self, reading: Reading) -> str:
+        reading.spend(self.literal)
+        return "".join([p if isinstance(p, str) else p.as_text(reading) for p in self.parts])
+
+
+def _fits_header(value: str) -> bool:
+    """RFC 9110's field-value characters: visible ASCII, space, tab, ISO-8859-1's upper half."""
+    if value.isascii() and value.isprintable():
+        return True
+    return all(c == "\t" or " " <= c <= "~" or "\x80" <= c <= "\xff" for c in value)
+
+
+@dataclass(frozen=True)
+class JsonTemplate:
+    """A ``json:`` answer compiled: its JSON text in pieces, written at load, and holes
+    (a :class:`Placeholder` that is a whole string, a :class:`Template` inside one)."""
+
+    parts: tuple[str | Placeholder | Template, ...]
+    where: str
+    literal: int
+    """The length of its JSON text between the holes, counted against the limit at once."""
+
+    @property
+    def constant(self) -> bytes | None:
+        """The answer's bytes when nothing in it is a placeholder (it is planned once)."""
+        if len(self.parts) == 1 and type(self.parts[0]) is str:
+            return self.parts[0].encode()
+        return None
+
+    def render(self, reading: Reading) -> bytes | NotRendered:
+        try:
+            reading.spend(self.literal)
+            out = [p if isinstance(p, str) else p.as_json(reading) for p in self.parts]
+        except _Failed as failed:
+            return _not_rendered(failed, self.where)
+        return "".join(out).encode()  # (JSON written with ensure_ascii: ASCII)
+
+
+# -- reading a template at load ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Flaw:
+    offset: int
+    """Where in the string, for the column."""
+    expected: str
+    found: str
+    hint: str = ""
+
+
+def compile_text(r: Reader, text: str, path: Path, *, at_key: bool = False) -> Template | None:
+    """*text*, the string at *path* of *r*'s document, compiled; None (with a problem
+    positioned at each faulty placeholder) when it cannot be."""
+    line, column = r.doc.position(path, at_key=at_key)
+    where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
+    parts, flaws = _parse(text, where)
+    if not flaws:
+        literal = sum(len(p) for p in parts if type(p) is str)
+        return Template(tuple(parts), where, literal)
+    lines = r.doc.text.splitlines()
+    for flaw in flaws:
+        at_line, at_column = _inside(lines, line, column, text, flaw.offset)
+        r.problems.append(
+            Problem(
+                r.doc.file,
+                at_line,
+                at_column,
+                format_path(path),
+                flaw.expected,
+                flaw.found,
+                flaw.hint,
+            )
+        )
+    return None
+
+
+def compile_json(r: Reader, value: Any, path: Path) -> JsonTemplate | None:
+    """A ``json:`` answer (*value*, at *path*) compiled: every string in it a template,
+    the rest written as JSON once; None (with problems) when anything is wrong."""
+    line, column = r.doc.position(path)
+    where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
+    before = len(r.problems)
+    pieces: list[str | Placeholder | Template] = []
+    _compile_value(r, value, path, pieces)
+    if len(r.problems) > before:
+        return None
+    parts: list[str | Placeholder | Template] = []
+    for piece in pieces:  # neighbouring literal pieces are one
+        if type(piece) is str and parts and type(parts[-1]) is str:
+            parts[-1] += piece
+        else:
+            parts.append(piece)
+    literal = sum(len(p) for p in parts if type(p) is str)
+    return JsonTemplate(tuple(parts), where, literal)
+
+
+def _compile_value(
+    r: Reader, value: Any, path: Path, out: list[str | Placeholder | Template]
+) -> None:
+    if not _has_braces(value):
+        try:  # as Reply.json writes it, so an answer without placeholders is unchanged
+            out.append(json.dumps(value, allow_nan=False))
+        except ValueError as exc:
+            r.bad(path, "JSON values (no .nan or .inf)", str(exc))
+        return
+    if isinstance(value, str):
+        template = compile_text(r, value, path)
+        if template is None:
+            return
+        whole, constant = template.whole, template.constant
+        if whole is not None:
+            out.append(whole)
+        elif constant is not None:
+            out.append(json.dumps(constant))
+        else:
+            out.append(template)
+    elif isinstance(value, list):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(", ")
+            _compile_value(r, item, (*path, index), out)
+        out.append("]")
+    else:
+        out.append("{")
+        for index, (key, item) in enumerate(value.items()):
+            if index:
+                out.append(", ")
+            out.append(_key(r, key, (*path, key)) + ": ")
+            _compile_value(r, item, (*path, key), out)
+        out.append("}")
+
+
+def _has_braces(value: Any) -> bool:
+    """Whether *value* holds ``{{`` in a string or a key: only such values are walked."""
+    if isinstance(value, str):
+        return OPEN in value
+    if isinstance(value, list):
+        return any(_has_braces(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_braces(k) or _has_braces(v) for k, v in value.items())
+    return False
+
+
+def _key(r: Reader, key: Any, path: Path) -> str:
+    """A key as JSON writes it: keys are not templated (``\\{{`` is still a literal ``{{``)."""
+    if not isinstance(key, str):
+        return json.dumps({key: 0})[1:-4]  # JSON's own text for a key 1, true or null
+    if OPEN not in key:
+        return json.dumps(key)
+    template = compile_text(r, key, path, at_key=True)
+    if template is None:
+        return ""
+    if template.constant is None:
+        r.bad(
+            path,
+            "a key without placeholders",
+            f"{template.placeholders[0].written!r} in a key",
+            "keys are written as they are; put the placeholder in the value,"
+            " or write \\{{ for a literal {{",
+            at_key=True,
+        )
+        return ""
+    return json.dumps(template.constant)
+
+
+def _parse(text: str, where: str) -> tuple[list[str | Placeholder], list[_Flaw]]:
+    """*text*'s literal pieces and placeholders, or what is wrong with it."""
+    parts: list[str | Placeholder] = []
+    flaws: list[_Flaw] = []
+    literal: list[str] = []
+    start = 0
+    while True:
+        at = text.find(OPEN, start)
+        if at < 0:
+            literal.append(text[start:])
+            break
+        slashes = at
+        while slashes > start and text[slashes - 1] == ESCAPE:
+            slashes -= 1
+        literal.append(text[start:slashes] + ESCAPE * ((at - slashes) // 2))
+        if (at - slashes) % 2:  # an odd backslash escapes the braces
+            literal.append(OPEN)
+            start = at + 2
+            continue
+        end = text.find(CLOSE, at + 2)
+        if end < 0:
+            flaws.append(
+                _Flaw(
+                    at,
+                    "'}}' closing the placeholder",
+                    f"{_shown(text[at:])} and the end of the string",
+                    "a literal {{ is written \\{{",
+                )
+            )
+            break
+        written = text[at : end + 2]
+        flaw = _flawed_braces(text, at, end)
+        if flaw is not None:
+            flaws.append(flaw)
+        else:
+            read = _placeholder(written[2:-2], written, where)
+            if isinstance(read, _Flaw):
+                flaws.append(_Flaw(at, read.expected, read.found, read.hint))
+            else:
+                text_before = "".join(literal)
+                if text_before:
+                    parts.append(text_before)
+                literal = []
+                parts.append(read)
+        start = end + 2
+    rest = "".join(literal)
+    if rest or not parts:
+        parts.append(rest)
+    return parts, flaws
+
+
+def _flawed_braces(text: str, at: int, end: int) -> _Flaw | None:
+    """What is wrong with the braces of the placeholder from *at* to *end*, if anything."""
+    if text.startswith("{", at + 2):
+        return _Flaw(
+            at,
+            "'{{' and a placeholder name",
+            f"{_shown(text[at : end + 2])} (three braces)",
+            "nothing is escaped here, so Handlebars' {{{name}}} is {{name}};"
+            " a { right before a placeholder needs a space between them",
+        )
+    inner = text.find(OPEN, at + 2, end)
+    if inner < 0:
+        return None
+    if "|" in text[at + 2 : inner]:
+        return _Flaw(
+            inner,
+            "a default without placeholders",
+            f"{_shown(text[inner:])} inside the default of {_shown(text[at:inner])}",
+            "a default is written as it is: nothing in it is filled in",
+        )
+    return _Flaw(
+        inner,
+        "'}}' closing the placeholder before another '{{'",
+        f"{_shown(text[at : end + 2])} (a placeholder inside a placeholder)",
+        "placeholders do not nest: a rendered value is never read as a template;"
+        " a literal {{ is written \\{{",
+    )
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _placeholder(inner: str, written: str, where: str) -> Placeholder | _Flaw:
+    """The placeholder *written* (*inner* is between its braces), or what is wrong."""
+    expression, bar, filtered = inner.partition("|")
+    words = expression.split()
+    if not words:
+        return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r} (nothing in it)")
+    name, arguments = words[0], words[1:]
+    value = _value(name, arguments, written)
+    if isinstance(value, _Flaw):
+        return value
+    if not bar:
+        return Placeholder(written, where, value)
+    if not isinstance(value, _MAY_LACK):
+        return _Flaw(
+            0,
+            f"no default: {name} always has a value",
+            f"{written!r}",
+            f"write {{{{{expression.strip()}}}}}",
+        )
+    default = _default(filtered, written)
+    if isinstance(default, _Flaw):
+        return default
+    return Placeholder(written, where, value, True, default[0])
+
+
+def _value(name: str, arguments: list[str], written: str) -> _Value | _Flaw:
+    """What *name* (with its *arguments*) reads, or what is wrong with it."""
+    if name == "random.int":
+        return _random_int(arguments, written)
+    if arguments:
+        return _Flaw(
+            0,
+            f"{{{{{name}}}}} without arguments",
+            f"{written!r}",
+            "only random.int takes arguments (a pointer or a name has no spaces in it)",
+        )
+    if name == "request.body" or name.startswith("request.body/"):
+        pointer = parse_pointer(name[len("request.body") :])
+        if pointer is None:
+            return _Flaw(
+                0,
+                "a JSON Pointer after request.body: /key/0/... (~0 for ~, ~1 for /)",
+                f"{name[len('request.body') :]!r} in {written!r}",
+                "a ~ in a pointer is ~0 (for ~) or ~1 (for /)",
+            )
+        return _Body(name[len("request.body") :] or "the body's root", pointer)
+    if name.startswith("request.body"):
+        rest = name[len("request.body") :].lstrip(".")
+        return _Flaw(
+            0,
+            "a JSON Pointer right after request.body: request.body/key/0/...",
+            f"{written!r}",
+            f"did you mean 'request.body/{rest.replace('.', '/')}'?",
+        )
+    for family in _FAMILIES:
+        if name.startswith(family + "."):
+            return _named(family, name[len(family) + 1 :], written)
+    if name in _PLAIN:
+        return _PLAIN[name]
+    return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r}", _suggestion(name))
+
+
+def _named(family: str, key: str, written: str) -> _Value | _Flaw:
+    if family == "request.header":
+        if key and all(c in _TOKEN_CHARS for c in key):
+            return _Header(key.lower())
+        return _Flaw(0, "a header name (letters, digits, - and the like)", f"{written!r}")
+    if family == "request.query":
+        if key:
+            return _Query(key)
+        return _Flaw(0, "request.query.NAME", f"{written!r}")
+    if key.isascii() and key.isidentifier():
+        return _PathParam(key)
+    return _Flaw(
+        0,
+        "request.path.NAME, a path variable's name (letters, digits and _)",
+        f"{written!r}",
+        "a free route's path names its variables: /orders/<id> has request.path.id",
+    )
+
+
+def _random_int(arguments: list[str], written: str) -> _Value | _Flaw:
+    bounds = [_whole_number(a) for a in arguments]
+    if len(bounds) == 2 and bounds[0] is not None and bounds[1] is not None:
+        low, high = bounds[0], bounds[1]
+        if low <= high:
+            return _RandomInt(low, high)
+    return _Flaw(
+        0,
+        f"random.int LOW HIGH: two whole numbers, LOW at most HIGH, within ±{LARGEST_INT}",
+        f"{written!r}",
+        "for example {{random.int 1 100}}",
+    )
+
+
+def _whole_number(text: str) -> int | None:
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 16:
+        return None
+    number = int(text)
+    return number if -LARGEST_INT <= number <= LARGEST_INT else None
+
+
+def _default(filtered: str, written: str) -> tuple[Any] | _Flaw:
+    """The default of ``| default VALUE`` (*filtered*), as a one-tuple (it may be null)."""
+    words = filtered.split(None, 1)
+    if not words or words[0] != "default":
+        import difflib  # a misspelt filter's suggestion only
+
+        close = difflib.get_close_matches(words[0], ["default"], n=1) if words else []
+        return _Flaw(
+            0,
+            "'| default VALUE' after the name",
+            f"{written!r}",
+            "did you mean 'default'?" if close else "the only filter is default",
+        )
+    literal = words[1].strip() if len(words) > 1 else ""
+    try:
+        value = json.loads(literal) if literal else _UNREAD
+    except (ValueError, RecursionError):
+        value = _UNREAD
+    if type(value) in (str, int, bool, type(None)) or (
+        type(value) is float and math.isfinite(value)
+    ):
+        return (value,)
+    quoted = literal.strip("'")
+    hint = f'write default "{quoted}" (in double quotes)' if literal and '"' not in literal else ""
+    return _Flaw(
+        0,
+        'a default: a string in double quotes ("none"), a number, true, false or null',
+        f"{literal!r} in {written!r}" if literal else f"nothing after default in {written!r}",
+        hint,
+    )
+
+
+def _suggestion(name: str) -> str:
+    """A did-you-mean for an unknown *name*, or what to write instead."""
+    import difflib  # a misspelling's suggestion only: not at start-up
+
+    if name.startswith(_SERVER_PLACEHOLDERS):
+        return f"{{{name}}} is the server's own placeholder, in single braces: write {{{name}}}"
+    if name in _HABITS:
+        return f"write {{{{{_HABITS[name]}}}}}"
+    head, slash, rest = name.partition("/")
+    if slash and difflib.get_close_matches(head, ["request.body"], n=1):
+        return f"did you mean 'request.body/{rest}'?"
+    segments = name.split(".")
+    if len(segments) > 2:
+        family, key = ".".join(segments[:2]), ".".join(segments[2:])
+        close = difflib.get_close_matches(family, _FAMILIES, n=1)
+        if close:
+            return f"did you mean '{close[0]}.{key}'?"
+    close = difflib.get_close_matches(name, _KNOWN, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return ""
+
+
+def _inside(lines: list[str], line: int, column: int, value: str, offset: int) -> tuple[int, int]:
+    """Where *offset* of *value*, a string written at *line*:*column*, is in the file.
+
+    Worked out for a string on one line (plain or quoted) and a block scalar
+    (``|``), then checked against the file's text; anything else (an escape
+    before it, a folded line) is placed at the string itself.
+    """
+    if not 0 < line <= len(lines):
+        return line, column
+    before = value[:offset]
+    down = before.count("\n")
+    across = offset - (before.rfind("\n") + 1)
+    first = lines[line - 1][column - 1 : column]
+    if first in ("|", ">"):
+        body = [text for text in lines[line:] if text.strip()]
+        indent = len(body[0]) - len(body[0].lstrip(" ")) if body else 0
+        at_line, at_column = line + 1 + down, indent + 1 + across
+    elif down == 0:
+        at_line, at_column = line, column + across + (1 if first in ("'", '"') else 0)
+    else:
+        return line, column
+    snippet = value[offset:].split("\n", 1)[0][:20]
+    if 0 < at_line <= len(lines) and lines[at_line - 1][at_column - 1 :].startswith(snippet):
+        return at_line, at_column
+    return line, column
