@@ -1,6 +1,7 @@
-"""Answers made from the request and the run: ``{{...}}`` placeholders, compiled at load.
+"""Answers made from the request and the run: ``{{...}}`` placeholders, rendered.
 
-One syntax, read once when a scenario is loaded (never at request time):
+The compiled form of a template and how it is rendered per request; reading
+one at load, with its problems, is :mod:`.template_syntax`'s. The syntax:
 
 ==============================  ===============================================  =======
 placeholder                     is replaced by                                   a whole
@@ -36,9 +37,6 @@ literal ``{{``; backslashes anywhere else are literal text (``\\\\{{``: one
 backslash, then a placeholder). Single braces are never read here: the
 server's ``{base_url}`` keeps being filled in as it is.
 
-Everything that can be wrong is a positioned problem at load: unknown names
-(with a did-you-mean), malformed pointers, unclosed or nested placeholders, a
-placeholder in a default or in a key, ``{{{`` (Handlebars' unescaped form).
 Rendering only looks values up: no code runs, nothing is read but the
 request and the :class:`Source` handed in, a rendered value is never read as
 a template again, and an answer stops at :data:`MAX_RENDERED_BYTES` before it
@@ -49,17 +47,12 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
-
-from .cases import parse_pointer
-from .problems import Path, Problem, format_path
-from .reader import Reader
 
 MAX_RENDERED_BYTES = 1024 * 1024
 """The largest answer a template renders: more is a :class:`NotRendered`, not memory."""
@@ -265,7 +258,7 @@ def _json(body: bytes) -> Any:
 
 
 @dataclass(frozen=True)
-class _Body:
+class BodyAt:
     written: str
     pointer: tuple[str, ...]
 
@@ -289,7 +282,7 @@ def _is_index(token: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Header:
+class HeaderOf:
     name: str
 
     def read(self, reading: Reading) -> Any:
@@ -298,7 +291,7 @@ class _Header:
 
 
 @dataclass(frozen=True)
-class _Query:
+class QueryOf:
     name: str
 
     def read(self, reading: Reading) -> Any:
@@ -309,7 +302,7 @@ class _Query:
 
 
 @dataclass(frozen=True)
-class _PathParam:
+class PathVariable:
     name: str
 
     def read(self, reading: Reading) -> Any:
@@ -318,32 +311,32 @@ class _PathParam:
 
 
 @dataclass(frozen=True)
-class _SkillId:
+class SkillId:
     def read(self, reading: Reading) -> Any:
         found = reading.source.skill_id()
         return Lacking("a free route answers, not a skill") if found is None else found
 
 
 @dataclass(frozen=True)
-class _Session:
+class SessionName:
     def read(self, reading: Reading) -> Any:
         return reading.source.session()
 
 
 @dataclass(frozen=True)
-class _Attempt:
+class AttemptNumber:
     def read(self, reading: Reading) -> Any:
         return reading.source.attempt()
 
 
 @dataclass(frozen=True)
-class _FreshId:
+class FreshId:
     def read(self, reading: Reading) -> Any:
         return reading.fresh_id()
 
 
 @dataclass(frozen=True)
-class _Now:
+class Now:
     def read(self, reading: Reading) -> Any:
         ms = reading.now_ms()
         return _second(ms // 1000) + f".{ms % 1000:03d}Z"
@@ -356,13 +349,13 @@ def _second(epoch: int) -> str:
 
 
 @dataclass(frozen=True)
-class _NowMs:
+class NowMs:
     def read(self, reading: Reading) -> Any:
         return reading.now_ms()
 
 
 @dataclass(frozen=True)
-class _RandomInt:
+class RandomInt:
     low: int
     high: int
 
@@ -370,50 +363,21 @@ class _RandomInt:
         return reading.source.random_int(self.low, self.high)
 
 
-_Value = (
-    _Body
-    | _Header
-    | _Query
-    | _PathParam
-    | _SkillId
-    | _Session
-    | _Attempt
-    | _FreshId
-    | _Now
-    | _NowMs
-    | _RandomInt
+Value = (
+    BodyAt
+    | HeaderOf
+    | QueryOf
+    | PathVariable
+    | SkillId
+    | SessionName
+    | AttemptNumber
+    | FreshId
+    | Now
+    | NowMs
+    | RandomInt
 )
-_MAY_LACK = (_Body, _Header, _Query, _PathParam, _SkillId)
+MAY_LACK = (BodyAt, HeaderOf, QueryOf, PathVariable, SkillId)
 """The values a default may stand in for; the others are always there."""
-_PLAIN: dict[str, _Value] = {
-    "skill.id": _SkillId(),
-    "session": _Session(),
-    "attempt": _Attempt(),
-    "id": _FreshId(),
-    "now": _Now(),
-    "now.epoch_ms": _NowMs(),
-}
-_FAMILIES = ("request.header", "request.query", "request.path")
-_KNOWN = ("request.body", *_FAMILIES, *_PLAIN, "random.int")
-"""What a misspelt name is compared with, for a did-you-mean."""
-_HABITS = {
-    "uuid": "id",
-    "randomValue": "id",
-    "request.id": "id",
-    "timestamp": "now",
-    "request.headers": "request.header.NAME",
-    "request.url": "request.path.NAME or request.query.NAME",
-    "request.path": "request.path.NAME",
-    "request.query": "request.query.NAME",
-    "request.header": "request.header.NAME",
-}
-"""Names other tools' users write, and what to write here."""
-_SERVER_PLACEHOLDERS = ("base_url", "refused_base_url", "tls_base_url:")
-_TOKEN_CHARS = frozenset(
-    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-)
-
-
 # -- compiled templates -------------------------------------------------------------------
 
 
@@ -425,7 +389,7 @@ class Placeholder:
     """As written, braces included: how a failure names it."""
     where: str
     """``file:line:column`` of its string and the path in the document, for a failure."""
-    value: _Value
+    value: Value
     has_default: bool = False
     default: Any = None
 
@@ -622,400 +586,3 @@ class JsonTemplate:
         except _Failed as failed:
             return _not_rendered(failed, self.where)
         return "".join(out).encode()  # (JSON written with ensure_ascii: ASCII)
-
-
-# -- reading a template at load ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Flaw:
-    offset: int
-    """Where in the string, for the column."""
-    expected: str
-    found: str
-    hint: str = ""
-
-
-def compile_text(r: Reader, text: str, path: Path, *, at_key: bool = False) -> Template | None:
-    """*text*, the string at *path* of *r*'s document, compiled; None (with a problem
-    positioned at each faulty placeholder) when it cannot be."""
-    line, column = r.doc.position(path, at_key=at_key)
-    where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
-    parts, flaws = _parse(text, where)
-    if not flaws:
-        literal = sum(len(p) for p in parts if type(p) is str)
-        return Template(tuple(parts), where, literal)
-    lines = r.doc.text.splitlines()
-    for flaw in flaws:
-        at_line, at_column = _inside(lines, line, column, text, flaw.offset)
-        r.problems.append(
-            Problem(
-                r.doc.file,
-                at_line,
-                at_column,
-                format_path(path),
-                flaw.expected,
-                flaw.found,
-                flaw.hint,
-            )
-        )
-    return None
-
-
-def compile_json(r: Reader, value: Any, path: Path) -> JsonTemplate | None:
-    """A ``json:`` answer (*value*, at *path*) compiled: every string in it a template,
-    the rest written as JSON once; None (with problems) when anything is wrong."""
-    line, column = r.doc.position(path)
-    where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
-    before = len(r.problems)
-    pieces: list[str | Placeholder | Template] = []
-    _compile_value(r, value, path, pieces)
-    if len(r.problems) > before:
-        return None
-    parts: list[str | Placeholder | Template] = []
-    for piece in pieces:  # neighbouring literal pieces are one
-        if type(piece) is str and parts and type(parts[-1]) is str:
-            parts[-1] += piece
-        else:
-            parts.append(piece)
-    literal = sum(len(p) for p in parts if type(p) is str)
-    return JsonTemplate(tuple(parts), where, literal)
-
-
-def _compile_value(
-    r: Reader, value: Any, path: Path, out: list[str | Placeholder | Template]
-) -> None:
-    if not _has_braces(value):
-        try:  # as Reply.json writes it, so an answer without placeholders is unchanged
-            out.append(json.dumps(value, allow_nan=False))
-        except ValueError as exc:
-            r.bad(path, "JSON values (no .nan or .inf)", str(exc))
-        return
-    if isinstance(value, str):
-        template = compile_text(r, value, path)
-        if template is None:
-            return
-        whole, constant = template.whole, template.constant
-        if whole is not None:
-            out.append(whole)
-        elif constant is not None:
-            out.append(json.dumps(constant))
-        else:
-            out.append(template)
-    elif isinstance(value, list):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(", ")
-            _compile_value(r, item, (*path, index), out)
-        out.append("]")
-    else:
-        out.append("{")
-        for index, (key, item) in enumerate(value.items()):
-            if index:
-                out.append(", ")
-            out.append(_key(r, key, (*path, key)) + ": ")
-            _compile_value(r, item, (*path, key), out)
-        out.append("}")
-
-
-def _has_braces(value: Any) -> bool:
-    """Whether *value* holds ``{{`` in a string or a key: only such values are walked."""
-    if isinstance(value, str):
-        return OPEN in value
-    if isinstance(value, list):
-        return any(_has_braces(item) for item in value)
-    if isinstance(value, dict):
-        return any(_has_braces(k) or _has_braces(v) for k, v in value.items())
-    return False
-
-
-def _key(r: Reader, key: Any, path: Path) -> str:
-    """A key as JSON writes it: keys are not templated (``\\{{`` is still a literal ``{{``)."""
-    if not isinstance(key, str):
-        return json.dumps({key: 0})[1:-4]  # JSON's own text for a key 1, true or null
-    if OPEN not in key:
-        return json.dumps(key)
-    template = compile_text(r, key, path, at_key=True)
-    if template is None:
-        return ""
-    if template.constant is None:
-        r.bad(
-            path,
-            "a key without placeholders",
-            f"{template.placeholders[0].written!r} in a key",
-            "keys are written as they are; put the placeholder in the value,"
-            " or write \\{{ for a literal {{",
-            at_key=True,
-        )
-        return ""
-    return json.dumps(template.constant)
-
-
-def _parse(text: str, where: str) -> tuple[list[str | Placeholder], list[_Flaw]]:
-    """*text*'s literal pieces and placeholders, or what is wrong with it."""
-    parts: list[str | Placeholder] = []
-    flaws: list[_Flaw] = []
-    literal: list[str] = []
-    start = 0
-    while True:
-        at = text.find(OPEN, start)
-        if at < 0:
-            literal.append(text[start:])
-            break
-        slashes = at
-        while slashes > start and text[slashes - 1] == ESCAPE:
-            slashes -= 1
-        literal.append(text[start:slashes] + ESCAPE * ((at - slashes) // 2))
-        if (at - slashes) % 2:  # an odd backslash escapes the braces
-            literal.append(OPEN)
-            start = at + 2
-            continue
-        end = text.find(CLOSE, at + 2)
-        if end < 0:
-            flaws.append(
-                _Flaw(
-                    at,
-                    "'}}' closing the placeholder",
-                    f"{_shown(text[at:])} and the end of the string",
-                    "a literal {{ is written \\{{",
-                )
-            )
-            break
-        written = text[at : end + 2]
-        flaw = _flawed_braces(text, at, end)
-        if flaw is not None:
-            flaws.append(flaw)
-        else:
-            read = _placeholder(written[2:-2], written, where)
-            if isinstance(read, _Flaw):
-                flaws.append(_Flaw(at, read.expected, read.found, read.hint))
-            else:
-                text_before = "".join(literal)
-                if text_before:
-                    parts.append(text_before)
-                literal = []
-                parts.append(read)
-        start = end + 2
-    rest = "".join(literal)
-    if rest or not parts:
-        parts.append(rest)
-    return parts, flaws
-
-
-def _flawed_braces(text: str, at: int, end: int) -> _Flaw | None:
-    """What is wrong with the braces of the placeholder from *at* to *end*, if anything."""
-    if text.startswith("{", at + 2):
-        return _Flaw(
-            at,
-            "'{{' and a placeholder name",
-            f"{_shown(text[at : end + 2])} (three braces)",
-            "nothing is escaped here, so Handlebars' {{{name}}} is {{name}};"
-            " a { right before a placeholder needs a space between them",
-        )
-    inner = text.find(OPEN, at + 2, end)
-    if inner < 0:
-        return None
-    if "|" in text[at + 2 : inner]:
-        return _Flaw(
-            inner,
-            "a default without placeholders",
-            f"{_shown(text[inner:])} inside the default of {_shown(text[at:inner])}",
-            "a default is written as it is: nothing in it is filled in",
-        )
-    return _Flaw(
-        inner,
-        "'}}' closing the placeholder before another '{{'",
-        f"{_shown(text[at : end + 2])} (a placeholder inside a placeholder)",
-        "placeholders do not nest: a rendered value is never read as a template;"
-        " a literal {{ is written \\{{",
-    )
-
-
-def _shown(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def _placeholder(inner: str, written: str, where: str) -> Placeholder | _Flaw:
-    """The placeholder *written* (*inner* is between its braces), or what is wrong."""
-    expression, bar, filtered = inner.partition("|")
-    words = expression.split()
-    if not words:
-        return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r} (nothing in it)")
-    name, arguments = words[0], words[1:]
-    value = _value(name, arguments, written)
-    if isinstance(value, _Flaw):
-        return value
-    if not bar:
-        return Placeholder(written, where, value)
-    if not isinstance(value, _MAY_LACK):
-        return _Flaw(
-            0,
-            f"no default: {name} always has a value",
-            f"{written!r}",
-            f"write {{{{{expression.strip()}}}}}",
-        )
-    default = _default(filtered, written)
-    if isinstance(default, _Flaw):
-        return default
-    return Placeholder(written, where, value, True, default[0])
-
-
-def _value(name: str, arguments: list[str], written: str) -> _Value | _Flaw:
-    """What *name* (with its *arguments*) reads, or what is wrong with it."""
-    if name == "random.int":
-        return _random_int(arguments, written)
-    if arguments:
-        return _Flaw(
-            0,
-            f"{{{{{name}}}}} without arguments",
-            f"{written!r}",
-            "only random.int takes arguments (a pointer or a name has no spaces in it)",
-        )
-    if name == "request.body" or name.startswith("request.body/"):
-        pointer = parse_pointer(name[len("request.body") :])
-        if pointer is None:
-            return _Flaw(
-                0,
-                "a JSON Pointer after request.body: /key/0/... (~0 for ~, ~1 for /)",
-                f"{name[len('request.body') :]!r} in {written!r}",
-                "a ~ in a pointer is ~0 (for ~) or ~1 (for /)",
-            )
-        return _Body(name[len("request.body") :] or "the body's root", pointer)
-    if name.startswith("request.body"):
-        rest = name[len("request.body") :].lstrip(".")
-        return _Flaw(
-            0,
-            "a JSON Pointer right after request.body: request.body/key/0/...",
-            f"{written!r}",
-            f"did you mean 'request.body/{rest.replace('.', '/')}'?",
-        )
-    for family in _FAMILIES:
-        if name.startswith(family + "."):
-            return _named(family, name[len(family) + 1 :], written)
-    if name in _PLAIN:
-        return _PLAIN[name]
-    return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r}", _suggestion(name))
-
-
-def _named(family: str, key: str, written: str) -> _Value | _Flaw:
-    if family == "request.header":
-        if key and all(c in _TOKEN_CHARS for c in key):
-            return _Header(key.lower())
-        return _Flaw(0, "a header name (letters, digits, - and the like)", f"{written!r}")
-    if family == "request.query":
-        if key:
-            return _Query(key)
-        return _Flaw(0, "request.query.NAME", f"{written!r}")
-    if key.isascii() and key.isidentifier():
-        return _PathParam(key)
-    return _Flaw(
-        0,
-        "request.path.NAME, a path variable's name (letters, digits and _)",
-        f"{written!r}",
-        "a free route's path names its variables: /orders/<id> has request.path.id",
-    )
-
-
-def _random_int(arguments: list[str], written: str) -> _Value | _Flaw:
-    bounds = [_whole_number(a) for a in arguments]
-    if len(bounds) == 2 and bounds[0] is not None and bounds[1] is not None:
-        low, high = bounds[0], bounds[1]
-        if low <= high:
-            return _RandomInt(low, high)
-    return _Flaw(
-        0,
-        f"random.int LOW HIGH: two whole numbers, LOW at most HIGH, within ±{LARGEST_INT}",
-        f"{written!r}",
-        "for example {{random.int 1 100}}",
-    )
-
-
-def _whole_number(text: str) -> int | None:
-    digits = text[1:] if text.startswith("-") else text
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 16:
-        return None
-    number = int(text)
-    return number if -LARGEST_INT <= number <= LARGEST_INT else None
-
-
-def _default(filtered: str, written: str) -> tuple[Any] | _Flaw:
-    """The default of ``| default VALUE`` (*filtered*), as a one-tuple (it may be null)."""
-    words = filtered.split(None, 1)
-    if not words or words[0] != "default":
-        import difflib  # a misspelt filter's suggestion only
-
-        close = difflib.get_close_matches(words[0], ["default"], n=1) if words else []
-        return _Flaw(
-            0,
-            "'| default VALUE' after the name",
-            f"{written!r}",
-            "did you mean 'default'?" if close else "the only filter is default",
-        )
-    literal = words[1].strip() if len(words) > 1 else ""
-    try:
-        value = json.loads(literal) if literal else _UNREAD
-    except (ValueError, RecursionError):
-        value = _UNREAD
-    if type(value) in (str, int, bool, type(None)) or (
-        type(value) is float and math.isfinite(value)
-    ):
-        return (value,)
-    quoted = literal.strip("'")
-    hint = f'write default "{quoted}" (in double quotes)' if literal and '"' not in literal else ""
-    return _Flaw(
-        0,
-        'a default: a string in double quotes ("none"), a number, true, false or null',
-        f"{literal!r} in {written!r}" if literal else f"nothing after default in {written!r}",
-        hint,
-    )
-
-
-def _suggestion(name: str) -> str:
-    """A did-you-mean for an unknown *name*, or what to write instead."""
-    import difflib  # a misspelling's suggestion only: not at start-up
-
-    if name.startswith(_SERVER_PLACEHOLDERS):
-        return f"{{{name}}} is the server's own placeholder, in single braces: write {{{name}}}"
-    if name in _HABITS:
-        return f"write {{{{{_HABITS[name]}}}}}"
-    head, slash, rest = name.partition("/")
-    if slash and difflib.get_close_matches(head, ["request.body"], n=1):
-        return f"did you mean 'request.body/{rest}'?"
-    segments = name.split(".")
-    if len(segments) > 2:
-        family, key = ".".join(segments[:2]), ".".join(segments[2:])
-        close = difflib.get_close_matches(family, _FAMILIES, n=1)
-        if close:
-            return f"did you mean '{close[0]}.{key}'?"
-    close = difflib.get_close_matches(name, _KNOWN, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    return ""
-
-
-def _inside(lines: list[str], line: int, column: int, value: str, offset: int) -> tuple[int, int]:
-    """Where *offset* of *value*, a string written at *line*:*column*, is in the file.
-
-    Worked out for a string on one line (plain or quoted) and a block scalar
-    (``|``), then checked against the file's text; anything else (an escape
-    before it, a folded line) is placed at the string itself.
-    """
-    if not 0 < line <= len(lines):
-        return line, column
-    before = value[:offset]
-    down = before.count("\n")
-    across = offset - (before.rfind("\n") + 1)
-    first = lines[line - 1][column - 1 : column]
-    if first in ("|", ">"):
-        body = [text for text in lines[line:] if text.strip()]
-        indent = len(body[0]) - len(body[0].lstrip(" ")) if body else 0
-        at_line, at_column = line + 1 + down, indent + 1 + across
-    elif down == 0:
-        at_line, at_column = line, column + across + (1 if first in ("'", '"') else 0)
-    else:
-        return line, column
-    snippet = value[offset:].split("\n", 1)[0][:20]
-    if 0 < at_line <= len(lines) and lines[at_line - 1][at_column - 1 :].startswith(snippet):
-        return at_line, at_column
-    return line, column

@@ -17,6 +17,7 @@ from conftest import assert_problem
 from mockskill.scenario.problems import Problem
 from mockskill.scenario.reader import Reader
 from mockskill.scenario.source import read_text
+from mockskill.scenario.template_syntax import compile_json, compile_text
 from mockskill.scenario.templates import (
     MAX_RENDERED_BYTES,
     JsonTemplate,
@@ -25,8 +26,6 @@ from mockskill.scenario.templates import (
     Reading,
     Template,
     Values,
-    compile_json,
-    compile_text,
     uuid4_text,
 )
 
