@@ -44,6 +44,8 @@ class Chosen:
     """Whether the step's values were drawn from the session's generator (it is random)."""
     timeout: tuple[int, int, catalog.Context] | None = None
     reply: Reply | None = None
+    rng: random.Random | None = None
+    """The generator its draws came from, for what its template draws after them."""
 
 
 def take(table: RoutingTable, target: Target, session: str) -> Take:
@@ -128,6 +130,7 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
             fault_seed,
             True,
             timeout,
+            rng=rng,
         )
         return decided
     # Nothing to draw: no generator is made. Positional: one per request.

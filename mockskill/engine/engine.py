@@ -45,6 +45,7 @@ from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
 from .proxying import Proxying
+from .rendering import RequestValues
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -221,7 +222,10 @@ class Engine:
                 table = decided.table  # a proxied list of skills gets the scripted ones
                 scripted = table.listing if table.skills else None
                 return self._proxying.plan(incoming, decided, chosen, scripted)
-            planned = self._planned(chosen, decided.urls)
+            if chosen.step.reply.template is None:
+                planned = self._planned(chosen, decided.urls)
+            else:  # made from this request: planned for it alone, never kept
+                planned = self._templated(incoming, decided, chosen)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         # A partial, not a closure: a closure's cells are made on every call of this method
         # (a plain step's too), and a waiting request would hold nine objects for the
@@ -295,6 +299,21 @@ class Engine:
             self._plans[key] = (step, urls, planned)
             self._plans_bytes += size
         return planned
+
+    def _templated(self, request: Incoming, decided: Decided, chosen: Chosen) -> Planned:
+        """The plan of *chosen*'s step, whose reply has ``{{...}}`` placeholders, made for
+        *request* (never kept: its answer is this request's)."""
+        step = chosen.step
+        assert step is not None
+        return plan_step(
+            step,
+            decided.urls,
+            delay_ms=chosen.delay_ms,
+            execution_ms=chosen.execution_ms,
+            fault_seed=chosen.fault_seed,
+            timeout=chosen.timeout,
+            values=RequestValues(request, decided, chosen),
+        )
 
     def decide(self, request: Incoming) -> Later[Decision]:
         """Everything about *request* up to its step: an answer mockskill gave itself
@@ -374,7 +393,13 @@ class Engine:
         assert sequence is not None
         plains = Plains(target, urls, sequence)
         for index, step in enumerate(sequence.steps):
-            if not step.random and step.delay is None and step.execution is None and not step.proxy:
+            if (
+                not step.random
+                and step.delay is None
+                and step.execution is None
+                and not step.proxy
+                and step.reply.template is None  # (made per request: rendering.py)
+            ):
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
                     plains.steps[index] = self._journalling.plain(

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cases import parse_pointer
 from .problems import Path, Problem, format_path
 from .reader import Reader
 from .templates import (
@@ -36,13 +36,29 @@ from .templates import (
     Placeholder,
     QueryOf,
     RandomInt,
+    ReplyTemplate,
     SessionName,
     SkillId,
     Template,
     Value,
+    draws,
 )
+from .when import parse_pointer
 
 _NO_DEFAULT: Any = object()
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a template is written, so that a placeholder that cannot be filled there is
+    a problem at load: a skill's step (*skill* true), a free route's (false, and the
+    *variables* of its path), or either (None: an outage's step, which answers both)."""
+
+    skill: bool | None = None
+    variables: tuple[str, ...] | None = None
+
+
+ANYWHERE = Scope()
 
 _PLAIN: dict[str, Value] = {
     "skill.id": SkillId(),
@@ -82,12 +98,14 @@ class _Flaw:
     hint: str = ""
 
 
-def compile_text(r: Reader, text: str, path: Path, *, at_key: bool = False) -> Template | None:
+def compile_text(
+    r: Reader, text: str, path: Path, *, at_key: bool = False, scope: Scope | None = None
+) -> Template | None:
     """*text*, the string at *path* of *r*'s document, compiled; None (with a problem
     positioned at each faulty placeholder) when it cannot be."""
     line, column = r.doc.position(path, at_key=at_key)
     where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
-    parts, flaws = _parse(text, where)
+    parts, flaws = _parse(text, where, scope or ANYWHERE)
     if not flaws:
         literal = sum(len(p) for p in parts if type(p) is str)
         return Template(tuple(parts), where, literal)
@@ -108,14 +126,16 @@ def compile_text(r: Reader, text: str, path: Path, *, at_key: bool = False) -> T
     return None
 
 
-def compile_json(r: Reader, value: Any, path: Path) -> JsonTemplate | None:
+def compile_json(
+    r: Reader, value: Any, path: Path, scope: Scope | None = None
+) -> JsonTemplate | None:
     """A ``json:`` answer (*value*, at *path*) compiled: every string in it a template,
     the rest written as JSON once; None (with problems) when anything is wrong."""
     line, column = r.doc.position(path)
     where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
     before = len(r.problems)
     pieces: list[str | Placeholder | Template] = []
-    _compile_value(r, value, path, pieces)
+    _compile_value(r, value, path, pieces, scope or ANYWHERE)
     if len(r.problems) > before:
         return None
     parts: list[str | Placeholder | Template] = []
@@ -129,7 +149,7 @@ def compile_json(r: Reader, value: Any, path: Path) -> JsonTemplate | None:
 
 
 def _compile_value(
-    r: Reader, value: Any, path: Path, out: list[str | Placeholder | Template]
+    r: Reader, value: Any, path: Path, out: list[str | Placeholder | Template], scope: Scope
 ) -> None:
     if not _has_braces(value):
         try:  # as Reply.json writes it, so an answer without placeholders is unchanged
@@ -138,7 +158,7 @@ def _compile_value(
             r.bad(path, "JSON values (no .nan or .inf)", str(exc))
         return
     if isinstance(value, str):
-        template = compile_text(r, value, path)
+        template = compile_text(r, value, path, scope=scope)
         if template is None:
             return
         whole, constant = template.whole, template.constant
@@ -153,7 +173,7 @@ def _compile_value(
         for index, item in enumerate(value):
             if index:
                 out.append(", ")
-            _compile_value(r, item, (*path, index), out)
+            _compile_value(r, item, (*path, index), out, scope)
         out.append("]")
     else:
         out.append("{")
@@ -161,7 +181,7 @@ def _compile_value(
             if index:
                 out.append(", ")
             out.append(_key(r, key, (*path, key)) + ": ")
-            _compile_value(r, item, (*path, key), out)
+            _compile_value(r, item, (*path, key), out, scope)
         out.append("}")
 
 
@@ -198,7 +218,7 @@ def _key(r: Reader, key: Any, path: Path) -> str:
     return json.dumps(template.constant)
 
 
-def _parse(text: str, where: str) -> tuple[list[str | Placeholder], list[_Flaw]]:
+def _parse(text: str, where: str, scope: Scope) -> tuple[list[str | Placeholder], list[_Flaw]]:
     """*text*'s literal pieces and placeholders, or what is wrong with it."""
     parts: list[str | Placeholder] = []
     flaws: list[_Flaw] = []
@@ -233,7 +253,7 @@ def _parse(text: str, where: str) -> tuple[list[str | Placeholder], list[_Flaw]]
         if flaw is not None:
             flaws.append(flaw)
         else:
-            read = _placeholder(written[2:-2], written, where)
+            read = _placeholder(written[2:-2], written, where, scope)
             if isinstance(read, _Flaw):
                 flaws.append(_Flaw(at, read.expected, read.found, read.hint))
             else:
@@ -282,14 +302,14 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _placeholder(inner: str, written: str, where: str) -> Placeholder | _Flaw:
+def _placeholder(inner: str, written: str, where: str, scope: Scope) -> Placeholder | _Flaw:
     """The placeholder *written* (*inner* is between its braces), or what is wrong."""
     expression, bar, filtered = inner.partition("|")
     words = expression.split()
     if not words:
         return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r} (nothing in it)")
     name, arguments = words[0], words[1:]
-    value = _value(name, arguments, written)
+    value = _value(name, arguments, written, scope)
     if isinstance(value, _Flaw):
         return value
     if not bar:
@@ -307,7 +327,7 @@ def _placeholder(inner: str, written: str, where: str) -> Placeholder | _Flaw:
     return Placeholder(written, where, value, True, default[0])
 
 
-def _value(name: str, arguments: list[str], written: str) -> Value | _Flaw:
+def _value(name: str, arguments: list[str], written: str, scope: Scope) -> Value | _Flaw:
     """What *name* (with its *arguments*) reads, or what is wrong with it."""
     if name == "random.int":
         return _random_int(arguments, written)
@@ -338,13 +358,20 @@ def _value(name: str, arguments: list[str], written: str) -> Value | _Flaw:
         )
     for family in _FAMILIES:
         if name.startswith(family + "."):
-            return _named(family, name[len(family) + 1 :], written)
+            return _named(family, name[len(family) + 1 :], written, scope)
+    if name == "skill.id" and scope.skill is False:
+        return _Flaw(
+            0,
+            "a placeholder a free route's answer can fill",
+            f"{written!r} in a free route's step",
+            "a free route has no skill; write the id as it is",
+        )
     if name in _PLAIN:
         return _PLAIN[name]
     return _Flaw(0, f"a placeholder name: {NAMES}", f"{written!r}", _suggestion(name))
 
 
-def _named(family: str, key: str, written: str) -> Value | _Flaw:
+def _named(family: str, key: str, written: str, scope: Scope) -> Value | _Flaw:
     if family == "request.header":
         if key and all(c in _TOKEN_CHARS for c in key):
             return HeaderOf(key.lower())
@@ -354,12 +381,35 @@ def _named(family: str, key: str, written: str) -> Value | _Flaw:
             return QueryOf(key)
         return _Flaw(0, "request.query.NAME", f"{written!r}")
     if key.isascii() and key.isidentifier():
-        return PathVariable(key)
+        return _path_variable(key, written, scope)
     return _Flaw(
         0,
         "request.path.NAME, a path variable's name (letters, digits and _)",
         f"{written!r}",
         "a free route's path names its variables: /orders/<id> has request.path.id",
+    )
+
+
+def _path_variable(key: str, written: str, scope: Scope) -> Value | _Flaw:
+    """``request.path.KEY``, where the step's endpoint has such a variable."""
+    if scope.skill:
+        return _Flaw(
+            0,
+            "request.path.NAME only in a free route's step (a variable of its path)",
+            f"{written!r} in a skill's step",
+            "a skill's paths have no variables; {{skill.id}} is the skill's id",
+        )
+    if scope.variables is None or key in scope.variables:
+        return PathVariable(key)
+    import difflib  # a misspelling's suggestion only
+
+    close = difflib.get_close_matches(key, scope.variables, n=1)
+    named = ", ".join(scope.variables) or "none"
+    return _Flaw(
+        0,
+        f"request.path.NAME naming a variable of the route's path ({named})",
+        f"{written!r}",
+        f"did you mean 'request.path.{close[0]}'?" if close else "",
     )
 
 
@@ -465,3 +515,114 @@ def _inside(lines: list[str], line: int, column: int, value: str, offset: int) -
     if 0 < at_line <= len(lines) and lines[at_line - 1][at_column - 1 :].startswith(snippet):
         return at_line, at_column
     return line, column
+
+
+def compile_headers(
+    r: Reader, headers: Mapping[str, str], path: Path, scope: Scope
+) -> dict[str, Template] | None:
+    """The templates of a step's *headers* (those holding ``{{``), by name; a header whose
+    value is then constant is given it in *headers*' place by the caller. None (with
+    problems) when one cannot be compiled."""
+    out = {}
+    ok = True
+    for name, value in headers.items():
+        if OPEN in value:
+            template = compile_text(r, value, (*path, "headers", name), scope=scope)
+            if template is None:
+                ok = False
+            else:
+                out[name] = template
+    return out if ok else None
+
+
+def reply_template(
+    body: JsonTemplate | Template | None,
+    headers: Sequence[tuple[str, str]],
+    templates: Mapping[str, Template],
+) -> ReplyTemplate | None:
+    """What of a reply with *headers* is made per request: *body* and the headers named in
+    *templates* (None when nothing is: the reply is planned once, as any other)."""
+    if body is not None and body.constant is not None:
+        body = None
+    held = tuple(
+        None if (t := templates.get(name)) is None or t.constant is not None else t
+        for name, _ in headers
+    )
+    if body is None and not any(held):
+        return None
+    made = [t for t in (body, *held) if t is not None]
+    return ReplyTemplate(body, held, any(draws(t) for t in made))
+
+
+_HOLE = "\ue000mockskill-hole-{}\ue001"
+"""A stand-in for an error's templated message or detail while the catalog writes its body
+(a private-use character: no catalog text holds one)."""
+
+
+@dataclass(frozen=True)
+class ErrorHoles:
+    """An error step's ``message`` and ``details`` with each templated value a stand-in,
+    for :func:`mockskill.protocol.catalog.render`; :meth:`body` is the body it renders
+    with each stand-in a hole for its template."""
+
+    message: str | None
+    details: dict[str, Any] | None
+    holes: tuple[tuple[str, Template | JsonTemplate], ...]
+    where: str
+
+    def body(self, rendered: str) -> JsonTemplate | None:
+        """The error body *rendered* by the catalog, its stand-ins holes (None: none)."""
+        if not self.holes:
+            return None
+        parts: list[str | Placeholder | Template | JsonTemplate] = []
+        rest = rendered
+        for stand_in, template in self.holes:
+            before, found, rest = rest.partition(json.dumps(stand_in))
+            assert found, "the catalog writes each message and detail as it is given"
+            parts += [before, template]
+        parts.append(rest)
+        literal = sum(len(p) for p in parts if isinstance(p, str))
+        return JsonTemplate(tuple(parts), self.where, literal)
+
+
+def compile_error(
+    r: Reader, message: str | None, details: dict[str, Any] | None, path: Path, scope: Scope
+) -> ErrorHoles | None:
+    """An error step's *message* and *details* read for placeholders; None (with
+    problems) when one cannot be compiled."""
+    line, column = r.doc.position(path)
+    holes: list[tuple[str, Template | JsonTemplate]] = []
+    ok = True
+    if message is not None and OPEN in message:
+        template = compile_text(r, message, (*path, "message"), scope=scope)
+        if template is None:
+            ok = False
+        elif template.constant is not None:
+            message = template.constant
+        else:  # always a string: a whole placeholder is written as text in a message
+            holes.append((_HOLE.format(len(holes)), template))
+            message = holes[-1][0]
+    if details is not None and _has_braces(details):
+        kept = {}
+        for key, value in details.items():
+            at = (*path, "details", key)
+            if isinstance(key, str) and OPEN in key:
+                written = _key(r, key, at)
+                if not written:
+                    ok = False
+                    continue
+                key = json.loads(written)
+            compiled = compile_json(r, value, at, scope) if _has_braces(value) else None
+            if compiled is None:
+                ok = ok and not _has_braces(value)
+                kept[key] = value
+            elif compiled.constant is not None:
+                kept[key] = json.loads(compiled.constant)
+            else:
+                holes.append((_HOLE.format(len(holes)), compiled))
+                kept[key] = holes[-1][0]
+        details = kept
+    if not ok:
+        return None
+    where = f"{r.doc.file}:{line}:{column} ({format_path(path)})"
+    return ErrorHoles(message, details, tuple(holes), where)

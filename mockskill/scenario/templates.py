@@ -554,6 +554,12 @@ class Template:
         reading.spend(self.literal)
         return "".join([p if isinstance(p, str) else p.as_text(reading) for p in self.parts])
 
+    def filled(self, fill: Callable[[str], str]) -> Template:
+        """This template with *fill* applied to its literal text only (the server's
+        ``{base_url}``): what a placeholder renders is never filled in."""
+        parts = tuple(fill(p) if type(p) is str else p for p in self.parts)
+        return Template(parts, self.where, sum(len(p) for p in parts if type(p) is str))
+
 
 def _fits_header(value: str) -> bool:
     """RFC 9110's field-value characters: visible ASCII, space, tab, ISO-8859-1's upper half."""
@@ -567,7 +573,8 @@ class JsonTemplate:
     """A ``json:`` answer compiled: its JSON text in pieces, written at load, and holes
     (a :class:`Placeholder` that is a whole string, a :class:`Template` inside one)."""
 
-    parts: tuple[str | Placeholder | Template, ...]
+    parts: tuple[str | Placeholder | Template | JsonTemplate, ...]
+    """(A JsonTemplate among them: an error's ``details``, compiled where they were written.)"""
     where: str
     literal: int
     """The length of its JSON text between the holes, counted against the limit at once."""
@@ -581,8 +588,55 @@ class JsonTemplate:
 
     def render(self, reading: Reading) -> bytes | NotRendered:
         try:
-            reading.spend(self.literal)
-            out = [p if isinstance(p, str) else p.as_json(reading) for p in self.parts]
+            out = self.as_json(reading)
         except _Failed as failed:
             return _not_rendered(failed, self.where)
-        return "".join(out).encode()  # (JSON written with ensure_ascii: ASCII)
+        return out.encode()  # (JSON written with ensure_ascii: ASCII)
+
+    def as_json(self, reading: Reading) -> str:
+        """The JSON text rendered (a hole of a larger one: an error's details)."""
+        reading.spend(self.literal)
+        return "".join([p if isinstance(p, str) else p.as_json(reading) for p in self.parts])
+
+    def filled(self, fill: Callable[[str], str]) -> JsonTemplate:
+        """This template with *fill* applied to its literal JSON text only (see
+        :meth:`Template.filled`)."""
+        parts = tuple(
+            fill(p) if isinstance(p, str) else p if isinstance(p, Placeholder) else p.filled(fill)
+            for p in self.parts
+        )
+        return JsonTemplate(parts, self.where, sum(len(p) for p in parts if type(p) is str))
+
+
+def draws(template: Template | JsonTemplate | Placeholder) -> bool:
+    """Whether rendering *template* takes values from the run's generator (``{{id}}``,
+    ``{{random.int}}``): its step is then a random one, given a generator per request."""
+    if isinstance(template, Placeholder):
+        return type(template.value) in (FreshId, RandomInt)
+    return any(draws(p) for p in template.parts if not isinstance(p, str))
+
+
+@dataclass(frozen=True)
+class ReplyTemplate:
+    """What of a scripted reply is made per request: its body's template and its
+    headers' (the rest of the reply is as it was written)."""
+
+    body: JsonTemplate | Template | None
+    """The body's template (None: the reply's body as it is)."""
+    headers: tuple[Template | None, ...]
+    """One per header of the reply, in its order (None: that header as it is)."""
+    draws: bool
+    """Whether rendering takes values from the run's generator (see :func:`draws`)."""
+
+    def filled(self, fill: Callable[[str], str]) -> ReplyTemplate:
+        """With *fill* applied to the literal text of each template (not to what renders)."""
+        body = None if self.body is None else self.body.filled(fill)
+        headers = tuple(None if h is None else h.filled(fill) for h in self.headers)
+        return ReplyTemplate(body, headers, self.draws)
+
+    def body_of(self, reading: Reading) -> bytes | NotRendered | None:
+        """The body rendered (None: it has no template)."""
+        body = self.body
+        if body is None:
+            return None
+        return body.render(reading) if isinstance(body, JsonTemplate) else body.body(reading)
