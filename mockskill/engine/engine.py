@@ -40,7 +40,7 @@ from .capabilities import check_playable
 from .choosing import Chosen, Decided
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plains
+from .journalling import Journalling, Plains, RenderedPlain
 from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
@@ -312,7 +312,7 @@ class Engine:
             execution_ms=chosen.execution_ms,
             fault_seed=chosen.fault_seed,
             timeout=chosen.timeout,
-            values=RequestValues(request, decided, chosen),
+            values=RequestValues.of(request, decided, chosen),
         )
 
     def decide(self, request: Incoming) -> Later[Decision]:
@@ -372,7 +372,7 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position = taken[0]  # type: ignore[index]  # a Take is answered a Taken
-        if target.draws or position is None:  # (None: in the scenario's outage)
+        if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
         urls = decided.urls
         kept = self._plains.get((id(target), id(urls)))
@@ -381,9 +381,15 @@ class Engine:
         else:
             plains = self._plains_of(target, urls)
         index = plains.sequence.step_at(position)
-        plain = None if index is None else plains.steps[index]
-        if plain is None:
+        if index is None:
             return None
+        plain = None if target.draws else plains.steps[index]
+        if plain is None:  # not plain; a templated step may be plain but for its template
+            rendered = plains.rendered[index] if target.renders else None
+            if rendered is None:
+                return None
+            draw = taken[1]  # type: ignore[index]
+            return rendered.plan(request, decided.session, decided.started, position, draw, index)
         plain.record(request, decided.started, decided.session, position)
         return plain.plan
 
@@ -405,11 +411,22 @@ class Engine:
                     plains.steps[index] = self._journalling.plain(
                         target, index, planned.plan, planned.reply
                     )
+            elif _renders_plainly(step) and target.kind != "describe":
+                reply = urls.fill_kept(step.reply)  # its template's literal text filled
+                plan = plans.Plan(answer(reply))  # (the step's source form: a head to reuse)
+                journal = self._journalling.plain(target, index, plan, reply)
+                plains.rendered[index] = RenderedPlain(target, reply, journal, self._seed(target))
         if len(self._plains) >= MAX_CACHED:
             self._plains.clear()  # atomic, unlike evicting one: handle() runs on threads
         # The target and Urls kept with it: neither id can be another's while it is kept.
         self._plains[(id(target), id(urls))] = (target, urls, plains)
         return plains
+
+    def _seed(self, target: Target) -> int:
+        """The seed of *target*'s draws: its scenario's, else the server's (as choose())."""
+        table = self.table
+        scenario = table.scenarios[target.scenario] if target.scenario else None
+        return table.seed if scenario is None or scenario.seed is None else scenario.seed
 
     def _judged(
         self,
@@ -461,6 +478,22 @@ class Engine:
     def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         credentials = self.table.credentials
         return builtin_answers.token(self._journalling, request, session, started, credentials)
+
+
+def _renders_plainly(step: Step) -> bool:
+    """Whether *step* is plain but for its template (which may draw): made per request
+    by a :class:`RenderedPlain`, journalled as planned."""
+    return (
+        step.reply.template is not None
+        and not step.choices
+        and step.delay is None
+        and step.execution is None
+        and step.hang_ms is None
+        and step.dribble is None
+        and step.fault is None
+        and step.keep_alive is None
+        and step.proxy is None
+    )
 
 
 def journalled(outcome: plans.Outcome) -> None:

@@ -71,6 +71,8 @@ class Target:
     Both are read on every request, so set once."""
     draws: bool = field(init=False, compare=False)
     """Whether a step of the sequence is random: its requests take draw numbers."""
+    renders: bool = field(init=False, compare=False)
+    """Whether a step of the sequence has a ``{{...}}`` template (made per request)."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
@@ -78,6 +80,7 @@ class Target:
         object.__setattr__(self, "skill_id", self.skill.id if self.skill else None)
         steps = self.sequence.steps if self.sequence else ()
         object.__setattr__(self, "draws", any(step.random for step in steps))
+        object.__setattr__(self, "renders", any(s.reply.template is not None for s in steps))
 
     @property
     def label(self) -> str:

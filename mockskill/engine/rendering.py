@@ -44,19 +44,34 @@ class RequestValues:
         "step",
     )
 
-    def __init__(self, request: Incoming, decided: Decided, chosen: Chosen) -> None:
-        target = decided.target
-        assert isinstance(target, Target), "a step is played for a target, never a miss"
+    def __init__(
+        self,
+        request: Incoming,
+        target: Target,
+        session: str,
+        started: float,
+        position: int | None,
+        step: int | None,
+        rng: random.Random | None,
+    ) -> None:
         self.request = request
-        self.session_name = decided.session
-        self.started = decided.started
-        self.position = chosen.position
-        self.step = chosen.index
-        self.rng = chosen.rng
+        self.session_name = session
+        self.started = started
+        self.position = position
+        self.step = step
+        self.rng = rng
         self.skill: str | None = target.skill_id
         self.scenario: str | None = target.scenario
         self.route: Route | None = target.route
         self._query: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, request: Incoming, decided: Decided, chosen: Chosen) -> RequestValues:
+        """The values of *request*, whose step *chosen* is (with its draws, if it drew)."""
+        target = decided.target
+        assert isinstance(target, Target), "a step is played for a target, never a miss"
+        started, session = decided.started, decided.session
+        return cls(request, target, session, started, chosen.position, chosen.index, chosen.rng)
 
     def body(self) -> bytes:
         return self.request.body

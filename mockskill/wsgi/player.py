@@ -127,7 +127,7 @@ def _play(
         # client is still sending, and during a wait a readable socket
         # must mean the client's goodbye.
         werkzeug_request.get_data()
-    values = None if step.reply.template is None else RequestValues(request, decided, chosen)
+    values = None if step.reply.template is None else RequestValues.of(request, decided, chosen)
     response, played = play(chosen, connection, urls, values)
     return response, played, connection
 
