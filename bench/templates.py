@@ -8,11 +8,14 @@ keep-alive sends each the same POST (a small JSON body and an ``X-Trace``
 header), in turn, ``--rounds`` times for ``--duration`` seconds; medians and
 the ratio templated / plain are printed (target >= 0.85).
 
-``--cpu N`` measures instead, in this process, the engine's CPU per request
-for each (``Engine.plan`` and its recorder, no socket, no loop), best of three:
-a figure that does not move with the machine's load. Run::
+Two figures do not move with the machine's load: ``--cpu N`` measures, in this
+process, the engine's CPU per request for each (``LoopDispatcher.plan`` and
+``played``, no socket, no loop), best of three; ``--callgrind`` the
+instructions per whole keep-alive request of each (the real server under
+valgrind, as bench/callgrind_request.py counts them: (N2 run - N1 run) /
+(N2 - N1), one kept-alive connection, the same POST). Run::
 
-    python bench/templates.py [--rounds 3 --duration 5] [--cpu 20000]
+    python bench/templates.py [--rounds 3 --duration 5] [--cpu 20000] [--callgrind]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import json
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,8 +67,15 @@ SKILLS = ("plain", "templated")
 
 def run_wrk(port: int, skill: str, seconds: int, lua: str) -> float:
     out = subprocess.run(
-        ["wrk", "-t2", "-c32", f"-d{seconds}s", "-s", lua]
-        + [f"http://{c.HOST}:{port}/skills/{skill}/invoke"],
+        [
+            "wrk",
+            "-t2",
+            "-c32",
+            f"-d{seconds}s",
+            "-s",
+            lua,
+            f"http://{c.HOST}:{port}/skills/{skill}/invoke",
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -130,13 +141,75 @@ def cpu(iterations: int) -> dict[str, float]:
     return best
 
 
+def instructions(skill: str, requests: int, warmup: int, where: Path) -> int:
+    """Instructions of ``mockskill serve`` under callgrind answering *warmup* + *requests*
+    POSTs to *skill* on one kept-alive connection (bench/callgrind_request.py's way)."""
+    from callgrind_request import _connect, _exchange, _stop, _total
+
+    port = c.free_port()
+    out = where / f"callgrind.{skill}.{requests}.out"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+    cmd += ["-m", "mockskill", "serve", "--port", str(port), "--quiet", "--journal-size", "1000"]
+    with c.scenario_file(SCENARIO) as path:
+        proc = subprocess.Popen(
+            [*cmd, path],
+            cwd=str(c.BENCH_DIR),
+            env=c.valgrind_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            request = (
+                f"POST /skills/{skill}/invoke HTTP/1.1\r\nHost: {c.HOST}:{port}\r\n"
+                f"Content-Type: application/json\r\nX-Trace: t-0123456789\r\n"
+                f"Content-Length: {len(BODY)}\r\n\r\n{BODY}"
+            ).encode()
+            pending = bytearray()
+            with _connect(port, time.monotonic() + 600, proc) as sock:
+                for _ in range(warmup + requests):
+                    if _exchange(sock, request, pending) != 200:
+                        raise RuntimeError(f"{skill}: not a 200")
+            _stop(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return _total(out)
+
+
+def callgrind(n1: int, n2: int, warmup: int) -> dict[str, float]:
+    """Instructions per request of each skill: (N2 run - N1 run) / (N2 - N1)."""
+    per: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
+        for skill in SKILLS:
+            low = instructions(skill, n1, warmup, Path(tmp))
+            high = instructions(skill, n2, warmup, Path(tmp))
+            per[skill] = (high - low) / (n2 - n1)
+    return per
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=5, help="seconds per run")
     parser.add_argument("--cpu", type=int, default=0, help="in-process CPU, N requests each")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per request")
+    parser.add_argument("--n1", type=int, default=500)
+    parser.add_argument("--n2", type=int, default=1500)
+    parser.add_argument("--warmup", type=int, default=1200)
     args = parser.parse_args()
     print(c.machine())
+    if args.callgrind:
+        per = callgrind(args.n1, args.n2, args.warmup)
+        c.print_table(
+            ["answer", "instructions / keep-alive request"],
+            [[skill, f"{per[skill]:,.0f}"] for skill in SKILLS],
+        )
+        print(
+            f"plain / templated (the throughput ratio at equal cost per instruction):"
+            f" {per['plain'] / per['templated']:.2f} (target >= 0.85)"
+        )
+        return
     if args.cpu:
         best = cpu(args.cpu)
         c.print_table(
@@ -150,9 +223,10 @@ def main() -> None:
         lua = str(Path(tmp) / "post.lua")
         Path(lua).write_text(WRK_LUA)
         bundled = str(bundled_path())  # (the server is ready when its translate skill answers)
-        with c.scenario_file(SCENARIO) as path, c.serving(
-            lambda port: c.mockskill_cmd(port, [bundled, path])
-        ) as served:
+        with (
+            c.scenario_file(SCENARIO) as path,
+            c.serving(lambda port: c.mockskill_cmd(port, [bundled, path])) as served,
+        ):
             same_answers(served.port)
             for skill in SKILLS:  # warm-up: the kept plans, the loop's first requests
                 run_wrk(served.port, skill, 1, lua)

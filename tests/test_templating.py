@@ -207,3 +207,16 @@ def test_the_wsgi_player_renders_templates_too() -> None:
     bad = client.post("/skills/echo/invoke", data=b"{")
     assert bad.status_code == 400
     assert json.loads(bad.get_data())["error"]["code"] == "MOCKSKILL_TEMPLATE_NOT_RENDERED"
+
+
+def test_a_proxy_steps_after_answer_is_rendered_from_the_request(
+    serve: Callable[..., Server],
+) -> None:
+    upstream = serve("skills:\n  - id: job\n")
+    front = serve(
+        "skills:\n  - id: job\n    invoke:\n      proxy: " + upstream.url + "\n"
+        "      after: {error: EXECUTION_TIMEOUT, message: 'lost {{request.body/job}}'}\n"
+    )
+    answer = requests.post(front.invoke_url("job"), json={"job": "j-7"}, timeout=10)
+    assert answer.status_code == 504
+    assert answer.json()["error"]["message"] == "lost j-7"

@@ -338,14 +338,18 @@ class FreshId:
 @dataclass(frozen=True)
 class Now:
     def read(self, reading: Reading) -> Any:
+        global _second
         ms = reading.now_ms()
-        return _second(ms // 1000) + f".{ms % 1000:03d}Z"
+        second, text = _second
+        if ms // 1000 != second:  # the second's text made once: every answer in it asks
+            second = ms // 1000
+            text = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+            _second = (second, text)  # (one assignment: a thread reads both or neither)
+        return f"{text}{ms % 1000:03d}Z"
 
 
-@functools.lru_cache(maxsize=1)
-def _second(epoch: int) -> str:
-    """The second *epoch* in ISO 8601, kept while it lasts (every answer in it asks)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
+_second = (-1, "")
+"""The last second an answer was made in, and its ISO 8601 text (without its ms)."""
 
 
 @dataclass(frozen=True)
@@ -398,12 +402,11 @@ class Placeholder:
         value = self.value.read(reading)
         if type(value) is not str:
             return self._encoded(value, reading, text=False)
-        reading.left -= len(value) + 2  # at least this much: counted before the copy is made
-        if reading.left < 0:
+        if len(value) >= reading.left:  # (its JSON is longer): stopped before it is copied
             raise _Failed(reading.over(), self)
         out: str = encode_basestring_ascii(value)
-        reading.left -= len(out) - len(value) - 2
-        if reading.left < 0:
+        left = reading.left = reading.left - len(out)
+        if left < 0:
             raise _Failed(reading.over(), self)
         return out
 
@@ -596,7 +599,15 @@ class JsonTemplate:
     def as_json(self, reading: Reading) -> str:
         """The JSON text rendered (a hole of a larger one: an error's details)."""
         reading.spend(self.literal)
-        return "".join([p if isinstance(p, str) else p.as_json(reading) for p in self.parts])
+        out = list(self.parts)  # the literal text in place; each hole filled in
+        for index in self.holes:
+            out[index] = out[index].as_json(reading)  # type: ignore[union-attr]
+        return "".join(out)  # type: ignore[arg-type]
+
+    @functools.cached_property
+    def holes(self) -> tuple[int, ...]:
+        """Where the holes are among :attr:`parts`."""
+        return tuple(i for i, p in enumerate(self.parts) if not isinstance(p, str))
 
     def filled(self, fill: Callable[[str], str]) -> JsonTemplate:
         """This template with *fill* applied to its literal JSON text only (see
