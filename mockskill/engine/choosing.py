@@ -19,7 +19,9 @@ from hashlib import blake2b
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
+from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
+from .rendering import RequestValues
 from .replies import exhausted_reply
 from .store import NeedAnswer, Take, Taken
 
@@ -248,3 +250,14 @@ def _draw(
     delay = round(step.delay.draw(rng), 3) if step.delay else None
     execution = round(step.execution.draw(rng), 3) if step.execution else None
     return step, choice, delay, execution, rng.getrandbits(32)
+
+
+def request_values(request: Incoming, decided: Decided, chosen: Chosen) -> RequestValues:
+    """What a template reads of *request*, whose step *chosen* is (with its draws' generator,
+    if it drew): :mod:`.rendering`'s source."""
+    target = decided.target
+    assert isinstance(target, Target), "a step is played for a target, never a miss"
+    started, session = decided.started, decided.session
+    return RequestValues(
+        request, target, session, started, chosen.position, chosen.index, chosen.rng
+    )

@@ -37,7 +37,7 @@ from .builtin_answers import SESSION_HEADER as SESSION_HEADER
 from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .builtin_answers import unavailable
 from .capabilities import check_playable
-from .choosing import Chosen, Decided
+from .choosing import Chosen, Decided, request_values
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plains, RenderedPlain
@@ -45,7 +45,6 @@ from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
 from .proxying import Proxying
-from .rendering import RequestValues
 from .replies import (
     ERROR_HEADER,
     VERSION_HEADER,
@@ -312,7 +311,7 @@ class Engine:
             execution_ms=chosen.execution_ms,
             fault_seed=chosen.fault_seed,
             timeout=chosen.timeout,
-            values=RequestValues.of(request, decided, chosen),
+            values=request_values(request, decided, chosen),
         )
 
     def decide(self, request: Incoming) -> Later[Decision]:

@@ -28,9 +28,10 @@ from ..protocol.catalog import Retry
 from ..scenario.model import JSON_TYPE, Reply, Step
 from . import plan as plans
 from .actions import answer
+from .choosing import request_values
 from .exchange import Exchange, Recorder
 from .plan import Relayed, Upstream
-from .rendering import RequestValues, rendered
+from .rendering import rendered
 
 if TYPE_CHECKING:
     from .choosing import Chosen, Decided
@@ -91,7 +92,7 @@ def upstream_for(
             after_fault = plans.Fault(proxy.after.fault)
         reply = urls.fill_kept(proxy.after.reply)
         if reply.template is not None:  # a commit-then-fail answer made from the request
-            reply = rendered(reply, RequestValues.of(request, decided, chosen))
+            reply = rendered(reply, request_values(request, decided, chosen))
         after = answer(reply)
     rewrite = None
     if request.method in ("GET", "HEAD"):

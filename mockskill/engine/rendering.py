@@ -13,7 +13,6 @@ replays ids and numbers). A reply that cannot be rendered is answered with
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Route
@@ -21,9 +20,6 @@ from ..scenario.routes import values as route_values
 from ..scenario.templates import NotRendered, Reading, uuid4_text
 from .incoming import Incoming
 from .matching import Target
-
-if TYPE_CHECKING:
-    from .choosing import Chosen, Decided
 
 NOT_RENDERED = "MOCKSKILL_TEMPLATE_NOT_RENDERED"
 
@@ -64,14 +60,6 @@ class RequestValues:
         self.scenario: str | None = target.scenario
         self.route: Route | None = target.route
         self._query: dict[str, str] | None = None
-
-    @classmethod
-    def of(cls, request: Incoming, decided: Decided, chosen: Chosen) -> RequestValues:
-        """The values of *request*, whose step *chosen* is (with its draws, if it drew)."""
-        target = decided.target
-        assert isinstance(target, Target), "a step is played for a target, never a miss"
-        started, session = decided.started, decided.session
-        return cls(request, target, session, started, chosen.position, chosen.index, chosen.rng)
 
     def body(self) -> bytes:
         return self.request.body

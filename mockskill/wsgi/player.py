@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wrappers import Request, Response
 
 from ..engine.actions import Urls
-from ..engine.choosing import Chosen, Decided
+from ..engine.choosing import Chosen, Decided, request_values
 from ..engine.entries import Entry
 from ..engine.incoming import Incoming
 from ..engine.pending import Pending, answered
@@ -127,7 +127,7 @@ def _play(
         # client is still sending, and during a wait a readable socket
         # must mean the client's goodbye.
         werkzeug_request.get_data()
-    values = None if step.reply.template is None else RequestValues.of(request, decided, chosen)
+    values = None if step.reply.template is None else request_values(request, decided, chosen)
     response, played = play(chosen, connection, urls, values)
     return response, played, connection
 
