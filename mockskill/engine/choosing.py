@@ -46,8 +46,8 @@ class Chosen:
     """Whether the step's values were drawn from the session's generator (it is random)."""
     timeout: tuple[int, int, catalog.Context] | None = None
     reply: Reply | None = None
-    rng: random.Random | None = None
-    """The generator its draws came from, for what its template draws after them."""
+    draw_key: bytes | None = None
+    """Its draw's key (:func:`draw_key`), for what its template draws (ids, numbers)."""
 
 
 def take(table: RoutingTable, target: Target, session: str) -> Take:
@@ -119,7 +119,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
     if step.random:
         scenario = table.scenarios[name] if name else None
         seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
-        rng = generator(seed, name or "", decided.session, draw)
+        key = draw_key(seed, name or "", decided.session, draw)
+        rng = _SplitMix(int.from_bytes(blake2b(key, digest_size=8).digest(), "big"))
         step, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
         decided.chosen = Chosen(
             step,
@@ -132,7 +133,7 @@ def choose(decided: Decided, taken: NeedAnswer) -> Decided:
             fault_seed,
             True,
             timeout,
-            rng=rng,
+            draw_key=key,
         )
         return decided
     # Nothing to draw: no generator is made. Positional: one per request.
@@ -187,9 +188,16 @@ def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:
     :class:`_SplitMix`: one is made per drawn request, and seeding a Mersenne
     Twister (``random.Random(seed)``) cost twice the whole draw.
     """
-    text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(draw_key(seed, stream, session, draw), digest_size=8).digest()
     return _SplitMix(int.from_bytes(digest, "big"))
+
+
+def draw_key(seed: int, stream: str, session: str, draw: int) -> bytes:
+    """What names draw number *draw* of *session* in *stream* under *seed*: its generator's
+    seed is this key's digest, and a template's ids and numbers are digests of it too
+    (:class:`~.rendering.RequestValues`), so the same seed replays both."""
+    text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
+    return text.encode("utf-8", "surrogatepass")
 
 
 _MASK = (1 << 64) - 1
@@ -259,5 +267,5 @@ def request_values(request: Incoming, decided: Decided, chosen: Chosen) -> Reque
     assert isinstance(target, Target), "a step is played for a target, never a miss"
     started, session = decided.started, decided.session
     return RequestValues(
-        request, target, session, started, chosen.position, chosen.index, chosen.rng
+        request, target, session, started, chosen.position, chosen.index, chosen.draw_key
     )

@@ -17,7 +17,7 @@ from ..scenario.model import Reply, Sequence
 from ..scenario.templates import NotRendered, Reading
 from . import request_facts as facts
 from .actions import TimedOut, Urls, answer
-from .choosing import Chosen, generator
+from .choosing import Chosen, draw_key
 from .digests import KeyedDigest
 from .entries import Entry
 from .incoming import Incoming
@@ -350,11 +350,10 @@ class RenderedPlain:
     ) -> Plan | None:
         """The plan of *request*, journalled; None when its answer cannot be rendered (the
         general path then answers it, with mockskill's labelled error)."""
-        template, target, rng = self.template, self.target, None
-        if template.draws:  # as choose() draws: the step's own values (a fault seed) first
-            rng = generator(self.seed, target.scenario or "", session, draw)
-            rng.getrandbits(32)
-        values = RequestValues(request, target, session, started, position, index, rng)
+        template, target, key = self.template, self.target, None
+        if template.draws:  # its ids and numbers: digests of the draw's key (as choose())
+            key = draw_key(self.seed, target.scenario or "", session, draw)
+        values = RequestValues(request, target, session, started, position, index, key)
         reading = Reading(values)
         if any(template.headers):
             made = self.reply.rendered(reading)

@@ -5,14 +5,14 @@ comes here; the engine never keeps its plan. :class:`RequestValues` is the
 :class:`~mockskill.scenario.templates.Source` of one request: its body and headers as
 the engine reads them, its query string and path variables parsed only when a
 placeholder asks, its session, its position in its sequence, its time, and the
-run's seeded generator of its draw (:func:`~.choosing.generator`: ``--seed``
-replays ids and numbers). A reply that cannot be rendered is answered with
+key of its draw (:func:`~.choosing.draw_key`, whose digests its ids and numbers
+are: ``--seed`` replays them). A reply that cannot be rendered is answered with
 :func:`not_rendered_reply`, a 400 in the unified body that says mockskill made it.
 """
 
 from __future__ import annotations
 
-import random
+from hashlib import blake2b
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Route
@@ -29,9 +29,10 @@ class RequestValues:
 
     __slots__ = (
         "_query",
+        "drawn",
+        "key",
         "position",
         "request",
-        "rng",
         "route",
         "scenario",
         "session_name",
@@ -48,14 +49,16 @@ class RequestValues:
         started: float,
         position: int | None,
         step: int | None,
-        rng: random.Random | None,
+        key: bytes | None,
     ) -> None:
         self.request = request
         self.session_name = session
         self.started = started
         self.position = position
         self.step = step
-        self.rng = rng
+        self.key = key
+        """Its draw's key (:func:`~.choosing.draw_key`): ids and numbers are its digests."""
+        self.drawn = 0
         self.skill: str | None = target.skill_id
         self.scenario: str | None = target.scenario
         self.route: Route | None = target.route
@@ -87,20 +90,22 @@ class RequestValues:
         return 1 if self.position is None else self.position + 1
 
     def fresh_id(self) -> str:
-        return uuid4_text(self._generator().getrandbits(128))
+        return uuid4_text(self._draw(b"id"))
 
     def random_int(self, low: int, high: int) -> int:
-        return self._generator().randint(low, high)
+        return low + self._draw(b"int") % (high - low + 1)  # (a 128-bit draw: no bias to see)
 
     def now_ms(self) -> int:
         return int(self.started * 1000)
 
-    def _generator(self) -> random.Random:
-        # A step whose template draws is a random step (Step.random): chosen with the
-        # generator of its draw, after the step's own draws.
-        rng = self.rng
-        assert rng is not None, "a template that draws makes its step random"
-        return rng
+    def _draw(self, what: bytes) -> int:
+        """128 bits drawn for *what*: the digest of the request's draw key and a count
+        (each draw of the request a new one; the same seed, the same draws)."""
+        key = self.key
+        assert key is not None, "a template that draws makes its step random"
+        self.drawn = drawn = self.drawn + 1
+        digest = blake2b(b"%s:%s:%d" % (key, what, drawn), digest_size=16).digest()
+        return int.from_bytes(digest, "big")
 
 
 def rendered(reply: Reply, values: RequestValues) -> Reply:
