@@ -8,10 +8,11 @@ it gives of its own, ``addresses`` the URLs its replies are filled for).
 ``matching`` finds the skill or route, ``conditions`` the case; ``choosing``
 picks the step and its draws; ``auth`` checks credentials; ``actions`` makes
 the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
-and ``proxying``: a proxy step, its recorded ``exchange``) that the
-transport plays; ``idempotency`` answers a retry from its key's first
-execution, for a skill that honours ``Idempotency-Key``. ``capabilities``
-says whether a server can play a scenario set.
+and ``proxying``: a proxy step, its recorded ``exchange``; ``rendering``: a
+templated reply made for its request) that the transport plays;
+``idempotency`` answers a retry from its key's first execution, for a skill
+that honours ``Idempotency-Key``. ``capabilities`` says whether a server can
+play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``

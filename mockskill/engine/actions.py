@@ -18,6 +18,7 @@ from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, REFUSED_BASE_URL
 from ..scenario.model import Reply, Step
 from . import plan as plans
+from .rendering import RequestValues, rendered
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response
@@ -55,7 +56,27 @@ class Urls:
         for placeholder, base in self.tls:
             body = body if reply.verbatim else body.replace(placeholder.encode(), base.encode())
             headers = tuple((k, v.replace(placeholder, base)) for k, v in headers)
-        return Reply(reply.status, headers, body, reply.content_type, reply.error_code, reply.retry)
+        template = reply.template
+        if template is not None:  # its literal text only: never what a request puts in it
+            template = template.filled(self.fill_text)
+        return Reply(
+            reply.status,
+            headers,
+            body,
+            reply.content_type,
+            reply.error_code,
+            reply.retry,
+            template=template,
+        )
+
+    def fill_text(self, text: str) -> str:
+        """*text* with the placeholders filled in (a template's literal text)."""
+        text = text.replace(BASE_URL, self.base)
+        if self.refused is not None:
+            text = text.replace(REFUSED_BASE_URL, self.refused)
+        for placeholder, base in self.tls:
+            text = text.replace(placeholder, base)
+        return text
 
 
 MAX_FILLED = 256
@@ -165,9 +186,13 @@ def plan(
     execution_ms: float | None,
     fault_seed: int,
     timeout: tuple[int, int, catalog.Context] | None,
+    values: RequestValues | None = None,
 ) -> Planned:
-    """What :func:`play` does, as a plan: waits, the execution's cut, then the answer."""
+    """What :func:`play` does, as a plan: waits, the execution's cut, then the answer
+    (a templated reply made from *values*, the request's)."""
     reply = urls.fill_kept(step.reply)
+    if values is not None and reply.template is not None:
+        reply = rendered(reply, values)
     waits: list[plans.Wait] = []
     if delay_ms:
         waits.append(plans.Wait(delay_ms))

@@ -15,19 +15,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import TYPE_CHECKING
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from .actions import Urls
 from .entries import escaped, shorten
+from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
+from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
 from .store import NeedAnswer, SetState, Take, Taken
-
-if TYPE_CHECKING:
-    from .incoming import Incoming
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -50,6 +48,8 @@ class Chosen:
     """Whether the step's values were drawn from the session's generator (it is random)."""
     timeout: tuple[int, int, catalog.Context] | None = None
     reply: Reply | None = None
+    draw_key: bytes | None = None
+    """Its draw's key (:func:`draw_key`), for what its template draws (ids, numbers)."""
 
 
 def take(table: RoutingTable, target: Target, session: str) -> Take:
@@ -126,8 +126,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if step.random:
         scenario = table.scenarios[name] if name else None
         seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
-        rng = generator(seed, name or "", decided.session, draw)
-        drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, rng)
+        key = draw_key(seed, name or "", decided.session, draw)
+        drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
         decided.chosen = Chosen(
             drawn,
             index,
@@ -139,6 +139,7 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             fault_seed,
             True,
             timeout,
+            draw_key=key,
         )
         # The outcome drawn moves the state, else the step it is an outcome of.
         moves = step.set_state if drawn.set_state is None else drawn.set_state
@@ -240,9 +241,20 @@ def generator(seed: int, stream: str, session: str, draw: int) -> random.Random:
     :class:`_SplitMix`: one is made per drawn request, and seeding a Mersenne
     Twister (``random.Random(seed)``) cost twice the whole draw.
     """
+    return keyed_generator(draw_key(seed, stream, session, draw))
+
+
+def keyed_generator(key: bytes) -> random.Random:
+    """The generator whose seed is the digest of *key* (:func:`draw_key`'s)."""
+    return _SplitMix(int.from_bytes(blake2b(key, digest_size=8).digest(), "big"))
+
+
+def draw_key(seed: int, stream: str, session: str, draw: int) -> bytes:
+    """What names draw number *draw* of *session* in *stream* under *seed*: its generator's
+    seed is this key's digest, and a template's ids and numbers are digests of it too
+    (:class:`~.rendering.RequestValues`), so the same seed replays both."""
     text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return _SplitMix(int.from_bytes(digest, "big"))
+    return text.encode("utf-8", "surrogatepass")
 
 
 _MASK = (1 << 64) - 1
@@ -303,3 +315,14 @@ def _draw(
     delay = round(step.delay.draw(rng), 3) if step.delay else None
     execution = round(step.execution.draw(rng), 3) if step.execution else None
     return step, choice, delay, execution, rng.getrandbits(32)
+
+
+def request_values(request: Incoming, decided: Decided, chosen: Chosen) -> RequestValues:
+    """What a template reads of *request*, whose step *chosen* is (with its draws' generator,
+    if it drew): :mod:`.rendering`'s source."""
+    target = decided.target
+    assert isinstance(target, Target), "a step is played for a target, never a miss"
+    started, session = decided.started, decided.session
+    return RequestValues(
+        request, target, session, started, chosen.position, chosen.index, chosen.draw_key
+    )

@@ -37,10 +37,10 @@ from .builtin_answers import SESSION_HEADER as SESSION_HEADER
 from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .builtin_answers import unavailable
 from .capabilities import check_playable
-from .choosing import Chosen, Decided
+from .choosing import Chosen, Decided, request_values
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plains
+from .journalling import Journalling, Plains, RenderedPlain
 from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
@@ -222,7 +222,10 @@ class Engine:
                 table = decided.table  # a proxied list of skills gets the scripted ones
                 scripted = table.listing if table.skills else None
                 return self._proxying.plan(incoming, decided, chosen, scripted)
-            planned = self._planned(chosen, decided.urls)
+            if chosen.step.reply.template is None:
+                planned = self._planned(chosen, decided.urls)
+            else:  # made from this request: planned for it alone, never kept
+                planned = self._templated(incoming, decided, chosen)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
         # A partial, not a closure: a closure's cells are made on every call of this method
         # (a plain step's too), and a waiting request would hold nine objects for the
@@ -299,6 +302,21 @@ class Engine:
             self._plans[key] = (step, urls, planned)
             self._plans_bytes += size
         return planned
+
+    def _templated(self, request: Incoming, decided: Decided, chosen: Chosen) -> Planned:
+        """The plan of *chosen*'s step, whose reply has ``{{...}}`` placeholders, made for
+        *request* (never kept: its answer is this request's)."""
+        step = chosen.step
+        assert step is not None
+        return plan_step(
+            step,
+            decided.urls,
+            delay_ms=chosen.delay_ms,
+            execution_ms=chosen.execution_ms,
+            fault_seed=chosen.fault_seed,
+            timeout=chosen.timeout,
+            values=request_values(request, decided, chosen),
+        )
 
     def decide(
         self, request: Incoming, known: tuple[RoutingTable, str] | None = None
@@ -389,7 +407,7 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
-        if target.draws or position is None:  # (None: in the scenario's outage)
+        if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
         urls = decided.urls
         kept = self._plains.get((id(target), id(urls)))
@@ -398,9 +416,15 @@ class Engine:
         else:
             plains = self._plains_of(target, urls)
         index = plains.sequence.step_at(position)
-        plain = None if index is None else plains.steps[index]
-        if plain is None:
+        if index is None:
             return None
+        plain = None if target.draws else plains.steps[index]
+        if plain is None:  # not plain; a templated step may be plain but for its template
+            rendered = plains.rendered[index] if target.renders else None
+            if rendered is None:
+                return None
+            draw: int = taken[1]  # type: ignore[index,assignment]  # a Take: a Taken
+            return rendered.plan(request, decided.session, decided.started, position, draw, index)
         plain.record(request, decided.started, decided.session, position)
         return plain.plan
 
@@ -413,17 +437,34 @@ class Engine:
             # (A step with after: is not: its entry reads the request's Idempotency-Key.)
             quiet = step.delay is None and step.execution is None and step.ran is None
             # (A step with set_state: is not either: its SetState is asked when it is chosen.)
-            if not step.random and quiet and not step.proxy and step.set_state is None:
+            if (
+                not step.random
+                and quiet
+                and not step.proxy
+                and step.set_state is None
+                and step.reply.template is None  # (made per request: rendering.py)
+            ):
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
                     plains.steps[index] = self._journalling.plain(
                         target, index, planned.plan, planned.reply
                     )
+            elif _renders_plainly(step) and target.kind != "describe":
+                reply = urls.fill_kept(step.reply)  # its template's literal text filled
+                plan = plans.Plan(answer(reply))  # (the step's source form: a head to reuse)
+                journal = self._journalling.plain(target, index, plan, reply)
+                plains.rendered[index] = RenderedPlain(target, reply, journal, self._seed(target))
         if len(self._plains) >= MAX_CACHED:
             self._plains.clear()  # atomic, unlike evicting one: handle() runs on threads
         # The target and Urls kept with it: neither id can be another's while it is kept.
         self._plains[(id(target), id(urls))] = (target, urls, plains)
         return plains
+
+    def _seed(self, target: Target) -> int:
+        """The seed of *target*'s draws: its scenario's, else the server's (as choose())."""
+        table = self.table
+        scenario = table.scenarios[target.scenario] if target.scenario else None
+        return table.seed if scenario is None or scenario.seed is None else scenario.seed
 
     def _judged(
         self,
@@ -479,6 +520,24 @@ class Engine:
     def _token(self, request: Incoming, session: str, started: float) -> Later[Response]:
         credentials = self.table.credentials
         return builtin_answers.token(self._journalling, request, session, started, credentials)
+
+
+def _renders_plainly(step: Step) -> bool:
+    """Whether *step* is plain but for its template (which may draw): made per request
+    by a :class:`RenderedPlain`, journalled as planned."""
+    return (
+        step.reply.template is not None
+        and not step.choices
+        and step.delay is None
+        and step.execution is None
+        and step.hang_ms is None
+        and step.dribble is None
+        and step.fault is None
+        and step.keep_alive is None
+        and step.proxy is None
+        and step.set_state is None  # (its SetState is asked when it is chosen)
+        and step.ran is None  # (after: its entry reads the request's Idempotency-Key)
+    )
 
 
 def journalled(outcome: plans.Outcome) -> None:

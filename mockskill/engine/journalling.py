@@ -14,16 +14,19 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
+from ..scenario.templates import NotRendered, Reading
 from . import request_facts as facts
-from .actions import TimedOut, Urls
-from .choosing import Chosen
+from .actions import TimedOut, Urls, answer
+from .choosing import Chosen, draw_key
 from .digests import KeyedDigest
 from .entries import Entry, escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
+from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Store
+from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
@@ -323,10 +326,66 @@ class Plain:
 class Plains:
     """What the engine keeps of a target's sequence for one Urls: each step's
     :class:`Plain` if it is plain — nothing drawn, no delay, execution, hang,
-    dribble or fault (its plan answers at once, the same to every request) — else None."""
+    dribble or fault (its plan answers at once, the same to every request) — else None;
+    and the same of each templated step that is otherwise plain: its :class:`RenderedPlain`."""
 
-    __slots__ = ("sequence", "steps", "target", "urls")
+    __slots__ = ("rendered", "sequence", "steps", "target", "urls")
 
     def __init__(self, target: Target, urls: Urls, sequence: Sequence) -> None:
         self.target, self.urls, self.sequence = target, urls, sequence
         self.steps: list[Plain | None] = [None] * len(sequence.steps)
+        self.rendered: list[RenderedPlain | None] = [None] * len(sequence.steps)
+        """Each step's :class:`RenderedPlain` if it is one (templated, otherwise plain)."""
+
+
+def head_of(answer: Answer) -> bytes:
+    """*answer*'s head up to its ``Content-Length:`` value: what
+    :meth:`~.wire.Answer.framed` completes per request."""
+    head = answer.head(close=False)
+    return head[: head.rindex(b"Content-Length: ") + len(b"Content-Length: ")]
+
+
+class RenderedPlain:
+    """A templated step that is otherwise plain (nothing but its template drawn, no wait,
+    no fault, a skill's invoke or a route), kept per target and address like a
+    :class:`~.journalling.Plain`: its plan and its head made once, its body per request,
+    journalled by *journal* (its Plain) as it is planned.
+
+    What it renders matches the general path's (:meth:`~.engine.Engine.plan` through
+    :func:`~.choosing.choose`, :mod:`.rendering`): the same generator, drawn from in the
+    same order."""
+
+    __slots__ = ("head", "journal", "reply", "seed", "target", "template")
+
+    def __init__(self, target: Target, reply: Reply, journal: Plain, seed: int) -> None:
+        template = reply.template
+        assert template is not None
+        self.target, self.reply, self.journal, self.template = target, reply, journal, template
+        self.seed = seed
+        """The seed of its draws (its scenario's, else the server's)."""
+        self.head = head_of(journal.plan.answer)
+
+    def plan(
+        self, request: Incoming, session: str, started: float, position: int, draw: int, index: int
+    ) -> Plan | None:
+        """The plan of *request*, journalled; None when its answer cannot be rendered (the
+        general path then answers it, with mockskill's labelled error)."""
+        template, target, key = self.template, self.target, None
+        if template.draws:  # its ids and numbers: digests of the draw's key (as choose())
+            key = draw_key(self.seed, target.scenario or "", session, draw)
+        values = RequestValues(request, target, session, started, position, index, key)
+        reading = Reading(values)
+        if any(template.headers):
+            made = self.reply.rendered(reading)
+            if isinstance(made, NotRendered):
+                return None
+            planned = self.journal.plan.answering(answer(made))
+        else:
+            body = template.body_of(reading)
+            if body is None or isinstance(body, NotRendered):
+                return None
+            plain = self.journal.plan
+            sent = plain.answer
+            planned = plain.answering(Answer.framed(sent.status, sent.headers, body, self.head))
+        self.journal.record(request, started, session, position)
+        return planned

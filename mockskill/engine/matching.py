@@ -90,6 +90,8 @@ class Target:
     """Whether it is the invoke endpoint of a skill that honours ``Idempotency-Key``."""
     passes: bool = field(init=False, compare=False)
     """Whether it is a case whose sequence, once over, passes a request on (``end: next``)."""
+    renders: bool = field(init=False, compare=False)
+    """Whether a step of the sequence has a ``{{...}}`` template (made per request)."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
@@ -101,6 +103,7 @@ class Target:
         object.__setattr__(self, "idempotent", honours and self.kind == "invoke")
         passes = self.case is not None and self.sequence is not None and self.sequence.end == "next"
         object.__setattr__(self, "passes", passes)
+        object.__setattr__(self, "renders", any(s.reply.template is not None for s in steps))
 
     @property
     def label(self) -> str:

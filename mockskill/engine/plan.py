@@ -206,6 +206,16 @@ class Plan:
         if self.journalled and not self.instant:
             raise ValueError("only an instant plan can be journalled as it is planned")
 
+    def answering(self, answer: Answer) -> Plan:
+        """This plan with *answer* instead (a templated step's, made per request): its
+        other fields were checked when this one was made."""
+        made: Plan = _new(Plan)
+        fields = made.__dict__
+        fields.update(self.__dict__)
+        fields["answer"] = answer
+        fields.pop("reported", None)
+        return made
+
     @cached_property
     def reported(self) -> Plan:
         """This plan with every outcome reported (not :attr:`journalled`): made once."""

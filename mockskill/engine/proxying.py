@@ -28,8 +28,10 @@ from ..protocol.catalog import Retry
 from ..scenario.model import JSON_TYPE, Reply, Step
 from . import plan as plans
 from .actions import answer
+from .choosing import request_values
 from .exchange import Exchange, Recorder
 from .plan import Relayed, Upstream
+from .rendering import rendered
 
 if TYPE_CHECKING:
     from .choosing import Chosen, Decided
@@ -88,7 +90,10 @@ def upstream_for(
     if proxy.after is not None:
         if proxy.after.fault is not None:
             after_fault = plans.Fault(proxy.after.fault)
-        after = answer(urls.fill_kept(proxy.after.reply))
+        reply = urls.fill_kept(proxy.after.reply)
+        if reply.template is not None:  # a commit-then-fail answer made from the request
+            reply = rendered(reply, request_values(request, decided, chosen))
+        after = answer(reply)
     rewrite = None
     if request.method in ("GET", "HEAD"):
         if re.match(_LISTING, request.path):

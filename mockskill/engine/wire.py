@@ -19,6 +19,7 @@ FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"
 """Header names the transport writes itself; an answer's own are dropped."""
 
 
+_new = object.__new__
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
 """Each standard status's reason phrase; others are sent as "Unknown"."""
 
@@ -47,6 +48,28 @@ class Answer:
         for name, value in self.headers:
             if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:
                 raise ValueError(f"header {name!r}: {value!r} would break the framing")
+
+    @classmethod
+    def framed(
+        cls,
+        status: int,
+        headers: tuple[tuple[str, str], ...],
+        body: bytes,
+        head: bytes,
+    ) -> Answer:
+        """An answer made per request (a templated step's) whose *head*, up to its
+        ``Content-Length:`` value, was rendered once (``Connection: close`` is added after
+        the length for a closing answer); its headers were checked then."""
+        made: Answer = _new(cls)
+        fields = made.__dict__
+        fields["status"], fields["headers"], fields["body"] = status, headers, body
+        fields["reason"], fields["_heads"] = "", {}
+        length = str(len(body)).encode()
+        fields["wires"] = (
+            head + length + b"\r\n\r\n" + body,
+            head + length + b"\r\nConnection: close\r\n\r\n" + body,
+        )
+        return made
 
     @property
     def phrase(self) -> str:

@@ -14,7 +14,9 @@ a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, 
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
 (``states``), the one declaration of step kinds, faults and delay
-shapes that the rest follows (``kinds``) and the scenario JSON Schema
+shapes that the rest follows (``kinds``), the ``{{...}}`` placeholders of answers
+made from the request, read at load (``template_syntax``) and rendered per
+request (``templates``) and the scenario JSON Schema
 for editors (``schema``; the file stays at the published
 ``mockskill/scenario.schema.json``).
 

@@ -28,7 +28,6 @@ engine's (:mod:`mockskill.engine.conditions`).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .model import CASE_END_RULES, Case, Check, Condition, Operator, Sequence, ValueSource
@@ -36,7 +35,7 @@ from .problems import Path, describe
 from .reader import Reader
 from .states import requiring
 from .steps import StepContext, read_sequence
-from .when import Pattern, PatternError
+from .when import Pattern, PatternError, parse_pointer
 
 SOURCES: tuple[ValueSource, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
@@ -116,15 +115,6 @@ def _read_condition(
         return None
     shown = name.lower() if source == "headers" else name
     return Condition(source, shown, pointer, tests, r.position(path))
-
-
-def parse_pointer(text: str) -> tuple[str, ...] | None:
-    """RFC 6901: the reference tokens of *text*, unescaped; None when it is not a pointer."""
-    if text == "":
-        return ()
-    if not text.startswith("/") or re.search(r"~(?![01])", text):
-        return None
-    return tuple(token.replace("~1", "/").replace("~0", "~") for token in text[1:].split("/"))
 
 
 def _read_tests(r: Reader, value: Any, path: Path, source: ValueSource) -> tuple[Check, ...] | None:

@@ -24,9 +24,11 @@ from .problems import Path, Problem, ScenarioError, describe, format_path
 from .reader import MAX_DELAY_MS, Reader
 from .routes import RuleError
 from .routes import parse as parse_rule
+from .routes import variables as route_variables
 from .skills import NAME_TEXT, SCENARIO_NAME, SKILL_KEYS, read_skill
 from .source import Document, Position, read_file, read_text
 from .steps import StepContext, read_step, single_step
+from .template_syntax import Scope
 from .uniqueness import Claim, clashes
 
 __all__ = [
@@ -409,7 +411,9 @@ def _read_route(
     methods = _methods(r, raw.get("method", "GET"), (*path, "method"))
     if path_ok and methods is not None and route_path is not None:
         claims.append((index, methods, route_path, r.position(path)))
-    context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"))
+    known = route_variables(route_path) if path_ok and route_path is not None else None
+    scope = Scope(skill=False, variables=known)
+    context = StepContext(Context(None, f"{{base_url}}{route_path or ''}"), scope=scope)
     endpoint_raw = {k: raw[k] for k in ("steps", "end", "cases") if k in raw}
     read = None
     if "steps" in raw or "cases" in raw:

@@ -166,11 +166,14 @@ class Step:
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
-        """Whether playing it draws from the random generator."""
+        """Whether playing it draws from the random generator (a template's ``{{id}}`` and
+        ``{{random.int}}`` too)."""
+        template = self.reply.template
         return (
             bool(self.choices)
             or self.fault in RANDOM_FAULTS
             or any(isinstance(d, (Uniform, LogNormal)) for d in (self.delay, self.execution))
+            or (template is not None and template.draws)
         )
 
     @property

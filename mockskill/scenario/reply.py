@@ -21,6 +21,7 @@ from ..protocol.catalog import (
     Rendered,
     Retry,
 )
+from .templates import NotRendered, Reading, ReplyTemplate
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -42,6 +43,33 @@ class Reply:
     verbatim: bool = False
     """Whether the body is bytes sent as they are (``body_base64``, ``body_file``): no
     placeholder in it is filled in."""
+    template: ReplyTemplate | None = None
+    """What of it is made per request from ``{{...}}`` placeholders (:meth:`rendered`);
+    None for most replies, which are sent as they are."""
+
+    def rendered(self, reading: Reading) -> Reply | NotRendered:
+        """This reply made for one request (its :attr:`template` rendered from *reading*),
+        or why it cannot be."""
+        template = self.template
+        assert template is not None
+        body = template.body_of(reading)
+        if isinstance(body, NotRendered):
+            return body
+        headers = list(self.headers)
+        for index, header in enumerate(template.headers):
+            if header is not None:
+                value = header.header(reading)
+                if isinstance(value, NotRendered):
+                    return value
+                headers[index] = (headers[index][0], value)
+        return Reply(
+            self.status,
+            tuple(headers),
+            self.body if body is None else body,
+            self.content_type,
+            self.error_code,
+            self.retry,
+        )
 
     @classmethod
     def make(

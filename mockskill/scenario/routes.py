@@ -19,6 +19,7 @@ and then dropped.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -480,3 +481,33 @@ def _walk_every(
         _walk_every(following, remaining, values + read, found)
     if list(parts) == [""]:
         reached(state.rules)
+
+
+def variables(text: str) -> tuple[str, ...]:
+    """The names of rule *text*'s variables, in order (none when it is not a rule)."""
+    names = []
+    for match in _grammar_of()[0].finditer(text):
+        if match.group("variable") is not None:
+            names.append(match.group("variable"))
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=256)
+def _whole(text: str) -> re.Pattern[str]:
+    """Rule *text* as one expression, each variable a named group, a trailing slash optional."""
+    source = ""
+    for match in _grammar_of()[0].finditer(text):
+        data = match.groupdict()
+        if data["variable"] is not None:
+            converter = _converter(data["converter"] or "default", data["arguments"])
+            source += f"(?P<{data['variable']}>{converter.regex})"
+        else:
+            source += re.escape(match.group())
+    return re.compile(source.rstrip("/") + "/?")
+
+
+def values(text: str, path: str) -> dict[str, str]:
+    """The values of rule *text*'s variables in *path* (a path the rule matched), as sent:
+    what the request's path held there (the converters' checks were the match's)."""
+    found = _whole(text).fullmatch(path)
+    return {} if found is None else found.groupdict()

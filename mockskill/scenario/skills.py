@@ -27,6 +27,10 @@ from .problems import Path, describe
 from .reader import Reader
 from .source import Position
 from .steps import StepContext
+from .template_syntax import Scope
+
+IN_SKILL = Scope(skill=True)
+"""What a skill's steps' placeholders may read (no path variables: a skill's paths have none)."""
 
 SKILL_KEYS = (
     "id",
@@ -75,10 +79,12 @@ def read_skill(
     describe_ctx = StepContext(
         Context.for_skill(checked_id, "describe", unreachable=unreachable, tls=tls is not None),
         body,
+        IN_SKILL,
     )
     invoke_ctx = StepContext(
         Context.for_skill(checked_id, "invoke", unreachable=unreachable, tls=tls is not None),
         body,
+        IN_SKILL,
     )
     where = r.position(path)
     default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))

@@ -17,6 +17,7 @@ protocol it does not know.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,16 @@ from .model import (
 )
 from .problems import Path, describe
 from .reader import MAX_DELAY_MS, Reader
+from .template_syntax import (
+    ANYWHERE,
+    Scope,
+    compile_error,
+    compile_headers,
+    compile_json,
+    compile_text,
+    reply_template,
+)
+from .templates import OPEN, JsonTemplate, Template
 from .waits_and_faults import BAD as _BAD
 from .waits_and_faults import KEEP_ALIVE_KEYS
 
@@ -81,6 +92,8 @@ class StepContext:
     error_context: catalog.Context
     descriptor: bytes | None = None
     """The skill's descriptor, for ``descriptor: true``; None outside a skill."""
+    scope: Scope = ANYWHERE
+    """What its ``{{...}}`` placeholders may read (a skill's, or a route's and its path's)."""
 
 
 def read_sequence(
@@ -180,13 +193,16 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
     if "failure" in raw:
         r.bad((*path, "failure"), "failure_rate beside failure", "failure alone", at_key=True)
     headers = _headers(r, raw, path)
-    if "error" in raw:
-        reply = _error_reply(r, raw, path, ctx, headers)
+    templates = _header_templates(r, headers, path, ctx)
+    if templates is None:
+        reply = None
+    elif "error" in raw:
+        reply = _error_reply(r, raw, path, ctx, headers, templates)
     else:
         for key in ERROR_ONLY:
             if key in raw:
                 r.bad((*path, key), "error: CODE beside it", f"{key} in a result step", at_key=True)
-        reply = _result_reply(r, raw, path, ctx, headers)
+        reply = _result_reply(r, raw, path, ctx, headers, templates)
     delay = waits_and_faults.delay(r, raw, "delay", path)
     execution = waits_and_faults.delay(r, raw, "execution", path)
     hang = waits_and_faults.hang(r, raw, path)
@@ -310,6 +326,31 @@ def _headers(r: Reader, raw: dict[str, Any], path: Path) -> dict[str, str]:
     return out
 
 
+def _header_templates(
+    r: Reader, headers: dict[str, str], path: Path, ctx: StepContext
+) -> dict[str, Template] | None:
+    """The ``{{...}}`` templates of *headers*, by name (a value that turns out constant,
+    ``\\{{`` unescaped, is written back into *headers*); None (with problems) if one is wrong."""
+    if not any(OPEN in value for value in headers.values()):
+        return {}  # (most steps)
+    templates = compile_headers(r, headers, path, ctx.scope)
+    if templates is None:
+        return None
+    for name, template in list(templates.items()):
+        if template.constant is not None:
+            headers[name] = template.constant
+            del templates[name]
+        elif name.lower() == "content-type":
+            r.bad(
+                (*path, "headers", name),
+                "a Content-Type without placeholders",
+                describe(headers[name]),
+                "the type of a body does not depend on the request",
+            )
+            return None
+    return templates
+
+
 SERVER_HEADERS = {
     "content-length": "the server sets from the body it sends",
     "transfer-encoding": "the server sets from how it sends the body",
@@ -355,7 +396,12 @@ def _header_value_problem(text: str) -> tuple[str, str, str] | None:
 
 
 def _error_reply(
-    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+    r: Reader,
+    raw: dict[str, Any],
+    path: Path,
+    ctx: StepContext,
+    headers: dict[str, str],
+    templates: dict[str, Template],
 ) -> Reply | None:
     code = raw["error"]
     if not r.among(code, (*path, "error"), catalog.CODES, shown=catalog.SERVED_CODES):
@@ -406,6 +452,13 @@ def _error_reply(
         ok = ok and retry is not _BAD
     if not ok:
         return None
+    if message is None and details:  # a default message may repeat a templated detail
+        default = catalog.render(code, ctx.error_context, details=details).body
+        written = json.loads(default)["error"]["message"]
+        message = written if OPEN in written else None
+    holes = compile_error(r, message, details, path, ctx.scope)
+    if holes is None:
+        return None
     rendered = catalog.render(
         code,
         ctx.error_context,
@@ -415,7 +468,28 @@ def _error_reply(
         retry=retry,
         headers=headers,
     )
-    return Reply.error(rendered)
+    body = None
+    if holes.holes:  # rendered again with stand-ins, which the body's template fills
+        with_holes = catalog.render(
+            code,
+            ctx.error_context,
+            status=status,
+            message=holes.message,
+            details=holes.details,
+            retry=retry,
+            headers=headers,
+        )
+        body = holes.body(with_holes.body)
+    reply = Reply.error(rendered)
+    return _templated(reply, body, templates)
+
+
+def _templated(
+    reply: Reply, body: JsonTemplate | Template | None, templates: dict[str, Template]
+) -> Reply:
+    """*reply* with its ``{{...}}`` templates (most replies have none)."""
+    made = reply_template(body, reply.headers, templates)
+    return reply if made is None else dataclasses.replace(reply, template=made)
 
 
 def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | object | None:
@@ -450,7 +524,12 @@ def _retry(r: Reader, value: Any, path: Path, code: str) -> catalog.Retry | obje
 
 
 def _result_reply(
-    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, headers: dict[str, str]
+    r: Reader,
+    raw: dict[str, Any],
+    path: Path,
+    ctx: StepContext,
+    headers: dict[str, str],
+    templates: dict[str, Template],
 ) -> Reply | None:
     written = raw.get("status", 200)
     if _is_int(written) and 100 <= written < 200:
@@ -469,16 +548,24 @@ def _result_reply(
         if name.lower() == "content-type":
             content_type = headers.pop(name)
     body: bytes
+    template: JsonTemplate | Template | None = None
     if "json" in raw:
-        encoded = r.json_bytes(raw["json"], (*path, "json"))
-        if encoded is None:
+        template = compile_json(r, raw["json"], (*path, "json"), ctx.scope)
+        if template is None:
             return None
-        body, kind = encoded, JSON_TYPE
+        constant = template.constant  # (\{{ unescaped when nothing is a placeholder)
+        body = json.dumps(raw["json"]).encode() if constant is None else constant
+        kind = JSON_TYPE
     elif "text" in raw:
         text = raw["text"]
         if not isinstance(text, str):
             r.bad((*path, "text"), "a string (use json: for structured bodies)", describe(text))
             return None
+        if OPEN in text:
+            template = compile_text(r, text, (*path, "text"), scope=ctx.scope)
+            if template is None:
+                return None
+            text = text if template.constant is None else template.constant
         body, kind = text.encode(), TEXT_TYPE
     elif "body_base64" in raw or "body_file" in raw:
         key = "body_base64" if "body_base64" in raw else "body_file"
@@ -509,7 +596,7 @@ def _result_reply(
         return None
     if "json" in raw and status >= 400 and ctx.error_context.skill_id is not None:
         _check_error_body(r, raw["json"], (*path, "json"))
-    return Reply.make(status, body, content_type or kind, headers)
+    return _templated(Reply.make(status, body, content_type or kind, headers), template, templates)
 
 
 def _check_error_body(r: Reader, value: Any, path: Path) -> None:

@@ -10,6 +10,7 @@ case takes, not what it answers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -201,3 +202,12 @@ class Condition:
             return "the raw body"
         kind = {"headers": "header", "query": "query parameter", "body": "body"}[self.source]
         return f"{kind} {self.name or '(the whole body)'}"
+
+
+def parse_pointer(text: str) -> tuple[str, ...] | None:
+    """RFC 6901: the reference tokens of *text*, unescaped; None when it is not a pointer."""
+    if text == "":
+        return ()
+    if not text.startswith("/") or re.search(r"~(?![01])", text):
+        return None
+    return tuple(token.replace("~1", "/").replace("~0", "~") for token in text[1:].split("/"))

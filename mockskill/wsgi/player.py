@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wrappers import Request, Response
 
 from ..engine.actions import Urls
-from ..engine.choosing import Chosen, Decided
+from ..engine.choosing import Chosen, Decided, request_values
 from ..engine.entries import Entry
 from ..engine.incoming import Incoming
 from ..engine.pending import Pending, answered
 from ..engine.proxying import proxy_needs_loop
+from ..engine.rendering import RequestValues, rendered
 from ..engine.store import StoreUnavailable
 from ..protocol import catalog
 from ..scenario.model import Reply
@@ -85,7 +86,7 @@ def handle(engine: Engine, request: Request) -> Response:
         reply = proxy_needs_loop(chosen.step)
         engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
-    response, played, connection = _play(incoming, chosen, decided.urls)
+    response, played, connection = _play(incoming, decided, chosen, decided.urls)
     status = None if isinstance(response, CutResponse) else response.status_code
     recorded = engine.entry(
         incoming,
@@ -114,7 +115,7 @@ def finished(recorded: Entry, connection: ClientConnection) -> Entry:
 
 
 def _play(
-    request: Incoming, chosen: Chosen, urls: Urls
+    request: Incoming, decided: Decided, chosen: Chosen, urls: Urls
 ) -> tuple[Response, Played, ClientConnection]:
     """Play *chosen*'s step on this thread (see :func:`handle`)."""
     step = chosen.step
@@ -126,7 +127,8 @@ def _play(
         # client is still sending, and during a wait a readable socket
         # must mean the client's goodbye.
         werkzeug_request.get_data()
-    response, played = play(chosen, connection, urls)
+    values = None if step.reply.template is None else request_values(request, decided, chosen)
+    response, played = play(chosen, connection, urls, values)
     return response, played, connection
 
 
@@ -239,7 +241,12 @@ class CutResponse(Response):
         raise ConnectionAbortedError(self.fault or "the client left")
 
 
-def play(chosen: Chosen, connection: ClientConnection, urls: Urls) -> tuple[Response, Played]:
+def play(
+    chosen: Chosen,
+    connection: ClientConnection,
+    urls: Urls,
+    values: RequestValues | None = None,
+) -> tuple[Response, Played]:
     """Act out *chosen*'s step on *connection*; its random values are drawn already.
 
     Its *timeout* is the skill's ``(timeout_ms, status, context)`` if it has one.
@@ -270,6 +277,8 @@ def play(chosen: Chosen, connection: ClientConnection, urls: Urls) -> tuple[Resp
         elif not connection.wait(execution_ms / 1000):
             return CutResponse(), played
     reply = urls.fill(reply)
+    if values is not None and reply.template is not None:  # (not the timeout's error)
+        reply = rendered(reply, values)
     played.reply = reply
     if step.fault is not None and not played.timed_out:
         played.fault = step.fault

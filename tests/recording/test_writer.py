@@ -233,3 +233,49 @@ def test_a_secret_too_short_to_search_for_is_said() -> None:
     )
     assert any("shorter than 4 characters" in note for note in written.notes)
     assert "shorter than 4 characters" in written.text
+
+
+def test_an_answer_that_echoes_its_request_replays_each_new_requests_values(replay: Any) -> None:
+    written = write(
+        [
+            exchange(
+                "POST",
+                "/skills/echo/invoke",
+                {"result": {"text": "hello there", "id": "req-42", "lang": "en", "n": 7}},
+                body={"input": {"text": "hello there", "lang": "en", "n": 7}, "id": "req-42"},
+                headers=(("X-Request-Id", "abc-123"),),
+                response_headers=(*JSON, ("X-Request-Id", "abc-123"), ("X-Note", "a {{b}}")),
+            )
+        ],
+        delays=False,
+    )
+    (skill,) = yaml.safe_load(written.text)["skills"]
+    (step,) = skill["invoke"]["steps"]
+    assert step["json"]["result"] == {
+        "text": "{{request.body/input/text}}",
+        "id": "{{request.body/id}}",
+        "lang": "en",  # too short to be told from a coincidence
+        "n": 7,
+    }
+    assert step["headers"] == {
+        "X-Request-Id": "{{request.header.X-Request-Id}}",
+        "X-Note": "a \\{{b}}",
+    }
+    server = replay(written.text)
+    answer = requests.post(
+        server.invoke_url("echo"),
+        json={"input": {"text": "other words", "lang": "en", "n": 7}, "id": "req-43"},
+        headers={"X-Request-Id": "xyz-9"},
+        timeout=10,
+    )
+    assert answer.json()["result"]["text"] == "other words"
+    assert answer.json()["result"]["id"] == "req-43"
+    assert answer.headers["X-Request-Id"] == "xyz-9"
+    assert answer.headers["X-Note"] == "a {{b}}"  # a provider's own braces, escaped, not read
+
+
+def test_a_provider_answer_holding_braces_is_escaped_not_read_as_a_template(replay: Any) -> None:
+    odd = {"template": "Hi {{name}}", "path": "C:\\{{x}}"}
+    written = write([exchange("POST", "/skills/odd/invoke", odd)], delays=False)
+    server = replay(written.text)
+    assert requests.post(server.invoke_url("odd"), timeout=10).json() == odd

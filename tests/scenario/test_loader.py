@@ -825,6 +825,7 @@ def test_a_scenario_keeps_its_description_file_and_position() -> None:
 # -- the bundled scenarios -------------------------------------------------------------
 
 BUNDLED_SKILLS = {
+    "echo": ["echo"],
     "catalog": [
         "auth-required",
         "permission-denied",

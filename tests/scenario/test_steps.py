@@ -1055,3 +1055,147 @@ def test_a_skills_scripted_json_error_that_is_not_unified_is_a_positioned_warnin
 )
 def test_no_warning_for_unified_bodies_successes_text_or_free_routes(text: str) -> None:
     assert warnings_of(text) == []
+
+
+# -- {{...}} templates in a step (issue 28, items 5 and 6) ---------------------------------
+
+
+def test_an_answer_with_placeholders_keeps_its_template_and_is_a_random_step_if_it_draws() -> None:
+    reply = reply_of("json: {text: '{{request.body/input/text}}', id: '{{id}}'}\n")
+    assert reply.template is not None
+    assert reply.template.draws
+    assert body_of(reply) == {"text": "{{request.body/input/text}}", "id": "{{id}}"}  # as written
+    [step] = invoke_of("json: {id: '{{id}}'}\n").steps
+    assert step.random  # its id comes from the run's seeded generator
+    [plain] = invoke_of("json: {s: '{{session}}'}\n").steps
+    assert not plain.random
+    assert plain.reply.template is not None
+
+
+def test_an_answer_without_placeholders_is_as_before_and_an_escape_is_unescaped() -> None:
+    assert reply_of("json: {a: [1, 'x {y}']}\n").template is None
+    escaped = reply_of("json: {a: '\\{{not a placeholder}}'}\n")
+    assert escaped.template is None
+    assert body_of(escaped) == {"a": "{{not a placeholder}}"}
+    text = reply_of("text: 'literal \\{{x}}'\nheaders: {X-A: '\\{{y}}'}\n")
+    assert (text.template, text.body, text.headers) == (None, b"literal {{x}}", (("X-A", "{{y}}"),))
+
+
+TEMPLATE_PROBLEMS = [
+    # (scenario, path, line, column, expected, found, hint)
+    pytest.param(
+        skill_yaml("json: {a: 'hi {{sesion}}'}\n"),
+        "skills[0].invoke.json.a",
+        4,
+        21,
+        "a placeholder name",
+        "'{{sesion}}'",
+        "did you mean 'session'?",
+        id="misspelt name, placed inside the string",
+    ),
+    pytest.param(
+        skill_yaml("text: '{{request.body/a/~2}}'\n"),
+        "skills[0].invoke.text",
+        4,
+        14,
+        "a JSON Pointer",
+        "'/a/~2'",
+        "~0 (for ~) or ~1 (for /)",
+        id="malformed pointer",
+    ),
+    pytest.param(
+        skill_yaml("json: {a: '{{request.body/{{id}}}}'}\n"),
+        "skills[0].invoke.json.a",
+        4,
+        33,
+        "'}}' closing the placeholder before another '{{'",
+        "'{{request.body/{{id}}' (a placeholder inside a placeholder)",
+        "placeholders do not nest",
+        id="nested placeholders",
+    ),
+    pytest.param(
+        skill_yaml("headers: {X-A: '{{request.path.id}}'}\njson: {}\n"),
+        "skills[0].invoke.headers.X-A",
+        4,
+        23,
+        "request.path.NAME only in a free route's step",
+        "'{{request.path.id}}' in a skill's step",
+        "{{skill.id}}",
+        id="a path variable in a skill's step",
+    ),
+    pytest.param(
+        "routes:\n  - path: /orders/<int:order>\n    steps:\n"
+        "      - text: '{{request.path.ordr}}'\n",
+        "routes[0].steps[0].text",
+        4,
+        16,
+        "request.path.NAME naming a variable of the route's path (order)",
+        "'{{request.path.ordr}}'",
+        "did you mean 'request.path.order'?",
+        id="a route's variable misspelt",
+    ),
+    pytest.param(
+        "routes:\n  - path: /x\n    steps:\n      - text: '{{skill.id}}'\n",
+        "routes[0].steps[0].text",
+        4,
+        16,
+        "a placeholder a free route's answer can fill",
+        "'{{skill.id}}' in a free route's step",
+        "a free route has no skill",
+        id="skill.id in a route",
+    ),
+    pytest.param(
+        skill_yaml("headers: {Content-Type: 'text/{{request.body/t}}'}\ntext: x\n"),
+        "skills[0].invoke.headers.Content-Type",
+        4,
+        31,
+        "a Content-Type without placeholders",
+        "'text/{{request.body/t}}'",
+        "does not depend on the request",
+        id="a templated Content-Type",
+    ),
+    pytest.param(
+        skill_yaml("error: PERMISSION_DENIED\nmessage: '{{nope}}'\n"),
+        "skills[0].invoke.message",
+        5,
+        17,
+        "a placeholder name",
+        "'{{nope}}'",
+        "",
+        id="an error's message",
+    ),
+    pytest.param(
+        skill_yaml("error: PERMISSION_DENIED\ndetails: {who: {name: '{{request.heder.X}}'}}\n"),
+        "skills[0].invoke.details.who.name",
+        5,
+        30,
+        "a placeholder name",
+        "'{{request.heder.X}}'",
+        "did you mean 'request.header.X'?",
+        id="an error's details, nested",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "line", "column", "expected", "found", "hint"), TEMPLATE_PROBLEMS
+)
+def test_each_template_problem_is_positioned_at_load(
+    text: str, path: str, line: int, column: int, expected: str, found: str, hint: str
+) -> None:
+    [problem] = problems_in(text)
+    assert_problem(problem, path, line, column, expected, found, hint)
+
+
+def test_an_errors_templated_message_and_details_keep_the_unified_body() -> None:
+    reply = reply_of(
+        "error: PERMISSION_DENIED\nmessage: 'no, {{request.header.X-User}}'\n"
+        "details: {user: '{{request.header.X-User}}', fixed: 1}\n"
+    )
+    assert reply.template is not None
+    assert reply.template.body is not None
+    assert reply.error_code == "PERMISSION_DENIED"
+    error = body_of(reply)["error"]  # the body as written, for what reads the model
+    assert error["message"] == "no, {{request.header.X-User}}"
+    assert error["details"]["user"] == "{{request.header.X-User}}"
+    assert error["details"]["fixed"] == 1
