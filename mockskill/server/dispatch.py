@@ -258,6 +258,9 @@ def _incoming(request: TransportRequest) -> Incoming:
         request.time,
         _werkzeug_of,
         request,
+        request.target,
+        request.raw_headers,
+        request.head_bytes,
     )
 
 
