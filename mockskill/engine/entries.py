@@ -46,8 +46,9 @@ MAX_TARGET = 8 * 1024
 """The longest request target (path and query) an entry keeps, as sent (characters); a
 longer one is kept cut, marked (the transport reads targets up to 64 KiB)."""
 MAX_HEADER_BYTES = 8 * 1024
-"""The most bytes of header names and values an entry keeps, as sent; past them, each
-name and value is cut, marked (``...[N more bytes]``), every header still listed."""
+"""The most bytes of header values an entry keeps, as sent; past them, each value is cut,
+marked (``...[N more bytes]``), every header still listed (each name cut to
+:data:`MAX_TEXT`, marked)."""
 DEFAULT_BODY_LIMIT = 64 * 1024
 """The most bytes of a request body an entry keeps (``--journal-body-limit``); a longer one
 is kept cut: its ``body_size`` says how many bytes were sent."""
@@ -381,27 +382,22 @@ def sent_target(target: str) -> str:
 
 
 def headers_size(pairs: Iterable[tuple[bytes, bytes]]) -> int:
-    """The bytes of header *pairs*' names and values."""
+    """The bytes of header *pairs*' names and values (at least what :func:`sent_headers`
+    bounds)."""
     return sum(len(name) + len(value) for name, value in pairs)
 
 
 def _within(pairs: Iterable[tuple[Any, Any]], room: int, more: Any) -> tuple[Any, ...]:
-    """*pairs* with each name and value cut to what is left of *room* (``more(n)`` marks
-    *n* cut), in order: every pair is still listed."""
+    """*pairs* with each name cut to :data:`MAX_TEXT` and each value to what is left of
+    *room* (``more(n)`` marks *n* cut), in order: every pair is still listed, named."""
     out = []
     for name, value in pairs:
-        if len(name) > room:
-            name, value, room = (
-                name[:room] + more(len(name) - room),
-                value[:0] + more(len(value)),
-                0,
-            )
+        if len(name) > MAX_TEXT:
+            name = name[:MAX_TEXT] + more(len(name) - MAX_TEXT)
+        if len(value) > room:
+            value, room = value[:room] + more(len(value) - room), 0
         else:
-            room -= len(name)
-            if len(value) > room:
-                value, room = value[:room] + more(len(value) - room), 0
-            else:
-                room -= len(value)
+            room -= len(value)
         out.append((name, value))
     return tuple(out)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
@@ -20,7 +21,16 @@ from . import request_facts as facts
 from .actions import TimedOut, Urls
 from .choosing import Chosen
 from .digests import LATER_BYTES, KeyedDigest
-from .entries import DEFAULT_BODY_LIMIT, MAX_HEADER_BYTES, MAX_TARGET, Entry, sent_headers, shorten
+from .entries import (
+    DEFAULT_BODY_LIMIT,
+    MAX_HEADER_BYTES,
+    MAX_TARGET,
+    Entry,
+    headers_size,
+    sent_headers,
+    sent_target,
+    shorten,
+)
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
@@ -78,6 +88,17 @@ class Journalling:
         later = max(LATER_BYTES, body_limit) if bodies else LATER_BYTES
         self.body_digest = KeyedDigest(derive(b"body"), later)
         self.credential_digest = KeyedDigest(derive(b"credential"))
+
+    def sent_before_refusal(
+        self, target: str | None, headers: Iterable[tuple[str, str]]
+    ) -> dict[str, Any]:
+        """The fields of what a request the transport refused sent before it was (its
+        target and headers as read, decoded as Latin-1; no body), by name; none with
+        journal bodies off or no target read."""
+        if not self.bodies or target is None:
+            return {}
+        pairs = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers)
+        return {"target": sent_target(target), "headers": sent_headers(pairs, headers_size(pairs))}
 
     def sent(self, request: Incoming) -> dict[str, Any]:
         """The fields of what *request* sent, as :func:`sent` keeps them (by name); none
