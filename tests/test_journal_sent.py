@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from mockskill import Server
-from mockskill.engine.entries import DEFAULT_BODY_LIMIT, MAX_HEADER_BYTES, MASK
+from mockskill.engine.entries import DEFAULT_BODY_LIMIT, MASK, MAX_HEADER_BYTES
 from mockskill.scenario.loader import load_text
 
 ECHO = load_text("name: echo\nskills: [{id: echo}]\n", "echo.yaml")
