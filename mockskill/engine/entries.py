@@ -510,7 +510,7 @@ def _shown_body(
     body: bytes, size: int | None, secrets: tuple[str, ...], names: frozenset[str]
 ) -> tuple[str, str]:
     """(the body as shown, its encoding): UTF-8 text as text, its credentials masked; any
-    other bytes as base64. A body cut inside a character is text up to that character."""
+    other bytes (and UTF-8 holding controls no text has: :data:`_BINARY`) as base64. A body cut inside a character is text up to that character."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -518,6 +518,8 @@ def _shown_body(
         if not (cut and error.reason == "unexpected end of data" and error.start >= len(body) - 3):
             return base64.b64encode(body).decode("ascii"), "base64"
         text = body[: error.start].decode("utf-8")
+    if not text.isprintable() and _BINARY.search(text):  # valid UTF-8, but no text
+        return base64.b64encode(body).decode("ascii"), "base64"
     fields = MASKED_FIELDS | names if names else MASKED_FIELDS
     lower = text.lower()
     if any(field in lower for field in fields):
@@ -527,6 +529,9 @@ def _shown_body(
     return text, "text"
 
 
+_BINARY = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+"""Controls no text holds (tabs, line and form feeds aside): bytes that decode as UTF-8
+but are data, shown as base64."""
 _NOT_JSON = object()
 
 
