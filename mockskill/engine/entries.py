@@ -510,7 +510,8 @@ def _shown_body(
     body: bytes, size: int | None, secrets: tuple[str, ...], names: frozenset[str]
 ) -> tuple[str, str]:
     """(the body as shown, its encoding): UTF-8 text as text, its credentials masked; any
-    other bytes (and UTF-8 holding controls no text has: :data:`_BINARY`) as base64. A body cut inside a character is text up to that character."""
+    other bytes (and UTF-8 holding controls no text has: :data:`_BINARY`) as base64. A
+    body cut inside a character is text up to that character."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
