@@ -16,7 +16,6 @@ recorded raw, cut to its bounds only when it is over them (:func:`sent_headers`,
 from __future__ import annotations
 
 import base64
-import contextlib
 import copy
 import functools
 import json
@@ -38,8 +37,9 @@ MAX_PATH = 512
 MAX_TEXT = 128
 """The longest of any other text a client chose that an entry keeps (the method, a
 skill id from the path, header values, the path and method quoted in a near miss)."""
-MAX_ENTRY_BYTES = 16 * 1024
-"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
+MAX_ENTRY_BYTES = 64 * 1024
+"""What one journal entry can hold in memory at most, whatever the request, but its body
+(:func:`max_entry_bytes`; docs/admin.md): 16 KiB of texts, the target and the headers."""
 MASK = "***"
 """What a hidden secret (:meth:`State.hide`) reads as in the journal."""
 MAX_TARGET = 8 * 1024
@@ -89,6 +89,16 @@ REDACT = "\x00redact:"
 """How a name to mask (:func:`redaction`) is told from a secret among the hidden ones."""
 RawHeaders: TypeAlias = tuple[tuple[bytes, bytes], ...]
 """Header names and values as read, before the journal shows them."""
+
+
+def max_entry_bytes(body_limit: int | None) -> int:
+    """What one journal entry can hold in memory at most, with its body cut to *body_limit*
+    bytes (None: journal bodies off, :data:`MAX_ENTRY_BYTES` less what was sent, as before
+    they were kept). Text a character wider than Latin-1 makes takes up to 4 bytes a
+    character, so a body shown as text up to 4 times its bytes (base64: 4/3)."""
+    if body_limit is None:
+        return 16 * 1024
+    return MAX_ENTRY_BYTES + 4 * body_limit
 
 
 def shorten(text: str, limit: int = MAX_TEXT) -> str:
@@ -387,13 +397,15 @@ def headers_size(pairs: Iterable[tuple[bytes, bytes]]) -> int:
     return sum(len(name) + len(value) for name, value in pairs)
 
 
-def _within(pairs: Iterable[tuple[Any, Any]], room: int, more: Any) -> tuple[Any, ...]:
-    """*pairs* with each name cut to :data:`MAX_TEXT` and each value to what is left of
-    *room* (``more(n)`` marks *n* cut), in order: every pair is still listed, named."""
+def _within(
+    pairs: Iterable[tuple[Any, Any]], room: int, more: Any, name_room: int = MAX_TEXT
+) -> tuple[Any, ...]:
+    """*pairs* with each name cut to *name_room* and each value to what is left of *room*
+    (``more(n)`` marks *n* cut), in order: every pair is still listed, named."""
     out = []
     for name, value in pairs:
-        if len(name) > MAX_TEXT:
-            name = name[:MAX_TEXT] + more(len(name) - MAX_TEXT)
+        if len(name) > name_room:
+            name = name[:name_room] + more(len(name) - name_room)
         if len(value) > room:
             value, room = value[:room] + more(len(value) - room), 0
         else:
@@ -430,6 +442,8 @@ def _split(hidden: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
     return tuple(h for h in hidden if not h.startswith(REDACT)), names
 
 
+_MARKER = 32
+"""Room for a cut's marker (``...[N more bytes]``) made when an entry was recorded."""
 _TARGET_ESCAPED = re.compile(r"[^\x21-\x7e]")
 """What a target shows percent-escaped: spaces, controls and every byte past ASCII."""
 
@@ -451,7 +465,8 @@ def _shown_target(target: str, secrets: tuple[str, ...], names: frozenset[str]) 
             target = f"{path}?{'&'.join(parts)}"
     if secrets:
         target = _masked(target, secrets)
-    return shorten(target, 2 * MAX_TARGET)  # escaping may have made a long one longer
+    # Escaping may have made a long one longer; a cut's marker, when recorded, stays.
+    return shorten(target, MAX_TARGET + _MARKER)
 
 
 def _percent_escaped(match: re.Match[str]) -> str:
@@ -478,18 +493,18 @@ def _shown_headers(
         elif secrets:
             value = _masked(value, secrets)
         shown.append((name, value))
-    # Escaping may have made them longer than the bytes recorded: bounded again.
-    return _within(shown, 2 * MAX_HEADER_BYTES, lambda n: f"...[{n} more characters]")
+    # Escaping may have made them longer than the bytes recorded: bounded again, with room
+    # for the markers of a cut when recorded (a marker each at most), which stay as they are.
+    room = MAX_HEADER_BYTES + _MARKER * len(shown)
+    return _within(shown, room, lambda n: f"...[{n} more characters]", MAX_TEXT + _MARKER)
 
 
 def _header_text(raw: bytes) -> str:
-    """A header name or value as sent: ASCII as is, else UTF-8 if it is (else Latin-1, as
-    HTTP reads it), with what prints other than it reads escaped (:func:`escaped`)."""
+    """A header name or value as sent, read as Latin-1 (as HTTP reads it: a character a
+    byte, one byte each in memory too), what prints other than it reads escaped."""
     text = raw.decode("latin-1")
     if text.isascii() and text.isprintable():
         return text
-    with contextlib.suppress(UnicodeDecodeError):
-        text = raw.decode("utf-8")
     return escaped(text)
 
 
