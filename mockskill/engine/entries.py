@@ -484,19 +484,43 @@ def _secret_name(key: str, builtin: frozenset[str], names: frozenset[str]) -> bo
 def _shown_headers(
     pairs: RawHeaders, secrets: tuple[str, ...], names: frozenset[str]
 ) -> tuple[tuple[str, str], ...]:
+    masked = MASKED_HEADERS | names if names else MASKED_HEADERS
     shown = []
+    size = 0
     for raw_name, raw_value in pairs:
-        name, value = _header_text(raw_name), _header_text(raw_value)
-        lower = name.lower()
-        if lower in MASKED_HEADERS or lower in names:
+        known = _SHOWN_NAMES.get(raw_name)
+        if known is None:
+            known = _shown_name(raw_name)
+        name, lower = known
+        value = raw_value.decode("latin-1")
+        if not (value.isascii() and value.isprintable()):
+            value = escaped(value)
+        if lower in masked:
             value = _masked_header(lower, value)
         elif secrets:
             value = _masked(value, secrets)
+        size += len(value)
         shown.append((name, value))
+    if size <= MAX_HEADER_BYTES:
+        return tuple(shown)
     # Escaping may have made them longer than the bytes recorded: bounded again, with room
     # for the markers of a cut when recorded (a marker each at most), which stay as they are.
     room = MAX_HEADER_BYTES + _MARKER * len(shown)
     return _within(shown, room, lambda n: f"...[{n} more characters]", MAX_TEXT + _MARKER)
+
+
+_SHOWN_NAMES: dict[bytes, tuple[str, str]] = {}
+"""Header names as read -> (as shown, lowered): a client sends the same few every time."""
+
+
+def _shown_name(raw: bytes) -> tuple[str, str]:
+    """*raw*, a header name, as shown and lowered; kept for the next (a client inventing
+    names cannot grow memory: the table starts afresh past 256)."""
+    name = _header_text(raw)
+    if len(_SHOWN_NAMES) >= 256:
+        _SHOWN_NAMES.clear()  # atomic, unlike evicting one: journals are read on threads
+    known = _SHOWN_NAMES[raw] = (name, name.lower())
+    return known
 
 
 def _header_text(raw: bytes) -> str:
