@@ -8,7 +8,9 @@ import sys
 from typing import Any
 
 from mockskill.engine.entries import (
+    _STEMS,
     MASK,
+    MASKED_FIELDS,
     MAX_HEADER_BYTES,
     MAX_TARGET,
     MAX_TEXT,
@@ -140,3 +142,7 @@ def test_a_shown_entry_holds_text_and_round_trips_through_json() -> None:
     assert Entry.from_json(json.loads(json.dumps(entry.as_json()))) == entry
     assert all(isinstance(v, str) for pair in entry.headers or () for v in pair)
     assert sys.getsizeof(entry.body) < 100
+
+
+def test_every_built_in_secret_field_holds_a_stem_the_quick_search_looks_for() -> None:
+    assert all(any(stem in field for stem in _STEMS) for field in MASKED_FIELDS)
