@@ -373,8 +373,10 @@ def test_serve_masks_the_names_redact_adds_and_cuts_bodies_at_the_limit_given(
     scenario.write_text("name: echo\nskills: [{id: echo}]\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "mockskill", "serve", str(scenario), "--port", str(port)]
-        + ["--quiet", "--redact", "X-Tenant", "--journal-body-limit", "12"],
+        [
+            *(sys.executable, "-m", "mockskill", "serve", str(scenario), "--port", str(port)),
+            *("--quiet", "--redact", "X-Tenant", "--journal-body-limit", "12"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
