@@ -7,8 +7,7 @@ bytes, and keeps its ``Content-Encoding``, so a replay sends what the
 provider sent. The type goes back as a ``Content-Type`` header where it is
 not the step's own. The headers a step cannot hold — framing and hop-by-hop
 ones, ``Date``, ``Server`` — are left out (the replay sends its own), and
-secret ones (``Set-Cookie``, ...) named in the :class:`~.secrets.Secrets`. What the
-answer echoes of its request is written as a placeholder (:mod:`.echoes`).
+secret ones (``Set-Cookie``, ...) named in the :class:`~.secrets.Secrets`.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from ..engine.exchange import Exchange
 from ..scenario.bodies import BYTES_TYPE
 from ..scenario.model import JSON_TYPE, TEXT_TYPE
 from ..scenario.steps import SERVER_HEADERS
-from . import echoes
 from .rebase import Rebase
 from .secrets import Secrets, is_secret_header
 
@@ -66,18 +64,16 @@ def answer_step(
     )
     if body and not encoded and "json" in content_type.lower():
         with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
-            answer = secrets.answer_out(rewrite.value(json.loads(body)))
-            step["json"] = echoes.json_answer(answer, exchange.body)  # echoes as placeholders
+            step["json"] = secrets.answer_out(rewrite.value(json.loads(body)))
     if body and "json" not in step:
         text = _text(body) if not encoded and _is_text_type(content_type) else None
         if text is not None:
-            step["text"] = echoes.escaped(rewrite.text(text))
+            step["text"] = rewrite.text(text)
         else:  # its bytes as they came: a replay sends them exactly
             step["body_base64"] = base64.b64encode(body).decode("ascii")
     default = JSON_TYPE if "json" in step else BYTES_TYPE if "body_base64" in step else TEXT_TYPE
-    headers = echoes.headers(headers, exchange.headers)
     if content_type and content_type != default:
-        headers["Content-Type"] = echoes.escaped(content_type)
+        headers["Content-Type"] = content_type
     if headers:
         step["headers"] = headers
     return step

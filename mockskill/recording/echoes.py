@@ -1,94 +1,170 @@
-"""A recorded answer's echoes of its request, written as placeholders (issue 28, item 7).
+"""Recorded answers that repeat their request, written as templates.
 
-A provider that answers with a value of its request — the input text, an id
-the consumer sent — answers each new request with that request's value; a
-replay that sent the recorded value back would answer every request with the
-first one's. So a string of a recorded ``json:`` answer equal to a string of
-the request's JSON body (one long enough not to match by chance) is written
-``{{request.body/POINTER}}`` (a whole placeholder: it stays a string), and a
-header the provider sent back as the consumer sent it is written
-``{{request.header.NAME}}``. Every other ``{{`` the provider sent is escaped
-(``\\{{``), so a recorded answer never reads as a template it was not.
+A provider that echoes a value of the request (the input text, an id the
+consumer chose, its ``X-Request-Id``) answers each new request with that
+request's value; a recording that kept the value as it came would answer
+every replayed request with the first one's. :func:`templated` writes such a
+value as the placeholder that reads it (docs/scenarios.md, "Templates"):
+``{{request.body/input/text}}``, ``{{request.query.q}}``,
+``{{request.header.X-Request-Id}}``. Everything else is kept literally, its
+``{{`` escaped, so that a replay answers exactly what was recorded.
+
+A value is taken for an echo only when it cannot repeat by chance: a string
+of :data:`MIN_ECHO` characters or more, found whole as an answer's value, or
+inside a longer text when it is :data:`MIN_INSIDE` characters or more.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qsl
+
+from ..engine.exchange import Exchange
+from ..scenario.template_syntax import HEADER_NAME_CHARS
+from ..scenario.templates import ESCAPE, OPEN
+from .secrets import QUERY_SECRETS, SECRET_FIELDS, is_secret_header
 
 MIN_ECHO = 4
-"""The shortest string taken for an echo: shorter ones (``"en"``, ``"ok"``) match by chance."""
+"""The shortest request value an answer's whole value is taken to echo (``"ok"``,
+``"en"`` or ``"1.0"`` repeat by chance)."""
+MIN_INSIDE = 8
+"""The shortest request value looked for inside a longer answer text."""
+ECHOED_HEADERS = frozenset(
+    {"idempotency-key", "traceparent", "x-request-id", "x-correlation-id", "request-id"}
+)
+"""Request headers whose values a provider echoes as the request's own (besides any
+other ``X-`` header that is not a secret)."""
+TEMPLATED_KEYS = ("json", "text", "message", "details")
+"""The keys of a step whose strings are templates, besides its ``headers`` (the others
+are kept as they are)."""
 _BRACES = re.compile(r"(\\*)\{\{")
 
 
 def escaped(text: str) -> str:
-    """*text* written so that a template reads it back as it is: each ``{{`` escaped (the
-    backslashes before it doubled, as a template halves them)."""
-    if "{{" not in text:
+    """*text* as a template that renders to itself: each ``{{`` escaped, and the
+    backslashes before it doubled (a template halves them)."""
+    if OPEN not in text:
         return text
-    return _BRACES.sub(lambda m: m.group(1) * 2 + "\\{{", text)
+    return _BRACES.sub(lambda m: m[1] * 2 + ESCAPE + OPEN, text)
 
 
-def json_answer(value: Any, request_body: bytes) -> Any:
-    """A recorded ``json:`` answer with its echoes of *request_body* as placeholders and
-    every other ``{{`` escaped."""
-    echoes = _strings(request_body)
-    return _written(value, echoes)
+def request_values(exchange: Exchange) -> list[tuple[str, str]]:
+    """*exchange*'s request values an answer may echo, longest first: (value, the
+    placeholder that reads it). Secrets are never among them."""
+    found: dict[str, str] = {}
+    for name, value in exchange.headers:
+        if _echoed_header(name):
+            found.setdefault(value, f"request.header.{name}")
+    _, _, query = exchange.target.partition("?")
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key.lower() not in QUERY_SECRETS:
+            found.setdefault(value, f"request.query.{key}")
+    try:
+        body = json.loads(exchange.body) if exchange.body else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        body = None
+    for pointer, value in _string_leaves(body):
+        found.setdefault(value, f"request.body{pointer}")
+    taken = [(value, name) for value, name in found.items() if len(value) >= MIN_ECHO]
+    return sorted(taken, key=lambda pair: -len(pair[0]))
 
 
-def headers(answer: dict[str, str], request: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    """Recorded answer headers: one sent back as the consumer sent it (the same name and
-    value, long enough) is a placeholder; every other ``{{`` escaped."""
-    sent = {name.lower(): value for name, value in request}
-    out = {}
-    for name, value in answer.items():
-        if len(value) >= MIN_ECHO and sent.get(name.lower()) == value and _token(name):
-            out[name] = f"{{{{request.header.{name}}}}}"
-        else:
-            out[name] = escaped(value)
+def templated(step: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
+    """*step* with the values it echoes from *exchange*'s request as placeholders, and
+    every other ``{{`` in its templated parts escaped."""
+    values = request_values(exchange)
+    out = dict(step)
+    for key in TEMPLATED_KEYS:
+        if key in out:
+            out[key] = _walked(out[key], values)
+    if "headers" in out:
+        sent = {name.lower(): value for name, value in exchange.headers}
+        out["headers"] = {
+            name: _header(name, value, sent, values) for name, value in out["headers"].items()
+        }
     return out
 
 
-def _token(name: str) -> bool:
-    return re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name) is not None
+def _header(name: str, value: str, sent: dict[str, str], values: list[tuple[str, str]]) -> str:
+    """An answer header as a template: one sent back as the consumer sent it (the same
+    name, not a secret) reads the request's; the type is never a template (load refuses it)."""
+    lower = name.lower()
+    if lower == "content-type":
+        return escaped(value)
+    if (
+        len(value) >= MIN_ECHO
+        and sent.get(lower) == value
+        and not is_secret_header(name)
+        and all(c in HEADER_NAME_CHARS for c in name)
+    ):
+        return "{{request.header." + name + "}}"
+    return _text(value, values)
 
 
-def _strings(body: bytes) -> dict[str, str]:
-    """Each string of the request's JSON body (long enough) and the pointer to its first
-    place; none when the body is not JSON."""
-    try:
-        value = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return {}
-    found: dict[str, str] = {}
-    for pointer, item in _leaves(value, ""):
-        if isinstance(item, str) and len(item) >= MIN_ECHO:
-            found.setdefault(item, pointer)
-    return found
-
-
-def _leaves(value: Any, pointer: str) -> Iterator[tuple[str, Any]]:
+def _walked(value: Any, values: list[tuple[str, str]]) -> Any:
+    if isinstance(value, str):
+        return _text(value, values)
     if isinstance(value, dict):
+        # Keys are never templates; an escaped {{ in one reads as a literal {{.
+        return {_key(k): _walked(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walked(item, values) for item in value]
+    return value
+
+
+def _echoed_header(name: str) -> bool:
+    lower = name.lower()
+    if lower.startswith("x-forwarded-") or lower == "x-api-key" or is_secret_header(name):
+        return False
+    return lower in ECHOED_HEADERS or lower.startswith("x-")
+
+
+def _key(key: Any) -> Any:
+    return escaped(key) if isinstance(key, str) else key
+
+
+def _text(text: str, values: list[tuple[str, str]]) -> str:
+    for value, name in values:
+        if text == value:
+            return "{{" + name + "}}"
+    pieces: list[str | tuple[str]] = [text]
+    for value, name in values:
+        if len(value) < MIN_INSIDE:
+            break  # longest first: the rest are shorter still
+        pieces = [
+            part
+            for piece in pieces
+            for part in (_split(piece, value, name) if isinstance(piece, str) else (piece,))
+        ]
+    return "".join(
+        escaped(piece) if isinstance(piece, str) else "{{" + piece[0] + "}}" for piece in pieces
+    )
+
+
+def _split(text: str, value: str, name: str) -> Iterable[str | tuple[str]]:
+    """*text*'s pieces around each *value* in it, each *value* as (its placeholder name,)."""
+    parts = text.split(value)
+    for n, part in enumerate(parts):
+        if n:
+            yield (name,)
+        if part:
+            yield part
+
+
+def _string_leaves(value: Any, pointer: str = "") -> Iterable[tuple[str, str]]:
+    """The JSON Pointer and value of each string in *value*, in document order."""
+    if isinstance(value, str):
+        if pointer:
+            yield pointer, value
+    elif isinstance(value, dict):
         for key, item in value.items():
+            if str(key).lower() in SECRET_FIELDS:
+                continue  # a secret is never written back, not even as the consumer's own
             token = str(key).replace("~", "~0").replace("/", "~1")
-            yield from _leaves(item, f"{pointer}/{token}")
+            yield from _string_leaves(item, f"{pointer}/{token}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _leaves(item, f"{pointer}/{index}")
-    else:
-        yield pointer, value
-
-
-def _written(value: Any, echoes: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        pointer = echoes.get(value)
-        return escaped(value) if pointer is None else f"{{{{request.body{pointer}}}}}"
-    if isinstance(value, list):
-        return [_written(item, echoes) for item in value]
-    if isinstance(value, dict):
-        return {
-            escaped(k) if isinstance(k, str) else k: _written(v, echoes) for k, v in value.items()
-        }
-    return value
+            yield from _string_leaves(item, f"{pointer}/{index}")

@@ -46,6 +46,7 @@ from ..scenario.reader import MAX_DELAY_MS
 from ..scenario.source import MAX_FILE_BYTES
 from . import request_cases
 from .answers import answer_step
+from .echoes import templated
 from .endpoints import DEFAULT_SESSION, MAX_CASES, SESSION_HEADER, Endpoint, played
 from .error_steps import Errors
 from .rebase import Rebase
@@ -258,6 +259,7 @@ class _Build:
         elif (m := _INVOKE.fullmatch(path)) and method == "POST":
             skill = self._skill(m[1])
             step = self.errors.step(step, {"skill": skill.id, "endpoint": "invoke"})
+            step = templated(step, exchange)
             credential = presented(exchange.headers)
             if 200 <= exchange.status < 300:
                 if credential is None:
@@ -272,6 +274,7 @@ class _Build:
         else:
             route = unquote(path)
             step = self.errors.step(step, {"path": route, "method": method})
+            step = templated(step, exchange)
             endpoint = self.routes.setdefault((method, route), Endpoint((method,)))
             self._into(endpoint, exchange, query, step, latency)
 

@@ -84,9 +84,10 @@ _HABITS = {
 }
 """Names other tools' users write, and what to write here."""
 _SERVER_PLACEHOLDERS = ("base_url", "refused_base_url", "tls_base_url:")
-_TOKEN_CHARS = frozenset(
+HEADER_NAME_CHARS = frozenset(
     "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
+"""The characters of a header name (RFC 9110's token), as ``request.header.NAME`` takes it."""
 
 
 @dataclass(frozen=True)
@@ -373,7 +374,7 @@ def _value(name: str, arguments: list[str], written: str, scope: Scope) -> Value
 
 def _named(family: str, key: str, written: str, scope: Scope) -> Value | _Flaw:
     if family == "request.header":
-        if key and all(c in _TOKEN_CHARS for c in key):
+        if key and all(c in HEADER_NAME_CHARS for c in key):
             return HeaderOf(key.lower())
         return _Flaw(0, "a header name (letters, digits, - and the like)", f"{written!r}")
     if family == "request.query":
