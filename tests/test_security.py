@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -589,17 +590,17 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
-def test_a_flood_of_64_kib_bodies_and_8_kib_headers_keeps_the_journal_within_its_bound(
-    tmp_path: Path,
-) -> None:
-    # Each body is text a character wider than Latin-1 makes 4 bytes a character when shown:
-    # the worst case max_entry_bytes states. The journal, read at the end, holds them shown.
+def flood_of_big_bodies(
+    tmp_path: Path, capacity: int, options: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], int]:
+    """A server's journal after 1 500 requests with 64 KiB bodies and 8 KiB of headers, and
+    how much its RSS grew (KiB). Each body is text a character wider than Latin-1 makes 4
+    bytes a character when shown: the worst case. The journal, read at the end, is shown."""
     scenario = tmp_path / "echo.yaml"
     scenario.write_text("skills: [{id: echo}]\n", encoding="utf-8")
-    capacity, flood = 100, 1_500
     command = [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--quiet"]
     process = subprocess.Popen(
-        [*command, "--journal-size", str(capacity), str(scenario)],
+        [*command, "--journal-size", str(capacity), *options, str(scenario)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -624,22 +625,43 @@ def test_a_flood_of_64_kib_bodies_and_8_kib_headers_keeps_the_journal_within_its
             # full of small entries, read (shown): the flood's entries replace them.
             for n in range(5):
                 send(n)
-            for n in range(2 * capacity):
+            for n in range(2 * min(capacity, 200)):
                 send(n, 100)
             requests.get(f"{base}/__admin/journal", timeout=30)
             before = rss_kib(process.pid)
-            for n in range(flood):
+            for n in range(1_500):
                 send(n)
         journal = requests.get(f"{base}/__admin/journal", timeout=60).json()
         grown = rss_kib(process.pid) - before
     finally:
         process.terminate()
         process.communicate(timeout=10)
-    assert journal["size"] == capacity
     last = journal["entries"][-1]
     assert last["body_size"] == DEFAULT_BODY_LIMIT  # kept whole: the limit
     assert last["body"].endswith("b")
     assert len(last["headers"]) >= 8
+    return journal, grown
+
+
+def test_a_flood_of_64_kib_bodies_and_8_kib_headers_keeps_the_journal_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    capacity = 100
+    journal, grown = flood_of_big_bodies(tmp_path, capacity)
+    assert journal["size"] == capacity
     # Within the stated worst case of the whole journal (and not the flood's ~110 MB).
     bound = capacity * max_entry_bytes(DEFAULT_BODY_LIMIT) // 1024
+    assert grown < bound + 20_000, f"RSS grew {grown} KiB (bound {bound} KiB)"
+
+
+def test_a_flood_of_big_bodies_shortens_the_journal_to_its_bytes_instead_of_growing_it(
+    tmp_path: Path,
+) -> None:
+    # A journal of the default size, but 4 MiB of what was sent: the oldest entries go.
+    budget = 4 * 1024 * 1024
+    journal, grown = flood_of_big_bodies(tmp_path, 10_000, ("--journal-bytes", str(budget)))
+    each = DEFAULT_BODY_LIMIT + 8 * 1000  # a body and its headers, as sent
+    assert budget // each - 2 <= len(journal["entries"]) <= budget // each
+    # Within the journal's worst case for what it holds (and not the flood's ~110 MB).
+    bound = (len(journal["entries"]) * 32 * 1024 + 4 * budget) // 1024
     assert grown < bound + 20_000, f"RSS grew {grown} KiB (bound {bound} KiB)"

@@ -18,7 +18,7 @@ import click
 
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.entries import DEFAULT_BODY_LIMIT
-from ..engine.state import DEFAULT_JOURNAL_SIZE
+from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE
 from ..server.listening import ServerError, is_loopback
 from ..server.server import DEFAULT_KEEP_ALIVE, Server
 from ..store.url import MEMORY, BadStoreURL, checked, is_shared
@@ -154,6 +154,17 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     show_envvar=True,
     help="Keep at most this many bytes of a request body in its journal entry (the rest"
     " is cut; body_size says how many were sent).",
+)
+@click.option(
+    "--journal-bytes",
+    type=click.IntRange(1),
+    default=DEFAULT_JOURNAL_BYTES,
+    show_default=True,
+    metavar="BYTES",
+    envvar="MOCKSKILL_JOURNAL_BYTES",
+    show_envvar=True,
+    help="Keep at most this many bytes of what requests sent (targets, headers, bodies)"
+    " in the in-memory journal; past it the oldest entries go first.",
 )
 @click.option(
     "--redact",
@@ -293,6 +304,7 @@ def serve(
     journal_size: int,
     journal_bodies: str,
     journal_body_limit: int,
+    journal_bytes: int,
     redact: tuple[str, ...],
     grace: float,
     keep_alive: float,
@@ -377,6 +389,7 @@ def serve(
             journal_size=journal_size,
             journal_bodies=journal_bodies == "on",
             journal_body_limit=journal_body_limit,
+            journal_bytes=journal_bytes,
             redact=redact,
             grace=grace,
             keep_alive=keep_alive,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import itertools
 import json
 import marshal
 import operator
@@ -417,6 +418,16 @@ def sent_headers(pairs: RawHeaders, size: int) -> RawHeaders:
 def sent_target(target: str) -> str:
     """*target* as an entry records it: cut to :data:`MAX_TARGET`, marked, if longer."""
     return target if len(target) <= MAX_TARGET else shorten(target, MAX_TARGET)
+
+
+def sent_size(entry: Entry) -> int:
+    """What *entry* keeps of what was sent, in bytes or characters: its body, target and
+    header names and values (as recorded, or as shown: either, counted alike)."""
+    body, target, headers = entry.body, entry.target, entry.headers
+    size = (0 if body is None else len(body)) + (0 if target is None else len(target))
+    if headers:
+        size += sum(map(len, itertools.chain.from_iterable(headers)))
+    return size
 
 
 def headers_size(pairs: Iterable[tuple[bytes, bytes]]) -> int:

@@ -36,6 +36,7 @@ from .entries import (
     kept,
     oversized,
     packed,
+    sent_size,
     shorten,
     unpacked,
 )
@@ -73,6 +74,9 @@ _new = tuple.__new__
 """Taken's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
+DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
+"""What the in-memory journal's entries keep of what was sent (targets, headers, bodies, as
+recorded), at most: past it the oldest entries go first, as past its size."""
 DEFAULT_MAX_SESSIONS = 10_000
 COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
@@ -220,9 +224,12 @@ class State:
         seed: int | None = None,
         journal_size: int = DEFAULT_JOURNAL_SIZE,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        journal_bytes: int = DEFAULT_JOURNAL_BYTES,
     ) -> None:
         if journal_size < 1:
             raise ValueError(f"journal_size must be at least 1, not {journal_size}")
+        if journal_bytes < 1:
+            raise ValueError(f"journal_bytes must be at least 1, not {journal_bytes}")
         if seed is None:
             seed = random.SystemRandom().randrange(2**32)
         self.seed = seed
@@ -231,6 +238,11 @@ class State:
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._journal: deque[_Kept | _Packed] = deque(maxlen=journal_size)
+        # Beside it, in step: what each entry keeps of what was sent (sent_size), and the sum.
+        self._sizes: deque[int] = deque(maxlen=journal_size)
+        self._sent_bytes = 0
+        self.journal_bytes = journal_bytes
+        """The most the journal's entries keep of what was sent (:data:`DEFAULT_JOURNAL_BYTES`)."""
         self._ids = itertools.count(1)
         # The count's own __next__ (one C call, atomic under the GIL, so no lock: every
         # request takes an id): a method calling next() on it cost a Python call more.
@@ -419,8 +431,22 @@ class State:
         slot.recorded, slot.hidden, slot.built = entry, self._hidden, None
         if oversized(entry):
             slot.entry()
+        size = sent_size(entry)
         with self._lock:
-            self._journal.append(slot)
+            self._append(slot, size)
+
+    def _append(self, slot: _Kept, size: int) -> None:
+        """Journal *slot*, which keeps *size* bytes of what was sent: the oldest entries go
+        beyond the journal's size or its bytes (hold the lock)."""
+        sizes = self._sizes
+        if len(sizes) == sizes.maxlen:  # the oldest goes with this one (deque's maxlen)
+            self._sent_bytes -= sizes[0]
+        self._journal.append(slot)
+        sizes.append(size)
+        self._sent_bytes += size
+        while self._sent_bytes > self.journal_bytes and len(sizes) > 1:
+            self._sent_bytes -= sizes.popleft()
+            self._journal.popleft()
 
     def hide(self, secret: str) -> None:
         """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`.
@@ -459,6 +485,8 @@ class State:
             elif session is None:
                 self._sessions.clear()
                 self._journal.clear()
+                self._sizes.clear()
+                self._sent_bytes = 0
                 self._tokens.clear()
                 self._keys.clear()
                 self._keys_bytes = 0
@@ -466,8 +494,10 @@ class State:
                 self._sessions.pop(session, None)
                 for name in [n for n in self._keys if n[0] == session]:
                     self._keys_bytes -= self._keys.pop(name).size
-                kept = (e for e in _entries(list(self._journal)) if e.session != session)
+                kept = [e for e in _entries(list(self._journal)) if e.session != session]
                 self._journal = deque(map(_Kept.of, kept), maxlen=self._journal.maxlen)
+                self._sizes = deque(map(sent_size, kept), maxlen=self._sizes.maxlen)
+                self._sent_bytes = sum(self._sizes)
 
     def compact(self, budget: int = COMPACT_SLICE) -> bool:
         """Pack up to *budget* journal slots, oldest first, into bytes; True once all are.

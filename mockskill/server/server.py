@@ -39,7 +39,7 @@ from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.engine import Engine
 from ..engine.entries import DEFAULT_BODY_LIMIT, redaction
 from ..engine.plan import Outcome
-from ..engine.state import DEFAULT_JOURNAL_SIZE, Entry
+from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE, Entry
 from ..engine.store import Store
 from ..scenario.loader import Scenarios, Source, load_any
 from ..scenario.reader import MAX_DELAY_MS
@@ -110,8 +110,9 @@ class Server(Expecting):
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries, each with what its
     request sent (target, headers, and body up to *journal_body_limit* bytes; not with
-    *journal_bodies* False), credentials masked and the values of the headers, query
-    parameters and form or JSON fields named in *redact* too (docs/admin.md).
+    *journal_bodies* False; at most *journal_bytes* of that in all, the oldest going
+    first), credentials masked and the values of the headers, query parameters and form
+    or JSON fields named in *redact* too (docs/admin.md).
 
     *state* is where sequence positions, tokens, outage clocks, draws and the
     journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
@@ -162,6 +163,7 @@ class Server(Expecting):
         journal_bodies: bool = True,
         journal_body_limit: int = DEFAULT_BODY_LIMIT,
         redact: Iterable[str] = (),
+        journal_bytes: int = DEFAULT_JOURNAL_BYTES,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -178,6 +180,8 @@ class Server(Expecting):
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
+        if journal_bytes < 1:
+            raise ServerError(f"journal_bytes must be at least 1, not {journal_bytes}")
         if journal_body_limit < 0:
             raise ServerError(f"journal_body_limit must be at least 0, not {journal_body_limit}")
         names = (redact,) if isinstance(redact, str) else tuple(redact)
@@ -197,7 +201,7 @@ class Server(Expecting):
         )
         self._http_port = http_port
         self._http_sock: socket.socket | None = None
-        self.state: Store = open_state(state, seed, journal_size, replica)
+        self.state: Store = open_state(state, seed, journal_size, replica, journal_bytes)
         self._owns_state = isinstance(state, str)
         """Whether the Server opened its store (from a URL): it closes it when it stops."""
         self._state_closed = False

@@ -9,24 +9,29 @@ a server that shares nothing never imports them.
 
 from __future__ import annotations
 
-from ..engine.state import DEFAULT_JOURNAL_SIZE, State
+from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE, State
 from ..engine.store import Store
 from .listening import ServerError
 
 
 def open_state(
-    state: Store | str | None, seed: int | None, journal_size: int, replica: str | None
+    state: Store | str | None,
+    seed: int | None,
+    journal_size: int,
+    replica: str | None,
+    journal_bytes: int = DEFAULT_JOURNAL_BYTES,
 ) -> Store:
     """The store a Server keeps its state in: *state*, else a new in-memory one.
 
     A store named by URL is opened here (``memory``, or a shared one: connected
     at once, an unusable one a ServerError naming the masked URL and why), with
-    *seed*, *journal_size* and *replica*. A store given brings its own seed and
+    *seed*, *journal_size* and *replica* (a new in-memory one with *journal_bytes*, the most
+    its entries keep of what was sent). A store given brings its own seed and
     journal bound: *seed* and *journal_size*, when given too, must say the same,
     rather than be silently ignored.
     """
     if state is None:
-        return State(seed=seed, journal_size=journal_size)
+        return State(seed=seed, journal_size=journal_size, journal_bytes=journal_bytes)
     if isinstance(state, str):
         # mockskill.store imports the Redis client only for a shared URL.
         from ..store import BadStoreURL, StoreOpenError, open_store

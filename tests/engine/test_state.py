@@ -220,6 +220,44 @@ def test_journal_is_a_ring_buffer_keeping_the_newest() -> None:
     assert [e.path for e in state.journal()] == ["/7", "/8", "/9"]
 
 
+def sent(state: State, path: str, body: bytes, session: str = DEFAULT_SESSION) -> Entry:
+    """An entry as recorded with what its request sent: target, two headers, a body."""
+    headers = ((b"Host", b"h"), (b"Content-Type", b"application/json"))
+    return entry(state, session, path)._replace(
+        target=path, headers=headers, body=body, body_size=len(body)
+    )
+
+
+def test_the_journal_keeps_at_most_its_bytes_of_what_was_sent_the_oldest_going_first() -> None:
+    state = State(seed=1, journal_bytes=10_000)
+    each = len("/0") + len("HosthContent-Typeapplication/json") + 3_000
+    for i in range(5):
+        state.record(sent(state, f"/{i}", b"x" * 3_000))
+    # Three entries' worth fit in 10 000 bytes; the two oldest went to make room.
+    assert [e.path for e in state.journal()] == ["/2", "/3", "/4"]
+    assert 3 * each <= 10_000 < 4 * each
+    # An entry larger than the whole budget is still kept, alone.
+    state.record(sent(state, "/big", b"y" * 20_000))
+    assert [e.path for e in state.journal()] == ["/big"]
+    # Entries without bodies take their targets' and headers' bytes only.
+    for i in range(3):
+        state.record(sent(state, f"/small{i}", b""))
+    assert [e.path for e in state.journal()] == ["/small0", "/small1", "/small2"]
+
+
+def test_the_journal_counts_its_bytes_again_after_a_session_reset() -> None:
+    state = State(seed=1, journal_bytes=10_000)
+    for session in ("a", "b", "a"):
+        state.record(sent(state, f"/{session}", b"x" * 3_000, session))
+    state.reset("a")
+    for i in range(2):
+        state.record(sent(state, f"/c{i}", b"x" * 3_000, "c"))
+    assert [e.path for e in state.journal()] == ["/b", "/c0", "/c1"]
+    state.reset()
+    state.record(sent(state, "/d", b"x" * 9_000))
+    assert [e.path for e in state.journal()] == ["/d"]
+
+
 def test_journal_of_one_session() -> None:
     state = State(seed=1)
     for session in ("a", "b", "a", "c", "a"):
