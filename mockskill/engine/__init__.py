@@ -11,7 +11,9 @@ the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
 and ``proxying``: a proxy step, its recorded ``exchange``) that the
 transport plays. ``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
-draws and the journal (``entries``, ``journalling``, ``digests``) — whose
+draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
+counts its entries against a verification, reading each as ``conditions`` read
+a request) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
 answers. ``named_ports`` says what the engine asks of the ports its replies name
 (the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the

@@ -11,7 +11,7 @@ query strings, the WSGI path's raw socket), and once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
@@ -86,6 +86,17 @@ class Incoming:
     def header(self, name: str) -> str | None:
         """The value of header *name* (any case), or None."""
         return self.headers.get(name.lower())
+
+    def arguments(self) -> Mapping[str, list[str]]:
+        """The query string's parameters, each with its values in order (as Werkzeug reads
+        them: a case's ``query:`` condition)."""
+        args = self.werkzeug().args
+        return {key: args.getlist(key) for key in args}
+
+    def unreadable(self, source: str) -> str | None:
+        """None: every part of a request being served can be read (conditions ask
+        :class:`~mockskill.engine.conditions.Readable`'s question of a journal entry too)."""
+        return None
 
     @property
     def body(self) -> bytes:

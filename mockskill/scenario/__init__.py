@@ -11,10 +11,11 @@ together (``loader``) and refusing clashes between scenarios (``uniqueness``),
 a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxy_config``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
-``when`` apart), the one declaration of step kinds, faults and delay
-shapes that the rest follows (``kinds``) and the scenario JSON Schema
-for editors (``schema``; the file stays at the published
-``mockskill/scenario.schema.json``).
+``when`` apart), what a verification of the journal asks (``verification``:
+``/__admin/verify``'s body, its conditions read as a ``when``), the one
+declaration of step kinds, faults and delay shapes that the rest follows
+(``kinds``) and the scenario JSON Schema for editors (``schema``; the file
+stays at the published ``mockskill/scenario.schema.json``).
 
 It may import only :mod:`mockskill.protocol`: a scenario is read against what
 the protocol says, and knows nothing of requests being served.
