@@ -43,7 +43,9 @@ class Readable(Protocol):
     one the journal kept (:class:`~.verifying.Recorded`)."""
 
     @property
-    def body(self) -> bytes: ...
+    def body(self) -> bytes | str:
+        """The body as sent: its bytes, or its text when it is kept as text (a journal's)."""
+        ...
 
     def header(self, name: str) -> str | None:
         """The value of header *name* (any case; repeated ones joined by ``,``), or None."""
@@ -96,7 +98,8 @@ class Facts:
         if self._text is None:
             if self.request.unreadable("raw_body") is not None:
                 return None
-            self._text = self.request.body.decode("utf-8", "replace")
+            body = self.request.body
+            self._text = body if isinstance(body, str) else body.decode("utf-8", "replace")
         return self._text
 
     def query(self, name: str) -> list[str] | None:

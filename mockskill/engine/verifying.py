@@ -15,9 +15,9 @@ answer and raise.
 
 from __future__ import annotations
 
-import heapq
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -38,25 +38,25 @@ class Recorded:
     name in any case, its query string's parameters, its body; what the journal did not
     keep, or kept cut or as base64, cannot be read, and says why."""
 
-    __slots__ = ("_headers", "entry")
+    __slots__ = ("entry",)
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
-        self._headers: dict[str, str] | None = None
 
     @property
-    def body(self) -> bytes:
-        text = self.entry.body
-        return b"" if text is None else text.encode("utf-8", "surrogatepass")
+    def body(self) -> str:
+        return self.entry.body or ""
 
     def header(self, name: str) -> str | None:
-        headers = self._headers
-        if headers is None:
-            headers = self._headers = {}
-            for written, value in self.entry.headers or ():
-                key = written.lower()  # repeated ones joined by ",", as a served request's
-                headers[key] = f"{headers[key]},{value}" if key in headers else value
-        return headers.get(name.lower())
+        name = name.lower()
+        size = len(name)
+        found = None
+        for written, value in self.entry.headers or ():
+            # (a name of another length is another name: most are not lowered to tell)
+            if len(written) == size and written.lower() == name:
+                # repeated ones joined by ",", as a request being served reads them
+                found = value if found is None else f"{found},{value}"
+        return found
 
     def arguments(self) -> Mapping[str, list[str]]:
         query = (self.entry.target or "").partition("?")[2]
@@ -77,8 +77,14 @@ class Recorded:
             return "the journal did not keep its body"
         if entry.body_encoding == "base64":
             return "the journal kept it as base64 (not UTF-8 text)"
-        size = entry.body_size
-        if size is not None and size > len(self.body) and not _whole(entry.body):
+        size, text = entry.body_size, entry.body
+        # (a text's UTF-8 has at least as many bytes as it has characters: most need no encoding)
+        if (
+            size is not None
+            and size > len(text)
+            and size > len(text.encode("utf-8", "replace"))
+            and not _whole(text)
+        ):
             return f"the journal kept only part of its {size} bytes"
         return None
 
@@ -146,9 +152,10 @@ def verify(verification: Verification, entries: Iterable[Entry]) -> Verified:
     """Count the *entries* that are the requests *verification* names (see the module)."""
     session, skill = verification.session, verification.skill
     method, path = verification.method, verification.path
-    conditions = verification.conditions
+    failures = _Failures(verification.conditions) if verification.conditions else None
     matched: list[Entry] = []
-    missed: list[tuple[int, Entry]] = []
+    # the newest few entries of each number of failed conditions (the closest come from them)
+    missed: dict[int, deque[Entry]] = {}
     read = 0
     for entry in entries:
         if session is not None and entry.session != session:
@@ -159,19 +166,105 @@ def verify(verification: Verification, entries: Iterable[Entry]) -> Verified:
             + (method is not None and entry.method.upper() != method)
             + (path is not None and entry.path != path)
         )
-        if conditions:
-            facts = Facts(Recorded(entry))
-            apart += sum(not meets(condition, facts) for condition in conditions)
+        if failures is not None:
+            apart += failures.of(entry)
         if apart:
-            missed.append((apart, entry))
+            kept = missed.get(apart)
+            if kept is None:
+                kept = missed[apart] = deque(maxlen=NEAR_MISSES)
+            kept.append(entry)
         else:
             matched.append(entry)
     near: tuple[NearMiss, ...] = ()
     if len(matched) < verification.count.at_least:
         # fewest failed conditions first; among equals, the newest
-        closest = heapq.nsmallest(NEAR_MISSES, missed, key=lambda m: (m[0], -m[1].id))
-        near = tuple(NearMiss(entry, reasons(verification, entry)) for _, entry in closest)
+        closest = [e for apart in sorted(missed) for e in reversed(missed[apart])][:NEAR_MISSES]
+        near = tuple(NearMiss(entry, reasons(verification, entry)) for entry in closest)
     return Verified(verification, tuple(matched), near, read)
+
+
+class _Failures:
+    """How many of a verification's conditions each entry fails. Those on the body depend
+    on the body alone (and on whether and how it was kept), those on the query on the
+    target: each distinct one is tested once (a client sends the same body, or the same
+    query, again and again; a journal of a load test is one body ten thousand times).
+    Headers differ from request to request (a length, a key, a trace): tested each time."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self, conditions: Sequence[Condition]) -> None:
+        grouped: dict[str, list[tuple[Condition, str | None]]] = {}
+        for condition in conditions:
+            group = "body" if condition.source == "raw_body" else condition.source
+            grouped.setdefault(group, []).append((condition, _needle(condition)))
+        self.groups: list[_Group] = [
+            (_KEYS.get(group), tested, {}) for group, tested in grouped.items()
+        ]
+
+    def of(self, entry: Entry) -> int:
+        failures = 0
+        for key_of, tested, told in self.groups:
+            if key_of is None:
+                failures += _failed(tested, entry)
+                continue
+            key = key_of(entry)
+            failed = told.get(key)
+            if failed is None:
+                failed = told[key] = _failed(tested, entry)
+            failures += failed
+        return failures
+
+
+_Group = tuple[
+    Callable[[Entry], Hashable] | None, list[tuple[Condition, str | None]], dict[Hashable, int]
+]
+"""What the entry's value is told by (None: each entry's own), the conditions on it (each
+with its needle), and the failures told for each value."""
+_KEYS: dict[str, Callable[[Entry], Hashable]] = {
+    "body": lambda e: (e.body, e.body_encoding, e.body_size, e.body_digest is None),
+    "query": lambda e: e.target,
+}
+"""What the conditions on the body and on the query read of an entry (:class:`Recorded`)."""
+
+
+def _failed(tested: list[tuple[Condition, str | None]], entry: Entry) -> int:
+    """How many of the conditions *tested* (each with its needle) *entry* fails."""
+    text = entry.body
+    # A JSON text without a backslash writes each string as it is: a string value
+    # (or key) the text does not hold is in no place of the body, and the body need
+    # not be parsed to tell that an equals or contains on it fails.
+    plain = (
+        text if text is not None and entry.body_encoding == "text" and "\\" not in text else None
+    )
+    facts = None
+    failures = 0
+    for condition, needle in tested:
+        if plain is not None and needle is not None and needle not in plain:
+            failures += 1
+            continue
+        if facts is None:
+            facts = Facts(Recorded(entry))
+        failures += not meets(condition, facts)
+    return failures
+
+
+_ESCAPED = frozenset('"\\') | frozenset(map(chr, range(0x20)))
+"""Characters JSON writes escaped in a string: a needle holding one is not searched for."""
+
+
+def _needle(condition: Condition) -> str | None:
+    """Text a body's JSON must hold for *condition* (on a body pointer) to hold, when it is
+    found without parsing: an ``equals`` of a string, its JSON string; a ``contains`` of
+    one (in a string, an array, an object's keys), the string; None otherwise."""
+    if condition.source != "body":
+        return None
+    for check in condition.checks:
+        operand = check.operand
+        if check.operator in ("equals", "contains") and type(operand) is str:
+            if not _ESCAPED.isdisjoint(operand):
+                continue
+            return f'"{operand}"' if check.operator == "equals" else operand
+    return None
 
 
 def reasons(verification: Verification, entry: Entry) -> tuple[str, ...]:

@@ -295,3 +295,25 @@ def test_selected_filters_as_the_requests_listing_does() -> None:
     assert selected(entries, limit=0) == []
     with pytest.raises(ValueError, match="at least 0"):
         selected(entries, limit=-1)
+
+
+def test_a_value_written_with_escapes_is_read_as_json_reads_it() -> None:
+    """The body's text is searched before it is parsed only where that cannot be wrong:
+    a value written with escapes is the value it stands for."""
+    escaped = sent(1, '{"input": {"text": "h\\u0065llo", "q": "say \\"hi\\""}}')
+    assert verify(asked(when={"body": {"/input/text": "hello"}}), [escaped]).held
+    assert verify(asked(when={"body": {"/input/q": 'say "hi"'}}), [escaped]).held
+    assert verify(asked(when={"body": {"/input/text": {"contains": "ell"}}}), [escaped]).held
+    plain = sent(2, {"input": {"text": "hello", "tags": ["a", "b"]}})
+    assert verify(asked(when={"body": {"/input/tags": {"contains": "b"}}}), [plain]).held
+    assert not verify(asked(when={"body": {"/input/tags": {"contains": "c"}}}), [plain]).held
+    assert verify(asked(when={"body": {"/input": {"contains": "tags"}}}), [plain]).held
+
+
+def test_requests_sending_the_same_body_are_each_counted() -> None:
+    entries = [sent(n, HELLO, headers=(("X-N", str(n)),)) for n in range(1, 5)]
+    verification = asked(when={"body": {"/input/text": "hello"}, "headers": {"x-n": "3"}})
+    verified = verify(verification, entries)
+    assert [e.id for e in verified.matched] == [3]
+    other = verify(asked(when={"body": {"/input/text": "hola"}}, count=0), entries)
+    assert other.held
