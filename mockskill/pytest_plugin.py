@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pytest
 
 from . import audit
+from .engine.entries import DEFAULT_BODY_LIMIT
 from .engine.state import DEFAULT_SESSION
 from .scenario.loader import bundled_path, load_any, load_paths
 from .scenario.problems import ScenarioError
@@ -405,6 +406,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         help="the mockskill_server fixture's state store: memory, or redis://HOST:PORT/DB",
     )
+    parser.addini(
+        "mockskill_journal_bodies",
+        type="bool",
+        default=True,
+        help="the fixtures' servers keep each request's target, headers and body in the "
+        "journal (credentials masked); false keeps the body's digest alone",
+    )
+    parser.addini(
+        "mockskill_journal_body_limit",
+        default=str(DEFAULT_BODY_LIMIT),
+        help="the most bytes of a request body a journal entry keeps (the rest is cut)",
+    )
+    parser.addini(
+        "mockskill_redact",
+        type="linelist",
+        default=[],
+        help="names of headers, query parameters, form fields or JSON keys whose values the "
+        "journal masks too, besides the built-in credentials",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -457,6 +477,20 @@ def tls_wanted(config: pytest.Config) -> bool:
     return bool(given) if given is not None else bool(config.getini("mockskill_tls"))
 
 
+def journal_options(config: pytest.Config) -> dict[str, Any]:
+    """The fixtures' servers' journal settings (``Server`` arguments), from the ini file."""
+    limit = str(config.getini("mockskill_journal_body_limit")).strip()
+    if not limit.isdigit():
+        raise pytest.UsageError(
+            f"mockskill_journal_body_limit (ini): a number of bytes (0 or more), not {limit!r}"
+        )
+    return {
+        "journal_bodies": bool(config.getini("mockskill_journal_bodies")),
+        "journal_body_limit": int(limit),
+        "redact": tuple(config.getini("mockskill_redact")),
+    }
+
+
 def remote_server(config: pytest.Config) -> RemoteServer | None:
     """The server of ``--mockskill-url`` (else ``MOCKSKILL_URL``), checked; None if neither.
 
@@ -503,6 +537,7 @@ def mockskill_server(
             scenarios if scenarios is not None else load_paths([bundled_path()]),
             state=state if is_shared(state) else None,
             tls=tls_wanted(pytestconfig),
+            **journal_options(pytestconfig),
         )
     except ServerError as exc:  # the store cannot be reached: said once, plainly
         failure = f"mockskill: the mockskill_server fixture cannot start: {exc}"
@@ -542,6 +577,7 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
             own = Server(
                 load_scenarios(items, item.path.parent, "mark.mockskill scenarios"),
                 tls=tls_wanted(request.config),
+                **journal_options(request.config),
             )
         except ScenarioError as exc:
             report = str(exc)  # failed outside the handler: no "during handling" chain

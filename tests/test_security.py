@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
 from mockskill.engine.addresses import MAX_HOST
+from mockskill.engine.entries import DEFAULT_BODY_LIMIT, max_entry_bytes
 from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
@@ -577,3 +578,60 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
     assert journal["size"] == 1_100
     # 1 000 hostile requests, each keeping under MAX_ENTRY_BYTES (unbounded: ~90 MB).
     assert grown < 1_000 * MAX_ENTRY_BYTES // 1024 + 20_000, f"RSS grew {grown} KiB"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
+def test_a_flood_of_64_kib_bodies_and_8_kib_headers_keeps_the_journal_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    # Each body is text a character wider than Latin-1 makes 4 bytes a character when shown:
+    # the worst case max_entry_bytes states. The journal, read at the end, holds them shown.
+    scenario = tmp_path / "echo.yaml"
+    scenario.write_text("skills: [{id: echo}]\n", encoding="utf-8")
+    capacity, flood = 100, 1_500
+    command = [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--quiet"]
+    process = subprocess.Popen(
+        [*command, "--journal-size", str(capacity), str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        url = re.search(r"at (http://\S+)", process.stdout.readline())
+        assert url, "mockskill serve printed no URL"
+        base = url.group(1)
+        headers = {f"X-Pad-{n}": "h" * 1000 for n in range(8)}  # 8 KiB of headers
+        with contextlib.closing(
+            http.client.HTTPConnection(urlsplit(base).netloc, timeout=30)
+        ) as client:
+
+            def send(n: int, size: int = DEFAULT_BODY_LIMIT) -> None:
+                body = ("\U0001f600" + f"{n:06d}" + "b" * (size - 10)).encode()
+                client.request("POST", "/skills/echo/invoke", body=body, headers=headers)
+                assert client.getresponse().read()
+
+            # Warm up: what any server allocates once (big bodies read), then the journal
+            # full of small entries, read (shown): the flood's entries replace them.
+            for n in range(5):
+                send(n)
+            for n in range(2 * capacity):
+                send(n, 100)
+            requests.get(f"{base}/__admin/journal", timeout=30)
+            before = rss_kib(process.pid)
+            for n in range(flood):
+                send(n)
+        journal = requests.get(f"{base}/__admin/journal", timeout=60).json()
+        grown = rss_kib(process.pid) - before
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert journal["size"] == capacity
+    last = journal["entries"][-1]
+    assert last["body_size"] == DEFAULT_BODY_LIMIT  # kept whole: the limit
+    assert last["body"].endswith("b")
+    assert len(last["headers"]) >= 8
+    # Within the stated worst case of the whole journal (and not the flood's ~110 MB).
+    bound = capacity * max_entry_bytes(DEFAULT_BODY_LIMIT) // 1024
+    assert grown < bound + 20_000, f"RSS grew {grown} KiB (bound {bound} KiB)"

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
+from ..engine.entries import DEFAULT_BODY_LIMIT
 from ..engine.state import DEFAULT_JOURNAL_SIZE
 from ..server.listening import ServerError, is_loopback
 from ..server.server import DEFAULT_KEEP_ALIVE, Server
@@ -132,6 +133,37 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     envvar="MOCKSKILL_JOURNAL_SIZE",
     show_envvar=True,
     help="Keep the newest N requests in the journal (GET /__admin/journal).",
+)
+@click.option(
+    "--journal-bodies",
+    type=click.Choice(["on", "off"]),
+    default="on",
+    show_default=True,
+    envvar="MOCKSKILL_JOURNAL_BODIES",
+    show_envvar=True,
+    help="Keep each request's target, headers and body in the journal (credentials"
+    " masked); off keeps the body's digest alone.",
+)
+@click.option(
+    "--journal-body-limit",
+    type=click.IntRange(0),
+    default=DEFAULT_BODY_LIMIT,
+    show_default=True,
+    metavar="BYTES",
+    envvar="MOCKSKILL_JOURNAL_BODY_LIMIT",
+    show_envvar=True,
+    help="Keep at most this many bytes of a request body in its journal entry (the rest"
+    " is cut; body_size says how many were sent).",
+)
+@click.option(
+    "--redact",
+    "redact",
+    multiple=True,
+    metavar="NAME",
+    envvar="MOCKSKILL_REDACT",  # several joined with spaces
+    show_envvar=True,
+    help="Mask the values of the header, query parameter, form field or JSON key NAME in"
+    " the journal too (any case; repeatable), besides the built-in credentials.",
 )
 @click.option(
     "--grace",
@@ -259,6 +291,9 @@ def serve(
     cors_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
     journal_size: int,
+    journal_bodies: str,
+    journal_body_limit: int,
+    redact: tuple[str, ...],
     grace: float,
     keep_alive: float,
     watch: bool,
@@ -340,6 +375,9 @@ def serve(
             cors=True if cors else cors_origins,
             allow_hosts=allow_hosts,
             journal_size=journal_size,
+            journal_bodies=journal_bodies == "on",
+            journal_body_limit=journal_body_limit,
+            redact=redact,
             grace=grace,
             keep_alive=keep_alive,
             state=checked(state) if shared else None,

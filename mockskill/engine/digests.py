@@ -23,10 +23,13 @@ within its bound."""
 class KeyedDigest:
     """``hmac-sha256:…`` of bytes under one *key* (a server's, made at start)."""
 
-    __slots__ = ("_prepared",)
+    __slots__ = ("_prepared", "later_bytes")
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, later_bytes: int = LATER_BYTES) -> None:
         self._prepared = hmac.new(key, digestmod=hashlib.sha256)
+        self.later_bytes = later_bytes
+        """Data up to this size is digested later (:meth:`later`): :data:`LATER_BYTES`, or
+        the journal's body limit when the entry keeps the body anyway."""
 
     def _hmac(self, data: bytes) -> hmac.HMAC:
         mac = self._prepared.copy()
@@ -38,9 +41,9 @@ class KeyedDigest:
         return PREFIX + self._hmac(data).hexdigest()[:16]
 
     def later(self, data: bytes) -> str | LaterDigest:
-        """The keyed digest of *data*: taken now if *data* is over :data:`LATER_BYTES`, else
+        """The keyed digest of *data*: taken now if *data* is over :attr:`later_bytes`, else
         when first asked of the :class:`LaterDigest` returned (which holds *data* until then)."""
-        if len(data) > LATER_BYTES:
+        if len(data) > self.later_bytes:
             return self.digest(data)
         return LaterDigest(data, self)
 

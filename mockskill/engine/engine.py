@@ -38,6 +38,7 @@ from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .builtin_answers import unavailable
 from .capabilities import check_playable
 from .choosing import Chosen, Decided
+from .entries import DEFAULT_BODY_LIMIT
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
 from .journalling import Journalling, Plains
@@ -75,7 +76,8 @@ class Engine:
     socket (Werkzeug's does, as ``werkzeug.socket``); scenarios with
     transport faults are refused without it. *refused* is the port held for
     unreachable skills, *tls* the TLS faults' ports: both bound by the transport and
-    handed in by the server (none without them). The
+    handed in by the server (none without them). The journal keeps what each request
+    sent, its body up to *journal_body_limit* bytes, unless not *journal_bodies*. The
     outage windows of *scenarios* start now, unless not *activate* (see :meth:`load`).
     """
 
@@ -88,6 +90,8 @@ class Engine:
         refused: HeldPort | None = None,
         activate: bool = True,
         tls: TLSPorts | None = None,
+        journal_bodies: bool = True,
+        journal_body_limit: int = DEFAULT_BODY_LIMIT,
     ) -> None:
         self.state = state
         self._answer = None if state.remote else state.answer
@@ -103,10 +107,12 @@ class Engine:
         self._urls = addresses.urls  # (a bound method: one lookup per request, as a method's)
         self._urls_by_host = addresses.by_host
         self._open = False
-        journalling = self._journalling = Journalling(state)
+        journalling = self._journalling = Journalling(state, journal_bodies, journal_body_limit)
         self.entry = journalling.recorded
         """The journal's entry of a decided request as it was answered (for a player that
         plays the step itself: :mod:`mockskill.wsgi`); :attr:`state` records it."""
+        self.sent_before_refusal = journalling.sent_before_refusal
+        """What a request the transport refused sent, as its entry keeps it (by field)."""
         self._proxying = Proxying(journalling, state)
         self.matched: Callable[[Incoming, Target | Miss], None] | None = None
         """Called with each request once matched, before it is answered (None: nothing).

@@ -5,19 +5,27 @@ reader of the journal sees (the admin journal, the audit, the report, the
 dashboard). A named tuple, since one is made on every request. :func:`kept`
 is the entry as the journal shows it: the client's texts cut to bounds,
 escaped, and the secrets hidden when it was recorded masked (applied when
-the journal is read). :func:`packed` and :func:`unpacked` hold many of them
-as one ``bytes`` and read them back (the journal after a flood).
+the journal is read). What the consumer sent (target, headers, body) is
+recorded raw, cut to its bounds only when it is over them (:func:`sent_headers`,
+:func:`sent_target`, the body limit), and decoded and masked when shown
+(:data:`MASKED_HEADERS`, :data:`MASKED_QUERY`, :data:`MASKED_FIELDS`, and the names
+:func:`redaction` adds). :func:`packed` and :func:`unpacked` hold many of them as one
+``bytes`` and read them back (the journal after a flood).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import functools
+import json
 import marshal
 import operator
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
+from urllib.parse import unquote_plus
 
 from ..protocol.catalog import Retry
 from .digests import LaterDigest
@@ -29,10 +37,68 @@ MAX_PATH = 512
 MAX_TEXT = 128
 """The longest of any other text a client chose that an entry keeps (the method, a
 skill id from the path, header values, the path and method quoted in a near miss)."""
-MAX_ENTRY_BYTES = 16 * 1024
-"""What one journal entry can hold in memory at most, whatever the request (docs/admin.md)."""
+MAX_ENTRY_BYTES = 64 * 1024
+"""What one journal entry can hold in memory at most, whatever the request, but its body
+(:func:`max_entry_bytes`; docs/admin.md): 16 KiB of texts, the target and the headers."""
 MASK = "***"
 """What a hidden secret (:meth:`State.hide`) reads as in the journal."""
+MAX_TARGET = 8 * 1024
+"""The longest request target (path and query) an entry keeps, as sent (characters); a
+longer one is kept cut, marked (the transport reads targets up to 64 KiB)."""
+MAX_HEADER_BYTES = 8 * 1024
+"""The most bytes of header values an entry keeps, as sent; past them, each value is cut,
+marked (``...[N more bytes]``), every header still listed (each name cut to
+:data:`MAX_TEXT`, marked)."""
+DEFAULT_BODY_LIMIT = 64 * 1024
+"""The most bytes of a request body an entry keeps (``--journal-body-limit``); a longer one
+is kept cut: its ``body_size`` says how many bytes were sent."""
+MASKED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+"""Request headers whose values read :data:`MASK` in the journal (an ``Authorization``
+keeps its scheme, ``Bearer ***``; a ``Cookie`` its names, ``a=***; b=***``)."""
+MASKED_QUERY = frozenset(
+    {
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "client_secret",
+        "password",
+        "code",
+        "code_verifier",
+        "client_assertion",
+    }
+)
+"""Query parameters whose values read :data:`MASK` in the journal's ``target``."""
+MASKED_FIELDS = frozenset(
+    {
+        "client_secret",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "password",
+        "client_assertion",
+        "code_verifier",
+    }
+)
+"""Form fields and JSON object keys (at any depth) whose values read :data:`MASK` in the
+journal's ``body``; the document keeps its shape (and, most often, its very text)."""
+REDACT = "\x00redact:"
+"""How a name to mask (:func:`redaction`) is told from a secret among the hidden ones."""
+RawHeaders: TypeAlias = tuple[tuple[bytes, bytes], ...]
+"""Header names and values as read, before the journal shows them."""
+
+
+def max_entry_bytes(body_limit: int | None) -> int:
+    """What one journal entry can hold in memory at most, with its body cut to *body_limit*
+    bytes (None: journal bodies off, :data:`MAX_ENTRY_BYTES` less what was sent, as before
+    they were kept). Text a character wider than Latin-1 makes takes up to 4 bytes a
+    character, so a body shown as text up to 4 times its bytes (base64: 4/3)."""
+    if body_limit is None:
+        return 16 * 1024
+    return MAX_ENTRY_BYTES + 4 * body_limit
 
 
 def shorten(text: str, limit: int = MAX_TEXT) -> str:
@@ -45,6 +111,13 @@ def shorten(text: str, limit: int = MAX_TEXT) -> str:
 _UNPRINTABLE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 """Controls, line and paragraph separators, and bidi overrides: text that prints
 other than it reads (a client's ``/x%0Aforged`` would add a line to a report)."""
+
+
+def redaction(name: str) -> str:
+    """What :meth:`State.hide` takes to mask the values of every header, query parameter,
+    form field and JSON key named *name* (any case) in the journal, besides the built-in
+    ones (``mockskill serve --redact NAME``)."""
+    return REDACT + name.strip().lower()
 
 
 def escaped(text: str) -> str:
@@ -235,7 +308,14 @@ def kept(recorded: Entry, hidden: tuple[str, ...]) -> Entry:
     The secrets *hidden* (those hidden when it was recorded) read :data:`MASK`.
     """
     changes = shown_changes(recorded, hidden)
-    return recorded._replace(**changes) if changes else recorded
+    if not changes:
+        return recorded
+    # Positionally (NamedTuple's _replace maps every field through a dict: slower).
+    values = list(recorded)
+    index = _FIELD_INDEX
+    for name, value in changes.items():
+        values[index[name]] = value
+    return tuple.__new__(Entry, values)
 
 
 def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
@@ -246,6 +326,8 @@ def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
     digest = recorded.body_digest
     if type(digest) is LaterDigest:
         changes["body_digest"] = digest.text()
+    if recorded.target is not None:  # a request read, what it sent kept: shown now
+        _sent_changes(recorded, hidden, changes)
     if _plain(recorded, hidden):
         return changes
     for name, limit in _BOUNDED:
@@ -300,8 +382,277 @@ def _masked(text: str, hidden: tuple[str, ...]) -> str:
     return text
 
 
+# -- what the consumer sent ---------------------------------------------------------
+
+
+def sent_headers(pairs: RawHeaders, size: int) -> RawHeaders:
+    """*pairs* as an entry records them: as read when *size* (at least their bytes, as the
+    transport counted them) is within :data:`MAX_HEADER_BYTES`, else cut (see there)."""
+    if size <= MAX_HEADER_BYTES:
+        return pairs
+    return _within(pairs, MAX_HEADER_BYTES, lambda n: b"...[%d more bytes]" % n)
+
+
+def sent_target(target: str) -> str:
+    """*target* as an entry records it: cut to :data:`MAX_TARGET`, marked, if longer."""
+    return target if len(target) <= MAX_TARGET else shorten(target, MAX_TARGET)
+
+
+def headers_size(pairs: Iterable[tuple[bytes, bytes]]) -> int:
+    """The bytes of header *pairs*' names and values (at least what :func:`sent_headers`
+    bounds)."""
+    return sum(len(name) + len(value) for name, value in pairs)
+
+
+def _within(
+    pairs: Iterable[tuple[Any, Any]], room: int, more: Any, name_room: int = MAX_TEXT
+) -> tuple[Any, ...]:
+    """*pairs* with each name cut to *name_room* and each value to what is left of *room*
+    (``more(n)`` marks *n* cut), in order: every pair is still listed, named."""
+    out = []
+    for name, value in pairs:
+        if len(name) > name_room:
+            name = name[:name_room] + more(len(name) - name_room)
+        if len(value) > room:
+            value, room = value[:room] + more(len(value) - room), 0
+        else:
+            room -= len(value)
+        out.append((name, value))
+    return tuple(out)
+
+
+def _sent_changes(recorded: Entry, hidden: tuple[str, ...], changes: dict[str, Any]) -> None:
+    """What the consumer sent, as recorded (:func:`sent_headers`, raw bytes), as the journal
+    shows it: decoded, escaped, credentials masked; into *changes* where it differs."""
+    secrets, names = _split(hidden)
+    target = recorded.target
+    assert target is not None
+    shown = _shown_target(target, secrets, names)
+    if shown != target:
+        changes["target"] = shown
+    # Recorded as read (bytes), whatever the fields' types say of them as shown.
+    headers: Any = recorded.headers
+    if headers and type(headers[0][0]) is bytes:  # as read: decoded once, now
+        changes["headers"] = _shown_headers(headers, secrets, names)
+    body: Any = recorded.body
+    if type(body) is bytes:
+        changes["body"], changes["body_encoding"] = _shown_body(
+            body, recorded.body_size, secrets, names
+        )
+
+
+def _split(hidden: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """*hidden* as (the secrets, the names :func:`redaction` added)."""
+    if not hidden:
+        return hidden, frozenset()
+    names = frozenset(h[len(REDACT) :] for h in hidden if h.startswith(REDACT))
+    return tuple(h for h in hidden if not h.startswith(REDACT)), names
+
+
+_MARKER = 32
+"""Room for a cut's marker (``...[N more bytes]``) made when an entry was recorded."""
+_TARGET_ESCAPED = re.compile(r"[^\x21-\x7e]")
+"""What a target shows percent-escaped: spaces, controls and every byte past ASCII."""
+
+
+def _shown_target(target: str, secrets: tuple[str, ...], names: frozenset[str]) -> str:
+    """*target* (read as Latin-1) with its odd bytes percent-escaped, as in a URL, and the
+    values of secret query parameters (:data:`MASKED_QUERY`, *names*) masked."""
+    if not (target.isascii() and target.isprintable()) or " " in target:
+        target = _TARGET_ESCAPED.sub(_percent_escaped, target)
+    path, mark, query = target.partition("?")
+    if mark and "=" in query:
+        parts = query.split("&")
+        masked = False
+        for n, part in enumerate(parts):
+            key, equals, value = part.partition("=")
+            if equals and value and _secret_name(key, MASKED_QUERY, names):
+                parts[n], masked = f"{key}={MASK}", True
+        if masked:
+            target = f"{path}?{'&'.join(parts)}"
+    if secrets:
+        target = _masked(target, secrets)
+    # Escaping may have made a long one longer; a cut's marker, when recorded, stays.
+    return shorten(target, MAX_TARGET + _MARKER)
+
+
+def _percent_escaped(match: re.Match[str]) -> str:
+    char = match[0]
+    data = char.encode("latin-1") if ord(char) < 256 else char.encode("utf-8")
+    return "".join(f"%{b:02X}" for b in data)
+
+
+def _secret_name(key: str, builtin: frozenset[str], names: frozenset[str]) -> bool:
+    """Whether form or query key *key* (as sent, percent-encoded) names a secret."""
+    name = unquote_plus(key).strip().lower() if "%" in key or "+" in key else key.lower()
+    return name in builtin or name in names
+
+
+def _shown_headers(
+    pairs: RawHeaders, secrets: tuple[str, ...], names: frozenset[str]
+) -> tuple[tuple[str, str], ...]:
+    masked = MASKED_HEADERS | names if names else MASKED_HEADERS
+    shown = []
+    size = 0
+    for raw_name, raw_value in pairs:
+        known = _SHOWN_NAMES.get(raw_name)
+        if known is None:
+            known = _shown_name(raw_name)
+        name, lower = known
+        value = raw_value.decode("latin-1")
+        if not (value.isascii() and value.isprintable()):
+            value = escaped(value)
+        if lower in masked:
+            value = _masked_header(lower, value)
+        elif secrets:
+            value = _masked(value, secrets)
+        size += len(value)
+        shown.append((name, value))
+    if size <= MAX_HEADER_BYTES:
+        return tuple(shown)
+    # Escaping may have made them longer than the bytes recorded: bounded again, with room
+    # for the markers of a cut when recorded (a marker each at most), which stay as they are.
+    room = MAX_HEADER_BYTES + _MARKER * len(shown)
+    return _within(shown, room, lambda n: f"...[{n} more characters]", MAX_TEXT + _MARKER)
+
+
+_SHOWN_NAMES: dict[bytes, tuple[str, str]] = {}
+"""Header names as read -> (as shown, lowered): a client sends the same few every time."""
+
+
+def _shown_name(raw: bytes) -> tuple[str, str]:
+    """*raw*, a header name, as shown and lowered; kept for the next (a client inventing
+    names cannot grow memory: the table starts afresh past 256)."""
+    name = _header_text(raw)
+    if len(_SHOWN_NAMES) >= 256:
+        _SHOWN_NAMES.clear()  # atomic, unlike evicting one: journals are read on threads
+    known = _SHOWN_NAMES[raw] = (name, name.lower())
+    return known
+
+
+def _header_text(raw: bytes) -> str:
+    """A header name or value as sent, read as Latin-1 (as HTTP reads it: a character a
+    byte, one byte each in memory too), what prints other than it reads escaped."""
+    text = raw.decode("latin-1")
+    if text.isascii() and text.isprintable():
+        return text
+    return escaped(text)
+
+
+def _masked_header(lower: str, value: str) -> str:
+    """A credential header's *value* masked: an authorization keeps its scheme, a cookie
+    its names."""
+    if lower == "cookie":
+        return "; ".join(
+            f"{c.partition('=')[0].strip()}={MASK}" if "=" in c else MASK for c in value.split(";")
+        )
+    scheme, space, credential = value.strip().partition(" ")
+    if lower.endswith("authorization") and space and credential.strip():
+        return f"{scheme} {MASK}"
+    return MASK
+
+
+def _shown_body(
+    body: bytes, size: int | None, secrets: tuple[str, ...], names: frozenset[str]
+) -> tuple[str, str]:
+    """(the body as shown, its encoding): UTF-8 text as text, its credentials masked; any
+    other bytes (and UTF-8 holding controls no text has: :data:`_BINARY`) as base64. A
+    body cut inside a character is text up to that character."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        cut = size is not None and size > len(body)
+        if not (cut and error.reason == "unexpected end of data" and error.start >= len(body) - 3):
+            return base64.b64encode(body).decode("ascii"), "base64"
+        text = body[: error.start].decode("utf-8")
+    if body.translate(None, _NOT_BINARY):  # valid UTF-8, but no text
+        return base64.b64encode(body).decode("ascii"), "base64"
+    lower = text.lower()
+    # The built-in names share five stems: five searches of the text, not seven.
+    if any(stem in lower for stem in _STEMS) or (names and any(n in lower for n in names)):
+        fields = MASKED_FIELDS | names if names else MASKED_FIELDS
+        if any(field in lower for field in fields):
+            text = _masked_fields(text, fields)
+    if secrets:
+        text = _masked(text, secrets)
+    return text, "text"
+
+
+_BINARY = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
+"""Controls no text holds (tabs, line and form feeds aside): bytes that decode as UTF-8
+but are data, shown as base64."""
+_NOT_BINARY = bytes(b for b in range(256) if b not in _BINARY)
+"""What ``bytes.translate`` deletes to leave a body's :data:`_BINARY` bytes, if any."""
+_STEMS = ("secret", "token", "password", "assertion", "verifier")
+"""What every one of :data:`MASKED_FIELDS` holds one of."""
+_NOT_JSON = object()
+
+
+def _masked_fields(text: str, fields: frozenset[str]) -> str:
+    """*text*, a JSON or form body, with the values of *fields* masked, its shape kept: in
+    its very text where a pattern can tell (the text sent, but those values), else (a
+    secret field holding an object, a key written with escapes) the document written anew."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        document = _NOT_JSON
+    if document is _NOT_JSON:  # a form, or JSON cut at the body limit: masked where found
+        return _masked_form(_json_fields(fields).sub(_masked_json_value, text), fields)
+    masked_document = _masked_document(document, fields)
+    if masked_document == document:
+        return text
+    masked = _json_fields(fields).sub(_masked_json_value, text)
+    try:
+        if json.loads(masked) == masked_document:
+            return masked
+    except (ValueError, RecursionError):
+        pass
+    return json.dumps(masked_document, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=16)
+def _json_fields(fields: frozenset[str]) -> re.Pattern[str]:
+    """A JSON member named one of *fields* (any case) and its value, unless an object or
+    array; a string cut at the body's end too."""
+    alternatives = "|".join(re.escape(f) for f in sorted(fields))
+    return re.compile(
+        rf'("(?:{alternatives})"\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,\]}}{{\[][^\s,\]}}]*)',
+        re.IGNORECASE,
+    )
+
+
+def _masked_json_value(match: re.Match[str]) -> str:
+    return f'{match[1]}"{MASK}"'
+
+
+def _masked_document(value: Any, fields: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: MASK if isinstance(k, str) and k.lower() in fields else _masked_document(v, fields)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_masked_document(item, fields) for item in value]
+    return value
+
+
+def _masked_form(text: str, fields: frozenset[str]) -> str:
+    """*text* with the values of its ``name=value`` parts (split on ``&``) named by *fields*
+    masked: a form body's."""
+    if "=" not in text:
+        return text
+    parts = text.split("&")
+    masked = False
+    for n, part in enumerate(parts):
+        key, equals, value = part.partition("=")
+        if equals and value and _secret_name(key, fields, frozenset()):
+            parts[n], masked = f"{key}={MASK}", True
+    return "&".join(parts) if masked else text
+
+
 ENTRY_FIELDS: tuple[str, ...] = Entry._fields
 """An Entry's fields, in order."""
+_FIELD_INDEX = {name: n for n, name in enumerate(ENTRY_FIELDS)}
 _RETRY = ENTRY_FIELDS.index("retry")
 _DIGEST = ENTRY_FIELDS.index("body_digest")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request
@@ -35,11 +35,14 @@ class Incoming:
         "_source",
         "_werkzeug",
         "arrived",
+        "head_bytes",
         "headers",
         "method",
         "path",
+        "raw_headers",
         "scheme",
         "server",
+        "target",
     )
 
     def __init__(
@@ -52,11 +55,24 @@ class Incoming:
         arrived: float | None,
         werkzeug: Callable[[], Request],
         scheme: str = "http",
+        target: str | None = None,
+        raw_headers: tuple[tuple[bytes, bytes], ...] | None = None,
     ) -> None:
         self.method = method
         self.path = path
         """Percent-decoded, as Werkzeug's ``request.path`` reads it."""
+        self.target = path if target is None else target
+        """The request target as sent: path and query string, not decoded (Latin-1)."""
         self.headers = headers
+        if raw_headers is None:
+            raw_headers = tuple(
+                (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+                for k, v in headers.items()
+            )
+        self.raw_headers = raw_headers
+        """The headers as sent: names as written, in order, repeats kept (bytes as read)."""
+        self.head_bytes = sum(len(k) + len(v) for k, v in raw_headers)
+        """At least the bytes of :attr:`raw_headers` (the journal cuts them past a bound)."""
         self.scheme = scheme
         self.server = server
         """The address the client connected to (``SERVER_NAME``, ``SERVER_PORT``)."""
@@ -79,6 +95,12 @@ class Incoming:
             server=(environ.get("SERVER_NAME", "localhost"), _port(environ.get("SERVER_PORT"))),
             arrived=environ.get("mockskill.arrived"),
             werkzeug=lambda: request,
+            target=_target_of(environ),
+            # WSGI keeps no header's name as written, nor repeats: as Werkzeug names them.
+            raw_headers=tuple(
+                (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+                for k, v in request.headers.items()
+            ),
         )
         incoming._werkzeug = request
         return incoming
@@ -123,6 +145,9 @@ def viewed(
     arrived: float,
     make: Callable[[_Source], Request],
     source: _Source,
+    target: str,
+    raw_headers: tuple[tuple[bytes, bytes], ...],
+    head_bytes: int,
 ) -> Incoming:
     """The view of a request another server read (the event loop's), made for every one of
     its requests: :class:`Incoming`'s slots set here, without its ``__init__`` (a call
@@ -130,6 +155,7 @@ def viewed(
     ``make(source)`` makes the Werkzeug request when one is needed."""
     view: Incoming = _new(Incoming)
     view.method, view.path, view.headers, view.scheme = method, path, headers, "http"
+    view.target, view.raw_headers, view.head_bytes = target, raw_headers, head_bytes
     view.server, view.arrived, view._body, view._werkzeug = server, arrived, body, None
     view._make, view._source = make, source
     return view
@@ -188,6 +214,19 @@ def decoded_path(target: str) -> str:
     elif path[:1] == "/" and path[1:2] != "/":
         return path  # one leading slash already: most paths
     return "/" + path.lstrip("/")
+
+
+def _target_of(environ: Mapping[str, Any]) -> str:
+    """The request target a WSGI server read: as sent where it says it (``RAW_URI``,
+    ``REQUEST_URI``), else made again of the path and query string."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if isinstance(raw, str) and raw:
+        return raw
+    path = quote(
+        environ.get("PATH_INFO", "").encode("latin-1", "replace") or b"/", safe="/;=,:@!$&'()*+~"
+    )
+    query = environ.get("QUERY_STRING", "")
+    return f"{path}?{query}" if query else path
 
 
 def _port(value: str | None) -> int | None:

@@ -3,22 +3,34 @@
 Every request is recorded as one :class:`~.entries.Entry`: one played from a
 scenario (:meth:`Journalling.recorded`, :class:`Plain`), or an answer
 mockskill gave itself (a refusal, the OAuth2 endpoints, the store
-unavailable: :meth:`Journalling.own`). Bodies are kept as keyed digests and
-credentials as keyed fingerprints, never as they were.
+unavailable: :meth:`Journalling.own`). What the consumer sent (target, headers,
+body) is kept as read, cut to its bounds (:func:`sent`), unless journal bodies
+are off; bodies are also kept as keyed digests, and credentials as keyed
+fingerprints, never as they were (the entry shown masks them: :mod:`.entries`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..scenario.model import Reply, Sequence
 from . import request_facts as facts
 from .actions import TimedOut, Urls
 from .choosing import Chosen
-from .digests import KeyedDigest
-from .entries import Entry
+from .digests import LATER_BYTES, KeyedDigest
+from .entries import (
+    DEFAULT_BODY_LIMIT,
+    MAX_HEADER_BYTES,
+    MAX_TARGET,
+    Entry,
+    headers_size,
+    sent_headers,
+    sent_target,
+    shorten,
+)
 from .incoming import Incoming
 from .matching import Miss, Target
 from .plan import Outcome, Plan
@@ -34,20 +46,67 @@ _new_entry = tuple.__new__
 _time = time.time
 _NOT_PROXIED = (None, None, None, None, None, None, None)
 """An Entry's last fields (upstream, tls, target, headers, body, body_encoding, body_size)
-for a request that was not proxied."""
+for a request that was not proxied, what it sent not kept (journal bodies off)."""
+SentFields = tuple[None, None, str, Any, Any, None, int | None]
+
+
+def sent(request: Incoming, body: bytes, limit: int) -> SentFields:
+    """An Entry's last fields for *request* (*body*, its body), what it sent kept: the
+    target, the headers as read (bytes) and the body's first *limit* bytes (bytes), each
+    cut to its bound; decoded and masked when the entry is shown (:mod:`.entries`)."""
+    target = request.target
+    if len(target) > MAX_TARGET:
+        target = shorten(target, MAX_TARGET)
+    pairs = request.raw_headers
+    if request.head_bytes > MAX_HEADER_BYTES:
+        pairs = sent_headers(pairs, request.head_bytes)
+    if not body:
+        return (None, None, target, pairs, None, None, None)
+    size = len(body)
+    return (None, None, target, pairs, body if size <= limit else body[:limit], None, size)
 
 
 class Journalling:
-    """The records of one engine's requests, kept in *state*'s journal."""
+    """The records of one engine's requests, kept in *state*'s journal.
 
-    def __init__(self, state: Store) -> None:
+    With *bodies* (the default), what each request sent is kept too (:func:`sent`), its
+    body up to *body_limit* bytes; without, entries hold its body's digest alone.
+    """
+
+    def __init__(
+        self, state: Store, bodies: bool = True, body_limit: int = DEFAULT_BODY_LIMIT
+    ) -> None:
+        if body_limit < 0:
+            raise ValueError(f"the journal's body limit must be at least 0, not {body_limit}")
         self.state = state
+        self.bodies, self.body_limit = bodies, body_limit
         # The store's key (shared by every replica on a shared store), one derived key per
         # use: a short body (a PIN, a password) cannot be guessed back from its digest.
         key = state.digest_key
         derive = KeyedDigest(key).raw
-        self.body_digest = KeyedDigest(derive(b"body"))
+        # A body the entry keeps whole is digested when the entry is shown, as a short one.
+        later = max(LATER_BYTES, body_limit) if bodies else LATER_BYTES
+        self.body_digest = KeyedDigest(derive(b"body"), later)
         self.credential_digest = KeyedDigest(derive(b"credential"))
+
+    def sent_before_refusal(
+        self, target: str | None, headers: Iterable[tuple[str, str]]
+    ) -> dict[str, Any]:
+        """The fields of what a request the transport refused sent before it was (its
+        target and headers as read, decoded as Latin-1; no body), by name; none with
+        journal bodies off or no target read."""
+        if not self.bodies or target is None:
+            return {}
+        pairs = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers)
+        return {"target": sent_target(target), "headers": sent_headers(pairs, headers_size(pairs))}
+
+    def sent(self, request: Incoming) -> dict[str, Any]:
+        """The fields of what *request* sent, as :func:`sent` keeps them (by name); none
+        with journal bodies off."""
+        if not self.bodies:
+            return {}
+        names = ("target", "headers", "body", "body_encoding", "body_size")
+        return dict(zip(names, sent(request, request.body, self.body_limit)[2:], strict=True))
 
     def recorded(
         self,
@@ -85,7 +144,7 @@ class Journalling:
         # __new__ (this runs for every request).
         return _new_entry(
             Entry,
-            (  # noqa: RUF005  (unpacking into one display is the list this avoids)
+            (  # joined, not unpacked into one display: that is the list this avoids
                 self.state.next_id(),
                 decided.started,
                 time.time() if finished is None else finished,
@@ -117,9 +176,9 @@ class Journalling:
                 None,  # replica: a shared journal names it when it sends the entry
                 case,
             )
-            # upstream (a proxied request's is proxying's, engine/proxying.py) and tls (a
-            # failed handshake's, never a request's), joined on (see Plain).
-            + _NOT_PROXIED,
+            # upstream (a proxied request's is proxying's, engine/proxying.py), tls (a
+            # failed handshake's, never a request's) and what it sent, joined on (see Plain).
+            + (sent(request, body, self.body_limit) if self.bodies else _NOT_PROXIED),
         )
 
     def played(
@@ -193,6 +252,7 @@ class Journalling:
             path=request.path,
             status=status,
             endpoint=endpoint,
+            **self.sent(request),
             **fields,
         )
         self.state.record(entry)
@@ -211,7 +271,9 @@ class Plain:
     """
 
     __slots__ = (
+        "_bodies",
         "_body_digest",
+        "_body_limit",
         "_case",
         "_credential_digest",
         "_endpoint",
@@ -234,6 +296,7 @@ class Plain:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
         self._body_digest = journalling.body_digest.later
+        self._bodies, self._body_limit = journalling.bodies, journalling.body_limit
         self._credential_digest = journalling.credential_digest
         # Marked: the transport reports no outcome of it when sent whole at once, as it
         # always is (Plan.journalled), since it is recorded here as it is planned.
@@ -261,7 +324,7 @@ class Plain:
         self._record(
             _new_entry(
                 Entry,
-                (  # noqa: RUF005  (unpacking into one display is the list this avoids)
+                (  # joined, not unpacked into one display: that is the list this avoids
                     self._next_id(),
                     started,
                     _time(),
@@ -293,9 +356,10 @@ class Plain:
                     None,  # replica
                     self._case,
                 )
-                # upstream and tls (a plain step is neither proxied nor a handshake), joined
-                # on: a tuple display this long compiles to a list appended item by item.
-                + _NOT_PROXIED,
+                # upstream and tls (a plain step is neither proxied nor a handshake) and what
+                # it sent, joined on: a tuple display this long compiles to a list appended
+                # item by item.
+                + (sent(request, body, self._body_limit) if self._bodies else _NOT_PROXIED),
             )
         )
 

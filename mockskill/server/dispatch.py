@@ -189,6 +189,7 @@ class LoopDispatcher:
                 status=None,
                 endpoint="refused",
                 error_code="MOCKSKILL_CONNECTION_STALE",
+                **self.engine.sent_before_refusal(request.target, request.headers),
             )
         )
 
@@ -209,6 +210,7 @@ class LoopDispatcher:
                 endpoint="refused",
                 error_code=code or f"MOCKSKILL_HTTP_{refusal.status}",
                 client_left=outcome.client_left_at,
+                **self.engine.sent_before_refusal(refusal.target, refusal.headers),
             )
         )
 
@@ -258,6 +260,9 @@ def _incoming(request: TransportRequest) -> Incoming:
         request.time,
         _werkzeug_of,
         request,
+        request.target,
+        request.raw_headers,
+        request.head_bytes,
     )
 
 

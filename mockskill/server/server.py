@@ -37,6 +37,7 @@ from ..control.registry import CannotShare, LoadedScenario, Registry, set_moves_
 from ..control.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.engine import Engine
+from ..engine.entries import DEFAULT_BODY_LIMIT, redaction
 from ..engine.plan import Outcome
 from ..engine.state import DEFAULT_JOURNAL_SIZE, Entry
 from ..engine.store import Store
@@ -106,7 +107,10 @@ class Server:
     answers only requests addressed to a loopback name or one of *allow_hosts*
     (``"*"``: any), against DNS rebinding. (``mockskill serve
     --insecure-admin`` prints a warning; this class trusts its caller.)
-    The request journal keeps the newest *journal_size* entries.
+    The request journal keeps the newest *journal_size* entries, each with what its
+    request sent (target, headers, and body up to *journal_body_limit* bytes; not with
+    *journal_bodies* False), credentials masked and the values of the headers, query
+    parameters and form or JSON fields named in *redact* too (docs/admin.md).
 
     *state* is where sequence positions, tokens, outage clocks, draws and the
     journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
@@ -154,6 +158,9 @@ class Server:
         tls_key: str | Path | None = None,
         tls_names: Iterable[str] = (),
         http_port: int | None = None,
+        journal_bodies: bool = True,
+        journal_body_limit: int = DEFAULT_BODY_LIMIT,
+        redact: Iterable[str] = (),
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -170,6 +177,11 @@ class Server:
             raise ServerError(f"max_body_bytes must be at least 1, not {max_body_bytes}")
         if journal_size < 1:
             raise ServerError(f"journal_size must be at least 1, not {journal_size}")
+        if journal_body_limit < 0:
+            raise ServerError(f"journal_body_limit must be at least 0, not {journal_body_limit}")
+        names = (redact,) if isinstance(redact, str) else tuple(redact)
+        if any(not name.strip() for name in names):
+            raise ServerError("redact: a name to mask is empty; give a header or field name")
         if (tls_cert is None) != (tls_key is None):
             raise ServerError("a certificate needs its key: give both tls_cert and tls_key")
         self.host = host
@@ -198,7 +210,11 @@ class Server:
             refused=RefusedPort(host),
             activate=not set_moves_state(self.state, shares),
             tls=self._https.faults,
+            journal_bodies=journal_bodies,
+            journal_body_limit=journal_body_limit,
         )
+        for name in names:  # masked in the journal from the first request on
+            self.state.hide(redaction(name))
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
         """The loaded scenarios and every change to them (shared with ``/__admin/scenarios``)."""
         if shares is not None:

@@ -53,6 +53,7 @@ class Request:
         "_headers",
         "body",
         "connection",
+        "head_bytes",
         "index",
         "local",
         "method",
@@ -70,6 +71,9 @@ class Request:
     """``"1.1"`` or ``"1.0"``."""
     raw_headers: RawHeaders
     """Header names and values as read, undecoded."""
+    head_bytes: int
+    """At least the bytes of :attr:`raw_headers`' names and values (the bytes the transport
+    read up to the head's end): when small, they are too, with no count taken."""
     body: bytes
     peer: tuple[str, int]
     local: tuple[str, int]
@@ -102,6 +106,7 @@ class Request:
             self._headers: Headers | None = headers
         else:
             self.raw_headers, self._headers = raw_headers, None
+        self.head_bytes = sum(len(k) + len(v) for k, v in self.raw_headers)
         self.body, self.peer, self.local = body, peer, local
         self.time, self.connection, self.index = time, connection, index
 

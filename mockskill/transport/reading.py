@@ -148,6 +148,7 @@ class RequestReader:
         "_chunk_at",
         "_close_asked",
         "_consumer",
+        "_head_bound",
         "_head_raw",
         "_headers",
         "_index",
@@ -191,6 +192,8 @@ class RequestReader:
         self.head_complete = False
         self._head_raw = 0
         """Bytes of the packets before this one that held the head under way."""
+        self._head_bound = 0
+        """At least the bytes of the complete head's fields (see :attr:`Request.head_bytes`)."""
         self._packet = 0
         """Bytes of the packet being parsed."""
         self._url = b""
@@ -383,7 +386,7 @@ class RequestReader:
         # The head came in this packet and the earlier ones counted in _head_raw: when
         # they are shorter than the limit, so are its fields (each counted at most one
         # byte over, for a name without the space after its colon) — no sum to take.
-        bound = self._head_raw + self._packet + len(headers)
+        bound = self._head_bound = self._head_raw + self._packet + len(headers)
         if bound > self._max_head and self._head_size() > self._max_head:
             raise Refused(431, self._too_many_headers())
         length: int | None = None
@@ -484,6 +487,7 @@ class RequestReader:
         request = _new(Request)
         request.method, request.target = self._method, self._url.decode("latin-1")
         request.version, request.raw_headers = self._version, tuple(self._headers)
+        request.head_bytes = self._head_bound
         request._headers = None
         body = self._body
         request.body = b"" if body is None else body[0] if len(body) == 1 else b"".join(body)

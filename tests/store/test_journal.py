@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import redis
+import requests
 from redis_server import RedisServer
 
 from mockskill.engine.entries import (
@@ -22,8 +23,11 @@ from mockskill.engine.entries import (
     MAX_TEXT,
     Entry,
     kept,
+    redaction,
 )
 from mockskill.protocol.catalog import Retry
+from mockskill.scenario.loader import load_text
+from mockskill.server.server import Server
 from mockskill.store.journal import RedisJournal, decoded, encoded
 
 PREFIX = "mockskill:test:"
@@ -449,3 +453,53 @@ def test_what_is_held_while_redis_is_away_lands_once_it_is_back(
     server.start()
     assert [e.path for e in a.entries()] == [f"/away/{n}" for n in range(30)]
     assert a.lost == 0
+
+
+def test_what_a_request_sent_is_shared_decoded_and_masked_never_raw(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a, b = journals("a"), journals("b")
+    a.hide(redaction("X-Tenant"))
+    # As the engine records it: the target and headers as read, the body's bytes.
+    a.record(
+        request(
+            method="POST",
+            path="/skills/echo/invoke",
+            target="/skills/echo/invoke?token=t0k&q=1",
+            headers=((b"Authorization", b"Bearer s3cret"), (b"X-Tenant", b"acme")),
+            body=b'{"password": "pw-1", "text": "hi"}',
+            body_size=34,
+        )
+    )
+    a.record(request(target="/bin", headers=(), body=b"\xff\x00", body_size=2))
+    for journal in (a, b):
+        sent, binary = journal.entries()
+        assert sent.target == f"/skills/echo/invoke?token={MASK}&q=1"
+        assert sent.headers == (("Authorization", f"Bearer {MASK}"), ("X-Tenant", MASK))
+        assert sent.body == f'{{"password": "{MASK}", "text": "hi"}}'
+        assert (sent.body_encoding, sent.body_size) == ("text", 34)
+        assert (binary.body, binary.body_encoding) == ("/wA=", "base64")
+    raw = b"".join(v for _, fields in a.client.xrange(a.stream) for v in fields.values())
+    for secret in (b"t0k", b"s3cret", b"acme", b"pw-1"):
+        assert secret not in raw
+
+
+def test_a_shared_journal_serves_what_another_replica_s_request_sent(redis_url: str) -> None:
+    scenario = load_text("name: echo\nskills: [{id: echo}]\n", "echo.yaml")
+    with (
+        Server(scenario, state=redis_url, replica="one") as one,
+        Server(scenario, state=redis_url, replica="two") as two,
+    ):
+        requests.post(
+            f"{one.url}/skills/echo/invoke?x=1",
+            json={"input": {"text": "shared"}},
+            headers={"X-Trace": "t-9"},
+            timeout=10,
+        )
+        one.state.journal()  # a replica's read sends what it holds first
+        (entry,) = requests.get(f"{two.url}/__admin/journal", timeout=10).json()["entries"]
+    assert entry["replica"] == "one"
+    assert entry["target"] == "/skills/echo/invoke?x=1"
+    assert ["X-Trace", "t-9"] in entry["headers"]
+    assert json.loads(entry["body"]) == {"input": {"text": "shared"}}
+    assert (entry["body_encoding"], entry["body_size"]) == ("text", len(entry["body"]))
