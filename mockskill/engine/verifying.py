@@ -184,11 +184,17 @@ def verify(verification: Verification, entries: Iterable[Entry]) -> Verified:
 
 
 class _Failures:
-    """How many of a verification's conditions each entry fails. Those on the body depend
-    on the body alone (and on whether and how it was kept), those on the query on the
-    target: each distinct one is tested once (a client sends the same body, or the same
-    query, again and again; a journal of a load test is one body ten thousand times).
-    Headers differ from request to request (a length, a key, a trace): tested each time."""
+    """How many of a verification's conditions each entry fails, told as cheaply as the
+    conditions allow, with the same answer :func:`~.conditions.meets` gives.
+
+    First, without reading the entry as a request: a condition on a string that the
+    entry's text does not hold anywhere fails (:func:`_needle`), and most entries of a
+    journal fail that way. Then by :func:`~.conditions.meets`, once per distinct value
+    the conditions read: those on the body depend on the body alone (and on whether and
+    how it was kept), those on the query on the target (a client sends the same body,
+    or query, again and again: a load test's journal is one body ten thousand times);
+    headers differ from request to request (a length, a key, a trace): each entry's.
+    """
 
     __slots__ = ("groups",)
 
@@ -198,12 +204,17 @@ class _Failures:
             group = "body" if condition.source == "raw_body" else condition.source
             grouped.setdefault(group, []).append((condition, _needle(condition)))
         self.groups: list[_Group] = [
-            (_KEYS.get(group), tested, {}) for group, tested in grouped.items()
+            (_QUICK.get(group), _KEYS.get(group), tested, {}) for group, tested in grouped.items()
         ]
 
     def of(self, entry: Entry) -> int:
         failures = 0
-        for key_of, tested, told in self.groups:
+        for quick, key_of, tested, told in self.groups:
+            if quick is not None:
+                missing = quick(tested, entry)
+                if missing == len(tested):
+                    failures += missing
+                    continue
             if key_of is None:
                 failures += _failed(tested, entry)
                 continue
@@ -215,37 +226,69 @@ class _Failures:
         return failures
 
 
-_Group = tuple[
-    Callable[[Entry], Hashable] | None, list[tuple[Condition, str | None]], dict[Hashable, int]
-]
-"""What the entry's value is told by (None: each entry's own), the conditions on it (each
-with its needle), and the failures told for each value."""
+_Tested = list[tuple[Condition, "str | None"]]
+"""Conditions on one part of a request, each with its needle (:func:`_needle`)."""
+
+
+def _missing_in_body(tested: _Tested, entry: Entry) -> int:
+    """How many of the conditions *tested* on the body fail for want of their needle.
+
+    A JSON text without a backslash writes each string as it is: a string value (or
+    key) the text does not hold is in no place of the body, and an equals or contains
+    on it fails without the body being parsed."""
+    text = entry.body
+    if text is None or entry.body_encoding != "text" or "\\" in text:
+        return 0
+    missing = 0
+    for _, needle in tested:
+        if needle is not None and needle not in text:
+            missing += 1
+    return missing
+
+
+def _missing_in_headers(tested: _Tested, entry: Entry) -> int:
+    """How many of the conditions *tested* on headers fail for want of their needle: a
+    value without a comma that no header's value holds (a repeated header's values are
+    joined by commas: the needle is within one of them) is the value of none."""
+    headers = entry.headers
+    if headers is None:
+        return 0
+    missing = 0
+    for _, needle in tested:
+        if needle is None:
+            continue
+        for _, value in headers:
+            if needle in value:
+                break
+        else:
+            missing += 1
+    return missing
+
+
+_QUICK: dict[str, Callable[[_Tested, Entry], int]] = {
+    "body": _missing_in_body,
+    "headers": _missing_in_headers,
+}
 _KEYS: dict[str, Callable[[Entry], Hashable]] = {
     "body": lambda e: (e.body, e.body_encoding, e.body_size, e.body_digest is None),
     "query": lambda e: e.target,
 }
 """What the conditions on the body and on the query read of an entry (:class:`Recorded`)."""
+_Group = tuple[
+    Callable[[_Tested, Entry], int] | None,
+    Callable[[Entry], Hashable] | None,
+    _Tested,
+    dict[Hashable, int],
+]
+"""A part of the request: how its conditions fail without reading it (None: they are
+read), what they read of an entry (None: each entry's own), the conditions, and the
+failures told for each value read."""
 
 
-def _failed(tested: list[tuple[Condition, str | None]], entry: Entry) -> int:
-    """How many of the conditions *tested* (each with its needle) *entry* fails."""
-    text = entry.body
-    # A JSON text without a backslash writes each string as it is: a string value
-    # (or key) the text does not hold is in no place of the body, and the body need
-    # not be parsed to tell that an equals or contains on it fails.
-    plain = (
-        text if text is not None and entry.body_encoding == "text" and "\\" not in text else None
-    )
-    facts = None
-    failures = 0
-    for condition, needle in tested:
-        if plain is not None and needle is not None and needle not in plain:
-            failures += 1
-            continue
-        if facts is None:
-            facts = Facts(Recorded(entry))
-        failures += not meets(condition, facts)
-    return failures
+def _failed(tested: _Tested, entry: Entry) -> int:
+    """How many of the conditions *tested* *entry* fails, each told by :func:`meets`."""
+    facts = Facts(Recorded(entry))
+    return sum(1 for condition, _ in tested if not meets(condition, facts))
 
 
 _ESCAPED = frozenset('"\\') | frozenset(map(chr, range(0x20)))
@@ -253,16 +296,21 @@ _ESCAPED = frozenset('"\\') | frozenset(map(chr, range(0x20)))
 
 
 def _needle(condition: Condition) -> str | None:
-    """Text a body's JSON must hold for *condition* (on a body pointer) to hold, when it is
-    found without parsing: an ``equals`` of a string, its JSON string; a ``contains`` of
-    one (in a string, an array, an object's keys), the string; None otherwise."""
-    if condition.source != "body":
+    """Text an entry must hold for *condition* to hold, when that can be told without
+    reading it as a request: on a body pointer, an ``equals`` of a string, its JSON
+    string, and a ``contains`` of one (in a string, an array, an object's keys), the
+    string; on a header, an ``equals`` or ``contains`` of a value without a comma, the
+    value. None otherwise."""
+    if condition.source not in ("body", "headers"):
         return None
     for check in condition.checks:
         operand = check.operand
-        if check.operator in ("equals", "contains") and type(operand) is str:
-            if not _ESCAPED.isdisjoint(operand):
-                continue
+        if check.operator not in ("equals", "contains") or type(operand) is not str:
+            continue
+        if condition.source == "headers":
+            if "," not in operand:
+                return operand
+        elif _ESCAPED.isdisjoint(operand):
             return f'"{operand}"' if check.operator == "equals" else operand
     return None
 

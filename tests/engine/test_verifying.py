@@ -317,3 +317,14 @@ def test_requests_sending_the_same_body_are_each_counted() -> None:
     assert [e.id for e in verified.matched] == [3]
     other = verify(asked(when={"body": {"/input/text": "hola"}}, count=0), entries)
     assert other.held
+
+
+def test_a_header_value_is_found_whatever_the_other_headers_hold() -> None:
+    headers = (("Accept", "a/b"), ("X-Tag", "one"), ("x-tag", "two"), ("X-Key", "k-1"))
+    entry = sent(1, headers=headers)
+    assert verify(asked(when={"headers": {"x-tag": "one,two"}}), [entry]).held
+    assert verify(asked(when={"headers": {"x-tag": {"contains": "ne,tw"}}}), [entry]).held
+    assert verify(asked(when={"headers": {"x-tag": {"contains": "two"}}}), [entry]).held
+    # a value another header holds is not this one's
+    missed = verify(asked(when={"headers": {"x-tag": "k-1"}}), [entry])
+    assert missed.near_misses[0].failed == ("header x-tag equals 'k-1': found \"one,two\"",)
