@@ -166,6 +166,7 @@ class RemoteServer:
     ) -> list[Entry]:
         """``POST /__admin/verify``, as Server's :meth:`~mockskill.Server.verify`: the matching
         entries the server answers (its newest 20), or AssertionError with its near misses."""
+        __tracebackhide__ = True  # (pytest) a failure points at the caller's line
         from ..engine.verifying import message
         from ..scenario.verification import document, verification_of
 

@@ -497,6 +497,7 @@ class Server:
         AssertionError naming the closest requests and what each failed when the count is
         not the one wanted, and BadVerification (a ScenarioError) when a condition is bad.
         """
+        __tracebackhide__ = True  # (pytest) a failure points at the caller's line
         from ..engine.verifying import verify
         from ..scenario.verification import document, verification_of
 
