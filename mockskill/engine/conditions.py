@@ -38,9 +38,19 @@ ABSENT = _Absent()
 """A value the request does not have: no such header, parameter or pointer target."""
 
 
+class Unread(Exception):
+    """A part of a request that cannot be read, and why: a journal entry's body cut or kept
+    as base64, its headers or target not kept. What :class:`Readable` raises instead of a
+    value; a condition on that part does not hold (no test on it can be told)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 class Readable(Protocol):
-    """What conditions read of a request: a request being served (:class:`~.incoming.Incoming`) or
-    one the journal kept (:class:`~.verifying.Recorded`)."""
+    """What conditions read of a request: a request being served (:class:`~.incoming.Incoming`)
+    or one the journal kept (:class:`~.verifying.Recorded`, which may raise :class:`Unread`)."""
 
     @property
     def body(self) -> bytes | str:
@@ -55,16 +65,11 @@ class Readable(Protocol):
         """The query string's parameters, each with its values in order."""
         ...
 
-    def unreadable(self, source: ValueSource) -> str | None:
-        """Why the values of *source* cannot be read (a body the journal cut, headers it
-        did not keep), or None when they can."""
-        ...
-
 
 class Facts:
     """The parts of one request that conditions look at, each read on first use."""
 
-    __slots__ = ("_json", "_query", "_text", "found", "request")
+    __slots__ = ("_json", "_query", "_text", "found", "request", "unread")
 
     def __init__(self, request: Readable) -> None:
         self.request = request
@@ -73,16 +78,19 @@ class Facts:
         self._text: str | None = None
         self.found: dict[tuple[str, str], list[Any] | None] = {}
         """Each place's values, once looked up (cases often test the same place)."""
+        self.unread: dict[str, str] | None = None
+        """Why each part that could not be read could not (:class:`Unread`), by source."""
 
     def json(self) -> Any:
         """The body as JSON, or an :class:`UnreadableBody` (empty, not UTF-8, not JSON)."""
         if self._json is None:
-            why = self.request.unreadable("body")
-            body = self.request.body if why is None else b""
-            if why is not None:  # (a journal entry's body cut, or not kept)
-                parsed: Any = UnreadableBody(why)
-            elif not body:
-                parsed = UnreadableBody("the body is empty")
+            try:
+                body = self.request.body
+            except Unread as unread:  # (a journal entry's body cut, or not kept)
+                self._json = (UnreadableBody(unread.why),)
+                return self._json[0]
+            if not body:
+                parsed: Any = UnreadableBody("the body is empty")
             else:
                 try:
                     parsed = json.loads(body)
@@ -96,9 +104,11 @@ class Facts:
     def text(self) -> str | None:
         """The body as text (UTF-8, bad bytes replaced); None when it cannot be read."""
         if self._text is None:
-            if self.request.unreadable("raw_body") is not None:
+            try:
+                body = self.request.body
+            except Unread as unread:
+                self.cannot("raw_body", unread)
                 return None
-            body = self.request.body
             self._text = body if isinstance(body, str) else body.decode("utf-8", "replace")
         return self._text
 
@@ -107,17 +117,25 @@ class Facts:
         string cannot be read."""
         query = self._query
         if query is None:
-            if self.request.unreadable("query") is not None:
+            try:
+                query = self._query = self.request.arguments()
+            except Unread as unread:
+                self.cannot("query", unread)
                 return None
-            query = self._query = self.request.arguments()
         return query.get(name, [])
 
+    def cannot(self, source: str, unread: Unread) -> None:
+        """Note that *source* cannot be read, and why (:meth:`why` says it)."""
+        if self.unread is None:
+            self.unread = {}
+        self.unread[source] = unread.why
+
     def why(self, source: ValueSource) -> str:
-        """Why the values of *source* cannot be read (a body: why it is not JSON either)."""
+        """Why the values of *source* could not be read (a body: why it is not JSON either)."""
         if source == "body":
             body = self.json()
             return body.why if isinstance(body, UnreadableBody) else "it cannot be read"
-        return self.request.unreadable(source) or "it cannot be read"
+        return (self.unread or {}).get(source, "it cannot be read")
 
 
 class UnreadableBody:
@@ -397,10 +415,12 @@ def _values(condition: Condition, facts: Facts) -> list[Any] | None:
         found = resolve(body, condition.pointer)
         return [] if found is ABSENT else [found]
     if source == "headers":
-        header = facts.request.header(condition.name)
-        if header is None:  # absent, or not kept (then no test on it can be told)
-            return None if facts.request.unreadable("headers") is not None else []
-        return [header]
+        try:
+            header = facts.request.header(condition.name)
+        except Unread as unread:  # not kept: no test on it can be told
+            facts.cannot("headers", unread)
+            return None
+        return [] if header is None else [header]
     if source == "query":
         return facts.query(condition.name)
     text = facts.text()

@@ -115,11 +115,6 @@ class Incoming:
         args = self.werkzeug().args
         return {key: args.getlist(key) for key in args}
 
-    def unreadable(self, source: str) -> str | None:
-        """None: every part of a request being served can be read (conditions ask
-        :class:`~mockskill.engine.conditions.Readable`'s question of a journal entry too)."""
-        return None
-
     @property
     def body(self) -> bytes:
         """The body's bytes (read, and kept, on first use when the server did not)."""

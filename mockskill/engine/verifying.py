@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ..scenario.verification import Verification
-from ..scenario.when import Condition, ValueSource
-from .conditions import Facts, failed, meets
+from ..scenario.when import Condition
+from .conditions import Facts, Unread, failed, meets
 from .entries import Entry, shorten
 
 NEAR_MISSES = 5
@@ -35,8 +35,8 @@ SHOWN_ENTRIES = 20
 
 class Recorded:
     """A journal entry read as a request (:class:`~.conditions.Readable`): its headers by
-    name in any case, its query string's parameters, its body; what the journal did not
-    keep, or kept cut or as base64, cannot be read, and says why."""
+    name in any case, its query string's parameters, its body. What the journal did not
+    keep, or kept cut or as base64, cannot be read: :class:`~.conditions.Unread` says why."""
 
     __slots__ = ("entry",)
 
@@ -45,39 +45,15 @@ class Recorded:
 
     @property
     def body(self) -> str:
-        return self.entry.body or ""
-
-    def header(self, name: str) -> str | None:
-        name = name.lower()
-        size = len(name)
-        found = None
-        for written, value in self.entry.headers or ():
-            # (a name of another length is another name: most are not lowered to tell)
-            if len(written) == size and written.lower() == name:
-                # repeated ones joined by ",", as a request being served reads them
-                found = value if found is None else f"{found},{value}"
-        return found
-
-    def arguments(self) -> Mapping[str, list[str]]:
-        query = (self.entry.target or "").partition("?")[2]
-        arguments: dict[str, list[str]] = {}
-        for key, value in parse_qsl(query, keep_blank_values=True, errors="replace"):
-            arguments.setdefault(key, []).append(value)
-        return arguments
-
-    def unreadable(self, source: ValueSource) -> str | None:
         entry = self.entry
-        if source == "headers":
-            return None if entry.headers is not None else "the journal did not keep its headers"
-        if source == "query":
-            return None if entry.target is not None else "the journal did not keep its target"
-        if entry.body is None:
+        text = entry.body
+        if text is None:
             if entry.body_digest is None and not entry.body_size:
-                return None  # no body: an empty one
-            return "the journal did not keep its body"
+                return ""  # no body: an empty one
+            raise Unread("the journal did not keep its body")
         if entry.body_encoding == "base64":
-            return "the journal kept it as base64 (not UTF-8 text)"
-        size, text = entry.body_size, entry.body
+            raise Unread("the journal kept it as base64 (not UTF-8 text)")
+        size = entry.body_size
         # (a text's UTF-8 has at least as many bytes as it has characters: most need no encoding)
         if (
             size is not None
@@ -85,8 +61,32 @@ class Recorded:
             and size > len(text.encode("utf-8", "replace"))
             and not _whole(text)
         ):
-            return f"the journal kept only part of its {size} bytes"
-        return None
+            raise Unread(f"the journal kept only part of its {size} bytes")
+        return text
+
+    def header(self, name: str) -> str | None:
+        headers = self.entry.headers
+        if headers is None:
+            raise Unread("the journal did not keep its headers")
+        name = name.lower()
+        size = len(name)
+        found = None
+        for written, value in headers:
+            # (a name of another length is another name: most are not lowered to tell)
+            if len(written) == size and written.lower() == name:
+                # repeated ones joined by ",", as a request being served reads them
+                found = value if found is None else f"{found},{value}"
+        return found
+
+    def arguments(self) -> Mapping[str, list[str]]:
+        target = self.entry.target
+        if target is None:
+            raise Unread("the journal did not keep its target")
+        arguments: dict[str, list[str]] = {}
+        query = target.partition("?")[2]
+        for key, value in parse_qsl(query, keep_blank_values=True, errors="replace"):
+            arguments.setdefault(key, []).append(value)
+        return arguments
 
 
 def _whole(text: str) -> bool:
