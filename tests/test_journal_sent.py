@@ -249,3 +249,14 @@ def test_a_request_refused_for_its_body_keeps_its_target_and_headers() -> None:
     assert entry["target"] == "/skills/echo/invoke?k=v"
     assert header(entry, "X-Who") == ["me"]
     assert entry["body"] is None
+
+
+def test_the_digest_is_of_the_whole_body_even_past_the_cut(server: Server) -> None:
+    head = b"x" * DEFAULT_BODY_LIMIT
+    for tail in (b"one", b"two", b"one"):
+        requests.post(f"{server.url}/skills/echo/invoke", data=head + tail, timeout=10)
+    first, second, third = journal(server)
+    assert first["body"] == second["body"] == third["body"]  # the same once cut
+    # The retry audit still tells a changed retry from an unchanged one.
+    assert first["body_digest"] != second["body_digest"]
+    assert first["body_digest"] == third["body_digest"]

@@ -94,6 +94,11 @@ def test_a_proxied_descriptor_points_back_at_mockskill_so_invokes_come_through_i
     assert all(e.upstream and e.upstream["reached"] for e in entries)
     assert entries[0].upstream == {**entries[0].upstream, "url": upstream.url, "status": 200}
     assert [e.endpoint for e in upstream.journal("rewrite")] == ["describe", "invoke"]
+    # What the consumer sent is journalled by the front as by the provider (issue 28).
+    front_invoke, up_invoke = entries[1], upstream.journal("rewrite")[1]
+    assert front_invoke.target == up_invoke.target == "/skills/echo/invoke"
+    assert front_invoke.body == up_invoke.body == "{}"
+    assert ("Mockskill-Session", "rewrite") in (front_invoke.headers or ())
 
 
 def test_failure_rate_fails_instead_of_the_upstream_call_seeded(

@@ -880,3 +880,46 @@ def test_mockskill_tls_serves_the_fixtures_over_https_with_their_ca_bundle(
         "--mockskill-tls",
     )
     result.assert_outcomes(passed=1)
+
+
+def test_the_ini_settings_say_what_the_journal_keeps_and_masks(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(
+        "[pytest]\nmockskill_redact =\n    X-Tenant\n    pin\nmockskill_journal_body_limit = 4\n"
+    )
+    result = run(
+        pytester,
+        """
+        def test_sent(mockskill):
+            requests.post(
+                mockskill.invoke_url("translate") + "?pin=1",
+                json={"text": "hello"},
+                headers={**mockskill.headers, "X-Tenant": "acme"},
+                timeout=10,
+            )
+            (entry,) = mockskill.journal()
+            assert entry.target.endswith("?pin=***")
+            assert ("X-Tenant", "***") in entry.headers
+            assert (entry.body, entry.body_size) == ('{"te', 17)
+        """,
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_journal_bodies_off_in_the_ini_keeps_digests_alone(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nmockskill_journal_bodies = false\n")
+    result = run(
+        pytester,
+        """
+        def test_sent(mockskill):
+            requests.post(
+                mockskill.invoke_url("translate"), json={"text": "hi"},
+                headers=mockskill.headers, timeout=10,
+            )
+            (entry,) = mockskill.journal()
+            assert (entry.target, entry.headers, entry.body) == (None, None, None)
+            assert entry.body_digest.startswith("hmac-sha256:")
+        """,
+    )
+    result.assert_outcomes(passed=1)

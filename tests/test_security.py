@@ -24,7 +24,12 @@ from click.testing import CliRunner
 from mockskill import Server, ServerError, load_text
 from mockskill.cli import cli
 from mockskill.engine.addresses import MAX_HOST
-from mockskill.engine.entries import DEFAULT_BODY_LIMIT, max_entry_bytes
+from mockskill.engine.entries import (
+    DEFAULT_BODY_LIMIT,
+    MAX_HEADER_BYTES,
+    MAX_TARGET,
+    max_entry_bytes,
+)
 from mockskill.engine.state import MAX_ENTRY_BYTES, MAX_PATH, MAX_SESSION_NAME, MAX_TEXT
 
 TOKEN = "s3cret-admin-token"
@@ -576,8 +581,11 @@ def test_floods_of_long_session_names_and_paths_leave_memory_bounded(tmp_path: P
         process.terminate()
         process.communicate(timeout=10)
     assert journal["size"] == 1_100
-    # 1 000 hostile requests, each keeping under MAX_ENTRY_BYTES (unbounded: ~90 MB).
-    assert grown < 1_000 * MAX_ENTRY_BYTES // 1024 + 20_000, f"RSS grew {grown} KiB"
+    # 1 000 hostile requests, each keeping under its bound (unbounded: ~90 MB).
+    # Each entry keeps its texts (16 KiB at most) and what its request sent: the hostile
+    # session header or target cut to 8 KiB (MAX_HEADER_BYTES, MAX_TARGET) and a 1 KiB body.
+    per_entry = 16 * 1024 + max(MAX_HEADER_BYTES, MAX_TARGET) + 1024
+    assert grown < 1_000 * per_entry // 1024 + 20_000, f"RSS grew {grown} KiB"
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")

@@ -225,7 +225,13 @@ class Entry(NamedTuple):
     """How :attr:`body` holds the bytes: ``"text"`` (UTF-8) or ``"base64"``; None: no body kept."""
     body_size: int | None = None
     """How many bytes the body had as sent (more than :attr:`body` holds: it was cut);
-    None: no body, or not kept."""
+    None: no body, or not kept.
+
+    Until an entry is shown (:func:`kept`), it holds what was sent as read: ``headers``
+    as (bytes, bytes) pairs, ``body`` as the bytes (cut to the limit), ``body_encoding``
+    None, the target as read (Latin-1); each cut to its bound when over it
+    (:func:`sent_headers`, :func:`sent_target`). Every reader of the journal sees shown
+    entries: the texts above."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -238,6 +244,8 @@ class Entry(NamedTuple):
         data["near_misses"] = [copy.deepcopy(m) for m in self.near_misses]
         if self.upstream is not None:
             data["upstream"] = copy.deepcopy(self.upstream)
+        if self.headers is not None:  # as JSON holds them: [name, value] lists
+            data["headers"] = [[name, value] for name, value in self.headers]
         return data
 
     @classmethod

@@ -364,3 +364,63 @@ def test_the_banner_names_a_tls_fault_skills_own_port(tmp_path: Path) -> None:
     fault_url = descriptor["endpoint"]["url"]
     assert fault_url.startswith("https://127.0.0.1:")
     assert f"POST {fault_url}  (TLS fault: expired)\n" in lines[-1]
+
+
+def test_serve_masks_the_names_redact_adds_and_cuts_bodies_at_the_limit_given(
+    tmp_path: Path,
+) -> None:
+    scenario = tmp_path / "echo.yaml"
+    scenario.write_text("name: echo\nskills: [{id: echo}]\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mockskill", "serve", str(scenario), "--port", str(port)),
+            *("--quiet", "--redact", "X-Tenant", "--journal-body-limit", "12"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "MOCKSKILL_REDACT": "pin other"},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()  # serving: it says where
+        requests.post(
+            f"{base}/skills/echo/invoke?pin=1",
+            data=b'{"pin": 1234, "more": "text past the limit"}',
+            headers={"X-Tenant": "acme"},
+            timeout=5,
+        )
+        (entry,) = requests.get(f"{base}/__admin/journal", timeout=5).json()["entries"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    assert ["X-Tenant", "***"] in entry["headers"]
+    # The command line wins over MOCKSKILL_REDACT: "pin" is not masked.
+    assert entry["target"] == "/skills/echo/invoke?pin=1"
+    assert (entry["body"], entry["body_size"]) == ('{"pin": 1234', 44)
+
+
+def test_serve_keeps_digests_alone_with_journal_bodies_off(tmp_path: Path) -> None:
+    scenario = tmp_path / "echo.yaml"
+    scenario.write_text("name: echo\nskills: [{id: echo}]\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mockskill", "serve", str(scenario), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "MOCKSKILL_JOURNAL_BODIES": "off"},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        requests.post(f"{base}/skills/echo/invoke", json={"a": 1}, timeout=5)
+        (entry,) = requests.get(f"{base}/__admin/journal", timeout=5).json()["entries"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    assert entry["body_digest"].startswith("hmac-sha256:")
+    assert (entry["target"], entry["headers"], entry["body"]) == (None, None, None)
