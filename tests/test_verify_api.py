@@ -148,3 +148,23 @@ def test_remote_server_verifies_and_lists_as_server_does(server: Server) -> None
     assert str(raised.value) == str(local.value)
     with pytest.raises(BadVerification):
         remote.verify({"body": {"/input/text": {"machtes": "x"}}})
+
+
+def test_replicas_sharing_a_journal_on_redis_verify_every_replicas_requests(
+    serve: Serve, redis_url: str
+) -> None:
+    first, second = serve(SCENARIO, state=redis_url), serve(SCENARIO, state=redis_url)
+    session = new_session()
+    for server, text in ((first, "hello"), (second, "hola")):
+        requests.post(
+            server.invoke_url("echo"),
+            json={"input": {"text": text}},
+            headers={"Mockskill-Session": session, "X-Replica": server.url},
+            timeout=10,
+        )
+    second.requests(session)  # (a replica's read sends its own entries first)
+    assert len(first.requests(session)) == 2
+    (sent,) = first.verify({"body": {"/input/text": "hola"}}, session=session, count=1)
+    assert ("X-Replica", second.url) in (sent.headers or ())
+    with pytest.raises(AssertionError, match='found "hello"'):
+        second.verify({"body": {"/input/text": "bonjour"}}, session=session)
