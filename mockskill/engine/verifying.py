@@ -109,10 +109,6 @@ class NearMiss:
     def as_json(self) -> dict[str, Any]:
         return {"failed": list(self.failed), "entry": self.entry.as_json()}
 
-    @property
-    def text(self) -> str:
-        return f"{_request(self.entry)}: " + "; ".join(self.failed)
-
 
 @dataclass(frozen=True)
 class Verified:
