@@ -492,6 +492,8 @@ def json_problem(text: str, file: str) -> Problem | None:
         hint = "give a number, null, or a quoted string"
         line, column = _position(text, exc.word)
         return Problem(file, line, column, "(JSON syntax)", "valid JSON", found, hint)
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
+        return Problem(file, 1, 1, "(JSON syntax)", "JSON Python can read", str(exc))
     return None
 
 

@@ -168,6 +168,7 @@ def test_bad_conditions_are_the_positioned_422_of_a_bad_when(server: Server) -> 
         (b"session: S", "application/yaml", 415, "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE"),
         (b'{"session": "S"}', "text/plain", 415, "MOCKSKILL_UNSUPPORTED_MEDIA_TYPE"),
         (b'{"a": ' * 5000 + b"1" + b"}" * 5000, "application/json", 422, None),
+        (b'{"count": ' + b"9" * 5000 + b"}", "application/json", 422, None),
     ],
 )
 def test_a_body_it_cannot_use_is_a_4xx_never_a_500(
@@ -219,3 +220,18 @@ def test_requests_refuses_a_filter_it_does_not_take(server: Server) -> None:
     error = answer.json()["error"]
     assert error["details"]["parameter"] == "methd"
     assert "did you mean 'method'?" in error["message"]
+
+
+def test_a_number_python_cannot_convert_is_a_problem_in_a_scenario_body_too(server: Server) -> None:
+    answer = requests.post(
+        f"{server.url}/__admin/scenarios",
+        data=b'{"name": "n", "skills": [{"id": "n", "invoke": {"json": {"n": '
+        + b"9" * 5000
+        + b"}}}]}",
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert answer.status_code == 422
+    [problem] = answer.json()["error"]["details"]["problems"]
+    assert problem["expected"] == "JSON Python can read"
+    assert "4300" in problem["found"]
