@@ -509,7 +509,7 @@ def _shown_headers(
         name, lower = known
         value = raw_value.decode("latin-1")
         if not (value.isascii() and value.isprintable()):
-            value = escaped(value)
+            value = _header_text(raw_value)
         if lower in masked:
             value = _masked_header(lower, value)
         elif secrets:
@@ -544,6 +544,8 @@ def _header_text(raw: bytes) -> str:
     text = raw.decode("latin-1")
     if text.isascii() and text.isprintable():
         return text
+    if "\t" in text:  # a tab is a value's own (RFC 9110 5.5), kept as sent
+        return "\t".join(escaped(part) for part in text.split("\t"))
     return escaped(text)
 
 

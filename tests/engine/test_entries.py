@@ -96,12 +96,17 @@ def test_a_hidden_secret_is_masked_in_what_was_sent_too() -> None:
 def test_odd_bytes_in_a_target_and_headers_are_shown_escaped() -> None:
     entry = recorded(
         target="/caf\xc3\xa9?q=a b",  # UTF-8 é as Latin-1 read it, and a space
-        headers=((b"X-Name", "café".encode()), (b"X-Line", b"a\x7fb")),
+        headers=((b"X-Name", "café".encode()), (b"X-Line", b"a\x7fb"), (b"X-Tab", b"a\tb")),
     )
     shown = kept(entry, ())
     assert shown.target == "/caf%C3%A9?q=a%20b"
-    # Latin-1, as HTTP reads header bytes; what prints other than it reads, escaped.
-    assert shown.headers == (("X-Name", "caf\xc3\xa9"), ("X-Line", "a%7Fb"))
+    # Latin-1, as HTTP reads header bytes; what prints other than it reads, escaped (but a
+    # tab, which a header value may hold).
+    assert shown.headers == (
+        ("X-Name", "caf\xc3\xa9"),
+        ("X-Line", "a%7Fb"),
+        ("X-Tab", "a\tb"),
+    )
 
 
 def test_headers_over_the_bound_are_cut_each_still_listed() -> None:
