@@ -85,14 +85,10 @@ class Verification:
 
 def read_verification(text: str, file: str = "<verify request>") -> Verification:
     """The verification *text* (a JSON object) asks for; BadVerification with every problem."""
-    documents, problems = _read_json(text, file)
-    if not problems and len(documents) != 1:
-        found = "nothing" if not documents else f"{len(documents)} documents"
-        problems.append(Problem(file, 1, 1, "(top level)", "one JSON object", found))
-    if problems:
-        raise BadVerification(problems)
-    r = Reader(documents[0], problems)
-    verification = _read(r, documents[0].data)
+    document = _document(text, file)
+    problems: list[Problem] = []
+    r = Reader(document, problems)
+    verification = _read(r, document.data)
     if problems or verification is None:
         raise BadVerification(problems)
     return verification
@@ -114,26 +110,29 @@ def verification_of(data: Mapping[str, Any], file: str = "<verify>") -> Verifica
 def read_conditions(text: str, file: str, *, method: str | None = None) -> tuple[Condition, ...]:
     """Conditions alone (a ``when:`` mapping, as ``mockskill verify --when`` takes them),
     positioned in *text*; BadVerification with every problem."""
-    documents, problems = _read_json(text, file)
-    if not problems and len(documents) != 1:
-        found = "nothing" if not documents else f"{len(documents)} documents"
-        problems.append(Problem(file, 1, 1, "(top level)", "one JSON object", found))
-    if problems:
-        raise BadVerification(problems)
-    r = Reader(documents[0], problems)
+    document = _document(text, file)
+    problems: list[Problem] = []
+    r = Reader(document, problems)
     methods = (method.upper(),) if method else ANY_METHOD
-    conditions = read_when(r, documents[0].data, (), methods=methods)
+    conditions = read_when(r, document.data, (), methods=methods)
     if problems or conditions is None:
         raise BadVerification(problems)
     return conditions
 
 
-def _read_json(text: str, file: str) -> tuple[list[Document], list[Problem]]:
-    """*text*'s documents, read as YAML for their positions once it is known to be JSON."""
+def _document(text: str, file: str) -> Document:
+    """*text*, one JSON value, read as YAML for its positions once it is known to be JSON;
+    BadVerification when it is not JSON, or not one value."""
     problem = json_problem(text, file) if text.strip() else None
     if problem is not None:
-        return [], [problem]
-    return read_text(text, file)
+        raise BadVerification([problem])
+    documents, problems = read_text(text, file)
+    if not problems and len(documents) != 1:
+        found = "nothing" if not documents else f"{len(documents)} documents"
+        problems.append(Problem(file, 1, 1, "(top level)", "one JSON object", found))
+    if problems:
+        raise BadVerification(problems)
+    return documents[0]
 
 
 def _read(r: Reader, data: Any) -> Verification | None:
