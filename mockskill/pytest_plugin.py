@@ -21,7 +21,9 @@ each worker has its own server). A test that means its unmatched requests
 says so (:meth:`MockskillSession.allow_unmatched`, or the marker's
 ``allow_unmatched=True``).
 A session can also be audited: :meth:`MockskillSession.assert_clean_audit`
-fails the test with every finding of the retry audit (docs/audit.md).
+fails the test with every finding of the retry audit (docs/audit.md), and
+:meth:`MockskillSession.verify` fails it unless the consumer sent what the test
+names (``/__admin/verify``), showing the closest requests it did send.
 A test scripts skills and routes of its own with :meth:`MockskillSession.expect`
 (:mod:`mockskill.server.expectations`): one never met fails it, and they are
 cleared after it.
@@ -35,7 +37,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -84,6 +86,29 @@ class SessionServer(Protocol):
     def journal(self, session: str | None = None) -> list[Entry]: ...
 
     def reset(self, session: str | None = None) -> None: ...
+
+    def requests(
+        self,
+        session: str | None = None,
+        *,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        limit: int | None = None,
+    ) -> list[Entry]: ...
+
+    def verify(
+        self,
+        when: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> list[Entry]: ...
 
     def report(
         self, session: str | None = None, policy: audit.Policy | None = None
@@ -146,6 +171,45 @@ class MockskillSession:
     def journal(self) -> list[Entry]:
         """This session's requests, oldest first."""
         return self.server.journal(self.name)
+
+    def requests(
+        self,
+        *,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        limit: int | None = None,
+    ) -> list[Entry]:
+        """This session's requests, oldest first, each with what was sent (``target``,
+        ``headers``, ``body``): those of *skill*, *method*, *path*; the newest *limit*."""
+        return self.server.requests(self.name, skill=skill, method=method, path=path, limit=limit)
+
+    def verify(
+        self,
+        when: Mapping[str, Any] | None = None,
+        *,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> list[Entry]:
+        """Fail the test unless this session sent the requests named (docs/pytest.md):
+        *when* as a case's ``when:``, *count* exactly or *at_least*/*at_most* (at least 1
+        by default). The failure shows the closest requests and what each failed; the
+        matching entries are returned."""
+        __tracebackhide__ = True  # the failure points at the test's line
+        return self.server.verify(
+            when,
+            session=self.name,
+            skill=skill,
+            method=method,
+            path=path,
+            count=count,
+            at_least=at_least,
+            at_most=at_most,
+        )
 
     @property
     def ca_bundle(self) -> str | None:

@@ -567,7 +567,29 @@ def test_the_example_in_the_docs_runs_as_shown(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(**{f"test_example{i}": example for i, example in enumerate(examples)})
     result = pytester.runpytest(*QUIET, "--strict-markers")
     result.assert_outcomes(passed=sum(e.count("\ndef test_") for e in examples))
-    assert len(examples) == 2
+
+
+def test_verify_fails_the_test_at_its_line_with_the_near_misses(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+        def test_sends_the_text(mockskill):
+            requests.post(
+                mockskill.invoke_url("translate"),
+                json={"input": {"text": "Hello, world"}},
+                headers=mockskill.headers,
+            )
+            assert len(mockskill.requests(skill="translate")) == 1
+            mockskill.verify({"body": {"/input/text": "Hello world"}}, skill="translate")
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    text = (ROOT / "docs" / "pytest.md").read_text()
+    (shown,) = [b for b in re.findall(r"^```text\n(.*?)^```", text, re.M | re.S) if "verify(" in b]
+    # The lines docs/pytest.md shows, but for what changes from run to run: the session, ids.
+    patterns = [re.sub(r"'test_client\.py-[^']*'|#\d+", "*", line) for line in shown.splitlines()]
+    result.stdout.fnmatch_lines(patterns)
+    assert "pytest_plugin.py" not in result.stdout.str()
 
 
 # -- sharing one running server (--mockskill-url) -------------------------------------------

@@ -48,6 +48,9 @@ LAZY = (
     "mockskill.admin.json_provider",
     "mockskill.audit",
     "mockskill.cli.report",
+    "mockskill.cli.verify",
+    "mockskill.engine.verifying",  # verify: the admin API's, Server.verify's, on first use
+    "mockskill.scenario.verification",
     "mockskill.server.remote",
     "mockskill.scenario.syntax",
     "re2",  # RE2, for a scenario's `matches:` (the bundled scenarios have none)

@@ -6,7 +6,9 @@ its OpenAPI document ``openapi.json``; ``json_provider`` writes Flask's JSON
 in the one style), scenarios added, replaced, activated and removed over
 HTTP (``scenario_routes``: a face over :mod:`mockskill.control`, which owns the
 loaded scenarios and every change to them), the journal's query filters
-(``journal_query``), the report served at ``/__admin/report`` (``report_routes``), the server's
+(``journal_query``), verification of what consumers sent and the requests
+listed (``verify_routes``: ``/__admin/verify``, ``/__admin/requests``), the
+report served at ``/__admin/report`` (``report_routes``), the server's
 recording and ``/__admin/recordings`` (``recordings``, ``recording_routes``),
 the CA and client certificates at ``/__admin/tls`` (``tls_routes``), the
 dashboard page and its static files (``dashboard``), and the checks that

@@ -6,7 +6,8 @@ nothing matched (``/unmatched``), the reference descriptor validator, the
 corpus of invalid descriptors (``/corpus``) and the OpenAPI document
 describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.py).
 It gathers the routes other modules own: the loaded scenarios
-(:mod:`mockskill.admin.scenario_routes`), the recording
+(:mod:`mockskill.admin.scenario_routes`), verification of what consumers sent
+(:mod:`mockskill.admin.verify_routes`), the recording
 (:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report_routes`)
 and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
 errors use the unified shape (docs/admin.md).
@@ -28,7 +29,7 @@ from ..engine.store import Health
 from ..protocol.catalog import render, unified_body
 from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
-from . import dashboard, recording_routes, scenario_routes, tls_routes
+from . import dashboard, recording_routes, scenario_routes, tls_routes, verify_routes
 from .journal_query import JOURNAL_FILTERS, UNMATCHED_FILTERS, BadFilter, select
 from .scenario_routes import UnusableRequest
 
@@ -209,6 +210,7 @@ def blueprint(registry: Registry) -> Blueprint:
     scenario_routes.register(bp, registry)  # /__admin/scenarios
     recording_routes.register(bp, registry)  # /__admin/recordings
     tls_routes.register(bp, engine)  # /__admin/tls
+    verify_routes.register(bp, engine)  # /__admin/verify, /__admin/requests
     openapi_route(bp)
     dashboard.register(bp)  # the page at /__admin/ (mockskill/admin/dashboard.py)
 

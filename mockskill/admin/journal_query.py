@@ -1,7 +1,7 @@
 """Querying the request journal: the filters ``/__admin/journal`` and ``/unmatched`` take.
 
-Each query parameter names a filter (session, skill, endpoint, status,
-error code, replica, since, until) and ``limit`` keeps the newest entries; a
+Each query parameter names a filter (session, skill, method, path, endpoint,
+status, error code, replica, since, until) and ``limit`` keeps the newest entries; a
 parameter the journal does not take, a repeated one, or a value it cannot
 use is a :class:`BadFilter` (a 400 naming the parameter and what it
 expects), never a silently empty answer.
@@ -94,6 +94,11 @@ def _status(name: str, text: str) -> Test:
     return lambda e: e.status == wanted
 
 
+def _method(name: str, text: str) -> Test:
+    wanted = text.upper()  # (methods are case-sensitive on the wire, but written in capitals)
+    return lambda e: e.method.upper() == wanted
+
+
 def _since(name: str, text: str) -> Test:
     start = _seconds(name, text)
     return lambda e: e.started >= start
@@ -107,6 +112,8 @@ def _until(name: str, text: str) -> Test:
 JOURNAL_FILTERS: dict[str, Callable[[str, str], Test]] = {
     "session": _equal("session"),
     "skill": _equal("skill"),
+    "method": _method,
+    "path": _equal("path"),
     "endpoint": _endpoint,
     "status": _status,
     "error_code": _equal("error_code"),
@@ -115,6 +122,8 @@ JOURNAL_FILTERS: dict[str, Callable[[str, str], Test]] = {
     "until": _until,
 }
 UNMATCHED_FILTERS = {k: JOURNAL_FILTERS[k] for k in ("session", "replica", "since", "until")}
+REQUESTS_FILTERS = JOURNAL_FILTERS
+"""``/__admin/requests`` lists the journal's entries as requests: with the same filters."""
 
 
 def select(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -21,12 +20,11 @@ from werkzeug.datastructures import MultiDict
 
 from ..control.registry import Conflict, LoadedScenario, Registry, UnknownScenario
 from ..engine.store import StoreUnavailable
-from ..protocol import jsonstyle
 from ..protocol.catalog import unified_body
 from ..scenario.loader import NAME_TEXT, SCENARIO_NAME, load_text
 from ..scenario.model import ScenarioSet
 from ..scenario.problems import Problem, ScenarioError, describe
-from ..scenario.source import read_text
+from ..scenario.source import json_problem, read_text
 from .journal_query import BadFilter
 
 MAX_LABEL = 200
@@ -103,21 +101,9 @@ def register(bp: Blueprint, registry: Registry) -> None:
         if mimetype in JSON_TYPES:
             # Read by the same YAML loader as files below (JSON is YAML), for the same
             # problems with the same positions; but said to be JSON, it must be JSON.
-            try:
-                jsonstyle.loads(text)
-            except json.JSONDecodeError as exc:
-                where = (exc.lineno, exc.colno)
-                problem = Problem(file, *where, "(JSON syntax)", "valid JSON", exc.msg)
-                raise ScenarioError([problem]) from None
-            except RecursionError:
-                problem = Problem(file, 1, 1, "(JSON nesting)", "valid JSON", "nesting too deep")
-                raise ScenarioError([problem]) from None
-            except jsonstyle.NotJSON as exc:
-                found = f"{exc.word}, which is JavaScript, not JSON"
-                hint = "give a number, null, or a quoted string"
-                line, column = _position(text, exc.word)
-                problem = Problem(file, line, column, "(JSON syntax)", "valid JSON", found, hint)
-                raise ScenarioError([problem]) from None
+            problem = json_problem(text, file)
+            if problem is not None:
+                raise ScenarioError([problem])
         return text
 
     def label(options: Mapping[str, str | bool]) -> str:
@@ -270,12 +256,3 @@ _FORGES_POSITION = re.compile(r":\d")
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 """Unicode categories a label must not hold: controls and line breaks (a forged
 line in a report), format characters (text that reads other than it is)."""
-
-
-def _position(text: str, word: str) -> tuple[int, int]:
-    """Line and column (1-based) of the first *word* outside a string in JSON *text*."""
-    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN', text):
-        if match.group(0).lstrip("-") == word.lstrip("-"):
-            before = text[: match.start()]
-            return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
-    return 1, 1

@@ -9,6 +9,7 @@ A face: it may import every stage below and the other faces (the server, the
 - ``workers`` — ``serve --workers N``: the settings handed to the supervisor;
 - ``record`` — ``mockskill record``: a recording proxy from the command line;
 - ``report`` — ``mockskill report``: a consumer's verdict from a journal;
+- ``verify`` — ``mockskill verify``: whether a consumer sent the requests named;
 - ``options`` — what several commands share: paths, the admin token, messages;
 - ``banner`` — what ``serve`` prints when it starts and on each reload.
 """

@@ -1,4 +1,4 @@
-"""The ``mockskill`` command: serve, validate, report, check-descriptor, schema.
+"""The ``mockskill`` command: serve, validate, report, verify, check-descriptor, schema.
 
 Every failure the user can fix ends in a message and an exit code, never a
 traceback, and each exit code means one thing in every command (the table in
@@ -33,8 +33,10 @@ __all__ = [
     "schema",
     "serve",
     "validate",
+    "verify",
 ]
-"""The group, its commands (``serve`` is :mod:`.serve`'s, ``record`` :mod:`.record`'s)."""
+"""The group, its commands (``serve`` is :mod:`.serve`'s, ``record`` :mod:`.record`'s,
+``verify`` :mod:`.verify`'s)."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -210,6 +212,63 @@ def report(
             fail_on_findings=fail_on_findings,
             require_coverage=require_coverage,
             required=required,
+            admin_token=admin_token,
+        )
+    )
+
+
+@cli.command()
+@click.argument("url", required=False, default="http://127.0.0.1:8080", envvar="MOCKSKILL_URL")
+@click.option("--session", metavar="NAME", default=None, help="Only this session's requests.")
+@click.option(
+    "--when",
+    metavar="JSON",
+    default=None,
+    help='Conditions, as a case\'s when: (\'{"body": {"/input/text": "hello"}}\').',
+)
+@click.option("--skill", metavar="ID", default=None, help="Only the requests to this skill.")
+@click.option("--method", metavar="METHOD", default=None, help="Only requests of this method.")
+@click.option("--path", metavar="PATH", default=None, help="Only requests to this path.")
+@click.option("--count", type=click.IntRange(min=0), default=None, help="Exactly N requests.")
+@click.option("--at-least", type=click.IntRange(min=0), default=None, help="At least N.")
+@click.option("--at-most", type=click.IntRange(min=0), default=None, help="At most N.")
+@click.option("--json", "as_json", is_flag=True, help="Print the server's answer as JSON.")
+@admin_token("The server's admin token, if it has one.")
+def verify(
+    url: str,
+    session: str | None,
+    when: str | None,
+    skill: str | None,
+    method: str | None,
+    path: str | None,
+    count: int | None,
+    at_least: int | None,
+    at_most: int | None,
+    as_json: bool,
+    admin_token: str | None,
+) -> None:
+    """Check that the server at URL journalled the requests named: at least one by default
+    (--count N exactly, --at-least N, --at-most N).
+
+    Exit 0 when it held; 1 when it did not (the closest requests are printed, each
+    with the conditions it failed); 2 for a mistyped command line or bad conditions
+    (told at their line and column in --when); 3 when the server could not be asked.
+    URL is the server's base URL (else MOCKSKILL_URL; default http://127.0.0.1:8080).
+    """
+    from .verify import command  # the verification, sent to a running server
+
+    raise SystemExit(
+        command(
+            url,
+            session=session,
+            when=when,
+            skill=skill,
+            method=method,
+            path=path,
+            count=count,
+            at_least=at_least,
+            at_most=at_most,
+            as_json=as_json,
             admin_token=admin_token,
         )
     )

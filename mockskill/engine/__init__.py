@@ -14,7 +14,9 @@ templated reply made for its request) that the transport plays;
 that honours ``Idempotency-Key``. ``capabilities`` says whether a server can
 play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
-draws and the journal (``entries``, ``journalling``, ``digests``) — whose
+draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
+counts its entries against a verification, reading each as ``conditions`` read
+a request) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
 answers. ``named_ports`` says what the engine asks of the ports its replies name
 (the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the

@@ -7,19 +7,23 @@ near-miss (``body /input/text equals 'boom': found 'hello'``). Pure: the
 request's parts a condition looks at are read once, on first use — the
 JSON body parsed, the query string split — so that an endpoint without
 cases, or a case decided by a header, costs nothing more.
+
+The request is read through :class:`Readable`: a request being served
+(:class:`~.incoming.Incoming`) and one the journal kept
+(:class:`~.verifying.Recorded`, what ``/__admin/verify`` tests) both provide
+it, so that one evaluator answers both.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from ..scenario.model import Case, Check, Condition
+from ..scenario.model import Case, Check, Condition, ValueSource
 from ..scenario.when import Pattern, searcher
 from .entries import shorten
-from .incoming import Incoming
 
 MAX_SHOWN = 60
 """Characters of a request's value a reason quotes at most (a reason must stay a line)."""
@@ -34,23 +38,57 @@ ABSENT = _Absent()
 """A value the request does not have: no such header, parameter or pointer target."""
 
 
+class Unread(Exception):
+    """A part of a request that cannot be read, and why: a journal entry's body cut or kept
+    as base64, its headers or target not kept. What :class:`Readable` raises instead of a
+    value; a condition on that part does not hold (no test on it can be told)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class Readable(Protocol):
+    """What conditions read of a request: a request being served (:class:`~.incoming.Incoming`)
+    or one the journal kept (:class:`~.verifying.Recorded`, which may raise :class:`Unread`)."""
+
+    @property
+    def body(self) -> bytes | str:
+        """The body as sent: its bytes, or its text when it is kept as text (a journal's)."""
+        ...
+
+    def header(self, name: str) -> str | None:
+        """The value of header *name* (any case; repeated ones joined by ``,``), or None."""
+        ...
+
+    def arguments(self) -> Mapping[str, list[str]]:
+        """The query string's parameters, each with its values in order."""
+        ...
+
+
 class Facts:
     """The parts of one request that conditions look at, each read on first use."""
 
-    __slots__ = ("_json", "_query", "_text", "found", "request")
+    __slots__ = ("_json", "_query", "_text", "found", "request", "unread")
 
-    def __init__(self, request: Incoming) -> None:
+    def __init__(self, request: Readable) -> None:
         self.request = request
         self._json: Any = None
-        self._query: dict[str, list[str]] | None = None
+        self._query: Mapping[str, list[str]] | None = None
         self._text: str | None = None
         self.found: dict[tuple[str, str], list[Any] | None] = {}
         """Each place's values, once looked up (cases often test the same place)."""
+        self.unread: dict[str, str] | None = None
+        """Why each part that could not be read could not (:class:`Unread`), by source."""
 
     def json(self) -> Any:
         """The body as JSON, or an :class:`UnreadableBody` (empty, not UTF-8, not JSON)."""
         if self._json is None:
-            body = self.request.body
+            try:
+                body = self.request.body
+            except Unread as unread:  # (a journal entry's body cut, or not kept)
+                self._json = (UnreadableBody(unread.why),)
+                return self._json[0]
             if not body:
                 parsed: Any = UnreadableBody("the body is empty")
             else:
@@ -63,18 +101,41 @@ class Facts:
             self._json = (parsed,)
         return self._json[0]
 
-    def text(self) -> str:
-        """The body as text (UTF-8, bad bytes replaced)."""
+    def text(self) -> str | None:
+        """The body as text (UTF-8, bad bytes replaced); None when it cannot be read."""
         if self._text is None:
-            self._text = self.request.body.decode("utf-8", "replace")
+            try:
+                body = self.request.body
+            except Unread as unread:
+                self.cannot("raw_body", unread)
+                return None
+            self._text = body if isinstance(body, str) else body.decode("utf-8", "replace")
         return self._text
 
-    def query(self, name: str) -> list[str]:
-        """The values of query parameter *name* (none: an empty list)."""
-        if self._query is None:
-            args = self.request.werkzeug().args
-            self._query = {key: args.getlist(key) for key in args}
-        return self._query.get(name, [])
+    def query(self, name: str) -> list[str] | None:
+        """The values of query parameter *name* (none: an empty list); None when the query
+        string cannot be read."""
+        query = self._query
+        if query is None:
+            try:
+                query = self._query = self.request.arguments()
+            except Unread as unread:
+                self.cannot("query", unread)
+                return None
+        return query.get(name, [])
+
+    def cannot(self, source: str, unread: Unread) -> None:
+        """Note that *source* cannot be read, and why (:meth:`why` says it)."""
+        if self.unread is None:
+            self.unread = {}
+        self.unread[source] = unread.why
+
+    def why(self, source: ValueSource) -> str:
+        """Why the values of *source* could not be read (a body: why it is not JSON either)."""
+        if source == "body":
+            body = self.json()
+            return body.why if isinstance(body, UnreadableBody) else "it cannot be read"
+        return (self.unread or {}).get(source, "it cannot be read")
 
 
 class UnreadableBody:
@@ -127,7 +188,7 @@ class Picker:
                 ready.append(step)
         self._steps = tuple(ready)
 
-    def pick(self, request: Incoming) -> Case | None:
+    def pick(self, request: Readable) -> Case | None:
         facts = Facts(request)
         for step in self._steps:
             if type(step) is _Searched:
@@ -296,7 +357,7 @@ def _indexable(case: Case) -> tuple[tuple[str, str], Any] | None:
     return (condition.place, value) if type(value) in _EXACT else None
 
 
-def misses(cases: Sequence[Case], request: Incoming) -> list[dict[str, Any]]:
+def misses(cases: Sequence[Case], request: Readable) -> list[dict[str, Any]]:
     """For each of *cases*, why it does not take *request*:
     ``{"case": "case 1", "reasons": [every condition that failed, and why]}``."""
     facts = Facts(request)
@@ -344,8 +405,8 @@ _PLAIN = frozenset({str, int, float, type(None)})
 
 
 def _values(condition: Condition, facts: Facts) -> list[Any] | None:
-    """The request's values of *condition*'s place (none: absent); None for a body
-    pointer into a body that is not JSON."""
+    """The request's values of *condition*'s place (none: absent); None when they cannot
+    be read (a body pointer into a body that is not JSON, a body or headers not kept)."""
     source = condition.source
     if source == "body":
         body = facts.json()
@@ -354,11 +415,16 @@ def _values(condition: Condition, facts: Facts) -> list[Any] | None:
         found = resolve(body, condition.pointer)
         return [] if found is ABSENT else [found]
     if source == "headers":
-        header = facts.request.header(condition.name)
+        try:
+            header = facts.request.header(condition.name)
+        except Unread as unread:  # not kept: no test on it can be told
+            facts.cannot("headers", unread)
+            return None
         return [] if header is None else [header]
     if source == "query":
         return facts.query(condition.name)
-    return [facts.text()]
+    text = facts.text()
+    return None if text is None else [text]
 
 
 def failed(condition: Condition, facts: Facts) -> str | None:
@@ -367,8 +433,7 @@ def failed(condition: Condition, facts: Facts) -> str | None:
     found = facts.found
     values = found[place] if place in found else found.setdefault(place, _values(condition, facts))
     if values is None:
-        body = facts.json()
-        return f"{condition.label}: {body.why}"
+        return f"{condition.label}: {facts.why(condition.source)}"
     if not values:  # absent: only an absent test holds
         if all(check.operator == "absent" for check in condition.checks):
             return None

@@ -109,6 +109,12 @@ class Incoming:
         """The value of header *name* (any case), or None."""
         return self.headers.get(name.lower())
 
+    def arguments(self) -> Mapping[str, list[str]]:
+        """The query string's parameters, each with its values in order (as Werkzeug reads
+        them: a case's ``query:`` condition)."""
+        args = self.werkzeug().args
+        return {key: args.getlist(key) for key in args}
+
     @property
     def body(self) -> bytes:
         """The body's bytes (read, and kept, on first use when the server did not)."""

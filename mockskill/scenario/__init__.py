@@ -13,12 +13,13 @@ a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, 
 (``after``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
-(``states``), the one declaration of step kinds, faults and delay
-shapes that the rest follows (``kinds``), the ``{{...}}`` placeholders of answers
-made from the request, read at load (``template_syntax``) and rendered per
-request (``templates``) and the scenario JSON Schema
-for editors (``schema``; the file stays at the published
-``mockskill/scenario.schema.json``).
+(``states``), what a verification of the journal asks (``verification``:
+``/__admin/verify``'s body, its conditions read as a ``when``), the one
+declaration of step kinds, faults and delay shapes that the rest follows
+(``kinds``), the ``{{...}}`` placeholders of answers made from the request,
+read at load (``template_syntax``) and rendered per request (``templates``)
+and the scenario JSON Schema for editors (``schema``; the file stays at the
+published ``mockskill/scenario.schema.json``).
 
 It may import only :mod:`mockskill.protocol`: a scenario is read against what
 the protocol says, and knows nothing of requests being served.

@@ -18,6 +18,7 @@ the word as a key. Syntax errors are said in words (:mod:`mockskill.scenario.syn
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -473,3 +474,33 @@ def read_file(path: FsPath) -> tuple[list[Document], list[Problem]]:
 
 def _whole_file(file: str, expected: str, found: str) -> Problem:
     return Problem(file, 1, 1, "(file)", expected, found)
+
+
+def json_problem(text: str, file: str) -> Problem | None:
+    """Why *text*, said to be JSON, is not (positioned), or None: a body of JSON is read by
+    the YAML loader (JSON is YAML) for its positions, but must be JSON all the same."""
+    from ..protocol import jsonstyle  # (a body said to be JSON only: not at start-up)
+
+    try:
+        jsonstyle.loads(text)
+    except json.JSONDecodeError as exc:
+        return Problem(file, exc.lineno, exc.colno, "(JSON syntax)", "valid JSON", exc.msg)
+    except RecursionError:
+        return Problem(file, 1, 1, "(JSON nesting)", "valid JSON", "nesting too deep")
+    except jsonstyle.NotJSON as exc:
+        found = f"{exc.word}, which is JavaScript, not JSON"
+        hint = "give a number, null, or a quoted string"
+        line, column = _position(text, exc.word)
+        return Problem(file, line, column, "(JSON syntax)", "valid JSON", found, hint)
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
+        return Problem(file, 1, 1, "(JSON syntax)", "JSON Python can read", str(exc))
+    return None
+
+
+def _position(text: str, word: str) -> tuple[int, int]:
+    """Line and column (1-based) of the first *word* outside a string in JSON *text*."""
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN', text):
+        if match.group(0).lstrip("-") == word.lstrip("-"):
+            before = text[: match.start()]
+            return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
+    return 1, 1

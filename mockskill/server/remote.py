@@ -1,8 +1,8 @@
 """A handle on a mockskill server that is already running elsewhere, through its admin API.
 
 :class:`RemoteServer` has the part of :class:`~mockskill.server.server.Server`'s
-interface that a test session needs (its URLs, one session's journal, reset
-and retry audit), done over HTTP with ``/__admin`` (docs/admin.md), so that
+interface that a test session needs (its URLs, one session's journal and
+requests, verify, reset and retry audit), done over HTTP with ``/__admin`` (docs/admin.md), so that
 the pytest plugin can share one server between xdist workers, suites or a
 container. Only the standard library is used: a consumer's test run needs
 no HTTP client of mockskill's choosing.
@@ -15,6 +15,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine.state import Entry
@@ -131,22 +132,107 @@ class RemoteServer:
             query += [(k, repr(v)) for k, v in policy.as_json().items()]
         return self.admin("GET", "report", query)
 
+    def requests(
+        self,
+        session: str | None = None,
+        *,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        limit: int | None = None,
+    ) -> list[Entry]:
+        """``GET /__admin/requests``: the requests the journal holds, as on Server."""
+        given = {"session": session, "skill": skill, "method": method, "path": path}
+        query = [(k, v) for k, v in given.items() if v is not None]
+        if limit is not None:
+            query.append(("limit", str(limit)))
+        body = self.admin("GET", "requests", query)
+        try:
+            return [Entry.from_json(e) for e in body["requests"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RemoteError(f"{self._url}/__admin/requests answered no requests: {exc}") from None
+
+    def verify(
+        self,
+        when: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> list[Entry]:
+        """``POST /__admin/verify``, as Server's :meth:`~mockskill.Server.verify`: the matching
+        entries the server answers (its newest 20), or AssertionError with its near misses."""
+        __tracebackhide__ = True  # (pytest) a failure points at the caller's line
+        from ..engine.verifying import message
+        from ..scenario.verification import document, verification_of
+
+        asked = document(
+            when,
+            session=session,
+            skill=skill,
+            method=method,
+            path=path,
+            count=count,
+            at_least=at_least,
+            at_most=at_most,
+        )
+        verification_of(asked)  # a bad condition is the same BadVerification as on Server
+        status, body = self.ask("POST", "verify", body=asked, answered=(409,))
+        try:
+            if status == 409:
+                said = message(body["error"]["details"])
+            else:
+                return [Entry.from_json(e) for e in body["entries"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            said = f"{self._url}/__admin/verify answered no verification: {exc}"
+            raise RemoteError(said) from None
+        raise AssertionError(said)
+
     def admin(
         self, method: str, endpoint: str, query: list[tuple[str, str]] | None = None
     ) -> dict[str, Any]:
         """``METHOD /__admin/ENDPOINT?QUERY``: its JSON object, or RemoteError saying why not."""
+        return self.ask(method, endpoint, query)[1]
+
+    def ask(
+        self,
+        method: str,
+        endpoint: str,
+        query: list[tuple[str, str]] | None = None,
+        *,
+        body: Any = None,
+        answered: tuple[int, ...] = (),
+    ) -> tuple[int, dict[str, Any]]:
+        """``METHOD /__admin/ENDPOINT?QUERY`` with *body* (sent as JSON, unless None): the
+        status and JSON object of a success or of a status in *answered*; RemoteError else."""
         address = f"{self._url}/__admin/{endpoint}"
         if query:
             address += "?" + urllib.parse.urlencode(query)
         headers = {"Accept": "application/json"}
         if self._admin_token is not None:
             headers["Authorization"] = f"Bearer {self._admin_token}"
-        request = urllib.request.Request(address, method=method, headers=headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(address, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = json.load(response)
+                status, document = response.status, json.load(response)
         except urllib.error.HTTPError as exc:
             given = self._admin_token is not None
+            if exc.code in answered:
+                try:
+                    status, document = exc.code, json.load(exc)
+                except ValueError as bad:
+                    raise RemoteError(f"{address} did not answer JSON: {bad}") from None
+                if not isinstance(document, dict):
+                    raise RemoteError(f"{address} answered {type(document).__name__}") from None
+                return status, document
             if exc.code == 401:  # said by what was sent: the server's sentence fits neither
                 exc.close()  # (its body unread)
                 said = (
@@ -166,9 +252,9 @@ class RemoteServer:
             raise RemoteError(f"cannot reach {address}: {reason}") from None
         except ValueError as exc:
             raise RemoteError(f"{address} did not answer JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise RemoteError(f"{address} answered {type(body).__name__}, not a JSON object")
-        return body
+        if not isinstance(document, dict):
+            raise RemoteError(f"{address} answered {type(document).__name__}, not a JSON object")
+        return status, document
 
     def __repr__(self) -> str:
         return f"<RemoteServer {self._url}>"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -467,6 +467,62 @@ class Server(Expecting):
     def journal(self, session: str | None = None) -> list[Entry]:
         """The requests answered, oldest first; all of them, or one session's."""
         return self.state.journal(session)
+
+    def requests(
+        self,
+        session: str | None = None,
+        *,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        limit: int | None = None,
+    ) -> list[Entry]:
+        """The requests the journal holds, oldest first, as ``GET /__admin/requests`` lists
+        them: all of them, or those of *session*, *skill*, *method* and *path* (the newest
+        *limit*). Each has what was sent: ``target``, ``headers``, ``body``."""
+        from ..engine.verifying import selected  # on first use: serving never needs it
+
+        journal = self.state.journal(session)
+        return selected(journal, skill=skill, method=method, path=path, limit=limit)
+
+    def verify(
+        self,
+        when: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        skill: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> list[Entry]:
+        """Assert that the consumer sent the requests named, as ``POST /__admin/verify``
+        does (docs/python.md): *when* holds conditions in the language of a case's
+        ``when:`` (``{"body": {"/input/text": "hello"}}``); *count* exactly, or *at_least*
+        and/or *at_most* (at least 1 by default). Returns the matching entries; raises
+        AssertionError naming the closest requests and what each failed when the count is
+        not the one wanted, and BadVerification (a ScenarioError) when a condition is bad.
+        """
+        __tracebackhide__ = True  # (pytest) a failure points at the caller's line
+        from ..engine.verifying import verify
+        from ..scenario.verification import document, verification_of
+
+        asked = document(
+            when,
+            session=session,
+            skill=skill,
+            method=method,
+            path=path,
+            count=count,
+            at_least=at_least,
+            at_most=at_most,
+        )
+        verification = verification_of(asked)
+        verified = verify(verification, self.state.journal(verification.session))
+        if not verified.held:
+            raise AssertionError(verified.message)
+        return list(verified.matched)
 
     def report(
         self, session: str | None = None, policy: audit.Policy | None = None
