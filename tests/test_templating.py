@@ -17,6 +17,7 @@ from werkzeug.test import Client
 
 from mockskill import Server, create_app, load_text
 from mockskill.engine.engine import Engine
+from mockskill.engine.journalling import MAX_KEPT_PREFIXES
 from mockskill.engine.state import State
 
 ECHO = """
@@ -122,6 +123,46 @@ def test_the_same_seed_replays_the_same_ids_and_numbers(serve: Callable[..., Ser
     assert first == again
     assert len({i for i, _ in first}) == 3
     assert first != other
+
+
+def test_a_kept_templated_step_draws_the_ids_and_numbers_the_general_path_draws(
+    serve: Callable[..., Server],
+) -> None:
+    # On the loop the step is kept and made per request (the session's draw prefix kept);
+    # the WSGI player takes the general path: one seed, one order of sessions, one answer.
+    sessions = ("a", "b", "a", "a", "c", "b")
+    server = serve(ECHO, seed=21)
+    on_loop = [
+        echo(server, {"input": {"text": "x"}}, **{"Mockskill-Session": s}).json()["result"]
+        for s in sessions
+    ]
+    client = Client(create_app(Engine(load_text(ECHO, "wsgi.yaml"), State(seed=21))))
+    general = [
+        json.loads(
+            client.post(
+                "/skills/echo/invoke",
+                json={"input": {"text": "x"}},
+                headers={"Mockskill-Session": s},
+            ).get_data()
+        )["result"]
+        for s in sessions
+    ]
+    assert [(a["id"], a["roll"]) for a in on_loop] == [(a["id"], a["roll"]) for a in general]
+    assert len({a["id"] for a in on_loop}) == len(sessions)
+
+
+def test_a_client_inventing_sessions_grows_no_kept_draw_prefixes(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve("skills:\n  - id: s\n    invoke:\n      json: {id: '{{id}}'}\n")
+    with requests.Session() as client:
+        for n in range(MAX_KEPT_PREFIXES + 40):
+            headers = {"Mockskill-Session": f"s{n}"}
+            answer = client.post(server.invoke_url("s"), headers=headers, timeout=10)
+            assert uuid.UUID(answer.json()["id"]).version == 4
+    kept = [p for _, _, plains in server.engine._plains.values() for p in plains.rendered if p]
+    assert kept
+    assert all(len(p.prefixes) <= MAX_KEPT_PREFIXES for p in kept)
 
 
 def test_placeholders_in_what_the_request_sends_are_text_never_read_again(

@@ -253,7 +253,18 @@ def draw_key(seed: int, stream: str, session: str, draw: int) -> bytes:
     """What names draw number *draw* of *session* in *stream* under *seed*: its generator's
     seed is this key's digest, and a template's ids and numbers are digests of it too
     (:class:`~.rendering.RequestValues`), so the same seed replays both."""
-    text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:{draw}"
+    return prefixed_draw_key(draw_prefix(seed, stream, session), draw)
+
+
+def prefixed_draw_key(prefix: bytes, draw: int) -> bytes:
+    """:func:`draw_key` of draw number *draw* from its session's :func:`draw_prefix`."""
+    return b"%s%d" % (prefix, draw)
+
+
+def draw_prefix(seed: int, stream: str, session: str) -> bytes:
+    """What :func:`draw_key` begins with for every draw of *session* in *stream* under
+    *seed* (a caller making many keys of one session keeps it)."""
+    text = f"{seed}:{len(stream)}:{stream}:{len(session)}:{session}:"
     return text.encode("utf-8", "surrogatepass")
 
 

@@ -20,7 +20,7 @@ from ..scenario.model import Reply, Sequence
 from ..scenario.templates import NotRendered, Reading
 from . import request_facts as facts
 from .actions import TimedOut, Urls, answer
-from .choosing import Chosen, draw_key
+from .choosing import Chosen, draw_prefix, prefixed_draw_key
 from .digests import LATER_BYTES, KeyedDigest
 from .entries import (
     DEFAULT_BODY_LIMIT,
@@ -426,7 +426,7 @@ class RenderedPlain:
     :func:`~.choosing.choose`, :mod:`.rendering`): the same generator, drawn from in the
     same order."""
 
-    __slots__ = ("head", "journal", "reply", "seed", "target", "template")
+    __slots__ = ("head", "headed", "journal", "prefixes", "reply", "seed", "target", "template")
 
     def __init__(self, target: Target, reply: Reply, journal: Plain, seed: int) -> None:
         template = reply.template
@@ -435,18 +435,25 @@ class RenderedPlain:
         self.seed = seed
         """The seed of its draws (its scenario's, else the server's)."""
         self.head = head_of(journal.plan.answer)
+        self.headed = any(template.headers)
+        """Whether a header is rendered too (else only the body: the head is kept)."""
+        self.prefixes: dict[str, bytes] = {}
+        """Each session's :func:`~.choosing.draw_prefix`, kept (bounded) if it draws."""
 
     def plan(
         self, request: Incoming, session: str, started: float, position: int, draw: int, index: int
     ) -> Plan | None:
         """The plan of *request*, journalled; None when its answer cannot be rendered (the
         general path then answers it, with mockskill's labelled error)."""
-        template, target, key = self.template, self.target, None
+        template, key = self.template, None
         if template.draws:  # its ids and numbers: digests of the draw's key (as choose())
-            key = draw_key(self.seed, target.scenario or "", session, draw)
-        values = RequestValues(request, target, session, started, position, index, key)
+            prefix = self.prefixes.get(session)
+            if prefix is None:
+                prefix = self._prefix(session)
+            key = prefixed_draw_key(prefix, draw)
+        values = RequestValues(request, self.target, session, started, position, index, key)
         reading = Reading(values)
-        if any(template.headers):
+        if self.headed:
             made = self.reply.rendered(reading)
             if isinstance(made, NotRendered):
                 return None
@@ -460,3 +467,16 @@ class RenderedPlain:
             planned = plain.answering(Answer.framed(sent.status, sent.headers, body, self.head))
         self.journal.record(request, started, session, position)
         return planned
+
+    def _prefix(self, session: str) -> bytes:
+        """*session*'s draw prefix, made and kept (a client inventing sessions grows nothing:
+        past :data:`MAX_KEPT_PREFIXES` the kept ones are let go)."""
+        prefixes = self.prefixes
+        if len(prefixes) >= MAX_KEPT_PREFIXES:
+            prefixes.clear()  # atomic, unlike evicting one: handle() runs on threads
+        made = prefixes[session] = draw_prefix(self.seed, self.target.scenario or "", session)
+        return made
+
+
+MAX_KEPT_PREFIXES = 256
+"""Sessions whose draw prefix a :class:`RenderedPlain` keeps."""

@@ -17,7 +17,7 @@ from hashlib import blake2b
 from ..protocol import catalog
 from ..scenario.model import Reply, Route
 from ..scenario.routes import values as route_values
-from ..scenario.templates import NotRendered, Reading, uuid4_text
+from ..scenario.templates import NotRendered, Reading, uuid4_hex
 from .incoming import Incoming
 from .matching import Target
 
@@ -90,22 +90,23 @@ class RequestValues:
         return 1 if self.position is None else self.position + 1
 
     def fresh_id(self) -> str:
-        return uuid4_text(self._draw(b"id"))
+        return uuid4_hex(self._draw(b"id").hexdigest())
 
     def random_int(self, low: int, high: int) -> int:
-        return low + self._draw(b"int") % (high - low + 1)  # (a 128-bit draw: no bias to see)
+        drawn = int.from_bytes(self._draw(b"int").digest())
+        return low + drawn % (high - low + 1)  # (a 128-bit draw: no bias to see)
 
     def now_ms(self) -> int:
         return int(self.started * 1000)
 
-    def _draw(self, what: bytes) -> int:
-        """128 bits drawn for *what*: the digest of the request's draw key and a count
-        (each draw of the request a new one; the same seed, the same draws)."""
+    def _draw(self, what: bytes) -> blake2b:
+        """128 bits drawn for *what*, as the hash whose digest they are: of the request's
+        draw key and a count (each draw of the request a new one; the same seed, the same
+        draws). An id takes its hex digest, a number its bytes."""
         key = self.key
         assert key is not None, "a template that draws makes its step random"
         self.drawn = drawn = self.drawn + 1
-        digest = blake2b(b"%s:%s:%d" % (key, what, drawn), digest_size=16).digest()
-        return int.from_bytes(digest, "big")
+        return blake2b(b"%s:%s:%d" % (key, what, drawn), digest_size=16)
 
 
 def rendered(reply: Reply, values: RequestValues) -> Reply:

@@ -161,7 +161,12 @@ class Values:
 def uuid4_text(bits: int) -> str:
     """128 random *bits* as a version 4 UUID's text (what ``uuid.UUID(int=bits, version=4)``
     writes, without importing :mod:`uuid` at start-up)."""
-    h = bits.to_bytes(16).hex()
+    return uuid4_hex(bits.to_bytes(16).hex())
+
+
+def uuid4_hex(h: str) -> str:
+    """32 random hex digits *h* as a version 4 UUID's text (:func:`uuid4_text` of the same
+    bits): a digest's ``hex()`` needs no round trip through an int."""
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
@@ -347,18 +352,25 @@ class FreshId:
 @dataclass(frozen=True)
 class Now:
     def read(self, reading: Reading) -> Any:
-        global _second
+        global _second, _instant
         ms = reading.now_ms()
+        known, made = _instant
+        if ms == known:  # the millisecond's text made once: answers come several a ms
+            return made
         second, text = _second
         if ms // 1000 != second:  # the second's text made once: every answer in it asks
             second = ms // 1000
             text = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
             _second = (second, text)  # (one assignment: a thread reads both or neither)
-        return f"{text}{ms % 1000:03d}Z"
+        made = f"{text}{ms % 1000:03d}Z"
+        _instant = (ms, made)
+        return made
 
 
 _second = (-1, "")
 """The last second an answer was made in, and its ISO 8601 text (without its ms)."""
+_instant = (-1, "")
+"""The last millisecond an answer was made in, and its ISO 8601 text."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +417,34 @@ class Placeholder:
     value: Value
     has_default: bool = False
     default: Any = None
+
+    @functools.cached_property
+    def json_hole(self) -> Callable[[Reading], str]:
+        """How this placeholder fills a hole of a JSON answer, chosen once at load: a value
+        of the run that is plain ASCII with nothing to escape (an id, the time, a number)
+        is written as it is read; any other goes through :meth:`as_json`."""
+        kind = type(self.value)
+        if kind is FreshId or kind is Now:
+            return self._quoted
+        if kind is NowMs or kind is AttemptNumber or kind is RandomInt:
+            return self._number
+        return self.as_json
+
+    def _quoted(self, reading: Reading) -> str:
+        """An id's or the time's text as a JSON string: its characters need no escape."""
+        out = f'"{self.value.read(reading)}"'
+        left = reading.left = reading.left - len(out)
+        if left < 0:
+            raise _Failed(reading.over(), self)
+        return out
+
+    def _number(self, reading: Reading) -> str:
+        """A whole number of the run (the time in ms, the attempt, a draw) as JSON."""
+        out = str(self.value.read(reading))
+        left = reading.left = reading.left - len(out)
+        if left < 0:
+            raise _Failed(reading.over(), self)
+        return out
 
     def as_json(self, reading: Reading) -> str:
         """The value as JSON text (ASCII), keeping its type."""
@@ -609,14 +649,22 @@ class JsonTemplate:
         """The JSON text rendered (a hole of a larger one: an error's details)."""
         reading.spend(self.literal)
         out = list(self.parts)  # the literal text in place; each hole filled in
-        for index in self.holes:
-            out[index] = out[index].as_json(reading)  # type: ignore[union-attr]
+        for index, fill in self.fills:
+            out[index] = fill(reading)
         return "".join(out)  # type: ignore[arg-type]
 
     @functools.cached_property
     def holes(self) -> tuple[int, ...]:
         """Where the holes are among :attr:`parts`."""
         return tuple(i for i, p in enumerate(self.parts) if not isinstance(p, str))
+
+    @functools.cached_property
+    def fills(self) -> tuple[tuple[int, Callable[[Reading], str]], ...]:
+        """Each hole's index among :attr:`parts` and how it is filled, chosen once."""
+        return tuple(
+            (i, p.json_hole if isinstance(p, Placeholder) else p.as_json)  # type: ignore[union-attr]
+            for i, p in ((i, self.parts[i]) for i in self.holes)
+        )
 
     def filled(self, fill: Callable[[str], str]) -> JsonTemplate:
         """This template with *fill* applied to its literal JSON text only (see

@@ -466,6 +466,20 @@ def test_the_time_has_its_milliseconds_and_is_read_once_per_answer() -> None:
     )
 
 
+def test_answers_in_one_millisecond_read_one_time_and_the_next_millisecond_a_new_one() -> None:
+    # (the text is kept per millisecond and per second: each must still move with the clock)
+    read = [NOON + 5, NOON + 5, NOON + 6, NOON + 1006, NOON + 5, NOON + 86_400_000]
+    texts = [text_of("{{now}}", request(clock_ms=lambda ms=ms: ms)) for ms in read]
+    assert texts == [
+        "2026-01-01T12:00:00.005Z",
+        "2026-01-01T12:00:00.005Z",
+        "2026-01-01T12:00:00.006Z",
+        "2026-01-01T12:00:01.006Z",
+        "2026-01-01T12:00:00.005Z",
+        "2026-01-02T12:00:00.000Z",
+    ]
+
+
 def test_an_answer_has_one_fresh_id_in_its_body_and_headers_and_the_next_a_new_one() -> None:
     source = request(rng=random.Random(1))
     body, location = json_template("{id: '{{id}}'}"), template("/orders/{{id}}")
