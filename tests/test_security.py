@@ -657,11 +657,10 @@ def test_a_flood_of_64_kib_bodies_and_8_kib_headers_keeps_the_journal_within_its
 def test_a_flood_of_big_bodies_shortens_the_journal_to_its_bytes_instead_of_growing_it(
     tmp_path: Path,
 ) -> None:
-    # A journal of the default size, but 4 MiB of what was sent: the oldest entries go.
+    # A journal of the default size, but 4 MiB of bodies: the oldest entries go.
     budget = 4 * 1024 * 1024
     journal, grown = flood_of_big_bodies(tmp_path, 10_000, ("--journal-bytes", str(budget)))
-    each = DEFAULT_BODY_LIMIT + 8 * 1000  # a body and its headers, as sent
-    assert budget // each - 2 <= len(journal["entries"]) <= budget // each
+    assert len(journal["entries"]) == budget // DEFAULT_BODY_LIMIT
     # Within the journal's worst case for what it holds (and not the flood's ~110 MB).
-    bound = (len(journal["entries"]) * 32 * 1024 + 4 * budget) // 1024
+    bound = (len(journal["entries"]) * MAX_ENTRY_BYTES + 4 * budget) // 1024
     assert grown < bound + 20_000, f"RSS grew {grown} KiB (bound {bound} KiB)"

@@ -163,8 +163,8 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     metavar="BYTES",
     envvar="MOCKSKILL_JOURNAL_BYTES",
     show_envvar=True,
-    help="Keep at most this many bytes of what requests sent (targets, headers, bodies)"
-    " in the in-memory journal; past it the oldest entries go first.",
+    help="Keep at most this many bytes of request bodies in the in-memory journal; past"
+    " it the oldest entries go first.",
 )
 @click.option(
     "--redact",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import copy
 import functools
-import itertools
 import json
 import marshal
 import operator
@@ -420,14 +419,11 @@ def sent_target(target: str) -> str:
     return target if len(target) <= MAX_TARGET else shorten(target, MAX_TARGET)
 
 
-def sent_size(entry: Entry) -> int:
-    """What *entry* keeps of what was sent, in bytes or characters: its body, target and
-    header names and values (as recorded, or as shown: either, counted alike)."""
-    body, target, headers = entry.body, entry.target, entry.headers
-    size = (0 if body is None else len(body)) + (0 if target is None else len(target))
-    if headers:
-        size += sum(map(len, itertools.chain.from_iterable(headers)))
-    return size
+def body_bytes(entry: Entry) -> int:
+    """The bytes (or characters, once shown) of body *entry* keeps: what the journal's
+    bytes bound counts (targets and headers are bounded per entry)."""
+    body = entry.body
+    return 0 if body is None else len(body)
 
 
 def headers_size(pairs: Iterable[tuple[bytes, bytes]]) -> int:

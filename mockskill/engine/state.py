@@ -32,11 +32,11 @@ from .entries import (
     MAX_SESSION_NAME,
     MAX_TEXT,
     Entry,
+    body_bytes,
     escaped,
     kept,
     oversized,
     packed,
-    sent_size,
     shorten,
     unpacked,
 )
@@ -75,8 +75,8 @@ _new = tuple.__new__
 DEFAULT_SESSION = "default"
 DEFAULT_JOURNAL_SIZE = 10_000
 DEFAULT_JOURNAL_BYTES = 64 * 1024 * 1024
-"""What the in-memory journal's entries keep of what was sent (targets, headers, bodies, as
-recorded), at most: past it the oldest entries go first, as past its size."""
+"""The bytes of request bodies the in-memory journal's entries keep, at most: past it the
+oldest entries go first, as past its size (targets and headers are bounded per entry)."""
 DEFAULT_MAX_SESSIONS = 10_000
 COMPACT_BATCH = 256
 """Journal slots packed into one bytes (:meth:`State.compact`): some 5 KB compressed."""
@@ -238,11 +238,11 @@ class State:
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._journal: deque[_Kept | _Packed] = deque(maxlen=journal_size)
-        # Beside it, in step: what each entry keeps of what was sent (sent_size), and the sum.
+        # Beside it, in step: the bytes of body each entry keeps (body_bytes), and their sum.
         self._sizes: deque[int] = deque(maxlen=journal_size)
         self._sent_bytes = 0
         self.journal_bytes = journal_bytes
-        """The most the journal's entries keep of what was sent (:data:`DEFAULT_JOURNAL_BYTES`)."""
+        """The most bytes of bodies the journal's entries keep (:data:`DEFAULT_JOURNAL_BYTES`)."""
         self._ids = itertools.count(1)
         # The count's own __next__ (one C call, atomic under the GIL, so no lock: every
         # request takes an id): a method calling next() on it cost a Python call more.
@@ -431,22 +431,18 @@ class State:
         slot.recorded, slot.hidden, slot.built = entry, self._hidden, None
         if oversized(entry):
             slot.entry()
-        size = sent_size(entry)
+        body = entry.body  # (body_bytes, read here: this runs for every request)
+        size = 0 if body is None else len(body)
         with self._lock:
-            self._append(slot, size)
-
-    def _append(self, slot: _Kept, size: int) -> None:
-        """Journal *slot*, which keeps *size* bytes of what was sent: the oldest entries go
-        beyond the journal's size or its bytes (hold the lock)."""
-        sizes = self._sizes
-        if len(sizes) == sizes.maxlen:  # the oldest goes with this one (deque's maxlen)
-            self._sent_bytes -= sizes[0]
-        self._journal.append(slot)
-        sizes.append(size)
-        self._sent_bytes += size
-        while self._sent_bytes > self.journal_bytes and len(sizes) > 1:
-            self._sent_bytes -= sizes.popleft()
-            self._journal.popleft()
+            sizes = self._sizes
+            if len(sizes) == sizes.maxlen:  # the oldest goes with this one (deque's maxlen)
+                self._sent_bytes -= sizes[0]
+            self._journal.append(slot)
+            sizes.append(size)
+            self._sent_bytes += size
+            while self._sent_bytes > self.journal_bytes and len(sizes) > 1:
+                self._sent_bytes -= sizes.popleft()
+                self._journal.popleft()
 
     def hide(self, secret: str) -> None:
         """Never keep *secret* (the admin token) in the journal: it reads :data:`MASK`.
@@ -496,7 +492,7 @@ class State:
                     self._keys_bytes -= self._keys.pop(name).size
                 kept = [e for e in _entries(list(self._journal)) if e.session != session]
                 self._journal = deque(map(_Kept.of, kept), maxlen=self._journal.maxlen)
-                self._sizes = deque(map(sent_size, kept), maxlen=self._sizes.maxlen)
+                self._sizes = deque(map(body_bytes, kept), maxlen=self._sizes.maxlen)
                 self._sent_bytes = sum(self._sizes)
 
     def compact(self, budget: int = COMPACT_SLICE) -> bool:

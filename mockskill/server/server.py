@@ -110,7 +110,7 @@ class Server(Expecting):
     --insecure-admin`` prints a warning; this class trusts its caller.)
     The request journal keeps the newest *journal_size* entries, each with what its
     request sent (target, headers, and body up to *journal_body_limit* bytes; not with
-    *journal_bodies* False; at most *journal_bytes* of that in all, the oldest going
+    *journal_bodies* False; at most *journal_bytes* of bodies in all, the oldest going
     first), credentials masked and the values of the headers, query parameters and form
     or JSON fields named in *redact* too (docs/admin.md).
 

@@ -239,7 +239,7 @@ def test_the_journal_keeps_at_most_its_bytes_of_what_was_sent_the_oldest_going_f
     # An entry larger than the whole budget is still kept, alone.
     state.record(sent(state, "/big", b"y" * 20_000))
     assert [e.path for e in state.journal()] == ["/big"]
-    # Entries without bodies take their targets' and headers' bytes only.
+    # Entries without bodies take none of it (their targets and headers are bounded each).
     for i in range(3):
         state.record(sent(state, f"/small{i}", b""))
     assert [e.path for e in state.journal()] == ["/small0", "/small1", "/small2"]
