@@ -151,6 +151,7 @@ FIRST = (
     "test_pytest_plugin.py",
     "test_packaging.py",
     "test_docs.py",
+    "test_security.py",
     "test_openapi.py",
     "test_supervisor.py",
     "test_connection.py",
@@ -166,6 +167,9 @@ FIRST = (
     "test_framing.py",
     "test_dashboard.py",
     "test_serve.py",
+    "test_templating.py",
+    "test_verify_routes.py",
+    "test_scenario_states.py",
     "test_record_replay.py",
 )
 """Files that run first, in this order; the others follow in collection order."""
