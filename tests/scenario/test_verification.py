@@ -8,6 +8,7 @@ it stands for and placed by its path.
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -130,6 +131,15 @@ def test_an_expression_re2_cannot_run_is_refused_with_why() -> None:
     assert "backreference" in problem.hint
 
 
+def json_error(text: str) -> str:
+    """What this Python's json says of *text* (its wording changed in 3.13)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return error.msg
+    raise AssertionError(f"{text!r} is valid JSON")
+
+
 @pytest.mark.parametrize(
     ("body", "path", "expected", "found", "hint"),
     [
@@ -146,7 +156,7 @@ def test_an_expression_re2_cannot_run_is_refused_with_why() -> None:
         ("[1]", "(top level)", "a verification: a JSON object", "a list of 1 item", ""),
         ("", "(top level)", "one JSON object", "nothing", ""),
         ('{"session": NaN}', "(JSON syntax)", "valid JSON", "NaN, which is JavaScript", "give"),
-        ('{"session": "S",}', "(JSON syntax)", "valid JSON", "Expecting property name", ""),
+        ('{"session": "S",}', "(JSON syntax)", "valid JSON", json_error('{"session": "S",}'), ""),
     ],
 )
 def test_each_bad_part_is_a_positioned_problem(
