@@ -72,7 +72,7 @@ MAX_KEPT_TAKES = 256
 
 def _take_parts(
     table: RoutingTable, target: Target
-) -> tuple[str, int, str, tuple[float, float] | None, bool]:
+) -> tuple[str, int, str, tuple[float, float] | None, bool, None]:
     """A Take of *target* on *table*, but its session: key, generation, scenario, outage
     window (``[start_ms, end_ms)`` after the scenario's activation), draws."""
     name = target.scenario or ""
@@ -81,9 +81,9 @@ def _take_parts(
     scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
     if outage is None:
-        return key, generation, name, None, target.draws
+        return key, generation, name, None, target.draws, None
     window = (float(outage.start_ms), float(outage.start_ms + outage.duration_ms))
-    return key, generation, name, window, target.draws or outage.step.random
+    return key, generation, name, window, target.draws or outage.step.random, None
 
 
 def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
@@ -104,7 +104,7 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     table, name = decided.table, target.scenario
     index = None
     answered: Taken = taken  # type: ignore[assignment]  # a Take is answered a Taken
-    position, draw = answered  # unpacked: faster than a NamedTuple's attributes
+    position, draw, _spent = answered  # unpacked: faster than a NamedTuple's attributes
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None

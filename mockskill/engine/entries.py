@@ -246,6 +246,20 @@ class Entry(NamedTuple):
     ``after:``. None: not sent or not read (a plain step's key is in :attr:`headers`,
     when kept)."""
 
+    rate_limit: dict[str, Any] | None = None
+    """What a rate limit said of the request (a skill's or route's ``rate_limit:``, or a
+    scripted ``rate_limited:`` step); None: nothing limits it. JSON values:
+    ``refused`` (no token: the request was not played), ``scripted`` (a step, not a
+    bucket), ``status`` (429 or 503), ``retry_after`` and ``headers`` (the forms,
+    docs/rate-limits.md), ``limit`` (the capacity the headers state), ``remaining``
+    (whole tokens left after the request), ``refill`` (tokens a second; None when
+    scripted), ``wait_ms`` (the wait the answer advised, as its headers state it: the
+    date form measured from when it was answered; None: no advice, the missing and
+    malformed forms, or an admitted request), ``retry_after_value`` (the ``Retry-After``,
+    or ``retry-after-ms``, as sent; None: none), ``key`` (what the bucket counts: its kind
+    and the value, a credential's fingerprint, never a secret). A refusal's advice is in
+    :attr:`retry` too (``max_attempts`` as the unified body says), as every advice is."""
+
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
         copies of the dicts a caller could change (not of every value of every entry)."""
@@ -257,6 +271,8 @@ class Entry(NamedTuple):
         data["near_misses"] = [copy.deepcopy(m) for m in self.near_misses]
         if self.upstream is not None:
             data["upstream"] = copy.deepcopy(self.upstream)
+        if self.rate_limit is not None:
+            data["rate_limit"] = dict(self.rate_limit)
         if self.headers is not None:  # as JSON holds them: [name, value] lists
             data["headers"] = [[name, value] for name, value in self.headers]
         return data

@@ -284,17 +284,17 @@ class State:
         if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
             # Unpacked at once: a NamedTuple's fields read one by one are slow attribute
             # lookups (LOAD_ATTR does not specialise for them).
-            session, key, generation, _, outage, draws = need
+            session, key, generation, _, outage, draws, _limit = need
             with self._lock:
                 record = self._session(session)
                 if draws or outage is not None:
                     return self._take_drawn(record, need)
                 if generation != self._generations.get(key, 0):
-                    return _new(Taken, (self._retired(record, key, generation), -1))
+                    return _new(Taken, (self._retired(record, key, generation), -1, None))
                 positions = record.positions
                 position = positions.get(key, 0)
                 positions[key] = position + 1
-                return _new(Taken, (position, -1))
+                return _new(Taken, (position, -1, None))
         if isinstance(need, UseToken):
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
@@ -325,13 +325,13 @@ class State:
         if outage is not None:
             elapsed_ms = (time.monotonic() - self._activated.get(need.scenario, 0.0)) * 1000
             if outage[0] <= elapsed_ms < outage[1]:
-                return _new(Taken, (None, draw))
+                return _new(Taken, (None, draw, None))
         key = need.key
         if need.generation != self._generations.get(key, 0):
-            return _new(Taken, (self._retired(record, key, need.generation), draw))
+            return _new(Taken, (self._retired(record, key, need.generation), draw, None))
         positions = record.positions
         position = positions[key] = positions.get(key, 0) + 1
-        return _new(Taken, (position - 1, draw))
+        return _new(Taken, (position - 1, draw, None))
 
     def _recall(self, need: Recall) -> Recalled:
         """:meth:`answer` for a :class:`Recall`: the key's first execution, or reserve it."""

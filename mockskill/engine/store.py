@@ -47,15 +47,52 @@ class Take(NamedTuple):
     """The scenario the sequence is in ('' for none): its outage and its draws."""
     outage: tuple[float, float] | None
     draws: bool
+    limit: Bucket | None = None
+    """The rate limit's token bucket the request spends one token of first (None: no
+    limit). Without a token, nothing else is taken: the request is refused, not played."""
+
+
+class Bucket(NamedTuple):
+    """A token bucket (a ``rate_limit:``): it holds *capacity* tokens at most (the burst),
+    gains *refill* tokens a second, and starts full. Spending one (a :class:`Take` with a
+    limit) first refills it for the time since it was last spent, on the store's clock
+    (one clock for every replica of a shared store)."""
+
+    key: str
+    """Which bucket: the scenario, the endpoint and the limited value (a session, a
+    credential's fingerprint, a client address, a header's or a body field's value)."""
+    capacity: int
+    refill: float
+    """Tokens a second (> 0; may be fractional: 0.5 is one token every two seconds)."""
+    session: str | None
+    """The session the bucket belongs to when the limit is per session: a reset of that
+    session empties it. None: shared by the sessions (per credential, client, ...)."""
+
+
+class Spent(NamedTuple):
+    """What spending a token of a :class:`Bucket` came to."""
+
+    admitted: bool
+    """Whether a token was there (and is now spent): the request is played."""
+    remaining: int
+    """Whole tokens left after this request."""
+    next_ms: int
+    """Milliseconds until the bucket holds one whole token again (0: it holds one now):
+    the wait a refused request is advised."""
+    full_ms: int
+    """Milliseconds until the bucket is full again (0: it is full)."""
 
 
 class Taken(NamedTuple):
     """What a :class:`Take` took."""
 
     position: int | None
-    """The sequence position taken (0 for a session's first request); None: in the outage."""
+    """The sequence position taken (0 for a session's first request); None: in the outage,
+    or refused by the rate limit (``spent.admitted`` False)."""
     draw: int
-    """The draw number taken (0, 1, ...), or -1 when none was asked for."""
+    """The draw number taken (0, 1, ...), or -1 when none was asked for (or refused)."""
+    spent: Spent | None = None
+    """The token spent of the Take's :attr:`Take.limit` (None: it has none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,6 +238,23 @@ CATEGORIES: Mapping[str, Category] = {
 }
 
 CODES: tuple[str, ...] = tuple(CATEGORIES)
+
+RATE_LIMITED = Category(
+    code="RATE_LIMITED",
+    statuses=(429,),
+    retryable=True,
+    message="Rate limit exceeded: {limit} requests, {refill_per_second} more a second",
+    when="the consumer sent more requests than the provider's rate limit admits",
+    fix="wait as Retry-After says (or the advice), with jitter; pace requests to the limit",
+    default_details=lambda ctx: {"limit": 1, "refill_per_second": 1},
+    retry=Retry(suggested_delay_ms=1000, max_attempts=5),
+)
+"""A rate limit's refusal: 429 in the unified body. **Not one of the chapter's seven**
+(so not in :data:`CATEGORIES`): a provider answering in-protocol sends
+``ENDPOINT_UNREACHABLE`` (503) with retry advice instead (docs/rate-limits.md). The audit
+treats it as retryable, with the advice the answer gave."""
+OUTSIDE_CHAPTER: Mapping[str, Category] = {RATE_LIMITED.code: RATE_LIMITED}
+"""Codes mockskill sends that the chapter does not define, marked so in docs/catalog.md."""
 SERVED_CODES: tuple[str, ...] = tuple(c.code for c in CATEGORIES.values() if c.sent_by_provider)
 
 

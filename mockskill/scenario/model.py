@@ -31,6 +31,10 @@ __all__ = [
     "FAULTS",
     "INITIAL_STATE",
     "JSON_TYPE",
+    "LIMIT_KEYS",
+    "RATE_ANSWERS",
+    "RATE_HEADER_FORMS",
+    "RETRY_AFTER_FORMS",
     "STALE_MODES",
     "TEXT_TYPE",
     "TLS_FAULTS",
@@ -48,6 +52,9 @@ __all__ = [
     "Operator",
     "Outage",
     "Proxy",
+    "RateAnswer",
+    "RateLimit",
+    "RateLimited",
     "Reply",
     "Requirement",
     "Route",
@@ -130,6 +137,71 @@ class Proxy:
     the answer (None: the upstream's answer is relayed)."""
 
 
+RETRY_AFTER_FORMS: tuple[str, ...] = ("seconds", "date", "fractional", "ms", "missing", "malformed")
+"""How a rate-limited answer writes its wait (``retry_after:``; docs/rate-limits.md):
+``Retry-After: 2``; an HTTP-date (with a ``Date`` header, the clock of the answer);
+``Retry-After: 1.5``; ``retry-after-ms: 1500`` (with ``Retry-After`` in whole seconds, as
+the providers that send it do); none at all; ``Retry-After: soon``. The last two carry no
+advice in the body either: nothing tells the consumer how long to wait."""
+RATE_HEADER_FORMS: tuple[str, ...] = ("ietf", "x-ratelimit", "x-ratelimit-epoch", "none")
+"""Which rate-limit headers a limited endpoint sends (``headers:``): the IETF draft's
+``RateLimit`` and ``RateLimit-Policy``; ``X-RateLimit-Limit``/``-Remaining``/``-Reset``
+with the reset in seconds left, or in epoch seconds; or none."""
+LIMIT_KEYS: tuple[str, ...] = ("session", "credential", "client", "header", "body")
+"""What a limit counts per (``key:``): the ``Mockskill-Session``, the credential presented,
+the client's address, a request header's value (``{header: NAME}``), or a JSON body's value
+at a JSON Pointer (``{body: /tenant}``). A request without the header, the body or the
+value falls in one bucket shared by all such requests."""
+RATE_ANSWERS: tuple[int, ...] = (429, 503)
+"""How a limit refuses: ``429`` with the unified body and the code ``RATE_LIMITED`` (outside
+the chapter's seven), or ``503`` ``ENDPOINT_UNREACHABLE``, in-protocol."""
+
+
+@dataclass(frozen=True)
+class RateAnswer:
+    """How a rate-limited answer is written: its status and the headers' forms."""
+
+    status: int = 429
+    """:data:`RATE_ANSWERS`."""
+    retry_after: str = "seconds"
+    """:data:`RETRY_AFTER_FORMS`."""
+    headers: str = "ietf"
+    """:data:`RATE_HEADER_FORMS`."""
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket on a skill's invocations or a route's requests (``rate_limit:``).
+
+    A request that finds no token is not played: it is answered as :attr:`answer` says,
+    with the wait until the next token as its advice."""
+
+    capacity: int
+    """The burst: tokens the bucket holds at most (>= 1); it starts full."""
+    refill: float
+    """Tokens a second (> 0)."""
+    where: Position
+    key: str = "session"
+    """:data:`LIMIT_KEYS`."""
+    key_name: str | None = None
+    """The header's name, lower-case (``key: {header: ...}``), or the JSON Pointer
+    (``key: {body: ...}``); None for the other keys."""
+    answer: RateAnswer = RateAnswer()
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """A scripted rate-limited answer (a step's ``rate_limited:``): no bucket, the wait given.
+
+    It is played like the limit's refusal, for exact tests without timing."""
+
+    wait_ms: int
+    """The wait the answer advises (``retry_after_ms:``; written as :attr:`answer` says)."""
+    limit: int = 1
+    """The limit the rate-limit headers state (``limit:``); ``Remaining`` is 0."""
+    answer: RateAnswer = RateAnswer()
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a sequence, played *times* requests in a row.
@@ -159,6 +231,9 @@ class Step:
     set_state: str | None = None
     """Playing it moves the session into this state of the scenario (``set_state:``; None:
     the state stays): what a case's :attr:`Case.state` requires."""
+    rate_limited: RateLimited | None = None
+    """A scripted rate-limited answer instead of :attr:`reply` (``rate_limited:``; its
+    headers are made per request, the date form reading the clock)."""
     ran: Reply | None = None
     """A scripted step with ``after:`` (commit then fail): the answer the skill made when
     it ran, which :attr:`reply` (``after``'s error) or :attr:`fault` then replaced; what a
@@ -293,6 +368,9 @@ class Skill:
     idempotency_key: bool = False
     """Whether it honours ``Idempotency-Key`` (docs/scenarios.md): an invocation repeating
     an executed one's key and body gets its first answer again instead of running."""
+    rate_limit: RateLimit | None = None
+    """The token bucket its invocations spend (``rate_limit:``; None: no limit). The
+    descriptor is not limited."""
 
     @property
     def sequences(self) -> tuple[Sequence, ...]:
@@ -320,6 +398,8 @@ class Route:
     index: int
     where: Position
     cases: tuple[Case, ...] = ()
+    rate_limit: RateLimit | None = None
+    """The token bucket its requests spend (``rate_limit:``; None: no limit)."""
 
     @property
     def label(self) -> str:

@@ -189,7 +189,7 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         position: int
         draw: int
         position, draw = reply  # type: ignore[misc]
-        return Taken(None if position < 0 else position, draw)
+        return Taken(None if position < 0 else position, draw, None)
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
     if type(need) is ReadState:
