@@ -255,7 +255,9 @@ class Entry(NamedTuple):
     (whole tokens left after the request), ``refill`` (tokens a second; None when
     scripted), ``wait_ms`` (the wait the answer advised, as its headers state it: the
     date form measured from when it was answered; None: no advice, the missing and
-    malformed forms, or an admitted request), ``retry_after_value`` (the ``Retry-After``,
+    malformed forms, or an admitted request), ``next_ms`` and ``full_ms`` (after the
+    request, milliseconds until the bucket holds a token again and until it is full;
+    for a scripted step both are its wait), ``retry_after_value`` (the ``Retry-After``,
     or ``retry-after-ms``, as sent; None: none), ``key`` (what the bucket counts: its kind
     and the value, a credential's fingerprint, never a secret). A refusal's advice is in
     :attr:`retry` too (``max_attempts`` as the unified body says), as every advice is."""
