@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -201,7 +202,12 @@ def test_replicas_sharing_redis_replay_each_others_first_answer(redis_url: str) 
         assert refused.status_code == 422
         fresh = invoke(one, "pay", "shared", "k-2", {"amount": 5})
         assert (fresh.status_code, fresh.json()) == (201, {"payment": "pay_2"})
-        entries = one.journal("shared")  # the shared journal: both replicas'
+        # The shared journal: both replicas', each once its flusher has sent it.
+        deadline = time.monotonic() + 10
+        while len(entries := one.journal("shared")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # (In the order they came: each replica's batch lands in the stream as it is flushed.)
+        entries.sort(key=lambda e: e.started)
         assert [(e.status, e.executed, e.replayed) for e in entries] == [
             (504, True, False),
             (201, False, True),

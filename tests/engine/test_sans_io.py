@@ -10,6 +10,7 @@ what the transport is to do.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import select
@@ -75,6 +76,9 @@ def surface() -> Iterator[LoopDispatcher]:
 
 @pytest.fixture
 def no_io(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sockets an earlier test left to the collector are closed by their finalizers now,
+    # not from a collection that happens to run while the engine plans.
+    gc.collect()
     monkeypatch.setattr(time, "sleep", forbidden("time.sleep"))
     monkeypatch.setattr(asyncio, "sleep", forbidden("asyncio.sleep"))
     monkeypatch.setattr(select, "select", forbidden("select.select"))
