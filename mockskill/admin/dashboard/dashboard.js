@@ -674,7 +674,7 @@
       chips(categories, order),
       el("p", { class: "muted" }, "Transport faults it has met:"),
       chips(faults, Object.keys(faults).sort()),
-      ...(Object.keys(limited).length ? [
+      ...(Object.values(limited).some((count) => count) ? [
         el("p", { class: "muted" }, "Rate-limit answers (outside the chapter: not asked for"
           + " by \u201ccomplete\u201d):"),
         chips(limited, Object.keys(limited))] : []));
