@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import requests
 
+from mockskill import Server
 from mockskill.audit import (
     RULES,
     Policy,
@@ -490,3 +492,19 @@ def test_the_gate_can_require_a_rate_limit_answer() -> None:
         assert_clean(whole, require_coverage=["RATE_LIMITED"])
     with pytest.raises(ValueError, match="did you mean 'RATE_LIMITED'"):
         coverage_gaps(whole, ["rate-limited"])
+
+
+# -- the report's parameters -----------------------------------------------------------------
+
+
+def test_get_admin_report_takes_the_new_rules_parameters(serve: Callable[..., Server]) -> None:
+    server = serve("name: p\nskills: [{id: fine}]\n")
+    url = f"{server.url}/__admin/report"
+    query = {"herd_chains": "4", "herd_window_ms": "5", "herd_share": "1", "burst_ms": "0"}
+    policy = requests.get(url, params=query, timeout=10).json()["policy"]
+    assert (policy["herd_chains"], policy["herd_window_ms"]) == (4, 5)
+    assert (policy["herd_share"], policy["burst_ms"]) == (1, 0)
+    for name, bad in [("herd_chains", "1"), ("herd_chains", "2.5"), ("herd_share", "0")]:
+        refused = requests.get(url, params={name: bad}, timeout=10)
+        assert refused.status_code == 400, (name, bad)
+        assert refused.json()["error"]["details"]["parameter"] == name
