@@ -21,8 +21,8 @@ by concept, in the order a report is made:
   rate-limit advice (no jitter);
 - ``pacing`` — ``rate-limit-ignored``: new requests sent to a limit after it
   said no tokens remained, before the next one;
-- ``covered`` — the categories and transport faults each session met, and
-  the consumer's real timeouts, and the rate-limit answers in a row of their own;
+- ``covered`` — the categories and transport faults each session met (the
+  rate-limit answers in a row of their own), and the consumer's real timeouts;
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
   of a chain, counted in coverage, and retrying a certificate that cannot
   become valid is ``non-retryable-retried``;

@@ -28,6 +28,7 @@ from mockskill.audit import (
 )
 from mockskill.audit.herds import RULE as HERD
 from mockskill.audit.pacing import RULE as IGNORED
+from mockskill.audit.table import table
 from mockskill.engine.entries import Entry
 from mockskill.protocol.catalog import RATE_LIMITED, Retry
 
@@ -337,9 +338,12 @@ def test_twenty_jittered_chains_are_no_herd(jitter: str) -> None:
     # (docs/audit.md): every seed of these is clean.
     for seed in range(10):
         r = random.Random(seed)
-        waits = [JITTERS[jitter](r) for _ in range(20)]
-        j = herd(lambda i: waits[i], 20)  # noqa: B023 (called before the loop goes on)
+        j = herd(_given([JITTERS[jitter](r) for _ in range(20)]), 20)
         assert j.findings(HERD) == [], (jitter, seed)
+
+
+def _given(waits: list[float]) -> Callable[[int], float]:
+    return lambda i: waits[i]
 
 
 def test_three_chains_whose_waits_past_the_advice_differ_by_the_window_are_no_herd() -> None:
@@ -508,3 +512,14 @@ def test_get_admin_report_takes_the_new_rules_parameters(serve: Callable[..., Se
         refused = requests.get(url, params={name: bad}, timeout=10)
         assert refused.status_code == 400, (name, bad)
         assert refused.json()["error"]["details"]["parameter"] == name
+
+
+def test_mockskill_reports_table_prints_the_rate_limit_row_once_one_was_met() -> None:
+    limited, plain = Journal("limited"), Journal("plain")
+    limited.refused(0)
+    limited.refused(1.1, status=503, value="1")
+    limited.add(2.2)
+    plain.add(0)
+    text = table(report([*limited.entries, *plain.entries]))
+    rows = [line.strip() for line in text.splitlines() if "rate-limit answers" in line]
+    assert rows == ["rate-limit answers: RATE_LIMITED x1, ENDPOINT_UNREACHABLE x1"], text
