@@ -473,3 +473,46 @@ def test_the_wsgi_player_plays_scripted_steps_too() -> None:
     assert answer.status_code == 429
     assert answer.headers["Retry-After"] == "3"
     assert int(answer.headers["X-RateLimit-Reset"]) >= math.ceil(time.time() + 1.5)
+
+
+def test_an_idempotent_skill_is_limited_and_its_replays_take_no_token(start: Any) -> None:
+    text = """
+    skills:
+      - id: search
+        idempotency_key: true
+    """
+    url, headers = start(limited(text, skill=limit(1, 0.1))), fresh()
+    first = invoke(url, {**headers, "Idempotency-Key": "k1"}, json={"input": {}})
+    replay = invoke(url, {**headers, "Idempotency-Key": "k1"}, json={"input": {}})
+    refused = invoke(url, {**headers, "Idempotency-Key": "k2"}, json={"input": {}})
+    assert [first.status_code, replay.status_code, refused.status_code] == [200, 200, 429]
+    entries = journal(url, headers["Mockskill-Session"])
+    assert [e["replayed"] for e in entries] == [False, True, False]
+    assert [e["executed"] for e in entries] == [True, False, False]
+    assert entries[2]["rate_limit"]["refused"] is True
+
+
+def test_a_scripted_step_drawn_from_one_of(start: Any) -> None:
+    text = """
+    skills:
+      - id: search
+        invoke:
+          - one_of:
+              - json: {drawn: true}
+    """
+    scenarios = load_text(text, "test.yaml")
+    scenario = scenarios.scenarios[0]
+    skill = scenario.skills[0]
+    step = skill.invoke.steps[0]
+    option = step.choices[0]
+    scripted = RateLimited(1000, 2, RateAnswer(429, "seconds", "none"))
+    option = dataclasses.replace(
+        option, step=dataclasses.replace(option.step, rate_limited=scripted)
+    )
+    step = dataclasses.replace(step, choices=(option,))
+    skill = dataclasses.replace(skill, invoke=dataclasses.replace(skill.invoke, steps=(step,)))
+    scenario = dataclasses.replace(scenario, skills=(skill,))
+    url = start(dataclasses.replace(scenarios, scenarios=(scenario,)))
+    answer = invoke(url, fresh())
+    assert answer.status_code == 429
+    assert answer.headers["Retry-After"] == "1"

@@ -153,10 +153,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             decided.chosen = Chosen(position=position, reply=reply)
             return decided
         step, in_outage = sequence.steps[index], False
-    if step.rate_limited is not None:  # a scripted refusal: made now (the date form's clock)
-        reply, decided.limited = limits.scripted(step.rate_limited, target.context, time.time())
-        decided.chosen = Chosen(step, index, position, in_outage, reply=decided.urls.fill(reply))
-        return decided
+    if step.rate_limited is not None:
+        return _scripted_limit(decided, Chosen(step, index, position, in_outage))
     skill = target.skill
     timeout = None
     if skill is not None and skill.timeout_ms is not None:
@@ -166,6 +164,8 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
         key = draw_key(seed, name or "", decided.session, draw)
         drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
+        if drawn.rate_limited is not None:  # (an outcome of a one_of)
+            return _scripted_limit(decided, Chosen(drawn, index, position, in_outage, choice))
         decided.chosen = Chosen(
             drawn,
             index,
@@ -193,6 +193,19 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if step.set_state is None:
         return decided
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
+
+
+def _scripted_limit(decided: Decided, chosen: Chosen) -> Decided:
+    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer: made now (the
+    date form reads the clock), not played."""
+    step = chosen.step
+    assert step is not None
+    assert step.rate_limited is not None
+    context = decided.target.context  # type: ignore[union-attr]  # a step is a Target's
+    reply, decided.limited = limits.scripted(step.rate_limited, context, time.time())
+    chosen.reply = decided.urls.fill(reply)
+    decided.chosen = chosen
+    return decided
 
 
 def limited_key(decided: Decided) -> dict[str, Any]:
