@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import os
 import random
 import threading
@@ -42,7 +41,6 @@ from .entries import (
     unpacked,
 )
 from .store import (
-    Bucket,
     Health,
     IssueToken,
     Need,
@@ -52,7 +50,6 @@ from .store import (
     Recalled,
     SetState,
     Settle,
-    Spent,
     Take,
     Taken,
     UseToken,
@@ -185,7 +182,7 @@ class _Session:
     """What one session has done: positions in sequences, its draws per scenario, and the
     state it is in per scenario."""
 
-    __slots__ = ("buckets", "draws", "positions", "retired", "states")
+    __slots__ = ("draws", "positions", "retired", "states")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
@@ -196,8 +193,6 @@ class _Session:
         """Per scenario (its name, '' for none), how many draws the session took."""
         self.states: dict[str, str] = {}
         """Per scenario, the state a step moved the session into (none: the initial one)."""
-        self.buckets: dict[str, tuple[float, float]] = {}
-        """Its rate limits' buckets (per session): tokens, and when they were counted."""
 
 
 @dataclass(slots=True)
@@ -260,8 +255,6 @@ class State:
         self._keys: OrderedDict[tuple[str, str, str], _Remembered] = OrderedDict()
         """Idempotency keys by (session, skill, key), least recently used first."""
         self._keys_bytes = 0
-        self._buckets: dict[str, tuple[float, float]] = {}
-        """Rate limits' buckets not per session (by credential, client, header, body)."""
 
     def _session(self, name: str) -> _Session:
         """*name*'s record, now the most recently used (hold the lock)."""
@@ -291,11 +284,9 @@ class State:
         if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
             # Unpacked at once: a NamedTuple's fields read one by one are slow attribute
             # lookups (LOAD_ATTR does not specialise for them).
-            session, key, generation, _, outage, draws, limit = need
+            session, key, generation, _, outage, draws, _limit = need
             with self._lock:
                 record = self._session(session)
-                if limit is not None:
-                    return self._take_limited(record, need, limit)
                 if draws or outage is not None:
                     return self._take_drawn(record, need)
                 if generation != self._generations.get(key, 0):
@@ -323,18 +314,6 @@ class State:
             self._settle(need)
             return None
         raise TypeError(f"not a need: {need!r}")
-
-    def _take_limited(self, record: _Session, need: Take, limit: Bucket) -> Taken:
-        """:meth:`answer` for a Take with a rate limit: a token of its bucket first (a
-        session's bucket is the session's, reset with it); none, nothing else is taken."""
-        buckets = record.buckets if limit.session is not None else self._buckets
-        if limit.session is None and len(buckets) >= MAX_BUCKETS and limit.key not in buckets:
-            buckets.clear()  # bounded: a client inventing keys cannot grow it without end
-        spent = _spend(buckets, limit, time.monotonic())
-        if not spent.admitted:
-            return _new(Taken, (None, -1, spent))
-        position, draw, _ = self._take_drawn(record, need)
-        return _new(Taken, (position, draw, spent))
 
     def _take_drawn(self, record: _Session, need: Take) -> Taken:
         """:meth:`answer` for a Take with draws or an outage window (hold the lock)."""
@@ -507,7 +486,6 @@ class State:
                 self._tokens.clear()
                 self._keys.clear()
                 self._keys_bytes = 0
-                self._buckets.clear()
             else:
                 self._sessions.pop(session, None)
                 for name in [n for n in self._keys if n[0] == session]:
@@ -576,22 +554,3 @@ class State:
 
     def close(self) -> None:
         """Nothing to let go of."""
-
-
-MAX_BUCKETS = 4096
-"""Rate-limit buckets not per session the store keeps (past it, they start full again)."""
-
-
-def _spend(buckets: dict[str, tuple[float, float]], bucket: Bucket, now: float) -> Spent:
-    """Spend a token of *bucket* (its tokens in *buckets*) at *now* (seconds): refilled
-    first for the time since it was last counted; it starts full."""
-    capacity, refill = bucket.capacity, bucket.refill
-    tokens, at = buckets.get(bucket.key, (float(capacity), now))
-    tokens = min(float(capacity), tokens + (now - at) * refill)
-    admitted = tokens >= 1
-    if admitted:
-        tokens -= 1
-    buckets[bucket.key] = (tokens, now)
-    next_ms = 0 if tokens >= 1 else math.ceil((1 - tokens) / refill * 1000)
-    full_ms = math.ceil((capacity - tokens) / refill * 1000)
-    return Spent(admitted, int(tokens), next_ms, full_ms)
