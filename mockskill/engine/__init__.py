@@ -18,7 +18,8 @@ draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
 counts its entries against a verification, reading each as ``conditions`` read
 a request) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
-answers. ``named_ports`` says what the engine asks of the ports its replies name
+answers (``buckets``: the sums of a rate limit's token bucket, which it
+spends). ``named_ports`` says what the engine asks of the ports its replies name
 (the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the
 transport binds and the server hands in. Nothing here sleeps or touches a
 socket (tests/test_layout.py holds it): the WSGI face plays a step on a

@@ -75,8 +75,11 @@ def handle(engine: Engine, request: Request) -> Response:
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
     reply, chosen = decided.reply_to_send(), decided.chosen
+    limited = decided.limited
+    added = () if limited is None or not limited.added else limited.headers
     if reply is not None:
         response = respond(reply)
+        response.headers.extend(added)  # (an admitted request's rate-limit headers)
         code = response.status_code
         engine.state.record(engine.entry(incoming, decided, chosen, code, reply))
         return response
@@ -87,6 +90,7 @@ def handle(engine: Engine, request: Request) -> Response:
         engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, decided, chosen, decided.urls)
+    response.headers.extend(added)
     status = None if isinstance(response, CutResponse) else response.status_code
     recorded = engine.entry(
         incoming,

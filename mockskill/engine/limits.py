@@ -1,0 +1,358 @@
+"""Rate limits as they are answered: which bucket a request spends, and the wire forms.
+
+A limited endpoint (a skill's invoke or a route with ``rate_limit:``) has its request spend
+a token of a :class:`~.store.Bucket` first (:func:`bucket`, put on the request's
+:class:`~.store.Take`); the store says what it came to (a :class:`~.store.Spent`). This
+module turns that into what the consumer sees, per request and without I/O:
+
+- a refusal (:func:`refusal`): 429 ``RATE_LIMITED`` (outside the chapter) or 503
+  ``ENDPOINT_UNREACHABLE`` (in-protocol), in the unified body, advising the wait until the
+  next token;
+- a scripted ``rate_limited:`` step (:func:`scripted`): the same answer, its wait given;
+- the rate-limit headers an admitted answer carries (:func:`admitted`), with what is left.
+
+Each says so in the journal (:class:`Limited`, read into ``Entry.rate_limit`` and
+``Entry.retry``). The forms are docs/rate-limits.md's: ``Retry-After`` in seconds, as an
+HTTP-date (RFC 9110 section 10.2.3), fractional, with ``retry-after-ms``, absent or
+malformed; ``RateLimit``/``RateLimit-Policy`` (draft-ietf-httpapi-ratelimit-headers) or
+``X-RateLimit-*``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from email.utils import formatdate
+from hashlib import blake2b
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import catalog
+from ..protocol.catalog import Retry
+from ..scenario.model import JSON_TYPE, RateAnswer, RateLimit, RateLimited, Reply
+from . import request_facts
+from .conditions import ABSENT, resolve
+from .entries import escaped, shorten
+from .store import Bucket, Spent
+from .wire import Answer
+
+if TYPE_CHECKING:
+    from .digests import KeyedDigest
+    from .incoming import Incoming
+
+MAX_ATTEMPTS = 5
+"""The ``max_attempts`` a rate-limited answer's advice states."""
+MAX_KEY_VALUE = 64
+"""Characters of a keyed value a bucket's key holds as they are; a longer one is held as
+its digest, so that a client sending huge values cannot make huge keys."""
+MAX_SHOWN_VALUE = 64
+"""Characters of a keyed value the journal shows (the rest marked as cut)."""
+MAX_BODY_KEYED = 64 * 1024
+"""Bytes of a body a ``{body: /pointer}`` key parses at most; a longer body falls in the
+shared bucket (parsing megabytes for a key would let a client make the server work)."""
+POLICY = '"default"'
+"""The IETF draft's policy name (a structured-field string): one policy per endpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limited:
+    """What a rate limit said of one request: the rate-limit headers its answer carries,
+    whether they are still to be added (an admitted request's: its step's answer does not
+    hold them) and the journal's account (``Entry.rate_limit``)."""
+
+    headers: tuple[tuple[str, str], ...]
+    added: bool
+    record: dict[str, Any]
+
+
+# -- the bucket a request spends ------------------------------------------------
+
+
+def bucket(limit: RateLimit, endpoint: str, value: str | None) -> Bucket:
+    """The bucket of *endpoint* (its scenario and endpoint: a skill's invoke, a route)
+    under *limit* that a request counted by *value* spends (:func:`key_value`; None: the
+    endpoint's one shared bucket, for the requests without one)."""
+    kind = limit.key
+    held = "-" if value is None else "=" + _bounded(value)
+    key = f"rate/{endpoint}/{kind}{held}"  # (the endpoint is length-prefixed: unambiguous)
+    return Bucket(key, limit.capacity, limit.refill, value if kind == "session" else None)
+
+
+def key_value(
+    limit: RateLimit, session: str, request: Incoming, credentials: KeyedDigest
+) -> str | None:
+    """The value *request* is counted by under *limit* (None: it has none, the shared
+    bucket): the session, a credential's keyed fingerprint (never the secret), the client's
+    address, a header's value, or the body's JSON value at the pointer (serialised)."""
+    kind = limit.key
+    if kind == "session":
+        return session
+    if kind == "credential":
+        return request_facts.credential(request, credentials)
+    if kind == "client":
+        address: str | None = request.werkzeug().remote_addr  # (made only for this kind)
+        return address
+    if kind == "header":
+        assert limit.key_name is not None
+        return request.headers.get(limit.key_name)
+    assert kind == "body"
+    assert limit.key_name is not None
+    return _body_value(request.body, limit.key_name)
+
+
+def _body_value(body: bytes, pointer: str) -> str | None:
+    """The JSON value at *pointer* in *body*, serialised; None when the body is not JSON (or
+    too long to read for a key) or has no value there."""
+    if not body or len(body) > MAX_BODY_KEYED:
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:  # (UnicodeDecodeError and RecursionError's kin included)
+        return None
+    except RecursionError:
+        return None
+    tokens = tuple(t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:])
+    found = resolve(document, tokens)
+    if found is ABSENT:
+        return None
+    return found if isinstance(found, str) else json.dumps(found, sort_keys=True)
+
+
+def _bounded(value: str) -> str:
+    """*value* as a bucket's key holds it: itself if short, else its digest."""
+    if len(value) <= MAX_KEY_VALUE:
+        return value
+    digest = blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"#{digest}"
+
+
+def shown_key(limit: RateLimit, value: str | None) -> dict[str, Any]:
+    """The journal's ``key``: its kind, the header's name or pointer, and the value (shown
+    bounded and printable; None: the shared bucket)."""
+    shown = None if value is None else shorten(escaped(value), MAX_SHOWN_VALUE)
+    return {"kind": limit.key, "name": limit.key_name, "value": shown}
+
+
+# -- the forms on the wire --------------------------------------------------------
+
+
+def http_date(seconds: int) -> str:
+    """*seconds* (epoch) as an IMF-fixdate (RFC 9110 section 5.6.7)."""
+    return formatdate(seconds, usegmt=True)
+
+
+def fractional(wait_ms: int) -> str:
+    """*wait_ms* as decimal seconds: one to three decimals, always a point (``2.0``)."""
+    text = f"{wait_ms // 1000}.{wait_ms % 1000:03d}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def retry_after(form: str, wait_ms: int, now: float) -> tuple[list[tuple[str, str]], int | None]:
+    """The headers that advise a wait of *wait_ms* in *form*, answered at *now*, and the
+    advice they state in milliseconds (None: they state none)."""
+    if form == "seconds":
+        seconds = catalog.retry_after_seconds(wait_ms)
+        return [("Retry-After", str(seconds))], seconds * 1000
+    if form == "date":
+        at = math.ceil(now + wait_ms / 1000)
+        sent = [("Date", http_date(math.floor(now))), ("Retry-After", http_date(at))]
+        return sent, math.ceil((at - now) * 1000)
+    if form == "fractional":
+        return [("Retry-After", fractional(wait_ms))], wait_ms
+    if form == "ms":
+        seconds = catalog.retry_after_seconds(wait_ms)
+        return [("retry-after-ms", str(wait_ms)), ("Retry-After", str(seconds))], wait_ms
+    if form == "malformed":
+        return [("Retry-After", "soon")], None
+    assert form == "missing"
+    return [], None
+
+
+def rate_headers(
+    form: str, limit: int, window_s: int, remaining: int, full_ms: int, now: float
+) -> list[tuple[str, str]]:
+    """The rate-limit headers in *form*: a *limit* of requests per *window_s* seconds,
+    *remaining* of them left, the bucket full again in *full_ms*."""
+    reset = catalog.retry_after_seconds(full_ms)
+    if form == "ietf":
+        return [
+            ("RateLimit-Policy", f"{POLICY};q={limit};w={window_s}"),
+            ("RateLimit", f"{POLICY};r={remaining};t={reset}"),
+        ]
+    if form == "none":
+        return []
+    if form == "x-ratelimit-epoch":
+        reset = math.ceil(now + full_ms / 1000)
+    else:
+        assert form == "x-ratelimit"
+    return [
+        ("X-RateLimit-Limit", str(limit)),
+        ("X-RateLimit-Remaining", str(remaining)),
+        ("X-RateLimit-Reset", str(reset)),
+    ]
+
+
+def window(limit: RateLimit) -> int:
+    """The IETF policy's window of a bucket: the seconds its capacity takes to refill."""
+    return max(1, math.ceil(limit.capacity / limit.refill))
+
+
+def _sent_value(form: str, headers: list[tuple[str, str]]) -> str | None:
+    """The ``Retry-After`` (``retry-after-ms`` for that form) *headers* send."""
+    wanted = "retry-after-ms" if form == "ms" else "Retry-After"
+    return next((value for name, value in headers if name == wanted), None)
+
+
+# -- the answers ----------------------------------------------------------------
+
+
+def admitted(limit: RateLimit, spent: Spent, key: dict[str, Any], now: float) -> Limited:
+    """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
+    step's answer, and its journal record."""
+    answer = limit.answer
+    headers = rate_headers(
+        answer.headers, limit.capacity, window(limit), spent.remaining, spent.full_ms, now
+    )
+    record = _record(answer, False, False, limit.capacity, spent, limit.refill, None, None, key)
+    return Limited(tuple(headers), bool(headers), record)
+
+
+def with_headers(answer: Answer, headers: tuple[tuple[str, str], ...]) -> Answer:
+    """*answer* with the rate-limit *headers* added (made for one request)."""
+    return Answer(answer.status, answer.headers + headers, answer.body, answer.reason)
+
+
+class LimitedHead:
+    """A kept answer's head with room for an admitted request's rate-limit headers: its
+    status line and headers rendered once, the few varying header bytes added per request
+    (:meth:`answer`), the body kept."""
+
+    __slots__ = ("answer", "head")
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        head = answer.head(close=False)
+        # Up to its Content-Length line, which the rate-limit headers go before.
+        self.head = head[: head.rindex(b"Content-Length: ")] if answer.has_body else None
+
+    def answering(self, headers: tuple[tuple[str, str], ...]) -> Answer:
+        """The kept answer with *headers* added."""
+        kept, head = self.answer, self.head
+        if head is None:  # (no body, no Content-Length: rare, made whole)
+            return with_headers(kept, headers)
+        lines = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers)
+        return Answer.framed(
+            kept.status, kept.headers + headers, kept.body, head + lines + b"Content-Length: "
+        )
+
+
+def refusal(
+    limit: RateLimit, spent: Spent, key: dict[str, Any], context: catalog.Context, now: float
+) -> tuple[Reply, Limited]:
+    """The answer to a request *limit* refused (*spent*: no token), at *now*: its wait is
+    the next token's."""
+    answer = limit.answer
+    headers, advice_ms = retry_after(answer.retry_after, spent.next_ms, now)
+    headers += rate_headers(answer.headers, limit.capacity, window(limit), 0, spent.full_ms, now)
+    details = {"limit": limit.capacity, "refill_per_second": limit.refill, "key": limit.key}
+    reply = _answer(answer, context, headers, advice_ms, details, None)
+    record = _record(
+        answer,
+        True,
+        False,
+        limit.capacity,
+        spent,
+        limit.refill,
+        advice_ms,
+        _sent_value(answer.retry_after, headers),
+        key,
+    )
+    return reply, Limited(reply.headers, False, record)
+
+
+def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[Reply, Limited]:
+    """The answer of a scripted ``rate_limited:`` step at *now* (no bucket: its wait given,
+    nothing remaining)."""
+    answer, wait_ms = step.answer, step.wait_ms
+    headers, advice_ms = retry_after(answer.retry_after, wait_ms, now)
+    scripted_window = catalog.retry_after_seconds(wait_ms) or 1
+    headers += rate_headers(answer.headers, step.limit, scripted_window, 0, wait_ms, now)
+    details = {"limit": step.limit, "refill_per_second": None, "key": "scripted"}
+    message = f"Rate limit exceeded: {step.limit} requests (a scripted rate-limited answer)"
+    reply = _answer(answer, context, headers, advice_ms, details, message)
+    spent = Spent(False, 0, wait_ms, wait_ms)
+    record = _record(
+        answer,
+        True,
+        True,
+        step.limit,
+        spent,
+        None,
+        advice_ms,
+        _sent_value(answer.retry_after, headers),
+        None,
+    )
+    return reply, Limited(reply.headers, False, record)
+
+
+def _answer(
+    answer: RateAnswer,
+    context: catalog.Context,
+    headers: list[tuple[str, str]],
+    advice_ms: int | None,
+    details: dict[str, Any],
+    message: str | None,
+) -> Reply:
+    """The refusal's reply in the unified body: 429 ``RATE_LIMITED`` or 503
+    ``ENDPOINT_UNREACHABLE``, with *headers* (the forms: the body's own ``Retry-After`` is
+    not sent, the form says what is)."""
+    advice = None if advice_ms is None else Retry(advice_ms, MAX_ATTEMPTS)
+    if answer.status == 429:
+        rendered = catalog.render(
+            "RATE_LIMITED", context, message=message, details=details, retry=advice
+        )
+    else:
+        rendered = catalog.render(
+            "ENDPOINT_UNREACHABLE",
+            context,
+            status=503,
+            details={"reason": "rate limited"},
+            retry=advice,
+        )
+    return Reply.make(
+        rendered.status,
+        rendered.body.encode(),
+        JSON_TYPE,
+        tuple(headers),
+        error_code=rendered.code,
+        retry=advice,
+    )
+
+
+def _record(
+    answer: RateAnswer,
+    refused: bool,
+    is_scripted: bool,
+    limit: int,
+    spent: Spent,
+    refill: float | None,
+    wait_ms: int | None,
+    value: str | None,
+    key: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``Entry.rate_limit``: every key its docstring lists, JSON values."""
+    return {
+        "refused": refused,
+        "scripted": is_scripted,
+        "status": answer.status,
+        "retry_after": answer.retry_after,
+        "headers": answer.headers,
+        "limit": limit,
+        "remaining": spent.remaining,
+        "refill": refill,
+        "wait_ms": wait_ms,
+        "next_ms": spent.next_ms,
+        "full_ms": spent.full_ms,
+        "retry_after_value": value,
+        "key": key,
+    }
