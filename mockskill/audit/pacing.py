@@ -19,7 +19,7 @@ attempt): they were on their way before anything was said.
 
 from __future__ import annotations
 
-import json
+import heapq
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,42 +39,65 @@ def said_empty(limit: dict[str, Any] | None) -> bool:
     return limit.get("remaining") == 0 and limit.get("headers") != "none"
 
 
-def bucket_of(attempt: Attempt) -> tuple[str, str]:
+Bucket = tuple[str, object]
+"""A bucket as the audit tells them apart: the endpoint, and the key's kind, name and value."""
+
+
+def bucket_of(attempt: Attempt) -> Bucket:
     """The bucket a request counts against: its endpoint and the limit's key."""
-    limit = attempt.entry.rate_limit or {}
-    return endpoint_of(attempt.entry), json.dumps(limit.get("key"), sort_keys=True)
+    key = (attempt.entry.rate_limit or {}).get("key")
+    if isinstance(key, dict):  # its kind, name and value, whatever their JSON types
+        key = repr(sorted(key.items()))
+    return endpoint_of(attempt.entry), key
 
 
 def rate_limit_ignored(
     session: str, chained: Sequence[Sequence[Attempt]], policy: Policy
 ) -> list[Finding]:
-    """The ``rate-limit-ignored`` findings of one session's chains (their attempts, as audited)."""
-    firsts: list[tuple[int, Attempt]] = []  # (chain, its first attempt) of limited endpoints
-    told: list[tuple[int, Attempt, Attempt]] = []  # (chain, the answer, its chain's first)
-    for n, chain in enumerate(chained):
-        if chain[0].entry.rate_limit is not None:
-            firsts.append((n, chain[0]))
-        told.extend((n, a, chain[0]) for a in chain if said_empty(a.entry.rate_limit))
-    flagged: dict[tuple[str, str], list[tuple[Attempt, list[Attempt]]]] = {}
-    seen: set[int] = set()
-    for index, answer, first in sorted(told, key=lambda t: t[1].entry.started):
-        bucket = bucket_of(answer)
-        limit = answer.entry.rate_limit or {}
-        since = ended(answer.entry)
-        early = [
-            attempt
-            for other, attempt in firsts
-            if other != index
-            and attempt.entry.id not in seen
-            and bucket_of(attempt) == bucket
-            and attempt.entry.started >= since
-            and (attempt.entry.started - since) * 1000 < policy.least(float(limit["next_ms"]))
-            and (attempt.entry.started - first.entry.started) * 1000 >= policy.burst_ms
-        ]
+    """The ``rate-limit-ignored`` findings of one session's chains (their attempts, as audited).
+
+    Per bucket, one sweep in time over its answers that said no tokens remained and its
+    chains' first attempts: a long session is read once, not once per answer. A first
+    attempt is never judged against its own chain's answers (they came after it).
+    """
+    arrivals: dict[Bucket, list[Attempt]] = {}  # chains' first attempts
+    told: dict[Bucket, list[tuple[float, float, Attempt]]] = {}  # (from, until, answer)
+    for chain in chained:
+        first = chain[0]
+        if first.entry.rate_limit is not None:
+            arrivals.setdefault(bucket_of(first), []).append(first)
+        for answer in chain:
+            limit = answer.entry.rate_limit
+            if said_empty(limit):
+                assert limit is not None
+                since = ended(answer.entry)
+                # Judged from when the consumer had the answer, or from when a request sent
+                # with the answer's operation can no longer have been on its way: the later.
+                judged_from = max(since, first.entry.started + policy.burst_ms / 1000)
+                until = since + policy.least(float(limit["next_ms"])) / 1000
+                told.setdefault(bucket_of(answer), []).append((judged_from, until, answer))
+    findings = []
+    for bucket, answers in told.items():
+        answers.sort(key=lambda t: (t[0], t[2].entry.id))
+        early: dict[int, tuple[Attempt, list[Attempt]]] = {}  # by answer id
+        active: list[tuple[float, int, float, Attempt]] = []  # (started, id, until, answer)
+        n = 0
+        for arrival in sorted(
+            arrivals.get(bucket, []), key=lambda a: (a.entry.started, a.entry.id)
+        ):
+            at = arrival.entry.started
+            while n < len(answers) and answers[n][0] <= at:
+                judged_from, until, answer = answers[n]
+                heapq.heappush(active, (answer.entry.started, answer.entry.id, until, answer))
+                n += 1
+            while active and active[0][2] <= at:  # over: never again, time only goes on
+                heapq.heappop(active)
+            if active:  # the earliest answer that said none remained, still in force
+                answer = active[0][3]
+                early.setdefault(answer.entry.id, (answer, []))[1].append(arrival)
         if early:
-            seen.update(a.entry.id for a in early)
-            flagged.setdefault(bucket, []).append((answer, early))
-    return [_finding(session, bucket[0], told_early) for bucket, told_early in flagged.items()]
+            findings.append(_finding(session, bucket[0], list(early.values())))
+    return findings
 
 
 def _said(answer: Attempt) -> str:
