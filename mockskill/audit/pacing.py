@@ -48,6 +48,8 @@ def bucket_of(attempt: Attempt) -> Bucket:
     key = (attempt.entry.rate_limit or {}).get("key")
     if isinstance(key, dict):  # its kind, name and value, whatever their JSON types
         key = repr(sorted(key.items()))
+    elif key is not None and not isinstance(key, str):
+        key = repr(key)
     return endpoint_of(attempt.entry), key
 
 
