@@ -17,9 +17,9 @@ by concept, in the order a report is made:
 - ``correlation`` — the sixth, ``correlation-lost``: a retry that dropped or
   changed the ``Idempotency-Key``, ``traceparent`` (its trace id) or
   ``X-Request-Id`` its chain's first attempt carried;
-- ``herds`` — ``retry-herd``: chains that retried in lockstep after the same
+- ``herds`` — the seventh, ``retry-herd``: chains that retried in lockstep after the same
   rate-limit advice (no jitter);
-- ``pacing`` — ``rate-limit-ignored``: new requests sent to a limit after it
+- ``pacing`` — the eighth, ``rate-limit-ignored``: new requests sent to a limit after it
   said no tokens remained, before the next one;
 - ``covered`` — the categories and transport faults each session met (the
   rate-limit answers in a row of their own), and the consumer's real timeouts;

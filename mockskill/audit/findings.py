@@ -5,7 +5,10 @@
 measures every attempt's wait against the :mod:`policy <mockskill.audit.policy>`,
 and each breach becomes a :class:`Finding` that says what was found, what
 the chapter expects and the fix. :func:`used_invalid` finds skills invoked
-after their descriptor failed validation. The fifth rule,
+after their descriptor failed validation. A rate limit's answer is judged on the
+advice its header gave (waiting it out is enough: no doubling owed), and one that gave
+none (``Retry-After`` missing or malformed) retried at once is ``backoff-not-growing``,
+there being no advice to be too soon for. The fifth rule,
 ``duplicate-execution`` (a retry that ran an operation twice, behind a proxy
 or on a scripted skill), is :mod:`.executions`'.
 """
