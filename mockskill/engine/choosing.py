@@ -154,7 +154,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             return decided
         step, in_outage = sequence.steps[index], False
     if step.rate_limited is not None:
-        return _scripted_limit(decided, Chosen(step, index, position, in_outage))
+        delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+        chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
+        return _scripted_limit(decided, chosen, step.set_state)
     skill = target.skill
     timeout = None
     if skill is not None and skill.timeout_ms is not None:
@@ -165,7 +167,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         key = draw_key(seed, name or "", decided.session, draw)
         drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
         if drawn.rate_limited is not None:  # (an outcome of a one_of)
-            return _scripted_limit(decided, Chosen(drawn, index, position, in_outage, choice))
+            chosen = Chosen(drawn, index, position, in_outage, choice, delay_ms, drawn=True)
+            moves = step.set_state if drawn.set_state is None else drawn.set_state
+            return _scripted_limit(decided, chosen, moves)
         decided.chosen = Chosen(
             drawn,
             index,
@@ -195,17 +199,22 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
 
 
-def _scripted_limit(decided: Decided, chosen: Chosen) -> Decided:
-    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer: made now (the
-    date form reads the clock), not played."""
-    step = chosen.step
+def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
+    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer, made now for when
+    it is sent, after its delay (the date form reads the clock): answered, not played;
+    the step moves the session's state to *moves* first (None: it stays)."""
+    step, target = chosen.step, decided.target
     assert step is not None
     assert step.rate_limited is not None
-    context = decided.target.context  # type: ignore[union-attr]  # a step is a Target's
-    reply, decided.limited = limits.scripted(step.rate_limited, context, time.time())
+    assert isinstance(target, Target), "a step is a target's"
+    sent_at = time.time() + (chosen.delay_ms or 0) / 1000
+    reply, decided.limited = limits.scripted(step.rate_limited, target.context, sent_at)
     chosen.reply = decided.urls.fill(reply)
     decided.chosen = chosen
-    return decided
+    if moves is None:
+        return decided
+    need = SetState(decided.session, target.scenario or "", moves)
+    return _new(Pending, (need, decided.unchanged))
 
 
 def limited_key(decided: Decided) -> dict[str, Any]:

@@ -221,6 +221,8 @@ class Engine:
         reply, chosen = decided.reply_to_send(), decided.chosen
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
+            if chosen is not None and chosen.delay_ms:  # (a scripted rate_limited step's)
+                plan = plans.Plan(answer(reply), waits=(plans.Wait(chosen.delay_ms),))
             timed_out = None
         else:
             assert chosen is not None
