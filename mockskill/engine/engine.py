@@ -419,6 +419,14 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
+        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
+        if position is None and spent is not None and not spent.admitted:
+            # Refused by its limit: the refusal's plan is kept, its request journalled now.
+            reply, plan = choosing.refused(decided, spent)
+            self.state.record(
+                self._journalling.recorded(request, decided, None, reply.status, reply)
+            )
+            return plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
         urls = decided.urls
@@ -431,7 +439,6 @@ class Engine:
         if index is None:
             return None
         plain = None if target.draws else plains.steps[index]
-        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
         if spent is not None:  # admitted by its limit (refused, it took no position)
             if plain is None:
                 return None  # (its answer is made per request: the general path adds to it)

@@ -41,15 +41,21 @@ def test_fractional_seconds_keep_a_point_and_at_most_three_decimals(
 
 
 def test_each_retry_after_form_and_the_advice_it_states() -> None:
-    assert limits.retry_after("seconds", 1001, NOW) == ([("Retry-After", "2")], 2000)
-    assert limits.retry_after("fractional", 1001, NOW) == ([("Retry-After", "1.001")], 1001)
+    assert limits.retry_after("seconds", 1001, NOW) == ([("Retry-After", "2")], 2000, "2")
+    assert limits.retry_after("fractional", 1001, NOW) == (
+        [("Retry-After", "1.001")],
+        1001,
+        "1.001",
+    )
     assert limits.retry_after("ms", 1001, NOW) == (
         [("retry-after-ms", "1001"), ("Retry-After", "2")],
         1001,
+        "1001",
     )
-    assert limits.retry_after("missing", 1001, NOW) == ([], None)
-    assert limits.retry_after("malformed", 1001, NOW) == ([("Retry-After", "soon")], None)
-    (date, retry_after), advice = limits.retry_after("date", 1001, NOW)
+    assert limits.retry_after("missing", 1001, NOW) == ([], None, None)
+    assert limits.retry_after("malformed", 1001, NOW) == ([("Retry-After", "soon")], None, "soon")
+    (date, retry_after), advice, value = limits.retry_after("date", 1001, NOW)
+    assert value == retry_after[1]
     assert date[0] == "Date"
     assert parsedate_to_datetime(date[1]).timestamp() == 1_780_000_000
     assert parsedate_to_datetime(retry_after[1]).timestamp() == 1_780_000_002
