@@ -72,7 +72,9 @@ def run_wrk(port: int, skill: str, seconds: int, lua: str) -> float:
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     refused = 0 if non2xx is None else int(non2xx.group(1))
-    if "Socket errors" in out or refused != (total if skill == "over-limit" else 0):
+    # (over the limit, one request in 20 s is admitted: a run may hold one)
+    expected = total - 1 <= refused <= total if skill == "over-limit" else refused == 0
+    if "Socket errors" in out or not expected:
         raise RuntimeError(f"{skill}: unexpected answers:\n{out}")
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 

@@ -136,7 +136,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         if not spent.admitted:  # not played: refused, advised when the next token comes
             decided.chosen = Chosen(reply=refused(decided, spent)[0])
             return decided
-        decided.limited = limits.admitted(limit, spent, limited_key(decided), time.time())
+        policy = target.policy
+        assert policy is not None
+        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -225,7 +227,9 @@ def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
     limit = target.limit
     assert limit is not None
     urls = decided.urls
-    advised = limits.refusal_headers(limit, spent, time.time())
+    policy = target.policy
+    assert policy is not None
+    advised = limits.refusal_headers(policy, spent, time.time())
     decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
     refusals = decided.table.refusals
     key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)

@@ -442,11 +442,11 @@ class Engine:
         if spent is not None:  # admitted by its limit (refused, it took no position)
             if plain is None:
                 return None  # (its answer is made per request: the general path adds to it)
-            limit = target.limit
-            assert limit is not None
-            limited = limits.admitted(limit, spent, choosing.limited_key(decided), time.time())
+            policy = target.policy
+            assert policy is not None
+            limited = limits.admitted(policy, spent, choosing.limited_key(decided), time.time())
             plain.record(request, decided.started, decided.session, position, limited.record)
-            return plain.limited_plan(limited.headers) if limited.added else plain.plan
+            return plain.limited_plan(policy, limited.headers) if limited.added else plain.plan
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

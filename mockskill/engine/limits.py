@@ -182,23 +182,33 @@ def rate_headers(
 ) -> list[tuple[str, str]]:
     """The rate-limit headers in *form*: a *limit* of requests per *window_s* seconds,
     *remaining* of them left, the bucket full again in *full_ms*."""
+    fixed = fixed_headers(form, limit, window_s)
+    return [*fixed, *varying_headers(form, remaining, full_ms, now)]
+
+
+def fixed_headers(form: str, limit: int, window_s: int) -> tuple[tuple[str, str], ...]:
+    """The rate-limit headers in *form* that are the same on every answer (first)."""
+    if form == "ietf":
+        return (("RateLimit-Policy", f"{POLICY};q={limit};w={window_s}"),)
+    if form == "none":
+        return ()
+    return (("X-RateLimit-Limit", str(limit)),)
+
+
+def varying_headers(
+    form: str, remaining: int, full_ms: int, now: float
+) -> tuple[tuple[str, str], ...]:
+    """The rate-limit headers in *form* that say what is left (after the fixed ones)."""
     reset = catalog.retry_after_seconds(full_ms)
     if form == "ietf":
-        return [
-            ("RateLimit-Policy", f"{POLICY};q={limit};w={window_s}"),
-            ("RateLimit", f"{POLICY};r={remaining};t={reset}"),
-        ]
+        return (("RateLimit", f"{POLICY};r={remaining};t={reset}"),)
     if form == "none":
-        return []
+        return ()
     if form == "x-ratelimit-epoch":
         reset = math.ceil(now + full_ms / 1000)
     else:
         assert form == "x-ratelimit"
-    return [
-        ("X-RateLimit-Limit", str(limit)),
-        ("X-RateLimit-Remaining", str(remaining)),
-        ("X-RateLimit-Reset", str(reset)),
-    ]
+    return (("X-RateLimit-Remaining", str(remaining)), ("X-RateLimit-Reset", str(reset)))
 
 
 def window(limit: RateLimit) -> int:
@@ -206,20 +216,34 @@ def window(limit: RateLimit) -> int:
     return max(1, math.ceil(limit.capacity / limit.refill))
 
 
+class Policy:
+    """A limit as its answers state it, the part the same on every answer made once (at
+    load, per endpoint: ``Target.policy``): its fixed rate-limit headers."""
+
+    __slots__ = ("fixed", "form", "limit", "retry_after")
+
+    def __init__(self, limit: RateLimit) -> None:
+        self.limit = limit
+        self.form = limit.answer.headers
+        self.retry_after = limit.answer.retry_after
+        self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
+
+
 # -- the answers ----------------------------------------------------------------
 
 
-def admitted(limit: RateLimit, spent: Spent, key: dict[str, Any], now: float) -> Limited:
+def admitted(policy: Policy, spent: Spent, key: dict[str, Any], now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
     step's answer, and its journal record."""
-    answer = limit.answer
-    record = _record(answer, False, False, limit.capacity, spent, limit.refill, None, None, key)
-    form = answer.headers
+    limit = policy.limit
+    record = _record(
+        limit.answer, False, False, limit.capacity, spent, limit.refill, None, None, key
+    )
+    form = policy.form
     if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
         return _new(Limited, ((), False, record))
-    policy_window = window(limit) if form == "ietf" else 0
-    headers = rate_headers(form, limit.capacity, policy_window, spent.remaining, spent.full_ms, now)
-    return _new(Limited, (tuple(headers), True, record))
+    varying = varying_headers(form, spent.remaining, spent.full_ms, now)
+    return _new(Limited, (policy.fixed + varying, True, record))
 
 
 def with_headers(answer: Answer, headers: tuple[tuple[str, str], ...]) -> Answer:
@@ -229,23 +253,25 @@ def with_headers(answer: Answer, headers: tuple[tuple[str, str], ...]) -> Answer
 
 class LimitedHead:
     """A kept answer's head with room for an admitted request's rate-limit headers: its
-    status line and headers rendered once, the few varying header bytes added per request
-    (:meth:`answer`), the body kept."""
+    status line, its headers and the limit's fixed ones (:class:`Policy`) rendered once,
+    the few varying header bytes added per request (:meth:`answering`), the body kept."""
 
-    __slots__ = ("answer", "head")
+    __slots__ = ("answer", "fixed", "head")
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, policy: Policy) -> None:
         self.answer = answer
+        self.fixed = len(policy.fixed)
         head = answer.head(close=False)
+        fixed = "".join(f"{k}: {v}\r\n" for k, v in policy.fixed).encode("latin-1")
         # Up to its Content-Length line, which the rate-limit headers go before.
-        self.head = head[: head.rindex(b"Content-Length: ")] if answer.has_body else None
+        self.head = head[: head.rindex(b"Content-Length: ")] + fixed if answer.has_body else None
 
     def answering(self, headers: tuple[tuple[str, str], ...]) -> Answer:
-        """The kept answer with *headers* added."""
+        """The kept answer with *headers* added (:attr:`Limited.headers`: the fixed first)."""
         kept, head = self.answer, self.head
         if head is None:  # (no body, no Content-Length: rare, made whole)
             return with_headers(kept, headers)
-        lines = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers)
+        lines = "".join([f"{k}: {v}\r\n" for k, v in headers[self.fixed :]]).encode("latin-1")
         return Answer.framed(
             kept.status, kept.headers + headers, kept.body, head + lines + b"Content-Length: "
         )
@@ -262,13 +288,13 @@ class Advised(NamedTuple):
     """The ``Retry-After`` sent (``retry-after-ms``'s for the ``ms`` form; None: none)."""
 
 
-def refusal_headers(limit: RateLimit, spent: Spent, now: float) -> Advised:
-    """The headers of the answer to a request *limit* refused (*spent*: no token) at *now*:
-    its wait is the next token's."""
-    answer = limit.answer
-    headers, advice_ms, value = retry_after(answer.retry_after, spent.next_ms, now)
-    headers += rate_headers(answer.headers, limit.capacity, window(limit), 0, spent.full_ms, now)
-    return _new(Advised, (tuple(headers), advice_ms, value))
+def refusal_headers(policy: Policy, spent: Spent, now: float) -> Advised:
+    """The headers of the answer to a request *policy*'s limit refused (*spent*: no token)
+    at *now*: its wait is the next token's."""
+    form = policy.form
+    headers, advice_ms, value = retry_after(policy.retry_after, spent.next_ms, now)
+    varying = varying_headers(form, 0, spent.full_ms, now) if form != "none" else ()
+    return _new(Advised, ((*headers, *policy.fixed, *varying), advice_ms, value))
 
 
 def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) -> Reply:
@@ -293,7 +319,7 @@ def refusal(
 ) -> tuple[Reply, Limited]:
     """The answer to a request *limit* refused (*spent*: no token) at *now*, and what the
     journal says of it (made whole: the engine keeps the replies, ``choosing.refused``)."""
-    advised = refusal_headers(limit, spent, now)
+    advised = refusal_headers(Policy(limit), spent, now)
     return refusal_reply(limit, context, advised), refusal_record(limit, spent, key, advised)
 
 

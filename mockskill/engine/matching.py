@@ -36,7 +36,7 @@ from ..scenario.model import (
     Skill,
 )
 from ..scenario.routes import Router
-from . import conditions
+from . import conditions, limits
 from .state import MAX_PATH, shorten
 
 if TYPE_CHECKING:
@@ -99,6 +99,8 @@ class Target:
     limit: RateLimit | None = field(init=False, compare=False)
     """The token bucket its requests spend (a skill's ``rate_limit:`` for its invoke, a
     route's for its requests; None: no limit), set at load: read on every request."""
+    policy: limits.Policy | None = field(init=False, compare=False, repr=False)
+    """Its limit as its answers state it, made once (None: no limit)."""
     endpoint: str = field(init=False, compare=False)
     """The endpoint's key (a case's is its endpoint's): what its limit's buckets are per."""
 
@@ -117,6 +119,7 @@ class Target:
         if self.skill is not None:
             limit = self.skill.rate_limit if self.kind == "invoke" else None
         object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "policy", None if limit is None else limits.Policy(limit))
         # A case's key is its endpoint's with "/case/N" added (with_cases): its limit is
         # the endpoint's, one bucket for all its cases.
         endpoint = self.key.rsplit("/case/", 1)[0] if self.case is not None else self.key

@@ -146,10 +146,25 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
     from mockskill.engine.wire import Answer
 
     kept = Answer(200, (("Content-Type", "application/json"),), b"{}")
-    head = limits.LimitedHead(kept)
-    made = head.answering((("X-RateLimit-Remaining", "4"),))
-    assert made.wire(close=False) == (
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-        b"X-RateLimit-Remaining: 4\r\nContent-Length: 2\r\n\r\n{}"
+    policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="x-ratelimit")))
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    assert admitted.headers == (
+        ("X-RateLimit-Limit", "5"),
+        ("X-RateLimit-Remaining", "4"),
+        ("X-RateLimit-Reset", "1"),
     )
-    assert made.wire(close=False) == limits.with_headers(kept, made.headers[1:]).wire(close=False)
+    made = limits.LimitedHead(kept, policy).answering(admitted.headers)
+    assert made.wire(close=False) == (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-RateLimit-Limit: 5\r\n"
+        b"X-RateLimit-Remaining: 4\r\nX-RateLimit-Reset: 1\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    whole = limits.with_headers(kept, admitted.headers)
+    assert made.wire(close=True) == whole.wire(close=True)
+    assert made.headers == whole.headers
+
+
+def test_the_none_form_adds_nothing_to_an_admitted_answer() -> None:
+    policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="none")))
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    assert (admitted.headers, admitted.added) == ((), False)
+    assert admitted.record["remaining"] == 4
