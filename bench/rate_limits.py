@@ -12,9 +12,12 @@ are printed (targets: limited >= 0.90, over-limit >= 1.0).
 
 ``--cpu N`` measures instead, in this process, the engine's CPU per request of each
 skill (``LoopDispatcher.plan`` and ``played``, no socket, no loop; best of three): a
-figure that does not move with the machine's load. Run::
+figure that does not move with the machine's load; so does ``--callgrind``, the
+instructions per whole keep-alive request of each (the real server under valgrind, as
+bench/callgrind_request.py counts them: (N2 run - N1 run) / (N2 - N1), one kept-alive
+connection, the same POST). Run::
 
-    python bench/rate_limits.py [--rounds 5 --duration 5] [--cpu 20000]
+    python bench/rate_limits.py [--rounds 5 --duration 5] [--cpu 20000] [--callgrind]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import json
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -132,13 +136,72 @@ def cpu(iterations: int) -> dict[str, float]:
     return best
 
 
+def instructions(skill: str, requests: int, warmup: int, where: Path) -> int:
+    """Instructions of ``mockskill serve`` under callgrind answering *warmup* + *requests*
+    POSTs to *skill* on one kept-alive connection (bench/callgrind_request.py's way)."""
+    from callgrind_request import _connect, _exchange, _stop, _total
+
+    port = c.free_port()
+    out = where / f"callgrind.{skill}.{requests}.out"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+    cmd += ["-m", "mockskill", "serve", "--port", str(port), "--quiet", "--journal-size", "1000"]
+    expected = 429 if skill == "over-limit" else 200
+    with c.scenario_file(SCENARIO) as path:
+        proc = subprocess.Popen(
+            [*cmd, path],
+            cwd=str(c.BENCH_DIR),
+            env=c.valgrind_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            request = (
+                f"POST /skills/{skill}/invoke HTTP/1.1\r\nHost: {c.HOST}:{port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n{BODY}"
+            ).encode()
+            pending = bytearray()
+            with _connect(port, time.monotonic() + 600, proc) as sock:
+                for n in range(warmup + requests):
+                    status = _exchange(sock, request, pending)
+                    if status != expected and not (skill == "over-limit" and n == 0):
+                        raise RuntimeError(f"{skill}: a {status}, not a {expected}")
+            _stop(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return _total(out)
+
+
+def callgrind(n1: int, n2: int, warmup: int) -> dict[str, float]:
+    """Instructions per request of each skill: (N2 run - N1 run) / (N2 - N1)."""
+    per: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
+        for skill in SKILLS:
+            low = instructions(skill, n1, warmup, Path(tmp))
+            high = instructions(skill, n2, warmup, Path(tmp))
+            per[skill] = (high - low) / (n2 - n1)
+    return per
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=int, default=5, help="seconds per run")
     parser.add_argument("--cpu", type=int, default=0, help="in-process CPU, N requests each")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per request")
+    parser.add_argument("--n1", type=int, default=500)
+    parser.add_argument("--n2", type=int, default=1500)
+    parser.add_argument("--warmup", type=int, default=1200)
     args = parser.parse_args()
     print(c.machine())
+    if args.callgrind:
+        per = callgrind(args.n1, args.n2, args.warmup)
+        c.print_table(
+            ["skill", "instructions / keep-alive request", "plain / it", "target"],
+            [[s, f"{per[s]:,.0f}", f"{per['plain'] / per[s]:.2f}", _target(s)] for s in SKILLS],
+        )
+        return
     if args.cpu:
         best = cpu(args.cpu)
         c.print_table(
@@ -171,12 +234,16 @@ def main() -> None:
                 s,
                 f"{medians[s]:.0f}",
                 f"{medians[s] / medians['plain']:.2f}",
-                f">= {TARGETS[s]:.2f}" if s in TARGETS else "",
+                _target(s),
                 " ".join(f"{r:.0f}" for r in results[s]),
             ]
             for s in SKILLS
         ],
     )
+
+
+def _target(skill: str) -> str:
+    return f">= {TARGETS[skill]:.2f}" if skill in TARGETS else ""
 
 
 if __name__ == "__main__":

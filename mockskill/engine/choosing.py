@@ -268,7 +268,10 @@ def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     if isinstance(target, Miss):
         decided.reply = decided.urls.fill(miss_reply(target))
         return decided
-    return _new(Pending, (take(decided, target, kept[0]), decided))
+    took = take(decided, target, kept[0])
+    if decided.limited is not None:  # its endpoint's limit admitted it already: not twice
+        took = _new(Take, (*took[:6], None))
+    return _new(Pending, (took, decided))
 
 
 @dataclass(slots=True)

@@ -429,6 +429,8 @@ class Engine:
             return plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
+        if spent is None and decided.limited is not None:  # (passed on, admitted before)
+            return None
         urls = decided.urls
         kept = self._plains.get((id(target), id(urls)))
         if kept is not None and kept[0] is target and kept[1] is urls:
