@@ -6,11 +6,11 @@ player through Werkzeug), real clients (requests, httpx, curl)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shutil
 import subprocess
+import textwrap
 import time
 import uuid
 from email.utils import parsedate_to_datetime
@@ -25,49 +25,11 @@ from mockskill import Server, create_app, load_text
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
 from mockskill.protocol import catalog
-from mockskill.scenario.model import RateAnswer, RateLimit, RateLimited, ScenarioSet
-from mockskill.scenario.source import Position
-
-HERE = Position("test.yaml", 1, 1)
-
-SKILL = """
-skills:
-  - id: search
-  - id: free
-routes:
-  - path: /v1/things
-    steps:
-      - json: {things: []}
-"""
+from mockskill.scenario.model import ScenarioSet
 
 
-def limited(
-    text: str = SKILL,
-    *,
-    skill: RateLimit | None = None,
-    route: RateLimit | None = None,
-    scripted: RateLimited | None = None,
-) -> ScenarioSet:
-    """*text* loaded, with *skill* on skill ``search``, *route* on the first route, and
-    *scripted* as the first step of ``search``'s invoke (the model the loader builds)."""
-    scenarios = load_text(text, "test.yaml")
-    scenario = scenarios.scenarios[0]
-    skills = []
-    for one in scenario.skills:
-        if one.id == "search":
-            if scripted is not None:
-                sequence = one.invoke
-                first = dataclasses.replace(sequence.steps[0], rate_limited=scripted)
-                one = dataclasses.replace(
-                    one, invoke=dataclasses.replace(sequence, steps=(first, *sequence.steps[1:]))
-                )
-            one = dataclasses.replace(one, rate_limit=skill)
-        skills.append(one)
-    routes = list(scenario.routes)
-    if route is not None:
-        routes[0] = dataclasses.replace(routes[0], rate_limit=route)
-    changed = dataclasses.replace(scenario, skills=tuple(skills), routes=tuple(routes))
-    return dataclasses.replace(scenarios, scenarios=(changed,))
+def load(text: str) -> ScenarioSet:
+    return load_text(textwrap.dedent(text), "test.yaml")
 
 
 def limit(
@@ -76,8 +38,34 @@ def limit(
     key: str = "session",
     key_name: str | None = None,
     **answer: Any,
-) -> RateLimit:
-    return RateLimit(capacity, refill, HERE, key, key_name, RateAnswer(**answer))
+) -> str:
+    """A ``rate_limit:`` as YAML (a flow mapping)."""
+    keyed = key if key_name is None else f"{{{key}: {key_name}}}"
+    more = "".join(f", {name}: {value}" for name, value in answer.items())
+    return f"{{capacity: {capacity}, refill: {refill}, key: {keyed}{more}}}"
+
+
+def scripted(wait_ms: int, stated: int = 10, **answer: Any) -> str:
+    """A ``rate_limited:`` step's mapping as YAML."""
+    more = "".join(f", {name}: {value}" for name, value in answer.items())
+    return f"{{retry_after_ms: {wait_ms}, limit: {stated}{more}}}"
+
+
+def limited(
+    *, skill: str | None = None, route: str | None = None, first: str | None = None
+) -> ScenarioSet:
+    """Skill ``search`` limited by *skill* (its first invocation a ``rate_limited:`` step
+    *first*), skill ``free`` not, route ``/v1/things`` limited by *route*."""
+    lines = ["skills:", "  - id: search"]
+    if skill is not None:
+        lines.append(f"    rate_limit: {skill}")
+    if first is not None:
+        lines += ["    invoke:", f"      - rate_limited: {first}", "      - json: {ok: true}"]
+    lines += ["  - id: free", "routes:", "  - path: /v1/things"]
+    if route is not None:
+        lines.append(f"    rate_limit: {route}")
+    lines += ["    steps:", "      - json: {things: []}"]
+    return load_text("\n".join(lines) + "\n", "test.yaml")
 
 
 @pytest.fixture
@@ -147,11 +135,12 @@ def test_a_refused_request_is_not_played_its_sequence_does_not_move(start: Any) 
     text = """
     skills:
       - id: search
+        rate_limit: {capacity: 1, refill: 2}
         invoke:
           - json: {n: 1}
           - json: {n: 2}
     """
-    url, headers = start(limited(text, skill=limit(1, 2))), fresh()
+    url, headers = start(load(text)), fresh()
     assert invoke(url, headers).json() == {"n": 1}
     assert invoke(url, headers).status_code == 429
     time.sleep(0.6)  # one token comes every 500 ms
@@ -203,8 +192,7 @@ def test_a_forced_error_and_a_refused_credential_take_no_token(start: Any) -> No
 
 def refused_with(start: Any, wait_ms: int, **answer: Any) -> requests.Response:
     """A scripted refusal advising *wait_ms*, in *answer*'s forms."""
-    scripted = RateLimited(wait_ms, 10, RateAnswer(**answer))
-    url = start(limited(scripted=scripted))
+    url = start(limited(first=scripted(wait_ms, **answer)))
     return invoke(url, fresh())
 
 
@@ -306,12 +294,12 @@ def test_a_scripted_rate_limited_step_twice_then_success(start: Any) -> None:
     skills:
       - id: search
         invoke:
-          - json: {unused: true}
+          - rate_limited:
+              {retry_after_ms: 1500, retry_after: ms, headers: x-ratelimit, status: 503, limit: 10}
             times: 2
           - json: {ok: true}
     """
-    scripted = RateLimited(1500, 10, RateAnswer(503, "ms", "x-ratelimit"))
-    url, headers = start(limited(text, scripted=scripted)), fresh()
+    url, headers = start(load(text)), fresh()
     answers = [invoke(url, headers) for _ in range(3)]
     assert [a.status_code for a in answers] == [503, 503, 200]
     assert answers[0].json()["error"]["code"] == "ENDPOINT_UNREACHABLE"
@@ -440,7 +428,7 @@ def limits_fractional(wait_ms: int) -> str:
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_curl_sees_the_headers_as_sent(start: Any) -> None:
-    url = start(limited(scripted=RateLimited(1500, 4, RateAnswer(429, "fractional", "ietf"))))
+    url = start(limited(first=scripted(1500, 4, retry_after="fractional", headers="ietf")))
     shown = subprocess.run(
         ["curl", "-s", "-i", "-X", "POST", f"{url}/skills/search/invoke"],
         capture_output=True,
@@ -467,8 +455,8 @@ def test_the_wsgi_player_serves_limits_the_same() -> None:
 
 
 def test_the_wsgi_player_plays_scripted_steps_too() -> None:
-    scripted = RateLimited(2500, 3, RateAnswer(429, "seconds", "x-ratelimit-epoch"))
-    client = Client(create_app(Engine(limited(scripted=scripted), State())))
+    first = scripted(2500, 3, headers="x-ratelimit-epoch")
+    client = Client(create_app(Engine(limited(first=first), State())))
     answer = client.post("/skills/search/invoke")
     assert answer.status_code == 429
     assert answer.headers["Retry-After"] == "3"
@@ -480,8 +468,9 @@ def test_an_idempotent_skill_is_limited_and_its_replays_take_no_token(start: Any
     skills:
       - id: search
         idempotency_key: true
+        rate_limit: {capacity: 1, refill: 0.1}
     """
-    url, headers = start(limited(text, skill=limit(1, 0.1))), fresh()
+    url, headers = start(load(text)), fresh()
     first = invoke(url, {**headers, "Idempotency-Key": "k1"}, json={"input": {}})
     replay = invoke(url, {**headers, "Idempotency-Key": "k1"}, json={"input": {}})
     refused = invoke(url, {**headers, "Idempotency-Key": "k2"}, json={"input": {}})
@@ -498,21 +487,61 @@ def test_a_scripted_step_drawn_from_one_of(start: Any) -> None:
       - id: search
         invoke:
           - one_of:
-              - json: {drawn: true}
+              - rate_limited: {retry_after_ms: 1000, limit: 2, headers: none}
     """
-    scenarios = load_text(text, "test.yaml")
-    scenario = scenarios.scenarios[0]
-    skill = scenario.skills[0]
-    step = skill.invoke.steps[0]
-    option = step.choices[0]
-    scripted = RateLimited(1000, 2, RateAnswer(429, "seconds", "none"))
-    option = dataclasses.replace(
-        option, step=dataclasses.replace(option.step, rate_limited=scripted)
-    )
-    step = dataclasses.replace(step, choices=(option,))
-    skill = dataclasses.replace(skill, invoke=dataclasses.replace(skill.invoke, steps=(step,)))
-    scenario = dataclasses.replace(scenario, skills=(skill,))
-    url = start(dataclasses.replace(scenarios, scenarios=(scenario,)))
-    answer = invoke(url, fresh())
+    answer = invoke(start(load(text)), fresh())
     assert answer.status_code == 429
     assert answer.headers["Retry-After"] == "1"
+    assert not [h for h in answer.headers if "ratelimit" in h.lower()]
+
+
+def test_a_scripted_step_waits_its_delay_and_moves_the_state(start: Any) -> None:
+    text = """
+    name: tenants
+    skills:
+      - id: search
+        invoke:
+          - rate_limited: {retry_after_ms: 1000, retry_after: date}
+            delay: {fixed: 300}
+            set_state: throttled
+    routes:
+      - path: /state
+        cases:
+          - state: throttled
+            json: {throttled: true}
+        steps:
+          - json: {throttled: false}
+    """
+    url, headers = start(load(text)), fresh()
+    before = time.time()
+    answer = invoke(url, headers)
+    assert time.time() - before >= 0.3
+    assert answer.status_code == 429
+    date = parsedate_to_datetime(answer.headers["Date"]).timestamp()
+    assert date >= math.floor(before + 0.3)  # the clock of the answer, after the delay
+    assert requests.get(f"{url}/state", headers=headers).json() == {"throttled": True}
+
+
+def test_a_request_passed_on_between_cases_spends_one_token(start: Any) -> None:
+    text = """
+    routes:
+      - path: /v1/things
+        rate_limit: {capacity: 2, refill: 0.1, headers: x-ratelimit}
+        cases:
+          - when: {headers: {X-Case: a}}
+            steps:
+              - json: {case: a}
+            end: next
+        steps:
+          - json: {case: default}
+    """
+    url, headers = start(load(text)), {**fresh(), "X-Case": "a"}
+    first = requests.get(f"{url}/v1/things", headers=headers)
+    passed = requests.get(f"{url}/v1/things", headers=headers)  # case a is over: passed on
+    assert (first.json(), passed.json()) == ({"case": "a"}, {"case": "default"})
+    assert [first.headers["X-RateLimit-Remaining"], passed.headers["X-RateLimit-Remaining"]] == [
+        "1",
+        "0",
+    ]
+    entries = journal(url, headers["Mockskill-Session"])
+    assert [e["rate_limit"]["remaining"] for e in entries] == [1, 0]

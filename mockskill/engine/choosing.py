@@ -21,14 +21,15 @@ from typing import Any
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from . import limits
-from .actions import Urls
+from . import plan as plans
+from .actions import Urls, answer
 from .entries import escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Take, Taken
+from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -133,12 +134,11 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         limit = target.limit
         assert limit is not None
         if not spent.admitted:  # not played: refused, advised when the next token comes
-            reply, decided.limited = limits.refusal(
-                limit, spent, limited_key(decided), target.context, time.time()
-            )
-            decided.chosen = Chosen(reply=decided.urls.fill(reply))
+            decided.chosen = Chosen(reply=refused(decided, spent)[0])
             return decided
-        decided.limited = limits.admitted(limit, spent, limited_key(decided), time.time())
+        policy = target.policy
+        assert policy is not None
+        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -154,7 +154,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             return decided
         step, in_outage = sequence.steps[index], False
     if step.rate_limited is not None:
-        return _scripted_limit(decided, Chosen(step, index, position, in_outage))
+        delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+        chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
+        return _scripted_limit(decided, chosen, step.set_state)
     skill = target.skill
     timeout = None
     if skill is not None and skill.timeout_ms is not None:
@@ -165,7 +167,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         key = draw_key(seed, name or "", decided.session, draw)
         drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
         if drawn.rate_limited is not None:  # (an outcome of a one_of)
-            return _scripted_limit(decided, Chosen(drawn, index, position, in_outage, choice))
+            chosen = Chosen(drawn, index, position, in_outage, choice, delay_ms, drawn=True)
+            moves = step.set_state if drawn.set_state is None else drawn.set_state
+            return _scripted_limit(decided, chosen, moves)
         decided.chosen = Chosen(
             drawn,
             index,
@@ -195,17 +199,53 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
 
 
-def _scripted_limit(decided: Decided, chosen: Chosen) -> Decided:
-    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer: made now (the
-    date form reads the clock), not played."""
-    step = chosen.step
+def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
+    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer, made now for when
+    it is sent, after its delay (the date form reads the clock): answered, not played;
+    the step moves the session's state to *moves* first (None: it stays)."""
+    step, target = chosen.step, decided.target
     assert step is not None
     assert step.rate_limited is not None
-    context = decided.target.context  # type: ignore[union-attr]  # a step is a Target's
-    reply, decided.limited = limits.scripted(step.rate_limited, context, time.time())
+    assert isinstance(target, Target), "a step is a target's"
+    sent_at = time.time() + (chosen.delay_ms or 0) / 1000
+    reply, decided.limited = limits.scripted(step.rate_limited, target.context, sent_at)
     chosen.reply = decided.urls.fill(reply)
     decided.chosen = chosen
-    return decided
+    if moves is None:
+        return decided
+    need = SetState(decided.session, target.scenario or "", moves)
+    return _new(Pending, (need, decided.unchanged))
+
+
+def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
+    """The reply to *decided*'s request, refused by its limit (*spent*: no token), and its
+    plan (marked journalled: the caller records it as planned); its journal's account in
+    :attr:`Decided.limited`. The reply and plan are kept on the table per endpoint, address
+    and the few values that vary (:func:`.limits.refusal_headers`): most refusals repeat
+    one, and the body and head of each are made once."""
+    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
+    limit = target.limit
+    assert limit is not None
+    urls = decided.urls
+    policy = target.policy
+    assert policy is not None
+    advised = limits.refusal_headers(policy, spent, time.time())
+    decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
+    refusals = decided.table.refusals
+    key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)
+    kept = refusals.get(key)
+    if kept is not None and kept[0] is urls:
+        return kept[1], kept[2]
+    reply = urls.fill(limits.refusal_reply(limit, target.context, advised))
+    plan = plans.Plan(answer(reply), journalled=True)
+    if len(refusals) >= MAX_KEPT_REFUSALS:
+        refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
+    refusals[key] = (urls, reply, plan)  # (the Urls kept with it: its id stays its own)
+    return reply, plan
+
+
+MAX_KEPT_REFUSALS = 256
+"""Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
 
 
 def limited_key(decided: Decided) -> dict[str, Any]:
@@ -228,7 +268,10 @@ def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     if isinstance(target, Miss):
         decided.reply = decided.urls.fill(miss_reply(target))
         return decided
-    return _new(Pending, (take(decided, target, kept[0]), decided))
+    took = take(decided, target, kept[0])
+    if decided.limited is not None:  # its endpoint's limit admitted it already: not twice
+        took = _new(Take, (*took[:6], None))
+    return _new(Pending, (took, decided))
 
 
 @dataclass(slots=True)

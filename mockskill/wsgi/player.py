@@ -78,6 +78,12 @@ def handle(engine: Engine, request: Request) -> Response:
     limited = decided.limited
     added = () if limited is None or not limited.added else limited.headers
     if reply is not None:
+        if chosen is not None and chosen.delay_ms:  # (a scripted rate_limited step's)
+            connection = ClientConnection(incoming.werkzeug().environ)
+            if not connection.wait(chosen.delay_ms / 1000):
+                entry = engine.entry(incoming, decided, chosen, None, reply)
+                engine.state.record(entry._replace(client_left=connection.left_at))
+                return CutResponse()
         response = respond(reply)
         response.headers.extend(added)  # (an admitted request's rate-limit headers)
         code = response.status_code
