@@ -16,7 +16,6 @@ import random
 import time
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Any
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
@@ -248,7 +247,7 @@ MAX_KEPT_REFUSALS = 256
 """Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
 
 
-def limited_key(decided: Decided) -> dict[str, Any]:
+def limited_key(decided: Decided) -> str:
     """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
     target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
     limit = target.limit

@@ -128,11 +128,15 @@ def _bounded(value: str) -> str:
     return f"#{digest}"
 
 
-def shown_key(limit: RateLimit, value: str | None) -> dict[str, Any]:
-    """The journal's ``key``: its kind, the header's name or pointer, and the value (shown
-    bounded and printable; None: the shared bucket)."""
-    shown = None if value is None else shorten(escaped(value), MAX_SHOWN_VALUE)
-    return {"kind": limit.key, "name": limit.key_name, "value": shown}
+def shown_key(limit: RateLimit, value: str | None) -> str:
+    """The journal's ``key``: its kind, the header's name or the pointer, and the value
+    (bounded and printable), as ``session: s1``, ``header x-tenant: acme``; without the
+    value (``header x-tenant``): the shared bucket. A string, so an entry holds no
+    container the collector must walk (the journal keeps thousands)."""
+    kind = limit.key if limit.key_name is None else f"{limit.key} {limit.key_name}"
+    if value is None:
+        return kind
+    return f"{kind}: {shorten(escaped(value), MAX_SHOWN_VALUE)}"
 
 
 # -- the forms on the wire --------------------------------------------------------
@@ -232,7 +236,7 @@ class Policy:
 # -- the answers ----------------------------------------------------------------
 
 
-def admitted(policy: Policy, spent: Spent, key: dict[str, Any], now: float) -> Limited:
+def admitted(policy: Policy, spent: Spent, key: str, now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
     step's answer, and its journal record."""
     limit = policy.limit
@@ -304,7 +308,7 @@ def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) 
 
 
 def refusal_record(
-    limit: RateLimit, spent: Spent, key: dict[str, Any], advised: Advised
+    limit: RateLimit, spent: Spent, key: str, advised: Advised
 ) -> Limited:
     """What the journal says of a refusal stating *advised*."""
     headers, advice_ms, value = advised
@@ -315,7 +319,7 @@ def refusal_record(
 
 
 def refusal(
-    limit: RateLimit, spent: Spent, key: dict[str, Any], context: catalog.Context, now: float
+    limit: RateLimit, spent: Spent, key: str, context: catalog.Context, now: float
 ) -> tuple[Reply, Limited]:
     """The answer to a request *limit* refused (*spent*: no token) at *now*, and what the
     journal says of it (made whole: the engine keeps the replies, ``choosing.refused``)."""
@@ -381,7 +385,7 @@ def _record(
     refill: float | None,
     wait_ms: int | None,
     value: str | None,
-    key: dict[str, Any] | None,
+    key: str | None,
 ) -> dict[str, Any]:
     """``Entry.rate_limit``: every key its docstring lists, JSON values."""
     return {

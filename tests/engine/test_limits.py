@@ -96,6 +96,15 @@ def test_a_bucket_key_names_the_endpoint_the_kind_and_a_bounded_value() -> None:
     assert huge.key != other.key
 
 
+def test_the_key_the_journal_shows() -> None:
+    assert limits.shown_key(keyed("session"), "s1") == "session: s1"
+    assert limits.shown_key(keyed("header", "x-tenant"), "acme") == "header x-tenant: acme"
+    assert limits.shown_key(keyed("body", "/tenant"), None) == "body /tenant"
+    long = limits.shown_key(keyed("header", "x-tenant"), "t\n" * 1000)
+    assert "\n" not in long
+    assert len(long) < 200
+
+
 def test_the_value_a_request_is_counted_by() -> None:
     header = keyed("header", "x-tenant")
     assert limits.key_value(header, "s", request({"x-tenant": "acme"}), None) == "acme"  # type: ignore[arg-type]
@@ -110,7 +119,7 @@ def test_the_value_a_request_is_counted_by() -> None:
 def test_a_refusal_is_a_unified_body_with_its_forms() -> None:
     limit = RateLimit(3, 0.5, HERE, answer=RateAnswer(429, "ms", "x-ratelimit"))
     spent = Spent(False, 0, 1234, 6000)
-    reply, limited = limits.refusal(limit, spent, {"kind": "session"}, catalog.Context(), NOW)
+    reply, limited = limits.refusal(limit, spent, "session: s1", catalog.Context(), NOW)
     assert reply.status == 429
     body = json.loads(reply.body)
     assert catalog.error_body_problem(body) is None
@@ -147,7 +156,7 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
 
     kept = Answer(200, (("Content-Type", "application/json"),), b"{}")
     policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="x-ratelimit")))
-    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "session: s1", NOW)
     assert admitted.headers == (
         ("X-RateLimit-Limit", "5"),
         ("X-RateLimit-Remaining", "4"),
@@ -165,6 +174,6 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
 
 def test_the_none_form_adds_nothing_to_an_admitted_answer() -> None:
     policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="none")))
-    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "session: s1", NOW)
     assert (admitted.headers, admitted.added) == ((), False)
     assert admitted.record["remaining"] == 4
