@@ -39,18 +39,15 @@ def said_empty(limit: dict[str, Any] | None) -> bool:
     return limit.get("remaining") == 0 and limit.get("headers") != "none"
 
 
-Bucket = tuple[str, object]
-"""A bucket as the audit tells them apart: the endpoint, and the key's kind, name and value."""
+Bucket = tuple[str, str | None]
+"""A bucket as the audit tells them apart: the endpoint, and the limit's key (its kind,
+name and value as a string: ``session: s1``; None: a scripted step's, no bucket)."""
 
 
 def bucket_of(attempt: Attempt) -> Bucket:
     """The bucket a request counts against: its endpoint and the limit's key."""
     key = (attempt.entry.rate_limit or {}).get("key")
-    if isinstance(key, dict):  # its kind, name and value, whatever their JSON types
-        key = repr(sorted(key.items()))
-    elif key is not None and not isinstance(key, str):
-        key = repr(key)
-    return endpoint_of(attempt.entry), key
+    return endpoint_of(attempt.entry), None if key is None else str(key)
 
 
 def rate_limit_ignored(

@@ -478,7 +478,7 @@ def test_a_herd_and_a_limits_answers_show_as_retry_herd_and_their_coverage_row(
                               "retry_after": "seconds", "headers": "ietf", "limit": 2,
                               "remaining": 0, "refill": 1.0, "wait_ms": 1000,
                               "next_ms": 1000 - n, "full_ms": 2000, "retry_after_value": "1",
-                              "key": {"kind": "session", "name": None, "value": session}})
+                              "key": f"session: {session}"})
         )  # fmt: skip
     for n in range(3):
         at = start + n * 0.001 + 0.001 + 1.003

@@ -34,7 +34,7 @@ from mockskill.protocol.catalog import RATE_LIMITED, Retry
 
 T0 = 1_000_000.0
 PATH = "/skills/search/invoke"
-KEY = {"kind": "session", "value": "s"}
+KEY = "session: s"
 
 
 class Journal:
@@ -80,7 +80,7 @@ class Journal:
         status: int = 429,
         next_ms: int = 1000,
         body: str = "item-1",
-        key: Any = KEY,
+        key: str | None = KEY,
         scripted: bool = False,
         headers: str = "ietf",
     ) -> Entry:
@@ -113,7 +113,7 @@ class Journal:
         remaining: int,
         next_ms: int = 0,
         body: str = "item-1",
-        key: Any = KEY,
+        key: str | None = KEY,
         headers: str = "ietf",
     ) -> Entry:
         """An answer of a limited endpoint that was admitted, with *remaining* tokens left."""
@@ -453,8 +453,8 @@ def test_an_answer_with_no_rate_limit_headers_told_nothing() -> None:
 
 def test_another_key_is_another_bucket() -> None:
     j = Journal()
-    j.admitted(0, remaining=0, next_ms=1000, body="item-1", key={"kind": "header", "value": "a"})
-    j.admitted(0.3, remaining=0, next_ms=1000, body="item-2", key={"kind": "header", "value": "b"})
+    j.admitted(0, remaining=0, next_ms=1000, body="item-1", key="header x-tenant: a")
+    j.admitted(0.3, remaining=0, next_ms=1000, body="item-2", key="header x-tenant: b")
     assert j.findings() == []
 
 
