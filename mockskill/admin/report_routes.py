@@ -21,7 +21,18 @@ from .journal_query import BadFilter
 if TYPE_CHECKING:
     from ..engine.engine import Engine
 
-PARAMETERS = ("session", "skill", "initial_delay_ms", "tolerance_ms", "tolerance_ratio")
+PARAMETERS = (
+    "session",
+    "skill",
+    "initial_delay_ms",
+    "tolerance_ms",
+    "tolerance_ratio",
+    "herd_chains",
+    "herd_window_ms",
+    "herd_window_ratio",
+    "herd_share",
+    "burst_ms",
+)
 
 
 def answer(engine: Engine) -> tuple[dict[str, Any], int]:
@@ -51,6 +62,11 @@ def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
         initial_delay_ms=_number(args, "initial_delay_ms", default.initial_delay_ms),
         tolerance_ms=_number(args, "tolerance_ms", default.tolerance_ms),
         tolerance_ratio=_number(args, "tolerance_ratio", default.tolerance_ratio, below=1.0),
+        herd_chains=_chains(args, default.herd_chains),
+        herd_window_ms=_number(args, "herd_window_ms", default.herd_window_ms),
+        herd_window_ratio=_number(args, "herd_window_ratio", default.herd_window_ratio, below=1.0),
+        herd_share=_share(args, default.herd_share),
+        burst_ms=_number(args, "burst_ms", default.burst_ms),
     )
     return policy, sessions, skill
 
@@ -67,3 +83,25 @@ def _number(args: Any, name: str, default: float, below: float | None = None) ->
         bound = f"below {below}" if below is not None else "finite"
         raise BadFilter(name, f"{name}={text!r} is not a number of at least 0 ({bound})", "number")
     return value
+
+
+def _chains(args: Any, default: int) -> int:
+    text = args.get("herd_chains")
+    if text is None:
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) < 2:
+        raise BadFilter(
+            "herd_chains", f"herd_chains={text!r} is not a whole number of at least 2", "integer"
+        )
+    return int(text)
+
+
+def _share(args: Any, default: float) -> float:
+    share = _number(args, "herd_share", default)
+    if not 0 < share <= 1:
+        raise BadFilter(
+            "herd_share",
+            f"herd_share={args.get('herd_share')!r} is not above 0 and at most 1",
+            "number",
+        )
+    return share

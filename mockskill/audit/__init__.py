@@ -17,8 +17,12 @@ by concept, in the order a report is made:
 - ``correlation`` — the sixth, ``correlation-lost``: a retry that dropped or
   changed the ``Idempotency-Key``, ``traceparent`` (its trace id) or
   ``X-Request-Id`` its chain's first attempt carried;
-- ``covered`` — the categories and transport faults each session met, and
-  the consumer's real timeouts;
+- ``herds`` — the seventh, ``retry-herd``: chains that retried in lockstep after the same
+  rate-limit advice (no jitter);
+- ``pacing`` — the eighth, ``rate-limit-ignored``: new requests sent to a limit after it
+  said no tokens remained, before the next one;
+- ``covered`` — the categories and transport faults each session met (the
+  rate-limit answers in a row of their own), and the consumer's real timeouts;
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
   of a chain, counted in coverage, and retrying a certificate that cannot
   become valid is ``non-retryable-retried``;
@@ -37,7 +41,7 @@ controls nothing, so the admin API and the faces call it, never the reverse.
 
 from __future__ import annotations
 
-from .covered import FAULT_NAMES, coverage, timeout_kind, timeouts
+from .covered import FAULT_NAMES, RATE_LIMITED_ROW, coverage, timeout_kind, timeouts
 from .findings import RULES
 from .policy import Policy
 from .retries import (
@@ -54,6 +58,7 @@ from .retries import (
     likeliest,
     outcome,
     overlaps,
+    rate_limit_answer,
 )
 from .verdict import (
     assert_clean,
@@ -69,6 +74,7 @@ __all__ = [
     "FAULT_NAMES",
     "FAULT_STANDS_FOR",
     "HANGUP_SLACK",
+    "RATE_LIMITED_ROW",
     "RULES",
     "TIMEOUT_STANDS_FOR",
     "VALIDATION_ERROR",
@@ -87,6 +93,7 @@ __all__ = [
     "likeliest",
     "outcome",
     "overlaps",
+    "rate_limit_answer",
     "report",
     "session_report",
     "silent_sessions",

@@ -11,34 +11,59 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..engine.state import Entry
-from ..protocol.catalog import CODES
+from ..protocol.catalog import CODES, RATE_LIMITED
 from ..scenario.model import FAULTS
-from .retries import VALIDATION_ERROR, answered, client_timeout_ms, endpoint_of
+from .retries import (
+    VALIDATION_ERROR,
+    answered,
+    client_timeout_ms,
+    endpoint_of,
+    rate_limit_answer,
+)
 
 FAULT_NAMES: tuple[str, ...] = tuple(FAULTS)
 
+RATE_LIMITED_ROW = RATE_LIMITED.code
+"""The name of the rate-limit row (``coverage["rate_limited"]``) for the gates
+(``--require RATE_LIMITED``): met by any rate-limit answer, the 429 ``RATE_LIMITED``
+or the in-protocol 503 ``ENDPOINT_UNREACHABLE`` that a limit answered."""
+
 
 def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
-    """How often each category and each transport fault reached the consumer."""
+    """How often each category and each transport fault reached the consumer, and the
+    rate-limit answers in a row of their own (by the code they carried).
+
+    A 503 a limit answered counts as ``ENDPOINT_UNREACHABLE`` too (it is one, in
+    protocol); the 429 is outside the chapter, so only in its row. "complete" asks for
+    the chapter's categories and the faults, never for a rate limit (the gates can:
+    :data:`RATE_LIMITED_ROW`)."""
     categories = dict.fromkeys(CODES, 0)
     faults = dict.fromkeys(FAULT_NAMES, 0)
+    limited = {RATE_LIMITED.code: 0, "ENDPOINT_UNREACHABLE": 0}
     for entry in entries:
         if entry.fault is not None:
             if entry.fault in faults:
                 faults[entry.fault] += 1
-        elif not answered(entry):
+            continue
+        if not answered(entry):
             continue  # no answer reached the consumer
-        elif entry.invalid_descriptor:
+        if entry.invalid_descriptor:
             categories[VALIDATION_ERROR] += 1
         elif entry.error_code in categories:
             categories[entry.error_code] += 1
+        if entry.error_code in limited and (
+            rate_limit_answer(entry) or entry.error_code == RATE_LIMITED.code
+        ):
+            limited[entry.error_code] += 1
     missing = {
         "categories": [c for c, n in categories.items() if not n],
         "faults": [f for f, n in faults.items() if not n],
+        "rate_limited": [] if any(limited.values()) else [RATE_LIMITED_ROW],
     }
     return {
         "categories": categories,
         "faults": faults,
+        "rate_limited": limited,
         "missing": missing,
         "complete": not missing["categories"] and not missing["faults"],
     }

@@ -5,7 +5,10 @@
 measures every attempt's wait against the :mod:`policy <mockskill.audit.policy>`,
 and each breach becomes a :class:`Finding` that says what was found, what
 the chapter expects and the fix. :func:`used_invalid` finds skills invoked
-after their descriptor failed validation. The fifth rule,
+after their descriptor failed validation. A rate limit's answer is judged on the
+advice its header gave (waiting it out is enough: no doubling owed), and one that gave
+none (``Retry-After`` missing or malformed) retried at once is ``backoff-not-growing``,
+there being no advice to be too soon for. The fifth rule,
 ``duplicate-execution`` (a retry that ran an operation twice, behind a proxy
 or on a scripted skill), is :mod:`.executions`'.
 """
@@ -27,6 +30,7 @@ from .retries import (
     ended,
     endpoint_of,
     outcome,
+    rate_limit_answer,
 )
 
 RULES = (
@@ -36,6 +40,8 @@ RULES = (
     "too-many-attempts",
     "duplicate-execution",  # audit/executions.py: retries that ran an operation again
     "correlation-lost",  # audit/correlation.py: retries that drop or change a correlation header
+    "retry-herd",  # audit/herds.py: chains retrying in lockstep after the same rate-limit advice
+    "rate-limit-ignored",  # audit/pacing.py: requests sent on after "no tokens remain"
 )
 
 
@@ -115,9 +121,16 @@ def audit_chain(
                 # The base of the backoff: the run's first advice, or the latest when the
                 # provider has lowered it since (a consumer may follow either).
                 required = max(advised, min(initial, advised) * 2 ** (retry - 1))
+                limited = rate_limit_answer(before.entry)
+                if limited and previous.advice:
+                    # A rate limit's advice is when its next token comes: waiting it out is
+                    # enough (a client honouring Retry-After, as urllib3 does, is right).
+                    required = advised
                 attempt.expected_wait_ms = required
                 if attempt.wait_ms < policy.least(advised):
-                    too_soon.append(i)
+                    # A limit that gave no advice (Retry-After missing or malformed) leaves
+                    # nothing to be too soon for; not backing off at all is the fault.
+                    (not_growing if limited and not previous.advice else too_soon).append(i)
                 elif attempt.wait_ms < policy.least(required):
                     not_growing.append(i)
                 allowed = max_attempts(previous)
@@ -205,6 +218,21 @@ def _retry_after(ms: float) -> str:
     return f"Retry-After: {retry_after_seconds(int(ms))} s"
 
 
+def _advice_header(entry: Entry, advised_ms: float) -> str:
+    """The header that gave *entry*'s advice, as sent (a rate limit says which form it
+    used: a date is measured from when the answer went out)."""
+    limit = entry.rate_limit or {}
+    value = limit.get("retry_after_value")
+    form = limit.get("retry_after")
+    if value is None or form is None:
+        return _retry_after(advised_ms)
+    if form == "ms":
+        return f"retry-after-ms: {value}"
+    if form == "date":
+        return f"Retry-After: {value}, {_ms(advised_ms)} after the answer went out"
+    return f"Retry-After: {value}"
+
+
 def _tolerance(policy: Policy) -> str:
     return (
         f"tolerance: {policy.tolerance_ratio:.0%} of the wait, at most {policy.tolerance_ms:.0f} ms"
@@ -249,7 +277,8 @@ def _too_soon(
         attempts=_ids(attempts, indexes, with_previous=True),
         message=f"{n} {plural(n, 'retry', 'retries')} sooner than the advised delay",
         expected=f"wait at least error.retry.suggested_delay_ms ({_ms(advised)};"
-        f" {_retry_after(advised)}) before retrying ({_tolerance(policy)})"
+        f" {_advice_header(attempts[indexes[0] - 1].entry, advised)}) before retrying"
+        f" ({_tolerance(policy)})"
         if first.advice
         else f"wait at least the chapter's initial delay ({_ms(advised)}) before retrying"
         f" a failure that gave no advice ({_tolerance(policy)})",
@@ -267,19 +296,47 @@ def _not_growing(
         f"{_waited(attempts, i)} (owed {_ms(attempts[i].expected_wait_ms or 0)})" for i in indexes
     ]
     n = len(indexes)
+    unadvised = [i for i in indexes if _unadvised_limit(attempts[i - 1])]
+    expected = (
+        "the n-th retry waits at least initial * 2^(n-1), initial being the first"
+        " error's suggested_delay_ms, or the latest one when smaller (the chapter's"
+        f" {_ms(policy.initial_delay_ms)} when none was given) ({_tolerance(policy)})"
+    )
+    fix = (
+        "double the wait after every failed retry (e.g. tenacity: wait_exponential("
+        "multiplier=initial seconds); urllib3: backoff_factor=initial seconds)"
+    )
+    if unadvised:
+        forms = sorted({_retry_after_form(attempts[i - 1].entry) for i in unadvised})
+        expected = (
+            f"a rate-limit answer with a {' or '.join(forms)} Retry-After advised nothing:"
+            f" back off all the same, from the chapter's initial delay; {expected}"
+        )
+        fix = (
+            "a missing or malformed Retry-After is no excuse: when it cannot be read,"
+            f" fall back to exponential backoff from {_ms(policy.initial_delay_ms)}; " + fix
+        )
     return Finding(
         rule="backoff-not-growing",
         session=session,
         endpoint=endpoint,
         attempts=_ids(attempts, indexes, with_previous=True),
         message=f"{n} {plural(n, 'retry', 'retries')} without exponential backoff",
-        expected="the n-th retry waits at least initial * 2^(n-1), initial being the first"
-        " error's suggested_delay_ms, or the latest one when smaller (the chapter's"
-        f" {_ms(policy.initial_delay_ms)} when none was given) ({_tolerance(policy)})",
+        expected=expected,
         found="; ".join(steps),
-        fix="double the wait after every failed retry (e.g. tenacity: wait_exponential("
-        "multiplier=initial seconds); urllib3: backoff_factor=initial seconds)",
+        fix=fix,
     )
+
+
+def _unadvised_limit(attempt: Attempt) -> bool:
+    """Whether *attempt* was a rate-limit answer that gave no advice."""
+    return rate_limit_answer(attempt.entry) and attempt.outcome.advice is None
+
+
+def _retry_after_form(entry: Entry) -> str:
+    """How a rate-limit answer without advice wrote its Retry-After: missing or malformed."""
+    form = (entry.rate_limit or {}).get("retry_after")
+    return "malformed" if form == "malformed" else "missing"
 
 
 def _too_many(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..protocol.catalog import CATEGORIES
+from ..protocol.catalog import CATEGORIES, OUTSIDE_CHAPTER
 from .retries import VALIDATION_ERROR, AttemptOutcome
 
 # What must change before a non-retryable error can be retried; the other
@@ -46,16 +46,39 @@ class Policy:
     """The chapter's initial delay, for a failure whose answer gave no advice."""
     tolerance_ms: float = 50.0
     tolerance_ratio: float = 0.1
+    herd_chains: int = 3
+    """``retry-herd``: how many chains retrying in lockstep make a herd (K)."""
+    herd_window_ms: float = 20.0
+    herd_window_ratio: float = 0.02
+    """``retry-herd``: retries whose waits past the advice differ by less than the larger
+    of *herd_window_ms* (timer noise) and *herd_window_ratio* times the advice are in
+    lockstep; ordinary jitter (10 % of the advice or more) spreads them wider."""
+    herd_share: float = 2 / 3
+    """``retry-herd``: the share of the chains waiting together that must be in lockstep
+    (a few jittered chains always land close together by chance; most of them do not)."""
+    burst_ms: float = 100.0
+    """``rate-limit-ignored``: requests sent within this of each other went out together
+    (a burst, before any answer could be read): the ones sent with the answer that said
+    no tokens remain are not judged against it."""
 
     def least(self, required_ms: float) -> float:
         """The shortest wait that still counts as *required_ms*."""
         return required_ms - min(self.tolerance_ms, self.tolerance_ratio * required_ms)
+
+    def herd_window(self, advised_ms: float) -> float:
+        """``retry-herd``'s window for retries after an advice of *advised_ms*."""
+        return max(self.herd_window_ms, self.herd_window_ratio * advised_ms)
 
     def as_json(self) -> dict[str, float]:
         return {
             "initial_delay_ms": self.initial_delay_ms,
             "tolerance_ms": self.tolerance_ms,
             "tolerance_ratio": self.tolerance_ratio,
+            "herd_chains": self.herd_chains,
+            "herd_window_ms": self.herd_window_ms,
+            "herd_window_ratio": self.herd_window_ratio,
+            "herd_share": self.herd_share,
+            "burst_ms": self.burst_ms,
         }
 
 
@@ -66,7 +89,7 @@ def advised_ms(o: AttemptOutcome, policy: Policy) -> float:
 def max_attempts(o: AttemptOutcome) -> int | None:
     if o.advice is not None:
         return o.advice.max_attempts
-    category = CATEGORIES.get(o.code or "")
+    category = CATEGORIES.get(o.code or "") or OUTSIDE_CHAPTER.get(o.code or "")
     default = category.retry if category is not None else None
     return default.max_attempts if default is not None else None
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..engine.state import Entry
-from ..protocol.catalog import CATEGORIES, Retry
+from ..protocol.catalog import CATEGORIES, RATE_LIMITED, Retry
 
 VALIDATION_ERROR = "VALIDATION_ERROR"
 
@@ -53,9 +53,20 @@ def outcome(entry: Entry) -> AttemptOutcome:
     category = CATEGORIES.get(entry.error_code or "")
     if category is not None:
         return AttemptOutcome(True, category.code, category.retryable, entry.retry)
+    if entry.status == 429 or entry.error_code == RATE_LIMITED.code:
+        # Outside the chapter, but a rate limit's refusal asks to be retried later: with the
+        # advice its headers gave (none: the missing and malformed Retry-After forms).
+        return AttemptOutcome(True, RATE_LIMITED.code, True, entry.retry)
     if entry.status >= 400:
         return AttemptOutcome(True)
     return AttemptOutcome(False)
+
+
+def rate_limit_answer(entry: Entry) -> bool:
+    """Whether *entry* was answered by a rate limit: a bucket's refusal or a scripted
+    ``rate_limited:`` step (an admitted request of a limited endpoint is not one)."""
+    limit = entry.rate_limit
+    return limit is not None and bool(limit.get("refused") or limit.get("scripted"))
 
 
 def refused_control(entry: Entry) -> bool:

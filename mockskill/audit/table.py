@@ -99,6 +99,10 @@ def _coverage_lines(coverage: dict[str, Any]) -> list[str]:
         lines.append(f"    met:     {', '.join(met)}")
     if missing:
         lines.append(f"    missing: {', '.join(missing)}")
+    limited = coverage.get("rate_limited") or {}
+    if any(limited.values()):
+        counts = ", ".join(f"{code} x{n}" for code, n in limited.items() if n)
+        lines.append(f"    rate-limit answers: {counts}")
     return lines
 
 

@@ -17,10 +17,12 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
 from .correlation import correlation_lost
-from .covered import FAULT_NAMES, coverage, timeouts
+from .covered import FAULT_NAMES, RATE_LIMITED_ROW, coverage, timeouts
 from .executions import duplicate_executions
 from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
 from .handshakes import http_entries, permanent_retried, tls_coverage
+from .herds import retry_herds
+from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
 
@@ -33,8 +35,10 @@ def session_report(
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
     entries = http_entries(entries)  # a failed handshake is no request: no chain, no timeout
+    chained = []
     for chain in chains(entries):
         attempts, found = audit_chain(name, chain, policy)
+        chained.append(attempts)
         findings.extend(found)
         findings.extend(duplicate_executions(name, chain))
         findings.extend(correlation_lost(name, chain))
@@ -46,6 +50,8 @@ def session_report(
             }
         )
     findings.extend(used_invalid(name, entries))
+    findings.extend(retry_herds(name, chained, policy))
+    findings.extend(rate_limit_ignored(name, chained, policy))
     findings.sort(key=lambda f: f.attempts[0])
     return {
         "session": name,
@@ -106,23 +112,26 @@ def coverage_gaps(
 ) -> dict[str, list[str]]:
     """Per session, the required categories and faults it has not met (sessions with gaps only).
 
-    *required*: names of categories and faults (None: all of them).
+    *required*: names of categories and faults, and :data:`RATE_LIMITED_ROW` for a
+    rate-limit answer (None: every category and fault; a rate limit only when named).
     """
+    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW)
     wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
-    unknown = wanted - set(CODES) - set(FAULT_NAMES)
+    unknown = wanted - set(known)
     if unknown:
         named = []
         for name in sorted(unknown):
-            close = difflib.get_close_matches(name.upper(), CODES + FAULT_NAMES, n=1)
+            close = difflib.get_close_matches(name.upper().replace("-", "_"), known, n=1)
             named.append(f"{name} (did you mean {close[0]!r}?)" if close else name)
         raise ValueError(
             f"not a category or a transport fault: {', '.join(named)};"
-            f" expected some of {', '.join(CODES + FAULT_NAMES)}"
+            f" expected some of {', '.join(known)} (a rate-limit answer)"
         )
     gaps = {}
     for session in report["sessions"]:
         missing = session["coverage"]["missing"]
-        lacking = [n for n in [*missing["categories"], *missing["faults"]] if n in wanted]
+        met = [*missing["categories"], *missing["faults"], *missing.get("rate_limited", [])]
+        lacking = [n for n in met if n in wanted]
         if lacking:
             gaps[session["session"]] = lacking
     return gaps

@@ -180,7 +180,8 @@ def schema() -> None:
     "required",
     multiple=True,
     metavar="NAME[,NAME]",
-    help="Exit 1 unless each session has met these categories or faults (repeatable).",
+    help="Exit 1 unless each session has met these categories or faults (repeatable);"
+    " RATE_LIMITED: a rate-limit answer (429, or a limit's 503).",
 )
 @admin_token("The server's admin token, if it has one.")
 def report(

@@ -11,14 +11,17 @@ the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
 and ``proxying``: a proxy step, its recorded ``exchange``; ``rendering``: a
 templated reply made for its request) that the transport plays;
 ``idempotency`` answers a retry from its key's first execution, for a skill
-that honours ``Idempotency-Key``. ``capabilities`` says whether a server can
-play a scenario set.
+that honours ``Idempotency-Key``; ``limits`` says which rate limit's bucket a
+request spends and writes what the limit answers (a refusal, a scripted
+``rate_limited:`` step, an admitted answer's headers) in every wire form.
+``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
 counts its entries against a verification, reading each as ``conditions`` read
 a request) — whose
 needs the engine hands out (``pending``) and the in-memory ``state``
-answers. ``named_ports`` says what the engine asks of the ports its replies name
+answers (``buckets``: the sums of a rate limit's token bucket, which it
+spends). ``named_ports`` says what the engine asks of the ports its replies name
 (the refused port of ``ENDPOINT_UNREACHABLE``, the TLS faults'), which the
 transport binds and the server hands in. Nothing here sleeps or touches a
 socket (tests/test_layout.py holds it): the WSGI face plays a step on a

@@ -13,19 +13,22 @@ and the same requests replay the same values, whichever process serves each.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from hashlib import blake2b
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from .actions import Urls
+from . import limits
+from . import plan as plans
+from .actions import Urls, answer
 from .entries import escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import NeedAnswer, SetState, Take, Taken
+from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -52,9 +55,11 @@ class Chosen:
     """Its draw's key (:func:`draw_key`), for what its template draws (ids, numbers)."""
 
 
-def take(table: RoutingTable, target: Target, session: str) -> Take:
-    """What *target*'s next request in *session* takes of the store, on *table* (the one
-    it was matched on: a scenario removed or deactivated since the match is not in it)."""
+def take(decided: Decided, target: Target, request: Incoming) -> Take:
+    """What *target*'s next *request* in *decided*'s session takes of the store, on the
+    table it was matched on (a scenario removed or deactivated since the match is not in
+    it); for a limited endpoint, a token of its bucket first (:mod:`.limits`)."""
+    table, session = decided.table, decided.session
     takes = table.takes.get(target.key)
     if takes is None:
         takes = table.takes[target.key] = {}
@@ -62,8 +67,16 @@ def take(table: RoutingTable, target: Target, session: str) -> Take:
     if took is None:  # the same for every request of the session on the table: made once
         if len(takes) >= MAX_KEPT_TAKES:
             takes.clear()  # atomic, unlike evicting one: handle() runs on threads
-        took = takes[session] = _new(Take, (session, *_take_parts(table, target)))
-    return took
+        took = takes[session] = _new(Take, (session, *_take_parts(table, target, session)))
+    limit = target.limit
+    if limit is None or limit.key == "session":  # (a session's bucket is in its kept Take)
+        return took
+    # Keyed by what the request carries: its bucket, hence its Take, is made per request.
+    credentials = table.credential_digest
+    assert credentials is not None
+    value = decided.limit_value = limits.key_value(limit, session, request, credentials)
+    bucket = limits.bucket(limit, _endpoint(target), value)
+    return _new(Take, (*took[:6], bucket))
 
 
 MAX_KEPT_TAKES = 256
@@ -71,19 +84,30 @@ MAX_KEPT_TAKES = 256
 
 
 def _take_parts(
-    table: RoutingTable, target: Target
-) -> tuple[str, int, str, tuple[float, float] | None, bool, None]:
-    """A Take of *target* on *table*, but its session: key, generation, scenario, outage
-    window (``[start_ms, end_ms)`` after the scenario's activation), draws."""
+    table: RoutingTable, target: Target, session: str
+) -> tuple[str, int, str, tuple[float, float] | None, bool, Bucket | None]:
+    """A Take of *target* on *table* in *session*, but the session: key, generation,
+    scenario, outage window (``[start_ms, end_ms)`` after the scenario's activation), draws
+    and the session's bucket (for a limit per session)."""
     name = target.scenario or ""
     key = target.key
     generation = table.generations.get(key, 0)
     scenario = table.scenarios[name] if name else None
     outage = scenario.outage if scenario else None
+    limit = target.limit
+    bucket = None
+    if limit is not None and limit.key == "session":
+        bucket = limits.bucket(limit, _endpoint(target), session)
     if outage is None:
-        return key, generation, name, None, target.draws, None
+        return key, generation, name, None, target.draws, bucket
     window = (float(outage.start_ms), float(outage.start_ms + outage.duration_ms))
-    return key, generation, name, window, target.draws or outage.step.random, None
+    return key, generation, name, window, target.draws or outage.step.random, bucket
+
+
+def _endpoint(target: Target) -> str:
+    """What a limit's buckets at *target* are per: its scenario and endpoint."""
+    scenario = target.scenario or ""
+    return f"{len(scenario)}:{scenario}/{target.endpoint}"
 
 
 def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
@@ -104,7 +128,16 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     table, name = decided.table, target.scenario
     index = None
     answered: Taken = taken  # type: ignore[assignment]  # a Take is answered a Taken
-    position, draw, _spent = answered  # unpacked: faster than a NamedTuple's attributes
+    position, draw, spent = answered  # unpacked: faster than a NamedTuple's attributes
+    if spent is not None:  # a limited endpoint: what its bucket said
+        limit = target.limit
+        assert limit is not None
+        if not spent.admitted:  # not played: refused, advised when the next token comes
+            decided.chosen = Chosen(reply=refused(decided, spent)[0])
+            return decided
+        policy = target.policy
+        assert policy is not None
+        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -119,6 +152,10 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             decided.chosen = Chosen(position=position, reply=reply)
             return decided
         step, in_outage = sequence.steps[index], False
+    if step.rate_limited is not None:
+        delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+        chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
+        return _scripted_limit(decided, chosen, step.set_state)
     skill = target.skill
     timeout = None
     if skill is not None and skill.timeout_ms is not None:
@@ -128,6 +165,10 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
         key = draw_key(seed, name or "", decided.session, draw)
         drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
+        if drawn.rate_limited is not None:  # (an outcome of a one_of)
+            chosen = Chosen(drawn, index, position, in_outage, choice, delay_ms, drawn=True)
+            moves = step.set_state if drawn.set_state is None else drawn.set_state
+            return _scripted_limit(decided, chosen, moves)
         decided.chosen = Chosen(
             drawn,
             index,
@@ -157,6 +198,64 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
 
 
+def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
+    """*decided*, its *chosen* step a scripted ``rate_limited:`` answer, made now for when
+    it is sent, after its delay (the date form reads the clock): answered, not played;
+    the step moves the session's state to *moves* first (None: it stays)."""
+    step, target = chosen.step, decided.target
+    assert step is not None
+    assert step.rate_limited is not None
+    assert isinstance(target, Target), "a step is a target's"
+    sent_at = time.time() + (chosen.delay_ms or 0) / 1000
+    reply, decided.limited = limits.scripted(step.rate_limited, target.context, sent_at)
+    chosen.reply = decided.urls.fill(reply)
+    decided.chosen = chosen
+    if moves is None:
+        return decided
+    need = SetState(decided.session, target.scenario or "", moves)
+    return _new(Pending, (need, decided.unchanged))
+
+
+def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
+    """The reply to *decided*'s request, refused by its limit (*spent*: no token), and its
+    plan (marked journalled: the caller records it as planned); its journal's account in
+    :attr:`Decided.limited`. The reply and plan are kept on the table per endpoint, address
+    and the few values that vary (:func:`.limits.refusal_headers`): most refusals repeat
+    one, and the body and head of each are made once."""
+    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
+    limit = target.limit
+    assert limit is not None
+    urls = decided.urls
+    policy = target.policy
+    assert policy is not None
+    advised = limits.refusal_headers(policy, spent, time.time())
+    decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
+    refusals = decided.table.refusals
+    key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)
+    kept = refusals.get(key)
+    if kept is not None and kept[0] is urls:
+        return kept[1], kept[2]
+    reply = urls.fill(limits.refusal_reply(limit, target.context, advised))
+    plan = plans.Plan(answer(reply), journalled=True)
+    if len(refusals) >= MAX_KEPT_REFUSALS:
+        refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
+    refusals[key] = (urls, reply, plan)  # (the Urls kept with it: its id stays its own)
+    return reply, plan
+
+
+MAX_KEPT_REFUSALS = 256
+"""Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
+
+
+def limited_key(decided: Decided) -> str:
+    """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
+    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
+    limit = target.limit
+    assert limit is not None
+    value = decided.session if limit.key == "session" else decided.limit_value
+    return limits.shown_key(limit, value)
+
+
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     """*decided*, its request passed on by *used* (a case over that ends with ``next``) to
     the next case that takes it, the endpoint's steps, or a miss (:meth:`RoutingTable.passed_on`):
@@ -168,7 +267,10 @@ def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     if isinstance(target, Miss):
         decided.reply = decided.urls.fill(miss_reply(target))
         return decided
-    return _new(Pending, (take(decided.table, target, decided.session), decided))
+    took = take(decided, target, kept[0])
+    if decided.limited is not None:  # its endpoint's limit admitted it already: not twice
+        took = _new(Take, (*took[:6], None))
+    return _new(Pending, (took, decided))
 
 
 @dataclass(slots=True)
@@ -211,6 +313,12 @@ class Decided:
     request: tuple[Incoming, str | None] | None = None
     """The request and its session's scenario state (None: not read), kept only when its
     case may pass it on (``end: next``), to match the cases after it."""
+    limit_value: str | None = None
+    """What its endpoint's limit counts it by, when not its session (:func:`take`; None:
+    the endpoint's shared bucket, or not limited)."""
+    limited: limits.Limited | None = None
+    """What a rate limit said of it: its bucket's (admitted or refused) or a scripted
+    ``rate_limited:`` step's (None: nothing limits it)."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
-from . import auth, builtin_answers, choosing, idempotency
+from . import auth, builtin_answers, choosing, idempotency, limits
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
@@ -54,7 +54,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import NeedAnswer, ReadState, Store, StoreUnavailable
+from .store import NeedAnswer, ReadState, Spent, Store, StoreUnavailable
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -171,6 +171,7 @@ class Engine:
         # generations: no request can take a restarted position from the old one.
         table.generations = self.state.restart(restart)
         table.seed = self.state.seed
+        table.credential_digest = self._journalling.credential_digest
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
@@ -220,6 +221,8 @@ class Engine:
         reply, chosen = decided.reply_to_send(), decided.chosen
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply
+            if chosen is not None and chosen.delay_ms:  # (a scripted rate_limited step's)
+                plan = plans.Plan(answer(reply), waits=(plans.Wait(chosen.delay_ms),))
             timed_out = None
         else:
             assert chosen is not None
@@ -233,6 +236,9 @@ class Engine:
             else:  # made from this request: planned for it alone, never kept
                 planned = self._templated(incoming, decided, chosen)
             plan, served, timed_out = planned.plan, planned.reply, planned.timed_out
+        limited = decided.limited
+        if limited is not None and limited.added:  # admitted by its limit: what is left
+            plan = plan.answering(limits.with_headers(plan.answer, limited.headers))
         # A partial, not a closure: a closure's cells are made on every call of this method
         # (a plain step's too), and a waiting request would hold nine objects for the
         # collector to walk instead of two.
@@ -264,7 +270,7 @@ class Engine:
             return decided
         if target.idempotent and _KEY in request.headers:
             return idempotency.keyed(request, decided, self.state.digest_key)
-        return _new(Pending, (choosing.take(decided.table, target, decided.session), decided))
+        return _new(Pending, (choosing.take(decided, target, request), decided))
 
     def _planned(self, chosen: Chosen, urls: Urls) -> Planned:
         """The plan of *chosen*'s step for *urls*: made once and kept when it is the same for
@@ -387,7 +393,7 @@ class Engine:
                     decided.request = (request, None if known is None else known[1])
                 if target.idempotent and _KEY in headers:  # the key is recalled before
                     return idempotency.keyed(request, decided, self.state.digest_key)
-                return _new(Pending, (choosing.take(table, target, session), decided))
+                return _new(Pending, (choosing.take(decided, target, request), decided))
             reply = refusal
         if reply is not None:
             reply = urls.fill(reply)
@@ -413,7 +419,17 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
+        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
+        if position is None and spent is not None and not spent.admitted:
+            # Refused by its limit: the refusal's plan is kept, its request journalled now.
+            reply, plan = choosing.refused(decided, spent)
+            self.state.record(
+                self._journalling.recorded(request, decided, None, reply.status, reply)
+            )
+            return plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
+            return None
+        if spent is None and decided.limited is not None:  # (passed on, admitted before)
             return None
         urls = decided.urls
         kept = self._plains.get((id(target), id(urls)))
@@ -425,6 +441,14 @@ class Engine:
         if index is None:
             return None
         plain = None if target.draws else plains.steps[index]
+        if spent is not None:  # admitted by its limit (refused, it took no position)
+            if plain is None:
+                return None  # (its answer is made per request: the general path adds to it)
+            policy = target.policy
+            assert policy is not None
+            limited = limits.admitted(policy, spent, choosing.limited_key(decided), time.time())
+            plain.record(request, decided.started, decided.session, position, limited.record)
+            return plain.limited_plan(policy, limited.headers) if limited.added else plain.plan
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:
@@ -449,6 +473,7 @@ class Engine:
                 and not step.proxy
                 and step.set_state is None
                 and step.reply.template is None  # (made per request: rendering.py)
+                and step.rate_limited is None  # (made per request: limits.py)
             ):
                 planned = self._planned(Chosen(step, index, 0), urls)
                 if planned.plan.instant:
@@ -543,6 +568,7 @@ def _renders_plainly(step: Step) -> bool:
         and step.proxy is None
         and step.set_state is None  # (its SetState is asked when it is chosen)
         and step.ran is None  # (after: its entry reads the request's Idempotency-Key)
+        and step.rate_limited is None  # (its answer is the limit's: limits.py)
     )
 
 

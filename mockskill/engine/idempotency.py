@@ -127,7 +127,7 @@ def keyed(request: Incoming, decided: Decided, digest_key: bytes) -> Later[Decid
         assert type(answer) is Recalled  # a Recall is answered a Recalled
         state, kept, wait_ms = answer
         if state == "new":
-            take = choosing.take(decided.table, target, session)
+            take = choosing.take(decided, target, request)
             return Pending(take, decided).then(settle)
         if state == "replay":
             assert kept is not None

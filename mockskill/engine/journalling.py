@@ -34,6 +34,7 @@ from .entries import (
     shorten,
 )
 from .incoming import Incoming
+from .limits import LimitedHead, Policy
 from .matching import Miss, Target
 from .plan import Outcome, Plan
 from .rendering import RequestValues
@@ -53,10 +54,11 @@ _NOT_SENT = (None, None, None, None, None, None, None)
 a request that was not proxied, what it sent not kept (journal bodies off)."""
 SentFields = tuple[None, None, str, Any, Any, None, int | None]
 _DID_NOT_RUN = (False, False, None)
-"""An Entry's last fields (executed, replayed, idempotency_key) for a request that did not
+"""An Entry's fields executed, replayed and idempotency_key for a request that did not
 run its skill."""
 _RAN = (True, False, None)
 """The same, for a request that ran its skill (a plain step's result: :class:`Plain`)."""
+
 _KEY = "idempotency-key"
 _RUN = ("invoke", "route")
 """The endpoints whose result says their operation ran (the list and a descriptor run none)."""
@@ -163,6 +165,7 @@ class Journalling:
         keyed = decided.idempotency
         if keyed is not None:  # a skill that honours Idempotency-Key: what it decided
             ran = (keyed.executed, keyed.replayed, keyed.shown)
+        limited = decided.limited
         # Positional, in Entry's field order: tuple.__new__ skips the NamedTuple's keyword
         # __new__ (this runs for every request).
         return _new_entry(
@@ -203,7 +206,8 @@ class Journalling:
             # failed handshake's, never a request's), what it sent and whether it ran,
             # joined on (see Plain).
             + (sent(request, body, self.body_limit) if self.bodies else _NOT_SENT)
-            + ran,
+            + ran
+            + (None if limited is None else limited.record,),
         )
 
     def played(
@@ -305,6 +309,7 @@ class Plain:
         "_error_code",
         "_index",
         "_invalid",
+        "_limited_head",
         "_next_id",
         "_ran",
         "_record",
@@ -337,10 +342,29 @@ class Plain:
         self._case = None if target.case is None else target.case.index
         # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
         ran = endpoint in _RUN and 200 <= status < 300
-        self._ran = _RAN if ran else _DID_NOT_RUN
+        # With its last field, rate_limit: None, unless the request's limit says more.
+        self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
+        self._limited_head: LimitedHead | None = None
 
-    def record(self, request: Incoming, started: float, session: str, position: int) -> None:
-        """Journal *request*, the *position*-th of its sequence in *session*, answered now."""
+    def limited_plan(self, policy: Policy, headers: tuple[tuple[str, str], ...]) -> Plan:
+        """Its plan, its answer with an admitted request's rate-limit *headers* added (the
+        head before them rendered once: :class:`~.limits.LimitedHead`; its target's limit
+        is *policy*)."""
+        head = self._limited_head
+        if head is None:
+            head = self._limited_head = LimitedHead(self.plan.answer, policy)
+        return self.plan.answering(head.answering(headers))
+
+    def record(
+        self,
+        request: Incoming,
+        started: float,
+        session: str,
+        position: int,
+        rate_limit: dict[str, Any] | None = None,
+    ) -> None:
+        """Journal *request*, the *position*-th of its sequence in *session*, answered now
+        (*rate_limit*: what its endpoint's limit said, ``Entry.rate_limit``)."""
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:
@@ -389,7 +413,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + self._ran,
+                + (self._ran if rate_limit is None else (*self._ran[:3], rate_limit)),
             )
         )
 

@@ -1,8 +1,8 @@
 """All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
 Sequence positions per session and endpoint, draw counts, scenario states per
-session and scenario, outage clocks, issued tokens and the bounded request
-journal live here and nowhere else. The engine asks for them as needs
+session and scenario, rate limits' token buckets, outage clocks, issued tokens and
+the bounded request journal live here and nowhere else. The engine asks for them as needs
 (:mod:`.store`): this store answers each inline, under one acquisition of its
 lock (:meth:`State.answer`), so that a shared backend (``mockskill.store``)
 can replace it when several processes serve one scenario set.
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
+from .buckets import full_at, spend
 from .entries import (
     MASK,
     MAX_ENTRY_BYTES,
@@ -41,6 +42,7 @@ from .entries import (
     unpacked,
 )
 from .store import (
+    Bucket,
     Health,
     IssueToken,
     Need,
@@ -50,6 +52,7 @@ from .store import (
     Recalled,
     SetState,
     Settle,
+    Spent,
     Take,
     Taken,
     UseToken,
@@ -87,6 +90,10 @@ MAX_IDEMPOTENCY_KEYS = 10_000
 forgotten first: a retry with one forgotten runs again, as past a provider's expiry)."""
 MAX_IDEMPOTENCY_BYTES = 64 * 1024 * 1024
 """What the remembered keys' first answers weigh at most, together (the same rule)."""
+MAX_BUCKETS = 10_000
+"""Rate limits' buckets kept at most that no session owns (per credential, client, header
+or body value): past it the least recently spent is forgotten (full again, as a fresh one).
+A session's buckets go with its session (bounded by :data:`DEFAULT_MAX_SESSIONS`)."""
 
 
 @dataclass
@@ -179,10 +186,10 @@ def _packed_up_to(slots: list[_Kept | _Packed]) -> int:
 
 
 class _Session:
-    """What one session has done: positions in sequences, its draws per scenario, and the
-    state it is in per scenario."""
+    """What one session has done: positions in sequences, its draws per scenario, the
+    state it is in per scenario, and the rate limits' buckets it spent."""
 
-    __slots__ = ("draws", "positions", "retired", "states")
+    __slots__ = ("buckets", "draws", "positions", "retired", "states")
 
     def __init__(self) -> None:
         self.positions: dict[str, int] = {}
@@ -193,6 +200,8 @@ class _Session:
         """Per scenario (its name, '' for none), how many draws the session took."""
         self.states: dict[str, str] = {}
         """Per scenario, the state a step moved the session into (none: the initial one)."""
+        self.buckets: dict[str, tuple[float, float]] = {}
+        """Per key, a per-session bucket's tokens and when they were counted (none: full)."""
 
 
 @dataclass(slots=True)
@@ -255,6 +264,9 @@ class State:
         self._keys: OrderedDict[tuple[str, str, str], _Remembered] = OrderedDict()
         """Idempotency keys by (session, skill, key), least recently used first."""
         self._keys_bytes = 0
+        self._buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
+        """Buckets no session owns, by key, least recently spent first: their tokens, when
+        they were counted and when they are full again (then as good as gone)."""
 
     def _session(self, name: str) -> _Session:
         """*name*'s record, now the most recently used (hold the lock)."""
@@ -275,7 +287,8 @@ class State:
     def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now, under one acquisition of the lock (see :mod:`.store`).
 
-        A :class:`~.store.Take`: none in its scenario's outage, else the next
+        A :class:`~.store.Take`: with a rate limit, a token of its bucket first
+        (without one, nothing else); none in its scenario's outage, else the next
         position of its sequence; and the session's next draw number for the
         scenario, if asked. A request matched on an older generation of the key
         (:meth:`restart`) counts on in the sequence it matched, so it never
@@ -284,11 +297,11 @@ class State:
         if type(need) is Take:  # nearly every need, a sequence step: here, not in a call
             # Unpacked at once: a NamedTuple's fields read one by one are slow attribute
             # lookups (LOAD_ATTR does not specialise for them).
-            session, key, generation, _, outage, draws, _limit = need
+            session, key, generation, _, outage, draws, limit = need
             with self._lock:
                 record = self._session(session)
-                if draws or outage is not None:
-                    return self._take_drawn(record, need)
+                if draws or outage is not None or limit is not None:
+                    return self._take_slow(record, need)
                 if generation != self._generations.get(key, 0):
                     return _new(Taken, (self._retired(record, key, generation), -1, None))
                 positions = record.positions
@@ -315,8 +328,14 @@ class State:
             return None
         raise TypeError(f"not a need: {need!r}")
 
-    def _take_drawn(self, record: _Session, need: Take) -> Taken:
-        """:meth:`answer` for a Take with draws or an outage window (hold the lock)."""
+    def _take_slow(self, record: _Session, need: Take) -> Taken:
+        """:meth:`answer` for a Take with a rate limit, draws or an outage window (hold the
+        lock)."""
+        spent = None
+        if need.limit is not None:
+            spent = self._spend(need.session, record, need.limit)
+            if not spent.admitted:  # refused: not played, so nothing else is taken
+                return _new(Taken, (None, -1, spent))
         draw = -1
         if need.draws:
             draws = record.draws
@@ -325,13 +344,47 @@ class State:
         if outage is not None:
             elapsed_ms = (time.monotonic() - self._activated.get(need.scenario, 0.0)) * 1000
             if outage[0] <= elapsed_ms < outage[1]:
-                return _new(Taken, (None, draw, None))
+                return _new(Taken, (None, draw, spent))
         key = need.key
         if need.generation != self._generations.get(key, 0):
-            return _new(Taken, (self._retired(record, key, need.generation), draw, None))
+            return _new(Taken, (self._retired(record, key, need.generation), draw, spent))
         positions = record.positions
         position = positions[key] = positions.get(key, 0) + 1
-        return _new(Taken, (position - 1, draw, None))
+        return _new(Taken, (position - 1, draw, spent))
+
+    def _spend(self, session: str, record: _Session, bucket: Bucket) -> Spent:
+        """Spend a token of *bucket* (:func:`.buckets.spend`) for a request of *session*
+        (*record*; hold the lock). A refusal changes nothing: the bucket refills the same
+        from its last count.
+
+        A session's bucket is kept with its session (a reset of the session forgets it);
+        the others in a table bounded by :data:`MAX_BUCKETS`.
+        """
+        now = time.monotonic()
+        owner = bucket.session
+        if owner is not None:
+            buckets = (record if owner == session else self._session(owner)).buckets
+            tokens, at = buckets.get(bucket.key, (bucket.capacity, now))
+            tokens, spent = spend(bucket, tokens, now - at)
+            if spent.admitted:
+                buckets[bucket.key] = (tokens, now)
+            return spent
+        shared = self._buckets
+        held = shared.get(bucket.key)
+        tokens, at = (bucket.capacity, now) if held is None else held[:2]
+        tokens, spent = spend(bucket, tokens, now - at)
+        if spent.admitted:
+            shared[bucket.key] = (tokens, now, full_at(bucket, tokens, now))
+            shared.move_to_end(bucket.key)
+            # The least recently spent go first: past the bound, or once full again (as
+            # fresh ones, so nothing is lost). One look a spend keeps the table to the
+            # buckets still refilling, the one just spent never full.
+            while True:
+                oldest, (_, _, full) = next(iter(shared.items()))
+                if full > now and len(shared) <= MAX_BUCKETS:
+                    break
+                del shared[oldest]
+        return spent
 
     def _recall(self, need: Recall) -> Recalled:
         """:meth:`answer` for a :class:`Recall`: the key's first execution, or reserve it."""
@@ -472,7 +525,8 @@ class State:
         """Forget what was played: everything, one session's, or some sequences' positions.
 
         Everything, or a whole session, means positions, draw counts, scenario
-        states, idempotency keys and journal entries (and everything: issued tokens);
+        states, idempotency keys, rate limits' buckets (a session's: those it owns) and
+        journal entries (and everything: issued tokens and every bucket);
         *keys* name sequences whose positions alone restart (the states stay).
         """
         with self._lock:
@@ -486,6 +540,7 @@ class State:
                 self._tokens.clear()
                 self._keys.clear()
                 self._keys_bytes = 0
+                self._buckets.clear()
             else:
                 self._sessions.pop(session, None)
                 for name in [n for n in self._keys if n[0] == session]:

@@ -365,7 +365,7 @@ def render(
     advice (``None`` removes it). Overrides are assumed checked (see
     :func:`status_problem` and :func:`retry_problem`).
     """
-    category = CATEGORIES[code]
+    category = CATEGORIES.get(code) or OUTSIDE_CHAPTER[code]  # (RATE_LIMITED: outside it)
     final_details = category.default_details(context)
     if details:
         final_details.update(details)

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from .kinds import BODY_KINDS, listed
+from .kinds import WRITTEN_BODIES, listed
 from .model import Step
 from .problems import Path, describe
 from .reader import Reader
@@ -75,7 +75,7 @@ def scripted_after(
         )
         return None
     own = {k: v for k, v in raw.items() if k != "after"}
-    made = tuple(k for k in BODY_KINDS if k != "error")  # an error did not run (above)
+    made = tuple(k for k in WRITTEN_BODIES if k != "error")  # an error did not run (above)
     if not any(k in own for k in (*made, "status")):
         r.bad(
             path,

@@ -39,6 +39,9 @@ class StepKind(Declared):
     own_reader: bool = False
     """Whether the step is read by a reader of its own (a random or a forwarded step),
     not as a plain step."""
+    made_per_request: bool = False
+    """Whether the engine writes its answer per request (a rate-limited answer's headers
+    read the clock): only ``times``, ``delay`` and ``set_state`` may be beside it."""
 
 
 STEP_KINDS: tuple[StepKind, ...] = (
@@ -48,6 +51,12 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("body_base64", "a body of bytes, written in base64", body=True),
     StepKind("body_file", "a body of bytes, read from a file at load", body=True),
     StepKind("descriptor", "the skill's descriptor (skill endpoints only)", body=True),
+    StepKind(
+        "rate_limited",
+        "a rate-limited answer (429 or 503) advising the wait given, without a bucket",
+        body=True,
+        made_per_request=True,
+    ),
     StepKind("status", "a result's status (200 to 599); alone, a result without a body"),
     StepKind("fault", "a transport fault done to the connection instead of an answer"),
     StepKind("hang", "the connection held without a byte, then closed, or answered late"),
@@ -56,6 +65,10 @@ STEP_KINDS: tuple[StepKind, ...] = (
 )
 BODY_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if k.body)
 """The kinds a step may have only one of (``error`` and the bodies)."""
+WRITTEN_BODIES: tuple[str, ...] = tuple(
+    k.name for k in STEP_KINDS if k.body and not k.made_per_request
+)
+"""The bodies a step writes out itself: what ``dribble`` can send slowly."""
 PLAIN_KINDS: tuple[str, ...] = tuple(k.name for k in STEP_KINDS if not k.own_reader)
 """What a plain step must have at least one of."""
 

@@ -16,7 +16,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..protocol.catalog import TOKEN_PATH, Context
-from . import path_access, proxy_config, states
+from . import path_access, proxy_config, rate_limits, states
 from .cases import read_endpoint
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
@@ -55,7 +55,7 @@ __all__ = [
 
 SCENARIO_KEYS = ("name", "description", "seed", "outage", "auth", "skills", "routes", "proxy")
 OUTAGE_KEYS = ("start", "duration", "step")
-ROUTE_KEYS = ("path", "method", "steps", "end", "cases", "proxy")
+ROUTE_KEYS = ("path", "method", "steps", "end", "cases", "proxy", "rate_limit")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RESERVED_PREFIXES = ("/skills", "/__admin", TOKEN_PATH)
 
@@ -421,10 +421,12 @@ def _read_route(
     proxied = proxy_config.shorthand(r, raw, path, ("steps",))  # proxy: URL: forwards to it
     if isinstance(proxied, Sequence) and "steps" not in raw:
         read = (proxied, read[1] if read is not None else ())
+    rate_limit = rate_limits.read_rate_limit(r, raw, path)
     if read is None or route_path is None or methods is None or len(r.problems) > before:
         return None
     sequence, cases = read
-    return Route(route_path, methods, sequence, scenario, index, r.position(path), cases)
+    where = r.position(path)
+    return Route(route_path, methods, sequence, scenario, index, where, cases, rate_limit)
 
 
 def _check_route_path(r: Reader, route_path: str, path: Path) -> bool:

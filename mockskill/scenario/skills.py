@@ -19,7 +19,7 @@ from ..protocol import catalog
 from ..protocol import descriptor as descriptors
 from ..protocol.catalog import Context
 from ..protocol.versions import Range, parse_version
-from . import proxy_config
+from . import proxy_config, rate_limits
 from .cases import read_endpoint
 from .credentials import read_requirement
 from .model import TLS_FAULTS, Reply, Requirement, Sequence, Skill, Step
@@ -41,6 +41,7 @@ SKILL_KEYS = (
     "timeout_ms",
     "timeout_status",
     "idempotency_key",
+    "rate_limit",
     "accepts",
     "upgrade_url",
     "requires",
@@ -132,6 +133,7 @@ def read_skill(
             )
     upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
     honours = r.boolean(raw.get("idempotency_key", False), (*path, "idempotency_key"))
+    rate_limit = rate_limits.read_rate_limit(r, raw, path)
     if describe_read is None or invoke_read is None or len(r.problems) > before:
         return None
     (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read
@@ -158,6 +160,7 @@ def read_skill(
         invoke_cases=invoke_cases,
         idempotency_key=bool(honours),
         tls=tls,
+        rate_limit=rate_limit,
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import after, bodies, proxy_config, states, waits_and_faults
+from . import after, bodies, proxy_config, rate_limits, states, waits_and_faults
 from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
@@ -77,6 +77,7 @@ STEP_KEYS = (
     "proxy",
     "after",
     "set_state",
+    "rate_limited",
 )
 ERROR_ONLY = ("message", "details", "retry")
 SEQUENCE_KEYS = ("steps", "end")
@@ -177,6 +178,8 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
     if "proxy" in raw:  # forwarded to a real provider
         return proxy_config.proxy_step(r, raw, path, ctx, read_step)
+    if "rate_limited" in raw:  # refused: the engine writes the answer per request
+        return rate_limits.scripted_step(r, raw, path)
     if "after" in raw:  # the skill ran, then its answer was lost (commit then fail)
         return after.scripted_after(r, raw, path, ctx, read_step, _plain_step)
     kinds = [k for k in BODY_KINDS if k in raw]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import delays
-from .kinds import BODY_KINDS, FAULT_NAMES, listed
+from .kinds import FAULT_NAMES, WRITTEN_BODIES, listed
 from .model import STALE_MODES, Dribble, KeepAlive
 from .problems import Path, describe
 from .reader import Reader
@@ -55,7 +55,7 @@ def dribble(r: Reader, raw: dict[str, Any], path: Path, *, has_body: bool) -> An
     if not has_body:
         r.bad(
             where,
-            f"a body to dribble ({listed(BODY_KINDS)})",
+            f"a body to dribble ({listed(WRITTEN_BODIES)})",
             "none in this step",
         )
         return BAD

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ..engine.state import MAX_BUCKETS
 from ..engine.store import (
     IssueToken,
     Need,
@@ -18,6 +19,7 @@ from ..engine.store import (
     Recalled,
     SetState,
     Settle,
+    Spent,
     Take,
     Taken,
     UseToken,
@@ -37,6 +39,8 @@ class Keys:
 
     __slots__ = (
         "act",
+        "bucket",
+        "buckets",
         "clock",
         "digest_key",
         "gen",
@@ -59,6 +63,8 @@ class Keys:
         self.seed = prefix + "seed"
         self.digest_key = prefix + "digest-key"
         self.clock = prefix + "clock"
+        self.bucket = prefix + "b:"
+        self.buckets = prefix + "buckets"
 
 
 class Encoder:
@@ -69,6 +75,7 @@ class Encoder:
         self.shas = shas
         self.max_sessions = str(max_sessions)
         self.ttl_ms = str(ttl_ms)
+        self.max_buckets = str(MAX_BUCKETS)
         self._packed: dict[Take, bytes] = {}
 
     def packed(self, need: Need) -> bytes:
@@ -87,15 +94,9 @@ class Encoder:
         """The ``EVALSHA`` that answers *need*: its script's digest, keys and arguments."""
         keys = self.keys
         if type(need) is Take:
-            outage = need.outage
-            return (
-                "EVALSHA",
-                self.shas["take"],
-                4,
-                keys.session + need.session,
-                keys.sessions,
-                keys.act,
-                keys.clock,
+            outage, limit = need.outage, need.limit
+            session_keys = (keys.session + need.session, keys.sessions, keys.act, keys.clock)
+            args = (
                 need.session,
                 f"p{SEP}{need.key}{SEP}{need.generation}",
                 f"d{SEP}{need.scenario}" if need.draws else "",
@@ -105,6 +106,29 @@ class Encoder:
                 self.max_sessions,
                 self.ttl_ms,
                 keys.session,
+            )
+            if limit is None:
+                return ("EVALSHA", self.shas["take"], 4, *session_keys, *args)
+            # A session's bucket is a field of its session's hash (it goes with it); any
+            # other is a key of its own (see .scripts).
+            if limit.session is None:
+                holder, field = keys.bucket + limit.key, ""
+            else:
+                holder, field = keys.session + limit.session, f"b{SEP}{limit.key}"
+            return (
+                "EVALSHA",
+                self.shas["take"],
+                6,
+                *session_keys,
+                holder,
+                keys.buckets,
+                *args,
+                limit.capacity,
+                repr(float(limit.refill)),
+                field,
+                limit.key,
+                self.max_buckets,
+                keys.bucket,
             )
         if type(need) is UseToken:
             return (
@@ -188,8 +212,16 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
     if type(need) is Take:
         position: int
         draw: int
-        position, draw = reply  # type: ignore[misc]
-        return Taken(None if position < 0 else position, draw, None)
+        admitted: int
+        remaining: int
+        next_ms: int
+        full_ms: int
+        if len(reply) == 2:  # type: ignore[arg-type]
+            position, draw = reply  # type: ignore[misc]
+            return Taken(None if position < 0 else position, draw, None)
+        position, draw, admitted, remaining, next_ms, full_ms = reply  # type: ignore[misc]
+        spent = Spent(admitted == 1, remaining, next_ms, full_ms)
+        return Taken(None if position < 0 else position, draw, spent)
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
     if type(need) is ReadState:

@@ -255,16 +255,19 @@ class RedisStore:
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
         """Forget what was played, as the in-memory store does, for every replica.
 
-        Everything: positions, draws, tokens and the journal; a session: its
-        positions, draws and journal entries; *keys*: those sequences' positions
-        (of *session*, or of every session). Generations and activations stay.
+        Everything: positions, draws, tokens, rate limits' buckets and the journal; a
+        session: its positions, draws, buckets and journal entries; *keys*: those
+        sequences' positions (of *session*, or of every session). Generations and
+        activations stay.
         """
         k = self.keys
         if keys is not None:
             one = "" if session is None else "=" + session
             self._run("reset_keys", [k.sessions], [k.session, one, *set(keys)])
         elif session is None:
-            self._run("reset_all", [k.sessions, k.tokens], [k.session, k.token])
+            self._run(
+                "reset_all", [k.sessions, k.tokens, k.buckets], [k.session, k.token, k.bucket]
+            )
             self._journal_call(lambda: self.journal_store.clear())
         else:
             try:

@@ -26,6 +26,13 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
   that honours it: ``<digest><US><ready ms><US><first answer>`` (no answer: reserved, in
   flight until the ready time); ``ik`` how many the session holds (at most the bound:
   past it, a new key is not remembered). They go with the session (a reset, its TTL).
+- a rate limit's token bucket (:mod:`mockskill.engine.buckets`' sums, in :data:`TAKE`) is
+  ``<tokens> <µs>``: its tokens and when they were counted (Redis ``TIME``, in
+  microseconds). A session's bucket is a field of its session's hash,
+  ``b<US><bucket key>`` (it goes with the session); any other is a key of its own,
+  ``P b:<bucket key>``, that expires when the bucket is full again (``PX``: a full
+  bucket and a fresh one are the same), ranked in ``P buckets`` by last spending
+  (the same counter) and bounded like the sessions.
 - ``P gen`` a hash: each restarted sequence's generation.
 - ``P act`` a hash: each scenario's activation time (ms, Redis ``TIME``).
 - ``P seed`` the server seed shared by every replica.
@@ -58,12 +65,64 @@ local function bound(set, member, limit, prefix, clock)
 end
 """
 
+SPEND = """
+local function spend(held, capacity, refill, now)
+  -- mockskill/engine/buckets.py's spend, in microseconds of Redis's clock: refill (never
+  -- past the capacity), then a whole token or a refusal. Returns the tokens after, and
+  -- {admitted (1 or 0), whole tokens left, ms to the next token, ms until full}.
+  local tokens, at = capacity, now
+  if held then
+    local space = string.find(held, ' ', 1, true)
+    tokens, at = tonumber(string.sub(held, 1, space - 1)), tonumber(string.sub(held, space + 1))
+  end
+  tokens = math.min(capacity, tokens + math.max(now - at, 0) / 1000000 * refill)
+  local admitted = 0
+  if tokens >= 1 then
+    admitted, tokens = 1, tokens - 1
+  end
+  local next_ms = 0
+  if tokens < 1 then
+    next_ms = math.ceil((1 - tokens) / refill * 1000)
+  end
+  local full_ms = math.ceil((capacity - tokens) / refill * 1000)
+  return tokens, {admitted, math.floor(tokens), next_ms, full_ms}
+end
+"""
+
 TAKE = (
     BOUND
+    + SPEND
     + """
--- KEYS: session hash, sessions set, activations hash, use counter
+-- KEYS: session hash, sessions set, activations hash, use counter; with a rate limit,
+--       the bucket's holder (its session's hash, or its own key) and the buckets set
 -- ARGV: session, position field, draw field ('' none), scenario,
---       outage start ms ('' none), outage end ms, max sessions, session TTL ms, session prefix
+--       outage start ms ('' none), outage end ms, max sessions, session TTL ms, session
+--       prefix; with a rate limit: capacity, refill (tokens a second), the bucket's
+--       field in its session's hash ('' its own key), its key, max buckets, bucket prefix
+local spent = nil
+if ARGV[10] then  -- the bucket first: without a token, nothing else is taken
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local own = ARGV[12] == ''
+  local held
+  if own then
+    held = redis.call('GET', KEYS[5])
+  else
+    held = redis.call('HGET', KEYS[5], ARGV[12])
+  end
+  local tokens
+  tokens, spent = spend(held, tonumber(ARGV[10]), tonumber(ARGV[11]), now)
+  if spent[1] == 0 then
+    return {-1, -1, spent[1], spent[2], spent[3], spent[4]}
+  end
+  local counted = string.format('%.17g %d', tokens, now)
+  if own then
+    redis.call('SET', KEYS[5], counted, 'PX', spent[4])
+    bound(KEYS[6], ARGV[13], tonumber(ARGV[14]), ARGV[15], KEYS[4])
+  else
+    redis.call('HSET', KEYS[5], ARGV[12], counted)
+  end
+end
 local position = -1
 local out = false
 if ARGV[5] ~= '' then
@@ -82,6 +141,9 @@ if ARGV[3] ~= '' then
 end
 bound(KEYS[2], ARGV[1], tonumber(ARGV[7]), ARGV[9], KEYS[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
+if spent then
+  return {position, draw, spent[1], spent[2], spent[3], spent[4]}
+end
 return {position, draw}
 """
 )
@@ -183,7 +245,7 @@ return dropped
 """
 
 RESET_ALL = """
--- KEYS: sessions set, tokens set; ARGV: session prefix, token prefix
+-- KEYS: sessions set, tokens set, buckets set; ARGV: their keys' prefixes
 local dropped = 0
 for i, set in ipairs(KEYS) do
   for _, name in ipairs(redis.call('ZRANGE', set, 0, -1)) do

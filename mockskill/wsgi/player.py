@@ -75,8 +75,17 @@ def handle(engine: Engine, request: Request) -> Response:
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
     reply, chosen = decided.reply_to_send(), decided.chosen
+    limited = decided.limited
+    added = () if limited is None or not limited.added else limited.headers
     if reply is not None:
+        if chosen is not None and chosen.delay_ms:  # (a scripted rate_limited step's)
+            connection = ClientConnection(incoming.werkzeug().environ)
+            if not connection.wait(chosen.delay_ms / 1000):
+                entry = engine.entry(incoming, decided, chosen, None, reply)
+                engine.state.record(entry._replace(client_left=connection.left_at))
+                return CutResponse()
         response = respond(reply)
+        response.headers.extend(added)  # (an admitted request's rate-limit headers)
         code = response.status_code
         engine.state.record(engine.entry(incoming, decided, chosen, code, reply))
         return response
@@ -87,6 +96,7 @@ def handle(engine: Engine, request: Request) -> Response:
         engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, decided, chosen, decided.urls)
+    response.headers.extend(added)
     status = None if isinstance(response, CutResponse) else response.status_code
     recorded = engine.entry(
         incoming,

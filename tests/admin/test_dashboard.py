@@ -22,6 +22,7 @@ import requests
 from mockskill import Server
 from mockskill.admin.dashboard import ASSETS, LINKED
 from mockskill.engine.entries import Entry
+from mockskill.protocol.catalog import Retry
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Page
@@ -454,4 +455,49 @@ def test_a_retry_that_lost_its_idempotency_key_shows_as_correlation_lost(
     assert "outside what is retried" in text  # the fix
     flagged = [m["id"] for m in marks(page, "circle.attempt") if "finding" in m["cls"].split()]
     assert flagged == [str(i) for i in ids]
+    assert console.errors == []
+
+
+def test_a_herd_and_a_limits_answers_show_as_retry_herd_and_their_coverage_row(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # Three chains refused together with Retry-After: 1, each retrying 1003 ms later (no
+    # jitter): entries as the journal holds a limit's answers.
+    start = time.time() - 10
+    refusals, retries = [], []
+    for n in range(3):
+        at = start + n * 0.001
+        refusals.append(server.state.next_id())
+        server.state.record(
+            Entry(refusals[-1], at, at + 0.001, session, "POST", "/skills/flaky/invoke", 429,
+                  "invoke", skill="flaky", error_code="RATE_LIMITED", retry=Retry(1000, 5),
+                  body_digest=f"hmac-sha256:item-{n}",
+                  rate_limit={"refused": True, "scripted": False, "status": 429,
+                              "retry_after": "seconds", "headers": "ietf", "limit": 2,
+                              "remaining": 0, "refill": 1.0, "wait_ms": 1000,
+                              "next_ms": 1000 - n, "full_ms": 2000, "retry_after_value": "1",
+                              "key": f"session: {session}"})
+        )  # fmt: skip
+    for n in range(3):
+        at = start + n * 0.001 + 0.001 + 1.003
+        retries.append(server.state.next_id())
+        server.state.record(
+            Entry(retries[-1], at, at + 0.001, session, "POST", "/skills/flaky/invoke", 200,
+                  "invoke", skill="flaky", body_digest=f"hmac-sha256:item-{n}")
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    finding = page.locator("#findings li[data-rule='retry-herd']")
+    finding.wait_for(timeout=WAIT_MS)
+    text = finding.inner_text()
+    assert "3 chains retried in lockstep after the same advice (Retry-After: 1)" in text
+    assert "jitter" in text  # the fix
+    flagged = [m["id"] for m in marks(page, "circle.attempt") if "finding" in m["cls"].split()]
+    assert sorted(flagged, key=int) == [str(i) for i in sorted(refusals + retries)]
+    limited = page.locator("#coverage .chip[data-name='429 RATE_LIMITED'] b")
+    assert limited.inner_text() == "3"
+    page.screenshot(path=str(artifacts() / "dashboard-herd.png"), full_page=True)
     assert console.errors == []

@@ -773,7 +773,8 @@ def test_walking_the_bundled_catalog_and_faults_covers_everything(bundled: Serve
         with contextlib.suppress(requests.RequestException):
             _ = walker.invoke(skill, headers={"Skill-Protocol-Version": "1.0.0"}).content
     coverage = walker.report()["coverage"]
-    assert coverage["missing"] == {"categories": [], "faults": []}
+    # Complete: a rate limit is outside the chapter, only asked for by name (RATE_LIMITED).
+    assert coverage["missing"] == {"categories": [], "faults": [], "rate_limited": ["RATE_LIMITED"]}
     assert coverage["complete"] is True
     assert set(coverage["categories"].values()) == {1}
 
@@ -788,7 +789,16 @@ def test_the_report_has_every_session_and_names_the_policy(server: Server) -> No
     a.invoke("fine")
     whole = report(server.state.journal(), now=1234.5)
     assert whole["generated"] == 1234.5
-    assert whole["policy"] == {"initial_delay_ms": 1000, "tolerance_ms": 50, "tolerance_ratio": 0.1}
+    assert whole["policy"] == {
+        "initial_delay_ms": 1000,
+        "tolerance_ms": 50,
+        "tolerance_ratio": 0.1,
+        "herd_chains": 3,
+        "herd_window_ms": 20,
+        "herd_window_ratio": 0.02,
+        "herd_share": 2 / 3,
+        "burst_ms": 100,
+    }
     assert [s["session"] for s in whole["sessions"]] == [a.session, b.session]
     assert [s["requests"] for s in whole["sessions"]] == [2, 2]
     assert [s["clean"] for s in whole["sessions"]] == [True, False]

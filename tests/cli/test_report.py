@@ -28,6 +28,8 @@ SCENARIO = """
       - id: locked
         invoke: {error: AUTH_REQUIRED}
       - id: fine
+      - id: limited        # one at once, then one a second
+        rate_limit: {capacity: 1, refill: 1}
 """
 
 
@@ -131,6 +133,21 @@ def test_require_names_the_categories_and_faults_a_gate_needs(server: Server) ->
     typo = report(server.url, "--require", "AUTH_REQUIRD")
     assert typo.exit_code == 2
     assert "not a category or a transport fault: AUTH_REQUIRD" in typo.output
+
+
+def test_require_rate_limited_asks_for_a_rate_limit_answer(server: Server) -> None:
+    limited, plain = new_session(), new_session()
+    assert play(server, limited, "limited", "limited") == [200, 429]
+    assert play(server, plain, "limited") == [200]
+    met = report(server.url, "--session", limited, "--require", "RATE_LIMITED")
+    assert met.exit_code == 0, met.output
+    assert "rate-limit answers: RATE_LIMITED x1" in met.stdout
+    unmet = report(server.url, "--session", plain, "--require", "RATE_LIMITED")
+    assert unmet.exit_code == 1
+    assert f"session '{plain}' has not met RATE_LIMITED" in unmet.stderr
+    typo = report(server.url, "--require", "rate-limited")
+    assert typo.exit_code == 2
+    assert "did you mean 'RATE_LIMITED'?" in typo.output
 
 
 def test_a_gate_on_a_session_that_sent_nothing_fails(server: Server) -> None:

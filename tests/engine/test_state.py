@@ -6,13 +6,14 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
-from mockskill.engine.state import DEFAULT_SESSION, Entry, State
-from mockskill.engine.store import Health, IssueToken, Take, Taken, UseToken
+from mockskill.engine.state import DEFAULT_SESSION, MAX_BUCKETS, Entry, State
+from mockskill.engine.store import Bucket, Health, IssueToken, Spent, Take, Taken, UseToken
 from mockskill.protocol.catalog import Retry
 
 
@@ -499,3 +500,129 @@ def test_reset_of_some_keys_restarts_only_those_sequences() -> None:
     state.reset(keys=["k1"])
     assert advance(state, "s", "k1") == 0
     assert advance(state, "s", "k2") == 1
+
+
+# -- rate limits' buckets -------------------------------------------------------------
+
+SLOW = 0.001
+"""Tokens a second of a bucket that refills nothing worth a token during a test."""
+
+
+def limited(
+    session: str = "s", key: str = "k", bucket: Bucket | None = None, draws: bool = False
+) -> Take:
+    """A Take spending *bucket* (by default a per-session one of 3 tokens that hardly refills)."""
+    limit = bucket or Bucket(f"sc/k/{session}", 3, SLOW, session)
+    return Take(session, key, 0, "sc", None, draws, limit)
+
+
+def spend(state: State, need: Take) -> tuple[int | None, int, Spent]:
+    """What a limited Take took: its position, its draw and the token spent."""
+    taken = state.answer(need)
+    assert isinstance(taken, Taken)
+    position, draw, spent = taken
+    assert spent is not None
+    return position, draw, spent
+
+
+def admitted(state: State, need: Take) -> bool:
+    return spend(state, need)[2].admitted
+
+
+def remaining(state: State, need: Take) -> int:
+    return spend(state, need)[2].remaining
+
+
+def test_a_limited_take_spends_a_token_first_and_takes_nothing_without_one() -> None:
+    state = State(seed=1)
+    answers = [spend(state, limited(draws=True)) for _ in range(5)]
+    assert [a[:2] for a in answers] == [(0, 0), (1, 1), (2, 2)] + [(None, -1)] * 2
+    assert [a[2].admitted for a in answers] == [True] * 3 + [False] * 2
+    assert [a[2].remaining for a in answers] == [2, 1, 0, 0, 0]
+    refused = answers[-1][2]
+    # A thousandth of a token a second: a whole one in some 1000 s, the bucket full in 3000 s.
+    assert 999_000 < refused.next_ms <= 1_000_000
+    assert 2_999_000 < refused.full_ms <= 3_000_000
+    # Refused requests took no position and no draw: the sequence goes on where it was.
+    assert state.answer(Take("s", "k", 0, "sc", None, True)) == Taken(3, 3, None)
+
+
+def test_a_limited_take_in_an_outage_spends_its_token_and_takes_its_draw() -> None:
+    state = State(seed=1)
+    state.activate(["sc"])
+    need = Take("s", "k", 0, "sc", (0.0, 60_000.0), True, Bucket("b", 1, SLOW, None))
+    first, second = spend(state, need), spend(state, need)
+    assert (first[:2], first[2].admitted) == ((None, 0), True)
+    assert (second[:2], second[2].admitted) == ((None, -1), False)
+
+
+def test_a_bucket_refills_at_its_rate_in_real_time() -> None:
+    state = State(seed=1)
+    bucket = Bucket("sc/k/client", 2, 2.0, None)  # a token every half second
+    assert [admitted(state, limited(bucket=bucket)) for _ in range(3)] == [True, True, False]
+    time.sleep(0.6)  # 1.2 tokens: one request, not two (unless this stalls 0.4 s)
+    (position, _, _), (refused_at, _, refused) = (
+        spend(state, limited(bucket=bucket)),
+        spend(state, limited(bucket=bucket)),
+    )
+    assert (position, refused_at, refused.admitted) == (2, None, False)
+    assert 0 < refused.next_ms <= 400  # 0.2 of a token here: 0.8 to go at 2 a second
+    assert refused.full_ms == refused.next_ms + 500
+
+
+def test_buckets_are_per_key_whichever_session_spends_them() -> None:
+    state = State(seed=1)
+    tenant = Bucket("sc/k/header X-Tenant: acme", 2, SLOW, None)
+    assert [admitted(state, limited(s, bucket=tenant)) for s in "abc"] == [True, True, False]
+    assert (
+        spend(state, limited("c", bucket=Bucket("sc/k/header X-Tenant: other", 2, SLOW, None)))[0]
+        == 0
+    )
+    # The sessions' own buckets are theirs: a's is full.
+    assert spend(state, limited("a"))[2] == Spent(True, 2, 0, 1_000_000)
+
+
+def test_a_session_reset_forgets_its_own_buckets_only() -> None:
+    state = State(seed=1)
+    shared = Bucket("sc/k/client 1.2.3.4", 2, SLOW, None)
+    for session in ("a", "b"):
+        for _ in range(3):
+            spend(state, limited(session))
+    spend(state, limited("a", bucket=shared))
+    state.reset("a")
+    assert remaining(state, limited("a")) == 2  # a's own: full again
+    assert not admitted(state, limited("b"))
+    assert remaining(state, limited("a", bucket=shared)) == 0  # no session's: kept
+    state.reset(keys=["k"])  # a sequence restarted: the buckets stay
+    assert not admitted(state, limited("b"))
+    state.reset()
+    assert remaining(state, limited("b")) == 2
+    assert remaining(state, limited("a", bucket=shared)) == 1
+
+
+def test_a_session_forgotten_beyond_the_bound_takes_its_buckets_along() -> None:
+    state = State(max_sessions=2)
+    for _ in range(3):
+        spend(state, limited("a"))
+    spend(state, limited("b"))
+    spend(state, limited("c"))  # a, the least recently used, goes
+    assert remaining(state, limited("a")) == 2
+
+
+def test_buckets_full_again_are_let_go_as_others_are_spent() -> None:
+    state = State(seed=1)
+    spend(state, limited(bucket=Bucket("quick", 1, 1000.0, None)))  # full a millisecond after
+    time.sleep(0.01)
+    spend(state, limited(bucket=Bucket("slow", 2, SLOW, None)))
+    assert list(state._buckets) == ["slow"]
+
+
+def test_buckets_no_session_owns_stay_bounded_the_least_recently_spent_going_first() -> None:
+    state = State(seed=1)
+    tenants = [Bucket(f"sc/k/header X-Tenant: {n}", 1, SLOW, None) for n in range(MAX_BUCKETS + 1)]
+    for tenant in tenants:  # a client sending a new value with every request
+        assert admitted(state, limited(bucket=tenant))
+    assert len(state._buckets) == MAX_BUCKETS
+    # The first was let go: as a fresh bucket, it admits again; the second is still spent.
+    assert admitted(state, limited(bucket=tenants[0]))
+    assert not admitted(state, limited(bucket=tenants[2]))

@@ -854,6 +854,15 @@ BUNDLED_SKILLS = {
     "protected": ["guarded", "admin", "keyed", "next-gen"],
     "healthy": ["translate"],
     "slow": ["slow"],
+    "rate-limits": [
+        "rate-limited",
+        "rate-limited-503",
+        "retry-after-date",
+        "retry-after-fractional",
+        "retry-after-missing",
+        "retry-after-malformed",
+        "retry-after-ms",
+    ],
 }
 
 

@@ -23,8 +23,15 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import cases, delays, loader, steps
-from mockskill.scenario.model import CASE_END_RULES, END_RULES, FAULTS
+from mockskill.scenario import cases, delays, loader, rate_limits, steps
+from mockskill.scenario.model import (
+    CASE_END_RULES,
+    END_RULES,
+    FAULTS,
+    RATE_ANSWERS,
+    RATE_HEADER_FORMS,
+    RETRY_AFTER_FORMS,
+)
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
 from mockskill.scenario.source import read_text
@@ -95,6 +102,8 @@ OBJECTS = {
     "dribble": (SCHEMA["$defs"]["dribble"], DRIBBLE_KEYS),
     "keep_alive": (SCHEMA["$defs"]["keep_alive"], steps.KEEP_ALIVE_KEYS),
     "lognormal": (SCHEMA["$defs"]["lognormal"], delays.LOGNORMAL_KEYS),
+    "rate_limit": (SCHEMA["$defs"]["rate_limit"], rate_limits.RATE_LIMIT_KEYS),
+    "rate_limited": (SCHEMA["$defs"]["rate_limited"], rate_limits.RATE_LIMITED_KEYS),
     **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }
 
@@ -169,6 +178,23 @@ def test_wait_limits_are_the_default_max_delay() -> None:
         assert defs["step"]["properties"][name]["$ref"] == "#/$defs/delay"
     shapes = [_resolve(s["$ref"]) for s in defs["delay"]["oneOf"][1:]]
     assert [s["required"] for s in shapes] == [[shape] for shape in delays.SHAPES]
+
+
+def test_rate_limit_forms_and_bounds_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    for name in ("rate_limit", "rate_limited"):
+        props = defs[name]["properties"]
+        assert props["status"]["enum"] == list(RATE_ANSWERS)
+        assert props["retry_after"]["enum"] == list(RETRY_AFTER_FORMS)
+        assert props["headers"]["enum"] == list(RATE_HEADER_FORMS)
+    bucket, scripted = defs["rate_limit"]["properties"], defs["rate_limited"]["properties"]
+    assert bucket["refill"]["minimum"] == 1000 / steps.MAX_DELAY_MS
+    assert scripted["retry_after_ms"]["maximum"] == steps.MAX_DELAY_MS
+    for bound in (bucket["capacity"], bucket["refill"], scripted["limit"]):
+        assert bound["maximum"] == rate_limits.MAX_TOKENS
+    assert defs["rate_key"]["anyOf"][0]["enum"] == ["session", "credential", "client"]
+    named = [list(form["properties"]) for form in defs["rate_key"]["anyOf"][1:]]
+    assert named == [[kind] for kind in rate_limits.NAMED_KEYS]
 
 
 def test_faults_and_timeout_statuses_match_the_loader() -> None:
@@ -536,6 +562,89 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
     "base64 beside text": (False, _invoke("{body_base64: 'AA==', text: hi}")),
     "base64 beside a file": (False, _invoke("{body_base64: 'AA==', body_file: b.bin}")),
     "dribbled bytes": (True, _invoke("{body_base64: 'AA==', dribble: {chunks: 1, over: 0}}")),
+    **{
+        f"rate_limit {limit}": (ok, f"skills:\n  - {{id: s, rate_limit: {limit}}}\n")
+        for limit, ok in [
+            ("{capacity: 1, refill: 1}", True),
+            ("null", True),
+            ("{capacity: 1000000, refill: 1000000}", True),
+            ("{capacity: 0, refill: 1}", False),
+            ("{capacity: 1000001, refill: 1}", False),
+            ("{capacity: 1.5, refill: 1}", False),
+            ("{capacity: 1, refill: 0}", False),
+            ("{capacity: 1, refill: -1}", False),
+            ("{capacity: 1, refill: 0.5}", True),
+            ("{capacity: 1, refill: 0.003}", False),
+            ("{capacity: 1, refill: 1000001}", False),
+            ("{capacity: 1, refill: '1'}", False),
+            ("{capacity: 1}", False),
+            ("{refill: 1}", False),
+            ("{capacity: 1, refill: 1, burst: 2}", False),
+            ("{capacity: 1, refill: 1, key: credential}", True),
+            ("{capacity: 1, refill: 1, key: client}", True),
+            ("{capacity: 1, refill: 1, key: tenant}", False),
+            ("{capacity: 1, refill: 1, key: header}", False),
+            ("{capacity: 1, refill: 1, key: {header: X-Tenant}}", True),
+            ("{capacity: 1, refill: 1, key: {header: 'X Tenant'}}", False),
+            ("{capacity: 1, refill: 1, key: {header: ''}}", False),
+            ("{capacity: 1, refill: 1, key: {body: /tenant}}", True),
+            ("{capacity: 1, refill: 1, key: {body: /a~1b/0}}", True),
+            ("{capacity: 1, refill: 1, key: {body: tenant}}", False),
+            ("{capacity: 1, refill: 1, key: {body: /a~2}}", False),
+            ("{capacity: 1, refill: 1, key: {body: ''}}", False),
+            ("{capacity: 1, refill: 1, key: {header: a, body: /b}}", False),
+            ("{capacity: 1, refill: 1, key: {}}", False),
+            ("{capacity: 1, refill: 1, status: 503}", True),
+            ("{capacity: 1, refill: 1, status: 502}", False),
+            ("{capacity: 1, refill: 1, retry_after: date, headers: x-ratelimit-epoch}", True),
+            ("{capacity: 1, refill: 1, retry_after: http-date}", False),
+            ("{capacity: 1, refill: 1, headers: draft}", False),
+            ("5", False),
+        ]
+    },
+    "rate_limit on a route": (
+        True,
+        _route("steps: [json: 1], rate_limit: {capacity: 1, refill: 1}"),
+    ),
+    "a bad rate_limit on a route": (False, _route("steps: [json: 1], rate_limit: {capacity: 0}")),
+    **{
+        f"rate_limited {step}": (ok, _invoke(step))
+        for step, ok in [
+            ("{rate_limited: {retry_after_ms: 0}}", True),
+            ("{rate_limited: {retry_after_ms: 300000, limit: 1000000}}", True),
+            ("{rate_limited: {retry_after_ms: 300001}}", False),
+            ("{rate_limited: {retry_after_ms: -1}}", False),
+            ("{rate_limited: {limit: 2}}", False),
+            ("{rate_limited: {retry_after_ms: 5, limit: 0}}", False),
+            ("{rate_limited: {retry_after_ms: 5, status: 503, retry_after: ms}}", True),
+            ("{rate_limited: {retry_after_ms: 5, status: 500}}", False),
+            ("{rate_limited: {retry_after_ms: 5, headers: none}}", True),
+            ("{rate_limited: {retry_after_ms: 5, wait: 1}}", False),
+            ("{rate_limited: 5}", False),
+            ("{rate_limited: {retry_after_ms: 5}, times: 2, delay: 5, set_state: Slow}", True),
+            ("{rate_limited: {retry_after_ms: 5}, json: 1}", False),
+            ("{rate_limited: {retry_after_ms: 5}, error: ENDPOINT_UNREACHABLE}", False),
+            ("{rate_limited: {retry_after_ms: 5}, status: 429}", False),
+            ("{rate_limited: {retry_after_ms: 5}, headers: {X-A: b}}", False),
+            ("{rate_limited: {retry_after_ms: 5}, fault: EMPTY_RESPONSE}", False),
+            ("{rate_limited: {retry_after_ms: 5}, hang: 5}", False),
+            ("{rate_limited: {retry_after_ms: 5}, execution: 5}", False),
+            ("{rate_limited: {retry_after_ms: 5}, after: {error: EXECUTION_TIMEOUT}}", False),
+            ("{one_of: [{rate_limited: {retry_after_ms: 5}, weight: 2}, {json: 1}]}", True),
+            ("{json: 1, failure_rate: 0.5, failure: {rate_limited: {retry_after_ms: 5}}}", True),
+            ("{rate_limited: {retry_after_ms: 5}, failure_rate: 0.5}", True),
+            (
+                "{cases: [{when: {headers: {X-A: {equals: b}}},"
+                " rate_limited: {retry_after_ms: 5}}], steps: [json: 1]}",
+                True,
+            ),
+        ]
+    },
+    "rate_limited on a route": (True, _route("steps: [rate_limited: {retry_after_ms: 5}]")),
+    "rate_limited in the outage step": (
+        True,
+        "outage: {duration: 5, step: {rate_limited: {retry_after_ms: 5}}}\nskills: []\n",
+    ),
 }
 
 
@@ -558,6 +667,10 @@ LOADER_ONLY: dict[str, str] = {
     "verify beside an http:// url": _invoke("{proxy: {url: 'http://h', verify: false}}"),
     "base64 without its padding": _invoke("{body_base64: 'abc'}"),
     "a body file in a scenario given as text": _invoke("{body_file: logo.png}"),
+    # JSON Schema's bounds pass a NaN (it is neither below nor above them)
+    "a refill that is not a number": (
+        "skills:\n  - {id: s, rate_limit: {capacity: 1, refill: .nan}}\n"
+    ),
 }
 
 

@@ -284,6 +284,21 @@ def every_field() -> Entry:
         executed=True,
         replayed=True,
         idempotency_key="order-42",
+        rate_limit={
+            "refused": True,
+            "scripted": False,
+            "status": 429,
+            "retry_after": "date",
+            "headers": "x-ratelimit-epoch",
+            "limit": 5,
+            "remaining": 0,
+            "refill": 0.5,
+            "wait_ms": 2000,
+            "next_ms": 1999,
+            "full_ms": 9999,
+            "retry_after_value": "Fri, 04 Dec 2026 04:05:06 GMT",
+            "key": "header X-Tenant: acme-\u00fc",
+        },
     )
 
 

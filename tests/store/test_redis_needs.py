@@ -15,6 +15,7 @@ import pytest
 
 from mockskill.engine.state import State
 from mockskill.engine.store import (
+    Bucket,
     IssueToken,
     ReadState,
     Recall,
@@ -23,6 +24,7 @@ from mockskill.engine.store import (
     Settle,
     Store,
     Take,
+    Taken,
     UseToken,
 )
 from mockskill.store import open_store
@@ -33,8 +35,26 @@ R = "route/shop/0"
 
 def take(session: str = "s", key: str = K, generation: int = 0, **kw: Any) -> Take:
     return Take(
-        session, key, generation, kw.get("scenario", "sc"), kw.get("outage"), kw.get("draws", False)
+        session,
+        key,
+        generation,
+        kw.get("scenario", "sc"),
+        kw.get("outage"),
+        kw.get("draws", False),
+        kw.get("limit"),
     )
+
+
+SLOW = 0.001
+"""Tokens a second: a thousand seconds a token, so nothing refills during a case."""
+
+
+def own(session: str = "s", capacity: int = 2) -> Bucket:
+    """*session*'s own bucket on K (a limit per session)."""
+    return Bucket(f"sc/{K}/session {session}", capacity, SLOW, session)
+
+
+SHARED = Bucket(f"sc/{K}/header X-Tenant: acme", 3, SLOW, None)
 
 
 def recall(session: str = "s", key: str = "k1", digest: str = "d1", **kw: Any) -> Recall:
@@ -205,6 +225,44 @@ CASES: dict[str, list[Call]] = {
         ("reset", "s", None),
         ("answer", recall()),
     ],
+    "a limit admits its capacity, then refuses: a refusal takes no position, no draw": [
+        *[("answer", take(limit=own(), draws=True))] * 4,
+        ("answer", take(draws=True)),  # no limit: it goes on where the admitted ones left it
+        ("answer", take(limit=own(capacity=1), draws=True)),  # one bucket: the key says which
+    ],
+    "a shared bucket is every session's; a session's bucket is its own": [
+        ("answer", take("a", limit=SHARED)),
+        ("answer", take("b", limit=SHARED)),
+        ("answer", take("a", limit=own("a"))),
+        ("answer", take("c", limit=SHARED)),
+        ("answer", take("a", limit=SHARED)),
+        ("answer", take("b", limit=own("b"))),
+        ("answer", take("b", limit=Bucket(f"sc/{R}/client ::1", 1, 0.5, None))),
+    ],
+    "in an outage a token is spent, then no position is taken": [
+        ("activate", ["sc"]),
+        *[("answer", take(outage=(0, 60_000), limit=own(capacity=1)))] * 2,
+    ],
+    "a session reset forgets its own buckets; of keys, none; of everything, all": [
+        *[("answer", take("a", limit=own("a")))] * 2,
+        *[("answer", take("b", limit=own("b")))] * 2,
+        *[("answer", take("a", limit=SHARED))] * 3,
+        ("reset", "a", None),
+        ("answer", take("a", limit=own("a"))),
+        ("answer", take("b", limit=own("b"))),
+        ("answer", take("a", limit=SHARED)),
+        ("reset", None, [K]),
+        ("answer", take("a", limit=own("a"))),
+        ("reset", None, None),
+        ("answer", take("b", limit=own("b"))),
+        ("answer", take("b", limit=SHARED)),
+    ],
+    "a session's buckets go with it beyond the bound": [
+        *[("answer", take("a", limit=own("a")))] * 2,
+        ("answer", take("b")),
+        ("answer", take("c")),  # a is the least recently used: forgotten
+        ("answer", take("a", limit=own("a"))),
+    ],
     "tokens beyond the bound: the oldest is forgotten": [
         ("answer", IssueToken("t1", frozenset({"a"}), None, None)),
         ("answer", IssueToken("t2", frozenset({"a"}), None, None)),
@@ -223,6 +281,10 @@ def played(store: Store, calls: list[Call]) -> list[Any]:
             answer = store.answer(args[0])
             if isinstance(answer, Recalled) and answer.wait_ms:  # the same to a second
                 answer = answer._replace(wait_ms=round(answer.wait_ms / 1000))
+            if isinstance(answer, Taken) and answer.spent:  # the waits too (time passes)
+                next_ms, full_ms = answer.spent[2:]
+                spent = answer.spent._replace(next_ms=round(next_ms / 1000))
+                answer = answer._replace(spent=spent._replace(full_ms=round(full_ms / 1000)))
             answers.append(answer)
         elif name == "restart":
             answers.append(store.restart(args[0]))

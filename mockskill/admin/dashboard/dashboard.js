@@ -663,6 +663,9 @@
     const others = Object.keys(categories).filter((c) => !CATEGORIES.includes(c));
     const order = [...CATEGORIES, ...others];
     const faults = coverage.faults || {};
+    // Rate-limit answers: a row of their own, outside the chapter (so not in "complete").
+    const limited = Object.fromEntries(Object.entries(coverage.rate_limited || {})
+      .map(([code, count]) => [`${code === "RATE_LIMITED" ? 429 : 503} ${code}`, count]));
     box.replaceChildren(
       el("h3", {}, "Coverage ", coverage.complete
         ? el("span", { class: "badge good" }, "complete")
@@ -670,7 +673,11 @@
       el("p", { class: "muted" }, "Error categories this session has been answered with:"),
       chips(categories, order),
       el("p", { class: "muted" }, "Transport faults it has met:"),
-      chips(faults, Object.keys(faults).sort()));
+      chips(faults, Object.keys(faults).sort()),
+      ...(Object.values(limited).some((count) => count) ? [
+        el("p", { class: "muted" }, "Rate-limit answers (outside the chapter: not asked for"
+          + " by \u201ccomplete\u201d):"),
+        chips(limited, Object.keys(limited))] : []));
   }
 
   // -- start ----------------------------------------------------------------------------------
