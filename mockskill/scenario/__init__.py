@@ -10,7 +10,8 @@ scenario (``skills``, ``steps``, ``delays``, ``credentials``; a step's bytes bod
 together (``loader``) and refusing clashes between scenarios (``uniqueness``),
 a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxy_config``), commit then fail on any step
-(``after``), free routes' paths (``routes``),
+(``after``), a skill's or route's ``rate_limit:`` and the ``rate_limited:`` step
+(``rate_limits``), free routes' paths (``routes``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
 (``states``), what a verification of the journal asks (``verification``:

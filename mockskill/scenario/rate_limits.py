@@ -38,6 +38,7 @@ from .when import parse_pointer
 __all__ = [
     "BESIDE_RATE_LIMITED",
     "MAX_TOKENS",
+    "NAMED_KEYS",
     "RATE_LIMITED_KEYS",
     "RATE_LIMIT_KEYS",
     "read_rate_limit",
