@@ -60,7 +60,7 @@ SENT: dict[str, str] = {
     "date": "`Retry-After: <HTTP-date>` (1.5 to 2.5 s ahead), `Date`",
     "fractional": "`Retry-After: 1.5`",
     "ms": "`retry-after-ms: 1500`, `Retry-After: 2`",
-    "missing": "no `Retry-After`; `RateLimit: ...;t=2`",
+    "missing": 'no `Retry-After`; `RateLimit: "default";r=0;t=2`',
     "malformed": "`Retry-After: soon`",
     "missing-x-ratelimit": "no `Retry-After`; `X-RateLimit-Reset: 2`",
     "missing-x-ratelimit-epoch": "no `Retry-After`; `X-RateLimit-Reset: <epoch s>`",
@@ -99,9 +99,13 @@ class Cell:
 
     def text(self, status: int = 429) -> str:
         """The cell as docs/faults.md writes it (for the 429)."""
-        outcome = f"the {status}" if self.outcome == "refusal" else f"`{self.outcome}`"
         if self.hangs:
-            return "no retry: waits 2^31-1 ms (24.8 days)"
+            return "hangs: waits 2^31-1 ms (24.8 days)"
+        outcome = f"`{self.outcome}`"
+        if self.outcome.isdigit():
+            outcome = self.outcome
+        elif self.outcome == "refusal":
+            outcome = f"the {status}"
         if not self.waits:
             return f"no retry: {outcome}"
         waits = ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.waits)
