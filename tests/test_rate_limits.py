@@ -520,3 +520,28 @@ def test_a_scripted_step_waits_its_delay_and_moves_the_state(start: Any) -> None
     date = parsedate_to_datetime(answer.headers["Date"]).timestamp()
     assert date >= math.floor(before + 0.3)  # the clock of the answer, after the delay
     assert requests.get(f"{url}/state", headers=headers).json() == {"throttled": True}
+
+
+def test_a_request_passed_on_between_cases_spends_one_token(start: Any) -> None:
+    text = """
+    routes:
+      - path: /v1/things
+        rate_limit: {capacity: 2, refill: 0.1, headers: x-ratelimit}
+        cases:
+          - when: {headers: {X-Case: a}}
+            steps:
+              - json: {case: a}
+            end: next
+        steps:
+          - json: {case: default}
+    """
+    url, headers = start(load(text)), {**fresh(), "X-Case": "a"}
+    first = requests.get(f"{url}/v1/things", headers=headers)
+    passed = requests.get(f"{url}/v1/things", headers=headers)  # case a is over: passed on
+    assert (first.json(), passed.json()) == ({"case": "a"}, {"case": "default"})
+    assert [first.headers["X-RateLimit-Remaining"], passed.headers["X-RateLimit-Remaining"]] == [
+        "1",
+        "0",
+    ]
+    entries = journal(url, headers["Mockskill-Session"])
+    assert [e["rate_limit"]["remaining"] for e in entries] == [1, 0]

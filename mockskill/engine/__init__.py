@@ -13,8 +13,8 @@ templated reply made for its request) that the transport plays;
 ``idempotency`` answers a retry from its key's first execution, for a skill
 that honours ``Idempotency-Key``; ``limits`` says which rate limit's bucket a
 request spends and writes what the limit answers (a refusal, a scripted
-``rate_limited:`` step, an admitted answer's headers) in every wire form. ``capabilities`` says whether a server can
-play a scenario set.
+``rate_limited:`` step, an admitted answer's headers) in every wire form.
+``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
 counts its entries against a verification, reading each as ``conditions`` read

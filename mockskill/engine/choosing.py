@@ -21,14 +21,15 @@ from typing import Any
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
 from . import limits
-from .actions import Urls
+from . import plan as plans
+from .actions import Urls, answer
 from .entries import escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Take, Taken
+from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -133,12 +134,11 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         limit = target.limit
         assert limit is not None
         if not spent.admitted:  # not played: refused, advised when the next token comes
-            reply, decided.limited = limits.refusal(
-                limit, spent, limited_key(decided), target.context, time.time()
-            )
-            decided.chosen = Chosen(reply=decided.urls.fill(reply))
+            decided.chosen = Chosen(reply=refused(decided, spent)[0])
             return decided
-        decided.limited = limits.admitted(limit, spent, limited_key(decided), time.time())
+        policy = target.policy
+        assert policy is not None
+        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -217,6 +217,37 @@ def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Late
     return _new(Pending, (need, decided.unchanged))
 
 
+def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
+    """The reply to *decided*'s request, refused by its limit (*spent*: no token), and its
+    plan (marked journalled: the caller records it as planned); its journal's account in
+    :attr:`Decided.limited`. The reply and plan are kept on the table per endpoint, address
+    and the few values that vary (:func:`.limits.refusal_headers`): most refusals repeat
+    one, and the body and head of each are made once."""
+    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
+    limit = target.limit
+    assert limit is not None
+    urls = decided.urls
+    policy = target.policy
+    assert policy is not None
+    advised = limits.refusal_headers(policy, spent, time.time())
+    decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
+    refusals = decided.table.refusals
+    key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)
+    kept = refusals.get(key)
+    if kept is not None and kept[0] is urls:
+        return kept[1], kept[2]
+    reply = urls.fill(limits.refusal_reply(limit, target.context, advised))
+    plan = plans.Plan(answer(reply), journalled=True)
+    if len(refusals) >= MAX_KEPT_REFUSALS:
+        refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
+    refusals[key] = (urls, reply, plan)  # (the Urls kept with it: its id stays its own)
+    return reply, plan
+
+
+MAX_KEPT_REFUSALS = 256
+"""Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
+
+
 def limited_key(decided: Decided) -> dict[str, Any]:
     """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
     target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
@@ -237,7 +268,10 @@ def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
     if isinstance(target, Miss):
         decided.reply = decided.urls.fill(miss_reply(target))
         return decided
-    return _new(Pending, (take(decided, target, kept[0]), decided))
+    took = take(decided, target, kept[0])
+    if decided.limited is not None:  # its endpoint's limit admitted it already: not twice
+        took = _new(Take, (*took[:6], None))
+    return _new(Pending, (took, decided))
 
 
 @dataclass(slots=True)

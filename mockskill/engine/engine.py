@@ -419,7 +419,17 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
+        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
+        if position is None and spent is not None and not spent.admitted:
+            # Refused by its limit: the refusal's plan is kept, its request journalled now.
+            reply, plan = choosing.refused(decided, spent)
+            self.state.record(
+                self._journalling.recorded(request, decided, None, reply.status, reply)
+            )
+            return plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
+            return None
+        if spent is None and decided.limited is not None:  # (passed on, admitted before)
             return None
         urls = decided.urls
         kept = self._plains.get((id(target), id(urls)))
@@ -431,15 +441,14 @@ class Engine:
         if index is None:
             return None
         plain = None if target.draws else plains.steps[index]
-        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
         if spent is not None:  # admitted by its limit (refused, it took no position)
             if plain is None:
                 return None  # (its answer is made per request: the general path adds to it)
-            limit = target.limit
-            assert limit is not None
-            limited = limits.admitted(limit, spent, choosing.limited_key(decided), time.time())
+            policy = target.policy
+            assert policy is not None
+            limited = limits.admitted(policy, spent, choosing.limited_key(decided), time.time())
             plain.record(request, decided.started, decided.session, position, limited.record)
-            return plain.limited_plan(limited.headers) if limited.added else plain.plan
+            return plain.limited_plan(policy, limited.headers) if limited.added else plain.plan
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

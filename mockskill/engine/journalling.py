@@ -34,7 +34,7 @@ from .entries import (
     shorten,
 )
 from .incoming import Incoming
-from .limits import LimitedHead
+from .limits import LimitedHead, Policy
 from .matching import Miss, Target
 from .plan import Outcome, Plan
 from .rendering import RequestValues
@@ -346,12 +346,13 @@ class Plain:
         self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
         self._limited_head: LimitedHead | None = None
 
-    def limited_plan(self, headers: tuple[tuple[str, str], ...]) -> Plan:
+    def limited_plan(self, policy: Policy, headers: tuple[tuple[str, str], ...]) -> Plan:
         """Its plan, its answer with an admitted request's rate-limit *headers* added (the
-        head before them rendered once: :class:`~.limits.LimitedHead`)."""
+        head before them rendered once: :class:`~.limits.LimitedHead`; its target's limit
+        is *policy*)."""
         head = self._limited_head
         if head is None:
-            head = self._limited_head = LimitedHead(self.plan.answer)
+            head = self._limited_head = LimitedHead(self.plan.answer, policy)
         return self.plan.answering(head.answering(headers))
 
     def record(

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
 from email.utils import formatdate
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..protocol import catalog
 from ..protocol.catalog import Retry
@@ -50,15 +50,17 @@ MAX_SHOWN_VALUE = 64
 MAX_BODY_KEYED = 64 * 1024
 """Bytes of a body a ``{body: /pointer}`` key parses at most; a longer body falls in the
 shared bucket (parsing megabytes for a key would let a client make the server work)."""
+_new = tuple.__new__
+"""Limited's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
 POLICY = '"default"'
 """The IETF draft's policy name (a structured-field string): one policy per endpoint."""
 
 
-@dataclass(frozen=True, slots=True)
-class Limited:
+class Limited(NamedTuple):
     """What a rate limit said of one request: the rate-limit headers its answer carries,
     whether they are still to be added (an admitted request's: its step's answer does not
-    hold them) and the journal's account (``Entry.rate_limit``)."""
+    hold them) and the journal's account (``Entry.rate_limit``). A NamedTuple: one is made
+    per request of a limited endpoint."""
 
     headers: tuple[tuple[str, str], ...]
     added: bool
@@ -147,25 +149,32 @@ def fractional(wait_ms: int) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def retry_after(form: str, wait_ms: int, now: float) -> tuple[list[tuple[str, str]], int | None]:
-    """The headers that advise a wait of *wait_ms* in *form*, answered at *now*, and the
-    advice they state in milliseconds (None: they state none)."""
+def retry_after(
+    form: str, wait_ms: int, now: float
+) -> tuple[list[tuple[str, str]], int | None, str | None]:
+    """The headers that advise a wait of *wait_ms* in *form*, answered at *now*; the advice
+    they state in milliseconds (None: none); and the ``Retry-After`` sent
+    (``retry-after-ms``'s for the ``ms`` form; None: none)."""
     if form == "seconds":
         seconds = catalog.retry_after_seconds(wait_ms)
-        return [("Retry-After", str(seconds))], seconds * 1000
+        value = str(seconds)
+        return [("Retry-After", value)], seconds * 1000, value
     if form == "date":
         at = math.ceil(now + wait_ms / 1000)
-        sent = [("Date", http_date(math.floor(now))), ("Retry-After", http_date(at))]
-        return sent, math.ceil((at - now) * 1000)
+        value = http_date(at)
+        sent = [("Date", http_date(math.floor(now))), ("Retry-After", value)]
+        return sent, math.ceil((at - now) * 1000), value
     if form == "fractional":
-        return [("Retry-After", fractional(wait_ms))], wait_ms
+        value = fractional(wait_ms)
+        return [("Retry-After", value)], wait_ms, value
     if form == "ms":
-        seconds = catalog.retry_after_seconds(wait_ms)
-        return [("retry-after-ms", str(wait_ms)), ("Retry-After", str(seconds))], wait_ms
+        value = str(wait_ms)
+        whole = str(catalog.retry_after_seconds(wait_ms))
+        return [("retry-after-ms", value), ("Retry-After", whole)], wait_ms, value
     if form == "malformed":
-        return [("Retry-After", "soon")], None
+        return [("Retry-After", "soon")], None, "soon"
     assert form == "missing"
-    return [], None
+    return [], None, None
 
 
 def rate_headers(
@@ -173,23 +182,33 @@ def rate_headers(
 ) -> list[tuple[str, str]]:
     """The rate-limit headers in *form*: a *limit* of requests per *window_s* seconds,
     *remaining* of them left, the bucket full again in *full_ms*."""
+    fixed = fixed_headers(form, limit, window_s)
+    return [*fixed, *varying_headers(form, remaining, full_ms, now)]
+
+
+def fixed_headers(form: str, limit: int, window_s: int) -> tuple[tuple[str, str], ...]:
+    """The rate-limit headers in *form* that are the same on every answer (first)."""
+    if form == "ietf":
+        return (("RateLimit-Policy", f"{POLICY};q={limit};w={window_s}"),)
+    if form == "none":
+        return ()
+    return (("X-RateLimit-Limit", str(limit)),)
+
+
+def varying_headers(
+    form: str, remaining: int, full_ms: int, now: float
+) -> tuple[tuple[str, str], ...]:
+    """The rate-limit headers in *form* that say what is left (after the fixed ones)."""
     reset = catalog.retry_after_seconds(full_ms)
     if form == "ietf":
-        return [
-            ("RateLimit-Policy", f"{POLICY};q={limit};w={window_s}"),
-            ("RateLimit", f"{POLICY};r={remaining};t={reset}"),
-        ]
+        return (("RateLimit", f"{POLICY};r={remaining};t={reset}"),)
     if form == "none":
-        return []
+        return ()
     if form == "x-ratelimit-epoch":
         reset = math.ceil(now + full_ms / 1000)
     else:
         assert form == "x-ratelimit"
-    return [
-        ("X-RateLimit-Limit", str(limit)),
-        ("X-RateLimit-Remaining", str(remaining)),
-        ("X-RateLimit-Reset", str(reset)),
-    ]
+    return (("X-RateLimit-Remaining", str(remaining)), ("X-RateLimit-Reset", str(reset)))
 
 
 def window(limit: RateLimit) -> int:
@@ -197,24 +216,34 @@ def window(limit: RateLimit) -> int:
     return max(1, math.ceil(limit.capacity / limit.refill))
 
 
-def _sent_value(form: str, headers: list[tuple[str, str]]) -> str | None:
-    """The ``Retry-After`` (``retry-after-ms`` for that form) *headers* send."""
-    wanted = "retry-after-ms" if form == "ms" else "Retry-After"
-    return next((value for name, value in headers if name == wanted), None)
+class Policy:
+    """A limit as its answers state it, the part the same on every answer made once (at
+    load, per endpoint: ``Target.policy``): its fixed rate-limit headers."""
+
+    __slots__ = ("fixed", "form", "limit", "retry_after")
+
+    def __init__(self, limit: RateLimit) -> None:
+        self.limit = limit
+        self.form = limit.answer.headers
+        self.retry_after = limit.answer.retry_after
+        self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
 
 
 # -- the answers ----------------------------------------------------------------
 
 
-def admitted(limit: RateLimit, spent: Spent, key: dict[str, Any], now: float) -> Limited:
+def admitted(policy: Policy, spent: Spent, key: dict[str, Any], now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
     step's answer, and its journal record."""
-    answer = limit.answer
-    headers = rate_headers(
-        answer.headers, limit.capacity, window(limit), spent.remaining, spent.full_ms, now
+    limit = policy.limit
+    record = _record(
+        limit.answer, False, False, limit.capacity, spent, limit.refill, None, None, key
     )
-    record = _record(answer, False, False, limit.capacity, spent, limit.refill, None, None, key)
-    return Limited(tuple(headers), bool(headers), record)
+    form = policy.form
+    if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
+        return _new(Limited, ((), False, record))
+    varying = varying_headers(form, spent.remaining, spent.full_ms, now)
+    return _new(Limited, (policy.fixed + varying, True, record))
 
 
 def with_headers(answer: Answer, headers: tuple[tuple[str, str], ...]) -> Answer:
@@ -224,81 +253,95 @@ def with_headers(answer: Answer, headers: tuple[tuple[str, str], ...]) -> Answer
 
 class LimitedHead:
     """A kept answer's head with room for an admitted request's rate-limit headers: its
-    status line and headers rendered once, the few varying header bytes added per request
-    (:meth:`answer`), the body kept."""
+    status line, its headers and the limit's fixed ones (:class:`Policy`) rendered once,
+    the few varying header bytes added per request (:meth:`answering`), the body kept."""
 
-    __slots__ = ("answer", "head")
+    __slots__ = ("answer", "fixed", "head")
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, policy: Policy) -> None:
         self.answer = answer
+        self.fixed = len(policy.fixed)
         head = answer.head(close=False)
+        fixed = "".join(f"{k}: {v}\r\n" for k, v in policy.fixed).encode("latin-1")
         # Up to its Content-Length line, which the rate-limit headers go before.
-        self.head = head[: head.rindex(b"Content-Length: ")] if answer.has_body else None
+        self.head = head[: head.rindex(b"Content-Length: ")] + fixed if answer.has_body else None
 
     def answering(self, headers: tuple[tuple[str, str], ...]) -> Answer:
-        """The kept answer with *headers* added."""
+        """The kept answer with *headers* added (:attr:`Limited.headers`: the fixed first)."""
         kept, head = self.answer, self.head
         if head is None:  # (no body, no Content-Length: rare, made whole)
             return with_headers(kept, headers)
-        lines = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers)
+        lines = "".join([f"{k}: {v}\r\n" for k, v in headers[self.fixed :]]).encode("latin-1")
         return Answer.framed(
             kept.status, kept.headers + headers, kept.body, head + lines + b"Content-Length: "
         )
 
 
+class Advised(NamedTuple):
+    """What a refusal's answer states (:func:`refusal_headers`): all that varies between two
+    refusals, so their reply (:func:`refusal_reply`) can be kept per value."""
+
+    headers: tuple[tuple[str, str], ...]
+    advice_ms: int | None
+    """The advice the headers state (None: none)."""
+    value: str | None
+    """The ``Retry-After`` sent (``retry-after-ms``'s for the ``ms`` form; None: none)."""
+
+
+def refusal_headers(policy: Policy, spent: Spent, now: float) -> Advised:
+    """The headers of the answer to a request *policy*'s limit refused (*spent*: no token)
+    at *now*: its wait is the next token's."""
+    form = policy.form
+    headers, advice_ms, value = retry_after(policy.retry_after, spent.next_ms, now)
+    varying = varying_headers(form, 0, spent.full_ms, now) if form != "none" else ()
+    return _new(Advised, ((*headers, *policy.fixed, *varying), advice_ms, value))
+
+
+def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) -> Reply:
+    """The refusal's reply stating *advised*."""
+    details = {"limit": limit.capacity, "refill_per_second": limit.refill, "key": limit.key}
+    return _answer(limit.answer, context, advised.headers, advised.advice_ms, details, None)
+
+
+def refusal_record(
+    limit: RateLimit, spent: Spent, key: dict[str, Any], advised: Advised
+) -> Limited:
+    """What the journal says of a refusal stating *advised*."""
+    headers, advice_ms, value = advised
+    record = _record(
+        limit.answer, True, False, limit.capacity, spent, limit.refill, advice_ms, value, key
+    )
+    return _new(Limited, (headers, False, record))
+
+
 def refusal(
     limit: RateLimit, spent: Spent, key: dict[str, Any], context: catalog.Context, now: float
 ) -> tuple[Reply, Limited]:
-    """The answer to a request *limit* refused (*spent*: no token), at *now*: its wait is
-    the next token's."""
-    answer = limit.answer
-    headers, advice_ms = retry_after(answer.retry_after, spent.next_ms, now)
-    headers += rate_headers(answer.headers, limit.capacity, window(limit), 0, spent.full_ms, now)
-    details = {"limit": limit.capacity, "refill_per_second": limit.refill, "key": limit.key}
-    reply = _answer(answer, context, headers, advice_ms, details, None)
-    record = _record(
-        answer,
-        True,
-        False,
-        limit.capacity,
-        spent,
-        limit.refill,
-        advice_ms,
-        _sent_value(answer.retry_after, headers),
-        key,
-    )
-    return reply, Limited(reply.headers, False, record)
+    """The answer to a request *limit* refused (*spent*: no token) at *now*, and what the
+    journal says of it (made whole: the engine keeps the replies, ``choosing.refused``)."""
+    advised = refusal_headers(Policy(limit), spent, now)
+    return refusal_reply(limit, context, advised), refusal_record(limit, spent, key, advised)
 
 
 def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[Reply, Limited]:
     """The answer of a scripted ``rate_limited:`` step at *now* (no bucket: its wait given,
     nothing remaining)."""
     answer, wait_ms = step.answer, step.wait_ms
-    headers, advice_ms = retry_after(answer.retry_after, wait_ms, now)
+    headers, advice_ms, value = retry_after(answer.retry_after, wait_ms, now)
     scripted_window = catalog.retry_after_seconds(wait_ms) or 1
     headers += rate_headers(answer.headers, step.limit, scripted_window, 0, wait_ms, now)
     details = {"limit": step.limit, "refill_per_second": None, "key": "scripted"}
     message = f"Rate limit exceeded: {step.limit} requests (a scripted rate-limited answer)"
     reply = _answer(answer, context, headers, advice_ms, details, message)
     spent = Spent(False, 0, wait_ms, wait_ms)
-    record = _record(
-        answer,
-        True,
-        True,
-        step.limit,
-        spent,
-        None,
-        advice_ms,
-        _sent_value(answer.retry_after, headers),
-        None,
-    )
-    return reply, Limited(reply.headers, False, record)
+    record = _record(answer, True, True, step.limit, spent, None, advice_ms, value, None)
+    return reply, _new(Limited, (reply.headers, False, record))
 
 
 def _answer(
     answer: RateAnswer,
     context: catalog.Context,
-    headers: list[tuple[str, str]],
+    headers: Iterable[tuple[str, str]],
     advice_ms: int | None,
     details: dict[str, Any],
     message: str | None,

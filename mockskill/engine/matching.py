@@ -36,12 +36,13 @@ from ..scenario.model import (
     Skill,
 )
 from ..scenario.routes import Router
-from . import conditions
+from . import conditions, limits
 from .state import MAX_PATH, shorten
 
 if TYPE_CHECKING:
     from .digests import KeyedDigest
     from .incoming import Incoming
+    from .plan import Plan
     from .store import Take
 
 Kind = Literal["list", "describe", "invoke", "route"]
@@ -97,6 +98,8 @@ class Target:
     limit: RateLimit | None = field(init=False, compare=False)
     """The token bucket its requests spend (a skill's ``rate_limit:`` for its invoke, a
     route's for its requests; None: no limit), set at load: read on every request."""
+    policy: limits.Policy | None = field(init=False, compare=False, repr=False)
+    """Its limit as its answers state it, made once (None: no limit)."""
     endpoint: str = field(init=False, compare=False)
     """The endpoint's key (a case's is its endpoint's): what its limit's buckets are per."""
 
@@ -115,6 +118,7 @@ class Target:
         if self.skill is not None:
             limit = self.skill.rate_limit if self.kind == "invoke" else None
         object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "policy", None if limit is None else limits.Policy(limit))
         # A case's key is its endpoint's with "/case/N" added (with_cases): its limit is
         # the endpoint's, one bucket for all its cases.
         endpoint = self.key.rsplit("/case/", 1)[0] if self.case is not None else self.key
@@ -242,6 +246,10 @@ class RoutingTable:
         self.takes: dict[str, dict[str, Take]] = {}
         """Per sequence key, per session, its Take (``choosing.take`` fills it on first
         use: it is the same for every request of the session on this table)."""
+        self.refusals: dict[tuple[object, ...], tuple[object, Reply, Plan]] = {}
+        """Rate limits' refusals, kept (``choosing.refused`` fills it): per endpoint,
+        address (its Urls' id; the Urls is kept with them) and the values that vary, the
+        reply and its plan."""
         self.credential_digest: KeyedDigest | None = None
         """How the journal fingerprints credentials (set with :attr:`generations`): a
         limit keyed per credential counts by the same fingerprint."""

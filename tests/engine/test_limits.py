@@ -41,15 +41,21 @@ def test_fractional_seconds_keep_a_point_and_at_most_three_decimals(
 
 
 def test_each_retry_after_form_and_the_advice_it_states() -> None:
-    assert limits.retry_after("seconds", 1001, NOW) == ([("Retry-After", "2")], 2000)
-    assert limits.retry_after("fractional", 1001, NOW) == ([("Retry-After", "1.001")], 1001)
+    assert limits.retry_after("seconds", 1001, NOW) == ([("Retry-After", "2")], 2000, "2")
+    assert limits.retry_after("fractional", 1001, NOW) == (
+        [("Retry-After", "1.001")],
+        1001,
+        "1.001",
+    )
     assert limits.retry_after("ms", 1001, NOW) == (
         [("retry-after-ms", "1001"), ("Retry-After", "2")],
         1001,
+        "1001",
     )
-    assert limits.retry_after("missing", 1001, NOW) == ([], None)
-    assert limits.retry_after("malformed", 1001, NOW) == ([("Retry-After", "soon")], None)
-    (date, retry_after), advice = limits.retry_after("date", 1001, NOW)
+    assert limits.retry_after("missing", 1001, NOW) == ([], None, None)
+    assert limits.retry_after("malformed", 1001, NOW) == ([("Retry-After", "soon")], None, "soon")
+    (date, retry_after), advice, value = limits.retry_after("date", 1001, NOW)
+    assert value == retry_after[1]
     assert date[0] == "Date"
     assert parsedate_to_datetime(date[1]).timestamp() == 1_780_000_000
     assert parsedate_to_datetime(retry_after[1]).timestamp() == 1_780_000_002
@@ -140,10 +146,25 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
     from mockskill.engine.wire import Answer
 
     kept = Answer(200, (("Content-Type", "application/json"),), b"{}")
-    head = limits.LimitedHead(kept)
-    made = head.answering((("X-RateLimit-Remaining", "4"),))
-    assert made.wire(close=False) == (
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-        b"X-RateLimit-Remaining: 4\r\nContent-Length: 2\r\n\r\n{}"
+    policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="x-ratelimit")))
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    assert admitted.headers == (
+        ("X-RateLimit-Limit", "5"),
+        ("X-RateLimit-Remaining", "4"),
+        ("X-RateLimit-Reset", "1"),
     )
-    assert made.wire(close=False) == limits.with_headers(kept, made.headers[1:]).wire(close=False)
+    made = limits.LimitedHead(kept, policy).answering(admitted.headers)
+    assert made.wire(close=False) == (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-RateLimit-Limit: 5\r\n"
+        b"X-RateLimit-Remaining: 4\r\nX-RateLimit-Reset: 1\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    whole = limits.with_headers(kept, admitted.headers)
+    assert made.wire(close=True) == whole.wire(close=True)
+    assert made.headers == whole.headers
+
+
+def test_the_none_form_adds_nothing_to_an_admitted_answer() -> None:
+    policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="none")))
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), {"kind": "session"}, NOW)
+    assert (admitted.headers, admitted.added) == ((), False)
+    assert admitted.record["remaining"] == 4
