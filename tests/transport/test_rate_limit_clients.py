@@ -98,7 +98,7 @@ class Cell:
     outcome: str
     hangs: bool = False
 
-    def text(self, status: int = 429) -> str:
+    def text(self) -> str:
         """The cell as docs/faults.md writes it (for the 429)."""
         if self.hangs:
             return "hangs: waits 2^31-1 ms (24.8 days)"
@@ -106,7 +106,7 @@ class Cell:
         if self.outcome.isdigit():
             outcome = self.outcome
         elif self.outcome == "refusal":
-            outcome = f"the {status}"
+            outcome = "the 429"
         if not self.waits:
             return f"no retry: {outcome}"
         waits = ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.waits)
