@@ -1,11 +1,11 @@
 """All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
 Sequence positions per session and endpoint, draw counts, scenario states per
-session and scenario, rate limits' token buckets, outage clocks, issued tokens and
-the bounded request journal live here and nowhere else. The engine asks for them as needs
-(:mod:`.store`): this store answers each inline, under one acquisition of its
-lock (:meth:`State.answer`), so that a shared backend (``mockskill.store``)
-can replace it when several processes serve one scenario set.
+session and scenario, rate limits' token buckets, outage clocks, issued tokens
+and the bounded request journal live here and nowhere else. The engine asks for
+them as needs (:mod:`.store`): this store answers each inline, under one
+acquisition of its lock (:meth:`State.answer`), so that a shared backend
+(``mockskill.store``) can replace it when several processes serve one scenario set.
 
 The journal's slots hold what was recorded as it was (:class:`_Kept`) until
 :meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood
@@ -376,9 +376,9 @@ class State:
         if spent.admitted:
             shared[bucket.key] = (tokens, now, full_at(bucket, tokens, now))
             shared.move_to_end(bucket.key)
-            # The least recently spent go first: past the bound, or once full again (as
-            # fresh ones, so nothing is lost). One look a spend keeps the table to the
-            # buckets still refilling, the one just spent never full.
+            # The least recently spent go first: past the bound (it comes back full), or
+            # once full again (a fresh one is the same). One look a spend keeps the table
+            # to the buckets still refilling; the one just spent is never full.
             while True:
                 oldest, (_, _, full) = next(iter(shared.items()))
                 if full > now and len(shared) <= MAX_BUCKETS:
