@@ -71,7 +71,7 @@ def test_three_replicas_admit_exactly_capacity_plus_refill_times_elapsed(
     start = time.monotonic()
     first = burst(bases)
     end = time.monotonic()
-    time.sleep(2.5)
+    time.sleep(2.2)
     again = time.monotonic()
     second = burst(bases)
     last = time.monotonic()
@@ -80,9 +80,9 @@ def test_three_replicas_admit_exactly_capacity_plus_refill_times_elapsed(
     assert first[200] + first[429] == second[200] + second[429] == CLIENTS * EACH
     # The bucket refills a token a second from its first spending: the first burst admits
     # the 20 it holds and the whole tokens refilled meanwhile (none, under a second); the
-    # second what refilled since (2 tokens, 2.5 s later).
+    # second what refilled since (2 tokens, 2.2 s later).
     assert CAPACITY <= first[200] <= CAPACITY + math.floor(REFILL * (end - start))
     refilled = first[200] + second[200] - CAPACITY
     assert math.floor(REFILL * (again - end)) <= refilled <= math.floor(REFILL * (last - start))
-    if end - start < 0.5 and last - again < 0.5:  # as it goes but on a stalled machine
+    if end - start < 1 and last - start < 3:  # as it goes unless the machine stalls
         assert (first[200], second[200]) == (20, 2)

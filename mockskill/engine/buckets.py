@@ -8,33 +8,34 @@ Take script does the same sums in Lua on Redis's clock
 holds the two to the same answers.
 
 A bucket no store holds is full: a full bucket and a fresh one are the same,
-so a store may forget one once it is full again (:func:`full_at` says when).
+so a store may forget one once it is full again (``Spent.full_ms`` says when).
 """
 
 from __future__ import annotations
 
 import math
 
-from .store import Bucket, Spent
+from .store import Spent
+
+_new = tuple.__new__
+"""Spent's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__ (one
+is made per limited request)."""
 
 
-def spend(bucket: Bucket, tokens: float, elapsed: float) -> tuple[float, Spent]:
-    """Spend a token of *bucket*, which held *tokens* *elapsed* seconds ago: the tokens
-    it holds now, and what the spending came to.
+def spend(capacity: int, refill: float, tokens: float, elapsed: float) -> tuple[float, Spent]:
+    """Spend a token of a bucket of *capacity* refilled *refill* tokens a second, which held
+    *tokens* *elapsed* seconds ago: the tokens it holds now, and what the spending came to.
 
     It refills first (never past its capacity); with a whole token there, one is spent
     (admitted), else nothing is (refused: the tokens now are what it holds).
     """
-    capacity, refill = bucket.capacity, bucket.refill
-    tokens = min(capacity, tokens + max(elapsed, 0.0) * refill)
+    if elapsed > 0:  # (a clock gone back refills nothing)
+        tokens += elapsed * refill
+        if tokens > capacity:
+            tokens = capacity
     admitted = tokens >= 1
     if admitted:
         tokens -= 1
     next_ms = 0 if tokens >= 1 else math.ceil((1 - tokens) / refill * 1000)
     full_ms = math.ceil((capacity - tokens) / refill * 1000)
-    return tokens, Spent(admitted, math.floor(tokens), next_ms, full_ms)
-
-
-def full_at(bucket: Bucket, tokens: float, now: float) -> float:
-    """When *bucket*, holding *tokens* at *now*, is full again (the clock's seconds)."""
-    return now + (bucket.capacity - tokens) / bucket.refill
+    return tokens, _new(Spent, (admitted, math.floor(tokens), next_ms, full_ms))

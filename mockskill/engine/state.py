@@ -1,11 +1,11 @@
 """All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
 Sequence positions per session and endpoint, draw counts, scenario states per
-session and scenario, rate limits' token buckets, outage clocks, issued tokens and
-the bounded request journal live here and nowhere else. The engine asks for them as needs
-(:mod:`.store`): this store answers each inline, under one acquisition of its
-lock (:meth:`State.answer`), so that a shared backend (``mockskill.store``)
-can replace it when several processes serve one scenario set.
+session and scenario, rate limits' token buckets, outage clocks, issued tokens
+and the bounded request journal live here and nowhere else. The engine asks for
+them as needs (:mod:`.store`): this store answers each inline, under one
+acquisition of its lock (:meth:`State.answer`), so that a shared backend
+(``mockskill.store``) can replace it when several processes serve one scenario set.
 
 The journal's slots hold what was recorded as it was (:class:`_Kept`) until
 :meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from .buckets import full_at, spend
+from .buckets import spend
 from .entries import (
     MASK,
     MAX_ENTRY_BYTES,
@@ -331,23 +331,22 @@ class State:
     def _take_slow(self, record: _Session, need: Take) -> Taken:
         """:meth:`answer` for a Take with a rate limit, draws or an outage window (hold the
         lock)."""
+        session, key, generation, scenario, outage, draws, limit = need  # (see answer)
         spent = None
-        if need.limit is not None:
-            spent = self._spend(need.session, record, need.limit)
-            if not spent.admitted:  # refused: not played, so nothing else is taken
+        if limit is not None:
+            spent = self._spend(session, record, limit)
+            if not spent[0]:  # refused (not admitted): not played, so nothing else is taken
                 return _new(Taken, (None, -1, spent))
         draw = -1
-        if need.draws:
-            draws = record.draws
-            draw = draws[need.scenario] = draws.get(need.scenario, -1) + 1
-        outage = need.outage
+        if draws:
+            counts = record.draws
+            draw = counts[scenario] = counts.get(scenario, -1) + 1
         if outage is not None:
-            elapsed_ms = (time.monotonic() - self._activated.get(need.scenario, 0.0)) * 1000
+            elapsed_ms = (time.monotonic() - self._activated.get(scenario, 0.0)) * 1000
             if outage[0] <= elapsed_ms < outage[1]:
                 return _new(Taken, (None, draw, spent))
-        key = need.key
-        if need.generation != self._generations.get(key, 0):
-            return _new(Taken, (self._retired(record, key, need.generation), draw, spent))
+        if generation != self._generations.get(key, 0):
+            return _new(Taken, (self._retired(record, key, generation), draw, spent))
         positions = record.positions
         position = positions[key] = positions.get(key, 0) + 1
         return _new(Taken, (position - 1, draw, spent))
@@ -360,25 +359,27 @@ class State:
         A session's bucket is kept with its session (a reset of the session forgets it);
         the others in a table bounded by :data:`MAX_BUCKETS`.
         """
+        key, capacity, refill, owner = bucket
         now = time.monotonic()
-        owner = bucket.session
         if owner is not None:
             buckets = (record if owner == session else self._session(owner)).buckets
-            tokens, at = buckets.get(bucket.key, (bucket.capacity, now))
-            tokens, spent = spend(bucket, tokens, now - at)
-            if spent.admitted:
-                buckets[bucket.key] = (tokens, now)
+            tokens, at = buckets.get(key, (capacity, now))
+            tokens, spent = spend(capacity, refill, tokens, now - at)
+            if spent[0]:  # admitted
+                buckets[key] = (tokens, now)
             return spent
         shared = self._buckets
-        held = shared.get(bucket.key)
-        tokens, at = (bucket.capacity, now) if held is None else held[:2]
-        tokens, spent = spend(bucket, tokens, now - at)
-        if spent.admitted:
-            shared[bucket.key] = (tokens, now, full_at(bucket, tokens, now))
-            shared.move_to_end(bucket.key)
-            # The least recently spent go first: past the bound, or once full again (as
-            # fresh ones, so nothing is lost). One look a spend keeps the table to the
-            # buckets still refilling, the one just spent never full.
+        held = shared.get(key)
+        tokens, at, _ = (capacity, now, now) if held is None else held
+        tokens, spent = spend(capacity, refill, tokens, now - at)
+        if spent[0]:  # admitted
+            shared[key] = (tokens, now, now + spent[3] / 1000)  # (full_ms: when full again)
+            if held is not None:
+                shared.move_to_end(key)
+                return spent
+            # A new bucket: the least recently spent go first, past the bound (one comes
+            # back full) or once full again (a fresh one is the same). Looked at as new
+            # ones come, the table holds the buckets still refilling, and the new one.
             while True:
                 oldest, (_, _, full) = next(iter(shared.items()))
                 if full > now and len(shared) <= MAX_BUCKETS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockskill.engine.buckets import full_at, spend
+from mockskill.engine.buckets import spend
 from mockskill.engine.store import Bucket, Spent
 
 FIVE_A_SECOND = Bucket("sc/skill/search/s", 5, 1.0, "s")
@@ -16,7 +16,7 @@ def spent_in_turn(bucket: Bucket, times: list[float]) -> list[Spent]:
     """What requests at *times* (seconds, from a full bucket at 0) come to, in turn."""
     tokens, at, answers = float(bucket.capacity), 0.0, []
     for now in times:
-        after, answer = spend(bucket, tokens, now - at)
+        after, answer = spend(bucket.capacity, bucket.refill, tokens, now - at)
         if answer.admitted:  # as a store keeps it: a refusal changes nothing
             tokens, at = after, now
         answers.append(answer)
@@ -57,17 +57,11 @@ def test_it_never_holds_more_than_its_capacity() -> None:
 def test_a_request_is_admitted_with_a_whole_token_only(
     tokens: float, elapsed: float, want: bool
 ) -> None:
-    after, answer = spend(FIVE_A_SECOND, tokens, elapsed)
+    after, answer = spend(5, 1.0, tokens, elapsed)
     assert answer.admitted is want
     assert after == (tokens + max(elapsed, 0) - 1 if want else tokens + max(elapsed, 0))
 
 
 def test_fractions_of_a_millisecond_are_waited_whole() -> None:
-    third = Bucket("k", 1, 3.0, None)  # a token every 333.33 ms
-    _, answer = spend(third, 0.0, 0.0)
+    _, answer = spend(1, 3.0, 0.0, 0.0)  # a token every 333.33 ms
     assert answer == Spent(False, 0, 334, 334)
-
-
-def test_full_at_is_when_the_waits_end() -> None:
-    tokens, answer = spend(HALF, 2.0, 0.0)
-    assert full_at(HALF, tokens, 10.0) == 10.0 + answer.full_ms / 1000 == 12.0

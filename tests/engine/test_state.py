@@ -609,7 +609,7 @@ def test_a_session_forgotten_beyond_the_bound_takes_its_buckets_along() -> None:
     assert remaining(state, limited("a")) == 2
 
 
-def test_buckets_full_again_are_let_go_as_others_are_spent() -> None:
+def test_buckets_full_again_are_let_go_as_new_ones_come() -> None:
     state = State(seed=1)
     spend(state, limited(bucket=Bucket("quick", 1, 1000.0, None)))  # full a millisecond after
     time.sleep(0.01)

@@ -111,7 +111,7 @@ def test_replicas_spending_one_bucket_at_once_admit_exactly_what_it_holds(
     start = time.monotonic()
     first = burst(stores, processes[0], 40)  # 160 requests for 20 tokens
     end = time.monotonic()
-    time.sleep(2.5)
+    time.sleep(2.2)
     again = time.monotonic()
     second = burst(stores, processes[1], 40)
     last = time.monotonic()
@@ -119,11 +119,11 @@ def test_replicas_spending_one_bucket_at_once_admit_exactly_what_it_holds(
         process.communicate(timeout=30)
     # The bucket refills a token a second from the first spending (on Redis's clock): the
     # burst admits the 20 it holds and whole tokens refilled meanwhile (none, when it
-    # takes under a second); the second the tokens refilled since (2, 2.5 s later).
+    # takes under a second); the second the tokens refilled since (2, 2.2 s later).
     assert TENANT.capacity <= first <= TENANT.capacity + math.floor(end - start)
     total = first + second
     assert math.floor(again - end) <= total - TENANT.capacity <= math.floor(last - start)
-    if end - start < 0.5 and last - again < 0.5:  # as it goes but on a stalled machine
+    if end - start < 1 and last - start < 3:  # as it goes unless the machine stalls
         assert (first, second) == (20, 2)
 
 
