@@ -250,10 +250,11 @@ MAX_KEPT_REFUSALS = 256
 def limited_key(decided: Decided) -> str:
     """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
     target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
-    limit = target.limit
-    assert limit is not None
-    value = decided.session if limit.key == "session" else decided.limit_value
-    return limits.shown_key(limit, value)
+    policy = target.policy
+    assert policy is not None
+    if policy.limit.key != "session":
+        return limits.shown_key(policy.limit, decided.limit_value)
+    return policy.session_key(decided.session)
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:

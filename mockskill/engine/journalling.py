@@ -310,6 +310,7 @@ class Plain:
         "_index",
         "_invalid",
         "_limited_head",
+        "_limited_plans",
         "_next_id",
         "_ran",
         "_record",
@@ -345,15 +346,23 @@ class Plain:
         # With its last field, rate_limit: None, unless the request's limit says more.
         self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
         self._limited_head: LimitedHead | None = None
+        self._limited_plans: dict[tuple[tuple[str, str], ...], Plan] = {}
 
     def limited_plan(self, policy: Policy, headers: tuple[tuple[str, str], ...]) -> Plan:
         """Its plan, its answer with an admitted request's rate-limit *headers* added (the
         head before them rendered once: :class:`~.limits.LimitedHead`; its target's limit
-        is *policy*)."""
-        head = self._limited_head
-        if head is None:
-            head = self._limited_head = LimitedHead(self.plan.answer, policy)
-        return self.plan.answering(head.answering(headers))
+        is *policy*). Kept per value of the headers: they change only when the bucket's
+        whole tokens or the seconds to its reset do, so most requests find theirs made."""
+        plans = self._limited_plans
+        plan = plans.get(headers)
+        if plan is None:
+            head = self._limited_head
+            if head is None:
+                head = self._limited_head = LimitedHead(self.plan.answer, policy)
+            if len(plans) >= MAX_KEPT_LIMITED:
+                plans.clear()  # atomic, unlike evicting one: handle() runs on threads
+            plan = plans[headers] = self.plan.answering(head.answering(headers))
+        return plan
 
     def record(
         self,
@@ -416,6 +425,10 @@ class Plain:
                 + (self._ran if rate_limit is None else (*self._ran[:3], rate_limit)),
             )
         )
+
+
+MAX_KEPT_LIMITED = 64
+"""Plans with an admitted request's rate-limit headers a :class:`Plain` keeps (per value)."""
 
 
 class Plains:

@@ -224,13 +224,29 @@ class Policy:
     """A limit as its answers state it, the part the same on every answer made once (at
     load, per endpoint: ``Target.policy``): its fixed rate-limit headers."""
 
-    __slots__ = ("fixed", "form", "limit", "retry_after")
+    __slots__ = ("fixed", "form", "limit", "retry_after", "sessions")
 
     def __init__(self, limit: RateLimit) -> None:
         self.limit = limit
         self.form = limit.answer.headers
         self.retry_after = limit.answer.retry_after
         self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
+        self.sessions: dict[str, str] = {}
+        """The journal's key of each session's bucket (a limit per session), kept."""
+
+    def session_key(self, session: str) -> str:
+        """The journal's key of *session*'s bucket (:func:`shown_key`), made once and kept
+        (bounded: past :data:`MAX_KEPT_KEYS` the kept ones are let go)."""
+        shown = self.sessions.get(session)
+        if shown is None:
+            if len(self.sessions) >= MAX_KEPT_KEYS:
+                self.sessions.clear()  # atomic, unlike evicting one: handle() runs on threads
+            shown = self.sessions[session] = shown_key(self.limit, session)
+        return shown
+
+
+MAX_KEPT_KEYS = 256
+"""Sessions whose bucket's journal key a :class:`Policy` keeps."""
 
 
 # -- the answers ----------------------------------------------------------------
@@ -307,9 +323,7 @@ def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) 
     return _answer(limit.answer, context, advised.headers, advised.advice_ms, details, None)
 
 
-def refusal_record(
-    limit: RateLimit, spent: Spent, key: str, advised: Advised
-) -> Limited:
+def refusal_record(limit: RateLimit, spent: Spent, key: str, advised: Advised) -> Limited:
     """What the journal says of a refusal stating *advised*."""
     headers, advice_ms, value = advised
     record = _record(
