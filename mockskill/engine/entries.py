@@ -261,6 +261,11 @@ class Entry(NamedTuple):
     or ``retry-after-ms``, as sent; None: none), ``key`` (what the bucket counts: its kind
     and the value, a credential's fingerprint, never a secret). A refusal's advice is in
     :attr:`retry` too (``max_attempts`` as the unified body says), as every advice is."""
+    connection: str | None = None
+    """The client's end of the connection the request came on, as the server saw it
+    (``127.0.0.1:50123``, ``[::1]:50123``): requests of one keep-alive connection share
+    it (the ``rate-limit-ignored`` audit tells a sequential consumer by it). None:
+    not known. Until an entry is shown (:func:`kept`), the (host, port) pair as read."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -367,6 +372,9 @@ def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
         changes["body_digest"] = digest.text()
     if recorded.target is not None:  # a request read, what it sent kept: shown now
         _sent_changes(recorded, hidden, changes)
+    peer: Any = recorded.connection
+    if type(peer) is tuple:  # as read: written out once, now
+        changes["connection"] = connection_text(peer)
     if _plain(recorded, hidden):
         return changes
     for name, limit in _BOUNDED:
@@ -389,6 +397,15 @@ def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
         if near != near_misses:
             changes["near_misses"] = near
     return changes
+
+
+def connection_text(peer: tuple[str, int]) -> str | None:
+    """A connection's client end (host, port) as an entry shows it: ``host:port``, an IPv6
+    host bracketed; None when not known (no host)."""
+    host, port = peer
+    if not host:
+        return None
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _plain(r: Entry, hidden: tuple[str, ...]) -> bool:

@@ -39,6 +39,7 @@ class Incoming:
         "headers",
         "method",
         "path",
+        "peer",
         "raw_headers",
         "scheme",
         "server",
@@ -57,6 +58,7 @@ class Incoming:
         scheme: str = "http",
         target: str | None = None,
         raw_headers: tuple[tuple[bytes, bytes], ...] | None = None,
+        peer: tuple[str, int] | None = None,
     ) -> None:
         self.method = method
         self.path = path
@@ -77,6 +79,8 @@ class Incoming:
         self.server = server
         """The address the client connected to (``SERVER_NAME``, ``SERVER_PORT``)."""
         self.arrived = arrived
+        self.peer = peer
+        """The client's end of the connection (host, port), as read; None: not known."""
         self._body = body
         self._make: Callable[[Any], Request] = _called
         self._source: Any = werkzeug
@@ -101,6 +105,7 @@ class Incoming:
                 (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
                 for k, v in request.headers.items()
             ),
+            peer=_peer(environ),
         )
         incoming._werkzeug = request
         return incoming
@@ -143,6 +148,7 @@ def viewed(
     target: str,
     raw_headers: tuple[tuple[bytes, bytes], ...],
     head_bytes: int,
+    peer: tuple[str, int],
 ) -> Incoming:
     """The view of a request another server read (the event loop's), made for every one of
     its requests: :class:`Incoming`'s slots set here, without its ``__init__`` (a call
@@ -152,7 +158,7 @@ def viewed(
     view.method, view.path, view.headers, view.scheme = method, path, headers, "http"
     view.target, view.raw_headers, view.head_bytes = target, raw_headers, head_bytes
     view.server, view.arrived, view._body, view._werkzeug = server, arrived, body, None
-    view._make, view._source = make, source
+    view._make, view._source, view.peer = make, source, peer
     return view
 
 
@@ -229,3 +235,12 @@ def _port(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
+
+
+def _peer(environ: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The client's end of the connection a WSGI server names (``REMOTE_ADDR``,
+    ``REMOTE_PORT``); None when it names no address."""
+    address = environ.get("REMOTE_ADDR")
+    if not address:
+        return None
+    return (str(address), _port(environ.get("REMOTE_PORT")) or 0)

@@ -207,7 +207,7 @@ class Journalling:
             # joined on (see Plain).
             + (sent(request, body, self.body_limit) if self.bodies else _NOT_SENT)
             + ran
-            + (None if limited is None else limited.record,),
+            + (None if limited is None else limited.record, request.peer),
         )
 
     def played(
@@ -272,6 +272,7 @@ class Journalling:
         **fields: Any,
     ) -> None:
         """Journal an answer mockskill gave itself, outside any scenario, finished now."""
+        peer: Any = request.peer  # as read: shown as text (entries.kept)
         entry = Entry(
             id=self.state.next_id(),
             started=started,
@@ -282,6 +283,7 @@ class Journalling:
             status=status,
             endpoint=endpoint,
             **self.sent(request),
+            connection=peer,
             **fields,
         )
         self.state.record(entry)
@@ -343,8 +345,7 @@ class Plain:
         self._case = None if target.case is None else target.case.index
         # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
         ran = endpoint in _RUN and 200 <= status < 300
-        # With its last field, rate_limit: None, unless the request's limit says more.
-        self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
+        self._ran = _RAN if ran else _DID_NOT_RUN
         self._limited_head: LimitedHead | None = None
         self._limited_plans: dict[tuple[tuple[str, str], ...], Plan] = {}
 
@@ -422,7 +423,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (self._ran if rate_limit is None else (*self._ran[:3], rate_limit)),
+                + (*self._ran, rate_limit, request.peer),
             )
         )
 
