@@ -83,6 +83,7 @@ class Journal:
         key: str | None = KEY,
         scripted: bool = False,
         headers: str = "ietf",
+        connection: str | None = None,
     ) -> Entry:
         """A rate-limit answer: a bucket's refusal (or a scripted step) advising *advice_ms*."""
         code = "RATE_LIMITED" if status == 429 else "ENDPOINT_UNREACHABLE"
@@ -104,6 +105,7 @@ class Journal:
                 retry_after_value=value,
                 key=key,
             ),
+            connection=connection,
         )
 
     def admitted(
@@ -115,12 +117,14 @@ class Journal:
         body: str = "item-1",
         key: str | None = KEY,
         headers: str = "ietf",
+        connection: str | None = None,
     ) -> Entry:
         """An answer of a limited endpoint that was admitted, with *remaining* tokens left."""
         return self.add(
             at,
             body=body,
             rate_limit=limit(remaining=remaining, next_ms=next_ms, key=key, headers=headers),
+            connection=connection,
         )
 
     def report(self, policy: Policy | None = None) -> dict[str, Any]:
@@ -442,6 +446,53 @@ def test_requests_sent_together_with_the_answers_operation_are_not_judged() -> N
             j.refused(i * 0.002, body=f"b{i}")
     j.add(5 * 0.002 + 0.001 + 1.05, body="b5")  # its retry, after the advice
     assert j.findings() == []
+
+
+def batch(j: Journal, connections: list[str | None]) -> None:
+    """Eight items to a bucket of five, each sent 1 ms after the previous answer (on one
+    event loop, a parallel burst arrives just so), the *n*-th on ``connections[n]``."""
+    for i, connection in enumerate(connections):
+        if i < 5:
+            next_ms = 1000 if i == 4 else 0
+            j.admitted(
+                i * 0.002, remaining=4 - i, next_ms=next_ms, body=f"b{i}", connection=connection
+            )
+        else:
+            j.refused(i * 0.002, body=f"b{i}", next_ms=1000 - 2 * i, connection=connection)
+
+
+def test_a_batch_sent_on_the_answers_connection_after_remaining_0_is_named_at_once() -> None:
+    j = Journal()
+    batch(j, ["127.0.0.1:50001"] * 8)  # one keep-alive connection: it had each answer
+    [finding] = j.findings(IGNORED)
+    assert finding["attempts"] == [5, 6, 7, 8]
+    assert finding["found"] == (
+        "#5 answered remaining 0, the next token in 1000 ms;"
+        " then #6 1 ms later, #7 3 ms later, #8 5 ms later"
+    )
+
+
+def test_the_same_batch_on_a_connection_each_is_a_burst_not_judged() -> None:
+    j = Journal()
+    batch(j, [f"127.0.0.1:{50001 + i}" for i in range(8)])  # eight workers, one request each
+    assert j.findings(IGNORED) == []
+
+
+def test_inside_the_burst_window_only_the_answers_own_connection_is_judged() -> None:
+    j = Journal()
+    batch(j, ["127.0.0.1:50001"] * 5 + ["127.0.0.1:50002", "127.0.0.1:50001", None])
+    [finding] = j.findings(IGNORED)
+    assert finding["attempts"] == [5, 7]  # #6 on another connection, #8 on one not known
+    assert finding["found"].endswith("then #7 3 ms later")
+
+
+def test_a_request_pipelined_on_the_connection_before_the_answer_went_out_is_not_judged() -> None:
+    j = Journal()
+    connection = "127.0.0.1:50001"
+    j.admitted(0, remaining=0, next_ms=1000, body="item-1", connection=connection)
+    # Sent before the answer came back (HTTP/1.1 pipelining): it could not have read it.
+    j.add(0.0005, body="item-2", rate_limit=limit(remaining=0, next_ms=1000), connection=connection)
+    assert j.findings(IGNORED) == []
 
 
 def test_an_answer_with_no_rate_limit_headers_told_nothing() -> None:

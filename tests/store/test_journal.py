@@ -299,6 +299,7 @@ def every_field() -> Entry:
             "retry_after_value": "Fri, 04 Dec 2026 04:05:06 GMT",
             "key": "header X-Tenant: acme-\u00fc",
         },
+        connection="[::1]:50123",
     )
 
 
@@ -341,6 +342,16 @@ def test_every_field_round_trips_through_redis(journals: Callable[..., RedisJour
     a.record(entry)
     (read,) = a.entries()
     assert read == entry._replace(id=read.id)  # the stream numbered it
+
+
+def test_a_connection_recorded_as_read_is_shared_written_out(
+    journals: Callable[..., RedisJournal],
+) -> None:
+    a = journals(replica=None)
+    a.record(every_field()._replace(connection=("::1", 50123)))  # the peer as the transport read it
+    a.record(every_field()._replace(connection=("127.0.0.1", 8)))
+    a.record(every_field()._replace(connection=("", 0)))  # not known
+    assert [e.connection for e in a.entries()] == ["[::1]:50123", "127.0.0.1:8", None]
 
 
 def test_with_redis_stopped_records_do_not_block_and_the_newest_held_land_once_it_is_back(
