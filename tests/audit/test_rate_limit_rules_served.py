@@ -37,6 +37,9 @@ SCENARIO = """
       - id: batch          # two at once, one a second; X-RateLimit-* headers
         rate_limit: {capacity: 2, refill: 1, headers: x-ratelimit}
         invoke: {json: {result: ok}}
+      - id: flood          # five at once, then one every 10 s
+        rate_limit: {capacity: 5, refill: 0.1}
+        invoke: {json: {result: ok}}
       - id: scripted       # refused as a limit would, without timing: Retry-After: 1
         invoke:
           - rate_limited: {retry_after_ms: 1000}
@@ -187,6 +190,60 @@ def test_a_batch_that_ignores_remaining_0_is_named(server: Server) -> None:
     assert finding["endpoint"] == "POST /skills/batch/invoke"
     assert "answered remaining 0" in finding["found"]
     assert session["coverage"]["rate_limited"]["RATE_LIMITED"] >= 1
+
+
+def test_a_batch_sent_back_to_back_on_one_connection_ignoring_r_0_is_named(
+    server: Server,
+) -> None:
+    # All of it inside the burst window on localhost: told apart from a burst by its
+    # connection (one keep-alive connection: each request sent after the previous answer).
+    session = f"flood-{uuid.uuid4().hex[:8]}"
+    http = requests.Session()
+    http.headers["Mockskill-Session"] = session
+    statuses = [
+        http.post(server.invoke_url("flood"), json={"item": n}, timeout=30).status_code
+        for n in range(40)
+    ]
+    assert statuses == [200] * 5 + [429] * 35
+    found = audit(server, session)
+    assert rules(found) == ["rate-limit-ignored"], found["findings"]
+    [finding] = found["findings"]
+    assert finding["message"].startswith("35 new requests sent before the next token")
+    assert finding["found"].startswith("#5 answered remaining 0")
+    connections = {e.connection for e in server.state.journal(session)}
+    assert len(connections) == 1 and None not in connections
+
+
+def test_eight_threads_firing_once_each_are_a_burst_not_named(server: Server) -> None:
+    session = f"burst-{uuid.uuid4().hex[:8]}"
+    start = threading.Barrier(8)
+    statuses: list[int] = []
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            http = requests.Session()
+            http.headers["Mockskill-Session"] = session
+            # Connected before the start (the descriptor is not limited): the eight go out
+            # together, each on its own connection, as a pool's would.
+            http.get(server.skill_url("flood"), timeout=30)
+            start.wait(timeout=30)
+            answer = http.post(server.invoke_url("flood"), json={"item": n}, timeout=30)
+            statuses.append(answer.status_code)
+        except BaseException as exc:  # surfaced by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert sorted(statuses) == [200] * 5 + [429] * 3  # told "none remain", on other connections
+    found = audit(server, session)
+    assert found["findings"] == []
+    posts = [e for e in server.state.journal(session) if e.method == "POST"]
+    assert len({e.connection for e in posts}) == 8
 
 
 def urllib3_retrying(session: str) -> urllib3.PoolManager:
