@@ -112,9 +112,9 @@ def rate_limit_ignored(
         if early:
             by_answer: dict[int, tuple[Attempt, list[Attempt]]] = {}
             for arrival in in_bucket:
-                answer = early.get(arrival.entry.id)
-                if answer is not None:
-                    by_answer.setdefault(answer.entry.id, (answer, []))[1].append(arrival)
+                told_by = early.get(arrival.entry.id)
+                if told_by is not None:
+                    by_answer.setdefault(told_by.entry.id, (told_by, []))[1].append(arrival)
             findings.append(_finding(session, bucket[0], list(by_answer.values())))
     return findings
 
