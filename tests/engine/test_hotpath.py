@@ -400,6 +400,7 @@ def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
         body='{"a": 1}',
         body_encoding="text",
         body_size=8,
+        connection="127.0.0.1:50000",  # the transport request's peer
     )
 
 
