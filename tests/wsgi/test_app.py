@@ -91,3 +91,13 @@ skills:
         (False, True),
         (False, False),
     ]
+
+
+def test_the_journal_names_the_connection_the_wsgi_server_says_the_request_came_on() -> None:
+    state = State()
+    client = Client(create_app(Engine(load_text("skills: [{id: echo}]"), state)))
+    for address, port in (("10.0.0.7", "50123"), ("::1", "50124")):
+        remote = {"REMOTE_ADDR": address, "REMOTE_PORT": port}
+        client.post("/skills/echo/invoke", environ_overrides=remote)
+    client.post("/skills/echo/invoke", environ_overrides={"REMOTE_ADDR": ""})  # not said
+    assert [e.connection for e in state.journal()] == ["10.0.0.7:50123", "[::1]:50124", None]
