@@ -295,8 +295,8 @@ class Plain:
 
     :meth:`Journalling.recorded` of such a request, fed the outcome of an answer sent whole
     (what the transport reports for an instant plan), gives the same values: the request's
-    are its id, times, session, method, path, position, credential, protocol version and
-    body digest; the rest is the step's and its *target*'s. It is recorded when planned
+    are its id, times, session, method, path, position, credential, protocol version,
+    body digest and connection; the rest is the step's and its *target*'s. It is recorded when planned
     (there is nothing to wait for, so "finished" is then), which spares the engine the
     request's Decided, Chosen and recorder, and the transport's report a lookup.
     """
