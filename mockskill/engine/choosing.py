@@ -229,7 +229,7 @@ def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
     policy = target.policy
     assert policy is not None
     advised = limits.refusal_headers(policy, spent, time.time())
-    decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
+    decided.limited = limits.refusal_record(policy, spent, limited_key(decided), advised)
     refusals = decided.table.refusals
     key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)
     kept = refusals.get(key)

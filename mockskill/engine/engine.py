@@ -446,9 +446,11 @@ class Engine:
                 return None  # (its answer is made per request: the general path adds to it)
             policy = target.policy
             assert policy is not None
-            limited = limits.admitted(policy, spent, choosing.limited_key(decided), time.time())
-            plain.record(request, decided.started, decided.session, position, limited.record)
-            return plain.limited_plan(policy, limited.headers) if limited.added else plain.plan
+            record = limits.record_of(policy.admitted, spent, choosing.limited_key(decided))
+            plain.record(request, decided.started, decided.session, position, record)
+            if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
+                return plain.plan
+            return plain.limited_plan(policy, spent, time.time())
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

@@ -34,12 +34,12 @@ from .entries import (
     shorten,
 )
 from .incoming import Incoming
-from .limits import LimitedHead, Policy
+from .limits import LimitedHead, Policy, stated_headers
 from .matching import Miss, Target
 from .plan import Outcome, Plan
 from .rendering import RequestValues
 from .replies import VERSION_HEADER
-from .store import Store
+from .store import Spent, Store
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -346,22 +346,27 @@ class Plain:
         # With its last field, rate_limit: None, unless the request's limit says more.
         self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
         self._limited_head: LimitedHead | None = None
-        self._limited_plans: dict[tuple[tuple[str, str], ...], Plan] = {}
+        self._limited_plans: dict[tuple[int, int], Plan] = {}
 
-    def limited_plan(self, policy: Policy, headers: tuple[tuple[str, str], ...]) -> Plan:
-        """Its plan, its answer with an admitted request's rate-limit *headers* added (the
-        head before them rendered once: :class:`~.limits.LimitedHead`; its target's limit
-        is *policy*). Kept per value of the headers: they change only when the bucket's
-        whole tokens or the seconds to its reset do, so most requests find theirs made."""
+    def limited_plan(self, policy: Policy, spent: Spent, now: float) -> Plan:
+        """Its plan, its answer with the rate-limit headers of an admitted request that
+        *spent* a token at *now* added (the head before them rendered once:
+        :class:`~.limits.LimitedHead`; its target's limit is *policy*). Kept per value the
+        headers state (the whole tokens left and the reset): they change only when the
+        bucket's whole tokens or the seconds to its reset do, so most requests find theirs
+        made, nothing formatted."""
+        _, remaining, _, full_ms = spent
+        stated = (remaining, policy.reset(full_ms, now))
         plans = self._limited_plans
-        plan = plans.get(headers)
+        plan = plans.get(stated)
         if plan is None:
             head = self._limited_head
             if head is None:
                 head = self._limited_head = LimitedHead(self.plan.answer, policy)
             if len(plans) >= MAX_KEPT_LIMITED:
                 plans.clear()  # atomic, unlike evicting one: handle() runs on threads
-            plan = plans[headers] = self.plan.answering(head.answering(headers))
+            headers = policy.fixed + stated_headers(policy.form, *stated)
+            plan = plans[stated] = self.plan.answering(head.answering(headers))
         return plan
 
     def record(
