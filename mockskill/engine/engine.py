@@ -421,12 +421,16 @@ class Engine:
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
         spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
         if position is None and spent is not None and not spent.admitted:
-            # Refused by its limit: the refusal's plan is kept, its request journalled now.
-            reply, plan = choosing.refused(decided, spent)
-            self.state.record(
-                self._journalling.recorded(request, decided, None, reply.status, reply)
-            )
-            return plan
+            # Refused by its limit: the refusal's plan and journal row are kept, its request
+            # journalled now.
+            refusal, record = choosing.refused(decided, spent)
+            journal = refusal.journal
+            if journal is None:
+                journal = refusal.journal = self._journalling.plain(
+                    target, None, refusal.plan, refusal.reply
+                )
+            journal.record(request, decided.started, decided.session, None, record)
+            return journal.plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
         if spent is None and decided.limited is not None:  # (passed on, admitted before)

@@ -258,8 +258,9 @@ class Journalling:
             outcome.stopped,
         )
 
-    def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:
-        """The journalling of *target*'s step *index*, a plain one (see :class:`Plain`)."""
+    def plain(self, target: Target, index: int | None, plan: Plan, served: Reply) -> Plain:
+        """The journalling of *target*'s step *index*, a plain one (see :class:`Plain`); or
+        with no *index*, of a refusal of its rate limit (no step played)."""
         return Plain(self, target, index, plan, served)
 
     def own(
@@ -323,7 +324,12 @@ class Plain:
     )
 
     def __init__(
-        self, journalling: Journalling, target: Target, index: int, plan: Plan, served: Reply
+        self,
+        journalling: Journalling,
+        target: Target,
+        index: int | None,
+        plan: Plan,
+        served: Reply,
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
@@ -374,11 +380,12 @@ class Plain:
         request: Incoming,
         started: float,
         session: str,
-        position: int,
+        position: int | None,
         rate_limit: dict[str, Any] | None = None,
     ) -> None:
-        """Journal *request*, the *position*-th of its sequence in *session*, answered now
-        (*rate_limit*: what its endpoint's limit said, ``Entry.rate_limit``)."""
+        """Journal *request*, the *position*-th of its sequence in *session* (None: a
+        refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit
+        said, ``Entry.rate_limit``)."""
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:

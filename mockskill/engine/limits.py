@@ -256,6 +256,23 @@ class Policy:
             shown = self.sessions[session] = shown_key(self.limit, session)
         return shown
 
+    def stated(self, spent: Spent, now: float) -> tuple[object, int]:
+        """The values a refusal's headers and advice (:func:`refusal_headers`) state for
+        *spent* at *now*, unformatted: two refusals with the same have the same answer (so
+        it is kept per value, ``choosing.refused``). The ``Retry-After`` form's (seconds,
+        milliseconds, the dates and the advice to the millisecond, or nothing) and the
+        reset (:meth:`reset`)."""
+        form, wait_ms = self.retry_after, spent[2]  # (next_ms: the wait advised)
+        advice: object = None  # (missing, malformed: the same on every refusal)
+        if form == "seconds":
+            advice = catalog.retry_after_seconds(wait_ms)
+        elif form == "fractional" or form == "ms":
+            advice = wait_ms
+        elif form == "date":
+            at = math.ceil(now + wait_ms / 1000)
+            advice = (math.floor(now), at, math.ceil((at - now) * 1000))
+        return advice, self.reset(spent[3], now)
+
     def reset(self, full_ms: int, now: float) -> int:
         """The reset its varying headers state for a bucket full in *full_ms* at *now*:
         seconds, or epoch seconds (``x-ratelimit-epoch``)."""
