@@ -308,6 +308,7 @@ class Plain:
         "_credential_digest",
         "_endpoint",
         "_error_code",
+        "_executed",
         "_index",
         "_invalid",
         "_limited_head",
@@ -349,8 +350,9 @@ class Plain:
         self._case = None if target.case is None else target.case.index
         # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
         ran = endpoint in _RUN and 200 <= status < 300
+        self._executed = _RAN if ran else _DID_NOT_RUN
         # With its last field, rate_limit: None, unless the request's limit says more.
-        self._ran = (*(_RAN if ran else _DID_NOT_RUN), None)
+        self._ran = (*self._executed, None)
         self._limited_head: LimitedHead | None = None
         self._limited_plans: dict[tuple[int, int], Plan] = {}
 
@@ -434,7 +436,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (self._ran if rate_limit is None else (*self._ran[:3], rate_limit)),
+                + (self._ran if rate_limit is None else (*self._executed, rate_limit)),
             )
         )
 
