@@ -276,7 +276,8 @@ def limited_key(decided: Decided) -> str:
     assert policy is not None
     if policy.limit.key != "session":
         return limits.shown_key(policy.limit, decided.limit_value)
-    return policy.session_key(decided.session)
+    shown = policy.sessions.get(decided.session)  # kept: most requests find theirs
+    return policy.session_key(decided.session) if shown is None else shown
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
