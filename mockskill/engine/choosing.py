@@ -224,22 +224,23 @@ def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Late
 
 def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
     """The answer to *decided*'s request, refused by its limit (*spent*: no token), and its
-    journal's record (``Entry.rate_limit``). The answer is kept on the table per endpoint,
-    address and the values it states (:meth:`.limits.Policy.stated`): most refusals repeat
-    one, and its body, head and journal row are made once."""
+    journal's record (``Entry.rate_limit``). The answer is kept on the table per target (a
+    case's journal row names its case), address and the values it states
+    (:meth:`.limits.Policy.stated`): most refusals repeat one, and its body, head and
+    journal row are made once."""
     target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
     urls = decided.urls
     policy = target.policy
     assert policy is not None
     now = time.time()
     refusals = decided.table.refusals
-    key = (target.endpoint, id(urls), policy.stated(spent, now))
+    key = (id(target), id(urls), policy.stated(spent, now))
     kept = refusals.get(key)
-    if kept is None or kept.urls is not urls:
-        kept = Refusal(urls, policy, target.context, limits.refusal_headers(policy, spent, now))
+    if kept is None or kept.target is not target or kept.urls is not urls:
+        kept = Refusal(target, urls, policy, limits.refusal_headers(policy, spent, now))
         if len(refusals) >= MAX_KEPT_REFUSALS:
             refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
-        refusals[key] = kept  # (the Urls kept with it: its id stays its own)
+        refusals[key] = kept  # (the target and Urls kept with it: their ids stay their own)
     return kept, limits.record_of(kept.record, spent, limited_key(decided))
 
 
@@ -248,13 +249,13 @@ class Refusal:
     journalled: the caller records it as planned), the headers and advice it states, and
     the journal's record of it but for what varies per request."""
 
-    __slots__ = ("advised", "journal", "plan", "record", "reply", "urls")
+    __slots__ = ("advised", "journal", "plan", "record", "reply", "target", "urls")
 
     def __init__(
-        self, urls: Urls, policy: limits.Policy, context: catalog.Context, advised: limits.Advised
+        self, target: Target, urls: Urls, policy: limits.Policy, advised: limits.Advised
     ) -> None:
-        self.urls, self.advised = urls, advised
-        self.reply = urls.fill(limits.refusal_reply(policy.limit, context, advised))
+        self.target, self.urls, self.advised = target, urls, advised
+        self.reply = urls.fill(limits.refusal_reply(policy.limit, target.context, advised))
         self.plan = plans.Plan(answer(self.reply), journalled=True)
         self.record = {
             **policy.refused,

@@ -247,8 +247,8 @@ class RoutingTable:
         """Per sequence key, per session, its Take (``choosing.take`` fills it on first
         use: it is the same for every request of the session on this table)."""
         self.refusals: dict[tuple[object, ...], Refusal] = {}
-        """Rate limits' refusals, kept (``choosing.refused`` fills it): per endpoint,
-        address (its Urls' id; the Urls is kept with them) and the values they state."""
+        """Rate limits' refusals, kept (``choosing.refused`` fills it): per target,
+        address (their ids; both kept with them) and the values they state."""
         self.credential_digest: KeyedDigest | None = None
         """How the journal fingerprints credentials (set with :attr:`generations`): a
         limit keyed per credential counts by the same fingerprint."""
