@@ -252,6 +252,15 @@ class Engine:
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
             result = self.decide(incoming)
+            if isinstance(result, Pending):
+                need, resume = result  # unpacked: faster than a NamedTuple's attributes
+                if type(resume) is Decided:
+                    # A sequence step's Take: a plain step is planned at once, as in plan().
+                    taken = await self.state.answer_async(need)
+                    plain = self._plain(incoming, resume, taken)
+                    if plain is not None:  # most requests: journalled as planned
+                        return plain, journalled
+                    result = resume(taken)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
             return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
