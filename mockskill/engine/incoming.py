@@ -35,6 +35,7 @@ class Incoming:
         "_source",
         "_werkzeug",
         "arrived",
+        "client",
         "head_bytes",
         "headers",
         "method",
@@ -57,6 +58,7 @@ class Incoming:
         scheme: str = "http",
         target: str | None = None,
         raw_headers: tuple[tuple[bytes, bytes], ...] | None = None,
+        client: str | None = None,
     ) -> None:
         self.method = method
         self.path = path
@@ -77,6 +79,9 @@ class Incoming:
         self.server = server
         """The address the client connected to (``SERVER_NAME``, ``SERVER_PORT``)."""
         self.arrived = arrived
+        self.client = client
+        """The client's address as the server read it (``REMOTE_ADDR``); None: not told
+        (:meth:`client_address` asks the Werkzeug request)."""
         self._body = body
         self._make: Callable[[Any], Request] = _called
         self._source: Any = werkzeug
@@ -96,6 +101,7 @@ class Incoming:
             arrived=environ.get("mockskill.arrived"),
             werkzeug=lambda: request,
             target=_target_of(environ),
+            client=request.remote_addr,
             # WSGI keeps no header's name as written, nor repeats: as Werkzeug names them.
             raw_headers=tuple(
                 (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
@@ -104,6 +110,11 @@ class Incoming:
         )
         incoming._werkzeug = request
         return incoming
+
+    def client_address(self) -> str | None:
+        """The client's address: as the server read it, else as the Werkzeug request says."""
+        client = self.client
+        return self.werkzeug().remote_addr if client is None else client
 
     def header(self, name: str) -> str | None:
         """The value of header *name* (any case), or None."""
@@ -143,6 +154,7 @@ def viewed(
     target: str,
     raw_headers: tuple[tuple[bytes, bytes], ...],
     head_bytes: int,
+    client: str,
 ) -> Incoming:
     """The view of a request another server read (the event loop's), made for every one of
     its requests: :class:`Incoming`'s slots set here, without its ``__init__`` (a call
@@ -152,7 +164,7 @@ def viewed(
     view.method, view.path, view.headers, view.scheme = method, path, headers, "http"
     view.target, view.raw_headers, view.head_bytes = target, raw_headers, head_bytes
     view.server, view.arrived, view._body, view._werkzeug = server, arrived, body, None
-    view._make, view._source = make, source
+    view._make, view._source, view.client = make, source, client
     return view
 
 

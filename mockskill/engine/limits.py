@@ -92,8 +92,7 @@ def key_value(
     if kind == "credential":
         return request_facts.credential(request, credentials)
     if kind == "client":
-        address: str | None = request.werkzeug().remote_addr  # (made only for this kind)
-        return address
+        return request.client_address()
     if kind == "header":
         assert limit.key_name is not None
         return request.headers.get(limit.key_name)

@@ -263,6 +263,7 @@ def _incoming(request: TransportRequest) -> Incoming:
         request.target,
         request.raw_headers,
         request.head_bytes,
+        request.peer[0],  # (as the Werkzeug request's REMOTE_ADDR: wsgi_environ)
     )
 
 
