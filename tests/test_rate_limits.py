@@ -548,3 +548,29 @@ def test_a_request_passed_on_between_cases_spends_one_token(start: Any) -> None:
     ]
     entries = journal(url, headers["Mockskill-Session"])
     assert [e["rate_limit"]["remaining"] for e in entries] == [1, 0]
+
+
+def test_a_refusal_is_journalled_with_the_case_it_matched(start: Any) -> None:
+    # The refusals' answers are kept: each case's (and the default's) keeps its own row.
+    text = """
+    routes:
+      - path: /v1/things
+        rate_limit: {capacity: 1, refill: 0.01}
+        cases:
+          - when: {headers: {X-Case: a}}
+            steps:
+              - json: {case: a}
+        steps:
+          - json: {case: default}
+    """
+    url, headers = start(load(text)), fresh()
+    statuses = [
+        requests.get(f"{url}/v1/things", headers={**headers, "X-Case": "a"}).status_code,
+        requests.get(f"{url}/v1/things", headers={**headers, "X-Case": "a"}).status_code,
+        requests.get(f"{url}/v1/things", headers=headers).status_code,
+        requests.get(f"{url}/v1/things", headers={**headers, "X-Case": "a"}).status_code,
+    ]
+    assert statuses == [200, 429, 429, 429]
+    entries = journal(url, headers["Mockskill-Session"])
+    assert [e["case"] for e in entries] == [0, 0, None, 0]
+    assert [e["rate_limit"]["refused"] for e in entries] == [False, True, True, True]

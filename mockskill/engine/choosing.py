@@ -16,6 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 from hashlib import blake2b
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
@@ -29,6 +30,9 @@ from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
 from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
+
+if TYPE_CHECKING:
+    from .journalling import Plain
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -133,7 +137,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
         limit = target.limit
         assert limit is not None
         if not spent.admitted:  # not played: refused, advised when the next token comes
-            decided.chosen = Chosen(reply=refused(decided, spent)[0])
+            refusal, record = refused(decided, spent)
+            decided.chosen = Chosen(reply=refusal.reply)
+            decided.limited = _new(limits.Limited, (refusal.advised.headers, False, record))
             return decided
         policy = target.policy
         assert policy is not None
@@ -216,31 +222,48 @@ def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Late
     return _new(Pending, (need, decided.unchanged))
 
 
-def refused(decided: Decided, spent: Spent) -> tuple[Reply, plans.Plan]:
-    """The reply to *decided*'s request, refused by its limit (*spent*: no token), and its
-    plan (marked journalled: the caller records it as planned); its journal's account in
-    :attr:`Decided.limited`. The reply and plan are kept on the table per endpoint, address
-    and the few values that vary (:func:`.limits.refusal_headers`): most refusals repeat
-    one, and the body and head of each are made once."""
+def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
+    """The answer to *decided*'s request, refused by its limit (*spent*: no token), and its
+    journal's record (``Entry.rate_limit``). The answer is kept on the table per target (a
+    case's journal row names its case), address and the values it states
+    (:meth:`.limits.Policy.stated`): most refusals repeat one, and its body, head and
+    journal row are made once."""
     target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
-    limit = target.limit
-    assert limit is not None
     urls = decided.urls
     policy = target.policy
     assert policy is not None
-    advised = limits.refusal_headers(policy, spent, time.time())
-    decided.limited = limits.refusal_record(limit, spent, limited_key(decided), advised)
+    now = time.time()
     refusals = decided.table.refusals
-    key = (target.endpoint, id(urls), advised.headers, advised.advice_ms)
+    key = (id(target), id(urls), policy.stated(spent, now))
     kept = refusals.get(key)
-    if kept is not None and kept[0] is urls:
-        return kept[1], kept[2]
-    reply = urls.fill(limits.refusal_reply(limit, target.context, advised))
-    plan = plans.Plan(answer(reply), journalled=True)
-    if len(refusals) >= MAX_KEPT_REFUSALS:
-        refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
-    refusals[key] = (urls, reply, plan)  # (the Urls kept with it: its id stays its own)
-    return reply, plan
+    if kept is None or kept.target is not target or kept.urls is not urls:
+        kept = Refusal(target, urls, policy, limits.refusal_headers(policy, spent, now))
+        if len(refusals) >= MAX_KEPT_REFUSALS:
+            refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
+        refusals[key] = kept  # (the target and Urls kept with it: their ids stay their own)
+    return kept, limits.record_of(kept.record, spent, limited_key(decided))
+
+
+class Refusal:
+    """A refusal's answer as it is kept (:func:`refused`): its reply and plan (marked
+    journalled: the caller records it as planned), the headers and advice it states, and
+    the journal's record of it but for what varies per request."""
+
+    __slots__ = ("advised", "journal", "plan", "record", "reply", "target", "urls")
+
+    def __init__(
+        self, target: Target, urls: Urls, policy: limits.Policy, advised: limits.Advised
+    ) -> None:
+        self.target, self.urls, self.advised = target, urls, advised
+        self.reply = urls.fill(limits.refusal_reply(policy.limit, target.context, advised))
+        self.plan = plans.Plan(answer(self.reply), journalled=True)
+        self.record = {
+            **policy.refused,
+            "wait_ms": advised.advice_ms,
+            "retry_after_value": advised.value,
+        }
+        self.journal: Plain | None = None
+        """Its journal row (a :class:`~.journalling.Plain` the engine makes on first use)."""
 
 
 MAX_KEPT_REFUSALS = 256
@@ -254,7 +277,8 @@ def limited_key(decided: Decided) -> str:
     assert policy is not None
     if policy.limit.key != "session":
         return limits.shown_key(policy.limit, decided.limit_value)
-    return policy.session_key(decided.session)
+    shown = policy.sessions.get(decided.session)  # kept: most requests find theirs
+    return policy.session_key(decided.session) if shown is None else shown
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:

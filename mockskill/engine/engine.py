@@ -252,6 +252,15 @@ class Engine:
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
             result = self.decide(incoming)
+            if isinstance(result, Pending):
+                need, resume = result  # unpacked: faster than a NamedTuple's attributes
+                if type(resume) is Decided:
+                    # A sequence step's Take: a plain step is planned at once, as in plan().
+                    taken = await self.state.answer_async(need)
+                    plain = self._plain(incoming, resume, taken)
+                    if plain is not None:  # most requests: journalled as planned
+                        return plain, journalled
+                    result = resume(taken)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
             return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
@@ -421,12 +430,16 @@ class Engine:
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
         spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
         if position is None and spent is not None and not spent.admitted:
-            # Refused by its limit: the refusal's plan is kept, its request journalled now.
-            reply, plan = choosing.refused(decided, spent)
-            self.state.record(
-                self._journalling.recorded(request, decided, None, reply.status, reply)
-            )
-            return plan
+            # Refused by its limit: the refusal's plan and journal row are kept, its request
+            # journalled now.
+            refusal, record = choosing.refused(decided, spent)
+            journal = refusal.journal
+            if journal is None:
+                journal = refusal.journal = self._journalling.plain(
+                    target, None, refusal.plan, refusal.reply
+                )
+            journal.record(request, decided.started, decided.session, None, record)
+            return journal.plan
         if (target.draws and not target.renders) or position is None:  # (None: in the outage)
             return None
         if spent is None and decided.limited is not None:  # (passed on, admitted before)
@@ -446,9 +459,11 @@ class Engine:
                 return None  # (its answer is made per request: the general path adds to it)
             policy = target.policy
             assert policy is not None
-            limited = limits.admitted(policy, spent, choosing.limited_key(decided), time.time())
-            plain.record(request, decided.started, decided.session, position, limited.record)
-            return plain.limited_plan(policy, limited.headers) if limited.added else plain.plan
+            record = limits.record_of(policy.admitted, spent, choosing.limited_key(decided))
+            plain.record(request, decided.started, decided.session, position, record)
+            if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
+                return plain.plan
+            return plain.limited_plan(policy, spent, time.time())
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

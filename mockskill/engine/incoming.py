@@ -110,6 +110,11 @@ class Incoming:
         incoming._werkzeug = request
         return incoming
 
+    def client_address(self) -> str | None:
+        """The client's address: as the server read it, else as the Werkzeug request says."""
+        peer = self.peer
+        return self.werkzeug().remote_addr if peer is None else peer[0]
+
     def header(self, name: str) -> str | None:
         """The value of header *name* (any case), or None."""
         return self.headers.get(name.lower())

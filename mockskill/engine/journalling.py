@@ -34,12 +34,12 @@ from .entries import (
     shorten,
 )
 from .incoming import Incoming
-from .limits import LimitedHead, Policy
+from .limits import LimitedHead, Policy, stated_headers
 from .matching import Miss, Target
 from .plan import Outcome, Plan
 from .rendering import RequestValues
 from .replies import VERSION_HEADER
-from .store import Store
+from .store import Spent, Store
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -258,8 +258,9 @@ class Journalling:
             outcome.stopped,
         )
 
-    def plain(self, target: Target, index: int, plan: Plan, served: Reply) -> Plain:
-        """The journalling of *target*'s step *index*, a plain one (see :class:`Plain`)."""
+    def plain(self, target: Target, index: int | None, plan: Plan, served: Reply) -> Plain:
+        """The journalling of *target*'s step *index*, a plain one (see :class:`Plain`); or
+        with no *index*, of a refusal of its rate limit (no step played)."""
         return Plain(self, target, index, plan, served)
 
     def own(
@@ -296,9 +297,9 @@ class Plain:
     :meth:`Journalling.recorded` of such a request, fed the outcome of an answer sent whole
     (what the transport reports for an instant plan), gives the same values: the request's
     are its id, times, session, method, path, position, credential, protocol version,
-    body digest and connection; the rest is the step's and its *target*'s. It is recorded when planned
-    (there is nothing to wait for, so "finished" is then), which spares the engine the
-    request's Decided, Chosen and recorder, and the transport's report a lookup.
+    body digest and connection; the rest is the step's and its *target*'s. It is recorded
+    when planned (there is nothing to wait for, so "finished" is then), which spares the
+    engine the request's Decided, Chosen and recorder, and the transport's report a lookup.
     """
 
     __slots__ = (
@@ -309,12 +310,12 @@ class Plain:
         "_credential_digest",
         "_endpoint",
         "_error_code",
+        "_executed",
         "_index",
         "_invalid",
         "_limited_head",
         "_limited_plans",
         "_next_id",
-        "_ran",
         "_record",
         "_retry",
         "_scenario",
@@ -325,7 +326,12 @@ class Plain:
     )
 
     def __init__(
-        self, journalling: Journalling, target: Target, index: int, plan: Plan, served: Reply
+        self,
+        journalling: Journalling,
+        target: Target,
+        index: int | None,
+        plan: Plan,
+        served: Reply,
     ) -> None:
         state = journalling.state
         self._record, self._next_id = state.record, state.next_id
@@ -345,24 +351,29 @@ class Plain:
         self._case = None if target.case is None else target.case.index
         # A result of an invocation (or a route) ran it (a plain step has no fault, no cut).
         ran = endpoint in _RUN and 200 <= status < 300
-        self._ran = _RAN if ran else _DID_NOT_RUN
+        self._executed = _RAN if ran else _DID_NOT_RUN
         self._limited_head: LimitedHead | None = None
-        self._limited_plans: dict[tuple[tuple[str, str], ...], Plan] = {}
+        self._limited_plans: dict[tuple[int, int], Plan] = {}
 
-    def limited_plan(self, policy: Policy, headers: tuple[tuple[str, str], ...]) -> Plan:
-        """Its plan, its answer with an admitted request's rate-limit *headers* added (the
-        head before them rendered once: :class:`~.limits.LimitedHead`; its target's limit
-        is *policy*). Kept per value of the headers: they change only when the bucket's
-        whole tokens or the seconds to its reset do, so most requests find theirs made."""
+    def limited_plan(self, policy: Policy, spent: Spent, now: float) -> Plan:
+        """Its plan, its answer with the rate-limit headers of an admitted request that
+        *spent* a token at *now* added (the head before them rendered once:
+        :class:`~.limits.LimitedHead`; its target's limit is *policy*). Kept per value the
+        headers state (the whole tokens left and the reset): they change only when the
+        bucket's whole tokens or the seconds to its reset do, so most requests find theirs
+        made, nothing formatted."""
+        _, remaining, _, full_ms = spent
+        stated = (remaining, policy.reset(full_ms, now))
         plans = self._limited_plans
-        plan = plans.get(headers)
+        plan = plans.get(stated)
         if plan is None:
             head = self._limited_head
             if head is None:
                 head = self._limited_head = LimitedHead(self.plan.answer, policy)
             if len(plans) >= MAX_KEPT_LIMITED:
                 plans.clear()  # atomic, unlike evicting one: handle() runs on threads
-            plan = plans[headers] = self.plan.answering(head.answering(headers))
+            headers = policy.fixed + stated_headers(policy.form, *stated)
+            plan = plans[stated] = self.plan.answering(head.answering(headers))
         return plan
 
     def record(
@@ -370,11 +381,12 @@ class Plain:
         request: Incoming,
         started: float,
         session: str,
-        position: int,
+        position: int | None,
         rate_limit: dict[str, Any] | None = None,
     ) -> None:
-        """Journal *request*, the *position*-th of its sequence in *session*, answered now
-        (*rate_limit*: what its endpoint's limit said, ``Entry.rate_limit``)."""
+        """Journal *request*, the *position*-th of its sequence in *session* (None: a
+        refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit
+        said, ``Entry.rate_limit``)."""
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:
@@ -423,7 +435,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (*self._ran, rate_limit, request.peer),
+                + (*self._executed, rate_limit, request.peer),
             )
         )
 

@@ -92,8 +92,7 @@ def key_value(
     if kind == "credential":
         return request_facts.credential(request, credentials)
     if kind == "client":
-        address: str | None = request.werkzeug().remote_addr  # (made only for this kind)
-        return address
+        return request.client_address()
     if kind == "header":
         assert limit.key_name is not None
         return request.headers.get(limit.key_name)
@@ -203,15 +202,19 @@ def varying_headers(
     form: str, remaining: int, full_ms: int, now: float
 ) -> tuple[tuple[str, str], ...]:
     """The rate-limit headers in *form* that say what is left (after the fixed ones)."""
-    reset = catalog.retry_after_seconds(full_ms)
+    if form == "x-ratelimit-epoch":
+        return stated_headers(form, remaining, math.ceil(now + full_ms / 1000))
+    return stated_headers(form, remaining, catalog.retry_after_seconds(full_ms))
+
+
+def stated_headers(form: str, remaining: int, reset: int) -> tuple[tuple[str, str], ...]:
+    """:func:`varying_headers` of *remaining* tokens and the *reset* they state (seconds, or
+    epoch seconds for ``x-ratelimit-epoch``: :meth:`Policy.reset`)."""
     if form == "ietf":
         return (("RateLimit", f"{POLICY};r={remaining};t={reset}"),)
     if form == "none":
         return ()
-    if form == "x-ratelimit-epoch":
-        reset = math.ceil(now + full_ms / 1000)
-    else:
-        assert form == "x-ratelimit"
+    assert form in ("x-ratelimit", "x-ratelimit-epoch")
     return (("X-RateLimit-Remaining", str(remaining)), ("X-RateLimit-Reset", str(reset)))
 
 
@@ -222,9 +225,10 @@ def window(limit: RateLimit) -> int:
 
 class Policy:
     """A limit as its answers state it, the part the same on every answer made once (at
-    load, per endpoint: ``Target.policy``): its fixed rate-limit headers."""
+    load, per endpoint: ``Target.policy``): its fixed rate-limit headers, and the journal's
+    record of an admitted request and of a refusal but for what varies (:func:`record_of`)."""
 
-    __slots__ = ("fixed", "form", "limit", "retry_after", "sessions")
+    __slots__ = ("admitted", "fixed", "form", "limit", "refused", "retry_after", "sessions")
 
     def __init__(self, limit: RateLimit) -> None:
         self.limit = limit
@@ -233,6 +237,13 @@ class Policy:
         self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
         self.sessions: dict[str, str] = {}
         """The journal's key of each session's bucket (a limit per session), kept."""
+        nothing = Spent(True, 0, 0, 0)  # (the varying fields, set per request)
+        self.admitted = _record(
+            limit.answer, False, False, limit.capacity, nothing, limit.refill, None, None, None
+        )
+        """``Entry.rate_limit`` of an admitted request, but its spent fields and key."""
+        self.refused = {**self.admitted, "refused": True}
+        """The same of a refusal, but its spent fields, advice and key."""
 
     def session_key(self, session: str) -> str:
         """The journal's key of *session*'s bucket (:func:`shown_key`), made once and kept
@@ -243,6 +254,40 @@ class Policy:
                 self.sessions.clear()  # atomic, unlike evicting one: handle() runs on threads
             shown = self.sessions[session] = shown_key(self.limit, session)
         return shown
+
+    def stated(self, spent: Spent, now: float) -> tuple[object, int]:
+        """The values a refusal's headers and advice (:func:`refusal_headers`) state for
+        *spent* at *now*, unformatted: two refusals with the same have the same answer (so
+        it is kept per value, ``choosing.refused``). The ``Retry-After`` form's (seconds,
+        milliseconds, the dates and the advice to the millisecond, or nothing) and the
+        reset (:meth:`reset`)."""
+        form, wait_ms = self.retry_after, spent[2]  # (next_ms: the wait advised)
+        advice: object = None  # (missing, malformed: the same on every refusal)
+        if form == "seconds":
+            advice = catalog.retry_after_seconds(wait_ms)
+        elif form == "fractional" or form == "ms":
+            advice = wait_ms
+        elif form == "date":
+            at = math.ceil(now + wait_ms / 1000)
+            advice = (math.floor(now), at, math.ceil((at - now) * 1000))
+        return advice, self.reset(spent[3], now)
+
+    def reset(self, full_ms: int, now: float) -> int:
+        """The reset its varying headers state for a bucket full in *full_ms* at *now*:
+        seconds, or epoch seconds (``x-ratelimit-epoch``)."""
+        if self.form == "x-ratelimit-epoch":
+            return math.ceil(now + full_ms / 1000)
+        return catalog.retry_after_seconds(full_ms)
+
+
+def record_of(kept: dict[str, Any], spent: Spent, key: str) -> dict[str, Any]:
+    """``Entry.rate_limit``: *kept* (a :class:`Policy`'s record) with *spent*'s fields and
+    the bucket's *key* (a copy of a kept dict, not one built key by key per request)."""
+    _, remaining, next_ms, full_ms = spent
+    record = kept.copy()
+    record["remaining"], record["next_ms"], record["full_ms"] = remaining, next_ms, full_ms
+    record["key"] = key
+    return record
 
 
 MAX_KEPT_KEYS = 256
@@ -255,10 +300,7 @@ MAX_KEPT_KEYS = 256
 def admitted(policy: Policy, spent: Spent, key: str, now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
     step's answer, and its journal record."""
-    limit = policy.limit
-    record = _record(
-        limit.answer, False, False, limit.capacity, spent, limit.refill, None, None, key
-    )
+    record = record_of(policy.admitted, spent, key)
     form = policy.form
     if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
         return _new(Limited, ((), False, record))
@@ -323,12 +365,11 @@ def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) 
     return _answer(limit.answer, context, advised.headers, advised.advice_ms, details, None)
 
 
-def refusal_record(limit: RateLimit, spent: Spent, key: str, advised: Advised) -> Limited:
+def refusal_record(policy: Policy, spent: Spent, key: str, advised: Advised) -> Limited:
     """What the journal says of a refusal stating *advised*."""
     headers, advice_ms, value = advised
-    record = _record(
-        limit.answer, True, False, limit.capacity, spent, limit.refill, advice_ms, value, key
-    )
+    record = record_of(policy.refused, spent, key)
+    record["wait_ms"], record["retry_after_value"] = advice_ms, value
     return _new(Limited, (headers, False, record))
 
 
@@ -337,8 +378,9 @@ def refusal(
 ) -> tuple[Reply, Limited]:
     """The answer to a request *limit* refused (*spent*: no token) at *now*, and what the
     journal says of it (made whole: the engine keeps the replies, ``choosing.refused``)."""
-    advised = refusal_headers(Policy(limit), spent, now)
-    return refusal_reply(limit, context, advised), refusal_record(limit, spent, key, advised)
+    policy = Policy(limit)
+    advised = refusal_headers(policy, spent, now)
+    return refusal_reply(limit, context, advised), refusal_record(policy, spent, key, advised)
 
 
 def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[Reply, Limited]:

@@ -300,14 +300,19 @@ class State:
             session, key, generation, _, outage, draws, limit = need
             with self._lock:
                 record = self._session(session)
-                if draws or outage is not None or limit is not None:
-                    return self._take_slow(record, need)
+                spent = None
+                if limit is not None:  # a token first, under the same lock
+                    spent = self._spend(session, record, limit)
+                    if not spent[0]:  # refused (not admitted): not played, nothing else taken
+                        return _new(Taken, (None, -1, spent))
+                if draws or outage is not None:
+                    return self._take_slow(record, need, spent)
                 if generation != self._generations.get(key, 0):
-                    return _new(Taken, (self._retired(record, key, generation), -1, None))
+                    return _new(Taken, (self._retired(record, key, generation), -1, spent))
                 positions = record.positions
                 position = positions.get(key, 0)
                 positions[key] = position + 1
-                return _new(Taken, (position, -1, None))
+                return _new(Taken, (position, -1, spent))
         if isinstance(need, UseToken):
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
@@ -328,15 +333,10 @@ class State:
             return None
         raise TypeError(f"not a need: {need!r}")
 
-    def _take_slow(self, record: _Session, need: Take) -> Taken:
-        """:meth:`answer` for a Take with a rate limit, draws or an outage window (hold the
-        lock)."""
-        session, key, generation, scenario, outage, draws, limit = need  # (see answer)
-        spent = None
-        if limit is not None:
-            spent = self._spend(session, record, limit)
-            if not spent[0]:  # refused (not admitted): not played, so nothing else is taken
-                return _new(Taken, (None, -1, spent))
+    def _take_slow(self, record: _Session, need: Take, spent: Spent | None) -> Taken:
+        """:meth:`answer` for a Take with draws or an outage window, its limit's token
+        *spent* (admitted) already, if it has one (hold the lock)."""
+        _, key, generation, scenario, outage, draws, _ = need  # (see answer)
         draw = -1
         if draws:
             counts = record.draws

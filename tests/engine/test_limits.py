@@ -177,3 +177,19 @@ def test_the_none_form_adds_nothing_to_an_admitted_answer() -> None:
     admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "session: s1", NOW)
     assert (admitted.headers, admitted.added) == ((), False)
     assert admitted.record["remaining"] == 4
+
+
+@pytest.mark.parametrize("form", ["seconds", "date", "fractional", "ms", "missing", "malformed"])
+@pytest.mark.parametrize("headers", ["ietf", "x-ratelimit", "x-ratelimit-epoch", "none"])
+def test_refusals_stating_the_same_values_answer_the_same(form: str, headers: str) -> None:
+    # The engine keeps a refusal's answer per Policy.stated: equal values must mean equal
+    # headers and advice, whatever the wait, the time to full and the clock.
+    policy = limits.Policy(RateLimit(3, 0.5, HERE, answer=RateAnswer(429, form, headers)))
+    answers: dict[object, limits.Advised] = {}
+    for wait_ms in (1, 999, 1000, 1001, 1500, 1999, 2000, 2001):
+        for full_ms in (wait_ms, wait_ms + 999, wait_ms + 1000, 6000):
+            for now in (NOW, NOW + 0.5, NOW + 0.75, NOW + 1):
+                spent = Spent(False, 0, wait_ms, full_ms)
+                advised = limits.refusal_headers(policy, spent, now)
+                assert answers.setdefault(policy.stated(spent, now), advised) == advised
+    assert len(answers) < 8 * 4 * 4 or form == "date"  # (some kept answers are shared)
