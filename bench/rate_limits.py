@@ -26,12 +26,11 @@ import argparse
 import json
 import re
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import _common as c
+from _per_request import engine_cpu, instructions_per_request
 
 from mockskill import bundled_path
 
@@ -96,92 +95,18 @@ def check_answers(port: int) -> None:
             assert (status, json.loads(body)) == (200, {"result": "ok"}), (skill, status)
 
 
+HEADERS: tuple[tuple[str, str], ...] = ()
+"""The headers each request adds (besides Host, Content-Type and Content-Length)."""
+
+
 def cpu(iterations: int) -> dict[str, float]:
-    """Microseconds of CPU per request in the engine alone (engine_hotpath.py's plan +
-    played), best of three, per skill, after a warm-up that fills the journal."""
-    from engine_hotpath import run
-
-    from mockskill import Server, load_text
-    from mockskill.server.dispatch import LoopDispatcher
-    from mockskill.transport import Request
-
-    server = Server(load_text(SCENARIO, "bench.yaml"), quiet=True)
-    server.engine.open()
-    surface = LoopDispatcher(server.engine, server._admin_wsgi)
-    best: dict[str, float] = {}
-    try:
-        for skill in SKILLS:
-            body = BODY.encode()
-            req = Request(
-                method="POST",
-                target=f"/skills/{skill}/invoke",
-                version="1.1",
-                headers=(
-                    ("Host", "127.0.0.1:8080"),
-                    ("Content-Type", "application/json"),
-                    ("Content-Length", str(len(body))),
-                ),
-                body=body,
-                peer=("127.0.0.1", 50000),
-                local=("127.0.0.1", 8080),
-                time=time.time(),
-                connection=1,
-                index=1,
-            )
-            run(surface, req, server.state.capacity + 1000)  # warm: the journal full
-            best[skill] = min(run(surface, req, iterations) for _ in range(3))
-    finally:
-        surface.close()
-        server.engine.close()
-    return best
-
-
-def instructions(skill: str, requests: int, warmup: int, where: Path) -> int:
-    """Instructions of ``mockskill serve`` under callgrind answering *warmup* + *requests*
-    POSTs to *skill* on one kept-alive connection (bench/callgrind_request.py's way)."""
-    from callgrind_request import _connect, _exchange, _stop, _total
-
-    port = c.free_port()
-    out = where / f"callgrind.{skill}.{requests}.out"
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
-    cmd += ["-m", "mockskill", "serve", "--port", str(port), "--quiet", "--journal-size", "1000"]
-    expected = 429 if skill == "over-limit" else 200
-    with c.scenario_file(SCENARIO) as path:
-        proc = subprocess.Popen(
-            [*cmd, path],
-            cwd=str(c.BENCH_DIR),
-            env=c.valgrind_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            request = (
-                f"POST /skills/{skill}/invoke HTTP/1.1\r\nHost: {c.HOST}:{port}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n{BODY}"
-            ).encode()
-            pending = bytearray()
-            with _connect(port, time.monotonic() + 600, proc) as sock:
-                for n in range(warmup + requests):
-                    status = _exchange(sock, request, pending)
-                    if status != expected and not (skill == "over-limit" and n == 0):
-                        raise RuntimeError(f"{skill}: a {status}, not a {expected}")
-            _stop(proc)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return _total(out)
+    """Microseconds of CPU per request in the engine alone, best of three, per skill."""
+    return engine_cpu(SCENARIO, SKILLS, BODY.encode(), HEADERS, iterations)
 
 
 def callgrind(n1: int, n2: int, warmup: int) -> dict[str, float]:
     """Instructions per request of each skill: (N2 run - N1 run) / (N2 - N1)."""
-    per: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
-        for skill in SKILLS:
-            low = instructions(skill, n1, warmup, Path(tmp))
-            high = instructions(skill, n2, warmup, Path(tmp))
-            per[skill] = (high - low) / (n2 - n1)
-    return per
+    return instructions_per_request(SCENARIO, SKILLS, BODY, HEADERS, _expected, n1, n2, warmup)
 
 
 def main() -> None:
@@ -248,3 +173,10 @@ def _target(skill: str) -> str:
 
 if __name__ == "__main__":
     main()
+
+
+def _expected(skill: str, n: int) -> int | None:
+    """Over the limit, every request is refused but the first (it takes the one token)."""
+    if skill != "over-limit":
+        return 200
+    return None if n == 0 else 429

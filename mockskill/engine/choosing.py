@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
@@ -30,9 +30,6 @@ from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
 from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
-
-if TYPE_CHECKING:
-    from .journalling import Plain
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -262,8 +259,9 @@ class Refusal:
             "wait_ms": advised.advice_ms,
             "retry_after_value": advised.value,
         }
-        self.journal: Plain | None = None
-        """Its journal row (a :class:`~.journalling.Plain` the engine makes on first use)."""
+        self.journal: Any = None
+        """Its journal row: a :class:`~.journalling.Plain` the engine makes on first use
+        (a type this module cannot name: journalling imports it); None until then."""
 
 
 MAX_KEPT_REFUSALS = 256

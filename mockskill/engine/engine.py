@@ -41,7 +41,7 @@ from .choosing import Chosen, Decided, request_values
 from .entries import DEFAULT_BODY_LIMIT
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plains, RenderedPlain
+from .journalling import Journalling, Plain, Plains, RenderedPlain
 from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
@@ -246,9 +246,13 @@ class Engine:
         played = self._journalling.played
         return plan, partial(played, incoming, decided, chosen, served, timed_out, dribbled)
 
-    async def plan_async(self, request: Incoming | Request) -> tuple[plans.Plan, Recorder]:
+    async def plan_async(
+        self, request: Incoming | Request, going: Callable[[], bool] | None = None
+    ) -> tuple[plans.Plan, Recorder]:
         """:meth:`plan`, the store's answers awaited (:meth:`Store.answer_async`): on the loop,
-        for a remote store, which must never block it."""
+        for a remote store, which must never block it. *going* says whether the exchange is
+        still on once the store answered (None: it is): a plan journalled as it is made says
+        the request was answered, which a client gone meanwhile was not."""
         incoming = request if isinstance(request, Incoming) else Incoming.of(request)
         try:
             result = self.decide(incoming)
@@ -257,9 +261,10 @@ class Engine:
                 if type(resume) is Decided:
                     # A sequence step's Take: a plain step is planned at once, as in plan().
                     taken = await self.state.answer_async(need)
-                    plain = self._plain(incoming, resume, taken)
-                    if plain is not None:  # most requests: journalled as planned
-                        return plain, journalled
+                    if going is None or going():
+                        plain = self._plain(incoming, resume, taken)
+                        if plain is not None:  # most requests: journalled as planned
+                            return plain, journalled
                     result = resume(taken)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
@@ -433,7 +438,7 @@ class Engine:
             # Refused by its limit: the refusal's plan and journal row are kept, its request
             # journalled now.
             refusal, record = choosing.refused(decided, spent)
-            journal = refusal.journal
+            journal: Plain | None = refusal.journal
             if journal is None:
                 journal = refusal.journal = self._journalling.plain(
                     target, None, refusal.plan, refusal.reply

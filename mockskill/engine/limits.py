@@ -391,7 +391,7 @@ def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[R
     scripted_window = catalog.retry_after_seconds(wait_ms) or 1
     headers += rate_headers(answer.headers, step.limit, scripted_window, 0, wait_ms, now)
     details = {"limit": step.limit, "refill_per_second": None, "key": "scripted"}
-    message = f"Rate limit exceeded: {step.limit} requests (a scripted rate-limited answer)"
+    message = f"Rate limit exceeded (a scripted answer): a limit of {step.limit}"
     reply = _answer(answer, context, headers, advice_ms, details, message)
     spent = Spent(False, 0, wait_ms, wait_ms)
     record = _record(answer, True, True, step.limit, spent, None, advice_ms, value, None)

@@ -40,7 +40,6 @@ from . import conditions, limits
 from .state import MAX_PATH, shorten
 
 if TYPE_CHECKING:
-    from .choosing import Refusal
     from .digests import KeyedDigest
     from .incoming import Incoming
     from .store import Take
@@ -246,9 +245,10 @@ class RoutingTable:
         self.takes: dict[str, dict[str, Take]] = {}
         """Per sequence key, per session, its Take (``choosing.take`` fills it on first
         use: it is the same for every request of the session on this table)."""
-        self.refusals: dict[tuple[object, ...], Refusal] = {}
-        """Rate limits' refusals, kept (``choosing.refused`` fills it): per target,
-        address (their ids; both kept with them) and the values they state."""
+        self.refusals: dict[tuple[object, ...], Any] = {}
+        """Rate limits' refusals, kept (``choosing.refused`` fills it with its ``Refusal``s,
+        a type this module cannot name: choosing imports it): per target, address (their
+        ids; both kept with them) and the values they state."""
         self.credential_digest: KeyedDigest | None = None
         """How the journal fingerprints credentials (set with :attr:`generations`): a
         limit keyed per credential counts by the same fingerprint."""

@@ -127,7 +127,7 @@ class LoopDispatcher:
         takes nothing and leaves nothing behind (played let go of *flight*).
         """
         try:
-            planned, record = await self.engine.plan_async(req)
+            planned, record = await self.engine.plan_async(req, flight.going)
         except Exception as exc:
             return _failed(req, exc)
         finally:
@@ -225,6 +225,10 @@ class _Flight:
 
     def __init__(self) -> None:
         self.ended: Outcome | None = None
+
+    def going(self) -> bool:
+        """Whether the exchange is still on."""
+        return self.ended is None
 
 
 def _failed(req: Incoming, exc: Exception) -> Plan:
