@@ -433,7 +433,7 @@ class Engine:
         draws, waits or proxies), the sequence is over or in its outage."""
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
-        spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
+        spent: Spent | None = taken[2]  # type: ignore[index,assignment,misc]  # a Take: a Taken
         if position is None and spent is not None and not spent.admitted:
             # Refused by its limit: the refusal's plan and journal row are kept, its request
             # journalled now.

@@ -266,6 +266,21 @@ class Entry(NamedTuple):
     (``127.0.0.1:50123``, ``[::1]:50123``): requests of one keep-alive connection share
     it (the ``rate-limit-ignored`` audit tells a sequential consumer by it). None:
     not known. Until an entry is shown (:func:`kept`), the (host, port) pair as read."""
+    task: dict[str, Any] | None = None
+    """What the request did to a long-running task (docs/tasks.md); None: it touched none.
+    JSON values: ``id`` (the task's id, as sent when unknown: shown bounded), ``action``
+    (``submit``, ``poll``, ``cancel`` or ``input``), ``known`` (mockskill handed this id
+    out; False: unknown, malformed or another server's — the consumer built the URL),
+    ``expired`` (handed out, but past its time-to-live), ``served`` (the answer carried
+    the task's state; False: a scripted error or fault on the status URL, a 404, a 409,
+    a refused submit), ``status`` (the task's status after the request; None: not known),
+    ``cancelling``, ``progress`` (None: none reported), ``poll`` (a poll's number for its
+    task, 0-based; None for other actions), ``poll_after_ms`` (the ``Retry-After`` the
+    answer advised, in ms; None: none), ``terminal_at_ms`` (epoch ms when the task reached
+    its terminal status, if it has; None: not yet), and for a submit ``operation``
+    (``key:`` and the ``Idempotency-Key``, else ``body:`` and the body's digest: what a
+    second invoke of the same operation repeats) and ``settles_at_ms`` (epoch ms when its
+    life ends if nothing disturbs it; None: it waits for input or counts polls)."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and

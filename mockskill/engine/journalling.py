@@ -207,7 +207,7 @@ class Journalling:
             # joined on (see Plain).
             + (sent(request, body, self.body_limit) if self.bodies else _NOT_SENT)
             + ran
-            + (None if limited is None else limited.record, request.peer),
+            + (None if limited is None else limited.record, request.peer, None),
         )
 
     def played(
@@ -435,7 +435,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (*self._executed, rate_limit, request.peer),
+                + (*self._executed, rate_limit, request.peer, None),
             )
         )
 

@@ -171,8 +171,73 @@ class Settle:
     busy_ms: int
 
 
-Need = Take | UseToken | IssueToken | ReadState | SetState | Recall | Settle
-NeedAnswer = Taken | Recalled | frozenset[str] | str | None
+class Submit(NamedTuple):
+    """Start a long-running task of *skill* in *session*, unless the server already holds
+    *limit* live tasks (then none is started: :attr:`Submitted.number` None). The store
+    keeps it at least *keep_ms* (its scripted life and time-to-live), longer when a later
+    :class:`Touch` asks."""
+
+    session: str
+    skill: str
+    """The task's skill, scenario-qualified (what the engine finds its ``task:`` by)."""
+    keep_ms: int
+    limit: int
+    """The live tasks the server holds at most (``--max-tasks``)."""
+
+
+class Submitted(NamedTuple):
+    """What a :class:`Submit` came to."""
+
+    number: int | None
+    """The task's number in its session (0, 1, ...; its id is made from it); None: refused,
+    the server holds its limit of live tasks."""
+    at_ms: float
+    """When it was submitted, on the store's clock (epoch ms: one clock for all replicas)."""
+
+
+class TaskEvent(NamedTuple):
+    """Something the consumer did to a task besides polling it."""
+
+    action: str
+    """``cancel`` or ``input`` (an input the engine found valid)."""
+    at_ms: float
+    """When, on the store's clock (epoch ms)."""
+    polls: int
+    """The task's polls counted before it."""
+
+
+class Touch(NamedTuple):
+    """Task *number* of *session*, touched atomically: a ``poll`` counted, a ``cancel`` or
+    an ``input`` logged (:class:`TaskEvent`; at most :data:`MAX_TASK_EVENTS` kept), and kept
+    at least *keep_ms* from now. Answered a :class:`TaskRecord`, or None when the store holds
+    no such task (never submitted, or forgotten after its time)."""
+
+    session: str
+    number: int
+    action: str
+    keep_ms: int
+
+
+MAX_TASK_EVENTS = 16
+"""Cancels and inputs a store keeps per task (later ones are not logged: a task's life has
+fewer input phases than this, and only its first accepted cancel counts)."""
+
+
+class TaskRecord(NamedTuple):
+    """A task as the store holds it: the engine works out its state from this and the
+    scenario's ``task:`` (the store never knows a scenario)."""
+
+    skill: str
+    submitted_ms: float
+    polls: int
+    """Polls counted, this one included for a ``poll`` Touch (its number is ``polls - 1``)."""
+    events: tuple[TaskEvent, ...]
+    now_ms: float
+    """The store's clock when it answered (epoch ms)."""
+
+
+Need = Take | UseToken | IssueToken | ReadState | SetState | Recall | Settle | Submit | Touch
+NeedAnswer = Taken | Recalled | Submitted | TaskRecord | frozenset[str] | str | None
 """What a need is answered with: a :class:`Taken`, a :class:`Recalled`, a token's scopes
 (or None), a state's name (or None), None."""
 

@@ -238,6 +238,10 @@ class Step:
     """A scripted step with ``after:`` (commit then fail): the answer the skill made when
     it ran, which :attr:`reply` (``after``'s error) or :attr:`fault` then replaced; what a
     skill honouring ``Idempotency-Key`` answers a retry with. None: no ``after``."""
+    task: str | None = None
+    """``task:`` (:data:`TASK_STEP_KINDS`): ``submit`` starts a task instead of answering
+    :attr:`reply` (a task skill's invoke); ``status`` answers its task as it is now (its
+    status URL's ``polls:``). None: neither."""
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
@@ -332,6 +336,71 @@ class Case:
         return f"case {self.index + 1}"
 
 
+TASK_STATUSES = ("submitted", "working", "input_required", "completed", "failed", "cancelled")
+"""A task's statuses (docs/tasks.md), as MCP's Tasks and A2A name them."""
+TERMINAL_STATUSES = ("completed", "failed", "cancelled")
+"""The statuses a task ends in: its status URL answers them until its time-to-live ends."""
+TASK_STEP_KINDS = ("submit", "status")
+"""A step's ``task:``: ``submit`` (in a task skill's invoke: start a task, answer 202) or
+``status`` (on its status URL: answer the task as it is now)."""
+
+
+@dataclass(frozen=True)
+class TaskPhase:
+    """One stretch of a task's life (``task: life:`` in order): a status held for a time
+    (``for:``, counted from when the phase began), for a number of polls (``polls:``), until
+    the consumer posts input (``input_required``), or for good (a terminal status, last)."""
+
+    status: str
+    """One of :data:`TASK_STATUSES`."""
+    where: Position
+    duration_ms: int | None = None
+    """``for:``: how long the phase lasts. None: :attr:`polls` counts it, it waits for input,
+    or it is terminal."""
+    polls: int | None = None
+    """``polls:``: the phase lasts this many polls of the status URL (exact tests)."""
+    progress: tuple[int, ...] = ()
+    """Percentages the task reports in turn over the phase, evenly spread over its time or
+    its polls (``progress: [10, 40, 80]``; empty: none reported)."""
+    poll_after_ms: int | None = None
+    """The ``Retry-After`` of answers in this phase (None: :attr:`Task.poll_after_ms`)."""
+    reply: Reply | None = None
+    """``completed``: the result (as an invoke's ``json:``); ``failed``: the error (as a
+    step's ``error:``, any of the seven categories, with its retry advice). None otherwise."""
+    expects: tuple[Condition, ...] = ()
+    """``input_required``: what the posted input must meet (``expects:``, the ``when:``
+    conditions of cases, read against the input request); empty: any JSON object."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+@dataclass(frozen=True)
+class Task:
+    """A skill run as a long-running task (``task:``): its invoke answers 202 with a status
+    URL that reports the task's state as its :attr:`life` moves on (docs/tasks.md)."""
+
+    life: tuple[TaskPhase, ...]
+    """Its phases in order; the last is terminal (the loader holds it)."""
+    where: Position
+    poll_after_ms: int = 1000
+    """The ``Retry-After`` of every non-terminal answer, unless its phase says otherwise."""
+    ttl_ms: int = 300_000
+    """How long after it ends (a terminal status) its status URL still answers; then 404
+    ``TASK_EXPIRED``."""
+    cancellable: tuple[str, ...] = ("submitted", "working", "input_required")
+    """The statuses in which ``DELETE`` on the status URL is accepted (``cancel: allowed:``)."""
+    cancel_settle_ms: int = 0
+    """``cancel: settle:``: after a cancel is accepted, the task reports it is cancelling
+    (``task.cancelling``) this long, while its life goes on (it may still complete: the race
+    a real provider has); then it is ``cancelled`` unless it ended first."""
+    polls: Sequence | None = None
+    """``polls:``: ordinary steps played on its status URL by poll number (errors, delays,
+    faults, a step with ``task: status`` answering the task as it is). None: every poll
+    answers the task."""
+
+
 @dataclass(frozen=True)
 class Skill:
     """A skill: its descriptor and the two sequences of its endpoints."""
@@ -371,6 +440,9 @@ class Skill:
     rate_limit: RateLimit | None = None
     """The token bucket its invocations spend (``rate_limit:``; None: no limit). The
     descriptor is not limited."""
+    task: Task | None = None
+    """Run as a long-running task (``task:``; None: it answers its invocations itself). Its
+    descriptor says ``capability_type: task`` (the loader sets it, unless served raw)."""
 
     @property
     def sequences(self) -> tuple[Sequence, ...]:

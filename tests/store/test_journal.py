@@ -300,6 +300,19 @@ def every_field() -> Entry:
             "key": "header X-Tenant: acme-\u00fc",
         },
         connection="[::1]:50123",
+        task={
+            "id": "czE.0.4f1c2a9b7e",
+            "action": "poll",
+            "known": True,
+            "expired": False,
+            "served": True,
+            "status": "working",
+            "cancelling": False,
+            "progress": 40,
+            "poll": 3,
+            "poll_after_ms": 2000,
+            "terminal_at_ms": None,
+        },
     )
 
 
