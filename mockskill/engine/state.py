@@ -1,8 +1,8 @@
 """All mutable runtime state of one process, behind one lock: the in-memory :class:`~.store.Store`.
 
 Sequence positions per session and endpoint, draw counts, scenario states per
-session and scenario, rate limits' token buckets, outage clocks, issued tokens
-and the bounded request journal live here and nowhere else. The engine asks for
+session and scenario, rate limits' token buckets, outage clocks, issued tokens,
+long-running tasks (:mod:`.task_records`) and the bounded request journal live here and nowhere else. The engine asks for
 them as needs (:mod:`.store`): this store answers each inline, under one
 acquisition of its lock (:meth:`State.answer`), so that a shared backend
 (``mockskill.store``) can replace it when several processes serve one scenario set.
@@ -53,10 +53,13 @@ from .store import (
     SetState,
     Settle,
     Spent,
+    Submit,
     Take,
     Taken,
+    Touch,
     UseToken,
 )
+from .task_records import TaskRecords
 
 __all__ = [
     "DEFAULT_JOURNAL_SIZE",
@@ -267,6 +270,9 @@ class State:
         self._buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
         """Buckets no session owns, by key, least recently spent first: their tokens, when
         they were counted and when they are full again (then as good as gone)."""
+        self._tasks = TaskRecords(max_sessions)
+        """Long-running tasks, kept for the time their Submit and Touches ask (then
+        forgotten): their clock is epoch ms, as a shared store's (one for every replica)."""
 
     def _session(self, name: str) -> _Session:
         """*name*'s record, now the most recently used (hold the lock)."""
@@ -331,6 +337,12 @@ class State:
         if isinstance(need, Settle):
             self._settle(need)
             return None
+        if type(need) is Touch:
+            with self._lock:
+                return self._tasks.touch(need, time.time() * 1000)
+        if type(need) is Submit:
+            with self._lock:
+                return self._tasks.submit(need, time.time() * 1000)
         raise TypeError(f"not a need: {need!r}")
 
     def _take_slow(self, record: _Session, need: Take, spent: Spent | None) -> Taken:
@@ -526,8 +538,8 @@ class State:
         """Forget what was played: everything, one session's, or some sequences' positions.
 
         Everything, or a whole session, means positions, draw counts, scenario
-        states, idempotency keys, rate limits' buckets (a session's: those it owns) and
-        journal entries (and everything: issued tokens and every bucket);
+        states, idempotency keys, rate limits' buckets (a session's: those it owns),
+        long-running tasks (and their numbering) and journal entries (and everything: issued tokens and every bucket);
         *keys* name sequences whose positions alone restart (the states stay).
         """
         with self._lock:
@@ -542,8 +554,10 @@ class State:
                 self._keys.clear()
                 self._keys_bytes = 0
                 self._buckets.clear()
+                self._tasks.forget()
             else:
                 self._sessions.pop(session, None)
+                self._tasks.forget(session)
                 for name in [n for n in self._keys if n[0] == session]:
                     self._keys_bytes -= self._keys.pop(name).size
                 kept = [e for e in _entries(list(self._journal)) if e.session != session]

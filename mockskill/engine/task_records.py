@@ -1,0 +1,130 @@
+"""The long-running tasks an in-memory store holds: :class:`TaskRecords`.
+
+What the store keeps of a task is what the consumer did to it (when it was
+submitted, its polls, its cancels and inputs), never its state: the engine
+works that out from the record and the scenario's ``task:``
+(:mod:`.tasks`). A task is kept until its *keep* time (asked by the Submit
+and each Touch: its scripted life and time-to-live), then forgotten; the
+tasks not yet forgotten count against the server's cap on live tasks
+(``--max-tasks``), so thousands of abandoned tasks cannot grow memory without
+bound. Not thread-safe: :class:`~.state.State` calls it under its lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+
+from .store import MAX_TASK_EVENTS, Submit, Submitted, TaskEvent, TaskRecord, Touch
+
+
+class _Task:
+    """One task as kept: its skill, when it was submitted, its polls and events, and the
+    time (epoch ms) it is kept until."""
+
+    __slots__ = ("events", "keep_until", "polls", "skill", "submitted_ms")
+
+    def __init__(self, skill: str, submitted_ms: float, keep_until: float) -> None:
+        self.skill = skill
+        self.submitted_ms = submitted_ms
+        self.polls = 0
+        self.events: tuple[TaskEvent, ...] = ()
+        self.keep_until = keep_until
+
+
+class TaskRecords:
+    """Every live task of one store, by (session, number), and each session's next number.
+
+    *max_sessions* bounds the sessions whose next number is remembered once their tasks
+    are all forgotten (the least recently used first, as the store's sessions).
+    """
+
+    def __init__(self, max_sessions: int) -> None:
+        self._tasks: dict[tuple[str, int], _Task] = {}
+        self._numbers: OrderedDict[str, int] = OrderedDict()
+        """Per session, the number its next task gets."""
+        self._live: dict[str, int] = {}
+        """Per session, how many of its tasks are held (a session holding some keeps its
+        next number: a number is never handed out twice while its task is held)."""
+        self._max_sessions = max_sessions
+        self._deadlines: list[tuple[float, str, int]] = []
+        """(keep_until, session, number) of the tasks, soonest first (a heap). A Touch that
+        keeps a task longer leaves its entry as it was: when it comes up, it is pushed
+        again with the task's new time (each task has one entry at a time)."""
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def submit(self, need: Submit, now_ms: float) -> Submitted:
+        """Start a task of *need*, unless the store holds its limit of live ones."""
+        self.forget_ended(now_ms)
+        if len(self._tasks) >= need.limit:
+            return Submitted(None, now_ms)
+        session = need.session
+        numbers = self._numbers
+        number = numbers.pop(session, 0)
+        numbers[session] = number + 1  # (now the most recently used)
+        if len(numbers) > self._max_sessions:
+            oldest = next(iter(numbers))
+            if oldest not in self._live:  # a session holding tasks keeps its count
+                del numbers[oldest]
+        keep_until = now_ms + need.keep_ms
+        self._tasks[(session, number)] = _Task(need.skill, now_ms, keep_until)
+        self._live[session] = self._live.get(session, 0) + 1
+        heapq.heappush(self._deadlines, (keep_until, session, number))
+        return Submitted(number, now_ms)
+
+    def touch(self, need: Touch, now_ms: float) -> TaskRecord | None:
+        """Count a poll of (or log an event of) task *need*, kept at least *need.keep_ms*
+        more; None when no such task is held (never submitted, or forgotten)."""
+        key = (need.session, need.number)
+        task = self._tasks.get(key)
+        if task is None:
+            return None
+        if task.keep_until <= now_ms:  # its time is over: as good as forgotten
+            self._drop(key)
+            return None
+        action = need.action
+        if action == "poll":
+            task.polls += 1
+        elif len(task.events) < MAX_TASK_EVENTS:
+            task.events = (*task.events, TaskEvent(action, now_ms, task.polls))
+        task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
+        return TaskRecord(task.skill, task.submitted_ms, task.polls, task.events, now_ms)
+
+    def forget_ended(self, now_ms: float) -> None:
+        """Forget the tasks kept until *now_ms* or before."""
+        deadlines, tasks = self._deadlines, self._tasks
+        while deadlines and deadlines[0][0] <= now_ms:
+            _, session, number = heapq.heappop(deadlines)
+            task = tasks.get((session, number))
+            if task is None:
+                continue  # forgotten already (a reset, or touched after its time)
+            if task.keep_until > now_ms:  # kept longer since: its entry comes again then
+                heapq.heappush(deadlines, (task.keep_until, session, number))
+            else:
+                self._drop((session, number))
+
+    def forget(self, session: str | None = None) -> None:
+        """Forget every task and count (a reset), or *session*'s."""
+        if session is None:
+            self._tasks.clear()
+            self._numbers.clear()
+            self._deadlines.clear()
+            self._live.clear()
+            return
+        self._numbers.pop(session, None)
+        if self._live.pop(session, None) is not None:
+            for key in [key for key in self._tasks if key[0] == session]:
+                del self._tasks[key]
+        # (Their deadlines' entries find no task when they come up.)
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        """Forget task *key* (held)."""
+        del self._tasks[key]
+        session = key[0]
+        left = self._live[session] - 1
+        if left:
+            self._live[session] = left
+        else:
+            del self._live[session]
