@@ -253,7 +253,29 @@ RATE_LIMITED = Category(
 (so not in :data:`CATEGORIES`): a provider answering in-protocol sends
 ``ENDPOINT_UNREACHABLE`` (503) with retry advice instead (docs/rate-limits.md). The audit
 treats it as retryable, with the advice the answer gave."""
-OUTSIDE_CHAPTER: Mapping[str, Category] = {RATE_LIMITED.code: RATE_LIMITED}
+_TASK_CODES = tuple(  # interim: s17-life's codes replace these at the merge
+    Category(
+        code=c,
+        statuses=(st,),
+        retryable=False,
+        message=m,
+        when=m,
+        fix=m,
+        default_details=lambda ctx: {},
+    )
+    for c, st, m in (
+        ("TASK_NOT_FOUND", 404, "Task not found"),
+        ("TASK_EXPIRED", 404, "Task expired"),
+        ("TASK_FINISHED", 409, "Task finished"),
+        ("TASK_NOT_CANCELLABLE", 409, "Task not cancellable"),
+        ("TASK_NOT_AWAITING_INPUT", 409, "Task not awaiting input"),
+        ("TASK_INPUT_INVALID", 422, "Task input invalid"),
+    )
+)
+OUTSIDE_CHAPTER: Mapping[str, Category] = {
+    RATE_LIMITED.code: RATE_LIMITED,
+    **{c.code: c for c in _TASK_CODES},
+}
 """Codes mockskill sends that the chapter does not define, marked so in docs/catalog.md."""
 SERVED_CODES: tuple[str, ...] = tuple(c.code for c in CATEGORIES.values() if c.sent_by_provider)
 
