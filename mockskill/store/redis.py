@@ -40,7 +40,7 @@ from redis.retry import Retry
 
 from ..engine.entries import Entry
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS
-from ..engine.store import Health, Need, NeedAnswer, StoreUnavailable
+from ..engine.store import Health, Need, NeedAnswer, StoreUnavailable, Submit, Touch
 from . import scripts
 from .batching import Batcher
 from .commands import Encoder, Keys, decoded
@@ -52,6 +52,15 @@ from .url import checked, masked
 
 if TYPE_CHECKING:
     import redis.asyncio
+
+TASKS_NOT_SHARED = (
+    "long-running tasks are not kept in a shared store yet: serve task skills with the"
+    " in-memory store (--state memory); a Redis store answers their submits and polls"
+    " with this refusal"
+)
+"""Why a Redis store refuses a task's Submit or Touch (the engine answers 503
+``MOCKSKILL_STATE_UNAVAILABLE`` saying so: never a crash)."""
+_NOT_SHARED = (Submit, Touch)
 
 PREFIX = "mockskill:"
 SOCKET_TIMEOUT = 1.0
@@ -175,6 +184,8 @@ class RedisStore:
 
     def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now with one EVALSHA (blocking: off the loop only)."""
+        if type(need) in _NOT_SHARED:
+            raise StoreUnavailable(TASKS_NOT_SHARED)
         command = self.encoder.command(need)
         try:
             try:
@@ -189,6 +200,8 @@ class RedisStore:
 
     async def answer_async(self, need: Need) -> NeedAnswer:
         """Answer *need* in the pipeline of this loop turn (see :mod:`.batching`)."""
+        if type(need) in _NOT_SHARED:
+            raise StoreUnavailable(TASKS_NOT_SHARED)
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)
         if batcher is None:
