@@ -19,6 +19,7 @@ import click
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
 from ..engine.entries import DEFAULT_BODY_LIMIT
 from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE
+from ..engine.task_skills import DEFAULT_MAX_TASKS
 from ..server.listening import ServerError, is_loopback
 from ..server.server import DEFAULT_KEEP_ALIVE, Server
 from ..store.url import MEMORY, BadStoreURL, checked, is_shared
@@ -167,6 +168,17 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     " it the oldest entries go first.",
 )
 @click.option(
+    "--max-tasks",
+    type=click.IntRange(1),
+    default=DEFAULT_MAX_TASKS,
+    show_default=True,
+    metavar="N",
+    envvar="MOCKSKILL_MAX_TASKS",
+    show_envvar=True,
+    help="Hold at most N live long-running tasks (docs/tasks.md); a task skill's invoke"
+    " over it gets 503 ENDPOINT_UNREACHABLE with retry advice.",
+)
+@click.option(
     "--redact",
     "redact",
     multiple=True,
@@ -305,6 +317,7 @@ def serve(
     journal_bodies: str,
     journal_body_limit: int,
     journal_bytes: int,
+    max_tasks: int,
     redact: tuple[str, ...],
     grace: float,
     keep_alive: float,
@@ -390,6 +403,7 @@ def serve(
             journal_bodies=journal_bodies == "on",
             journal_body_limit=journal_body_limit,
             journal_bytes=journal_bytes,
+            max_tasks=max_tasks,
             redact=redact,
             grace=grace,
             keep_alive=keep_alive,

@@ -29,7 +29,9 @@ from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
+from .store import Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
+from .task_skills import journalled as task_journalled
+from .task_skills import over_cap
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -155,6 +157,9 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             decided.chosen = Chosen(position=position, reply=reply)
             return decided
         step, in_outage = sequence.steps[index], False
+    if step.task == "submit":  # a task skill's invoke: the store starts its task first
+        decided.chosen = Chosen(step, index, position, in_outage)
+        return _submit(decided, target)
     if step.rate_limited is not None:
         delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
         chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
@@ -199,6 +204,49 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if step.set_state is None:
         return decided
     return _new(Pending, (SetState(decided.session, name or "", step.set_state), decided.unchanged))
+
+
+def poll_step(decided: Decided, step: Step, index: int, poll: int) -> Chosen:
+    """*step* (of a task's ``polls:``, at *index*) chosen for poll number *poll* of
+    *decided*'s task, its values drawn as :func:`choose` draws a sequence step's: the poll
+    number stands for the draw number (the store counted it: any replica draws the same),
+    in a stream of the skill's status URLs."""
+    target: Target = decided.target  # type: ignore[assignment]  # a status URL's Target
+    skill = target.skill
+    timeout = None
+    if skill is not None and skill.timeout_ms is not None:
+        timeout = (skill.timeout_ms, skill.timeout_status, target.context)
+    if not step.random:
+        delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
+        execution_ms = step.execution.draw(_NO_RANDOM) if step.execution else None
+        return Chosen(step, index, poll, False, None, delay_ms, execution_ms, 0, False, timeout)
+    table, name = decided.table, target.scenario or ""
+    scenario = table.scenarios.get(name)
+    seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
+    key = draw_key(seed, f"{name}/{target.key}", decided.session, poll)
+    drawn, choice, delay_ms, execution_ms, fault_seed = _draw(step, keyed_generator(key))
+    return Chosen(
+        drawn,
+        index,
+        poll,
+        False,
+        choice,
+        delay_ms,
+        execution_ms,
+        fault_seed,
+        True,
+        timeout,
+        draw_key=key,
+    )
+
+
+def _submit(decided: Decided, target: Target) -> Pending[Decided]:
+    """*decided*, a task skill's invoke whose step is ``task: submit``, once the store has
+    started its task (:class:`~.store.Submit`): answered 202 (:meth:`Decided.submitted`)."""
+    tasked = target.tasked
+    assert tasked is not None, "the loader puts task: submit in task skills' invokes only"
+    need = _new(Submit, (decided.session, tasked.skill, tasked.keep_ms, decided.table.max_tasks))
+    return _new(Pending, (need, decided.submitted))
 
 
 def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
@@ -342,10 +390,37 @@ class Decided:
     limited: limits.Limited | None = None
     """What a rate limit said of it: its bucket's (admitted or refused) or a scripted
     ``rate_limited:`` step's (None: nothing limits it)."""
+    task: dict[str, Any] | None = None
+    """What it did to a long-running task, as its journal entry keeps it (``Entry.task``;
+    None: it touched none)."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
     (:func:`choose`, as a method: one frame per request)."""
+
+    def submitted(self, answer: NeedAnswer) -> Decided:
+        """Itself, answered now that the store started its task (a :class:`~.store.Submitted`):
+        202 with the task, or 503 with retry advice when the server holds its limit."""
+        target = self.target
+        assert isinstance(target, Target)
+        tasked = target.tasked
+        assert tasked is not None  # (see _submit)
+        chosen = self.chosen
+        assert chosen is not None
+        assert isinstance(answer, Submitted)  # a Submit is answered a Submitted
+        number, at_ms = answer
+        if number is None:
+            chosen.reply = self.urls.fill(over_cap(target.context, self.table.max_tasks))
+            self.task = task_journalled("submit", "", known=False, served=False)
+            return self
+        keyed = self.table.task_ids
+        assert keyed is not None  # (set with the table's generations)
+        reply, view, task_id = tasked.submitted(self.session, number, at_ms, keyed)
+        chosen.reply = self.urls.fill(reply)
+        record = task_journalled("submit", task_id, known=True, served=True, view=view)
+        record["settles_at_ms"] = view.settles_at_ms
+        self.task = record
+        return self
 
     def unchanged(self, answer: NeedAnswer) -> Decided:
         """Itself, once the store has moved the session's state (the chosen step's

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
-from . import auth, builtin_answers, choosing, idempotency, limits
+from . import auth, builtin_answers, choosing, idempotency, limits, task_requests
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
@@ -38,6 +38,7 @@ from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .builtin_answers import unavailable
 from .capabilities import check_playable
 from .choosing import Chosen, Decided, request_values
+from .digests import KeyedDigest
 from .entries import DEFAULT_BODY_LIMIT
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
@@ -55,6 +56,7 @@ from .replies import (
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .task_skills import DEFAULT_MAX_TASKS
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -80,6 +82,8 @@ class Engine:
     handed in by the server (none without them). The journal keeps what each request
     sent, its body up to *journal_body_limit* bytes, unless not *journal_bodies*. The
     outage windows of *scenarios* start now, unless not *activate* (see :meth:`load`).
+    Task skills' invokes start at most *max_tasks* live tasks (over it: 503 with retry
+    advice, docs/tasks.md).
     """
 
     def __init__(
@@ -93,8 +97,16 @@ class Engine:
         tls: TLSPorts | None = None,
         journal_bodies: bool = True,
         journal_body_limit: int = DEFAULT_BODY_LIMIT,
+        max_tasks: int = DEFAULT_MAX_TASKS,
     ) -> None:
+        if max_tasks < 1:
+            raise ValueError(f"max_tasks must be at least 1, not {max_tasks}")
         self.state = state
+        self.max_tasks = max_tasks
+        """The live tasks the server holds at most (``--max-tasks``)."""
+        # Task ids are signed with a key of their own, derived from the store's (the same
+        # for every replica of a shared store: any of them reads any id).
+        self._task_ids = KeyedDigest(KeyedDigest(state.digest_key).raw(b"task"))
         self._answer = None if state.remote else state.answer
         """An inline store's answer(): the driver inlined where a step needs it (no Pending
         made, nothing resumed); None for a remote store, whose needs are handed out."""
@@ -172,6 +184,7 @@ class Engine:
         table.generations = self.state.restart(restart)
         table.seed = self.state.seed
         table.credential_digest = self._journalling.credential_digest
+        table.max_tasks, table.task_ids = self.max_tasks, self._task_ids
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
@@ -386,6 +399,8 @@ class Engine:
             return builtin_answers.authorize(self._journalling, request, session, started)
         # An invocation's answer names no TLS fault's port: no port is allotted for it.
         urls = self._urls(request, session, type(target) is not Target or target.kind != "invoke")
+        if type(target) is Target and target.kind == "task":  # a status URL: its id decides
+            return task_requests.decide(request, started, session, table, target, urls)
         forced = False
         reply: Reply | None
         if isinstance(target, Miss):
@@ -486,6 +501,8 @@ class Engine:
         for index, step in enumerate(sequence.steps):
             # (A step with after: is not: its entry reads the request's Idempotency-Key.)
             quiet = step.delay is None and step.execution is None and step.ran is None
+            # (A step with task: is not either: the store starts its task, answered per task.)
+            quiet = quiet and step.task is None
             # (A step with set_state: is not either: its SetState is asked when it is chosen.)
             if (
                 not step.random
@@ -589,6 +606,7 @@ def _renders_plainly(step: Step) -> bool:
         and step.set_state is None  # (its SetState is asked when it is chosen)
         and step.ran is None  # (after: its entry reads the request's Idempotency-Key)
         and step.rate_limited is None  # (its answer is the limit's: limits.py)
+        and step.task is None  # (a submit's answer is its task's)
     )
 
 

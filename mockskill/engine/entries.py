@@ -297,6 +297,8 @@ class Entry(NamedTuple):
             data["rate_limit"] = dict(self.rate_limit)
         if self.headers is not None:  # as JSON holds them: [name, value] lists
             data["headers"] = [[name, value] for name, value in self.headers]
+        if self.task is not None:
+            data["task"] = dict(self.task)
         return data
 
     @classmethod

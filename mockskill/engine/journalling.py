@@ -207,8 +207,25 @@ class Journalling:
             # joined on (see Plain).
             + (sent(request, body, self.body_limit) if self.bodies else _NOT_SENT)
             + ran
-            + (None if limited is None else limited.record, request.peer, None),
+            + (
+                None if limited is None else limited.record,
+                request.peer,
+                None if decided.task is None else self._task(decided.task, request, body),
+            ),
         )
+
+    def _task(self, task: dict[str, Any], request: Incoming, body: bytes) -> dict[str, Any]:
+        """*task* (what the request did to a task: ``Entry.task``), and for a submit the
+        operation it started: its ``Idempotency-Key``, else its body's digest (what a
+        second invoke of the same operation repeats)."""
+        if task["action"] != "submit":
+            return task
+        key = request.headers.get(_KEY)
+        if key is not None:
+            operation = f"key:{shorten(escaped(key))}"
+        else:
+            operation = f"body:{self.body_digest.digest(body)}"
+        return {**task, "operation": operation}
 
     def played(
         self,

@@ -38,18 +38,26 @@ from ..scenario.model import (
 from ..scenario.routes import Router
 from . import conditions, limits
 from .state import MAX_PATH, shorten
+from .task_skills import DEFAULT_MAX_TASKS, TaskSkill
 
 if TYPE_CHECKING:
     from .digests import KeyedDigest
     from .incoming import Incoming
     from .store import Take
 
-Kind = Literal["list", "describe", "invoke", "route"]
+Kind = Literal["list", "describe", "invoke", "route", "task"]
 _SURFACE = (
     ("GET", "/skills", "the list of skills"),
     ("GET", "/skills/<id>", "a skill's descriptor"),
     ("POST", "/skills/<id>/invoke", "invoking a skill"),
+    ("GET", "/skills/<id>/tasks/<task_id>", "polling a task"),
+    ("DELETE", "/skills/<id>/tasks/<task_id>", "cancelling a task"),
+    ("POST", "/skills/<id>/tasks/<task_id>", "a task's input"),
+    ("POST", "/skills/<id>/tasks/<task_id>/cancel", "cancelling a task"),
 )
+TASK_ACTIONS = {"GET": "poll", "HEAD": "poll", "DELETE": "cancel", "POST": "input"}
+"""What a request to a task's status URL does to the task, by method (``POST .../cancel``:
+a cancel)."""
 MAX_NEAR_MISSES = 3
 
 
@@ -101,6 +109,9 @@ class Target:
     """Its limit as its answers state it, made once (None: no limit)."""
     endpoint: str = field(init=False, compare=False)
     """The endpoint's key (a case's is its endpoint's): what its limit's buckets are per."""
+    tasked: TaskSkill | None = field(init=False, compare=False, repr=False)
+    """Its skill's ``task:`` as requests read it, for its invoke and its status URLs (None:
+    no task skill, or another endpoint)."""
 
     def __post_init__(self) -> None:
         owner = self.skill or self.route
@@ -122,6 +133,10 @@ class Target:
         # the endpoint's, one bucket for all its cases.
         endpoint = self.key.rsplit("/case/", 1)[0] if self.case is not None else self.key
         object.__setattr__(self, "endpoint", endpoint)
+        tasked = None
+        if self.skill is not None and self.kind in ("invoke", "task"):
+            tasked = TaskSkill.of(self.skill)
+        object.__setattr__(self, "tasked", tasked)
 
     @property
     def label(self) -> str:
@@ -253,6 +268,11 @@ class RoutingTable:
         """How the journal fingerprints credentials (set with :attr:`generations`): a
         limit keyed per credential counts by the same fingerprint."""
         self.credentials = scenarios.credentials
+        self.max_tasks = DEFAULT_MAX_TASKS
+        """The live tasks the server holds at most (``--max-tasks``; set with
+        :attr:`generations`)."""
+        self.task_ids: KeyedDigest | None = None
+        """What signs and reads task ids (:mod:`.task_ids`; set with :attr:`generations`)."""
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}
         self._describe = {
             sid: Target(
@@ -270,6 +290,18 @@ class RoutingTable:
             ).with_cases(s.invoke_cases)
             for sid, s in self.skills.items()
         }
+        self._tasks = {
+            sid: Target(
+                "task",
+                skill_key(sid, "tasks"),
+                Context(sid, f"{BASE_URL}/skills/{sid}/tasks"),
+                None if s.task is None else s.task.polls,
+                s,
+            )
+            for sid, s in self.skills.items()
+        }
+        """Per skill, its status URLs' target (a skill that is no task skill's answers 404
+        ``TASK_NOT_FOUND``): :func:`task_request` reads the id and what it does."""
         self._list = Target("list", "list", Context(None, f"{BASE_URL}/skills"))
         proxied = next((s for s in scenarios.scenarios if s.proxy is not None), None)
         self.fallback: Target | None = None
@@ -413,6 +445,8 @@ class RoutingTable:
             table = self._describe
         elif len(parts) == 3 and parts[2] == "invoke" and method == "POST":
             table = self._invoke
+        elif task_request(method, parts) is not None:
+            table = self._tasks
         else:
             return None
         target = table.get(skill_id)
@@ -469,6 +503,23 @@ class RoutingTable:
         return tuple(
             {"route": label, "reasons": reasons} for *_, label, reasons in scored[:MAX_NEAR_MISSES]
         )
+
+
+def task_request(method: str, parts: list[str]) -> tuple[str, str] | None:
+    """The task id a status URL's request names, and what it does to the task (``poll``,
+    ``cancel`` or ``input``: :data:`TASK_ACTIONS`), from its path's *parts* (the path
+    split on ``/``, its leading and trailing ones stripped); None: not a status URL's."""
+    if len(parts) == 4 and parts[2] == "tasks":
+        action = TASK_ACTIONS.get(method)
+        return None if action is None else (parts[3], action)
+    if len(parts) == 5 and parts[2] == "tasks" and parts[4] == "cancel" and method == "POST":
+        return parts[3], "cancel"
+    return None
+
+
+def task_path_parts(path: str) -> list[str]:
+    """*path* split as :func:`task_request` reads it."""
+    return path[1:].rstrip("/").split("/")
 
 
 def skill_key(skill_id: str, endpoint: str) -> str:

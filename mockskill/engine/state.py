@@ -2,10 +2,11 @@
 
 Sequence positions per session and endpoint, draw counts, scenario states per
 session and scenario, rate limits' token buckets, outage clocks, issued tokens,
-long-running tasks (:mod:`.task_records`) and the bounded request journal live here and nowhere else. The engine asks for
-them as needs (:mod:`.store`): this store answers each inline, under one
-acquisition of its lock (:meth:`State.answer`), so that a shared backend
-(``mockskill.store``) can replace it when several processes serve one scenario set.
+long-running tasks (:mod:`.task_records`) and the bounded request journal live here
+and nowhere else. The engine asks for them as needs (:mod:`.store`): this store
+answers each inline, under one acquisition of its lock (:meth:`State.answer`), so
+that a shared backend (``mockskill.store``) can replace it when several processes
+serve one scenario set.
 
 The journal's slots hold what was recorded as it was (:class:`_Kept`) until
 :meth:`State.compact` packs them into bytes (:class:`_Packed`): after a flood
@@ -539,8 +540,9 @@ class State:
 
         Everything, or a whole session, means positions, draw counts, scenario
         states, idempotency keys, rate limits' buckets (a session's: those it owns),
-        long-running tasks (and their numbering) and journal entries (and everything: issued tokens and every bucket);
-        *keys* name sequences whose positions alone restart (the states stay).
+        long-running tasks (and their numbering) and journal entries (and everything: issued
+        tokens and every bucket); *keys* name sequences whose positions alone restart (the
+        states stay).
         """
         with self._lock:
             if keys is not None:

@@ -41,6 +41,7 @@ from ..engine.entries import DEFAULT_BODY_LIMIT, redaction
 from ..engine.plan import Outcome
 from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE, Entry
 from ..engine.store import Store
+from ..engine.task_skills import DEFAULT_MAX_TASKS
 from ..scenario.loader import Scenarios, Source, load_any
 from ..scenario.reader import MAX_DELAY_MS
 from ..transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
@@ -112,7 +113,8 @@ class Server(Expecting):
     request sent (target, headers, and body up to *journal_body_limit* bytes; not with
     *journal_bodies* False; at most *journal_bytes* of bodies in all, the oldest going
     first), credentials masked and the values of the headers, query parameters and form
-    or JSON fields named in *redact* too (docs/admin.md).
+    or JSON fields named in *redact* too (docs/admin.md). Task skills hold at most
+    *max_tasks* live tasks (docs/tasks.md; over it their invokes get 503 with retry advice).
 
     *state* is where sequence positions, tokens, outage clocks, draws and the
     journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
@@ -164,6 +166,7 @@ class Server(Expecting):
         journal_body_limit: int = DEFAULT_BODY_LIMIT,
         redact: Iterable[str] = (),
         journal_bytes: int = DEFAULT_JOURNAL_BYTES,
+        max_tasks: int = DEFAULT_MAX_TASKS,
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -184,6 +187,8 @@ class Server(Expecting):
             raise ServerError(f"journal_bytes must be at least 1, not {journal_bytes}")
         if journal_body_limit < 0:
             raise ServerError(f"journal_body_limit must be at least 0, not {journal_body_limit}")
+        if max_tasks < 1:
+            raise ServerError(f"max_tasks must be at least 1, not {max_tasks}")
         names = (redact,) if isinstance(redact, str) else tuple(redact)
         if any(not name.strip() for name in names):
             raise ServerError("redact: a name to mask is empty; give a header or field name")
@@ -217,6 +222,7 @@ class Server(Expecting):
             tls=self._https.faults,
             journal_bodies=journal_bodies,
             journal_body_limit=journal_body_limit,
+            max_tasks=max_tasks,
         )
         for name in names:  # masked in the journal from the first request on
             self.state.hide(redaction(name))

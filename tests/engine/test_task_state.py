@@ -71,7 +71,8 @@ def test_a_task_is_forgotten_after_its_time_unless_a_touch_kept_it_longer() -> N
     state = State()
     short = submit(state, keep_ms=50).number
     kept = submit(state, keep_ms=50).number
-    assert short is not None and kept is not None
+    assert short is not None
+    assert kept is not None
     assert touch(state, kept, keep_ms=500) is not None
     time.sleep(0.1)
     assert touch(state, short) is None

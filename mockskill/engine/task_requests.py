@@ -1,0 +1,214 @@
+"""Requests to a task's status URL: a poll (``GET``), a cancel (``DELETE``, ``POST
+.../cancel``), an input (``POST`` with a JSON object), decided (docs/tasks.md).
+
+The id is read first (:func:`.task_ids.read`): one mockskill did not hand out
+(malformed, made up, another server's) is answered 404 ``TASK_NOT_FOUND`` with no
+store round trip, and so is an input that cannot be the one expected (not a JSON
+object, or meeting no ``expects:``: 422). Otherwise the store touches the task
+(:class:`~.store.Touch`: a poll counted, a cancel or an input logged) and the
+answer follows from its record: the task's state is :func:`.tasks.view`'s. The
+request is the session's the id names, whatever header it carries. A poll of a
+skill with ``polls:`` plays the step of its poll number (``task: status``
+answers the task; any other step is played as on any endpoint).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from ..scenario.model import TERMINAL_STATUSES, Reply
+from . import conditions, task_ids, tasks
+from .actions import Urls
+from .choosing import Chosen, Decided, poll_step
+from .incoming import Incoming
+from .matching import RoutingTable, Target, task_path_parts, task_request
+from .pending import Later, Pending
+from .replies import exhausted_reply
+from .store import NeedAnswer, TaskRecord, Touch
+from .task_skills import TaskSkill, journalled, not_found
+
+_new = tuple.__new__
+
+
+def decide(
+    request: Incoming,
+    started: float,
+    session: str,
+    table: RoutingTable,
+    target: Target,
+    urls: Urls,
+) -> Later[Decided]:
+    """What *request* to *target* (a status URL, matched on *table*) comes to; *session* is
+    the one its header names, its entry's when the id names none."""
+    matched = task_request(request.method, task_path_parts(request.path))
+    assert matched is not None  # (matched as a status URL)
+    task_id, action = matched
+    tasked = target.tasked
+    keyed = table.task_ids
+    assert keyed is not None  # (set with the table's generations)
+    read = None if tasked is None else task_ids.read(task_id, keyed)
+    if read is None or tasked is None:
+        decided = Decided(
+            started,
+            session,
+            table,
+            target,
+            urls,
+            urls.fill(not_found(target.context, task_id)),
+            False,
+        )
+        decided.task = journalled(action, task_id, known=False, served=False)
+        return decided
+    owner, number = read
+    decided = Decided(started, owner, table, target, urls, None, False)
+    if action == "input":
+        refusal = _input_refusal(tasked, request)
+        if refusal is not None:  # never logged: the task goes on as it was
+            decided.reply = urls.fill(refusal)
+            decided.task = journalled(action, task_id, known=True, served=False)
+            return decided
+    need = _new(Touch, (owner, number, action, tasked.keep_ms))
+    return _new(Pending, (need, partial(_touched, decided, tasked, task_id, action)))
+
+
+def _touched(
+    decided: Decided, tasked: TaskSkill, task_id: str, action: str, answer: NeedAnswer
+) -> Decided:
+    """*decided*, answered once the store touched its task (*answer*: its record, or None)."""
+    urls = decided.urls
+    if not isinstance(answer, TaskRecord) or answer.skill != tasked.skill:
+        if answer is None:  # handed out (its id says so), and forgotten since: gone
+            decided.reply = urls.fill(_expired(tasked, task_id))
+            decided.task = journalled(action, task_id, known=True, served=False, expired=True)
+        else:  # another skill's task: not at this skill's URL
+            decided.reply = urls.fill(not_found(tasked.context, task_id))
+            decided.task = journalled(action, task_id, known=True, served=False)
+        return decided
+    record = answer
+    task = tasked.task
+    view = tasks.view(task, record)
+    if view.expired:
+        decided.reply = urls.fill(_expired(tasked, task_id))
+        decided.task = journalled(
+            action, task_id, known=True, served=False, view=view, expired=True
+        )
+        return decided
+    if action == "poll":
+        return _polled(decided, tasked, task_id, record, view)
+    before = tasks.view(task, _without_own_event(record, action))
+    if action == "cancel":
+        reply = _cancelled(tasked, task_id, record, before, view)
+    else:
+        reply = _input(tasked, task_id, record, before, view)
+    served = reply.status < 300
+    decided.reply = urls.fill(reply)
+    decided.task = journalled(action, task_id, known=True, served=served, view=view)
+    return decided
+
+
+def _polled(
+    decided: Decided, tasked: TaskSkill, task_id: str, record: TaskRecord, view: tasks.TaskView
+) -> Decided:
+    """A poll's answer: the task (200), or its ``polls:`` step of this poll's number."""
+    urls = decided.urls
+    number = record.polls - 1
+    polls = tasked.task.polls
+    if polls is not None:
+        index = polls.step_at(number)
+        target = decided.target
+        assert isinstance(target, Target)
+        if index is None:  # its polls: are played out, and end with fail
+            reply = exhausted_reply(target, decided.session, number)
+            decided.chosen = Chosen(position=number, reply=urls.fill(reply))
+            decided.task = journalled(
+                "poll", task_id, known=True, served=False, view=view, poll=number
+            )
+            return decided
+        step = polls.steps[index]
+        if step.task != "status":  # an ordinary step: played as on any endpoint
+            decided.chosen = poll_step(decided, step, index, number)
+            decided.task = journalled(
+                "poll", task_id, known=True, served=False, view=view, poll=number
+            )
+            return decided
+        chosen = Chosen(step, index, number)
+    else:
+        chosen = Chosen(position=number)
+    chosen.reply = urls.fill(tasked.reply(200, view, task_id, record))
+    decided.chosen = chosen
+    decided.task = journalled("poll", task_id, known=True, served=True, view=view, poll=number)
+    return decided
+
+
+def _cancelled(
+    tasked: TaskSkill,
+    task_id: str,
+    record: TaskRecord,
+    before: tasks.TaskView,
+    view: tasks.TaskView,
+) -> Reply:
+    """A cancel's answer: 409 in a terminal status or one the scenario does not let a
+    cancel in; else the task, cancelling (202) or cancelled at once (200)."""
+    if before.status in TERMINAL_STATUSES:
+        message = f"Task {task_id} has ended ({before.status}): there is nothing to cancel"
+        return tasked.refused("TASK_FINISHED", message, {"status": before.status})
+    if before.status not in tasked.task.cancellable and not before.cancelling:
+        message = f"Task {task_id} cannot be cancelled while {before.status}"
+        details = {"status": before.status, "cancellable": list(tasked.task.cancellable)}
+        return tasked.refused("TASK_NOT_CANCELLABLE", message, details)
+    return tasked.reply(200 if view.status == "cancelled" else 202, view, task_id, record)
+
+
+def _input(
+    tasked: TaskSkill,
+    task_id: str,
+    record: TaskRecord,
+    before: tasks.TaskView,
+    view: tasks.TaskView,
+) -> Reply:
+    """An input's answer (its body checked already): 409 unless the task waited for one;
+    else the task as it goes on (202)."""
+    if before.status != "input_required":
+        message = f"Task {task_id} is {before.status}: it does not wait for input"
+        return tasked.refused("TASK_NOT_AWAITING_INPUT", message, {"status": before.status})
+    return tasked.reply(202, view, task_id, record)
+
+
+def _input_refusal(tasked: TaskSkill, request: Incoming) -> Reply | None:
+    """422 ``TASK_INPUT_INVALID`` for an input that is not a JSON object, or meets the
+    ``expects:`` of none of the task's input phases (details: the conditions that failed,
+    of the first); None: it may be the input expected."""
+    facts = conditions.Facts(request)
+    body = facts.json()
+    if not isinstance(body, dict):
+        why = "it is not an object"
+        if isinstance(body, conditions.UnreadableBody):
+            why = body.why
+        message = f"A task's input is a JSON object; {why}"
+        return tasked.refused("TASK_INPUT_INVALID", message, {"failed": [f"the body: {why}"]})
+    failures: list[str] = []
+    for expects in tasked.inputs:
+        failed = [reason for c in expects if (reason := conditions.failed(c, facts))]
+        if not failed:
+            return None
+        failures = failures or failed
+    if not tasked.inputs:  # nothing expected: any object (a task never waiting gets 409)
+        return None
+    message = "The input does not meet what the task expects: " + "; ".join(failures)
+    details: dict[str, Any] = {"failed": failures}
+    return tasked.refused("TASK_INPUT_INVALID", message, details)
+
+
+def _expired(tasked: TaskSkill, task_id: str) -> Reply:
+    message = f"Task {task_id} is gone: its time-to-live ended"
+    return tasked.refused("TASK_EXPIRED", message, {"ttl_ms": tasked.task.ttl_ms})
+
+
+def _without_own_event(record: TaskRecord, action: str) -> TaskRecord:
+    """*record* as it was before the request that touched it (its own event, the last,
+    logged at the store's time now, taken off): the state the request found."""
+    events = record.events
+    if events and events[-1].action == action and events[-1].at_ms == record.now_ms:
+        return record._replace(events=events[:-1])
+    return record

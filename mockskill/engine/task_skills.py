@@ -1,0 +1,143 @@
+"""A task skill as the engine serves it: what is known of its ``task:`` at load, and its
+answers (the 202 of a submit, the task as its status URL reports it, the refusals).
+
+:class:`TaskSkill` is made once per skill when its routing table is built: the
+store's name of the skill, how long the store keeps a task, the conditions an
+input is checked against, the context its errors name. The answers are pure:
+the task's state comes from :func:`.tasks.view` (a function of the scenario's
+``task:`` and the store's record), its JSON and headers from :mod:`.tasks`'s wire
+format (docs/tasks.md); URLs are written with ``{base_url}`` and filled per
+request like every answer's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import catalog
+from ..protocol.catalog import BASE_URL, Context
+from ..scenario.model import Reply, Skill, Task
+from ..scenario.when import Condition
+from . import task_ids, tasks
+from .digests import KeyedDigest
+from .entries import escaped, shorten
+from .store import TaskRecord
+
+DEFAULT_MAX_TASKS = 20_000
+"""The live tasks a server holds at most unless told (``--max-tasks``): tasks not yet
+forgotten, each well under 2 KB in memory."""
+EXPIRED_KEPT_MS = 1_000
+"""How long past its time-to-live a task is still kept: a margin, no more (a task the store
+forgot is answered ``TASK_EXPIRED`` as well: its id says mockskill handed it out)."""
+MAX_SHOWN_ID = 120
+"""The most of a task id a journal entry keeps (a consumer's made-up id is its own text)."""
+
+
+@dataclass(frozen=True)
+class TaskSkill:
+    """A skill's ``task:``, with what every request of it reads, made once at load."""
+
+    task: Task
+    skill_id: str
+    skill: str
+    """The skill as the store's records name it (scenario-qualified: a record of another
+    scenario's skill of the same id is not this skill's task)."""
+    keep_ms: int
+    """How long a Submit or Touch asks the store to keep a task from now: the most its life
+    can still take (every timed phase, the cancel's settle), its time-to-live, and
+    :data:`EXPIRED_KEPT_MS`. A phase counted by polls, or waiting for input, lasts only while
+    the consumer polls it: each poll keeps it this long again."""
+    inputs: tuple[tuple[Condition, ...], ...]
+    """The ``expects:`` of each ``input_required`` phase, in order."""
+    context: Context
+    """What its errors name (its status URLs)."""
+
+    @classmethod
+    def of(cls, skill: Skill) -> TaskSkill | None:
+        """*skill*'s, or None: it is no task skill."""
+        task = skill.task
+        if task is None:
+            return None
+        timed = sum(phase.duration_ms or 0 for phase in task.life)
+        keep_ms = timed + task.cancel_settle_ms + task.ttl_ms + EXPIRED_KEPT_MS
+        inputs = tuple(p.expects for p in task.life if p.status == "input_required")
+        context = Context(skill.id, f"{BASE_URL}/skills/{skill.id}/tasks")
+        return cls(task, skill.id, f"{skill.scenario}/{skill.id}", keep_ms, inputs, context)
+
+    def status_url(self, task_id: str) -> str:
+        """Task *task_id*'s status URL, with ``{base_url}`` (filled per request)."""
+        return f"{BASE_URL}/skills/{self.skill_id}/tasks/{task_id}"
+
+    def submitted(
+        self, session: str, number: int, at_ms: float, keyed: KeyedDigest
+    ) -> tuple[Reply, tasks.TaskView, str]:
+        """The 202 of task *number* of *session*, submitted at *at_ms*: its reply (with
+        ``{base_url}``), its state then, and its id."""
+        task_id = task_ids.make(session, number, keyed)
+        record = TaskRecord(self.skill, at_ms, 0, (), at_ms)
+        view = tasks.view(self.task, record)
+        url = self.status_url(task_id)
+        body = tasks.task_json(self.task, view, task_id, url, at_ms)
+        headers = tasks.accepted_headers(url, view)
+        return Reply.json(202, body, headers), view, task_id
+
+    def reply(self, status: int, view: tasks.TaskView, task_id: str, record: TaskRecord) -> Reply:
+        """The task as it is (*view*), answered with *status* (with ``{base_url}``): a
+        poll's 200, a cancel's or an input's 202."""
+        url = self.status_url(task_id)
+        body = tasks.task_json(self.task, view, task_id, url, record.submitted_ms)
+        headers = tasks.state_headers(view)
+        return Reply.json(status, body, headers)
+
+    def refused(self, code: str, message: str, details: dict[str, Any] | None = None) -> Reply:
+        """A task error in the unified body (``TASK_NOT_FOUND`` ...: the catalog's)."""
+        return Reply.error(catalog.render(code, self.context, message=message, details=details))
+
+
+def not_found(context: Context, task_id: str) -> Reply:
+    """404 ``TASK_NOT_FOUND`` for *task_id* (unknown, malformed, another server's, or not a
+    task skill's)."""
+    details = {"task_id": shown_id(task_id), "fix": "poll the URL the submit's Location named"}
+    message = f"No task {shown_id(task_id)!r}: follow the Location header of the 202"
+    return Reply.error(catalog.render("TASK_NOT_FOUND", context, message=message, details=details))
+
+
+def over_cap(context: Context, limit: int) -> Reply:
+    """503 ``ENDPOINT_UNREACHABLE``, with retry advice: the server holds *limit* live tasks."""
+    message = f"The provider runs its limit of {limit} tasks: retry later"
+    details = {"max_tasks": limit}
+    return Reply.error(
+        catalog.render("ENDPOINT_UNREACHABLE", context, message=message, details=details)
+    )
+
+
+def shown_id(task_id: str) -> str:
+    """*task_id* as journal entries and error bodies show it: bounded, printable."""
+    return shorten(escaped(task_id), MAX_SHOWN_ID)
+
+
+def journalled(
+    action: str,
+    task_id: str,
+    *,
+    known: bool,
+    served: bool,
+    view: tasks.TaskView | None = None,
+    poll: int | None = None,
+    expired: bool = False,
+) -> dict[str, Any]:
+    """What a request did to a task, as its journal entry keeps it (``Entry.task``)."""
+    return {
+        "id": shown_id(task_id),
+        "action": action,
+        "known": known,
+        "expired": expired,
+        "served": served,
+        "status": None if view is None else view.status,
+        "cancelling": False if view is None else view.cancelling,
+        "progress": None if view is None else view.progress,
+        "poll": poll,
+        "poll_after_ms": None if view is None or not served else view.poll_after_ms,
+        "terminal_at_ms": None if view is None else view.terminal_at_ms,
+    }

@@ -1,0 +1,523 @@
+"""Long-running tasks from outside: a task skill's invoke answers 202 with a status URL,
+polls follow it and see the task's life move on time and by poll count, cancel and
+input act on it, a scripted ``polls:`` plays steps by poll number, unknown ids and
+expired tasks get 404, the live-task cap 503, and every request journals what it did to
+its task (docs/tasks.md). Real servers on ephemeral ports, real clients (requests, httpx).
+
+The task skills are built as the model (``dataclasses.replace`` on a loaded skill) until
+the loader reads ``task:``; then each ``skill(...)`` here is a YAML ``task:``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import requests
+
+from mockskill import Server, load_text
+from mockskill.engine.task_ids import make
+from mockskill.scenario.model import (
+    Reply,
+    ScenarioSet,
+    Sequence,
+    Skill,
+    Task,
+    TaskPhase,
+)
+from mockskill.scenario.when import Condition
+
+SESSION = "Mockskill-Session"
+
+BASE = load_text(
+    textwrap.dedent(
+        """
+        skills:
+          - id: report
+            invoke:
+              cases:
+                - when:
+                    body: {/answer: {exists: true}}
+                  json: {unused: true}
+              steps:
+                - error: ENDPOINT_UNREACHABLE
+                - json: {placeholder: true}
+          - id: plain
+        routes:
+          - path: /scripted
+            steps:
+              - {error: ENDPOINT_UNREACHABLE, times: 2}
+              - {error: EXECUTION_TIMEOUT}
+              - json: {status: true}
+          - path: /failed
+            steps:
+              - error: EXECUTION_TIMEOUT
+        """
+    ),
+    "test.yaml",
+)
+_REPORT = next(s for s in BASE.skills if s.id == "report")
+_STEPS = {r.path: r.sequence for r in BASE.routes}
+WHERE = _REPORT.where
+EXPECTS: tuple[Condition, ...] = _REPORT.invoke_cases[0].conditions
+"""``{body: {/answer: {exists: true}}}``, as a case's ``when:`` reads it."""
+
+
+def phase(status: str, **fields: Any) -> TaskPhase:
+    return TaskPhase(status, WHERE, **fields)
+
+
+def completed(result: Any = None) -> TaskPhase:
+    return phase(
+        "completed", reply=Reply.json(200, {"report": "done"} if result is None else result)
+    )
+
+
+def failed() -> TaskPhase:
+    sequence = _STEPS["/failed"]
+    assert sequence is not None
+    return phase("failed", reply=sequence.steps[0].reply)
+
+
+def skill(
+    *life: TaskPhase,
+    polls: Sequence | None = None,
+    invoke_error_first: bool = False,
+    **task: Any,
+) -> ScenarioSet:
+    """Skill ``report`` run as a task of *life* (``task:`` *task*), beside skill ``plain``."""
+    assert _REPORT.invoke is not None
+    error, answer = _REPORT.invoke.steps
+    submit = dataclasses.replace(answer, task="submit")
+    steps = (error, submit) if invoke_error_first else (submit,)
+    model = Task(tuple(life), WHERE, polls=polls, **task)
+    report: Skill = dataclasses.replace(
+        _REPORT, task=model, invoke=Sequence(steps), invoke_cases=()
+    )
+    scenario = BASE.scenarios[0]
+    skills = tuple(report if s.id == "report" else s for s in scenario.skills)
+    return ScenarioSet((dataclasses.replace(scenario, skills=skills),))
+
+
+def scripted_polls() -> Sequence:
+    """Two ENDPOINT_UNREACHABLE, one EXECUTION_TIMEOUT, then ``task: status`` (the last)."""
+    sequence = _STEPS["/scripted"]
+    assert sequence is not None
+    *errors, last = sequence.steps
+    return Sequence((*errors, dataclasses.replace(last, task="status")))
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[Server] = []
+
+    def started(scenarios: ScenarioSet, **options: Any) -> Server:
+        server = Server(scenarios, **options).start()
+        servers.append(server)
+        return server
+
+    yield started
+    for server in servers:
+        server.stop()
+
+
+def submit(url: str, session: str = "s", **headers: str) -> requests.Response:
+    return requests.post(
+        f"{url}/skills/report/invoke", json={"q": 1}, headers={SESSION: session, **headers}
+    )
+
+
+def journal(server: Server, session: str = "s") -> list[dict[str, Any]]:
+    entries = requests.get(f"{server.url}/__admin/journal", params={"session": session}).json()
+    return [e for e in entries["entries"] if e["task"] is not None]
+
+
+# -- submit ------------------------------------------------------------------------------
+
+
+def test_a_submit_answers_202_with_location_retry_after_and_the_task(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=5000), completed(), poll_after_ms=1500))
+    answer = submit(server.url)
+    assert answer.status_code == 202
+    task = answer.json()["task"]
+    assert task["status"] == "working"
+    assert answer.headers["Location"] == task["status_url"]
+    assert task["status_url"] == f"{server.url}/skills/report/tasks/{task['id']}"
+    assert answer.headers["Retry-After"] == "2"  # 1500 ms, rounded up
+    assert task["poll_after_ms"] == 1500
+    assert task["ttl_ms"] == 300_000
+    assert task["created_at"].endswith("Z")
+
+
+def test_the_status_url_is_absolute_on_the_host_the_client_used(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=5000), completed()))
+    answer = requests.post(
+        f"{server.url}/skills/report/invoke", headers={"Host": f"localhost:{server.port}"}
+    )
+    assert answer.headers["Location"].startswith(f"http://localhost:{server.port}/skills/report/")
+
+
+def test_polls_follow_location_with_requests_and_httpx(serve: Any) -> None:
+    server = serve(skill(phase("submitted", polls=1), phase("working", polls=1), completed()))
+    location = submit(server.url).headers["Location"]
+    assert requests.get(location).json()["task"]["status"] == "submitted"
+    with httpx.Client() as client:
+        second = client.get(location)
+        assert second.status_code == 200
+        assert second.json()["task"]["status"] == "working"
+        assert "Retry-After" in second.headers
+        done = client.get(location)
+    assert done.json()["task"]["status"] == "completed"
+    assert done.json()["task"]["result"] == {"report": "done"}
+    assert "Retry-After" not in done.headers
+
+
+def test_states_move_on_time_with_progress_spread_over_the_phase(serve: Any) -> None:
+    server = serve(
+        skill(
+            phase("submitted", duration_ms=300),
+            phase("working", duration_ms=400, progress=(25, 75), poll_after_ms=100),
+            completed(),
+        )
+    )
+    location = submit(server.url).headers["Location"]
+    seen: list[tuple[str, int | None]] = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        task = requests.get(location).json()["task"]
+        if not seen or seen[-1] != (task["status"], task.get("progress")):
+            seen.append((task["status"], task.get("progress")))
+        if task["status"] == "completed":
+            break
+        time.sleep(0.03)
+    assert seen == [("submitted", None), ("working", 25), ("working", 75), ("completed", None)]
+
+
+def test_poll_after_changes_with_the_phase(serve: Any) -> None:
+    server = serve(
+        skill(
+            phase("submitted", polls=1),
+            phase("working", polls=1, poll_after_ms=3000),
+            completed(),
+            poll_after_ms=1000,
+        )
+    )
+    location = submit(server.url).headers["Location"]
+    first, second = requests.get(location), requests.get(location)
+    assert (first.headers["Retry-After"], second.headers["Retry-After"]) == ("1", "3")
+    assert second.json()["task"]["poll_after_ms"] == 3000
+
+
+def test_a_failed_task_reports_the_unified_error_with_its_retry_advice(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=1), failed()))
+    location = submit(server.url).headers["Location"]
+    requests.get(location)
+    task = requests.get(location).json()["task"]
+    assert task["status"] == "failed"
+    assert task["error"]["code"] == "EXECUTION_TIMEOUT"
+    assert task["error"]["retry"]["max_attempts"] >= 1
+
+
+def test_the_invoke_plays_its_steps_before_the_submit(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=3), completed(), invoke_error_first=True))
+    assert submit(server.url).status_code == 503
+    assert submit(server.url).status_code == 202
+
+
+# -- ids --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        "nonsense",
+        "cw.0.0000000000",  # the form, but not mockskill's mac
+        "cw.0",
+        "." * 5000,
+        "cw.99999999999999999999999.abcdefabcd",
+    ],
+)
+def test_an_id_mockskill_never_handed_out_is_404_task_not_found(serve: Any, task_id: str) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    for method in ("GET", "DELETE", "POST"):
+        answer = requests.request(method, f"{server.url}/skills/report/tasks/{task_id}", json={})
+        assert answer.status_code == 404, method
+        assert answer.json()["error"]["code"] == "TASK_NOT_FOUND"
+    entries = journal(server, "default")
+    assert len(entries) == 3
+    assert all(e["task"]["known"] is False and e["task"]["served"] is False for e in entries)
+
+
+def test_another_servers_id_is_404_and_so_is_a_skill_that_runs_no_task(serve: Any) -> None:
+    scenarios = skill(phase("working", polls=3), completed())
+    one, other = serve(scenarios), serve(scenarios)
+    location = submit(one.url).headers["Location"]
+    foreign = location.replace(one.url, other.url)
+    assert requests.get(foreign).json()["error"]["code"] == "TASK_NOT_FOUND"
+    at_plain = location.replace("/skills/report/", "/skills/plain/")
+    assert requests.get(at_plain).json()["error"]["code"] == "TASK_NOT_FOUND"
+
+
+def test_a_poll_needs_no_session_header_and_is_journalled_in_the_tasks_session(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    location = submit(server.url, session="tenant-a").headers["Location"]
+    assert requests.get(location).status_code == 200  # no Mockskill-Session
+    assert requests.get(location, headers={SESSION: "tenant-b"}).status_code == 200
+    polls = [e for e in journal(server, "tenant-a") if e["task"]["action"] == "poll"]
+    assert [e["task"]["poll"] for e in polls] == [0, 1]
+    assert journal(server, "default") == journal(server, "tenant-b") == []
+
+
+# -- cancel -----------------------------------------------------------------------------
+
+
+def test_a_cancel_with_no_settle_is_cancelled_at_once(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=5000), completed()))
+    location = submit(server.url).headers["Location"]
+    answer = requests.delete(location)
+    assert answer.status_code == 200
+    assert answer.json()["task"]["status"] == "cancelled"
+    assert requests.get(location).json()["task"]["status"] == "cancelled"
+    assert requests.delete(location).json()["error"]["code"] == "TASK_FINISHED"
+
+
+def test_a_cancel_settles_then_the_task_is_cancelled(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=5000), completed(), cancel_settle_ms=300))
+    location = submit(server.url).headers["Location"]
+    accepted = requests.post(f"{location}/cancel")  # the alias
+    assert accepted.status_code == 202
+    task = accepted.json()["task"]
+    assert (task["status"], task["cancelling"]) == ("working", True)
+    assert requests.get(location).json()["task"]["cancelling"] is True
+    time.sleep(0.4)
+    settled = requests.get(location)
+    assert settled.json()["task"]["status"] == "cancelled"
+    assert "Retry-After" not in settled.headers
+
+
+def test_a_cancel_loses_the_race_when_the_task_completes_within_the_settle(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=200), completed(), cancel_settle_ms=400))
+    location = submit(server.url).headers["Location"]
+    assert requests.delete(location).status_code == 202
+    time.sleep(0.7)
+    assert requests.get(location).json()["task"]["status"] == "completed"
+
+
+def test_a_cancel_in_a_status_not_allowed_is_409_and_changes_nothing(serve: Any) -> None:
+    server = serve(
+        skill(
+            phase("submitted", polls=1),
+            phase("working", polls=5),
+            completed(),
+            cancellable=("submitted",),
+        )
+    )
+    location = submit(server.url).headers["Location"]
+    requests.get(location), requests.get(location)  # a poll submitted, then working
+    refused = requests.delete(location)
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_NOT_CANCELLABLE"
+    task = requests.get(location).json()["task"]
+    assert task["status"] == "working"
+    assert "cancelling" not in task
+
+
+def test_a_cancel_in_a_terminal_status_is_409_task_finished(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=1), completed()))
+    location = submit(server.url).headers["Location"]
+    requests.get(location), requests.get(location)  # a poll working, then completed
+    refused = requests.delete(location)
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_FINISHED"
+
+
+# -- input ------------------------------------------------------------------------------
+
+
+def input_skill() -> ScenarioSet:
+    return skill(
+        phase("working", polls=1),
+        phase("input_required", expects=EXPECTS),
+        phase("working", polls=1),
+        completed(),
+    )
+
+
+def test_an_input_required_task_waits_for_a_valid_input_then_goes_on(serve: Any) -> None:
+    server = serve(input_skill())
+    location = submit(server.url).headers["Location"]
+    requests.get(location)
+    for _ in range(3):  # it waits
+        assert requests.get(location).json()["task"]["status"] == "input_required"
+    accepted = requests.post(location, json={"answer": 42})
+    assert accepted.status_code == 202
+    assert accepted.json()["task"]["status"] == "working"
+    requests.get(location)
+    assert requests.get(location).json()["task"]["status"] == "completed"
+
+
+def test_an_input_that_does_not_meet_expects_is_422_naming_the_failed_condition(
+    serve: Any,
+) -> None:
+    server = serve(input_skill())
+    location = submit(server.url).headers["Location"]
+    requests.get(location), requests.get(location)
+    refused = requests.post(location, json={"other": 1})
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert error["code"] == "TASK_INPUT_INVALID"
+    assert any("/answer" in failed for failed in error["details"]["failed"])
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b""])
+def test_an_input_that_is_no_json_object_is_422(serve: Any, body: bytes) -> None:
+    server = serve(input_skill())
+    location = submit(server.url).headers["Location"]
+    refused = requests.post(location, data=body, headers={"Content-Type": "application/json"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "TASK_INPUT_INVALID"
+
+
+def test_an_input_while_not_waiting_for_one_is_409(serve: Any) -> None:
+    server = serve(input_skill())
+    location = submit(server.url).headers["Location"]
+    refused = requests.post(location, json={"answer": 1})  # still working
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_NOT_AWAITING_INPUT"
+    requests.get(location)
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+
+
+# -- ttl, cap ---------------------------------------------------------------------------
+
+
+def test_after_its_ttl_the_status_url_answers_404_task_expired(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=100), completed(), ttl_ms=200))
+    location = submit(server.url).headers["Location"]
+    time.sleep(0.15)
+    assert requests.get(location).json()["task"]["status"] == "completed"
+    time.sleep(0.25)
+    gone = requests.get(location)
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "TASK_EXPIRED"
+    assert journal(server)[-1]["task"]["expired"] is True
+
+
+def test_over_the_live_task_cap_a_submit_gets_503_with_retry_advice(serve: Any) -> None:
+    server = serve(skill(phase("working", duration_ms=5000), completed()), max_tasks=2)
+    assert [submit(server.url).status_code for _ in range(2)] == [202, 202]
+    refused = submit(server.url, session="another")
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert error["code"] == "ENDPOINT_UNREACHABLE"
+    assert error["retry"]["suggested_delay_ms"] > 0
+    assert "Retry-After" in refused.headers
+    reset = requests.post(f"{server.url}/__admin/reset", json={"session": "s"})
+    assert reset.status_code == 200  # forgets the session's tasks: room again
+    assert submit(server.url).status_code == 202
+
+
+def test_max_tasks_below_one_is_refused() -> None:
+    with pytest.raises(Exception, match="max_tasks"):
+        Server(skill(phase("working", polls=1), completed()), max_tasks=0)
+
+
+# -- scripted polls ---------------------------------------------------------------------
+
+
+def test_scripted_polls_play_their_steps_by_poll_number(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=4), completed(), polls=scripted_polls()))
+    location = submit(server.url).headers["Location"]
+    codes = []
+    for _ in range(5):
+        answer = requests.get(location)
+        body = answer.json()
+        codes.append(body["error"]["code"] if "error" in body else body["task"]["status"])
+    assert codes == [
+        "ENDPOINT_UNREACHABLE",
+        "ENDPOINT_UNREACHABLE",
+        "EXECUTION_TIMEOUT",
+        "working",
+        "completed",  # the polls counted the errored ones too
+    ]
+    served = [e["task"]["served"] for e in journal(server) if e["task"]["action"] == "poll"]
+    assert served == [False, False, False, True, True]
+
+
+# -- the journal ------------------------------------------------------------------------
+
+
+def test_every_request_on_a_task_journals_what_it_did(serve: Any) -> None:
+    server = serve(
+        skill(
+            phase("working", duration_ms=5000, progress=(10,), poll_after_ms=2000),
+            completed(),
+            cancel_settle_ms=5000,
+        )
+    )
+    location = submit(server.url, **{"Idempotency-Key": "k-1"}).headers["Location"]
+    task_id = location.rsplit("/", 1)[1]
+    requests.get(location)
+    requests.delete(location)
+    submitted, polled, cancelled = (e["task"] for e in journal(server))
+    assert submitted["action"] == "submit"
+    assert submitted["id"] == task_id
+    assert submitted["operation"] == "key:k-1"
+    assert submitted["status"] == "working"
+    assert submitted["settles_at_ms"] == pytest.approx(submitted_at(server) + 5000, abs=50)
+    assert polled == {
+        "id": task_id,
+        "action": "poll",
+        "known": True,
+        "expired": False,
+        "served": True,
+        "status": "working",
+        "cancelling": False,
+        "progress": 10,
+        "poll": 0,
+        "poll_after_ms": 2000,
+        "terminal_at_ms": None,
+    }
+    assert (cancelled["action"], cancelled["cancelling"], cancelled["poll"]) == (
+        "cancel",
+        True,
+        None,
+    )
+
+
+def submitted_at(server: Server) -> float:
+    entries = requests.get(f"{server.url}/__admin/journal", params={"session": "s"}).json()
+    submit_entry = entries["entries"][0]
+    return float(submit_entry["started"]) * 1000
+
+
+def test_a_submit_without_a_key_names_its_operation_by_the_bodys_digest(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    submit(server.url), submit(server.url)
+    first, second = (e["task"]["operation"] for e in journal(server))
+    assert first == second
+    assert first.startswith("body:hmac-sha256:")
+
+
+def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:
+    """The id carries its session: a forged one for a session with no task is not found."""
+    server = serve(skill(phase("working", polls=3), completed()))
+    submit(server.url)
+    # (a well-formed id whose mac is not the server's: never handed out)
+    forged = make("s", 0, _other_key())
+    answer = requests.get(f"{server.url}/skills/report/tasks/{forged}")
+    assert answer.json()["error"]["code"] == "TASK_NOT_FOUND"
+
+
+def _other_key() -> Any:
+    from mockskill.engine.digests import KeyedDigest
+
+    return KeyedDigest(b"not the server's key")
