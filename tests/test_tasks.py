@@ -19,8 +19,11 @@ from typing import Any
 import httpx
 import pytest
 import requests
+from werkzeug.test import Client
 
-from mockskill import Server, load_text
+from mockskill import Server, create_app, load_text
+from mockskill.engine.engine import Engine
+from mockskill.engine.state import State
 from mockskill.engine.task_ids import make
 from mockskill.scenario.model import (
     Reply,
@@ -521,3 +524,32 @@ def _other_key() -> Any:
     from mockskill.engine.digests import KeyedDigest
 
     return KeyedDigest(b"not the server's key")
+
+
+# -- other players and stores -----------------------------------------------------------
+
+
+def test_the_wsgi_player_serves_tasks_the_same() -> None:
+    engine = Engine(skill(phase("working", polls=1), completed()), State())
+    client = Client(create_app(engine))
+    submitted = client.post("/skills/report/invoke", json={})
+    assert submitted.status_code == 202
+    location = submitted.headers["Location"]
+    path = location[location.index("/skills/") :]
+    assert client.get(path).json["task"]["status"] == "working"
+    assert client.get(path).json["task"]["status"] == "completed"
+    assert client.get(path.replace(".", "x")).json["error"]["code"] == "TASK_NOT_FOUND"
+    actions = [e.task["action"] for e in engine.state.journal() if e.task is not None]
+    assert actions == ["submit", "poll", "poll", "poll"]
+
+
+def test_a_redis_store_refuses_tasks_in_words_not_a_crash(serve: Any, redis_url: str) -> None:
+    server = serve(
+        skill(phase("working", polls=1), completed()), state=redis_url, shared_scenarios="memory"
+    )
+    refused = submit(server.url)
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
+    assert "tasks are not kept in a shared store yet" in error["message"]
+    assert requests.post(f"{server.url}/skills/plain/invoke").status_code == 200

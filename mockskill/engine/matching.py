@@ -50,11 +50,10 @@ _SURFACE = (
     ("GET", "/skills", "the list of skills"),
     ("GET", "/skills/<id>", "a skill's descriptor"),
     ("POST", "/skills/<id>/invoke", "invoking a skill"),
-    ("GET", "/skills/<id>/tasks/<task_id>", "polling a task"),
-    ("DELETE", "/skills/<id>/tasks/<task_id>", "cancelling a task"),
-    ("POST", "/skills/<id>/tasks/<task_id>", "a task's input"),
-    ("POST", "/skills/<id>/tasks/<task_id>/cancel", "cancelling a task"),
 )
+"""The skill surface a miss is measured against. Not a task's status URLs: a consumer
+follows the ``Location`` it was given, and one that builds them is told so by their
+404 ``TASK_NOT_FOUND`` (a near miss would only crowd out the likelier ones)."""
 TASK_ACTIONS = {"GET": "poll", "HEAD": "poll", "DELETE": "cancel", "POST": "input"}
 """What a request to a task's status URL does to the task, by method (``POST .../cancel``:
 a cancel)."""
