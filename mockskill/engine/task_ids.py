@@ -25,7 +25,7 @@ MAC_CHARS = 10
 """Hex digits of the mac: 40 bits, so a guessed id is told with near certainty."""
 MAX_NUMBER_DIGITS = 15
 """Digits of a task's number at most (a session's tasks are counted from 0)."""
-MAX_TASK_ID = 4 * (MAX_SESSION_NAME * 4 + 2) // 3 + 1 + MAX_NUMBER_DIGITS + 1 + MAC_CHARS
+MAX_TASK_ID = (MAX_SESSION_NAME * 4 * 4 + 2) // 3 + 1 + MAX_NUMBER_DIGITS + 1 + MAC_CHARS
 """The longest id :func:`make` makes (a session name of :data:`MAX_SESSION_NAME` characters,
 4 bytes each in UTF-8): a longer one is malformed before anything is decoded."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,10 +125,13 @@ def refused(
     details: Mapping[str, Any] | None = None,
 ) -> Reply:
     """A request on a task refused with one of :data:`~.catalog.TASK_CODES`, in the unified
-    body: its details name the task (its id as sent, bounded) and its skill; for a task
-    handed out (*view*), its status URL and status, and the statuses it may be cancelled
-    in. *details* add to them (``failed``: the conditions an input did not meet)."""
-    found: dict[str, Any] = {"task_id": task_id[:MAX_SHOWN_ID]}
+    body: its details name the task (its id as sent, bounded, percent-encoded) and its
+    skill; for a task handed out (*view*), its status URL and status, and the statuses it
+    may be cancelled in. *details* add to them (``failed``: the conditions an input did not
+    meet)."""
+    # As in a URL: percent-encoded, so that no placeholder of an answer is in it.
+    shown = urllib.parse.quote(task_id[:MAX_SHOWN_ID], safe="-._~!$&'()*+,;=:@/")
+    found: dict[str, Any] = {"task_id": shown[:MAX_SHOWN_ID]}
     if skill_id is not None:
         found["skill_id"] = skill_id
     if view is not None:  # a task handed out: its URL and where it stands
