@@ -245,7 +245,8 @@ def _submit(decided: Decided, target: Target) -> Pending[Decided]:
     started its task (:class:`~.store.Submit`): answered 202 (:meth:`Decided.submitted`)."""
     tasked = target.tasked
     assert tasked is not None, "the loader puts task: submit in task skills' invokes only"
-    need = _new(Submit, (decided.session, tasked.skill, tasked.keep_ms, decided.table.max_tasks))
+    limit = decided.table.max_tasks
+    need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit))
     return _new(Pending, (need, decided.submitted))
 
 

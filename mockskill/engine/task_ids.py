@@ -1,7 +1,11 @@
-"""Task ids (interim: s17-life's module replaces this one at the merge).
+"""Task ids: ``<session>.<number>.<mac>``, made and read back without the store.
 
-``<session as base64url, no padding>.<number>.<mac>``: the mac is 10 hex digits of
-the keyed digest of (session, number) under the server's key.
+The id carries its session (base64url, no padding), so a poll of the status URL needs no
+``Mockskill-Session`` header: the poll is journalled in the task's session. The mac (10 hex
+digits of a keyed digest of session and number, under the server's digest key) tells an id
+mockskill handed out from one a consumer built or took from another server, before the
+store is asked. Consumers should treat the id as opaque and follow ``Location``
+(docs/tasks.md).
 """
 
 from __future__ import annotations
@@ -9,34 +13,64 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import re
+from typing import TYPE_CHECKING
 
-from .digests import KeyedDigest
+from .entries import MAX_SESSION_NAME
 
-MAX_ID = 400
+if TYPE_CHECKING:
+    from .digests import KeyedDigest
+
+MAC_CHARS = 10
+"""Hex digits of the mac: 40 bits, so a guessed id is told with near certainty."""
+MAX_NUMBER_DIGITS = 15
+"""Digits of a task's number at most (a session's tasks are counted from 0)."""
+MAX_TASK_ID = (MAX_SESSION_NAME * 4 * 4 + 2) // 3 + 1 + MAX_NUMBER_DIGITS + 1 + MAC_CHARS
+"""The longest id :func:`make` makes (a session name of :data:`MAX_SESSION_NAME` characters,
+4 bytes each in UTF-8): a longer one is malformed before anything is decoded."""
+
+_FORM = re.compile(
+    rf"([A-Za-z0-9_-]*)\.(0|[1-9][0-9]{{0,{MAX_NUMBER_DIGITS - 1}}})\.([0-9a-f]{{{MAC_CHARS}}})"
+)
+_DOMAIN = b"mockskill task id\x00"
+"""Put before what is digested: a task id's mac is never another digest of the same key."""
 
 
 def _mac(session: str, number: int, keyed: KeyedDigest) -> str:
-    data = f"{len(session)}:{session}:{number}".encode("utf-8", "surrogatepass")
-    return keyed.raw(data).hex()[:10]
+    name = session.encode()
+    data = b"%s%d:%s%d" % (_DOMAIN, len(name), name, number)
+    return keyed.raw(data).hex()[:MAC_CHARS]
+
+
+def make_session(session: str) -> str:
+    """*session* as an id carries it: base64url of its UTF-8, without padding."""
+    return base64.urlsafe_b64encode(session.encode()).rstrip(b"=").decode("ascii")
 
 
 def make(session: str, number: int, keyed: KeyedDigest) -> str:
-    encoded = base64.urlsafe_b64encode(session.encode("utf-8", "surrogatepass")).rstrip(b"=")
-    return f"{encoded.decode()}.{number}.{_mac(session, number, keyed)}"
+    """The id of task *number* of *session*, under the server's *keyed* digest."""
+    return f"{make_session(session)}.{number}.{_mac(session, number, keyed)}"
 
 
 def read(task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
-    if len(task_id) > MAX_ID:
+    """The session and number *task_id* names, or None: malformed, or a mac that is not
+    this server's (never handed out here)."""
+    if len(task_id) > MAX_TASK_ID:
         return None
-    parts = task_id.split(".")
-    if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 18:
+    form = _FORM.fullmatch(task_id)
+    if form is None:
+        return None
+    encoded, digits, mac = form.groups()
+    if len(encoded) % 4 == 1:  # no base64 text has this length, padded or not
         return None
     try:
-        raw = base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4))
-        session = raw.decode("utf-8", "surrogatepass")
-    except (binascii.Error, ValueError):
+        raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        session = raw.decode()
+    except (binascii.Error, UnicodeDecodeError):
         return None
-    number = int(parts[1])
-    if not hmac.compare_digest(parts[2], _mac(session, number, keyed)):
+    if len(session) > MAX_SESSION_NAME or make_session(session) != encoded:
+        return None  # (another spelling of the same bytes is not an id handed out)
+    number = int(digits)
+    if not hmac.compare_digest(mac, _mac(session, number, keyed)):
         return None
     return session, number

@@ -15,9 +15,8 @@ answers the task; any other step is played as on any endpoint).
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
-from ..scenario.model import TERMINAL_STATUSES, Reply
+from ..scenario.model import Reply
 from . import conditions, task_ids, tasks
 from .actions import Urls
 from .choosing import Chosen, Decided, poll_step
@@ -49,21 +48,14 @@ def decide(
     assert keyed is not None  # (set with the table's generations)
     read = None if tasked is None else task_ids.read(task_id, keyed)
     if read is None or tasked is None:
-        decided = Decided(
-            started,
-            session,
-            table,
-            target,
-            urls,
-            urls.fill(not_found(target.context, task_id)),
-            False,
-        )
+        refused = urls.fill(not_found(target.skill_id, task_id))
+        decided = Decided(started, session, table, target, urls, refused, False)
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
     owner, number = read
     decided = Decided(started, owner, table, target, urls, None, False)
     if action == "input":
-        refusal = _input_refusal(tasked, request)
+        refusal = _input_refusal(tasked, task_id, request)
         if refusal is not None:  # never logged: the task goes on as it was
             decided.reply = urls.fill(refusal)
             decided.task = journalled(action, task_id, known=True, served=False)
@@ -82,7 +74,7 @@ def _touched(
             decided.reply = urls.fill(_expired(tasked, task_id))
             decided.task = journalled(action, task_id, known=True, served=False, expired=True)
         else:  # another skill's task: not at this skill's URL
-            decided.reply = urls.fill(not_found(tasked.context, task_id))
+            decided.reply = urls.fill(not_found(tasked.skill_id, task_id))
             decided.task = journalled(action, task_id, known=True, served=False)
         return decided
     record = answer
@@ -96,14 +88,17 @@ def _touched(
         return decided
     if action == "poll":
         return _polled(decided, tasked, task_id, record, view)
-    before = tasks.view(task, _without_own_event(record, action))
-    if action == "cancel":
-        reply = _cancelled(tasked, task_id, record, before, view)
-    else:
-        reply = _input(tasked, task_id, record, before, view)
-    served = reply.status < 300
+    # A cancel or an input: judged by the state the task was in when it came.
+    code = tasks.refusal(task, record, action)
+    if code is not None:  # logged, and counting for nothing (the life says so)
+        reply = tasked.refused(code, task_id, view)
+    elif action == "cancel":  # cancelling (202), or cancelled at once (settle 0: 200)
+        status = 200 if view.status == "cancelled" else 202
+        reply = tasked.reply(status, view, task_id, record.submitted_ms)
+    else:  # an input: the task goes on
+        reply = tasked.reply(202, view, task_id, record.submitted_ms)
     decided.reply = urls.fill(reply)
-    decided.task = journalled(action, task_id, known=True, served=served, view=view)
+    decided.task = journalled(action, task_id, known=True, served=code is None, view=view)
     return decided
 
 
@@ -135,47 +130,13 @@ def _polled(
         chosen = Chosen(step, index, number)
     else:
         chosen = Chosen(position=number)
-    chosen.reply = urls.fill(tasked.reply(200, view, task_id, record))
+    chosen.reply = urls.fill(tasked.reply(200, view, task_id, record.submitted_ms))
     decided.chosen = chosen
     decided.task = journalled("poll", task_id, known=True, served=True, view=view, poll=number)
     return decided
 
 
-def _cancelled(
-    tasked: TaskSkill,
-    task_id: str,
-    record: TaskRecord,
-    before: tasks.TaskView,
-    view: tasks.TaskView,
-) -> Reply:
-    """A cancel's answer: 409 in a terminal status or one the scenario does not let a
-    cancel in; else the task, cancelling (202) or cancelled at once (200)."""
-    if before.status in TERMINAL_STATUSES:
-        message = f"Task {task_id} has ended ({before.status}): there is nothing to cancel"
-        return tasked.refused("TASK_FINISHED", message, {"status": before.status})
-    if before.status not in tasked.task.cancellable and not before.cancelling:
-        message = f"Task {task_id} cannot be cancelled while {before.status}"
-        details = {"status": before.status, "cancellable": list(tasked.task.cancellable)}
-        return tasked.refused("TASK_NOT_CANCELLABLE", message, details)
-    return tasked.reply(200 if view.status == "cancelled" else 202, view, task_id, record)
-
-
-def _input(
-    tasked: TaskSkill,
-    task_id: str,
-    record: TaskRecord,
-    before: tasks.TaskView,
-    view: tasks.TaskView,
-) -> Reply:
-    """An input's answer (its body checked already): 409 unless the task waited for one;
-    else the task as it goes on (202)."""
-    if before.status != "input_required":
-        message = f"Task {task_id} is {before.status}: it does not wait for input"
-        return tasked.refused("TASK_NOT_AWAITING_INPUT", message, {"status": before.status})
-    return tasked.reply(202, view, task_id, record)
-
-
-def _input_refusal(tasked: TaskSkill, request: Incoming) -> Reply | None:
+def _input_refusal(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply | None:
     """422 ``TASK_INPUT_INVALID`` for an input that is not a JSON object, or meets the
     ``expects:`` of none of the task's input phases (details: the conditions that failed,
     of the first); None: it may be the input expected."""
@@ -185,8 +146,8 @@ def _input_refusal(tasked: TaskSkill, request: Incoming) -> Reply | None:
         why = "it is not an object"
         if isinstance(body, conditions.UnreadableBody):
             why = body.why
-        message = f"A task's input is a JSON object; {why}"
-        return tasked.refused("TASK_INPUT_INVALID", message, {"failed": [f"the body: {why}"]})
+        unread = [f"the body: {why}; a task's input is a JSON object"]
+        return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": unread})
     failures: list[str] = []
     for expects in tasked.inputs:
         failed = [reason for c in expects if (reason := conditions.failed(c, facts))]
@@ -195,20 +156,8 @@ def _input_refusal(tasked: TaskSkill, request: Incoming) -> Reply | None:
         failures = failures or failed
     if not tasked.inputs:  # nothing expected: any object (a task never waiting gets 409)
         return None
-    message = "The input does not meet what the task expects: " + "; ".join(failures)
-    details: dict[str, Any] = {"failed": failures}
-    return tasked.refused("TASK_INPUT_INVALID", message, details)
+    return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": failures})
 
 
 def _expired(tasked: TaskSkill, task_id: str) -> Reply:
-    message = f"Task {task_id} is gone: its time-to-live ended"
-    return tasked.refused("TASK_EXPIRED", message, {"ttl_ms": tasked.task.ttl_ms})
-
-
-def _without_own_event(record: TaskRecord, action: str) -> TaskRecord:
-    """*record* as it was before the request that touched it (its own event, the last,
-    logged at the store's time now, taken off): the state the request found."""
-    events = record.events
-    if events and events[-1].action == action and events[-1].at_ms == record.now_ms:
-        return record._replace(events=events[:-1])
-    return record
+    return tasked.refused("TASK_EXPIRED", task_id, details={"ttl_ms": tasked.task.ttl_ms})

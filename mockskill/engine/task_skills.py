@@ -19,10 +19,9 @@ from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, Context
 from ..scenario.model import Reply, Skill, Task
 from ..scenario.when import Condition
-from . import task_ids, tasks
+from . import task_ids, task_wire, tasks
 from .digests import KeyedDigest
 from .entries import escaped, shorten
-from .store import TaskRecord
 
 DEFAULT_MAX_TASKS = 20_000
 """The live tasks a server holds at most unless told (``--max-tasks``): tasks not yet
@@ -48,6 +47,9 @@ class TaskSkill:
     can still take (every timed phase, the cancel's settle), its time-to-live, and
     :data:`EXPIRED_KEPT_MS`. A phase counted by polls, or waiting for input, lasts only while
     the consumer polls it: each poll keeps it this long again."""
+    submit_keep_ms: int
+    """How long a Submit asks the store to keep a new task (:func:`.tasks.keep_ms_at_submit`,
+    and :data:`EXPIRED_KEPT_MS`)."""
     inputs: tuple[tuple[Condition, ...], ...]
     """The ``expects:`` of each ``input_required`` phase, in order."""
     context: Context
@@ -61,13 +63,11 @@ class TaskSkill:
             return None
         timed = sum(phase.duration_ms or 0 for phase in task.life)
         keep_ms = timed + task.cancel_settle_ms + task.ttl_ms + EXPIRED_KEPT_MS
+        submit_keep_ms = tasks.keep_ms_at_submit(task) + EXPIRED_KEPT_MS
         inputs = tuple(p.expects for p in task.life if p.status == "input_required")
         context = Context(skill.id, f"{BASE_URL}/skills/{skill.id}/tasks")
-        return cls(task, skill.id, f"{skill.scenario}/{skill.id}", keep_ms, inputs, context)
-
-    def status_url(self, task_id: str) -> str:
-        """Task *task_id*'s status URL, with ``{base_url}`` (filled per request)."""
-        return f"{BASE_URL}/skills/{self.skill_id}/tasks/{task_id}"
+        qualified = f"{skill.scenario}/{skill.id}"
+        return cls(task, skill.id, qualified, keep_ms, submit_keep_ms, inputs, context)
 
     def submitted(
         self, session: str, number: int, at_ms: float, keyed: KeyedDigest
@@ -75,32 +75,44 @@ class TaskSkill:
         """The 202 of task *number* of *session*, submitted at *at_ms*: its reply (with
         ``{base_url}``), its state then, and its id."""
         task_id = task_ids.make(session, number, keyed)
-        record = TaskRecord(self.skill, at_ms, 0, (), at_ms)
-        view = tasks.view(self.task, record)
-        url = self.status_url(task_id)
-        body = tasks.task_json(self.task, view, task_id, url, at_ms)
-        headers = tasks.accepted_headers(url, view)
-        return Reply.json(202, body, headers), view, task_id
+        view = tasks.view(self.task, tasks.submitted_record(self.skill, at_ms))
+        return self.reply(202, view, task_id, at_ms), view, task_id
 
-    def reply(self, status: int, view: tasks.TaskView, task_id: str, record: TaskRecord) -> Reply:
+    def reply(self, status: int, view: tasks.TaskView, task_id: str, submitted_ms: float) -> Reply:
         """The task as it is (*view*), answered with *status* (with ``{base_url}``): a
-        poll's 200, a cancel's or an input's 202."""
-        url = self.status_url(task_id)
-        body = tasks.task_json(self.task, view, task_id, url, record.submitted_ms)
-        headers = tasks.state_headers(view)
-        return Reply.json(status, body, headers)
+        poll's 200, a submit's, a cancel's or an input's 202 (with ``Location``)."""
+        return task_wire.reply(
+            self.task,
+            view,
+            skill_id=self.skill_id,
+            task_id=task_id,
+            submitted_ms=submitted_ms,
+            status=status,
+        )
 
-    def refused(self, code: str, message: str, details: dict[str, Any] | None = None) -> Reply:
-        """A task error in the unified body (``TASK_NOT_FOUND`` ...: the catalog's)."""
-        return Reply.error(catalog.render(code, self.context, message=message, details=details))
+    def refused(
+        self,
+        code: str,
+        task_id: str,
+        view: tasks.TaskView | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Reply:
+        """A request on task *task_id* refused with *code* (``TASK_...``, the catalog's), in
+        the unified body; *view*: the task as it is, for one handed out."""
+        return task_wire.refused(
+            code,
+            task_id=task_id,
+            skill_id=self.skill_id,
+            task=self.task,
+            view=view,
+            details=details,
+        )
 
 
-def not_found(context: Context, task_id: str) -> Reply:
+def not_found(skill_id: str | None, task_id: str) -> Reply:
     """404 ``TASK_NOT_FOUND`` for *task_id* (unknown, malformed, another server's, or not a
-    task skill's)."""
-    details = {"task_id": shown_id(task_id), "fix": "poll the URL the submit's Location named"}
-    message = f"No task {shown_id(task_id)!r}: follow the Location header of the 202"
-    return Reply.error(catalog.render("TASK_NOT_FOUND", context, message=message, details=details))
+    task skill's), at skill *skill_id*'s status URLs."""
+    return task_wire.refused("TASK_NOT_FOUND", task_id=task_id, skill_id=skill_id)
 
 
 def over_cap(context: Context, limit: int) -> Reply:

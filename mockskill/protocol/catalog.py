@@ -253,28 +253,90 @@ RATE_LIMITED = Category(
 (so not in :data:`CATEGORIES`): a provider answering in-protocol sends
 ``ENDPOINT_UNREACHABLE`` (503) with retry advice instead (docs/rate-limits.md). The audit
 treats it as retryable, with the advice the answer gave."""
-_TASK_CODES = tuple(  # interim: s17-life's codes replace these at the merge
-    Category(
-        code=c,
-        statuses=(st,),
-        retryable=False,
-        message=m,
-        when=m,
-        fix=m,
-        default_details=lambda ctx: {},
-    )
-    for c, st, m in (
-        ("TASK_NOT_FOUND", 404, "Task not found"),
-        ("TASK_EXPIRED", 404, "Task expired"),
-        ("TASK_FINISHED", 409, "Task finished"),
-        ("TASK_NOT_CANCELLABLE", 409, "Task not cancellable"),
-        ("TASK_NOT_AWAITING_INPUT", 409, "Task not awaiting input"),
-        ("TASK_INPUT_INVALID", 422, "Task input invalid"),
-    )
+
+
+def _task_details(ctx: Context) -> dict[str, Any]:
+    return {"task_id": None}
+
+
+TASK_NOT_FOUND = Category(
+    code="TASK_NOT_FOUND",
+    statuses=(404,),
+    retryable=False,
+    message="Task {task_id} not found",
+    when=(
+        "a status URL names a task this server never handed out: an unknown, malformed or"
+        " another server's id, or a skill that does not run as a task"
+    ),
+    fix="follow the Location of the invoke's 202 (or task.status_url) instead of building URLs",
+    default_details=_task_details,
 )
+TASK_EXPIRED = Category(
+    code="TASK_EXPIRED",
+    statuses=(404,),
+    retryable=False,
+    message="Task {task_id} has expired",
+    when="the task ended longer ago than its time-to-live (task.ttl_ms): its state is gone",
+    fix="read a task's outcome within ttl_ms of its end; invoke the skill again for a new one",
+    default_details=_task_details,
+)
+TASK_FINISHED = Category(
+    code="TASK_FINISHED",
+    statuses=(409,),
+    retryable=False,
+    message="Task {task_id} has finished ({status}): it cannot be cancelled",
+    when="a cancel of a task already completed, failed or cancelled",
+    fix="read the task's outcome (GET its status URL); there is nothing left to cancel",
+    default_details=_task_details,
+)
+TASK_NOT_CANCELLABLE = Category(
+    code="TASK_NOT_CANCELLABLE",
+    statuses=(409,),
+    retryable=False,
+    message="Task {task_id} cannot be cancelled while it is {status}",
+    when="a cancel of a live task in a status its skill does not allow cancelling in",
+    fix="cancel only in the statuses details.cancellable lists, or wait for the task's end",
+    default_details=_task_details,
+)
+TASK_NOT_AWAITING_INPUT = Category(
+    code="TASK_NOT_AWAITING_INPUT",
+    statuses=(409,),
+    retryable=False,
+    message="Task {task_id} is not awaiting input (it is {status})",
+    when="an input posted to a task whose status is not input_required",
+    fix="poll the status URL and post input only while task.status is input_required",
+    default_details=_task_details,
+)
+TASK_INPUT_INVALID = Category(
+    code="TASK_INPUT_INVALID",
+    statuses=(422,),
+    retryable=False,
+    message="The input does not meet what task {task_id} expects",
+    when="an input that is not a JSON object, or does not meet the task's expects:",
+    fix="post a JSON object meeting the conditions details.failed names",
+    default_details=_task_details,
+)
+TASK_CODES: tuple[str, ...] = (
+    TASK_NOT_FOUND.code,
+    TASK_EXPIRED.code,
+    TASK_FINISHED.code,
+    TASK_NOT_CANCELLABLE.code,
+    TASK_NOT_AWAITING_INPUT.code,
+    TASK_INPUT_INVALID.code,
+)
+"""A long-running task's refusals (docs/tasks.md): outside the chapter, none retryable."""
+
 OUTSIDE_CHAPTER: Mapping[str, Category] = {
-    RATE_LIMITED.code: RATE_LIMITED,
-    **{c.code: c for c in _TASK_CODES},
+    c.code: c
+    for c in (
+        RATE_LIMITED,
+        TASK_NOT_FOUND,
+        TASK_EXPIRED,
+        TASK_FINISHED,
+        TASK_NOT_CANCELLABLE,
+        TASK_NOT_AWAITING_INPUT,
+        TASK_INPUT_INVALID,
+    )
 }
 """Codes mockskill sends that the chapter does not define, marked so in docs/catalog.md."""
 SERVED_CODES: tuple[str, ...] = tuple(c.code for c in CATEGORIES.values() if c.sent_by_provider)
@@ -387,7 +449,7 @@ def render(
     advice (``None`` removes it). Overrides are assumed checked (see
     :func:`status_problem` and :func:`retry_problem`).
     """
-    category = CATEGORIES.get(code) or OUTSIDE_CHAPTER[code]  # (RATE_LIMITED: outside it)
+    category = CATEGORIES.get(code) or OUTSIDE_CHAPTER[code]  # (RATE_LIMITED, TASK_*)
     final_details = category.default_details(context)
     if details:
         final_details.update(details)
