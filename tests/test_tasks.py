@@ -553,3 +553,19 @@ def test_a_redis_store_refuses_tasks_in_words_not_a_crash(serve: Any, redis_url:
     assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
     assert "tasks are not kept in a shared store yet" in error["message"]
     assert requests.post(f"{server.url}/skills/plain/invoke").status_code == 200
+
+
+def test_a_skill_honouring_idempotency_key_replays_the_same_task(serve: Any) -> None:
+    scenarios = skill(phase("working", polls=3), completed())
+    report = next(s for s in scenarios.skills if s.id == "report")
+    honouring = dataclasses.replace(report, idempotency_key=True)
+    scenario = scenarios.scenarios[0]
+    skills = tuple(honouring if s.id == "report" else s for s in scenario.skills)
+    server = serve(ScenarioSet((dataclasses.replace(scenario, skills=skills),)))
+    first = submit(server.url, **{"Idempotency-Key": "k-1"})
+    again = submit(server.url, **{"Idempotency-Key": "k-1"})
+    other = submit(server.url, **{"Idempotency-Key": "k-2"})
+    assert first.status_code == again.status_code == other.status_code == 202
+    assert again.headers["Location"] == first.headers["Location"]
+    assert other.headers["Location"] != first.headers["Location"]
+    assert [e["task"]["action"] for e in journal(server)] == ["submit", "submit"]

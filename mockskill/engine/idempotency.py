@@ -85,6 +85,9 @@ def ran(chosen: Chosen | None) -> Reply | None:
     if step.ran is not None:
         return step.ran
     assert chosen is not None
+    if step.task == "submit":  # its answer is the task's 202 (a refusal over the cap: none)
+        submitted = chosen.reply
+        return submitted if submitted is not None and submitted.status == 202 else None
     cut = (
         chosen.execution_ms is not None
         and chosen.timeout is not None
