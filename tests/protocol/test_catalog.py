@@ -480,7 +480,7 @@ def test_a_tasks_refusal_renders_in_the_unified_body_without_retry_advice(
 ) -> None:
     category = catalog.OUTSIDE_CHAPTER[code]
     assert not category.retryable
-    assert category.message and category.when and category.fix
+    assert all((category.message, category.when, category.fix))
     rendered = render(code, details={"task_id": "abc.0.0123456789", "status": "working"})
     assert rendered.status == status
     assert rendered.retry is None
