@@ -204,9 +204,7 @@ def test_a_refusal_echoes_a_hostile_id_bounded() -> None:
         pytest.param(REPORT, 2600, (TaskEvent("cancel", T0 + 2000, 0),), id="cancelled"),
         pytest.param(REPORT, 7000, (), id="completed"),
         pytest.param(FAILS, 7000, (), id="failed"),
-        pytest.param(
-            report(TaskPhase("completed", HERE)), 7000, (), id="completed-without-result"
-        ),
+        pytest.param(report(TaskPhase("completed", HERE)), 7000, (), id="completed-without-result"),
         pytest.param(report(TaskPhase("failed", HERE)), 7000, (), id="failed-without-error"),
     ],
 )
