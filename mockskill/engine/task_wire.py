@@ -12,16 +12,16 @@ included). The 202s (a submit, a cancel settling, an input) carry ``Location``.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import json
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, retry_after_seconds
-from ..scenario.model import Reply, Task
+from ..scenario.model import JSON_TYPE, Reply, Task
 from .tasks import TaskView
 
 __all__ = ["created_at", "refused", "reply", "status_path", "status_url", "task_json"]
@@ -40,33 +40,47 @@ def status_url(skill_id: str, task_id: str) -> str:
     return BASE_URL + status_path(skill_id, task_id)
 
 
+@functools.lru_cache(maxsize=4096)
+def _second(second: int) -> str:
+    # Tasks submitted in one second share it: formatting a time is most of a poll's text.
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
 def created_at(submitted_ms: float) -> str:
     """*submitted_ms* (epoch ms) in RFC 3339, UTC, to the millisecond: ``...T09:30:39.123Z``."""
-    when = datetime.datetime.fromtimestamp(submitted_ms / 1000, datetime.UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    second, ms = divmod(int(submitted_ms), 1000)
+    return f"{_second(second)}.{ms:03d}Z"
 
 
-@functools.lru_cache(maxsize=256)
-def _json_of(body: bytes) -> Any:
-    """A scripted reply's body as JSON (the model's replies are few; each is parsed once)."""
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body.decode("utf-8", "replace")
-
-
-def _outcome(task: Task, view: TaskView) -> tuple[str, Any] | None:
-    """``("result", ...)`` or ``("error", ...)`` for a completed or failed task."""
+def _outcome(task: Task, view: TaskView) -> tuple[str, bytes | None] | None:
+    """``("result", body)`` or ``("error", body)`` for a completed or failed task: the
+    body of the reply its phase scripts (None: none scripted)."""
     if view.status not in ("completed", "failed"):
         return None
     scripted = task.life[view.phase].reply
-    if view.status == "completed":
-        return "result", None if scripted is None else _json_of(scripted.body)
-    if scripted is None:
-        rendered = catalog.render("EXECUTION_TIMEOUT")
-        return "error", json.loads(rendered.body)["error"]
-    body = _json_of(scripted.body)
-    return "error", body.get("error", body) if isinstance(body, dict) else body
+    body = None if scripted is None else scripted.body
+    return ("result" if view.status == "completed" else "error"), body
+
+
+@functools.lru_cache(maxsize=256)
+def _outcome_value(key: str, body: bytes | None) -> Any:
+    """The value of ``result`` or ``error`` (the model's replies are few: each is read once)."""
+    if body is None:
+        if key == "result":
+            return None
+        return json.loads(catalog.render("EXECUTION_TIMEOUT").body)["error"]
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace")
+    if key == "error" and isinstance(value, dict):
+        return value.get("error", value)  # the unified body's error object
+    return value
+
+
+@functools.lru_cache(maxsize=256)
+def _outcome_text(key: str, body: bytes | None) -> str:
+    return json.dumps(_outcome_value(key, body))
 
 
 def task_json(
@@ -88,7 +102,7 @@ def task_json(
         out["cancelling"] = True
     outcome = _outcome(task, view)
     if outcome is not None:
-        out[outcome[0]] = outcome[1]
+        out[outcome[0]] = _outcome_value(*outcome)
     return out
 
 
@@ -104,15 +118,31 @@ def reply(
     """An answer carrying the task: 202 for a submit, a cancel settling or an input (with
     ``Location``), 200 for a poll or a cancel done at once. ``Retry-After`` on a live
     status."""
-    headers: dict[str, str] = {}
+    url = status_url(skill_id, task_id)
+    headers: tuple[tuple[str, str], ...] = ()
     if status == 202:
-        headers["Location"] = status_url(skill_id, task_id)
+        headers = (("Location", url),)
     if view.poll_after_ms is not None:
-        headers["Retry-After"] = str(retry_after_seconds(view.poll_after_ms))
-    body = {
-        "task": task_json(task, view, skill_id=skill_id, task_id=task_id, submitted_ms=submitted_ms)
-    }
-    return Reply.json(status, body, headers)
+        headers += (("Retry-After", str(retry_after_seconds(view.poll_after_ms))),)
+    # Written out rather than dumped whole: a poll's answer is made on every poll. The
+    # body is :func:`task_json`'s, which a test holds it to.
+    dumps = json.dumps
+    text = (
+        f'{{"task": {{"id": {dumps(task_id)}, "status": {dumps(view.status)},'
+        f' "status_url": {dumps(url)}'
+    )
+    if view.poll_after_ms is not None:
+        text += f', "poll_after_ms": {view.poll_after_ms}'
+    text += f', "created_at": "{created_at(submitted_ms)}", "ttl_ms": {task.ttl_ms}'
+    if view.progress is not None:
+        text += f', "progress": {view.progress}'
+    if view.cancelling:
+        text += ', "cancelling": true'
+    outcome = _outcome(task, view)
+    if outcome is not None:
+        text += f', "{outcome[0]}": {_outcome_text(outcome[0], outcome[1])}'
+    # Its status URL holds {base_url}: filled per request, like every templated reply.
+    return Reply(status, headers, (text + "}}").encode(), JSON_TYPE, templated=True)
 
 
 def refused(

@@ -193,3 +193,30 @@ def test_a_refusal_echoes_a_hostile_id_bounded() -> None:
     assert len(body["error"]["details"]["task_id"]) <= 128
     assert len(body["error"]["message"]) < 200
     assert "status_url" not in body["error"]["details"]  # never handed out: no URL made
+
+
+@pytest.mark.parametrize(
+    ("t", "ms", "events"),
+    [
+        pytest.param(REPORT, 0, (), id="submitted"),
+        pytest.param(REPORT, 3000, (), id="working-progress"),
+        pytest.param(REPORT, 2100, (TaskEvent("cancel", T0 + 2000, 0),), id="cancelling"),
+        pytest.param(REPORT, 2600, (TaskEvent("cancel", T0 + 2000, 0),), id="cancelled"),
+        pytest.param(REPORT, 7000, (), id="completed"),
+        pytest.param(FAILS, 7000, (), id="failed"),
+        pytest.param(report(TaskPhase("completed", HERE)), 7000, (), id="completed-without-result"),
+        pytest.param(report(TaskPhase("failed", HERE)), 7000, (), id="failed-without-error"),
+    ],
+)
+@pytest.mark.parametrize("status", [200, 202])
+def test_the_answers_body_is_the_task_object(
+    t: Task, ms: float, events: tuple[TaskEvent, ...], status: int
+) -> None:
+    v = at(t, ms, *events)
+    made = reply(t, v, skill_id="report", task_id=ID, submitted_ms=T0, status=status)
+    expected = task_json(t, v, skill_id="report", task_id=ID, submitted_ms=T0)
+    assert json.loads(made.body) == {"task": expected}
+    _, headers, body = sent(made)
+    assert body["task"]["status_url"] == URL
+    assert ("Retry-After" in headers) == (v.terminal_at_ms is None)
+    assert ("Location" in headers) == (status == 202)

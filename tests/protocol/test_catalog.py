@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -452,3 +454,62 @@ def test_the_check_of_error_bodies_says_what_breaks_the_unified_shape(
     else:
         assert found is not None
         assert found.startswith(problem)
+
+
+# -- codes outside the chapter: a rate limit's, a long-running task's ------------------
+
+TASK_STATUSES = {
+    "TASK_NOT_FOUND": 404,
+    "TASK_EXPIRED": 404,
+    "TASK_FINISHED": 409,
+    "TASK_NOT_CANCELLABLE": 409,
+    "TASK_NOT_AWAITING_INPUT": 409,
+    "TASK_INPUT_INVALID": 422,
+}
+
+
+def test_the_codes_outside_the_chapter_are_a_rate_limits_and_a_tasks() -> None:
+    assert set(catalog.OUTSIDE_CHAPTER) == {"RATE_LIMITED", *TASK_STATUSES}
+    assert set(catalog.TASK_CODES) == set(TASK_STATUSES)
+    assert not set(catalog.OUTSIDE_CHAPTER) & set(CODES)  # never taken for the chapter's
+
+
+@pytest.mark.parametrize(("code", "status"), sorted(TASK_STATUSES.items()))
+def test_a_tasks_refusal_renders_in_the_unified_body_without_retry_advice(
+    code: str, status: int
+) -> None:
+    category = catalog.OUTSIDE_CHAPTER[code]
+    assert not category.retryable
+    assert all((category.message, category.when, category.fix))
+    rendered = render(code, details={"task_id": "abc.0.0123456789", "status": "working"})
+    assert rendered.status == status
+    assert rendered.retry is None
+    assert header(rendered, "Retry-After") is None
+    error = error_of(rendered)
+    assert catalog.error_body_problem({"error": error}) is None
+    assert error["code"] == code
+    assert "abc.0.0123456789" in error["message"]
+    assert "{" not in error["message"]  # every name it uses is filled
+
+
+CATALOG_PAGE = Path(__file__).resolve().parents[2] / "docs" / "catalog.md"
+
+
+def catalog_rows() -> dict[str, str]:
+    """docs/catalog.md's error table: each code's row."""
+    rows = {}
+    for line in CATALOG_PAGE.read_text().splitlines():
+        found = re.match(r"\| `([A-Z_]+)`", line)
+        if found and line.count("|") > 5:
+            rows[found.group(1)] = line
+    return rows
+
+
+@pytest.mark.parametrize("code", [*CODES, *catalog.OUTSIDE_CHAPTER])
+def test_the_catalog_page_lists_every_code_with_its_statuses(code: str) -> None:
+    row = catalog_rows()[code]
+    category = CATEGORIES.get(code) or catalog.OUTSIDE_CHAPTER[code]
+    status_cell = row.split("|")[2]
+    for status in category.statuses:
+        assert str(status) in status_cell, row
+    assert ("(outside the chapter)" in row) == (code in catalog.OUTSIDE_CHAPTER), row
