@@ -184,7 +184,7 @@ def test_states_move_on_time_with_progress_spread_over_the_phase(serve: Any) -> 
     server = serve(
         skill(
             phase("submitted", duration_ms=300),
-            phase("working", duration_ms=400, progress=(25, 75), poll_after_ms=100),
+            phase("working", duration_ms=600, progress=(25, 75), poll_after_ms=100),
             completed(),
         )
     )
@@ -292,24 +292,24 @@ def test_a_cancel_with_no_settle_is_cancelled_at_once(serve: Any) -> None:
 
 
 def test_a_cancel_settles_then_the_task_is_cancelled(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed(), cancel_settle_ms=300))
+    server = serve(skill(phase("working", duration_ms=5000), completed(), cancel_settle_ms=400))
     location = submit(server.url).headers["Location"]
     accepted = requests.post(f"{location}/cancel")  # the alias
     assert accepted.status_code == 202
     task = accepted.json()["task"]
     assert (task["status"], task["cancelling"]) == ("working", True)
     assert requests.get(location).json()["task"]["cancelling"] is True
-    time.sleep(0.4)
+    time.sleep(0.5)
     settled = requests.get(location)
     assert settled.json()["task"]["status"] == "cancelled"
     assert "Retry-After" not in settled.headers
 
 
 def test_a_cancel_loses_the_race_when_the_task_completes_within_the_settle(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=200), completed(), cancel_settle_ms=400))
+    server = serve(skill(phase("working", duration_ms=300), completed(), cancel_settle_ms=600))
     location = submit(server.url).headers["Location"]
     assert requests.delete(location).status_code == 202
-    time.sleep(0.7)
+    time.sleep(0.8)
     assert requests.get(location).json()["task"]["status"] == "completed"
 
 
@@ -403,11 +403,11 @@ def test_an_input_while_not_waiting_for_one_is_409(serve: Any) -> None:
 
 
 def test_after_its_ttl_the_status_url_answers_404_task_expired(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=100), completed(), ttl_ms=200))
+    server = serve(skill(phase("working", duration_ms=100), completed(), ttl_ms=400))
     location = submit(server.url).headers["Location"]
     time.sleep(0.15)
     assert requests.get(location).json()["task"]["status"] == "completed"
-    time.sleep(0.25)
+    time.sleep(0.45)
     gone = requests.get(location)
     assert gone.status_code == 404
     assert gone.json()["error"]["code"] == "TASK_EXPIRED"
