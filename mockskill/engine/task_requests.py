@@ -20,6 +20,7 @@ from ..scenario.model import Reply
 from . import conditions, task_ids, tasks
 from .actions import Urls
 from .choosing import Chosen, Decided, poll_step
+from .digests import KeyedDigest
 from .incoming import Incoming
 from .matching import RoutingTable, Target, task_path_parts, task_request
 from .pending import Later, Pending
@@ -46,7 +47,7 @@ def decide(
     tasked = target.tasked
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
-    read = None if tasked is None else task_ids.read(task_id, keyed)
+    read = None if tasked is None else _read(table, task_id, keyed)
     if read is None or tasked is None:
         refused = urls.fill(not_found(target.skill_id, task_id))
         decided = Decided(started, session, table, target, urls, refused, False)
@@ -62,6 +63,24 @@ def decide(
             return decided
     need = _new(Touch, (owner, number, action, tasked.keep_ms))
     return _new(Pending, (need, partial(_touched, decided, tasked, task_id, action)))
+
+
+MAX_KEPT_READS = 4096
+"""Task ids whose reading a table keeps (beyond: read anew, then kept)."""
+
+
+def _read(table: RoutingTable, task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
+    """What *task_id* reads (:func:`.task_ids.read`), kept on *table* for the next poll."""
+    if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours: not kept either
+        return None
+    reads = table.task_reads
+    if task_id in reads:
+        return reads[task_id]
+    read = task_ids.read(task_id, keyed)
+    if len(reads) >= MAX_KEPT_READS:
+        reads.clear()  # atomic, unlike evicting one: handle() runs on threads
+    reads[task_id] = read
+    return read
 
 
 def _touched(
