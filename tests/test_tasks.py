@@ -569,3 +569,14 @@ def test_a_skill_honouring_idempotency_key_replays_the_same_task(serve: Any) -> 
     assert again.headers["Location"] == first.headers["Location"]
     assert other.headers["Location"] != first.headers["Location"]
     assert [e["task"]["action"] for e in journal(server)] == ["submit", "submit"]
+
+
+def test_a_long_sessions_tasks_are_journalled_under_ids_that_tell_them_apart(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    session = "s" * 200
+    locations = [submit(server.url, session=session).headers["Location"] for _ in range(2)]
+    for location in locations:
+        requests.get(location)
+    ids = [e["task"]["id"] for e in journal(server, session)]
+    assert ids == [location.rsplit("/", 1)[1] for location in (*locations, *locations)]
+    assert ids[0] != ids[1]

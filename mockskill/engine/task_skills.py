@@ -141,7 +141,7 @@ def journalled(
 ) -> dict[str, Any]:
     """What a request did to a task, as its journal entry keeps it (``Entry.task``)."""
     return {
-        "id": shown_id(task_id),
+        "id": task_id if known else shown_id(task_id),  # (one handed out is bounded)
         "action": action,
         "known": known,
         "expired": expired,
