@@ -228,7 +228,8 @@ def _spread(phase: TaskPhase, life: _Life, now_ms: float, polls: int, n: int) ->
     if phase.duration_ms is not None:
         if phase.duration_ms <= 0:
             return n - 1
-        elapsed = max(0.0, min(now_ms, life.terminal_at or now_ms) - life.begin_ms)
+        until = now_ms if life.terminal_at is None else min(now_ms, life.terminal_at)
+        elapsed = max(0.0, until - life.begin_ms)  # (a cancelled task: as its settle ended)
         index = math.floor(elapsed * n / phase.duration_ms)
     elif phase.polls is not None:
         if phase.polls <= 0:
