@@ -47,7 +47,6 @@ __all__ = [
     "TaskView",
     "keep_ms",
     "keep_ms_at_submit",
-    "phase_of",
     "refusal",
     "submitted_record",
     "view",
@@ -282,12 +281,6 @@ def refusal(task: Task, record: TaskRecord, action: str) -> str | None:
         events = events[:-1]
     life = _walk(task, record, events)
     return life.apply(TaskEvent(action, record.now_ms, record.polls))
-
-
-def phase_of(task: Task, task_view: TaskView) -> TaskPhase:
-    """The phase of ``task.life`` the view is in (``expects:`` of an ``input_required``,
-    the reply of a ``completed`` or ``failed``)."""
-    return task.life[task_view.phase]
 
 
 def submitted_record(skill: str, at_ms: float) -> TaskRecord:
