@@ -47,7 +47,6 @@ __all__ = [
     "TaskView",
     "keep_ms",
     "keep_ms_at_submit",
-    "phase_of",
     "refusal",
     "submitted_record",
     "view",
@@ -228,7 +227,8 @@ def _spread(phase: TaskPhase, life: _Life, now_ms: float, polls: int, n: int) ->
     if phase.duration_ms is not None:
         if phase.duration_ms <= 0:
             return n - 1
-        elapsed = max(0.0, min(now_ms, life.terminal_at or now_ms) - life.begin_ms)
+        until = now_ms if life.terminal_at is None else min(now_ms, life.terminal_at)
+        elapsed = max(0.0, until - life.begin_ms)  # (a cancelled task: as its settle ended)
         index = math.floor(elapsed * n / phase.duration_ms)
     elif phase.polls is not None:
         if phase.polls <= 0:
@@ -281,12 +281,6 @@ def refusal(task: Task, record: TaskRecord, action: str) -> str | None:
         events = events[:-1]
     life = _walk(task, record, events)
     return life.apply(TaskEvent(action, record.now_ms, record.polls))
-
-
-def phase_of(task: Task, task_view: TaskView) -> TaskPhase:
-    """The phase of ``task.life`` the view is in (``expects:`` of an ``input_required``,
-    the reply of a ``completed`` or ``failed``)."""
-    return task.life[task_view.phase]
 
 
 def submitted_record(skill: str, at_ms: float) -> TaskRecord:

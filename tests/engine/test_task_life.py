@@ -190,7 +190,9 @@ def test_a_cancel_settles_then_the_task_is_cancelled() -> None:
         T0 + 2500,
     )
     assert after.poll_after_ms is None
-    assert at(REPORT, 9000, 0, cancel).status == "cancelled"  # the life's end no longer counts
+    long_after = at(REPORT, 9000, 0, cancel)
+    assert long_after.status == "cancelled"  # the life's end no longer counts
+    assert long_after.progress == 10  # as the settle ended
 
 
 def test_a_cancel_loses_the_race_when_the_life_ends_within_the_settle() -> None:
@@ -370,6 +372,17 @@ def test_a_timed_life_is_its_intervals(seed: int) -> None:
         assert (seen.phase, seen.status, seen.progress) == (index, t.life[index].status, progress)
         assert (seen.terminal_at_ms is not None) == (index == len(t.life) - 1)
         assert seen.settles_at_ms == T0 + bounds[-1]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_life_on_polls_is_its_counts(seed: int) -> None:
+    rng = random.Random(seed)
+    counts = [rng.randrange(1, 5) for _ in range(rng.randrange(1, 5))]
+    t = task(*(phase("working", polls=n) for n in counts), phase("completed"))
+    expected = [index for index, n in enumerate(counts) for _ in range(n)]
+    seen = [at(t, rng.uniform(0, 10**7), polls).phase for polls in range(1, len(expected) + 3)]
+    assert seen == [*expected, len(counts), len(counts)]
+    assert at(t, 0, 0).phase == 0  # before the first poll
 
 
 def mixed_life(rng: random.Random) -> Task:

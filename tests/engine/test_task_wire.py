@@ -218,5 +218,5 @@ def test_the_answers_body_is_the_task_object(
     assert json.loads(made.body) == {"task": expected}
     _, headers, body = sent(made)
     assert body["task"]["status_url"] == URL
-    assert ("Retry-After" in headers) == (v.terminal_at_ms is None)
+    assert ("Retry-After" in headers) == (not v.terminal)
     assert ("Location" in headers) == (status == 202)
