@@ -19,9 +19,12 @@ from typing import Any
 import httpx
 import pytest
 import requests
+from click.testing import CliRunner
 from werkzeug.test import Client
 
 from mockskill import Server, create_app, load_text
+from mockskill.cli import cli
+from mockskill.cli import serve as serve_command
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
 from mockskill.engine.task_ids import make
@@ -580,3 +583,31 @@ def test_a_long_sessions_tasks_are_journalled_under_ids_that_tell_them_apart(ser
     ids = [e["task"]["id"] for e in journal(server, session)]
     assert ids == [location.rsplit("/", 1)[1] for location in (*locations, *locations)]
     assert ids[0] != ids[1]
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def test_serve_hands_max_tasks_to_the_server_from_the_flag_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    given: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def server(*args: Any, **options: Any) -> None:
+        given.append(options["max_tasks"])
+        raise Stop
+
+    monkeypatch.setattr(serve_command, "Server", server)
+    runner = CliRunner()
+    assert isinstance(runner.invoke(cli, ["serve", "--max-tasks", "7"]).exception, Stop)
+    assert isinstance(
+        runner.invoke(cli, ["serve"], env={"MOCKSKILL_MAX_TASKS": "9"}).exception, Stop
+    )
+    assert isinstance(runner.invoke(cli, ["serve"]).exception, Stop)
+    assert given == [7, 9, 20_000]
+    refused = runner.invoke(cli, ["serve", "--max-tasks", "0"])
+    assert refused.exit_code == 2
+    assert "--max-tasks" in refused.output
