@@ -611,3 +611,12 @@ def test_serve_hands_max_tasks_to_the_server_from_the_flag_or_the_environment(
     refused = runner.invoke(cli, ["serve", "--max-tasks", "0"])
     assert refused.exit_code == 2
     assert "--max-tasks" in refused.output
+
+
+def test_the_journal_lists_a_tasks_requests_by_their_endpoint_kind(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    location = submit(server.url).headers["Location"]
+    requests.get(location), requests.delete(location)
+    found = requests.get(f"{server.url}/__admin/journal", params={"endpoint": "task"}).json()
+    assert [e["method"] for e in found["entries"]] == ["GET", "DELETE"]
+    assert {e["task"]["action"] for e in found["entries"]} == {"poll", "cancel"}

@@ -68,6 +68,7 @@ ENDPOINT_KINDS = (
     "describe",
     "invoke",
     "route",
+    "task",
     "token",
     "authorize",
     "unmatched",

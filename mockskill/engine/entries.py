@@ -147,8 +147,9 @@ class Entry(NamedTuple):
     status: int | None
     """The HTTP status answered; None when no answer was sent (a fault, a client gone)."""
     endpoint: str
-    """``list``, ``describe``, ``invoke``, ``route``, ``token``, ``authorize``, ``unmatched``,
-    or ``refused`` (turned away before matching: a body or a session name over the limit)."""
+    """``list``, ``describe``, ``invoke``, ``route``, ``task`` (a task's status URL),
+    ``token``, ``authorize``, ``unmatched``, or ``refused`` (turned away before matching: a
+    body or a session name over the limit)."""
     skill: str | None = None
     scenario: str | None = None
     step: int | None = None
