@@ -16,10 +16,10 @@ from typing import Any
 from .problems import Path, describe
 from .reader import Reader
 
-UNITS: dict[str, int] = {"ms": 1, "s": 1000, "m": 60_000}
+UNITS: dict[str, int] = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 """Each unit a duration may end in, and its milliseconds."""
 WRITTEN = "a duration with its unit: 500ms, 1s, 1.5s, 5m"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m)")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
 
 def read_duration(
