@@ -144,7 +144,15 @@ def _cancel(r: Reader, value: Any, path: Path) -> tuple[tuple[str, ...], int] | 
         found: list[str] = []
         for i, status in enumerate(listed_):
             where = (*path, "allowed", i)
-            if not r.among(status, where, LIVE_STATUSES, shown=LIVE_STATUSES):
+            if status in TERMINAL_STATUSES:
+                r.bad(
+                    where,
+                    f"a live status: {listed(LIVE_STATUSES)}",
+                    f"{status!r}, a terminal status",
+                    "a task that has ended cannot be cancelled (a cancel then gets 409)",
+                )
+                ok = False
+            elif not r.among(status, where, LIVE_STATUSES):
                 ok = False
             elif status not in found:
                 found.append(status)
@@ -205,7 +213,7 @@ def _phase(r: Reader, value: Any, path: Path, ctx: StepContext) -> TaskPhase | N
     status: str = raw["status"]
     terminal = status in TERMINAL_STATUSES
     duration, polls = _length(r, raw, path, status)
-    progress = _progress(r, raw, path, lasts=duration is not None or polls is not None)
+    progress = _progress(r, raw, path, lasts="for" in raw or "polls" in raw)
     poll_after = None
     if "poll_after" in raw:
         if terminal:
@@ -311,7 +319,7 @@ def _progress(r: Reader, raw: dict[str, Any], path: Path, *, lasts: bool) -> tup
         return ()
     values: list[int] = []
     for i, item in enumerate(value):
-        number = r.number_at(item, (*where, i), minimum=0, maximum=100, unit="%")
+        number = r.number_at(item, (*where, i), minimum=0, maximum=100)
         if number is None:
             return ()
         if values and number <= values[-1]:

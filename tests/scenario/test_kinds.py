@@ -83,7 +83,8 @@ def test_the_loader_reads_the_declared_step_kinds() -> None:
     )
     [two] = _problems(_invoke("{json: 1, text: a}"))
     assert two.expected == (
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task in a step"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        " in a step"
     )
 
 
