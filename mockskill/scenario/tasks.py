@@ -65,7 +65,7 @@ MAX_SPAN_MS = 86_400_000
 MAX_POLLS = 1_000_000
 """The most polls a phase may last."""
 _DEFAULTS = Task(life=(), where=Position("", 0, 0))
-"""A task of defaults only: what a ``task:`` leaves out is its."""
+"""A task with every default: what a ``task:`` leaves out is read from it."""
 
 
 def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | None:
@@ -133,16 +133,16 @@ def _cancel(r: Reader, value: Any, path: Path) -> tuple[tuple[str, ...], int] | 
         return None
     ok = True
     if "allowed" in raw:
-        listed_ = raw["allowed"]
-        if not isinstance(listed_, list):
+        statuses = raw["allowed"]
+        if not isinstance(statuses, list):
             r.bad(
                 (*path, "allowed"),
                 f"a list of live statuses ({listed(LIVE_STATUSES, 'and')}; [] for never)",
-                describe(listed_),
+                describe(statuses),
             )
             return None
         found: list[str] = []
-        for i, status in enumerate(listed_):
+        for i, status in enumerate(statuses):
             where = (*path, "allowed", i)
             if status in TERMINAL_STATUSES:
                 r.bad(

@@ -660,6 +660,7 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             ("{life: [{status: working, for: 1.5s}, {status: completed}]}", True),
             ("{life: [{status: working, for: 500ms}, {status: completed}]}", True),
             ("{life: [{status: working, for: 5m}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 24h}, {status: completed}]}", True),
             ("{life: [{status: working, for: 5}, {status: completed}]}", False),
             ("{life: [{status: working, for: -1s}, {status: completed}]}", False),
             ("{life: [{status: working, for: 2d}, {status: completed}]}", False),
