@@ -1025,3 +1025,23 @@ def test_every_bundled_task_skill_says_capability_type_task(bundled: dict[str, S
         assert json.loads(skill.descriptor)["capability_type"] == "task"
         assert skill.invoke is not None
         assert skill.invoke.steps[0].task == "submit"
+
+
+def test_the_polls_are_among_the_sequences_a_skill_may_play() -> None:
+    # What looks at every sequence (a WSGI server refusing transport faults, a recording
+    # looking for proxies) sees the status URL's too.
+    skill = the_skill(task_skill(life(DONE, more="polls: [{fault: EMPTY_RESPONSE}]\n")))
+    assert skill.task is not None and skill.task.polls is not None
+    assert skill.task.polls in skill.sequences
+    assert skill.invoke in skill.sequences
+
+
+def test_a_server_without_the_raw_socket_refuses_a_fault_on_the_status_url() -> None:
+    from mockskill.engine.capabilities import check_playable
+
+    text = task_skill(life(DONE, more="polls: [{fault: EMPTY_RESPONSE}, {task: status}]\n"))
+    with pytest.raises(ScenarioError) as caught:
+        check_playable(load_text(text, "s.yaml"), raw_socket=False)
+    [problem] = caught.value.problems
+    assert problem.line == 6  # the poll step's line
+    assert "transport fault" in problem.found
