@@ -1031,7 +1031,8 @@ def test_the_polls_are_among_the_sequences_a_skill_may_play() -> None:
     # What looks at every sequence (a WSGI server refusing transport faults, a recording
     # looking for proxies) sees the status URL's too.
     skill = the_skill(task_skill(life(DONE, more="polls: [{fault: EMPTY_RESPONSE}]\n")))
-    assert skill.task is not None and skill.task.polls is not None
+    assert skill.task is not None
+    assert skill.task.polls is not None
     assert skill.task.polls in skill.sequences
     assert skill.invoke in skill.sequences
 
