@@ -23,7 +23,7 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import cases, delays, loader, rate_limits, steps, tasks
+from mockskill.scenario import cases, delays, durations, loader, rate_limits, steps, tasks
 from mockskill.scenario.model import (
     CASE_END_RULES,
     END_RULES,
@@ -31,6 +31,9 @@ from mockskill.scenario.model import (
     RATE_ANSWERS,
     RATE_HEADER_FORMS,
     RETRY_AFTER_FORMS,
+    TASK_STATUSES,
+    TASK_STEP_KINDS,
+    TERMINAL_STATUSES,
 )
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
@@ -198,6 +201,18 @@ def test_rate_limit_forms_and_bounds_match_the_loader() -> None:
     assert defs["rate_key"]["anyOf"][0]["enum"] == ["session", "credential", "client"]
     named = [list(form["properties"]) for form in defs["rate_key"]["anyOf"][1:]]
     assert named == [[kind] for kind in rate_limits.NAMED_KEYS]
+
+
+def test_task_statuses_kinds_and_bounds_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    assert defs["task_phase"]["properties"]["status"]["enum"] == list(TASK_STATUSES)
+    live = [status for status in TASK_STATUSES if status not in TERMINAL_STATUSES]
+    assert defs["task_cancel"]["properties"]["allowed"]["items"]["enum"] == live
+    assert defs["step"]["properties"]["task"]["enum"] == list(TASK_STEP_KINDS)
+    assert defs["task_phase"]["properties"]["polls"]["maximum"] == tasks.MAX_POLLS
+    units = re.search(r"\(([a-z|]+)\)\$$", defs["duration"]["pattern"])
+    assert units is not None
+    assert sorted(units.group(1).split("|")) == sorted(durations.UNITS)
 
 
 def test_faults_and_timeout_statuses_match_the_loader() -> None:
