@@ -145,11 +145,14 @@ def read_skill(
     if task is not None and invoke_read is not None:
         sequences = [invoke_read[0], *(case.sequence for case in invoke_read[1])]
         if not tasks.starts_task(s for s in sequences if s is not None):
+            written = "invoke" in raw  # else proxy: forwards it
             r.bad(
-                (*path, "invoke" if "invoke" in raw else "proxy"),
+                (*path, "invoke" if written else "proxy"),
                 "a step with task: submit in the invoke of a task skill",
                 "none: no invocation would start the task",
-                "add {task: submit} (an invoke left out is that one step)",
+                "add {task: submit} (an invoke left out is that one step)"
+                if written
+                else "proxy: forwards the invoke too; write invoke: {task: submit}",
                 at_key=True,
             )
     if describe_read is None or invoke_read is None or len(r.problems) > before:

@@ -882,6 +882,16 @@ CASES: list[tuple[str, str, str, int, str, str, str, str]] = [
         "add {task: submit}",
     ),
     (
+        "a task skill that forwards its invoke",
+        task_skill(life(DONE), before="proxy: 'http://h:1'\n"),
+        "skills[0].proxy",
+        3,
+        "proxy",
+        "a step with task: submit in the invoke of a task skill",
+        "none",
+        "write invoke: {task: submit}",
+    ),
+    (
         "a bad step in the polls",
         task_skill(life(DONE, more="polls: [{error: NOPE}]\n")),
         "skills[0].task.polls[0].error",
