@@ -1002,6 +1002,7 @@ def test_the_bundled_timeout_fails_with_execution_timeout_and_advice(
     failed = task.life[-1].reply
     assert failed is not None
     assert (failed.status, failed.error_code) == (504, "EXECUTION_TIMEOUT")
+    assert json.loads(failed.body)["error"]["details"] == {"timeout_ms": 3000, "elapsed_ms": 3001}
     assert failed.retry is not None
     assert failed.retry.suggested_delay_ms == 2000
 
