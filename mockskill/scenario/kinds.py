@@ -57,6 +57,13 @@ STEP_KINDS: tuple[StepKind, ...] = (
         body=True,
         made_per_request=True,
     ),
+    StepKind(
+        "task",
+        "a long-running task's answer: `submit` starts it (202), `status` reports it as it is"
+        " now (see [long-running tasks](#long-running-tasks))",
+        body=True,
+        made_per_request=True,
+    ),
     StepKind("status", "a result's status (200 to 599); alone, a result without a body"),
     StepKind("fault", "a transport fault done to the connection instead of an answer"),
     StepKind("hang", "the connection held without a byte, then closed, or answered late"),

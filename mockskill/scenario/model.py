@@ -446,8 +446,12 @@ class Skill:
 
     @property
     def sequences(self) -> tuple[Sequence, ...]:
-        """Every sequence its endpoints may play: defaults and cases'."""
-        return _sequences((self.describe, self.invoke), self.describe_cases + self.invoke_cases)
+        """Every sequence its endpoints may play: defaults and cases', and its task's status
+        URL's ``polls:``."""
+        polls = self.task.polls if self.task is not None else None
+        return _sequences(
+            (self.describe, self.invoke, polls), self.describe_cases + self.invoke_cases
+        )
 
     @property
     def accepted(self) -> Range | None:

@@ -19,10 +19,10 @@ from ..protocol import catalog
 from ..protocol import descriptor as descriptors
 from ..protocol.catalog import Context
 from ..protocol.versions import Range, parse_version
-from . import proxy_config, rate_limits
+from . import proxy_config, rate_limits, tasks
 from .cases import read_endpoint
 from .credentials import read_requirement
-from .model import TLS_FAULTS, Reply, Requirement, Sequence, Skill, Step
+from .model import JSON_TYPE, TLS_FAULTS, Reply, Requirement, Sequence, Skill, Step
 from .problems import Path, describe
 from .reader import Reader
 from .source import Position
@@ -42,6 +42,7 @@ SKILL_KEYS = (
     "timeout_status",
     "idempotency_key",
     "rate_limit",
+    "task",
     "accepts",
     "upgrade_url",
     "requires",
@@ -75,7 +76,10 @@ def read_skill(
     requires = read_requirement(r, raw.get("requires"), (*path, "requires"))
     unreachable = r.boolean(raw.get("unreachable", False), (*path, "unreachable")) or False
     tls = _tls_fault(r, raw, path, unreachable)
-    document, served = _descriptor(r, raw, path, checked_id, unreachable, requires, tls)
+    runs_task = raw.get("task") is not None  # its invoke starts a task (read below)
+    document, served = _descriptor(
+        r, raw, path, checked_id, unreachable, requires, tls, task=runs_task
+    )
     body = served if served is not None else b"{}"
     describe_ctx = StepContext(
         Context.for_skill(checked_id, "describe", unreachable=unreachable, tls=tls is not None),
@@ -86,6 +90,7 @@ def read_skill(
         Context.for_skill(checked_id, "invoke", unreachable=unreachable, tls=tls is not None),
         body,
         IN_SKILL,
+        tasks=("submit",) if runs_task else (),
     )
     where = r.position(path)
     default_describe = Sequence((Step(Reply.make(200, body, "application/json"), where),))
@@ -94,6 +99,8 @@ def read_skill(
     else:
         ok_reply = Reply.json(200, {"skill": checked_id, "result": "ok"})
     default_invoke = Sequence((Step(ok_reply, where),))
+    if runs_task:  # its invoke starts the task: 202 and the status URL
+        default_invoke = Sequence((Step(Reply.make(202, b"", JSON_TYPE), where, task="submit"),))
     proxied = proxy_config.shorthand(r, raw, path)  # proxy: URL: both endpoints forward to it
     if isinstance(proxied, Sequence):
         default_describe = default_invoke = proxied
@@ -134,6 +141,20 @@ def read_skill(
     upgrade_url = r.string(raw, "upgrade_url", path, default=catalog.UPGRADE_URL)
     honours = r.boolean(raw.get("idempotency_key", False), (*path, "idempotency_key"))
     rate_limit = rate_limits.read_rate_limit(r, raw, path)
+    task = tasks.read_task(r, raw.get("task"), (*path, "task"), invoke_ctx)
+    if task is not None and invoke_read is not None:
+        sequences = [invoke_read[0], *(case.sequence for case in invoke_read[1])]
+        if not tasks.starts_task(s for s in sequences if s is not None):
+            written = "invoke" in raw  # else proxy: forwards it
+            r.bad(
+                (*path, "invoke" if written else "proxy"),
+                "a step with task: submit in the invoke of a task skill",
+                "none: no invocation would start the task",
+                "add {task: submit} (an invoke left out is that one step)"
+                if written
+                else "proxy: forwards the invoke too; write invoke: {task: submit}",
+                at_key=True,
+            )
     if describe_read is None or invoke_read is None or len(r.problems) > before:
         return None
     (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read
@@ -161,6 +182,7 @@ def read_skill(
         idempotency_key=bool(honours),
         tls=tls,
         rate_limit=rate_limit,
+        task=task,
     )
 
 
@@ -200,8 +222,13 @@ def _descriptor(
     unreachable: bool,
     requires: Requirement | None,
     tls: str | None = None,
+    *,
+    task: bool = False,
 ) -> tuple[Any, bytes | None]:
-    """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem."""
+    """The descriptor (any JSON value, even null) and its JSON; None for JSON after a problem.
+
+    A *task* skill's default says ``capability_type: task`` (what ``descriptor:`` writes
+    still wins; a raw descriptor is served as written)."""
     if "raw_descriptor" in raw:
         if "descriptor" in raw:
             r.bad(
@@ -224,6 +251,8 @@ def _descriptor(
         )
         return None, None
     base = descriptors.default(skill_id, unreachable=unreachable, tls=tls is not None)
+    if task:
+        base["capability_type"] = "task"
     if requires is not None:
         base["auth"] = descriptors.auth_section(requires.type, requires.scopes)
     merged = descriptors.merge(base, override)

@@ -28,6 +28,7 @@ from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
     JSON_TYPE,
+    TASK_STEP_KINDS,
     TEXT_TYPE,
     Choice,
     EndRule,
@@ -50,7 +51,7 @@ from .templates import OPEN, JsonTemplate, Template
 from .waits_and_faults import BAD as _BAD
 from .waits_and_faults import KEEP_ALIVE_KEYS
 
-__all__ = ["KEEP_ALIVE_KEYS", "MAX_DELAY_MS", "read_sequence", "read_step"]
+__all__ = ["BESIDE_TASK", "KEEP_ALIVE_KEYS", "MAX_DELAY_MS", "read_sequence", "read_step"]
 
 STEP_KEYS = (
     "error",
@@ -78,6 +79,7 @@ STEP_KEYS = (
     "after",
     "set_state",
     "rate_limited",
+    "task",
 )
 ERROR_ONLY = ("message", "details", "retry")
 SEQUENCE_KEYS = ("steps", "end")
@@ -95,6 +97,9 @@ class StepContext:
     """The skill's descriptor, for ``descriptor: true``; None outside a skill."""
     scope: Scope = ANYWHERE
     """What its ``{{...}}`` placeholders may read (a skill's, or a route's and its path's)."""
+    tasks: tuple[str, ...] = ()
+    """The ``task:`` steps it may be (:data:`~.model.TASK_STEP_KINDS`): ``submit`` in a task
+    skill's invoke, ``status`` in its ``task: polls:``; none elsewhere."""
 
 
 def read_sequence(
@@ -180,6 +185,8 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
         return proxy_config.proxy_step(r, raw, path, ctx, read_step)
     if "rate_limited" in raw:  # refused: the engine writes the answer per request
         return rate_limits.scripted_step(r, raw, path)
+    if "task" in raw:  # a task started or reported: the engine writes the answer per request
+        return _task_step(r, raw, path, ctx)
     if "after" in raw:  # the skill ran, then its answer was lost (commit then fail)
         return after.scripted_after(r, raw, path, ctx, read_step, _plain_step)
     kinds = [k for k in BODY_KINDS if k in raw]
@@ -228,6 +235,52 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
         fault=fault,
         keep_alive=keep_alive,
     )
+
+
+BESIDE_TASK = ("task", "times", "delay", "set_state")
+"""A ``task:`` step's keys: its answer is the task's, made per request by the engine."""
+_TASK_PLACES = {
+    "submit": (
+        "a task skill's invoke",
+        "give the skill a task: (its invoke then defaults to {task: submit})",
+    ),
+    "status": (
+        "a task's polls:",
+        "task: status answers the status URL: write it in the skill's task: polls:",
+    ),
+}
+_TASK_STATUS = {"submit": 202, "status": 200}
+"""The status of each ``task:`` step's answer (docs/tasks.md): 202 Accepted, 200."""
+
+
+def _task_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    """A step with ``task:`` (its ``times`` and ``set_state`` are read by the caller).
+
+    Its :attr:`~.model.Step.reply` only describes the answer (its status, no body): the
+    engine writes the task's JSON, ``Location`` and ``Retry-After`` per request."""
+    where = (*path, "task")
+    kind = raw["task"]
+    if not r.among(kind, where, TASK_STEP_KINDS):
+        return None
+    if kind not in ctx.tasks:
+        place, hint = _TASK_PLACES[kind]
+        r.bad(where, f"task: {kind} only in {place}", f"task: {kind} here", hint)
+        return None
+    others = [k for k in raw if k not in BESIDE_TASK]
+    if others:
+        r.bad(
+            (*path, others[0]),
+            f"only {listed(BESIDE_TASK[1:], 'and')} beside task",
+            f"{others[0]} as well",
+            "the answer is the task's own; another answer goes in another step",
+            at_key=True,
+        )
+        return None
+    delay = waits_and_faults.delay(r, raw, "delay", path)
+    if delay is _BAD:
+        return None
+    reply = Reply.make(_TASK_STATUS[kind], b"", JSON_TYPE)
+    return Step(reply, r.position(path), delay=delay, task=kind)
 
 
 def _one_of(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:

@@ -78,12 +78,13 @@ def test_the_loader_reads_the_declared_step_kinds() -> None:
     assert {kind.name for kind in kinds.STEP_KINDS} <= set(steps.STEP_KEYS)
     [nothing] = _problems(_invoke("{delay: 5}"))
     assert nothing.expected == (
-        "a step with error, json, text, body_base64, body_file, descriptor, rate_limited,"
+        "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, task,"
         " status, fault or hang"
     )
     [two] = _problems(_invoke("{json: 1, text: a}"))
     assert two.expected == (
-        "one of error, json, text, body_base64, body_file, descriptor or rate_limited in a step"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        " in a step"
     )
 
 

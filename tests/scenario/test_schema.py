@@ -23,7 +23,7 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import cases, delays, loader, rate_limits, steps
+from mockskill.scenario import cases, delays, durations, loader, rate_limits, steps, tasks
 from mockskill.scenario.model import (
     CASE_END_RULES,
     END_RULES,
@@ -31,6 +31,9 @@ from mockskill.scenario.model import (
     RATE_ANSWERS,
     RATE_HEADER_FORMS,
     RETRY_AFTER_FORMS,
+    TASK_STATUSES,
+    TASK_STEP_KINDS,
+    TERMINAL_STATUSES,
 )
 from mockskill.scenario.problems import format_path
 from mockskill.scenario.schema import SCHEMA_PATH, scenario_schema
@@ -104,6 +107,9 @@ OBJECTS = {
     "lognormal": (SCHEMA["$defs"]["lognormal"], delays.LOGNORMAL_KEYS),
     "rate_limit": (SCHEMA["$defs"]["rate_limit"], rate_limits.RATE_LIMIT_KEYS),
     "rate_limited": (SCHEMA["$defs"]["rate_limited"], rate_limits.RATE_LIMITED_KEYS),
+    "task": (SCHEMA["$defs"]["task"], tasks.TASK_KEYS),
+    "task phase": (SCHEMA["$defs"]["task_phase"], tasks.PHASE_KEYS),
+    "task cancel": (SCHEMA["$defs"]["task_cancel"], tasks.CANCEL_KEYS),
     **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }
 
@@ -197,6 +203,18 @@ def test_rate_limit_forms_and_bounds_match_the_loader() -> None:
     assert named == [[kind] for kind in rate_limits.NAMED_KEYS]
 
 
+def test_task_statuses_kinds_and_bounds_match_the_loader() -> None:
+    defs = SCHEMA["$defs"]
+    assert defs["task_phase"]["properties"]["status"]["enum"] == list(TASK_STATUSES)
+    live = [status for status in TASK_STATUSES if status not in TERMINAL_STATUSES]
+    assert defs["task_cancel"]["properties"]["allowed"]["items"]["enum"] == live
+    assert defs["step"]["properties"]["task"]["enum"] == list(TASK_STEP_KINDS)
+    assert defs["task_phase"]["properties"]["polls"]["maximum"] == tasks.MAX_POLLS
+    units = re.search(r"\(([a-z|]+)\)\$$", defs["duration"]["pattern"])
+    assert units is not None
+    assert sorted(units.group(1).split("|")) == sorted(durations.UNITS)
+
+
 def test_faults_and_timeout_statuses_match_the_loader() -> None:
     defs = SCHEMA["$defs"]
     assert defs["step"]["properties"]["fault"]["enum"] == list(FAULTS)
@@ -210,6 +228,12 @@ def test_faults_and_timeout_statuses_match_the_loader() -> None:
 def _invoke(step: str) -> str:
     """A scenario whose one skill's invoke endpoint is *step* (YAML flow or block text)."""
     return f"skills:\n  - id: s\n    invoke: {step}\n"
+
+
+def _task(task: str, extra: str = "") -> str:
+    """A scenario whose one skill has ``task:`` *task* (flow YAML) and the keys *extra*."""
+    more = f", {extra}" if extra else ""
+    return f"skills:\n  - {{id: s, task: {task}{more}}}\n"
 
 
 def _route(extra: str) -> str:
@@ -640,6 +664,99 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             ),
         ]
     },
+    **{
+        f"task {task}": (ok, _task(task))
+        for task, ok in [
+            ("{life: [{status: completed}]}", True),
+            ("{life: []}", False),
+            ("{poll_after: 1s}", False),
+            ("{life: [{status: completed}], poll_every: 1s}", False),
+            ("{life: [{status: working, for: 1s}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 1.5s}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 500ms}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 5m}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 24h}, {status: completed}]}", True),
+            ("{life: [{status: working, for: 5}, {status: completed}]}", False),
+            ("{life: [{status: working, for: -1s}, {status: completed}]}", False),
+            ("{life: [{status: working, for: 2d}, {status: completed}]}", False),
+            ("{life: [{status: working, polls: 1}, {status: completed}]}", True),
+            ("{life: [{status: working, polls: 0}, {status: completed}]}", False),
+            ("{life: [{status: working, for: 1s, polls: 1}, {status: completed}]}", False),
+            ("{life: [{status: working}, {status: completed}]}", False),
+            ("{life: [{status: submitted}, {status: completed}]}", False),
+            ("{life: [{status: input_required}, {status: completed}]}", True),
+            ("{life: [{status: input_required, for: 1s}, {status: completed}]}", False),
+            ("{life: [{status: completed, polls: 1}]}", False),
+            ("{life: [{status: runing, for: 1s}, {status: completed}]}", False),
+            (
+                "{life: [{status: working, for: 1s, progress: [0, 50, 100]}, {status: completed}]}",
+                True,
+            ),
+            ("{life: [{status: working, for: 1s, progress: [101]}, {status: completed}]}", False),
+            ("{life: [{status: working, for: 1s, progress: []}, {status: completed}]}", False),
+            ("{life: [{status: input_required, progress: [5]}, {status: completed}]}", False),
+            ("{life: [{status: completed, json: {a: 1}}]}", True),
+            ("{life: [{status: working, for: 1s, json: 1}, {status: completed}]}", False),
+            ("{life: [{status: failed, error: EXECUTION_TIMEOUT, status_code: 504}]}", True),
+            ("{life: [{status: failed, message: late}]}", False),
+            ("{life: [{status: failed}]}", False),
+            ("{life: [{status: cancelled, error: EXECUTION_TIMEOUT}]}", False),
+            ("{life: [{status: failed, error: NOPE}]}", False),
+            (
+                "{life: [{status: input_required, expects: {body: {/a: 1}}}, {status: completed}]}",
+                True,
+            ),
+            (
+                "{life: [{status: working, for: 1s, expects: {body: {/a: 1}}},"
+                " {status: completed}]}",
+                False,
+            ),
+            ("{life: [{status: input_required, expects: {bdy: {}}}, {status: completed}]}", False),
+            ("{life: [{status: working, for: 1s, poll_after: 2s}, {status: completed}]}", True),
+            ("{life: [{status: completed, poll_after: 2s}]}", False),
+            ("{life: [{status: completed}], poll_after: 1s, ttl: 5m}", True),
+            ("{life: [{status: completed}], poll_after: 1000}", False),
+            ("{life: [{status: completed}], ttl: 5 minutes}", False),
+            ("{life: [{status: completed}], cancel: {allowed: [], settle: 0s}}", True),
+            ("{life: [{status: completed}], cancel: {allowed: [working, input_required]}}", True),
+            ("{life: [{status: completed}], cancel: {allowed: [completed]}}", False),
+            ("{life: [{status: completed}], cancel: {allowed: working}}", False),
+            ("{life: [{status: completed}], cancel: {settle: 1}}", False),
+            ("{life: [{status: completed}], cancel: {after: 1s}}", False),
+            (
+                "{life: [{status: completed}],"
+                " polls: [{error: ENDPOINT_UNREACHABLE}, {task: status}]}",
+                True,
+            ),
+            ("{life: [{status: completed}], polls: {steps: [task: status], end: cycle}}", True),
+            ("{life: [{status: completed}], polls: {cases: []}}", False),
+            ("null", True),
+            ("5", False),
+        ]
+    },
+    **{
+        f"task step {step}": (ok, _task("{life: [{status: completed}]}", f"invoke: {step}"))
+        for step, ok in [
+            ("{task: submit}", True),
+            ("{task: submit, times: 2, delay: 5, set_state: Busy}", True),
+            ("[{error: ENDPOINT_UNREACHABLE}, {task: submit}]", True),
+            ("{one_of: [{task: submit, weight: 2}, {error: ENDPOINT_UNREACHABLE}]}", True),
+            ("{task: submit, failure_rate: 0.5}", True),
+            ("{task: start}", False),
+            ("{task: submit, json: 1}", False),
+            ("{task: submit, error: ENDPOINT_UNREACHABLE}", False),
+            ("{task: submit, fault: EMPTY_RESPONSE}", False),
+            ("{task: submit, hang: 5}", False),
+            ("{task: submit, headers: {X-A: b}}", False),
+            ("{task: submit, rate_limited: {retry_after_ms: 5}}", False),
+        ]
+    },
+    "a task step on a route": (False, _route("steps: [task: submit]")),
+    "a task step in a route's outcome": (False, _route("steps: [{one_of: [task: submit]}]")),
+    "a task with a rate limit": (
+        True,
+        _task("{life: [{status: completed}]}", "rate_limit: {capacity: 1, refill: 1}"),
+    ),
     "rate_limited on a route": (True, _route("steps: [rate_limited: {retry_after_ms: 5}]")),
     "rate_limited in the outage step": (
         True,
@@ -667,6 +784,35 @@ LOADER_ONLY: dict[str, str] = {
     "verify beside an http:// url": _invoke("{proxy: {url: 'http://h', verify: false}}"),
     "base64 without its padding": _invoke("{body_base64: 'abc'}"),
     "a body file in a scenario given as text": _invoke("{body_file: logo.png}"),
+    # where a task step may be, and what only a whole life can get wrong
+    "task: submit in a skill without task:": _invoke("{task: submit}"),
+    "task: status in a task skill's invoke": _task(
+        "{life: [{status: completed}]}", "invoke: [task: status, task: submit]"
+    ),
+    "task: submit in the polls": _task("{life: [{status: completed}], polls: [task: submit]}"),
+    "a task skill's invoke that never submits": _task(
+        "{life: [{status: completed}]}", "invoke: {json: 1}"
+    ),
+    "a terminal phase before the last": _task(
+        "{life: [{status: completed}, {status: working, for: 1s}, {status: completed}]}"
+    ),
+    "a last phase that is live": _task("{life: [{status: working, for: 1s}]}"),
+    "progress that falls": _task(
+        "{life: [{status: working, for: 1s, progress: [50, 10]}, {status: completed}]}"
+    ),
+    "a zero duration": _task("{life: [{status: working, for: 0s}, {status: completed}]}"),
+    "a duration finer than a millisecond": _task(
+        "{life: [{status: working, for: 0.0001s}, {status: completed}]}"
+    ),
+    "a poll_after longer than a step may wait": _task(
+        "{life: [{status: completed}], poll_after: 6m}"
+    ),
+    "a failed phase's status its code does not allow": _task(
+        "{life: [{status: failed, error: EXECUTION_TIMEOUT, status_code: 500}]}"
+    ),
+    "a result with placeholders": _task(
+        "{life: [{status: completed, json: {a: '{{request.body}}'}}]}"
+    ),
     # JSON Schema's bounds pass a NaN (it is neither below nor above them)
     "a refill that is not a number": (
         "skills:\n  - {id: s, rate_limit: {capacity: 1, refill: .nan}}\n"

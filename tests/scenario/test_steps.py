@@ -246,7 +246,8 @@ BAD_STEPS = [
         "skills[0].invoke.text",
         5,
         7,
-        "one of error, json, text, body_base64, body_file, descriptor or rate_limited in a step",
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        " in a step",
         "json and text together",
         "split them into two steps",
         id="two-body-kinds",
@@ -256,7 +257,8 @@ BAD_STEPS = [
         "skills[0].invoke.json",
         5,
         7,
-        "one of error, json, text, body_base64, body_file, descriptor or rate_limited in a step",
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        " in a step",
         "error and json together",
         "split them into two steps",
         id="error-and-body",
@@ -266,8 +268,8 @@ BAD_STEPS = [
         "skills[0].invoke[0]",
         4,
         9,
-        "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, status,"
-        " fault or hang",
+        "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, task,"
+        " status, fault or hang",
         "an empty mapping",
         "",
         id="empty-step",
