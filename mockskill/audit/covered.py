@@ -19,6 +19,7 @@ from .retries import (
     client_timeout_ms,
     endpoint_of,
     rate_limit_answer,
+    task_answer,
 )
 
 FAULT_NAMES: tuple[str, ...] = tuple(FAULTS)
@@ -69,6 +70,8 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
             continue
         if not answered(entry):
             continue  # no answer reached the consumer
+        if task_answer(entry):
+            continue  # a task's state: a failed task counts once for its category, below
         if entry.invalid_descriptor:
             categories[VALIDATION_ERROR] += 1
         elif entry.error_code in categories:
@@ -78,6 +81,9 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
         ):
             limited[entry.error_code] += 1
     tasks = task_coverage(entries)
+    for code, count in tasks["failed"].items():
+        if code in categories:
+            categories[code] += count  # the consumer met the error, as its task's end
     missing = {
         "categories": [c for c, n in categories.items() if not n],
         "faults": [f for f, n in faults.items() if not n],
@@ -97,13 +103,14 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
 def task_coverage(entries: Iterable[Entry]) -> dict[str, Any]:
     """The tasks whose end reached the consumer unsuccessfully, each counted once: ``failed``
     by the category of its error (the answer's ``error_code``; another code is counted
-    under its own name), and ``cancelled`` (by the consumer, or by the provider)."""
+    under its own name), and ``cancelled`` (by the consumer, or by the provider). A failed
+    task counts once for its category among the categories too (:func:`coverage`)."""
     failed = dict.fromkeys(CODES, 0)
     cancelled = 0
     ended: set[str] = set()
     for entry in entries:
         task = entry.task
-        if task is None or not task.get("served") or not answered(entry):
+        if task is None or not task_answer(entry) or not answered(entry):
             continue
         status, ident = task.get("status"), str(task.get("id"))
         if status not in ("failed", "cancelled") or ident in ended:

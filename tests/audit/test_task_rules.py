@@ -571,6 +571,8 @@ def test_coverage_counts_each_task_seen_failed_by_its_category_and_each_cancelle
     tasks = coverage(j.entries)["tasks"]
     assert tasks["failed"]["EXECUTION_TIMEOUT"] == 2
     assert tasks["cancelled"] == 1
+    # The consumer met the category: once per task, not once per poll that served it.
+    assert coverage(j.entries)["categories"]["EXECUTION_TIMEOUT"] == 2
     missing = coverage(j.entries)["missing"]["tasks"]
     assert "TASK_FAILED" not in missing
     assert "TASK_FAILED:EXECUTION_TIMEOUT" not in missing
@@ -579,6 +581,18 @@ def test_coverage_counts_each_task_seen_failed_by_its_category_and_each_cancelle
     assert "tasks: failed EXECUTION_TIMEOUT x2, cancelled x1" in table(
         report(j.entries, now=T0 + 10), "http://x"
     )
+
+
+def test_a_poll_serving_a_failed_task_is_no_failed_request_to_retry() -> None:
+    """The poll worked (200, the task's state); the task failed. Polling again is
+    poll-after-terminal's to judge, not a retry of a failure."""
+    j = Journal()
+    j.submit(0)
+    for at in (1.125, 1.3125, 1.5):
+        j.poll(at, status="failed", error_code="EXECUTION_TIMEOUT")
+    session = j.report()
+    assert [f["rule"] for f in session["findings"]] == ["poll-after-terminal"]
+    assert all(len(chain["attempts"]) == 1 for chain in session["chains"])
 
 
 def test_a_failed_state_that_never_reached_the_consumer_is_not_covered() -> None:
