@@ -28,6 +28,7 @@ state: retrying it is graded by the retry rules, on its chain, like any request.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -272,7 +273,9 @@ def _silence(items: Sequence[Entry], now: float) -> tuple[Entry, float, Entry | 
 def reinvoked_while_running(session: str, by_task: dict[str, list[Entry]]) -> list[Finding]:
     """Submits that started another task for the operation of a task still live (not yet
     served terminal, not past its ``settles_at_ms``, not cancelled): one finding per
-    operation, naming the first task and the ones started beside it."""
+    operation, naming the first task and the ones started beside it. One pass over each
+    operation's submits: a batch of identical operations, run one after another, is read
+    in linear time."""
     submits: dict[str, list[tuple[str, Entry]]] = {}  # operation -> (task id, submit)
     for ident, items in by_task.items():
         first = items[0]
@@ -285,44 +288,50 @@ def reinvoked_while_running(session: str, by_task: dict[str, list[Entry]]) -> li
             continue
         started.sort(key=lambda pair: (pair[1].started, pair[1].id))
         again: list[tuple[Entry, str, Entry, str]] = []  # (submit, live task, its submit, status)
-        for n, (_, submit) in enumerate(started):
-            for earlier, earlier_submit in started[:n]:
-                status = _live_at(by_task[earlier], submit.started)
-                if status is not None:
-                    again.append((submit, earlier, earlier_submit, status))
-                    break
+        longest: tuple[float, str, Entry] | None = None  # the earlier task live the longest
+        for ident, submit in started:
+            if longest is not None and submit.started < longest[0]:
+                _, earlier, earlier_submit = longest
+                status = _status_at(by_task[earlier], submit.started)
+                again.append((submit, earlier, earlier_submit, status))
+            until = live_until(by_task[ident])
+            if longest is None or until > longest[0]:
+                longest = (until, ident, submit)
         if again:
-            findings.append(_reinvoked(session, operation, started, again))
+            findings.append(_reinvoked(session, operation, again))
     return findings
 
 
-def _live_at(items: Sequence[Entry], at: float) -> str | None:
-    """The status task *items* (its requests, its submit first) was last known in, if it
-    was live at *at* (seconds since the epoch); None: it had ended by then."""
+def live_until(items: Sequence[Entry]) -> float:
+    """When the task of *items* (its requests, its submit first) stopped being live, in
+    seconds since the epoch (infinity: it has not): the end of its scripted life
+    (``settles_at_ms``), or of the first answer that served its terminal status, accepted
+    a cancel, or found it expired, whichever came first."""
+    until = math.inf
     settles = info(items[0]).get("settles_at_ms")
-    if settles is not None and at * 1000 >= float(settles):
-        return None
+    if settles is not None:
+        until = float(settles) / 1000
+    for entry in items:
+        task = info(entry)
+        status = task.get("status") if task.get("served") else None
+        if status in TERMINAL_STATUSES or cancel_accepted(entry) or task.get("expired"):
+            until = min(until, ended(entry))
+    return until
+
+
+def _status_at(items: Sequence[Entry], at: float) -> str:
+    """The last status the task of *items* was served in before *at* (``submitted`` when
+    no answer had ended by then)."""
     status = "submitted"
     for entry in items:
-        if ended(entry) > at:
-            break
-        if cancel_accepted(entry) or info(entry).get("expired"):
-            return None
-        served = info(entry).get("status") if info(entry).get("served") else None
-        if isinstance(served, str):
-            if served in TERMINAL_STATUSES:
-                return None
-            status = served
+        task = info(entry)
+        if ended(entry) <= at and task.get("served") and isinstance(task.get("status"), str):
+            status = task["status"]
     return status
 
 
-def _reinvoked(
-    session: str,
-    operation: str,
-    started: list[tuple[str, Entry]],
-    again: list[tuple[Entry, str, Entry, str]],
-) -> Finding:
-    first_ident, first = started[0]
+def _reinvoked(session: str, operation: str, again: list[tuple[Entry, str, Entry, str]]) -> Finding:
+    _, first_ident, first, _ = again[0]  # the first task another was started beside
     steps = [
         f"#{submit.id} started task {info(submit).get('id')}"
         f" {(submit.started - earlier_submit.started) * 1000:.0f} ms after #{earlier_submit.id}"

@@ -442,6 +442,22 @@ def test_a_second_task_for_the_operation_of_a_live_one_is_named() -> None:
     assert "same Idempotency-Key" in finding["fix"]
 
 
+def test_each_task_started_beside_a_live_one_is_named_with_the_live_one() -> None:
+    j = Journal()
+    j.submit(0, "t1")
+    finished(j, 1.125, "t1")
+    j.submit(2, "t2")  # after t1 ended: a new run
+    j.submit(2.5, "t3")  # while t2 is live
+    j.submit(3, "t4")  # while t2 and t3 are
+    [finding] = j.findings("reinvoked-while-running", now=4)
+    assert finding["task"] == "t2"
+    assert finding["attempts"] == [3, 4, 5]
+    assert finding["message"].startswith("2 more tasks started for the operation of task t2")
+    assert (
+        "#4 started task t3 500 ms after #3 started task t2, still submitted" in (finding["found"])
+    )
+
+
 def test_the_same_body_without_a_key_is_the_same_operation() -> None:
     j = Journal()
     j.submit(0, "t1", operation="body:hmac-sha256:abc")
