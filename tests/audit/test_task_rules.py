@@ -10,14 +10,17 @@ subtraction the audit does is exact).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 import requests
+from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.audit import RULES, Policy, coverage, coverage_gaps, report
 from mockskill.audit.table import table
+from mockskill.cli import cli
 from mockskill.engine.entries import Entry
 
 T0 = 1_000_000.0
@@ -652,3 +655,46 @@ def test_get_admin_report_takes_the_silence_bound() -> None:
         )
         assert bad.status_code == 400
         assert bad.json()["error"]["details"]["parameter"] == "abandoned_ms"
+
+
+# -- a server's report and its gates ----------------------------------------------------
+
+
+def test_a_servers_report_and_the_require_gate_read_the_tasks_of_its_journal() -> None:
+    """Entries recorded in a real server's journal as the engine records them: the
+    findings over HTTP, and ``mockskill report --require`` naming the task rows."""
+    now = time.time()
+    j = Journal()
+    j.submit(0, "t1")
+    j.poll(0.25, "t1")  # 125 ms after a 202 that advised 1 s
+    j.poll(1.5, "t1", "failed", error_code="EXECUTION_TIMEOUT")
+    with Server() as server:
+        for entry in j.entries:
+            # Moved to now: a report judges silence by its own time.
+            at = now - 10 + (entry.started - T0)
+            server.state.record(
+                entry._replace(
+                    id=server.state.next_id(),
+                    started=at,
+                    finished=at + entry.finished - entry.started,
+                )
+            )
+        got = requests.get(f"{server.url}/__admin/report", params={"session": "s"}, timeout=10)
+        session = got.json()["sessions"][0]
+        assert [f["rule"] for f in session["findings"]] == ["poll-too-soon"]
+        assert session["findings"][0]["task"] == "t1"
+        assert session["coverage"]["tasks"]["failed"]["EXECUTION_TIMEOUT"] == 1
+
+        def gate(*names: str) -> Any:
+            args = ["report", server.url, "--session", "s", "--require", ",".join(names)]
+            return CliRunner().invoke(cli, args)
+
+        met = gate("TASK_FAILED", "TASK_FAILED:EXECUTION_TIMEOUT")
+        assert met.exit_code == 0, met.output
+        assert "tasks: failed EXECUTION_TIMEOUT x1" in met.output
+        unmet = gate("TASK_CANCELLED")
+        assert unmet.exit_code == 1
+        assert "session 's' has not met TASK_CANCELLED" in unmet.output
+        typo = gate("TASK_CANCELED")
+        assert typo.exit_code == 2
+        assert "did you mean 'TASK_CANCELLED'?" in typo.output
