@@ -135,7 +135,7 @@ class Journal:
         return [f for f in self.report(**kwargs)["findings"] if f["rule"] == rule]
 
 
-def state(task: str, action: str, status: str | None, **fields: Any) -> dict[str, Any]:
+def state(task: str | None, action: str, status: str | None, **fields: Any) -> dict[str, Any]:
     """An ``Entry.task`` as the server journals it."""
     return {
         "id": task,
@@ -525,7 +525,7 @@ def test_a_submit_refused_over_the_cap_started_nothing() -> None:
         INVOKE,
         503,
         "invoke",
-        task={**state(None, "submit", None, served=False, known=False), "operation": "key:k1"},  # type: ignore[arg-type]
+        task={**state(None, "submit", None, served=False, known=False), "operation": "key:k1"},
         error_code="ENDPOINT_UNREACHABLE",
     )
     session = j.report(now=1)
