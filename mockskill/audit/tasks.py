@@ -247,8 +247,8 @@ def task_abandoned(
         expected="poll a task until it is served a terminal status, or cancel it (DELETE its"
         f" status URL) when giving up; silence past the next poll's due time ({due_ms:.0f} ms"
         f" after the last answer) for more than {policy.abandoned_ms:.0f} ms is leaving it",
-        found=f"the last request, #{last.id}, was answered {status}; then nothing for"
-        f" {silent_ms:.0f} ms{came_back}",
+        found=f"last served {status}; the last request, #{last.id} ({_answer(last)}), then"
+        f" nothing for {silent_ms:.0f} ms{came_back}",
         fix="when the consumer stops waiting (its own timeout, an error, shutdown), DELETE"
         " the task's status URL so that the provider stops the work; otherwise keep polling"
         " until a terminal status",
@@ -257,9 +257,9 @@ def task_abandoned(
 
 
 def _silence(items: Sequence[Entry], now: float) -> tuple[Entry, float, Entry | None]:
-    """(the request the silence follows, when it ended, the request that found the task
-    expired or None): the silence until the first request that found it expired, if one
-    did, else until *now*."""
+    """(the request the silence follows, when the silence ended, the request that ended it
+    by finding the task expired or None): the silence until the first request that found
+    it expired, if one did, else until *now*."""
     for i, entry in enumerate(items):
         if info(entry).get("expired") and i > 0:
             last = max(items[:i], key=ended)

@@ -367,7 +367,10 @@ def test_a_task_left_unpolled_past_its_due_poll_and_the_bound_is_abandoned() -> 
     assert finding["attempts"] == [2]
     assert finding["task"] == "t1"
     assert finding["message"] == "task t1 left working and unpolled for 6.0 s"
-    assert "nothing for 6016 ms by the report's time" in finding["found"]
+    assert finding["found"] == (
+        "last served working; the last request, #2 (200), then nothing for 6016 ms"
+        " by the report's time"
+    )
     assert "DELETE the task's status URL" in finding["fix"]
 
 
