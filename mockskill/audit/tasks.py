@@ -270,6 +270,19 @@ def _silence(items: Sequence[Entry], now: float) -> tuple[Entry, float, Entry | 
 # -- reinvoked-while-running ------------------------------------------------------------
 
 
+def same_task_operation(earlier: Entry, later: Entry) -> bool:
+    """Whether *earlier* and *later* are submits of one operation (the same key, or none and
+    the same body): whether *later* started a second task for it is this rule's to judge,
+    not ``duplicate-execution``'s (one double start, one finding)."""
+    first, second = info(earlier), info(later)
+    operation = first.get("operation")
+    return (
+        first.get("action") == second.get("action") == "submit"
+        and operation is not None
+        and operation == second.get("operation")
+    )
+
+
 def reinvoked_while_running(session: str, by_task: dict[str, list[Entry]]) -> list[Finding]:
     """Submits that started another task for the operation of a task still live (not yet
     served terminal, not past its ``settles_at_ms``, not cancelled): one finding per

@@ -519,6 +519,38 @@ def test_a_cancelled_task_may_be_started_afresh() -> None:
     assert len(j.findings("reinvoked-while-running", now=2)) == 1
 
 
+def lost_202_then_again(first: str, second: str) -> list[str]:
+    """A submit whose 202 the consumer hung up on (the task ran, unseen), then the invoke
+    sent again with the same body and *second* as its operation: the rules named."""
+    j = Journal()
+    for at, task, operation, lost in [(0, "t1", first, True), (1.5, "t2", second, False)]:
+        kind, _, key = operation.partition(":")
+        j.submit(
+            at,
+            task,
+            operation=operation,
+            executed=True,
+            idempotency_key=key if kind == "key" else None,
+            headers=(("Idempotency-Key", key),) if kind == "key" else (),
+            client_left=T0 + at + 0.0625 if lost else None,
+        )
+    return [f["rule"] for f in j.report(now=2)["findings"]]
+
+
+def test_a_lost_202_sent_again_unchanged_is_one_finding_the_task_rules() -> None:
+    """Without a key, the same body: one double start, named once (not duplicate-execution
+    too)."""
+    body = "body:hmac-sha256:abc"
+    assert lost_202_then_again(body, body) == ["reinvoked-while-running"]
+    assert lost_202_then_again("key:k1", "key:k1") == ["reinvoked-while-running"]
+
+
+def test_a_lost_202_sent_again_with_a_fresh_key_is_a_duplicate_execution() -> None:
+    """Another key is another operation to the task rules; the retry that ran it again
+    without the first attempt's key is duplicate-execution's, as for any skill."""
+    assert lost_202_then_again("key:k1", "key:k2") == ["duplicate-execution", "correlation-lost"]
+
+
 def test_a_submit_refused_over_the_cap_started_nothing() -> None:
     j = Journal()
     j.submit(0, "t1")
