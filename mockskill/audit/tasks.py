@@ -386,7 +386,7 @@ def status_url_ignored(session: str, built: Sequence[Entry]) -> Finding:
         endpoint=endpoint_of(built[0]),
         attempts=[e.id for e in built],
         message=f"{n} {plural(n, 'request', 'requests')} to task URLs mockskill never handed"
-        f" out ({_listed([repr(i) for i in idents])})",
+        f" out ({_listed([repr(i) for i in idents], ', ')})",
         expected="the status URL is the one the 202 gave: its Location header, the same as"
         " task.status_url, used verbatim (the id is opaque and carries the session)",
         found=_listed(steps),
@@ -402,9 +402,9 @@ def _answer(entry: Entry) -> str:
     return f"{entry.status} {entry.error_code}" if entry.error_code else str(entry.status)
 
 
-def _listed(steps: Sequence[str]) -> str:
+def _listed(steps: Sequence[str], between: str = "; ") -> str:
     """*steps* joined, the first :data:`MAX_LISTED` spelt out and the rest counted."""
     if len(steps) <= MAX_LISTED:
-        return "; ".join(steps)
+        return between.join(steps)
     more = len(steps) - MAX_LISTED
-    return "; ".join(steps[:MAX_LISTED]) + f"; and {more} more"
+    return between.join(steps[:MAX_LISTED]) + f"{between}and {more} more"

@@ -733,3 +733,25 @@ def test_a_servers_report_and_the_require_gate_read_the_tasks_of_its_journal() -
         typo = gate("TASK_CANCELED")
         assert typo.exit_code == 2
         assert "did you mean 'TASK_CANCELLED'?" in typo.output
+
+
+def test_a_long_run_of_built_urls_is_named_in_few_words() -> None:
+    j = Journal()
+    for n in range(12):
+        j.add(
+            n,
+            "GET",
+            url(f"guess-{n}"),
+            404,
+            "task",
+            task=state(f"guess-{n}", "poll", None, served=False, known=False),
+            error_code="TASK_NOT_FOUND",
+        )
+    [finding] = j.findings("status-url-ignored", now=20)
+    assert finding["attempts"] == list(range(1, 13))
+    assert finding["message"].endswith(
+        "('guess-0', 'guess-1', 'guess-2', 'guess-3', 'guess-4',"
+        " 'guess-5', 'guess-6', 'guess-7', 'guess-8', 'guess-9',"
+        " and 2 more)"
+    )
+    assert finding["found"].endswith("; and 2 more")
