@@ -32,6 +32,7 @@ PARAMETERS = (
     "herd_window_ratio",
     "herd_share",
     "burst_ms",
+    "abandoned_ms",
 )
 
 
@@ -67,6 +68,7 @@ def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
         herd_window_ratio=_number(args, "herd_window_ratio", default.herd_window_ratio, below=1.0),
         herd_share=_share(args, default.herd_share),
         burst_ms=_number(args, "burst_ms", default.burst_ms),
+        abandoned_ms=_number(args, "abandoned_ms", default.abandoned_ms),
     )
     return policy, sessions, skill
 

@@ -21,8 +21,12 @@ by concept, in the order a report is made:
   rate-limit advice (no jitter);
 - ``pacing`` — the eighth, ``rate-limit-ignored``: new requests sent to a limit after it
   said no tokens remained, before the next one;
+- ``tasks`` — the rules of long-running tasks, how a consumer waits: ``poll-too-soon``,
+  ``poll-after-terminal``, ``task-abandoned``, ``reinvoked-while-running`` and
+  ``status-url-ignored``, on each request's ``Entry.task``;
 - ``covered`` — the categories and transport faults each session met (the
-  rate-limit answers in a row of their own), and the consumer's real timeouts;
+  rate-limit answers, and the tasks seen failed or cancelled, in rows of their own),
+  and the consumer's real timeouts;
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
   of a chain, counted in coverage, and retrying a certificate that cannot
   become valid is ``non-retryable-retried``;
@@ -41,7 +45,15 @@ controls nothing, so the admin API and the faces call it, never the reverse.
 
 from __future__ import annotations
 
-from .covered import FAULT_NAMES, RATE_LIMITED_ROW, coverage, timeout_kind, timeouts
+from .covered import (
+    FAULT_NAMES,
+    RATE_LIMITED_ROW,
+    TASK_ROWS,
+    coverage,
+    task_coverage,
+    timeout_kind,
+    timeouts,
+)
 from .findings import RULES
 from .policy import Policy
 from .retries import (
@@ -76,6 +88,7 @@ __all__ = [
     "HANGUP_SLACK",
     "RATE_LIMITED_ROW",
     "RULES",
+    "TASK_ROWS",
     "TIMEOUT_STANDS_FOR",
     "VALIDATION_ERROR",
     "AttemptOutcome",
@@ -97,6 +110,7 @@ __all__ = [
     "report",
     "session_report",
     "silent_sessions",
+    "task_coverage",
     "timeout_kind",
     "timeouts",
 ]

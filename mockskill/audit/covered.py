@@ -19,6 +19,7 @@ from .retries import (
     client_timeout_ms,
     endpoint_of,
     rate_limit_answer,
+    task_answer,
 )
 
 FAULT_NAMES: tuple[str, ...] = tuple(FAULTS)
@@ -29,14 +30,36 @@ RATE_LIMITED_ROW = RATE_LIMITED.code
 or the in-protocol 503 ``ENDPOINT_UNREACHABLE`` that a limit answered."""
 
 
+TASK_FAILED_ROW = "TASK_FAILED"
+"""The gates' name (``--require TASK_FAILED``) for a task the consumer saw fail, whatever
+its error's category; ``TASK_FAILED:<CATEGORY>`` (:func:`task_failed_name`) for one of a
+category."""
+TASK_CANCELLED_ROW = "TASK_CANCELLED"
+"""The gates' name (``--require TASK_CANCELLED``) for a task the consumer saw cancelled."""
+
+
+def task_failed_name(code: str) -> str:
+    """The gates' name for a task the consumer saw fail with a *code* error."""
+    return f"{TASK_FAILED_ROW}:{code}"
+
+
+TASK_ROWS: tuple[str, ...] = (
+    TASK_FAILED_ROW,
+    *(task_failed_name(code) for code in CODES),
+    TASK_CANCELLED_ROW,
+)
+"""Every name the gates know for the task rows (``coverage["tasks"]``)."""
+
+
 def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
     """How often each category and each transport fault reached the consumer, and the
-    rate-limit answers in a row of their own (by the code they carried).
+    rate-limit answers and the tasks that ended unsuccessfully in rows of their own.
 
     A 503 a limit answered counts as ``ENDPOINT_UNREACHABLE`` too (it is one, in
     protocol); the 429 is outside the chapter, so only in its row. "complete" asks for
-    the chapter's categories and the faults, never for a rate limit (the gates can:
-    :data:`RATE_LIMITED_ROW`)."""
+    the chapter's categories and the faults, never for a rate limit or a task (the gates
+    can: :data:`RATE_LIMITED_ROW`, :data:`TASK_ROWS`)."""
+    entries = list(entries)
     categories = dict.fromkeys(CODES, 0)
     faults = dict.fromkeys(FAULT_NAMES, 0)
     limited = {RATE_LIMITED.code: 0, "ENDPOINT_UNREACHABLE": 0}
@@ -47,6 +70,8 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
             continue
         if not answered(entry):
             continue  # no answer reached the consumer
+        if task_answer(entry):
+            continue  # a task's state: a failed task counts once for its category, below
         if entry.invalid_descriptor:
             categories[VALIDATION_ERROR] += 1
         elif entry.error_code in categories:
@@ -55,18 +80,58 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
             rate_limit_answer(entry) or entry.error_code == RATE_LIMITED.code
         ):
             limited[entry.error_code] += 1
+    tasks = task_coverage(entries)
+    for code, count in tasks["failed"].items():
+        if code in categories:
+            categories[code] += count  # the consumer met the error, as its task's end
     missing = {
         "categories": [c for c, n in categories.items() if not n],
         "faults": [f for f, n in faults.items() if not n],
         "rate_limited": [] if any(limited.values()) else [RATE_LIMITED_ROW],
+        "tasks": _tasks_missing(tasks),
     }
     return {
         "categories": categories,
         "faults": faults,
         "rate_limited": limited,
+        "tasks": tasks,
         "missing": missing,
         "complete": not missing["categories"] and not missing["faults"],
     }
+
+
+def task_coverage(entries: Iterable[Entry]) -> dict[str, Any]:
+    """The tasks whose end reached the consumer unsuccessfully, each counted once: ``failed``
+    by the category of its error (the answer's ``error_code``; another code is counted
+    under its own name), and ``cancelled`` (by the consumer, or by the provider). A failed
+    task counts once for its category among the categories too (:func:`coverage`)."""
+    failed = dict.fromkeys(CODES, 0)
+    cancelled = 0
+    ended: set[str] = set()
+    for entry in entries:
+        task = entry.task
+        if task is None or not task_answer(entry) or not answered(entry):
+            continue
+        status, ident = task.get("status"), str(task.get("id"))
+        if status not in ("failed", "cancelled") or ident in ended:
+            continue
+        ended.add(ident)
+        if status == "cancelled":
+            cancelled += 1
+        else:
+            code = entry.error_code or "unknown"
+            failed[code] = failed.get(code, 0) + 1
+    return {"failed": failed, "cancelled": cancelled}
+
+
+def _tasks_missing(tasks: dict[str, Any]) -> list[str]:
+    """The names of :data:`TASK_ROWS` that *tasks* (:func:`task_coverage`) has not met."""
+    failed: dict[str, int] = tasks["failed"]
+    missing = [] if any(failed.values()) else [TASK_FAILED_ROW]
+    missing.extend(task_failed_name(code) for code in CODES if not failed[code])
+    if not tasks["cancelled"]:
+        missing.append(TASK_CANCELLED_ROW)
+    return missing
 
 
 def timeout_kind(entry: Entry) -> str:

@@ -15,7 +15,9 @@ The cure is an idempotency key: the same ``Idempotency-Key`` header value on
 every attempt of one operation (the IETF's draft-ietf-httpapi-idempotency-key-header),
 which the proxy relays and a provider that honours it (a skill with
 ``idempotency_key: true``) uses to run the operation once. A retry that sends
-the earlier attempt's key is fine.
+the earlier attempt's key is fine. A long-running task's submit sent again for the same
+operation (no key and the same body) is ``reinvoked-while-running``'s to judge
+(:mod:`.tasks`): whether the first task was still live decides it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from ..engine.state import Entry
 from .findings import Finding, plural
 from .retries import answered, endpoint_of
+from .tasks import same_task_operation
 
 RULE = "duplicate-execution"
 
@@ -100,7 +103,14 @@ def duplicate_executions(session: str, chain: Sequence[Entry]) -> list[Finding]:
     for entry in chain:
         if reached(entry):
             key = key_of(entry)
-            earlier = next((e for e in unseen if key is None or key_of(e) != key), None)
+            earlier = next(
+                (
+                    e
+                    for e in unseen
+                    if (key is None or key_of(e) != key) and not same_task_operation(e, entry)
+                ),
+                None,
+            )
             if earlier is not None:
                 pairs.append((earlier, entry))
         if ran_unseen(entry):

@@ -42,6 +42,12 @@ RULES = (
     "correlation-lost",  # audit/correlation.py: retries that drop or change a correlation header
     "retry-herd",  # audit/herds.py: chains retrying in lockstep after the same rate-limit advice
     "rate-limit-ignored",  # audit/pacing.py: requests sent on after "no tokens remain"
+    # audit/tasks.py: how a consumer waits on a long-running task
+    "poll-too-soon",  # a poll before the previous answer's Retry-After
+    "poll-after-terminal",  # polls after a terminal status was served (one grace poll)
+    "task-abandoned",  # a live task left unpolled and never cancelled
+    "reinvoked-while-running",  # a second task for the operation of a live one
+    "status-url-ignored",  # requests to task URLs mockskill never handed out
 )
 
 
@@ -68,9 +74,11 @@ class Finding:
     expected: str
     found: str
     fix: str
+    task: str | None = None
+    """The long-running task the finding is about (its id), for a task rule; else None."""
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "rule": self.rule,
             "session": self.session,
             "endpoint": self.endpoint,
@@ -80,6 +88,9 @@ class Finding:
             "found": self.found,
             "fix": self.fix,
         }
+        if self.task is not None:
+            data["task"] = self.task
+        return data
 
 
 def _ms(value: float) -> str:
@@ -233,12 +244,6 @@ def _advice_header(entry: Entry, advised_ms: float) -> str:
     return f"Retry-After: {value}"
 
 
-def _tolerance(policy: Policy) -> str:
-    return (
-        f"tolerance: {policy.tolerance_ratio:.0%} of the wait, at most {policy.tolerance_ms:.0f} ms"
-    )
-
-
 def _waited(attempts: list[Attempt], i: int) -> str:
     after = attempts[i]
     return f"#{after.entry.id} waited {_ms(after.wait_ms or 0)} after {_what(attempts, i)}"
@@ -278,10 +283,10 @@ def _too_soon(
         message=f"{n} {plural(n, 'retry', 'retries')} sooner than the advised delay",
         expected=f"wait at least error.retry.suggested_delay_ms ({_ms(advised)};"
         f" {_advice_header(attempts[indexes[0] - 1].entry, advised)}) before retrying"
-        f" ({_tolerance(policy)})"
+        f" ({policy.tolerance_text()})"
         if first.advice
         else f"wait at least the chapter's initial delay ({_ms(advised)}) before retrying"
-        f" a failure that gave no advice ({_tolerance(policy)})",
+        f" a failure that gave no advice ({policy.tolerance_text()})",
         found="; ".join(steps),
         fix="sleep before each retry: at least error.retry.suggested_delay_ms, or the"
         " Retry-After header (e.g. urllib3: Retry(respect_retry_after_header=True) with"
@@ -300,7 +305,7 @@ def _not_growing(
     expected = (
         "the n-th retry waits at least initial * 2^(n-1), initial being the first"
         " error's suggested_delay_ms, or the latest one when smaller (the chapter's"
-        f" {_ms(policy.initial_delay_ms)} when none was given) ({_tolerance(policy)})"
+        f" {_ms(policy.initial_delay_ms)} when none was given) ({policy.tolerance_text()})"
     )
     fix = (
         "double the wait after every failed retry (e.g. tenacity: wait_exponential("

@@ -60,10 +60,21 @@ class Policy:
     """``rate-limit-ignored``: requests sent within this of each other went out together
     (a burst, before any answer could be read): the ones sent with the answer that said
     no tokens remain are not judged against it."""
+    abandoned_ms: float = 5000.0
+    """``task-abandoned``: how long past its next poll's due time (the last answer's
+    ``Retry-After``, from when the consumer had it) a live task may go unpolled, by the
+    report's time, before the consumer is judged to have left it (a consumer may poll
+    later than advised; this is how much later)."""
 
     def least(self, required_ms: float) -> float:
         """The shortest wait that still counts as *required_ms*."""
         return required_ms - min(self.tolerance_ms, self.tolerance_ratio * required_ms)
+
+    def tolerance_text(self) -> str:
+        """The tolerance as a finding's expectation states it."""
+        return (
+            f"tolerance: {self.tolerance_ratio:.0%} of the wait, at most {self.tolerance_ms:.0f} ms"
+        )
 
     def herd_window(self, advised_ms: float) -> float:
         """``retry-herd``'s window for retries after an advice of *advised_ms*."""
@@ -79,6 +90,7 @@ class Policy:
             "herd_window_ratio": self.herd_window_ratio,
             "herd_share": self.herd_share,
             "burst_ms": self.burst_ms,
+            "abandoned_ms": self.abandoned_ms,
         }
 
 

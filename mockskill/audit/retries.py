@@ -50,6 +50,10 @@ def outcome(entry: Entry) -> AttemptOutcome:
         return AttemptOutcome(True, TIMEOUT_STANDS_FOR, True)
     if entry.invalid_descriptor:
         return AttemptOutcome(True, VALIDATION_ERROR, False)
+    if task_answer(entry):
+        # The request worked: it was answered with its task's state. A task that failed
+        # carries its error's code, but there is nothing to retry: the poll succeeded.
+        return AttemptOutcome(False)
     category = CATEGORIES.get(entry.error_code or "")
     if category is not None:
         return AttemptOutcome(True, category.code, category.retryable, entry.retry)
@@ -60,6 +64,19 @@ def outcome(entry: Entry) -> AttemptOutcome:
     if entry.status >= 400:
         return AttemptOutcome(True)
     return AttemptOutcome(False)
+
+
+def task_answer(entry: Entry) -> bool:
+    """Whether *entry* was answered, successfully, with a long-running task's state (a
+    202 or a 200 that may carry a failed task's error: the request worked, the task ended
+    so), rather than by a failure of the request itself."""
+    task = entry.task
+    return (
+        task is not None
+        and bool(task.get("served"))
+        and entry.status is not None
+        and entry.status < 400
+    )
 
 
 def rate_limit_answer(entry: Entry) -> bool:

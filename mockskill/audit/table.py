@@ -103,6 +103,13 @@ def _coverage_lines(coverage: dict[str, Any]) -> list[str]:
     if any(limited.values()):
         counts = ", ".join(f"{code} x{n}" for code, n in limited.items() if n)
         lines.append(f"    rate-limit answers: {counts}")
+    tasks = coverage.get("tasks") or {}
+    failed = {code: n for code, n in (tasks.get("failed") or {}).items() if n}
+    if failed or tasks.get("cancelled"):
+        ended = [f"failed {code} x{n}" for code, n in failed.items()]
+        if tasks.get("cancelled"):
+            ended.append(f"cancelled x{tasks['cancelled']}")
+        lines.append(f"    tasks: {', '.join(ended)}")
     return lines
 
 

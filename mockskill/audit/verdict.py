@@ -17,7 +17,7 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
 from .correlation import correlation_lost
-from .covered import FAULT_NAMES, RATE_LIMITED_ROW, coverage, timeouts
+from .covered import FAULT_NAMES, RATE_LIMITED_ROW, TASK_ROWS, coverage, timeouts
 from .executions import duplicate_executions
 from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
 from .handshakes import http_entries, permanent_retried, tls_coverage
@@ -25,12 +25,14 @@ from .herds import retry_herds
 from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
+from .tasks import task_findings
 
 
 def session_report(
-    name: str, entries: Sequence[Entry], policy: Policy = Policy()
+    name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
 ) -> dict[str, Any]:
-    """The audit of one session's requests."""
+    """The audit of one session's requests, at *now* (seconds since the epoch; None: the
+    time it is: a task left unpolled is judged by how long it has been)."""
     chain_list = []
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
@@ -52,6 +54,7 @@ def session_report(
     findings.extend(used_invalid(name, entries))
     findings.extend(retry_herds(name, chained, policy))
     findings.extend(rate_limit_ignored(name, chained, policy))
+    findings.extend(task_findings(name, entries, policy, time.time() if now is None else now))
     findings.sort(key=lambda f: f.attempts[0])
     return {
         "session": name,
@@ -86,7 +89,8 @@ def report(
     if sessions is not None:
         wanted = list(dict.fromkeys(sessions))
         grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
-    reports = [session_report(name, items, policy) for name, items in grouped.items()]
+    generated = time.time() if now is None else now
+    reports = [session_report(name, items, policy, generated) for name, items in grouped.items()]
     for r in reports:
         if not r["requests"]:
             # A session that sent nothing is most often a mistyped name or a
@@ -95,7 +99,7 @@ def report(
             r["did_you_mean"] = _nearest_sessions(r["session"], active)
     return {
         "clean": bool(reports) and all(r["clean"] for r in reports),
-        "generated": time.time() if now is None else now,
+        "generated": generated,
         "policy": policy.as_json(),
         "sessions": reports,
     }
@@ -112,10 +116,12 @@ def coverage_gaps(
 ) -> dict[str, list[str]]:
     """Per session, the required categories and faults it has not met (sessions with gaps only).
 
-    *required*: names of categories and faults, and :data:`RATE_LIMITED_ROW` for a
-    rate-limit answer (None: every category and fault; a rate limit only when named).
+    *required*: names of categories and faults, :data:`RATE_LIMITED_ROW` for a
+    rate-limit answer, and the task rows (:data:`~.covered.TASK_ROWS`: ``TASK_FAILED``,
+    ``TASK_FAILED:<CATEGORY>``, ``TASK_CANCELLED``) (None: every category and fault; a
+    rate limit or a task only when named).
     """
-    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW)
+    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
     wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
     unknown = wanted - set(known)
     if unknown:
@@ -125,12 +131,18 @@ def coverage_gaps(
             named.append(f"{name} (did you mean {close[0]!r}?)" if close else name)
         raise ValueError(
             f"not a category or a transport fault: {', '.join(named)};"
-            f" expected some of {', '.join(known)} (a rate-limit answer)"
+            f" expected some of {', '.join(known)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
+            " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so)"
         )
     gaps = {}
     for session in report["sessions"]:
         missing = session["coverage"]["missing"]
-        met = [*missing["categories"], *missing["faults"], *missing.get("rate_limited", [])]
+        met = [
+            *missing["categories"],
+            *missing["faults"],
+            *missing.get("rate_limited", []),
+            *missing.get("tasks", []),
+        ]
         lacking = [n for n in met if n in wanted]
         if lacking:
             gaps[session["session"]] = lacking

@@ -181,7 +181,8 @@ def schema() -> None:
     multiple=True,
     metavar="NAME[,NAME]",
     help="Exit 1 unless each session has met these categories or faults (repeatable);"
-    " RATE_LIMITED: a rate-limit answer (429, or a limit's 503).",
+    " RATE_LIMITED: a rate-limit answer (429, or a limit's 503); TASK_FAILED,"
+    " TASK_FAILED:CATEGORY, TASK_CANCELLED: a task seen to end so.",
 )
 @admin_token("The server's admin token, if it has one.")
 def report(

@@ -501,3 +501,68 @@ def test_a_herd_and_a_limits_answers_show_as_retry_herd_and_their_coverage_row(
     assert limited.inner_text() == "3"
     page.screenshot(path=str(artifacts() / "dashboard-herd.png"), full_page=True)
     assert console.errors == []
+
+
+def test_a_tasks_findings_show_with_their_fixes_and_its_end_in_a_coverage_row(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(RETRYING)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # A task polled 100 ms after a 202 that advised 1 s, served failed, then polled twice
+    # more; and a poll of an id mockskill never handed out: entries as the journal holds
+    # them (Entry.task).
+    start = time.time() - 10
+    base = {
+        "known": True,
+        "expired": False,
+        "served": True,
+        "cancelling": False,
+        "progress": None,
+        "poll": None,
+        "terminal_at_ms": None,
+    }
+    steps: list[tuple[float, str, str, int, str | None, dict[str, Any]]] = [
+        (0.0, "POST", "/skills/flaky/invoke", 202, None,
+         {"id": "t1", "action": "submit", "status": "submitted", "poll_after_ms": 1000,
+          "operation": "key:k1", "settles_at_ms": None}),
+        (0.1, "GET", "/skills/flaky/tasks/t1", 200, None,
+         {"id": "t1", "action": "poll", "status": "working", "poll_after_ms": 1000}),
+        (1.2, "GET", "/skills/flaky/tasks/t1", 200, "EXECUTION_TIMEOUT",
+         {"id": "t1", "action": "poll", "status": "failed", "poll_after_ms": None}),
+        (1.3, "GET", "/skills/flaky/tasks/t1", 200, "EXECUTION_TIMEOUT",
+         {"id": "t1", "action": "poll", "status": "failed", "poll_after_ms": None}),
+        (1.4, "GET", "/skills/flaky/tasks/t1", 200, "EXECUTION_TIMEOUT",
+         {"id": "t1", "action": "poll", "status": "failed", "poll_after_ms": None}),
+        (1.5, "GET", "/skills/flaky/tasks/guessed", 404, "TASK_NOT_FOUND",
+         {"id": "guessed", "action": "poll", "status": None, "poll_after_ms": None,
+          "known": False, "served": False}),
+    ]  # fmt: skip
+    ids = []
+    for offset, method, path, status, code, task in steps:
+        ids.append(server.state.next_id())
+        server.state.record(
+            Entry(ids[-1], start + offset, start + offset + 0.001, session, method, path,
+                  status, "task" if "/tasks/" in path else "invoke", skill="flaky",
+                  error_code=code, task={**base, **task})
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    expected = {
+        "poll-too-soon": ("1 poll of task t1 sooner than the Retry-After", "sleep the Retry-After"),
+        "poll-after-terminal": (
+            "1 poll of task t1 after it was served failed",
+            "end the poll loop",
+        ),
+        "status-url-ignored": ("never handed out ('guessed')", "follow Location"),
+    }
+    for rule, (message, fix) in expected.items():
+        finding = page.locator(f"#findings li[data-rule='{rule}']")
+        finding.wait_for(timeout=WAIT_MS)
+        text = finding.inner_text()
+        assert message in text, rule
+        assert fix in text, rule
+    failed = page.locator("#coverage .chip[data-name='failed EXECUTION_TIMEOUT'] b")
+    assert failed.inner_text() == "1"
+    page.screenshot(path=str(artifacts() / "dashboard-tasks.png"), full_page=True)
+    assert console.errors == []

@@ -28,6 +28,7 @@ from conftest import EVERY_FAILURE
 from mockskill import Server
 from mockskill.audit import (
     RULES,
+    TASK_ROWS,
     AttemptOutcome,
     Policy,
     acted_on,
@@ -773,8 +774,14 @@ def test_walking_the_bundled_catalog_and_faults_covers_everything(bundled: Serve
         with contextlib.suppress(requests.RequestException):
             _ = walker.invoke(skill, headers={"Skill-Protocol-Version": "1.0.0"}).content
     coverage = walker.report()["coverage"]
-    # Complete: a rate limit is outside the chapter, only asked for by name (RATE_LIMITED).
-    assert coverage["missing"] == {"categories": [], "faults": [], "rate_limited": ["RATE_LIMITED"]}
+    # Complete: a rate limit and a task's end are outside the chapter, only asked for by
+    # name (RATE_LIMITED, TASK_FAILED, TASK_CANCELLED, ...).
+    assert coverage["missing"] == {
+        "categories": [],
+        "faults": [],
+        "rate_limited": ["RATE_LIMITED"],
+        "tasks": list(TASK_ROWS),
+    }
     assert coverage["complete"] is True
     assert set(coverage["categories"].values()) == {1}
 
@@ -798,6 +805,7 @@ def test_the_report_has_every_session_and_names_the_policy(server: Server) -> No
         "herd_window_ratio": 0.02,
         "herd_share": 2 / 3,
         "burst_ms": 100,
+        "abandoned_ms": 5000,
     }
     assert [s["session"] for s in whole["sessions"]] == [a.session, b.session]
     assert [s["requests"] for s in whole["sessions"]] == [2, 2]

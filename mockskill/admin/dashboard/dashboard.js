@@ -666,6 +666,11 @@
     // Rate-limit answers: a row of their own, outside the chapter (so not in "complete").
     const limited = Object.fromEntries(Object.entries(coverage.rate_limited || {})
       .map(([code, count]) => [`${code === "RATE_LIMITED" ? 429 : 503} ${code}`, count]));
+    // Tasks seen to end unsuccessfully: failed by their error's category, and cancelled.
+    const tasks = coverage.tasks || {};
+    const ended = Object.fromEntries([
+      ...Object.entries(tasks.failed || {}).map(([code, count]) => [`failed ${code}`, count]),
+      ["cancelled", tasks.cancelled || 0]]);
     box.replaceChildren(
       el("h3", {}, "Coverage ", coverage.complete
         ? el("span", { class: "badge good" }, "complete")
@@ -677,7 +682,10 @@
       ...(Object.values(limited).some((count) => count) ? [
         el("p", { class: "muted" }, "Rate-limit answers (outside the chapter: not asked for"
           + " by \u201ccomplete\u201d):"),
-        chips(limited, Object.keys(limited))] : []));
+        chips(limited, Object.keys(limited))] : []),
+      ...(Object.values(ended).some((count) => count) ? [
+        el("p", { class: "muted" }, "Tasks that ended unsuccessfully (outside the chapter):"),
+        chips(ended, Object.keys(ended))] : []));
   }
 
   // -- start ----------------------------------------------------------------------------------
