@@ -204,18 +204,26 @@ class TaskEvent(NamedTuple):
     """When, on the store's clock (epoch ms)."""
     polls: int
     """The task's polls counted before it."""
+    fits: tuple[int, ...] = ()
+    """An input's: the phases (indexes into ``task.life``) whose ``expects:`` its body
+    meets; it counts only if the task is in one of them at its moment."""
 
 
 class Touch(NamedTuple):
-    """Task *number* of *session*, touched atomically: a ``poll`` counted, a ``cancel`` or
-    an ``input`` logged (:class:`TaskEvent`; at most :data:`MAX_TASK_EVENTS` kept), and kept
-    at least *keep_ms* from now. Answered a :class:`TaskRecord`, or None when the store holds
-    no such task (never submitted, or forgotten after its time)."""
+    """Task *number* of *session*, a task of *skill*, touched atomically: a ``poll``
+    counted, a ``cancel`` or an ``input`` logged (:class:`TaskEvent`, with *fits*; at most
+    :data:`MAX_TASK_EVENTS` kept), and kept at least *keep_ms* from now. Answered a
+    :class:`TaskRecord`, or None when the store holds no such task of *skill* (never
+    submitted, forgotten after its time, or another skill's: nothing counted then)."""
 
     session: str
     number: int
     action: str
     keep_ms: int
+    skill: str
+    """The skill whose status URL was asked (as :attr:`Submit.skill`)."""
+    fits: tuple[int, ...] = ()
+    """An input's phases whose ``expects:`` its body meets (:attr:`TaskEvent.fits`)."""
 
 
 MAX_TASK_EVENTS = 16

@@ -79,7 +79,7 @@ class TaskRecords:
         more; None when no such task is held (never submitted, or forgotten)."""
         key = (need.session, need.number)
         task = self._tasks.get(key)
-        if task is None:
+        if task is None or task.skill != need.skill:
             return None
         if task.keep_until <= now_ms:  # its time is over: as good as forgotten
             self._drop(key)
@@ -88,7 +88,7 @@ class TaskRecords:
         if action == "poll":
             task.polls += 1
         elif len(task.events) < MAX_TASK_EVENTS:
-            task.events = (*task.events, TaskEvent(action, now_ms, task.polls))
+            task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
         task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
         return TaskRecord(task.skill, task.submitted_ms, task.polls, task.events, now_ms)
 

@@ -61,7 +61,7 @@ def decide(
             decided.reply = urls.fill(refusal)
             decided.task = journalled(action, task_id, known=True, served=False)
             return decided
-    need = _new(Touch, (owner, number, action, tasked.keep_ms))
+    need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
     return _new(Pending, (need, partial(_touched, decided, tasked, task_id, action)))
 
 

@@ -18,7 +18,7 @@ def submit(state: State, session: str = "s", keep_ms: int = 60_000, limit: int =
 def touch(
     state: State, number: int, action: str = "poll", session: str = "s", keep_ms: int = 0
 ) -> TaskRecord | None:
-    answer = state.answer(Touch(session, number, action, keep_ms))
+    answer = state.answer(Touch(session, number, action, keep_ms, "demo/report"))
     assert answer is None or isinstance(answer, TaskRecord)
     return answer
 
@@ -109,3 +109,13 @@ def test_a_session_holding_tasks_keeps_its_numbering_past_the_sessions_bound() -
         submit(state, session=name, limit=100)
     # 'a' still holds task 0: its next task cannot be numbered 0 again.
     assert submit(state, session="a", limit=100).number == 1
+
+
+def test_a_task_touched_at_another_skills_url_is_not_found_and_not_counted() -> None:
+    state = State()
+    number = submit(state).number
+    assert number is not None
+    assert state.answer(Touch("s", number, "poll", 60_000, "demo/other")) is None
+    record = state.answer(Touch("s", number, "poll", 60_000, "demo/report"))
+    assert isinstance(record, TaskRecord)
+    assert record.polls == 1
