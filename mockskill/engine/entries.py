@@ -281,7 +281,14 @@ class Entry(NamedTuple):
     its terminal status, if it has; None: not yet), and for a submit ``operation``
     (``key:`` and the ``Idempotency-Key``, else ``body:`` and the body's digest: what a
     second invoke of the same operation repeats) and ``settles_at_ms`` (epoch ms when its
-    life ends if nothing disturbs it; None: it waits for input or counts polls)."""
+    life ends if nothing disturbs it; None: it waits for input or counts polls). A callback
+    delivery (an entry of endpoint ``callback``, made by mockskill, its ``status`` the
+    receiver's answer or None) has action ``callback`` and ``delivery`` (the change's
+    number for its task, 0-based, in the order the changes happened), ``attempt`` (0 for
+    the first try of that change), ``pushed`` (the status it carried), ``fault`` (the
+    task's scripted fault), ``forged`` (its signature was forged on purpose),
+    ``acknowledged`` (the receiver answered 2xx within the timeout), ``late_ms`` (how far
+    after the change it was sent), ``receiver`` (the URL's ``host:port``))."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and

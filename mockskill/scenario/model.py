@@ -376,6 +376,40 @@ class TaskPhase:
         return self.status in TERMINAL_STATUSES
 
 
+CALLBACK_FAULTS = ("none", "twice", "late", "out_of_order", "never", "forged")
+"""What a task's callback deliveries do (``callback: fault:``, docs/tasks.md): delivered as
+they happen, each delivered twice, late, the changes out of order, never, or signed with a
+forged signature."""
+
+
+@dataclass(frozen=True)
+class TaskCallback:
+    """``task: callback:``: the task's state changes pushed to a URL the consumer gave,
+    signed, retried with backoff until the receiver answers 2xx or attempts run out."""
+
+    url_from: tuple[str, str]
+    """Where the invoke carries the receiver's URL: (``header``, its name) or (``body``, a
+    JSON Pointer)."""
+    where: Position
+    signature_header: str = "Mockskill-Signature"
+    """The header carrying ``sha256=`` and the hex HMAC-SHA256 of the delivery's body."""
+    secret: str = ""
+    """The HMAC's key (``secret:``; the loader requires one)."""
+    attempts: int = 5
+    """Deliveries of one change at most (the first and its retries)."""
+    backoff_ms: int = 1000
+    """The wait before the first retry; doubled before each next one."""
+    timeout_ms: int = 5000
+    """A receiver answering later than this has not acknowledged (retried as a non-2xx)."""
+    on: tuple[str, ...] = ("working", "input_required", "completed", "failed", "cancelled")
+    """The statuses whose reaching is pushed."""
+    faults: tuple[str, ...] = ("none",)
+    """:data:`CALLBACK_FAULTS`, for the skill's tasks in turn (task n gets
+    ``faults[n % len(faults)]``, n its number in its session's submissions)."""
+    late_ms: int = 2000
+    """How late the ``late`` fault delivers."""
+
+
 @dataclass(frozen=True)
 class Task:
     """A skill run as a long-running task (``task:``): its invoke answers 202 with a status
@@ -399,6 +433,8 @@ class Task:
     """``polls:``: ordinary steps played on its status URL by poll number (errors, delays,
     faults, a step with ``task: status`` answering the task as it is). None: every poll
     answers the task."""
+    callback: TaskCallback | None = None
+    """``callback:``: its state changes pushed to the consumer's URL (None: polled only)."""
 
 
 @dataclass(frozen=True)
