@@ -20,7 +20,7 @@ from typing import Any
 
 from ..protocol import catalog
 from ..scenario.model import Reply, Step
-from . import limits
+from . import callbacks, limits, tasks
 from . import plan as plans
 from .actions import Urls, answer
 from .entries import escaped, shorten
@@ -63,6 +63,9 @@ def take(decided: Decided, target: Target, request: Incoming) -> Take:
     table it was matched on (a scenario removed or deactivated since the match is not in
     it); for a limited endpoint, a token of its bucket first (:mod:`.limits`)."""
     table, session = decided.table, decided.session
+    tasked = target.tasked
+    if tasked is not None and tasked.task.callback is not None:  # read now: a submit needs it
+        decided.callback_url = callbacks.receiver(tasked.task.callback, request)
     takes = table.takes.get(target.key)
     if takes is None:
         takes = table.takes[target.key] = {}
@@ -240,11 +243,20 @@ def poll_step(decided: Decided, step: Step, index: int, poll: int) -> Chosen:
     )
 
 
-def _submit(decided: Decided, target: Target) -> Pending[Decided]:
+def _submit(decided: Decided, target: Target) -> Later[Decided]:
     """*decided*, a task skill's invoke whose step is ``task: submit``, once the store has
     started its task (:class:`~.store.Submit`): answered 202 (:meth:`Decided.submitted`)."""
     tasked = target.tasked
     assert tasked is not None, "the loader puts task: submit in task skills' invokes only"
+    url = decided.callback_url
+    if url is not None:  # a receiver mockskill may not call: refused, and no task started
+        reason = callbacks.refusal(url, decided.table.callback_allow)
+        if reason is not None:
+            chosen = decided.chosen
+            assert chosen is not None
+            chosen.reply = decided.urls.fill(callbacks.refused_reply(tasked.skill_id, url, reason))
+            decided.task = task_journalled("submit", "", known=False, served=False)
+            return decided
     limit = decided.table.max_tasks
     need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit))
     return _new(Pending, (need, decided.submitted))
@@ -394,6 +406,10 @@ class Decided:
     task: dict[str, Any] | None = None
     """What it did to a long-running task, as its journal entry keeps it (``Entry.task``;
     None: it touched none)."""
+    callback_url: str | None = None
+    """The receiver's URL its invoke carries, for a task skill with ``callback:``."""
+    callback: callbacks.Notice | None = None
+    """What the courier is told of the task it submitted or touched (one with callbacks)."""
 
     __call__ = choose
     """Resumed with what the :class:`~.store.Take` of its request took: the step chosen
@@ -421,6 +437,19 @@ class Decided:
         record = task_journalled("submit", task_id, known=True, served=True, view=view)
         record["settles_at_ms"] = view.settles_at_ms
         self.task = record
+        callback = tasked.task.callback
+        if callback is not None and self.callback_url is not None:
+            self.callback = callbacks.Notice(
+                self.session,
+                number,
+                task_id,
+                tasked,
+                tasks.submitted_record(tasked.skill, at_ms),
+                self.urls,
+                self.callback_url,
+                callbacks.fault_of(callback, number),
+                target.scenario,
+            )
         return self
 
     def unchanged(self, answer: NeedAnswer) -> Decided:

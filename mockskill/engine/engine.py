@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
-from . import auth, builtin_answers, choosing, idempotency, limits, task_requests
+from . import auth, builtin_answers, callbacks, choosing, idempotency, limits, task_requests
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
@@ -98,12 +98,18 @@ class Engine:
         journal_bodies: bool = True,
         journal_body_limit: int = DEFAULT_BODY_LIMIT,
         max_tasks: int = DEFAULT_MAX_TASKS,
+        callback_allow: Iterable[str] = (),
     ) -> None:
         if max_tasks < 1:
             raise ValueError(f"max_tasks must be at least 1, not {max_tasks}")
         self.state = state
         self.max_tasks = max_tasks
         """The live tasks the server holds at most (``--max-tasks``)."""
+        self.callback_allow = tuple(callback_allow)
+        """Hosts besides loopback that task callbacks may go to (``--callback-allow``)."""
+        self.on_callback: Callable[[callbacks.Notice], None] | None = None
+        """Told of every submit and touch of a task with callbacks (the courier's; None:
+        nobody delivers them, as when the engine is driven without a server)."""
         # Task ids are signed with a key of their own, derived from the store's (the same
         # for every replica of a shared store: any of them reads any id).
         self._task_ids = KeyedDigest(KeyedDigest(state.digest_key).raw(b"task"))
@@ -185,6 +191,7 @@ class Engine:
         table.seed = self.state.seed
         table.credential_digest = self._journalling.credential_digest
         table.max_tasks, table.task_ids = self.max_tasks, self._task_ids
+        table.callback_allow = self.callback_allow
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
@@ -231,6 +238,8 @@ class Engine:
             return plans.Plan(answer(self.unavailable(incoming, exc))), journalled
         if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
             return plans.Plan(answer_of(decided)), journalled
+        if decided.callback is not None and self.on_callback is not None:
+            self.on_callback(decided.callback)  # (the courier plans; it sends later)
         reply, chosen = decided.reply_to_send(), decided.chosen
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply

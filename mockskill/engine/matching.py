@@ -270,6 +270,9 @@ class RoutingTable:
         self.max_tasks = DEFAULT_MAX_TASKS
         """The live tasks the server holds at most (``--max-tasks``; set with
         :attr:`generations`)."""
+        self.callback_allow: tuple[str, ...] = ()
+        """Hosts besides loopback that task callbacks may go to (``--callback-allow``; set
+        with :attr:`generations`)."""
         self.task_ids: KeyedDigest | None = None
         """What signs and reads task ids (:mod:`.task_ids`; set with :attr:`generations`)."""
         self.task_reads: dict[str, tuple[str, int] | None] = {}

@@ -19,6 +19,7 @@ from functools import partial
 from ..scenario.model import Reply
 from . import conditions, task_ids, tasks
 from .actions import Urls
+from .callbacks import Notice
 from .choosing import Chosen, Decided, poll_step
 from .digests import KeyedDigest
 from .incoming import Incoming
@@ -62,7 +63,7 @@ def decide(
             decided.task = journalled(action, task_id, known=True, served=False)
             return decided
     need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-    return _new(Pending, (need, partial(_touched, decided, tasked, task_id, action)))
+    return _new(Pending, (need, partial(_touched, decided, tasked, task_id, number, action)))
 
 
 MAX_KEPT_READS = 4096
@@ -84,7 +85,12 @@ def _read(table: RoutingTable, task_id: str, keyed: KeyedDigest) -> tuple[str, i
 
 
 def _touched(
-    decided: Decided, tasked: TaskSkill, task_id: str, action: str, answer: NeedAnswer
+    decided: Decided,
+    tasked: TaskSkill,
+    task_id: str,
+    number: int,
+    action: str,
+    answer: NeedAnswer,
 ) -> Decided:
     """*decided*, answered once the store touched its task (*answer*: its record, or None)."""
     urls = decided.urls
@@ -98,6 +104,9 @@ def _touched(
         return decided
     record = answer
     task = tasked.task
+    if task.callback is not None:  # the courier finds what this request changed
+        urls = decided.urls
+        decided.callback = Notice(decided.session, number, task_id, tasked, record, urls)
     view = tasks.view(task, record)
     if view.expired:
         decided.reply = urls.fill(_expired(tasked, task_id))

@@ -316,6 +316,22 @@ TASK_INPUT_INVALID = Category(
     fix="post a JSON object meeting the conditions details.failed names",
     default_details=_task_details,
 )
+TASK_CALLBACK_REFUSED = Category(
+    code="TASK_CALLBACK_REFUSED",
+    statuses=(422,),
+    retryable=False,
+    message="The callback URL {url} is refused: {reason}",
+    when=(
+        "an invoke of a task skill with callback: names a receiver mockskill may not call"
+        " (another host than loopback and --callback-allow's, not http/https, no host, over"
+        " 2 KiB): no task is started"
+    ),
+    fix=(
+        "give a loopback receiver URL (127.0.0.1, ::1, localhost), or start the server with"
+        " --callback-allow HOST for that host"
+    ),
+    default_details=lambda ctx: {"url": None, "reason": None},
+)
 TASK_CODES: tuple[str, ...] = (
     TASK_NOT_FOUND.code,
     TASK_EXPIRED.code,
@@ -336,6 +352,7 @@ OUTSIDE_CHAPTER: Mapping[str, Category] = {
         TASK_NOT_CANCELLABLE,
         TASK_NOT_AWAITING_INPUT,
         TASK_INPUT_INVALID,
+        TASK_CALLBACK_REFUSED,
     )
 }
 """Codes mockskill sends that the chapter does not define, marked so in docs/catalog.md."""

@@ -46,6 +46,7 @@ from ..scenario.loader import Scenarios, Source, load_any
 from ..scenario.reader import MAX_DELAY_MS
 from ..transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from ..transport import Request as TransportRequest
+from ..transport.courier import Courier
 from ..transport.ports import RefusedPort
 from ..transport.tls_faults import Failed
 from .access_log import access_log, log_request, log_to_stderr, masked
@@ -167,6 +168,7 @@ class Server(Expecting):
         redact: Iterable[str] = (),
         journal_bytes: int = DEFAULT_JOURNAL_BYTES,
         max_tasks: int = DEFAULT_MAX_TASKS,
+        callback_allow: Iterable[str] = (),
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -223,7 +225,11 @@ class Server(Expecting):
             journal_bodies=journal_bodies,
             journal_body_limit=journal_body_limit,
             max_tasks=max_tasks,
+            callback_allow=(callback_allow,) if isinstance(callback_allow, str) else callback_allow,
         )
+        self.courier = Courier(self.state)
+        """Sends task callbacks (docs/tasks.md, "Callbacks"), on the serving loop."""
+        self.engine.on_callback = self.courier.notice
         for name in names:  # masked in the journal from the first request on
             self.state.hide(redaction(name))
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
@@ -589,6 +595,7 @@ class Server(Expecting):
         # The TLS faults' ports serve HTTPS once their handshake succeeds.
         self._https.faults.serve(lambda: dispatcher, limits)
         self._transport.companions.append(self._https.faults)
+        self._transport.companions.append(self.courier)
         if http_sock is not None:
             self._http_sock = http_sock
             plain = transport.LoopServer(dispatcher, self.host, limits=limits, sock=http_sock)

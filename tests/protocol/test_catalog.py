@@ -469,7 +469,8 @@ TASK_STATUSES = {
 
 
 def test_the_codes_outside_the_chapter_are_a_rate_limits_and_a_tasks() -> None:
-    assert set(catalog.OUTSIDE_CHAPTER) == {"RATE_LIMITED", *TASK_STATUSES}
+    refused = "TASK_CALLBACK_REFUSED"  # (an invoke's refusal, not a status URL's)
+    assert set(catalog.OUTSIDE_CHAPTER) == {"RATE_LIMITED", refused, *TASK_STATUSES}
     assert set(catalog.TASK_CODES) == set(TASK_STATUSES)
     assert not set(catalog.OUTSIDE_CHAPTER) & set(CODES)  # never taken for the chapter's
 

@@ -1,0 +1,303 @@
+"""A task's callbacks decided: where they go, which changes are pushed when, what each says.
+
+The engine's side of ``task: callback:`` (docs/tasks.md, "Callbacks"); the courier
+(:mod:`mockskill.transport.courier`) does the sending. Everything here is pure:
+
+- at submit, :func:`receiver` reads the receiver's URL from the invoke (a header, or a JSON
+  Pointer into its body) and :func:`refusal` says whether mockskill may call it (loopback,
+  or a host of ``--callback-allow``; no DNS lookup decides it): a refused one is answered
+  422 ``TASK_CALLBACK_REFUSED`` and no task starts;
+- :func:`observe` finds the task's status changes up to a moment from the store's record
+  (:func:`.tasks.view` at each moment its life may move on: :func:`change_moments`), and
+  :func:`deliveries` turns each change into the deliveries its scripted fault makes
+  (``faults[n % len]`` for the session's task *n*: :func:`fault_of`);
+- :func:`body` and :func:`signature` make one attempt's bytes and its HMAC-SHA256, and
+  :func:`retry_after_ms` its backoff; :func:`journalled` is its journal entry's ``task``.
+
+A change made by a poll, a cancel or an input is known when that request touches the task
+(the engine hands the courier the record: :class:`Notice`); a change made by time is known
+from the record before it happens, so the courier sets a timer for :func:`next_moment`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from ..protocol import catalog
+from ..scenario.model import Reply, Task, TaskCallback
+from ..scenario.when import parse_pointer
+from . import tasks
+from .actions import Urls
+from .conditions import ABSENT, resolve
+from .incoming import Incoming
+from .store import TaskRecord
+from .task_skills import TaskSkill
+
+__all__ = [
+    "MAX_URL",
+    "Course",
+    "Delivery",
+    "Notice",
+    "body",
+    "deliveries",
+    "fault_of",
+    "journalled",
+    "next_moment",
+    "observe",
+    "receiver",
+    "refusal",
+    "refused_reply",
+    "retry_after_ms",
+    "signature",
+]
+
+MAX_URL = 2048
+"""The longest receiver URL mockskill calls (longer: refused)."""
+LOOPBACK_NAMES = frozenset({"localhost"})
+"""Host names that are loopback as written (an IP literal is judged by its address)."""
+
+
+def receiver(callback: TaskCallback, request: Incoming) -> str | None:
+    """The receiver's URL the invoke carries where ``callback.url_from`` says; None: it
+    carries none (the task is polled only)."""
+    kind, name = callback.url_from
+    if kind == "header":
+        return request.header(name)
+    pointer = parse_pointer(name)
+    if pointer is None:  # (the loader checks it)
+        return None
+    try:
+        document = json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    value = resolve(document, pointer)
+    if value is ABSENT or value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def refusal(url: str, allowed: Iterable[str] = ()) -> str | None:
+    """Why mockskill may not call *url* (None: it may): only http and https URLs with a
+    host, at most :data:`MAX_URL` characters, to loopback (``127.0.0.0/8``, ``::1``,
+    ``localhost``) or to a host in *allowed*, compared as written (no DNS lookup)."""
+    if len(url) > MAX_URL:
+        return f"it is longer than {MAX_URL} characters"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (raises on a port that is no number)
+    except ValueError as exc:
+        return f"it is not a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "it is not an http or https URL"
+    host = (parts.hostname or "").lower()
+    if not host:
+        return "it names no host"
+    if host in LOOPBACK_NAMES or host in {name.lower() for name in allowed}:
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return f"{host} is not loopback and not allowed (--callback-allow {host})"
+
+
+def refused_reply(skill_id: str, url: str, reason: str) -> Reply:
+    """422 ``TASK_CALLBACK_REFUSED``: the invoke's receiver *url* may not be called."""
+    shown = urllib.parse.quote(url[:128], safe=":/?&=%.-_~@[]")
+    details = {"url": shown, "reason": reason, "skill_id": skill_id}
+    return Reply.error(catalog.render("TASK_CALLBACK_REFUSED", details=details, retry=None))
+
+
+def fault_of(callback: TaskCallback, number: int) -> str:
+    """The fault of the session's task *number*: the skill's faults in turn."""
+    return callback.faults[number % len(callback.faults)]
+
+
+class Notice(NamedTuple):
+    """What the engine tells the courier of a task with callbacks: its submit (with its
+    receiver and fault), or a request that touched it (its record as the store answered)."""
+
+    session: str
+    number: int
+    task_id: str
+    tasked: TaskSkill
+    record: TaskRecord
+    urls: Urls
+    """How its answers' URLs are filled (the submit's request's address)."""
+    receiver: str | None = None
+    """The receiver's URL (a submit's; None on a touch)."""
+    fault: str = "none"
+    scenario: str | None = None
+
+
+class Course(NamedTuple):
+    """How far a task's changes have been found: the status last seen and when, the next
+    change's number, and the change an ``out_of_order`` fault holds back."""
+
+    status: str
+    at_ms: float
+    sequence: int = 0
+    held: Delivery | None = None
+
+
+class Delivery(NamedTuple):
+    """One change's delivery, due at *due_ms* (epoch ms)."""
+
+    sequence: int
+    view: tasks.TaskView
+    changed_ms: float
+    due_ms: float
+    forged: bool = False
+
+
+def started(submitted_ms: float) -> Course:
+    """A task's course at its submission (``submitted`` is never pushed)."""
+    return Course("submitted", submitted_ms)
+
+
+def change_moments(task: Task, record: TaskRecord) -> list[float]:
+    """Every moment at which the task's life may move on by time alone, from its record:
+    the known moments (its submission, each cancel or input) plus each run of ``for:``
+    times after them, and each cancel's settle end. Sorted."""
+    starts = [record.submitted_ms] + [event.at_ms for event in record.events]
+    offsets: set[int] = set()
+    life = task.life
+    for first in range(len(life)):
+        total = 0
+        for phase in life[first:]:
+            if phase.duration_ms is None:
+                break
+            total += phase.duration_ms
+            offsets.add(total)
+    moments = {start + offset for start in starts for offset in offsets}
+    moments.update(e.at_ms + task.cancel_settle_ms for e in record.events if e.action == "cancel")
+    return sorted(moments)
+
+
+def next_moment(task: Task, record: TaskRecord, after_ms: float) -> float | None:
+    """The first moment after *after_ms* at which the task may change by time (None: only a
+    request moves it on, or its life is over)."""
+    for moment in change_moments(task, record):
+        if moment > after_ms:
+            return moment
+    return None
+
+
+def observe(
+    course: Course, callback: TaskCallback, task: Task, record: TaskRecord, until_ms: float
+) -> tuple[Course, list[tuple[float, tasks.TaskView, int]]]:
+    """The task's changes after ``course.at_ms`` up to *until_ms* (its state at each moment
+    it may have changed, then at *until_ms*), as (moment, view, sequence) of those pushed
+    (``callback.on``); and the course after them."""
+    found: list[tuple[float, tasks.TaskView, int]] = []
+    status, sequence = course.status, course.sequence
+    moments = [m for m in change_moments(task, record) if course.at_ms < m < until_ms]
+    for moment in (*moments, until_ms):
+        view = tasks.view(task, record._replace(now_ms=moment))
+        if view.status != status:
+            status = view.status
+            if status in callback.on:
+                found.append((moment, view, sequence))
+                sequence += 1
+    return course._replace(status=status, at_ms=until_ms, sequence=sequence), found
+
+
+def deliveries(
+    course: Course, callback: TaskCallback, fault: str, change: tuple[float, tasks.TaskView, int]
+) -> tuple[Course, list[Delivery]]:
+    """The deliveries *change* makes under *fault*, and the course after it: at its moment
+    (``none``, ``forged`` signed wrongly), twice (``twice``), ``late_by`` after it
+    (``late``), held until the next change and sent after it (``out_of_order``; a terminal
+    change with none held is sent at once), or none (``never``)."""
+    moment, view, sequence = change
+    now = Delivery(sequence, view, moment, moment, forged=fault == "forged")
+    if fault == "never":
+        return course, []
+    if fault == "twice":
+        return course, [now, now]
+    if fault == "late":
+        return course, [now._replace(due_ms=moment + callback.late_ms)]
+    if fault == "out_of_order":
+        held = course.held
+        if held is None:
+            if view.terminal:  # no change follows to swap it with
+                return course, [now]
+            return course._replace(held=now), []
+        return course._replace(held=None), [now, held._replace(due_ms=moment)]
+    return course, [now]
+
+
+def body(notice: Notice, delivery: Delivery, attempt: int) -> bytes:
+    """An attempt's body: the task as a poll answers it, and the delivery's number and
+    attempt: ``{"task": {...}, "delivery": {"sequence": n, "attempt": k}}``."""
+    tasked = notice.tasked
+    answer = notice.urls.fill(
+        tasked.reply(200, delivery.view, notice.task_id, notice.record.submitted_ms)
+    )
+    text = answer.body
+    assert text.endswith(b"}")
+    tail = b', "delivery": {"sequence": %d, "attempt": %d}}' % (delivery.sequence, attempt)
+    return text[:-1] + tail
+
+
+FORGED_PREFIX = b"forged:"
+"""Prepended to the secret for a ``forged`` delivery: a key the receiver does not hold."""
+
+
+def signature(callback: TaskCallback, payload: bytes, forged: bool = False) -> str:
+    """The signature header's value: ``sha256=`` and the hex HMAC-SHA256 of *payload* under
+    the secret (under another key when *forged*)."""
+    key = callback.secret.encode()
+    if forged:
+        key = FORGED_PREFIX + key
+    return "sha256=" + hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
+def retry_after_ms(callback: TaskCallback, attempt: int) -> int | None:
+    """The wait after attempt *attempt* (0-based) failed: the backoff, doubled per retry;
+    None: the attempts are spent."""
+    if attempt + 1 >= callback.attempts:
+        return None
+    return callback.backoff_ms << attempt
+
+
+def journalled(
+    notice: Notice,
+    delivery: Delivery,
+    attempt: int,
+    *,
+    fault: str,
+    acknowledged: bool,
+    sent_ms: float,
+    receiver: str,
+) -> dict[str, Any]:
+    """An attempt's ``Entry.task`` (entries.py's docstring)."""
+    view = delivery.view
+    return {
+        "id": notice.task_id,
+        "action": "callback",
+        "known": True,
+        "expired": False,
+        "served": True,
+        "status": view.status,
+        "cancelling": view.cancelling,
+        "progress": view.progress,
+        "poll": None,
+        "poll_after_ms": view.poll_after_ms,
+        "terminal_at_ms": view.terminal_at_ms,
+        "delivery": delivery.sequence,
+        "attempt": attempt,
+        "pushed": view.status,
+        "fault": fault,
+        "forged": delivery.forged,
+        "acknowledged": acknowledged,
+        "late_ms": max(0, round(sent_ms - delivery.changed_ms)),
+        "receiver": receiver,
+    }

@@ -1,0 +1,349 @@
+"""The courier: task callbacks sent, on the serving loop (docs/tasks.md, "Callbacks").
+
+It decides nothing: :mod:`mockskill.engine.callbacks` says which changes a task makes,
+when each delivery is due, what it says and how it is signed. The courier keeps, per task
+with a receiver, its last record and :class:`~mockskill.engine.callbacks.Course`, and:
+
+- on a notice (the engine's, for a submit or a request that touched the task) finds the
+  changes up to now, then sets one loop timer for the next moment the task may change by
+  time; when it fires, the task is looked at again as it is then (a task cancelled or
+  moved on since is seen as it is: a change that no longer happens is not pushed);
+- sends each delivery at its due time (a loop timer), as an HTTP/1.1 POST through the
+  upstream client's keep-alive pool (:mod:`.upstream`), each attempt within the callback's
+  timeout; a non-2xx, a refused connection or a late answer is retried after the backoff,
+  doubled per retry, until the attempts run out; every attempt is journalled in the task's
+  session (an entry of endpoint ``callback``).
+
+Bounded: at most *max_pending* deliveries wait or are in flight (beyond, a change's
+deliveries are dropped, and counted in :attr:`Courier.dropped`); a task is forgotten once
+it is terminal and its deliveries are sent. It is a companion of the serving
+:class:`~.loop_server.LoopServer`: it starts with it and its stop cancels what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.parse
+from functools import partial
+from typing import Any
+
+from ..engine import callbacks
+from ..engine.callbacks import Course, Delivery, Notice
+from ..engine.entries import Entry
+from ..engine.store import Store
+from ..scenario.model import Proxy
+from .loop_server import DEFAULT_GRACE
+from .upstream import UpstreamConnection, UpstreamError, pool
+
+DEFAULT_MAX_PENDING = 50_000
+"""Deliveries waiting or in flight at most (each a few hundred bytes)."""
+DEFAULT_MAX_TRACKED = 50_000
+"""Tasks with a receiver followed at most (beyond, a new one is not followed)."""
+
+_Key = tuple[str, int]
+
+
+class _Tracked:
+    """A task followed: its notice at submit (receiver, fault, how URLs are filled), its
+    latest record, how far its changes were found, and its timer for the next moment."""
+
+    __slots__ = ("course", "notice", "record", "target", "timer")
+
+    def __init__(self, notice: Notice, target: Proxy) -> None:
+        self.notice = notice
+        self.record = notice.record
+        self.course: Course = callbacks.started(notice.record.submitted_ms)
+        self.target = target
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class Courier:
+    """Sends the task callbacks the engine plans (see the module's docstring)."""
+
+    def __init__(
+        self,
+        state: Store,
+        *,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        max_tracked: int = DEFAULT_MAX_TRACKED,
+    ) -> None:
+        self._state = state
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tracked: dict[_Key, _Tracked] = {}
+        self._sends: set[asyncio.Task[None]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self.pending = 0
+        """Deliveries waiting for their time or being sent."""
+        self.max_pending, self.max_tracked = max_pending, max_tracked
+        self.dropped = 0
+        """Deliveries not sent because :attr:`max_pending` were pending."""
+
+    # -- a companion of the serving loop -------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    async def stop(self, grace: float = DEFAULT_GRACE) -> bool:
+        """Cancel every timer and send (a server stopping sends nothing more)."""
+        for tracked in self._tracked.values():
+            if tracked.timer is not None:
+                tracked.timer.cancel()
+        self._tracked.clear()
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        sends = list(self._sends)
+        for send in sends:
+            send.cancel()
+        if sends:
+            await asyncio.gather(*sends, return_exceptions=True)
+        self.pending = 0
+        self._loop = None
+        return True
+
+    def hurry(self) -> None:
+        pass
+
+    # -- notices ---------------------------------------------------------------------------
+
+    def notice(self, notice: Notice) -> None:
+        """What the engine tells of a task with callbacks; from any thread (handled on the
+        serving loop)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        loop = self._loop
+        if loop is None:
+            return  # not serving: nothing is delivered
+        if running is loop:
+            self._noticed(notice)
+        else:
+            loop.call_soon_threadsafe(self._noticed, notice)
+
+    def _noticed(self, notice: Notice) -> None:
+        key = (notice.session, notice.number)
+        tracked = self._tracked.get(key)
+        if notice.receiver is not None:  # a submit
+            if tracked is not None or len(self._tracked) >= self.max_tracked:
+                return
+            target = _target(notice.receiver)
+            if target is None:
+                return
+            tracked = self._tracked[key] = _Tracked(notice, target)
+        elif tracked is None or notice.task_id != tracked.notice.task_id:
+            return  # not followed (no receiver, or forgotten)
+        else:
+            if notice.record.now_ms < tracked.record.now_ms:
+                return  # (an older answer, handed over late from a thread)
+            tracked.record = notice.record
+        self._look(key, tracked, notice.record.now_ms)
+
+    def _look(self, key: _Key, tracked: _Tracked, now_ms: float) -> None:
+        """Find *tracked*'s changes up to *now_ms*, plan their deliveries, and set the timer
+        for its next moment (or forget it: terminal, its deliveries planned)."""
+        notice = tracked.notice
+        callback = notice.tasked.task.callback
+        assert callback is not None  # (a notice is made for such tasks only)
+        task = notice.tasked.task
+        record = tracked.record
+        course, changes = callbacks.observe(tracked.course, callback, task, record, now_ms)
+        for change in changes:
+            course, planned = callbacks.deliveries(course, callback, notice.fault, change)
+            for delivery in planned:
+                self._plan(tracked, delivery)
+        tracked.course = course
+        if tracked.timer is not None:
+            tracked.timer.cancel()
+            tracked.timer = None
+        view_terminal = course.status in ("completed", "failed", "cancelled")
+        if view_terminal:
+            if course.held is not None:  # (out_of_order: nothing follows it now)
+                self._plan(tracked, course.held._replace(due_ms=now_ms))
+                tracked.course = course._replace(held=None)
+            del self._tracked[key]
+            return
+        moment = callbacks.next_moment(task, record, now_ms)
+        if moment is None:
+            return  # only a request moves it on: its notice looks again
+        loop = self._loop
+        assert loop is not None
+        delay = max(0.0, (moment - time.time() * 1000) / 1000)
+        tracked.timer = loop.call_at(loop.time() + delay, self._due, key, tracked, moment)
+
+    def _due(self, key: _Key, tracked: _Tracked, moment: float) -> None:
+        tracked.timer = None
+        if self._tracked.get(key) is not tracked:
+            return
+        self._look(key, tracked, max(moment, time.time() * 1000))
+
+    # -- deliveries ------------------------------------------------------------------------
+
+    def _plan(self, tracked: _Tracked, delivery: Delivery) -> None:
+        if self.pending >= self.max_pending:
+            self.dropped += 1
+            return
+        loop = self._loop
+        assert loop is not None
+        self.pending += 1
+        delay = max(0.0, (delivery.due_ms - time.time() * 1000) / 1000)
+        if delay <= 0:
+            self._begin(tracked, delivery, None)
+            return
+        timer: asyncio.TimerHandle
+        timer = loop.call_at(loop.time() + delay, lambda: self._begin(tracked, delivery, timer))
+        self._timers.add(timer)
+
+    def _begin(
+        self, tracked: _Tracked, delivery: Delivery, timer: asyncio.TimerHandle | None
+    ) -> None:
+        if timer is not None:
+            self._timers.discard(timer)
+        send = asyncio.ensure_future(self._send(tracked, delivery))
+        self._sends.add(send)
+        send.add_done_callback(self._sent)
+
+    def _sent(self, send: asyncio.Task[None]) -> None:
+        self._sends.discard(send)
+        self.pending = max(0, self.pending - 1)
+
+    async def _send(self, tracked: _Tracked, delivery: Delivery) -> None:
+        """Every attempt of *delivery*, each journalled, until one is acknowledged."""
+        notice = tracked.notice
+        callback = notice.tasked.task.callback
+        assert callback is not None
+        attempt = 0
+        while True:
+            started = time.time()
+            payload = callbacks.body(notice, delivery, attempt)
+            signed = callbacks.signature(callback, payload, delivery.forged)
+            status = await self._post(tracked, payload, signed, callback.timeout_ms / 1000)
+            finished = time.time()
+            acknowledged = status is not None and 200 <= status < 300
+            self._journal(tracked, delivery, attempt, status, acknowledged, started, finished)
+            if acknowledged:
+                return
+            wait = callbacks.retry_after_ms(callback, attempt)
+            if wait is None:
+                return
+            await asyncio.sleep(wait / 1000)
+            attempt += 1
+
+    async def _post(
+        self, tracked: _Tracked, payload: bytes, signed: str, timeout: float
+    ) -> int | None:
+        """POST *payload* to the receiver: its status, or None (refused, broken, or no whole
+        answer within *timeout* seconds)."""
+        notice = tracked.notice
+        callback = notice.tasked.task.callback
+        assert callback is not None
+        target = tracked.target
+        loop = self._loop
+        assert loop is not None
+        connections = pool(loop)
+        deadline = loop.time() + timeout
+        up: UpstreamConnection | None = None
+        try:
+            up = connections.idle(target)
+            if up is None:
+                up = await connections.connect(target, timeout)
+            head = _head(target, notice.task_id, callback.signature_header, signed, len(payload))
+            up.begin(head, payload, head_only=False)
+            while not up.complete and up.error is None and not up.lost:
+                ready: asyncio.Future[None] = loop.create_future()
+                up.when_ready(partial(_wake, ready))
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise TimeoutError
+                await asyncio.wait_for(ready, left)
+            if not up.complete or up.error is not None:
+                up.close()
+                return None
+            status = up.status
+            up.take_chunks()
+            up.done()
+            return status
+        except (TimeoutError, UpstreamError, OSError):
+            if up is not None:
+                up.close()
+            return None
+
+    def _journal(
+        self,
+        tracked: _Tracked,
+        delivery: Delivery,
+        attempt: int,
+        status: int | None,
+        acknowledged: bool,
+        started: float,
+        finished: float,
+    ) -> None:
+        notice = tracked.notice
+        target = tracked.target
+        task: dict[str, Any] = callbacks.journalled(
+            notice,
+            delivery,
+            attempt,
+            fault=notice.fault,
+            acknowledged=acknowledged,
+            sent_ms=started * 1000,
+            receiver=f"{target.host}:{target.port}",
+        )
+        path = urllib.parse.urlsplit(notice.receiver or "").path or "/"
+        entry = Entry(
+            self._state.next_id(),
+            started,
+            finished,
+            notice.session,
+            "POST",
+            path,
+            status,
+            "callback",
+            skill=notice.tasked.skill_id,
+            scenario=notice.scenario,
+            task=task,
+        )
+        self._state.record(entry)
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+def _target(url: str) -> Proxy | None:
+    """The receiver as the upstream client connects to it (None: not a URL it can call)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    # The URL kept is the whole receiver's: the request line is made from it (_head).
+    return Proxy(url, parts.scheme, host, port, verify=True, timeout_ms=5000, after=None)
+
+
+def _head(target: Proxy, task_id: str, signature_header: str, signed: str, length: int) -> bytes:
+    parts = urllib.parse.urlsplit(target.url)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    host = parts.netloc.rpartition("@")[2]
+    return (
+        f"POST {path} HTTP/1.1\r\n"
+        f"Host: {host}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n"
+        f"{signature_header}: {signed}\r\n"
+        f"Mockskill-Task: {task_id}\r\n"
+        "User-Agent: mockskill-courier\r\n"
+        "\r\n"
+    ).encode("latin-1")

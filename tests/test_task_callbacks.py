@@ -1,0 +1,419 @@
+"""Task callbacks from outside: a task skill with ``callback:`` pushes its state changes to
+the receiver the invoke names, signed, on time, with the scripted fault, retried after a
+non-2xx or a slow answer until its attempts run out; a receiver mockskill may not call is
+refused 422 ``TASK_CALLBACK_REFUSED``; every attempt is journalled (docs/tasks.md,
+"Callbacks"). Real servers on ephemeral ports, a real receiver (a threading HTTP server).
+
+The callbacks are built as the model (``dataclasses.replace`` on a loaded task skill)
+until the loader reads ``callback:``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import http.server
+import json
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from mockskill import Server, load_text
+from mockskill.scenario.model import ScenarioSet, Skill, TaskCallback
+
+SESSION = "Mockskill-Session"
+SECRET = "s3cret"
+
+BASE = load_text(
+    textwrap.dedent(
+        """
+        skills:
+          - id: report
+            task:
+              poll_after: 100ms
+              cancel: {settle: 0ms}
+              life:
+                - {status: submitted, for: 100ms}
+                - {status: working, for: 200ms}
+                - {status: completed, json: {report: done}}
+          - id: asking
+            task:
+              life:
+                - {status: working, for: 100ms}
+                - {status: input_required, expects: {body: {/answer: {exists: true}}}}
+                - {status: completed, json: {answered: true}}
+        """
+    ),
+    "callbacks.yaml",
+)
+
+
+def with_callback(skill_id: str = "report", **fields: Any) -> ScenarioSet:
+    """*BASE* with skill *skill_id*'s task pushing to the URL its invoke's
+    ``X-Callback-Url`` names (``callback:`` *fields*)."""
+    scenario = BASE.scenarios[0]
+    found: Skill = next(s for s in scenario.skills if s.id == skill_id)
+    assert found.task is not None
+    given: dict[str, Any] = {
+        "url_from": ("header", "X-Callback-Url"),
+        "where": found.where,
+        "secret": SECRET,
+        "backoff_ms": 50,
+        "timeout_ms": 500,
+        **fields,
+    }
+    task = dataclasses.replace(found.task, callback=TaskCallback(**given))
+    skills = tuple(
+        dataclasses.replace(s, task=task) if s.id == skill_id else s for s in scenario.skills
+    )
+    return ScenarioSet((dataclasses.replace(scenario, skills=skills),))
+
+
+class Receiver:
+    """A receiver of callbacks: every POST kept (its time, headers, body); answered with
+    the statuses of :attr:`answers` in turn (then 200), after :attr:`slow` seconds each."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[float, dict[str, str], bytes]] = []
+        self.answers: list[int] = []
+        self.slow: list[float] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.got.append((time.time(), dict(self.headers.items()), body))
+                    status = receiver.answers.pop(0) if receiver.answers else 200
+                    slow = receiver.slow.pop(0) if receiver.slow else 0.0
+                if slow:
+                    time.sleep(slow)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def bodies(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [json.loads(body) for _, _, body in self.got]
+
+    def wait(self, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.got) >= count:
+                    break
+            time.sleep(0.01)
+        return self.bodies()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    made = Receiver()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[Server] = []
+
+    def started(scenarios: ScenarioSet, **options: Any) -> Server:
+        server = Server(scenarios, **options).start()
+        servers.append(server)
+        return server
+
+    yield started
+    for server in servers:
+        server.stop()
+
+
+def submit(server: Server, url: str, skill: str = "report", session: str = "s") -> Any:
+    return requests.post(
+        f"{server.url}/skills/{skill}/invoke",
+        json={"q": 1},
+        headers={SESSION: session, "X-Callback-Url": url},
+    )
+
+
+def callbacks_of(server: Server, session: str = "s") -> list[dict[str, Any]]:
+    entries = requests.get(f"{server.url}/__admin/journal", params={"session": session}).json()
+    return [e for e in entries["entries"] if e["endpoint"] == "callback"]
+
+
+def signed(body: bytes, secret: str = SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+# -- deliveries ------------------------------------------------------------------------------
+
+
+def test_each_change_is_posted_on_time_signed_with_the_task_as_a_poll_shows_it(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(with_callback())
+    answer = submit(server, receiver.url)
+    assert answer.status_code == 202
+    submitted = time.time()
+    task_id = answer.json()["task"]["id"]
+    bodies = receiver.wait(2)
+    assert [b["task"]["status"] for b in bodies] == ["working", "completed"]
+    assert [b["delivery"] for b in bodies] == [
+        {"sequence": 0, "attempt": 0},
+        {"sequence": 1, "attempt": 0},
+    ]
+    assert bodies[1]["task"]["result"] == {"report": "done"}
+    assert bodies[1]["task"]["status_url"] == answer.headers["Location"]
+    for _, headers, body in receiver.got:
+        assert headers["Mockskill-Signature"] == signed(body)
+        assert headers["Mockskill-Task"] == task_id
+        assert headers["Content-Type"] == "application/json"
+    # working at 100 ms, completed at 300 ms after the submit, each well within 100 ms
+    lateness = [
+        at - submitted - due for (at, _, _), due in zip(receiver.got, (0.1, 0.3), strict=True)
+    ]
+    assert all(-0.05 < late < 0.1 for late in lateness), lateness
+
+
+def test_on_names_the_statuses_pushed(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(on=("completed",)))
+    submit(server, receiver.url)
+    bodies = receiver.wait(1)
+    time.sleep(0.2)
+    assert [b["task"]["status"] for b in receiver.bodies()] == ["completed"]
+    assert bodies[0]["delivery"]["sequence"] == 0
+
+
+def test_no_url_in_the_invoke_means_no_callbacks(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback())
+    answer = requests.post(f"{server.url}/skills/report/invoke", headers={SESSION: "s"})
+    assert answer.status_code == 202
+    time.sleep(0.5)
+    assert receiver.got == []
+
+
+def test_a_url_in_the_body_is_read_by_its_pointer(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(url_from=("body", "/callback/url")))
+    answer = requests.post(
+        f"{server.url}/skills/report/invoke", json={"callback": {"url": receiver.url}}
+    )
+    assert answer.status_code == 202
+    assert [b["task"]["status"] for b in receiver.wait(2)] == ["working", "completed"]
+
+
+def test_a_change_made_by_input_is_pushed_when_it_is_made(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback("asking"))
+    location = submit(server, receiver.url, "asking").headers["Location"]
+    assert [b["task"]["status"] for b in receiver.wait(2)] == ["working", "input_required"]
+    before = time.time()
+    assert requests.post(location, json={"answer": 42}).status_code == 202
+    bodies = receiver.wait(3)
+    assert bodies[2]["task"]["status"] == "completed"
+    assert receiver.got[2][0] - before < 0.2
+
+
+def test_a_cancel_is_pushed_and_the_life_it_stopped_is_not(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback())
+    location = submit(server, receiver.url).headers["Location"]
+    assert requests.delete(location).status_code == 200  # settle 0: cancelled at once
+    time.sleep(0.5)
+    assert [b["task"]["status"] for b in receiver.bodies()] == ["cancelled"]
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+def test_twice_sends_every_change_twice(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(faults=("twice",)))
+    submit(server, receiver.url)
+    bodies = receiver.wait(4)
+    time.sleep(0.1)
+    assert sorted((b["delivery"]["sequence"], b["task"]["status"]) for b in bodies) == [
+        (0, "working"),
+        (0, "working"),
+        (1, "completed"),
+        (1, "completed"),
+    ]
+
+
+def test_late_sends_each_late_by_after_the_change(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(faults=("late",), late_ms=400))
+    submit(server, receiver.url)
+    submitted = time.time()
+    receiver.wait(2)
+    assert receiver.got[0][0] - submitted >= 0.45  # working at 100 ms, + 400 ms
+    entries = callbacks_of(server)
+    assert all(e["task"]["late_ms"] >= 390 for e in entries)
+    assert {e["task"]["fault"] for e in entries} == {"late"}
+
+
+def test_out_of_order_sends_the_changes_in_reverse_pairs(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(faults=("out_of_order",)))
+    submit(server, receiver.url)
+    bodies = receiver.wait(2)
+    assert [b["delivery"]["sequence"] for b in bodies] == [1, 0]
+    assert [b["task"]["status"] for b in bodies] == ["completed", "working"]
+
+
+def test_never_sends_nothing_and_faults_go_to_tasks_in_turn(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(faults=("never", "none")))
+    submit(server, receiver.url)  # task 0: never
+    second = submit(server, receiver.url)  # task 1: none
+    bodies = receiver.wait(2)
+    time.sleep(0.2)
+    assert {b["task"]["id"] for b in receiver.bodies()} == {second.json()["task"]["id"]}
+    assert len(bodies) == 2
+
+
+def test_forged_is_signed_with_a_wrong_key(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(faults=("forged",)))
+    submit(server, receiver.url)
+    receiver.wait(2)
+    for _, headers, body in receiver.got:
+        assert headers["Mockskill-Signature"].startswith("sha256=")
+        assert headers["Mockskill-Signature"] != signed(body)
+    assert all(e["task"]["forged"] for e in callbacks_of(server))
+
+
+# -- retries ---------------------------------------------------------------------------------
+
+
+def test_a_500_is_retried_after_the_backoff(serve: Any, receiver: Receiver) -> None:
+    receiver.answers = [500]
+    server = serve(with_callback(on=("completed",), backoff_ms=200))
+    submit(server, receiver.url)
+    bodies = receiver.wait(2)
+    assert [b["delivery"] for b in bodies] == [
+        {"sequence": 0, "attempt": 0},
+        {"sequence": 0, "attempt": 1},
+    ]
+    assert receiver.got[1][0] - receiver.got[0][0] >= 0.19
+    entries = callbacks_of(server)
+    assert [(e["status"], e["task"]["acknowledged"]) for e in entries] == [
+        (500, False),
+        (200, True),
+    ]
+
+
+def test_a_slow_receiver_is_not_acknowledged_and_retried(serve: Any, receiver: Receiver) -> None:
+    receiver.slow = [0.6]
+    server = serve(with_callback(on=("completed",), timeout_ms=200))
+    submit(server, receiver.url)
+    bodies = receiver.wait(2)
+    assert [b["delivery"]["attempt"] for b in bodies] == [0, 1]
+    time.sleep(0.1)
+    entries = callbacks_of(server)
+    assert [(e["status"], e["task"]["acknowledged"]) for e in entries] == [
+        (None, False),
+        (200, True),
+    ]
+
+
+def test_attempts_run_out_with_the_backoff_doubling(serve: Any, receiver: Receiver) -> None:
+    receiver.answers = [503] * 10
+    server = serve(with_callback(on=("completed",), attempts=3, backoff_ms=100))
+    submit(server, receiver.url)
+    receiver.wait(3)
+    time.sleep(0.6)  # a fourth would come 400 ms after the third
+    times = [at for at, _, _ in receiver.got]
+    assert len(times) == 3
+    assert times[1] - times[0] >= 0.09
+    assert times[2] - times[1] >= 0.19
+    entries = callbacks_of(server)
+    assert [e["task"]["attempt"] for e in entries] == [0, 1, 2]
+    assert not any(e["task"]["acknowledged"] for e in entries)
+
+
+def test_a_refused_connection_is_retried(serve: Any) -> None:
+    server = serve(with_callback(on=("completed",), attempts=2))
+    nobody = "http://127.0.0.1:9/hook"  # (discard: nothing listens in a test run)
+    submit(server, nobody)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and len(callbacks_of(server)) < 2:
+        time.sleep(0.05)
+    entries = callbacks_of(server)
+    assert [(e["status"], e["task"]["attempt"]) for e in entries] == [(None, 0), (None, 1)]
+    assert entries[0]["task"]["receiver"] == "127.0.0.1:9"
+
+
+# -- hosts -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://127.0.0.1/hook", "http:///hook", "http://127.0.0.1/" + "x" * 2100, "not a url"],
+)
+def test_a_bad_url_is_refused_422_and_no_task_starts(serve: Any, url: str) -> None:
+    server = serve(with_callback())
+    answer = submit(server, "http://127.0.0.1:1/" if url == "" else url)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "TASK_CALLBACK_REFUSED"
+    assert error["details"]["skill_id"] == "report"
+    entries = requests.get(f"{server.url}/__admin/journal").json()["entries"]
+    assert [(e["status"], e["task"]["action"], e["task"]["served"]) for e in entries] == [
+        (422, "submit", False)
+    ]
+
+
+def test_another_host_is_refused_unless_allowed(serve: Any) -> None:
+    refused = serve(with_callback())
+    answer = submit(refused, "http://hooks.example.com/in")
+    assert answer.status_code == 422
+    assert "--callback-allow hooks.example.com" in answer.json()["error"]["details"]["reason"]
+    allowed = serve(with_callback(), callback_allow=["hooks.example.com"])
+    assert submit(allowed, "http://hooks.example.com/in").status_code == 202
+
+
+def test_loopback_names_are_allowed_as_written(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(on=("completed",)))
+    port = receiver.url.split(":")[2].split("/")[0]
+    assert submit(server, f"http://localhost:{port}/hook").status_code == 202
+    assert submit(server, f"http://127.0.0.2:{port}/hook").status_code == 202
+    assert submit(server, f"http://[::1]:{port}/hook").status_code == 202
+
+
+# -- the journal -----------------------------------------------------------------------------
+
+
+def test_each_attempt_is_journalled_in_the_tasks_session(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback())
+    task_id = submit(server, receiver.url, session="mine").json()["task"]["id"]
+    receiver.wait(2)
+    time.sleep(0.1)
+    entries = callbacks_of(server, "mine")
+    assert len(entries) == 2
+    first = entries[0]
+    assert first["method"] == "POST"
+    assert first["path"] == "/hook"
+    assert first["status"] == 200
+    assert first["skill"] == "report"
+    task = first["task"]
+    assert task["id"] == task_id
+    assert task["action"] == "callback"
+    assert (task["delivery"], task["attempt"], task["pushed"]) == (0, 0, "working")
+    assert (task["fault"], task["forged"], task["acknowledged"]) == ("none", False, True)
+    assert 0 <= task["late_ms"] < 100
+    assert task["receiver"] == receiver.url.split("/")[2]
+    assert entries[1]["task"]["pushed"] == "completed"
