@@ -366,7 +366,7 @@ def test_a_refused_connection_is_retried(serve: Any) -> None:
 )
 def test_a_bad_url_is_refused_422_and_no_task_starts(serve: Any, url: str) -> None:
     server = serve(with_callback())
-    answer = submit(server, "http://127.0.0.1:1/" if url == "" else url)
+    answer = submit(server, url)
     assert answer.status_code == 422
     error = answer.json()["error"]
     assert error["code"] == "TASK_CALLBACK_REFUSED"
@@ -381,7 +381,7 @@ def test_another_host_is_refused_unless_allowed(serve: Any) -> None:
     refused = serve(with_callback())
     answer = submit(refused, "http://hooks.example.com/in")
     assert answer.status_code == 422
-    assert "--callback-allow hooks.example.com" in answer.json()["error"]["details"]["reason"]
+    assert "hooks.example.com is neither loopback" in answer.json()["error"]["details"]["reason"]
     allowed = serve(with_callback(), callback_allow=["hooks.example.com"])
     assert submit(allowed, "http://hooks.example.com/in").status_code == 202
 

@@ -4,9 +4,10 @@ The engine's side of ``task: callback:`` (docs/tasks.md, "Callbacks"); the couri
 (:mod:`mockskill.transport.courier`) does the sending. Everything here is pure:
 
 - at submit, :func:`receiver` reads the receiver's URL from the invoke (a header, or a JSON
-  Pointer into its body) and :func:`refusal` says whether mockskill may call it (loopback,
-  or a host of ``--callback-allow``; no DNS lookup decides it): a refused one is answered
-  422 ``TASK_CALLBACK_REFUSED`` and no task starts;
+  Pointer into its body) and the server's :class:`~.callback_hosts.CallbackHosts` judge
+  whether mockskill may call it (loopback, or a host of ``--callback-allow``; no DNS lookup
+  decides it): a refused one is answered 422 ``TASK_CALLBACK_REFUSED``
+  (:func:`refused_reply`) and no task starts;
 - :func:`observe` finds the task's status changes up to a moment from the store's record
   (:func:`.tasks.view` at each moment its life may move on: :func:`change_moments`), and
   :func:`deliveries` turns each change into the deliveries its scripted fault makes
@@ -23,10 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import urllib.parse
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ..protocol import catalog
@@ -34,13 +33,13 @@ from ..scenario.model import Reply, Task, TaskCallback
 from ..scenario.when import parse_pointer
 from . import tasks
 from .actions import Urls
+from .callback_hosts import Receiver, Refused
 from .conditions import ABSENT, resolve
 from .incoming import Incoming
 from .store import TaskRecord
 from .task_skills import TaskSkill
 
 __all__ = [
-    "MAX_URL",
     "Course",
     "Delivery",
     "Notice",
@@ -51,21 +50,18 @@ __all__ = [
     "next_moment",
     "observe",
     "receiver",
-    "refusal",
     "refused_reply",
     "retry_after_ms",
     "signature",
 ]
 
-MAX_URL = 2048
-"""The longest receiver URL mockskill calls (longer: refused)."""
-LOOPBACK_NAMES = frozenset({"localhost"})
-"""Host names that are loopback as written (an IP literal is judged by its address)."""
+MAX_SHOWN_URL = 128
+"""Characters of a refused URL its 422 echoes (a hostile one may be long)."""
 
 
-def receiver(callback: TaskCallback, request: Incoming) -> str | None:
-    """The receiver's URL the invoke carries where ``callback.url_from`` says; None: it
-    carries none (the task is polled only)."""
+def receiver(callback: TaskCallback, request: Incoming) -> object:
+    """The receiver's URL the invoke carries where ``callback.url_from`` says (a body's
+    value as it is: not always a string); None: it carries none (the task is polled only)."""
     kind, name = callback.url_from
     if kind == "header":
         return request.header(name)
@@ -77,41 +73,14 @@ def receiver(callback: TaskCallback, request: Incoming) -> str | None:
     except (ValueError, UnicodeDecodeError):
         return None
     value = resolve(document, pointer)
-    if value is ABSENT or value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value)
+    return None if value is ABSENT else value
 
 
-def refusal(url: str, allowed: Iterable[str] = ()) -> str | None:
-    """Why mockskill may not call *url* (None: it may): only http and https URLs with a
-    host, at most :data:`MAX_URL` characters, to loopback (``127.0.0.0/8``, ``::1``,
-    ``localhost``) or to a host in *allowed*, compared as written (no DNS lookup)."""
-    if len(url) > MAX_URL:
-        return f"it is longer than {MAX_URL} characters"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018  (raises on a port that is no number)
-    except ValueError as exc:
-        return f"it is not a URL ({exc})"
-    if parts.scheme not in ("http", "https"):
-        return "it is not an http or https URL"
-    host = (parts.hostname or "").lower()
-    if not host:
-        return "it names no host"
-    if host in LOOPBACK_NAMES or host in {name.lower() for name in allowed}:
-        return None
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return None
-    except ValueError:
-        pass
-    return f"{host} is not loopback and not allowed (--callback-allow {host})"
-
-
-def refused_reply(skill_id: str, url: str, reason: str) -> Reply:
-    """422 ``TASK_CALLBACK_REFUSED``: the invoke's receiver *url* may not be called."""
-    shown = urllib.parse.quote(url[:128], safe=":/?&=%.-_~@[]")
-    details = {"url": shown, "reason": reason, "skill_id": skill_id}
+def refused_reply(skill_id: str, refused: Refused) -> Reply:
+    """422 ``TASK_CALLBACK_REFUSED``: the invoke's receiver may not be called
+    (:meth:`.callback_hosts.CallbackHosts.judge` said why)."""
+    shown = urllib.parse.quote(refused.url[:MAX_SHOWN_URL], safe=":/?&=%.-_~@[]")
+    details = {"url": shown, "reason": refused.reason, "skill_id": skill_id}
     return Reply.error(catalog.render("TASK_CALLBACK_REFUSED", details=details, retry=None))
 
 
@@ -131,8 +100,8 @@ class Notice(NamedTuple):
     record: TaskRecord
     urls: Urls
     """How its answers' URLs are filled (the submit's request's address)."""
-    receiver: str | None = None
-    """The receiver's URL (a submit's; None on a touch)."""
+    receiver: Receiver | None = None
+    """The receiver (a submit's; None on a touch)."""
     fault: str = "none"
     scenario: str | None = None
 

@@ -23,6 +23,7 @@ from ..scenario.model import Reply, Step
 from . import callbacks, limits, tasks
 from . import plan as plans
 from .actions import Urls, answer
+from .callback_hosts import Receiver, Refused
 from .entries import escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
@@ -250,13 +251,14 @@ def _submit(decided: Decided, target: Target) -> Later[Decided]:
     assert tasked is not None, "the loader puts task: submit in task skills' invokes only"
     url = decided.callback_url
     if url is not None:  # a receiver mockskill may not call: refused, and no task started
-        reason = callbacks.refusal(url, decided.table.callback_allow)
-        if reason is not None:
+        judged = decided.table.callback_hosts.judge(url)
+        if isinstance(judged, Refused):
             chosen = decided.chosen
             assert chosen is not None
-            chosen.reply = decided.urls.fill(callbacks.refused_reply(tasked.skill_id, url, reason))
+            chosen.reply = decided.urls.fill(callbacks.refused_reply(tasked.skill_id, judged))
             decided.task = task_journalled("submit", "", known=False, served=False)
             return decided
+        decided.callback_url = judged
     limit = decided.table.max_tasks
     need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit))
     return _new(Pending, (need, decided.submitted))
@@ -406,8 +408,9 @@ class Decided:
     task: dict[str, Any] | None = None
     """What it did to a long-running task, as its journal entry keeps it (``Entry.task``;
     None: it touched none)."""
-    callback_url: str | None = None
-    """The receiver's URL its invoke carries, for a task skill with ``callback:``."""
+    callback_url: object | Receiver = None
+    """The receiver's URL its invoke carries, for a task skill with ``callback:`` (None:
+    none), as judged once its submit is played (a :class:`~.callback_hosts.Receiver`)."""
     callback: callbacks.Notice | None = None
     """What the courier is told of the task it submitted or touched (one with callbacks)."""
 
@@ -438,7 +441,7 @@ class Decided:
         record["settles_at_ms"] = view.settles_at_ms
         self.task = record
         callback = tasked.task.callback
-        if callback is not None and self.callback_url is not None:
+        if callback is not None and isinstance(self.callback_url, Receiver):
             self.callback = callbacks.Notice(
                 self.session,
                 number,

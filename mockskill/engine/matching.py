@@ -37,6 +37,7 @@ from ..scenario.model import (
 )
 from ..scenario.routes import Router
 from . import conditions, limits
+from .callback_hosts import LOOPBACK_ONLY
 from .state import MAX_PATH, shorten
 from .task_skills import DEFAULT_MAX_TASKS, TaskSkill
 
@@ -270,9 +271,9 @@ class RoutingTable:
         self.max_tasks = DEFAULT_MAX_TASKS
         """The live tasks the server holds at most (``--max-tasks``; set with
         :attr:`generations`)."""
-        self.callback_allow: tuple[str, ...] = ()
-        """Hosts besides loopback that task callbacks may go to (``--callback-allow``; set
-        with :attr:`generations`)."""
+        self.callback_hosts = LOOPBACK_ONLY
+        """Where task callbacks may go besides loopback (``--callback-allow``; set with
+        :attr:`generations`)."""
         self.task_ids: KeyedDigest | None = None
         """What signs and reads task ids (:mod:`.task_ids`; set with :attr:`generations`)."""
         self.task_reads: dict[str, tuple[str, int] | None] = {}

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from ..engine import callbacks
+from ..engine.callback_hosts import Receiver
 from ..engine.callbacks import Course, Delivery, Notice
 from ..engine.entries import Entry
 from ..engine.store import Store
@@ -129,8 +130,6 @@ class Courier:
             if tracked is not None or len(self._tracked) >= self.max_tracked:
                 return
             target = _target(notice.receiver)
-            if target is None:
-                return
             tracked = self._tracked[key] = _Tracked(notice, target)
         elif tracked is None or notice.task_id != tracked.notice.task_id:
             return  # not followed (no receiver, or forgotten)
@@ -248,7 +247,10 @@ class Courier:
             up = connections.idle(target)
             if up is None:
                 up = await connections.connect(target, timeout)
-            head = _head(target, notice.task_id, callback.signature_header, signed, len(payload))
+            assert notice.receiver is not None  # (a submit's notice, kept)
+            head = _head(
+                notice.receiver, notice.task_id, callback.signature_header, signed, len(payload)
+            )
             up.begin(head, payload, head_only=False)
             while not up.complete and up.error is None and not up.lost:
                 ready: asyncio.Future[None] = loop.create_future()
@@ -280,7 +282,8 @@ class Courier:
         finished: float,
     ) -> None:
         notice = tracked.notice
-        target = tracked.target
+        receiver = notice.receiver
+        assert receiver is not None  # (a submit's notice, kept)
         task: dict[str, Any] = callbacks.journalled(
             notice,
             delivery,
@@ -288,9 +291,9 @@ class Courier:
             fault=notice.fault,
             acknowledged=acknowledged,
             sent_ms=started * 1000,
-            receiver=f"{target.host}:{target.port}",
+            receiver=receiver.address,
         )
-        path = urllib.parse.urlsplit(notice.receiver or "").path or "/"
+        path = receiver.target
         entry = Entry(
             self._state.next_id(),
             started,
@@ -312,34 +315,18 @@ def _wake(ready: asyncio.Future[None]) -> None:
         ready.set_result(None)
 
 
-def _target(url: str) -> Proxy | None:
-    """The receiver as the upstream client connects to it (None: not a URL it can call)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    host = parts.hostname
-    if parts.scheme not in ("http", "https") or not host:
-        return None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    # The URL kept is the whole receiver's: the request line is made from it (_head).
-    return Proxy(url, parts.scheme, host, port, verify=True, timeout_ms=5000, after=None)
+def _target(receiver: Receiver) -> Proxy:
+    """The receiver as the upstream client connects to it (by scheme, host and port)."""
+    return Proxy(receiver.url, receiver.scheme, receiver.host, receiver.port)
 
 
-def _head(target: Proxy, task_id: str, signature_header: str, signed: str, length: int) -> bytes:
-    parts = urllib.parse.urlsplit(target.url)
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    host = parts.netloc.rpartition("@")[2]
+def _head(
+    receiver: Receiver, task_id: str, signature_header: str, signed: str, length: int
+) -> bytes:
+    """A delivery's request head (the judged URL has only RFC 3986's characters)."""
     return (
-        f"POST {path} HTTP/1.1\r\n"
-        f"Host: {host}\r\n"
+        f"POST {receiver.target} HTTP/1.1\r\n"
+        f"Host: {urllib.parse.urlsplit(receiver.url).netloc}\r\n"
         "Content-Type: application/json\r\n"
         f"Content-Length: {length}\r\n"
         f"{signature_header}: {signed}\r\n"
