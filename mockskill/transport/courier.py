@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.parse
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -32,13 +33,16 @@ from ..engine import callbacks
 from ..engine.callback_hosts import Receiver
 from ..engine.callbacks import Course, Delivery, Notice
 from ..engine.entries import Entry
-from ..engine.store import Store
+from ..engine.store import Store, TaskRecord
 from ..scenario.model import Proxy
 from .loop_server import DEFAULT_GRACE
 from .upstream import UpstreamConnection, UpstreamError, pool
 
 DEFAULT_MAX_PENDING = 50_000
 """Deliveries waiting or in flight at most (each a few hundred bytes)."""
+MAX_CONNECTIONS = 32
+"""Connections open to one receiver at most (the upstream pool keeps as many idle): a burst
+of changes queues for them instead of opening a connection each."""
 DEFAULT_MAX_TRACKED = 50_000
 """Tasks with a receiver followed at most (beyond, a new one is not followed)."""
 
@@ -74,11 +78,16 @@ class Courier:
         self._tracked: dict[_Key, _Tracked] = {}
         self._sends: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
+        self._lanes: dict[tuple[str, str, int], asyncio.Semaphore] = {}
+        """Per receiver (scheme, host, port): the connections it may still be sent on."""
         self.pending = 0
         """Deliveries waiting for their time or being sent."""
         self.max_pending, self.max_tracked = max_pending, max_tracked
         self.dropped = 0
         """Deliveries not sent because :attr:`max_pending` were pending."""
+        self.failures: Counter[str] = Counter()
+        """Attempts that got no whole answer, by kind (``refused``, ``unreachable``,
+        ``TimeoutError``...): the journal says which attempts, this says why."""
 
     # -- a companion of the serving loop -------------------------------------------------
 
@@ -100,6 +109,7 @@ class Courier:
         if sends:
             await asyncio.gather(*sends, return_exceptions=True)
         self.pending = 0
+        self._lanes.clear()
         self._loop = None
         return True
 
@@ -147,6 +157,7 @@ class Courier:
         assert callback is not None  # (a notice is made for such tasks only)
         task = notice.tasked.task
         record = tracked.record
+        now_ms = max(now_ms, tracked.course.at_ms)  # (a thread's notice may come late)
         course, changes = callbacks.observe(tracked.course, callback, task, record, now_ms)
         for change in changes:
             course, planned = callbacks.deliveries(course, callback, notice.fault, change)
@@ -163,11 +174,14 @@ class Courier:
                 tracked.course = course._replace(held=None)
             del self._tracked[key]
             return
-        moment = callbacks.next_moment(task, record, now_ms)
-        if moment is None:
-            return  # only a request moves it on: its notice looks again
         loop = self._loop
         assert loop is not None
+        moment = callbacks.next_moment(task, record, now_ms)
+        if moment is None:  # only a request moves it on (its notice looks again), unless
+            # none comes before the store forgets the task: then it is forgotten here too
+            at = loop.time() + notice.tasked.keep_ms / 1000
+            tracked.timer = loop.call_at(at, self._forget, key, tracked, record)
+            return
         delay = max(0.0, (moment - time.time() * 1000) / 1000)
         tracked.timer = loop.call_at(loop.time() + delay, self._due, key, tracked, moment)
 
@@ -176,6 +190,13 @@ class Courier:
         if self._tracked.get(key) is not tracked:
             return
         self._look(key, tracked, max(moment, time.time() * 1000))
+
+    def _forget(self, key: _Key, tracked: _Tracked, record: TaskRecord) -> None:
+        """Forget *tracked*, left alone (no request since *record*) as long as the store
+        keeps a task."""
+        tracked.timer = None
+        if self._tracked.get(key) is tracked and tracked.record is record:
+            del self._tracked[key]
 
     # -- deliveries ------------------------------------------------------------------------
 
@@ -217,7 +238,14 @@ class Courier:
             started = time.time()
             payload = callbacks.body(notice, delivery, attempt)
             signed = callbacks.signature(callback, payload, delivery.forged)
-            status = await self._post(tracked, payload, signed, callback.timeout_ms / 1000)
+            receiver = notice.receiver
+            assert receiver is not None  # (a submit's notice, kept)
+            lane = self._lanes.get((receiver.scheme, receiver.host, receiver.port))
+            if lane is None:
+                lane = asyncio.Semaphore(MAX_CONNECTIONS)
+                self._lanes[(receiver.scheme, receiver.host, receiver.port)] = lane
+            async with lane:
+                status = await self._post(tracked, payload, signed, callback.timeout_ms / 1000)
             finished = time.time()
             acknowledged = status is not None and 200 <= status < 300
             self._journal(tracked, delivery, attempt, status, acknowledged, started, finished)
@@ -260,13 +288,16 @@ class Courier:
                     raise TimeoutError
                 await asyncio.wait_for(ready, left)
             if not up.complete or up.error is not None:
+                self.failures[up.error.kind if up.error is not None else "unreachable"] += 1
                 up.close()
                 return None
             status = up.status
             up.take_chunks()
             up.done()
             return status
-        except (TimeoutError, UpstreamError, OSError):
+        except (TimeoutError, UpstreamError, OSError) as exc:
+            kind = exc.kind if isinstance(exc, UpstreamError) else type(exc).__name__
+            self.failures[kind] += 1
             if up is not None:
                 up.close()
             return None
