@@ -65,6 +65,15 @@ _DEFAULTS = TaskCallback(url_from=("header", ""), where=Position("", 0, 0))
 """A callback with every default: what a ``callback:`` leaves out is read from it."""
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """A header name: an HTTP token."""
+_KINDS = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    list: "a list",
+    dict: "a mapping",
+}
+"""What a secret that is not a string was, said without its value."""
 _WHERE_FROM = "{header: NAME} or {body: /POINTER} (where the invoke carries the receiver's URL)"
 
 
@@ -176,7 +185,7 @@ def _secret(r: Reader, raw: dict[str, Any], path: Path) -> str | None:
         return None
     value = raw["secret"]
     if not isinstance(value, str):
-        found = "null" if value is None else f"a {type(value).__name__}, not a string"
+        found = _KINDS.get(type(value), "a value") + (", not a string" if value is not None else "")
         r.bad((*path, "secret"), "a secret: a non-empty string", found, "quote it")
         return None
     if not value.strip():
