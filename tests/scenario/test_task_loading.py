@@ -1032,8 +1032,31 @@ def test_the_bundled_cancel_task_works_long_and_settles_a_cancel(bundled: dict[s
     )
 
 
+def test_the_bundled_lost_callback_task_promises_a_callback_it_never_sends(
+    bundled: dict[str, Skill],
+) -> None:
+    task = bundled["task-callback-lost"].task
+    assert _lasting(task) == [("submitted", 1000), ("working", 2000), ("completed", None)]
+    assert task is not None
+    assert task.callback is not None
+    assert task.callback.url_from == ("header", "X-Callback-Url")
+    assert task.callback.faults == ("never",)
+    assert task.callback.secret
+
+
+def test_only_the_lost_callback_task_has_a_callback(bundled: dict[str, Skill]) -> None:
+    hooked = [skill.id for skill in bundled.values() if skill.task and skill.task.callback]
+    assert hooked == ["task-callback-lost"]
+
+
 def test_every_bundled_task_skill_says_capability_type_task(bundled: dict[str, Skill]) -> None:
-    assert sorted(bundled) == ["task-cancel", "task-input", "task-report", "task-timeout"]
+    assert sorted(bundled) == [
+        "task-callback-lost",
+        "task-cancel",
+        "task-input",
+        "task-report",
+        "task-timeout",
+    ]
     for skill in bundled.values():
         assert json.loads(skill.descriptor)["capability_type"] == "task"
         assert skill.invoke is not None
