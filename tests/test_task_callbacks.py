@@ -4,13 +4,11 @@ non-2xx or a slow answer until its attempts run out; a receiver mockskill may no
 refused 422 ``TASK_CALLBACK_REFUSED``; every attempt is journalled (docs/tasks.md,
 "Callbacks"). Real servers on ephemeral ports, a real receiver (a threading HTTP server).
 
-The callbacks are built as the model (``dataclasses.replace`` on a loaded task skill)
-until the loader reads ``callback:``.
+Each scenario is the YAML a user writes (``task: callback:``, docs/scenarios.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import http.server
@@ -25,54 +23,50 @@ import pytest
 import requests
 
 from mockskill import Server, load_text
-from mockskill.scenario.model import ScenarioSet, Skill, TaskCallback
+from mockskill.scenario.model import ScenarioSet
 
 SESSION = "Mockskill-Session"
 SECRET = "s3cret"
 
-BASE = load_text(
-    textwrap.dedent(
-        """
-        skills:
-          - id: report
-            task:
-              poll_after: 100ms
-              cancel: {settle: 0ms}
-              life:
-                - {status: submitted, for: 100ms}
-                - {status: working, for: 200ms}
-                - {status: completed, json: {report: done}}
-          - id: asking
-            task:
-              life:
-                - {status: working, for: 100ms}
-                - {status: input_required, expects: {body: {/answer: {exists: true}}}}
-                - {status: completed, json: {answered: true}}
-        """
-    ),
-    "callbacks.yaml",
-)
+LIVES = {
+    "report": """
+      poll_after: 100ms
+      cancel: {settle: 0ms}
+      life:
+        - {status: submitted, for: 100ms}
+        - {status: working, for: 200ms}
+        - {status: completed, json: {report: done}}
+    """,
+    "asking": """
+      life:
+        - {status: working, for: 100ms}
+        - {status: input_required, expects: {body: {/answer: {exists: true}}}}
+        - {status: completed, json: {answered: true}}
+    """,
+}
 
 
-def with_callback(skill_id: str = "report", **fields: Any) -> ScenarioSet:
-    """*BASE* with skill *skill_id*'s task pushing to the URL its invoke's
-    ``X-Callback-Url`` names (``callback:`` *fields*)."""
-    scenario = BASE.scenarios[0]
-    found: Skill = next(s for s in scenario.skills if s.id == skill_id)
-    assert found.task is not None
+def with_callback(skill_id: str = "report", **callback: Any) -> ScenarioSet:
+    """Skill *skill_id* (of :data:`LIVES`) pushing to the URL its invoke's
+    ``X-Callback-Url`` names, with ``callback:`` *callback* (YAML keys; short waits)."""
     given: dict[str, Any] = {
-        "url_from": ("header", "X-Callback-Url"),
-        "where": found.where,
+        "url": {"header": "X-Callback-Url"},
         "secret": SECRET,
-        "backoff_ms": 50,
-        "timeout_ms": 500,
-        **fields,
+        "backoff": "50ms",
+        "timeout": "500ms",
+        **callback,
     }
-    task = dataclasses.replace(found.task, callback=TaskCallback(**given))
-    skills = tuple(
-        dataclasses.replace(s, task=task) if s.id == skill_id else s for s in scenario.skills
+    text = textwrap.dedent(LIVES[skill_id]).strip().replace("\n", "\n      ")
+    return load_text(
+        f"""
+skills:
+  - id: {skill_id}
+    task:
+      {text}
+      callback: {json.dumps(given)}
+""",
+        "callbacks.yaml",
     )
-    return ScenarioSet((dataclasses.replace(scenario, skills=skills),))
 
 
 class Receiver:
@@ -197,7 +191,7 @@ def test_each_change_is_posted_on_time_signed_with_the_task_as_a_poll_shows_it(
 
 
 def test_on_names_the_statuses_pushed(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(on=("completed",)))
+    server = serve(with_callback(on=["completed"]))
     submit(server, receiver.url)
     bodies = receiver.wait(1)
     time.sleep(0.2)
@@ -214,7 +208,7 @@ def test_no_url_in_the_invoke_means_no_callbacks(serve: Any, receiver: Receiver)
 
 
 def test_a_url_in_the_body_is_read_by_its_pointer(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(url_from=("body", "/callback/url")))
+    server = serve(with_callback(url={"body": "/callback/url"}))
     answer = requests.post(
         f"{server.url}/skills/report/invoke", json={"callback": {"url": receiver.url}}
     )
@@ -245,7 +239,7 @@ def test_a_cancel_is_pushed_and_the_life_it_stopped_is_not(serve: Any, receiver:
 
 
 def test_twice_sends_every_change_twice(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(faults=("twice",)))
+    server = serve(with_callback(fault="twice"))
     submit(server, receiver.url)
     bodies = receiver.wait(4)
     time.sleep(0.1)
@@ -258,7 +252,7 @@ def test_twice_sends_every_change_twice(serve: Any, receiver: Receiver) -> None:
 
 
 def test_late_sends_each_late_by_after_the_change(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(faults=("late",), late_ms=400))
+    server = serve(with_callback(fault="late", late_by="400ms"))
     submit(server, receiver.url)
     submitted = time.time()
     receiver.wait(2)
@@ -269,7 +263,7 @@ def test_late_sends_each_late_by_after_the_change(serve: Any, receiver: Receiver
 
 
 def test_out_of_order_sends_the_changes_in_reverse_pairs(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(faults=("out_of_order",)))
+    server = serve(with_callback(fault="out_of_order"))
     submit(server, receiver.url)
     bodies = receiver.wait(2)
     assert [b["delivery"]["sequence"] for b in bodies] == [1, 0]
@@ -277,7 +271,7 @@ def test_out_of_order_sends_the_changes_in_reverse_pairs(serve: Any, receiver: R
 
 
 def test_never_sends_nothing_and_faults_go_to_tasks_in_turn(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(faults=("never", "none")))
+    server = serve(with_callback(fault=["never", "none"]))
     submit(server, receiver.url)  # task 0: never
     second = submit(server, receiver.url)  # task 1: none
     bodies = receiver.wait(2)
@@ -287,7 +281,7 @@ def test_never_sends_nothing_and_faults_go_to_tasks_in_turn(serve: Any, receiver
 
 
 def test_forged_is_signed_with_a_wrong_key(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(faults=("forged",)))
+    server = serve(with_callback(fault="forged"))
     submit(server, receiver.url)
     receiver.wait(2)
     for _, headers, body in receiver.got:
@@ -301,7 +295,7 @@ def test_forged_is_signed_with_a_wrong_key(serve: Any, receiver: Receiver) -> No
 
 def test_a_500_is_retried_after_the_backoff(serve: Any, receiver: Receiver) -> None:
     receiver.answers = [500]
-    server = serve(with_callback(on=("completed",), backoff_ms=200))
+    server = serve(with_callback(on=["completed"], backoff="200ms"))
     submit(server, receiver.url)
     bodies = receiver.wait(2)
     assert [b["delivery"] for b in bodies] == [
@@ -318,7 +312,7 @@ def test_a_500_is_retried_after_the_backoff(serve: Any, receiver: Receiver) -> N
 
 def test_a_slow_receiver_is_not_acknowledged_and_retried(serve: Any, receiver: Receiver) -> None:
     receiver.slow = [0.6]
-    server = serve(with_callback(on=("completed",), timeout_ms=200))
+    server = serve(with_callback(on=["completed"], timeout="200ms"))
     submit(server, receiver.url)
     bodies = receiver.wait(2)
     assert [b["delivery"]["attempt"] for b in bodies] == [0, 1]
@@ -332,7 +326,7 @@ def test_a_slow_receiver_is_not_acknowledged_and_retried(serve: Any, receiver: R
 
 def test_attempts_run_out_with_the_backoff_doubling(serve: Any, receiver: Receiver) -> None:
     receiver.answers = [503] * 10
-    server = serve(with_callback(on=("completed",), attempts=3, backoff_ms=100))
+    server = serve(with_callback(on=["completed"], attempts=3, backoff="100ms"))
     submit(server, receiver.url)
     receiver.wait(3)
     time.sleep(0.6)  # a fourth would come 400 ms after the third
@@ -346,7 +340,7 @@ def test_attempts_run_out_with_the_backoff_doubling(serve: Any, receiver: Receiv
 
 
 def test_a_refused_connection_is_retried(serve: Any) -> None:
-    server = serve(with_callback(on=("completed",), attempts=2))
+    server = serve(with_callback(on=["completed"], attempts=2))
     nobody = "http://127.0.0.1:9/hook"  # (discard: nothing listens in a test run)
     submit(server, nobody)
     deadline = time.monotonic() + 3
@@ -387,7 +381,7 @@ def test_another_host_is_refused_unless_allowed(serve: Any) -> None:
 
 
 def test_loopback_names_are_allowed_as_written(serve: Any, receiver: Receiver) -> None:
-    server = serve(with_callback(on=("completed",)))
+    server = serve(with_callback(on=["completed"]))
     port = receiver.url.split(":")[2].split("/")[0]
     assert submit(server, f"http://localhost:{port}/hook").status_code == 202
     assert submit(server, f"http://127.0.0.2:{port}/hook").status_code == 202
@@ -417,3 +411,38 @@ def test_each_attempt_is_journalled_in_the_tasks_session(serve: Any, receiver: R
     assert 0 <= task["late_ms"] < 100
     assert task["receiver"] == receiver.url.split("/")[2]
     assert entries[1]["task"]["pushed"] == "completed"
+
+
+# -- on the loop, bounded --------------------------------------------------------------------
+
+
+def test_a_slow_receiver_does_not_hold_up_the_skill_surface(serve: Any, receiver: Receiver) -> None:
+    receiver.slow = [1.0, 1.0]
+    server = serve(with_callback(timeout="2s"))
+    location = submit(server, receiver.url).headers["Location"]
+    receiver.wait(1)  # the first delivery is being answered, slowly
+    began = time.monotonic()
+    assert requests.get(location).status_code == 200
+    assert requests.get(f"{server.url}/skills/report").status_code == 200
+    assert time.monotonic() - began < 0.5
+
+
+def test_stopping_the_server_cancels_the_deliveries_left(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(fault="late", late_by="1s"))
+    submit(server, receiver.url)
+    time.sleep(0.4)  # both changes happened; their deliveries wait a second more
+    assert server.courier.pending == 2
+    server.stop()
+    time.sleep(1.2)
+    assert receiver.got == []
+    assert server.courier.pending == 0
+
+
+def test_deliveries_over_the_cap_are_dropped_and_counted(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(fault="twice", on=["completed"]))
+    server.courier.max_pending = 1
+    submit(server, receiver.url)
+    receiver.wait(1)
+    time.sleep(0.3)
+    assert len(receiver.got) == 1
+    assert server.courier.dropped == 1

@@ -161,8 +161,8 @@ class Courier:
         course, changes = callbacks.observe(tracked.course, callback, task, record, now_ms)
         for change in changes:
             course, planned = callbacks.deliveries(course, callback, notice.fault, change)
-            for delivery in planned:
-                self._plan(tracked, delivery)
+            if planned:
+                self._plan(tracked, planned)
         tracked.course = course
         if tracked.timer is not None:
             tracked.timer.cancel()
@@ -170,7 +170,7 @@ class Courier:
         view_terminal = course.status in ("completed", "failed", "cancelled")
         if view_terminal:
             if course.held is not None:  # (out_of_order: nothing follows it now)
-                self._plan(tracked, course.held._replace(due_ms=now_ms))
+                self._plan(tracked, [course.held._replace(due_ms=now_ms)])
                 tracked.course = course._replace(held=None)
             del self._tracked[key]
             return
@@ -200,33 +200,42 @@ class Courier:
 
     # -- deliveries ------------------------------------------------------------------------
 
-    def _plan(self, tracked: _Tracked, delivery: Delivery) -> None:
-        if self.pending >= self.max_pending:
-            self.dropped += 1
-            return
+    def _plan(self, tracked: _Tracked, planned: list[Delivery]) -> None:
+        """Send *planned* (one change's deliveries, due together) at their time, one after
+        the other in their order (``out_of_order``'s later change first, ``twice``'s
+        copies)."""
+        room = self.max_pending - self.pending
+        if room < len(planned):
+            self.dropped += len(planned) - max(0, room)
+            planned = planned[: max(0, room)]
+            if not planned:
+                return
         loop = self._loop
         assert loop is not None
-        self.pending += 1
-        delay = max(0.0, (delivery.due_ms - time.time() * 1000) / 1000)
+        self.pending += len(planned)
+        delay = max(0.0, (planned[0].due_ms - time.time() * 1000) / 1000)
         if delay <= 0:
-            self._begin(tracked, delivery, None)
+            self._begin(tracked, planned, None)
             return
         timer: asyncio.TimerHandle
-        timer = loop.call_at(loop.time() + delay, lambda: self._begin(tracked, delivery, timer))
+        timer = loop.call_at(loop.time() + delay, lambda: self._begin(tracked, planned, timer))
         self._timers.add(timer)
 
     def _begin(
-        self, tracked: _Tracked, delivery: Delivery, timer: asyncio.TimerHandle | None
+        self, tracked: _Tracked, planned: list[Delivery], timer: asyncio.TimerHandle | None
     ) -> None:
         if timer is not None:
             self._timers.discard(timer)
-        send = asyncio.ensure_future(self._send(tracked, delivery))
+        send = asyncio.ensure_future(self._send_in_turn(tracked, planned))
         self._sends.add(send)
-        send.add_done_callback(self._sent)
+        send.add_done_callback(self._sends.discard)
 
-    def _sent(self, send: asyncio.Task[None]) -> None:
-        self._sends.discard(send)
-        self.pending = max(0, self.pending - 1)
+    async def _send_in_turn(self, tracked: _Tracked, planned: list[Delivery]) -> None:
+        for delivery in planned:
+            try:
+                await self._send(tracked, delivery)
+            finally:
+                self.pending = max(0, self.pending - 1)
 
     async def _send(self, tracked: _Tracked, delivery: Delivery) -> None:
         """Every attempt of *delivery*, each journalled, until one is acknowledged."""
@@ -301,6 +310,10 @@ class Courier:
             if up is not None:
                 up.close()
             return None
+        except asyncio.CancelledError:  # the server stops: the connection goes with it
+            if up is not None:
+                up.close()
+            raise
 
     def _journal(
         self,
