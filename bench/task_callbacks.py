@@ -15,7 +15,11 @@ taken under load says so), the lateness of each delivery (its arrival - the scri
 time: the 202's ``created_at`` + ``--life``), p50/p99/max, deliveries missing or signed
 wrongly, the server's own view from its journal (``late_ms`` p99: when each was sent;
 attempts, those not acknowledged, deliveries dropped by the cap), the skill surface's
-latency p50/p99/max meanwhile (targets: lateness p99 <= 50 ms, surface p99 <= 20 ms).
+latency p50/p99/max meanwhile (targets: lateness p99 <= 50 ms, surface p99 <= 20 ms), and
+the server's CPU time from ready to the end of the round. Each round is run twice in
+turn, with the receiver and without (the same tasks, polled only: no ``X-Callback-Url``),
+and the CPU one delivery costs is the difference of the medians over the tasks: a
+figure the machine's load moves less than the lateness.
 Run::
 
     python bench/task_callbacks.py [--tasks 1000 --spread 1000 --life 1000 --rounds 3]
@@ -42,12 +46,11 @@ import _common as c
 SECRET = "bench-secret"
 
 SERVER = r"""
-import dataclasses, sys, textwrap, time
+import collections, json, sys, textwrap, time
 from mockskill import Server, load_text
-from mockskill.scenario.model import ScenarioSet, TaskCallback
 
-life_ms, port = int(sys.argv[1]), int(sys.argv[2])
-base = load_text(textwrap.dedent(f'''
+life_ms, port, secret = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+scenarios = load_text(textwrap.dedent(f'''
     skills:
       - id: plain
       - id: job
@@ -55,24 +58,19 @@ base = load_text(textwrap.dedent(f'''
           life:
             - {{status: working, for: {life_ms}ms}}
             - {{status: completed, json: {{done: true}}}}
+          callback:
+            url: {{header: X-Callback-Url}}
+            secret: {secret}
+            on: [completed]
 '''), "bench.yaml")
-scenario = base.scenarios[0]
-job = next(s for s in scenario.skills if s.id == "job")
-callback = TaskCallback(("header", "X-Callback-Url"), job.where, secret=sys.argv[3],
-                        on=("completed",))
-task = dataclasses.replace(job.task, callback=callback)
-skills = tuple(dataclasses.replace(s, task=task) if s.id == "job" else s
-               for s in scenario.skills)
-scenarios = ScenarioSet((dataclasses.replace(scenario, skills=skills),))
 server = Server(scenarios, port=port, journal_size=20_000).start()
-print("ready", flush=True)
-sys.stdin.read()
-import collections, json
+print("ready", time.process_time(), flush=True)
+sys.stdin.readline()
+cpu = time.process_time()
 attempts = [e for e in server.journal("bench") if e.endpoint == "callback"]
 late = sorted(e.task["late_ms"] for e in attempts)
-print(json.dumps({"attempts": len(attempts),
+print(json.dumps({"attempts": len(attempts), "cpu": cpu,
                   "unacknowledged": sum(not e.task["acknowledged"] for e in attempts),
-                  "statuses": collections.Counter(str(e.status) for e in attempts),
                   "sent_late_p99": late[int(len(late) * 0.99)] if late else None,
                   "dropped": server.courier.dropped,
                   "failures": server.courier.failures}), flush=True)
@@ -123,16 +121,18 @@ def created_ms(text: str) -> float:
 
 
 def submitter(
-    port: int, hook: str, starts: list[float], created: dict[str, float], lock: threading.Lock
-) -> None:
+    port: int, hook: str | None, starts: list[float], created: dict[str, float],
+    lock: threading.Lock,
+) -> None:  # fmt: skip
     connection = http.client.HTTPConnection(c.HOST, port, timeout=10)
+    headers = {"Content-Type": "application/json", "Mockskill-Session": "bench"}
+    if hook is not None:  # (else a task polled only: the baseline)
+        headers["X-Callback-Url"] = hook
     for start in starts:
         wait = start - time.time()
         if wait > 0:
             time.sleep(wait)
-        connection.request("POST", "/skills/job/invoke", body=b"{}", headers={
-            "Content-Type": "application/json", "X-Callback-Url": hook,
-            "Mockskill-Session": "bench"})  # fmt: skip
+        connection.request("POST", "/skills/job/invoke", body=b"{}", headers=headers)
         answer = connection.getresponse()
         task = json.loads(answer.read())["task"]
         with lock:
@@ -155,9 +155,11 @@ def surface(port: int, until: threading.Event, latencies: list[float]) -> None:
     connection.close()
 
 
-def round_(tasks: int, spread_ms: int, life_ms: int) -> list[object]:
+def round_(tasks: int, spread_ms: int, life_ms: int, hooked: bool) -> tuple[list[object], float]:
+    """One round: its table row and the server's CPU seconds while it ran. Not *hooked*:
+    the same tasks with no receiver (the baseline of the CPU a delivery costs)."""
     port, hook_port = c.free_port(), c.free_port()
-    hook = f"http://127.0.0.1:{hook_port}/hook"
+    hook = f"http://127.0.0.1:{hook_port}/hook" if hooked else None
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "got.json"
         env = {**os.environ, "PYTHONPATH": str(c.REPO)}
@@ -170,7 +172,7 @@ def round_(tasks: int, spread_ms: int, life_ms: int) -> list[object]:
         assert receiver.stdout is not None
         assert server.stdout is not None
         receiver.stdout.readline()
-        server.stdout.readline()
+        cpu_ready = float(server.stdout.readline().split()[1])
         created: dict[str, float] = {}
         lock = threading.Lock()
         latencies: list[float] = []
@@ -187,22 +189,36 @@ def round_(tasks: int, spread_ms: int, life_ms: int) -> list[object]:
             client.start()
         for client in clients:
             client.join()
-        # Until every delivery arrived (at most 10 s after the last was due), so that a
-        # late one is measured, not refused by a receiver gone.
-        arrived = threading.Thread(target=receiver.stdout.readline, daemon=True)
-        arrived.start()
-        arrived.join(max(0.0, first + (spread_ms + life_ms) / 1000 + 10 - time.time()))
-        until.set()
+        last_due = first + (spread_ms + life_ms) / 1000
+        time.sleep(max(0.0, last_due + 0.3 - time.time()))
+        until.set()  # (the surface is asked as long in either round: comparable CPU)
         probe.join()
+        if hooked:  # until every delivery arrived (at most 10 s after the last was due),
+            # so that a late one is measured, not refused by a receiver gone
+            arrived = threading.Thread(target=receiver.stdout.readline, daemon=True)
+            arrived.start()
+            arrived.join(max(0.0, last_due + 10 - time.time()))
         receiver.terminate()
         receiver.wait(10)
         got = json.loads(out.read_text())
         assert server.stdin is not None
-        server.stdin.close()
+        server.stdin.write(b"done\n")
+        server.stdin.flush()
         said = json.loads(server.stdout.readline())
+        server.stdin.close()
         server.wait(30)
         if said["failures"]:
             print(f"attempts without a whole answer: {said['failures']}", file=sys.stderr)
+    cpu = said["cpu"] - cpu_ready
+    surface_cells = [
+        len(latencies),
+        f"{c.percentile(latencies, 50):.2f}",
+        f"{c.percentile(latencies, 99):.2f}",
+        f"{max(latencies):.2f}",
+        f"{cpu:.2f}",
+    ]
+    if not hooked:
+        return [os.getloadavg()[0], "no receiver", *["-"] * 7, *surface_cells], cpu
     lateness, forged = [], 0
     for at, signature, body in got:
         expected = "sha256=" + hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
@@ -212,6 +228,7 @@ def round_(tasks: int, spread_ms: int, life_ms: int) -> list[object]:
     missing = tasks - len({json.loads(body)["task"]["id"] for _, _, body in got})
     return [
         os.getloadavg()[0],
+        "receiver",
         f"{c.percentile(lateness, 50):.1f}",
         f"{c.percentile(lateness, 99):.1f}",
         f"{max(lateness):.1f}",
@@ -219,11 +236,8 @@ def round_(tasks: int, spread_ms: int, life_ms: int) -> list[object]:
         forged,
         said["sent_late_p99"],
         "/".join(str(said[k]) for k in ("attempts", "unacknowledged", "dropped")),
-        len(latencies),
-        f"{c.percentile(latencies, 50):.2f}",
-        f"{c.percentile(latencies, 99):.2f}",
-        f"{max(latencies):.2f}",
-    ]
+        *surface_cells,
+    ], cpu
 
 
 def main() -> None:
@@ -234,17 +248,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     c.raise_nofile()
-    rows = []
+    rows, cpu = [], {True: [], False: []}
     for n in range(args.rounds):
-        rows.append([n + 1, *round_(args.tasks, args.spread, args.life)])
+        for hooked in (True, False):  # taken in turn: the machine's load weighs on both
+            row, spent = round_(args.tasks, args.spread, args.life, hooked)
+            rows.append([n + 1, *row])
+            cpu[hooked].append(spent)
     print(f"{args.tasks} tasks submitted over {args.spread} ms, each completing {args.life} ms"
           " after its submit, pushed to a local receiver\n")  # fmt: skip
     c.print_table(
-        ["round", "load avg", "late p50 ms", "late p99 ms", "late max ms", "missing",
-         "bad signature", "sent late p99 ms", "attempts/unacked/dropped", "surface requests",
-         "surface p50 ms", "surface p99 ms", "surface max ms"],
+        ["round", "load avg", "tasks push to", "late p50 ms", "late p99 ms", "late max ms",
+         "missing", "bad signature", "sent late p99 ms", "attempts/unacked/dropped",
+         "surface requests", "surface p50 ms", "surface p99 ms", "surface max ms", "server CPU s"],
         rows,
     )  # fmt: skip
+    per = (c.median(cpu[True]) - c.median(cpu[False])) / args.tasks * 1e6
+    print(f"\nserver CPU per delivery (median with - median without, / {args.tasks}): {per:.0f} us")
     print()
     print(c.machine())
 

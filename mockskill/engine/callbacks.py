@@ -126,9 +126,10 @@ class Delivery(NamedTuple):
     forged: bool = False
 
 
-def started(submitted_ms: float) -> Course:
-    """A task's course at its submission (``submitted`` is never pushed)."""
-    return Course("submitted", submitted_ms)
+def started(task: Task, record: TaskRecord) -> Course:
+    """A task's course at its submission (*record*: as the submit left it): the status its
+    202 answered is not a change (``submitted``, or the first phase's), so never pushed."""
+    return Course(tasks.view(task, record).status, record.submitted_ms)
 
 
 def change_moments(task: Task, record: TaskRecord) -> list[float]:

@@ -58,7 +58,7 @@ class _Tracked:
     def __init__(self, notice: Notice, target: Proxy) -> None:
         self.notice = notice
         self.record = notice.record
-        self.course: Course = callbacks.started(notice.record.submitted_ms)
+        self.course: Course = callbacks.started(notice.tasked.task, notice.record)
         self.target = target
         self.timer: asyncio.TimerHandle | None = None
 
@@ -290,12 +290,17 @@ class Courier:
             )
             up.begin(head, payload, head_only=False)
             while not up.complete and up.error is None and not up.lost:
-                ready: asyncio.Future[None] = loop.create_future()
-                up.when_ready(partial(_wake, ready))
-                left = deadline - loop.time()
-                if left <= 0:
+                if loop.time() >= deadline:
                     raise TimeoutError
-                await asyncio.wait_for(ready, left)
+                ready: asyncio.Future[None] = loop.create_future()
+                wake = partial(_wake, ready)
+                up.when_ready(wake)
+                # A timer, not asyncio.wait_for: that makes a task per wait.
+                timeout_timer = loop.call_at(deadline, wake)
+                try:
+                    await ready
+                finally:
+                    timeout_timer.cancel()
             if not up.complete or up.error is not None:
                 self.failures[up.error.kind if up.error is not None else "unreachable"] += 1
                 up.close()
