@@ -447,3 +447,19 @@ def test_deliveries_over_the_cap_are_dropped_and_counted(serve: Any, receiver: R
     time.sleep(0.3)
     assert len(receiver.got) == 1
     assert server.courier.dropped == 1
+
+
+def test_a_task_submitted_after_a_reset_has_its_own_callbacks(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(with_callback(on=["completed"]))
+    submit(server, receiver.url)
+    server.reset("s")  # task 0 forgotten; the next submit is task 0 again
+    time.sleep(0.1)
+    submitted = time.time()
+    submit(server, receiver.url)
+    receiver.wait(2)
+    time.sleep(0.3)
+    arrived = [at - submitted for at, _, _ in receiver.got]
+    assert len(arrived) >= 1
+    assert 0.25 < arrived[-1] < 0.45  # the second task's completed, 300 ms after its submit

@@ -137,7 +137,11 @@ class Courier:
         key = (notice.session, notice.number)
         tracked = self._tracked.get(key)
         if notice.receiver is not None:  # a submit
-            if tracked is not None or len(self._tracked) >= self.max_tracked:
+            if tracked is not None:  # its session was reset: numbers start again
+                if tracked.timer is not None:
+                    tracked.timer.cancel()
+                del self._tracked[key]
+            if len(self._tracked) >= self.max_tracked:
                 return
             target = _target(notice.receiver)
             tracked = self._tracked[key] = _Tracked(notice, target)
