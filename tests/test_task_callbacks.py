@@ -279,6 +279,10 @@ def test_never_sends_nothing_and_faults_go_to_tasks_in_turn(serve: Any, receiver
     time.sleep(0.2)
     assert {b["task"]["id"] for b in receiver.bodies()} == {second.json()["task"]["id"]}
     assert len(bodies) == 2
+    # The submits say each task's fault: a never task leaves no delivery to tell it by.
+    entries = requests.get(f"{server.url}/__admin/journal", params={"session": "s"}).json()
+    submits = [e["task"] for e in entries["entries"] if e["task"]["action"] == "submit"]
+    assert [t["callback_fault"] for t in submits] == ["never", "none"]
 
 
 def test_forged_is_signed_with_a_wrong_key(serve: Any, receiver: Receiver) -> None:

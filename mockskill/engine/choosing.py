@@ -442,6 +442,8 @@ class Decided:
         self.task = record
         callback = tasked.task.callback
         if callback is not None and isinstance(self.callback_url, Receiver):
+            fault = callbacks.fault_of(callback, number)
+            record["callback_fault"] = fault  # (a never task sends nothing: the audit reads it)
             self.callback = callbacks.Notice(
                 self.session,
                 number,
@@ -450,7 +452,7 @@ class Decided:
                 tasks.submitted_record(tasked.skill, at_ms),
                 self.urls,
                 self.callback_url,
-                callbacks.fault_of(callback, number),
+                fault,
                 target.scenario,
             )
         return self
