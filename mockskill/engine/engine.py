@@ -464,8 +464,8 @@ class Engine:
                 return None  # (its answer is made per request: the general path adds to it)
             policy = target.policy
             assert policy is not None
-            record = limits.record_of(policy.admitted, spent, choosing.limited_key(decided))
-            plain.record(request, decided.started, decided.session, position, record)
+            said = (policy.admitted, decided.limit_value, *spent)  # a LaterRecord
+            plain.record(request, decided.started, decided.session, position, said)
             if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
                 return plain.plan
             return plain.limited_plan(policy, spent, time.time())

@@ -27,6 +27,7 @@ from .entries import (
     MAX_HEADER_BYTES,
     MAX_TARGET,
     Entry,
+    LaterRecord,
     escaped,
     headers_size,
     sent_headers,
@@ -382,7 +383,7 @@ class Plain:
         started: float,
         session: str,
         position: int | None,
-        rate_limit: dict[str, Any] | None = None,
+        rate_limit: LaterRecord | None = None,
     ) -> None:
         """Journal *request*, the *position*-th of its sequence in *session* (None: a
         refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit

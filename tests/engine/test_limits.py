@@ -8,6 +8,7 @@ from email.utils import parsedate_to_datetime
 import pytest
 
 from mockskill.engine import limits
+from mockskill.engine.entries import limit_record
 from mockskill.engine.incoming import Incoming
 from mockskill.engine.store import Spent
 from mockskill.protocol import catalog
@@ -119,7 +120,7 @@ def test_the_value_a_request_is_counted_by() -> None:
 def test_a_refusal_is_a_unified_body_with_its_forms() -> None:
     limit = RateLimit(3, 0.5, HERE, answer=RateAnswer(429, "ms", "x-ratelimit"))
     spent = Spent(False, 0, 1234, 6000)
-    reply, limited = limits.refusal(limit, spent, "session: s1", catalog.Context(), NOW)
+    reply, limited = limits.refusal(limit, spent, "s1", catalog.Context(), NOW)
     assert reply.status == 429
     body = json.loads(reply.body)
     assert catalog.error_body_problem(body) is None
@@ -132,8 +133,10 @@ def test_a_refusal_is_a_unified_body_with_its_forms() -> None:
         "X-RateLimit-Remaining": "0",
         "X-RateLimit-Reset": "6",
     }
+    assert isinstance(limited.record, dict)
     assert limited.record["wait_ms"] == 1234
     assert limited.record["retry_after_value"] == "1234"
+    assert limited.record["key"] == "session: s1"
     assert not limited.added
 
 
@@ -156,7 +159,7 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
 
     kept = Answer(200, (("Content-Type", "application/json"),), b"{}")
     policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="x-ratelimit")))
-    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "session: s1", NOW)
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "s1", NOW)
     assert admitted.headers == (
         ("X-RateLimit-Limit", "5"),
         ("X-RateLimit-Remaining", "4"),
@@ -174,9 +177,10 @@ def test_an_admitted_answer_gains_its_headers_on_a_head_rendered_once() -> None:
 
 def test_the_none_form_adds_nothing_to_an_admitted_answer() -> None:
     policy = limits.Policy(RateLimit(5, 1.0, HERE, answer=RateAnswer(headers="none")))
-    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "session: s1", NOW)
+    admitted = limits.admitted(policy, Spent(True, 4, 0, 1000), "s1", NOW)
     assert (admitted.headers, admitted.added) == ((), False)
-    assert admitted.record["remaining"] == 4
+    shown = limit_record(admitted.record)  # (made a dict when its entry is shown)
+    assert (shown["remaining"], shown["full_ms"], shown["key"]) == (4, 1000, "session: s1")
 
 
 @pytest.mark.parametrize("form", ["seconds", "date", "fractional", "ms", "missing", "malformed"])
