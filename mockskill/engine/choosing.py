@@ -241,7 +241,8 @@ def refused(decided: Decided, spent: Spent) -> tuple[Refusal, LaterRecord]:
         if len(refusals) >= MAX_KEPT_REFUSALS:
             refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
         refusals[key] = kept  # (the target and Urls kept with it: their ids stay their own)
-    return kept, (kept.record, decided.limit_value, *spent)
+    _, remaining, next_ms, full_ms = spent
+    return kept, (kept.record, decided.limit_value, remaining, next_ms, full_ms)
 
 
 class Refusal:

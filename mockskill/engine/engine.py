@@ -464,7 +464,8 @@ class Engine:
                 return None  # (its answer is made per request: the general path adds to it)
             policy = target.policy
             assert policy is not None
-            said = (policy.admitted, decided.limit_value, *spent)  # a LaterRecord
+            _, remaining, next_ms, full_ms = spent
+            said = (policy.admitted, decided.limit_value, remaining, next_ms, full_ms)
             plain.record(request, decided.started, decided.session, position, said)
             if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
                 return plain.plan

@@ -144,18 +144,18 @@ def shown_limit_key(kind: str, value: str | None) -> str:
 
 
 LaterRecord: TypeAlias = tuple[Any, ...]
-"""A bucket's ``Entry.rate_limit`` as recorded, ``(kept, value, *spent)``: made the dict
-(:func:`limit_record`) when the entry is first shown (:func:`shown_changes`), as a short
-body's digest is. *kept*: the record its answer shares (``limits.Policy.admitted``, a kept
-refusal's), its ``key`` the limit's kind; *value*: what the bucket counts (None: the shared
-one); then the :class:`~.store.Spent`'s fields. A plain tuple of atoms and a dict of them:
+"""A bucket's ``Entry.rate_limit`` as recorded, (kept, value, remaining, next_ms, full_ms):
+made the dict (:func:`limit_record`) when the entry is first shown (:func:`shown_changes`),
+as a short body's digest is. *kept*: the record its answer shares (``Policy.admitted``, a
+kept refusal's), its ``key`` the limit's kind; *value*: what the bucket counts (None: the
+shared one); then the :class:`~.store.Spent`'s. A plain tuple of atoms and a dict of them:
 the collector stops watching it at its first pass (a named tuple it walks for good)."""
 
 
 def limit_record(parts: LaterRecord) -> dict[str, Any]:
     """``Entry.rate_limit`` of a :data:`LaterRecord`: its kept record with the spent fields
     and the key."""
-    kept, value, _, remaining, next_ms, full_ms = parts
+    kept, value, remaining, next_ms, full_ms = parts
     record: dict[str, Any] = kept.copy()
     record["remaining"], record["next_ms"], record["full_ms"] = remaining, next_ms, full_ms
     record["key"] = shown_limit_key(record["key"], value)

@@ -277,7 +277,8 @@ class Policy:
 def admitted(policy: Policy, spent: Spent, value: str | None, now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
     step's answer, and its journal record (*value*: what its bucket counts, :func:`key_value`)."""
-    record = (policy.admitted, value, *spent)  # a LaterRecord
+    _, remaining, next_ms, full_ms = spent
+    record = (policy.admitted, value, remaining, next_ms, full_ms)  # a LaterRecord
     form = policy.form
     if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
         return _new(Limited, ((), False, record))
@@ -356,7 +357,8 @@ def refusal(
     replies, ``choosing.refused``)."""
     policy = Policy(limit)
     advised = refusal_headers(policy, spent, now)
-    record = limit_record((refused_record(policy, advised), value, *spent))
+    kept = refused_record(policy, advised)
+    record = limit_record((kept, value, spent.remaining, spent.next_ms, spent.full_ms))
     return refusal_reply(limit, context, advised), Limited(advised.headers, False, record)
 
 
