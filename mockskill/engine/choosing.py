@@ -29,7 +29,7 @@ from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Spent, Take, Taken
+from .store import ADMITTED, Bucket, NeedAnswer, SetState, Spent, Take, Taken
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -136,7 +136,7 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if spent is not None:  # a limited endpoint: what its bucket said
         limit = target.limit
         assert limit is not None
-        if not spent.admitted:  # not played: refused, advised when the next token comes
+        if not spent[ADMITTED]:  # not played: refused, advised when the next token comes
             refusal, record = refused(decided, spent)
             decided.chosen = Chosen(reply=refusal.reply)
             decided.limited = _new(limits.Limited, (refusal.advised.headers, False, record))

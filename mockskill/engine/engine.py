@@ -54,7 +54,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Request, Response
@@ -434,7 +434,7 @@ class Engine:
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
         spent: Spent | None = taken[2]  # type: ignore[index,assignment]  # a Take: a Taken
-        if position is None and spent is not None and not spent.admitted:
+        if position is None and spent is not None and not spent[ADMITTED]:
             # Refused by its limit: the refusal's plan and journal row are kept, its request
             # journalled now.
             refusal, record = choosing.refused(decided, spent)

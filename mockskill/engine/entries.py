@@ -148,7 +148,7 @@ LaterRecord: TypeAlias = tuple[Any, ...]
 made the dict (:func:`limit_record`) when the entry is first shown (:func:`shown_changes`),
 as a short body's digest is. *kept*: the record its answer shares (``Policy.admitted``, a
 kept refusal's), its ``key`` the limit's kind; *value*: what the bucket counts (None: the
-shared one); then the :class:`~.store.Spent`'s. A plain tuple of atoms and a dict of them:
+shared one); then the :data:`~.store.Spent`'s. A plain tuple of atoms and a dict of them:
 the collector stops watching it at its first pass (a named tuple it walks for good)."""
 
 

@@ -2,7 +2,7 @@
 
 A limited endpoint (a skill's invoke or a route with ``rate_limit:``) has its request spend
 a token of a :class:`~.store.Bucket` first (:func:`bucket`, put on the request's
-:class:`~.store.Take`); the store says what it came to (a :class:`~.store.Spent`). This
+:class:`~.store.Take`); the store says what it came to (a :data:`~.store.Spent`). This
 module turns that into what the consumer sees, per request and without I/O:
 
 - a refusal (:func:`refusal`): 429 ``RATE_LIMITED`` (outside the chapter) or 503
@@ -33,7 +33,7 @@ from ..scenario.model import JSON_TYPE, RateAnswer, RateLimit, RateLimited, Repl
 from . import request_facts
 from .conditions import ABSENT, resolve
 from .entries import LaterRecord, limit_record, shown_limit_key
-from .store import Bucket, Spent
+from .store import FULL_MS, NEXT_MS, REMAINING, Bucket, Spent
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ class Policy:
         self.form = limit.answer.headers
         self.retry_after = limit.answer.retry_after
         self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
-        nothing = Spent(True, 0, 0, 0)  # (the varying fields, set when shown)
+        nothing: Spent = (True, 0, 0, 0)  # (the varying fields, set when shown)
         answer, kind = limit.answer, _kind(limit)
         self.admitted = _record(
             answer, False, False, limit.capacity, nothing, limit.refill, None, None, kind
@@ -252,7 +252,7 @@ class Policy:
         it is kept per value, ``choosing.refused``). The ``Retry-After`` form's (seconds,
         milliseconds, the dates and the advice to the millisecond, or nothing) and the
         reset (:meth:`reset`)."""
-        form, wait_ms = self.retry_after, spent[2]  # (next_ms: the wait advised)
+        form, wait_ms = self.retry_after, spent[NEXT_MS]  # (the wait advised)
         advice: object = None  # (missing, malformed: the same on every refusal)
         if form == "seconds":
             advice = catalog.retry_after_seconds(wait_ms)
@@ -261,7 +261,7 @@ class Policy:
         elif form == "date":
             at = math.ceil(now + wait_ms / 1000)
             advice = (math.floor(now), at, math.ceil((at - now) * 1000))
-        return advice, self.reset(spent[3], now)
+        return advice, self.reset(spent[FULL_MS], now)
 
     def reset(self, full_ms: int, now: float) -> int:
         """The reset its varying headers state for a bucket full in *full_ms* at *now*:
@@ -282,7 +282,7 @@ def admitted(policy: Policy, spent: Spent, value: str | None, now: float) -> Lim
     form = policy.form
     if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
         return _new(Limited, ((), False, record))
-    varying = varying_headers(form, spent.remaining, spent.full_ms, now)
+    varying = varying_headers(form, remaining, full_ms, now)
     return _new(Limited, (policy.fixed + varying, True, record))
 
 
@@ -332,8 +332,9 @@ def refusal_headers(policy: Policy, spent: Spent, now: float) -> Advised:
     """The headers of the answer to a request *policy*'s limit refused (*spent*: no token)
     at *now*: its wait is the next token's."""
     form = policy.form
-    headers, advice_ms, value = retry_after(policy.retry_after, spent.next_ms, now)
-    varying = varying_headers(form, 0, spent.full_ms, now) if form != "none" else ()
+    _, _, next_ms, full_ms = spent
+    headers, advice_ms, value = retry_after(policy.retry_after, next_ms, now)
+    varying = varying_headers(form, 0, full_ms, now) if form != "none" else ()
     return _new(Advised, ((*headers, *policy.fixed, *varying), advice_ms, value))
 
 
@@ -358,7 +359,8 @@ def refusal(
     policy = Policy(limit)
     advised = refusal_headers(policy, spent, now)
     kept = refused_record(policy, advised)
-    record = limit_record((kept, value, spent.remaining, spent.next_ms, spent.full_ms))
+    _, remaining, next_ms, full_ms = spent
+    record = limit_record((kept, value, remaining, next_ms, full_ms))
     return refusal_reply(limit, context, advised), Limited(advised.headers, False, record)
 
 
@@ -372,7 +374,7 @@ def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[R
     details = {"limit": step.limit, "refill_per_second": None, "key": "scripted"}
     message = f"Rate limit exceeded (a scripted answer): a limit of {step.limit}"
     reply = _answer(answer, context, headers, advice_ms, details, message)
-    spent = Spent(False, 0, wait_ms, wait_ms)
+    spent: Spent = (False, 0, wait_ms, wait_ms)
     record = _record(answer, True, True, step.limit, spent, None, advice_ms, value, None)
     return reply, _new(Limited, (reply.headers, False, record))
 
@@ -430,11 +432,11 @@ def _record(
         "retry_after": answer.retry_after,
         "headers": answer.headers,
         "limit": limit,
-        "remaining": spent.remaining,
+        "remaining": spent[REMAINING],
         "refill": refill,
         "wait_ms": wait_ms,
-        "next_ms": spent.next_ms,
-        "full_ms": spent.full_ms,
+        "next_ms": spent[NEXT_MS],
+        "full_ms": spent[FULL_MS],
         "retry_after_value": value,
         "key": key,
     }
