@@ -469,7 +469,7 @@ class Engine:
             plain.record(request, decided.started, decided.session, position, said)
             if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
                 return plain.plan
-            return plain.limited_plan(policy, spent, time.time())
+            return plain.limited_plan(policy, spent)
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

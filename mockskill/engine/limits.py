@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -229,13 +230,18 @@ class Policy:
     record of an admitted request and of a refusal but for what varies
     (:data:`~.entries.LaterRecord`)."""
 
-    __slots__ = ("admitted", "fixed", "form", "limit", "refused", "retry_after")
+    __slots__ = ("admitted", "fixed", "form", "limit", "refused", "reset_now", "retry_after")
 
     def __init__(self, limit: RateLimit) -> None:
         self.limit = limit
         self.form = limit.answer.headers
         self.retry_after = limit.answer.retry_after
         self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
+        self.reset_now: Callable[[int], int] = catalog.retry_after_seconds
+        """:meth:`reset` now: the seconds to full, read off *full_ms* with no clock, but
+        for ``x-ratelimit-epoch``, an epoch time."""
+        if self.form == "x-ratelimit-epoch":
+            self.reset_now = self._reset_at_the_clock
         nothing: Spent = (True, 0, 0, 0)  # (the varying fields, set when shown)
         answer, kind = limit.answer, _kind(limit)
         self.admitted = _record(
@@ -269,6 +275,10 @@ class Policy:
         if self.form == "x-ratelimit-epoch":
             return math.ceil(now + full_ms / 1000)
         return catalog.retry_after_seconds(full_ms)
+
+    def _reset_at_the_clock(self, full_ms: int) -> int:
+        """:meth:`reset` at the time of the call (``x-ratelimit-epoch``'s :attr:`reset_now`)."""
+        return self.reset(full_ms, time.time())
 
 
 # -- the answers ----------------------------------------------------------------

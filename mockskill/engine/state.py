@@ -365,7 +365,8 @@ class State:
         now = time.monotonic()
         if owner is not None:
             buckets = (record if owner == session else self._session(owner)).buckets
-            tokens, at = buckets.get(key, (capacity, now))
+            counted = buckets.get(key)  # (a default would be a tuple made per request)
+            tokens, at = (capacity, now) if counted is None else counted
             tokens, spent = spend(capacity, refill, tokens, now - at)
             if spent[ADMITTED]:  # admitted
                 buckets[key] = (tokens, now)
