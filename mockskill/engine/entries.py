@@ -757,7 +757,6 @@ ENTRY_FIELDS: tuple[str, ...] = Entry._fields
 _FIELD_INDEX = {name: n for n, name in enumerate(ENTRY_FIELDS)}
 _RETRY = ENTRY_FIELDS.index("retry")
 _DIGEST = ENTRY_FIELDS.index("body_digest")
-_RATE_LIMIT = ENTRY_FIELDS.index("rate_limit")
 
 
 def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry]]) -> bytes:
@@ -775,11 +774,8 @@ def packed(slots: Iterable[tuple[tuple[str, ...] | None, Entry]]) -> bytes:
         digest = recorded.body_digest
         if type(digest) is LaterDigest:  # taken now: marshal holds no such object
             values = (*values[:_DIGEST], digest.text(), *values[_DIGEST + 1 :])
-        limited: Any = recorded.rate_limit
-        if type(limited) is tuple:  # (LaterRecord) made now: what the reader gets
-            values = (*values[:_RATE_LIMIT], limit_record(limited), *values[_RATE_LIMIT + 1 :])
         retry = recorded.retry
-        if retry is not None:  # a value marshal cannot hold
+        if retry is not None:  # the one value marshal cannot hold
             advice = (retry.suggested_delay_ms, retry.max_attempts)
             values = (*values[:_RETRY], advice, *values[_RETRY + 1 :])
         rows += (hidden, values)
