@@ -23,13 +23,13 @@ from ..scenario.model import Reply, Step
 from . import limits
 from . import plan as plans
 from .actions import Urls, answer
-from .entries import escaped, shorten
+from .entries import LaterRecord, escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
+from .store import ADMITTED, Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
 from .task_skills import journalled as task_journalled
 from .task_skills import over_cap
 
@@ -72,7 +72,10 @@ def take(decided: Decided, target: Target, request: Incoming) -> Take:
             takes.clear()  # atomic, unlike evicting one: handle() runs on threads
         took = takes[session] = _new(Take, (session, *_take_parts(table, target, session)))
     limit = target.limit
-    if limit is None or limit.key == "session":  # (a session's bucket is in its kept Take)
+    if limit is None:
+        return took
+    if limit.key == "session":  # (a session's bucket is in its kept Take)
+        decided.limit_value = session
         return took
     # Keyed by what the request carries: its bucket, hence its Take, is made per request.
     credentials = table.credential_digest
@@ -135,14 +138,14 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if spent is not None:  # a limited endpoint: what its bucket said
         limit = target.limit
         assert limit is not None
-        if not spent.admitted:  # not played: refused, advised when the next token comes
+        if not spent[ADMITTED]:  # not played: refused, advised when the next token comes
             refusal, record = refused(decided, spent)
             decided.chosen = Chosen(reply=refusal.reply)
             decided.limited = _new(limits.Limited, (refusal.advised.headers, False, record))
             return decided
         policy = target.policy
         assert policy is not None
-        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
+        decided.limited = limits.admitted(policy, spent, decided.limit_value, time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -268,7 +271,7 @@ def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Late
     return _new(Pending, (need, decided.unchanged))
 
 
-def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
+def refused(decided: Decided, spent: Spent) -> tuple[Refusal, LaterRecord]:
     """The answer to *decided*'s request, refused by its limit (*spent*: no token), and its
     journal's record (``Entry.rate_limit``). The answer is kept on the table per target (a
     case's journal row names its case), address and the values it states
@@ -287,7 +290,8 @@ def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
         if len(refusals) >= MAX_KEPT_REFUSALS:
             refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
         refusals[key] = kept  # (the target and Urls kept with it: their ids stay their own)
-    return kept, limits.record_of(kept.record, spent, limited_key(decided))
+    _, remaining, next_ms, full_ms = spent
+    return kept, (kept.record, decided.limit_value, remaining, next_ms, full_ms)
 
 
 class Refusal:
@@ -303,11 +307,7 @@ class Refusal:
         self.target, self.urls, self.advised = target, urls, advised
         self.reply = urls.fill(limits.refusal_reply(policy.limit, target.context, advised))
         self.plan = plans.Plan(answer(self.reply), journalled=True)
-        self.record = {
-            **policy.refused,
-            "wait_ms": advised.advice_ms,
-            "retry_after_value": advised.value,
-        }
+        self.record = limits.refused_record(policy, advised)
         self.journal: Any = None
         """Its journal row: a :class:`~.journalling.Plain` the engine makes on first use
         (a type this module cannot name: journalling imports it); None until then."""
@@ -315,17 +315,6 @@ class Refusal:
 
 MAX_KEPT_REFUSALS = 256
 """Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
-
-
-def limited_key(decided: Decided) -> str:
-    """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
-    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
-    policy = target.policy
-    assert policy is not None
-    if policy.limit.key != "session":
-        return limits.shown_key(policy.limit, decided.limit_value)
-    shown = policy.sessions.get(decided.session)  # kept: most requests find theirs
-    return policy.session_key(decided.session) if shown is None else shown
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
@@ -386,8 +375,8 @@ class Decided:
     """The request and its session's scenario state (None: not read), kept only when its
     case may pass it on (``end: next``), to match the cases after it."""
     limit_value: str | None = None
-    """What its endpoint's limit counts it by, when not its session (:func:`take`; None:
-    the endpoint's shared bucket, or not limited)."""
+    """What its endpoint's limit counts it by: its session, a header's value, ...
+    (:func:`take`; None: the endpoint's shared bucket, or not limited)."""
     limited: limits.Limited | None = None
     """What a rate limit said of it: its bucket's (admitted or refused) or a scripted
     ``rate_limited:`` step's (None: nothing limits it)."""

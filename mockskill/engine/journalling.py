@@ -27,6 +27,7 @@ from .entries import (
     MAX_HEADER_BYTES,
     MAX_TARGET,
     Entry,
+    LaterRecord,
     escaped,
     headers_size,
     sent_headers,
@@ -372,15 +373,15 @@ class Plain:
         self._limited_head: LimitedHead | None = None
         self._limited_plans: dict[tuple[int, int], Plan] = {}
 
-    def limited_plan(self, policy: Policy, spent: Spent, now: float) -> Plan:
+    def limited_plan(self, policy: Policy, spent: Spent) -> Plan:
         """Its plan, its answer with the rate-limit headers of an admitted request that
-        *spent* a token at *now* added (the head before them rendered once:
+        *spent* a token now added (the head before them rendered once:
         :class:`~.limits.LimitedHead`; its target's limit is *policy*). Kept per value the
         headers state (the whole tokens left and the reset): they change only when the
         bucket's whole tokens or the seconds to its reset do, so most requests find theirs
         made, nothing formatted."""
         _, remaining, _, full_ms = spent
-        stated = (remaining, policy.reset(full_ms, now))
+        stated = (remaining, policy.reset_now(full_ms))
         plans = self._limited_plans
         plan = plans.get(stated)
         if plan is None:
@@ -399,7 +400,7 @@ class Plain:
         started: float,
         session: str,
         position: int | None,
-        rate_limit: dict[str, Any] | None = None,
+        rate_limit: LaterRecord | None = None,
     ) -> None:
         """Journal *request*, the *position*-th of its sequence in *session* (None: a
         refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit

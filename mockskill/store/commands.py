@@ -30,8 +30,8 @@ SEP = "\x1f"
 PACKED_TAKES = 4096
 """Takes kept encoded (:meth:`Encoder.packed`): a session's steps repeat the same bytes."""
 _new = tuple.__new__
-"""A Taken's and a Spent's fields, positionally: tuple.__new__ skips the NamedTuple's keyword
-__new__ (one is decoded per request)."""
+"""A Taken's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__ (one
+is decoded per request)."""
 MAX_KEYS_PER_SESSION = 256
 """``Idempotency-Key``s a session holds on Redis (every skill's); past it a new key is not
 remembered (a retry with it runs again) until the session is reset or expires."""
@@ -223,7 +223,7 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
             position, draw = reply  # type: ignore[misc]
             return _new(Taken, (None if position < 0 else position, draw, None))
         position, draw, admitted, remaining, next_ms, full_ms = reply  # type: ignore[misc]
-        spent = _new(Spent, (admitted == 1, remaining, next_ms, full_ms))
+        spent: Spent = (admitted == 1, remaining, next_ms, full_ms)
         return _new(Taken, (None if position < 0 else position, draw, spent))
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
