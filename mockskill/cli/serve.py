@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
+from ..engine.callback_hosts import host_problem
 from ..engine.entries import DEFAULT_BODY_LIMIT
 from ..engine.state import DEFAULT_JOURNAL_BYTES, DEFAULT_JOURNAL_SIZE
 from ..engine.task_skills import DEFAULT_MAX_TASKS
@@ -30,6 +31,20 @@ from .options import MAX_DELAY, PATH, admin_token, cannot_start, load_or_exit
 WORKER_SOCKETS = ("auto", "reuseport", "inherit")
 """How ``--workers`` share the port (``--worker-socket``): see :mod:`mockskill.workers.supervisor`,
 which is imported only by a supervisor (``--workers N``, N > 1) and by its workers."""
+
+
+def _callback_hosts(
+    ctx: click.Context, param: click.Parameter, given: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``--callback-allow``'s hosts, each value split at commas and spaces (the variable
+    MOCKSKILL_CALLBACK_ALLOW lists them with commas; ``--workers`` hands them on spaced);
+    a value that is no host is a usage error naming it."""
+    hosts = tuple(host for value in given for host in value.replace(",", " ").split())
+    for host in hosts:
+        problem = host_problem(host)
+        if problem is not None:
+            raise click.BadParameter(problem, ctx=ctx, param=param)
+    return hosts
 
 
 @click.command()
@@ -179,6 +194,18 @@ which is imported only by a supervisor (``--workers N``, N > 1) and by its worke
     " over it gets 503 ENDPOINT_UNREACHABLE with retry advice.",
 )
 @click.option(
+    "--callback-allow",
+    "callback_allow",
+    multiple=True,
+    metavar="HOST",
+    callback=_callback_hosts,
+    envvar="MOCKSKILL_CALLBACK_ALLOW",  # several joined with commas (or spaces)
+    show_envvar=True,
+    help="Let task callbacks go to HOST too (a name or address, compared as written: no"
+    " DNS lookup; repeatable); by default they go to loopback hosts only (127.0.0.0/8,"
+    " ::1, localhost), and an invoke naming another is refused 422.",
+)
+@click.option(
     "--redact",
     "redact",
     multiple=True,
@@ -318,6 +345,7 @@ def serve(
     journal_body_limit: int,
     journal_bytes: int,
     max_tasks: int,
+    callback_allow: tuple[str, ...],
     redact: tuple[str, ...],
     grace: float,
     keep_alive: float,
@@ -404,6 +432,7 @@ def serve(
             journal_body_limit=journal_body_limit,
             journal_bytes=journal_bytes,
             max_tasks=max_tasks,
+            callback_allow=callback_allow,
             redact=redact,
             grace=grace,
             keep_alive=keep_alive,

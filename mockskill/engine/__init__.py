@@ -14,7 +14,9 @@ templated reply made for its request) that the transport plays;
 that honours ``Idempotency-Key``; ``limits`` says which rate limit's bucket a
 request spends and writes what the limit answers (a refusal, a scripted
 ``rate_limited:`` step, an admitted answer's headers) in every wire form.
-``capabilities`` says whether a server can play a scenario set.
+``capabilities`` says whether a server can play a scenario set;
+``callback_hosts`` whether a task's callback URL may be called (loopback, or a host
+the server allows).
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
 counts its entries against a verification, reading each as ``conditions`` read

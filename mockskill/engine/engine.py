@@ -36,6 +36,7 @@ from .addresses import MAX_CACHED, MAX_CACHED_BYTES, MAX_HOST, Addresses
 from .builtin_answers import SESSION_HEADER as SESSION_HEADER
 from .builtin_answers import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from .builtin_answers import unavailable
+from .callback_hosts import LOOPBACK_ONLY, CallbackHosts
 from .capabilities import check_playable
 from .choosing import Chosen, Decided, request_values
 from .digests import KeyedDigest
@@ -83,7 +84,7 @@ class Engine:
     sent, its body up to *journal_body_limit* bytes, unless not *journal_bodies*. The
     outage windows of *scenarios* start now, unless not *activate* (see :meth:`load`).
     Task skills' invokes start at most *max_tasks* live tasks (over it: 503 with retry
-    advice, docs/tasks.md).
+    advice, docs/tasks.md); their callbacks go to loopback and *callback_hosts* only.
     """
 
     def __init__(
@@ -98,12 +99,16 @@ class Engine:
         journal_bodies: bool = True,
         journal_body_limit: int = DEFAULT_BODY_LIMIT,
         max_tasks: int = DEFAULT_MAX_TASKS,
+        callback_hosts: CallbackHosts = LOOPBACK_ONLY,
     ) -> None:
         if max_tasks < 1:
             raise ValueError(f"max_tasks must be at least 1, not {max_tasks}")
         self.state = state
         self.max_tasks = max_tasks
         """The live tasks the server holds at most (``--max-tasks``)."""
+        self.callback_hosts = callback_hosts
+        """Where task callbacks may go besides loopback (``--callback-allow``); it judges
+        the URL an invoke carries (:meth:`CallbackHosts.judge`)."""
         # Task ids are signed with a key of their own, derived from the store's (the same
         # for every replica of a shared store: any of them reads any id).
         self._task_ids = KeyedDigest(KeyedDigest(state.digest_key).raw(b"task"))

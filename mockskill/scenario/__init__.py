@@ -11,7 +11,9 @@ together (``loader``) and refusing clashes between scenarios (``uniqueness``),
 a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, the
 ``proxy:`` forwarding (``proxy_config``), commit then fail on any step
 (``after``), a skill's or route's ``rate_limit:`` and the ``rate_limited:`` step
-(``rate_limits``), free routes' paths (``routes``),
+(``rate_limits``), free routes' paths (``routes``), a skill's long-running
+``task:`` (``tasks``; its ``callback:`` in ``task_callbacks``) and the durations
+written with their unit that its timings are (``durations``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
 (``states``), what a verification of the journal asks (``verification``:

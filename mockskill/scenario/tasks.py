@@ -11,9 +11,10 @@ an invoke's result and a step's error), an ``input_required`` phase's ``expects:
 
 What only a whole life can get wrong is checked here: one terminal phase and it last, a
 live phase that ends (``for:`` or ``polls:``, or input for ``input_required``), progress
-rising within 0..100, a cancel allowed only in live statuses. Whether a skill's invoke can
-start its task at all (a ``task: submit`` step) is :func:`starts_task`'s question, asked
-by :mod:`.skills`. How a task moves on at run time is the engine's.
+rising within 0..100, a cancel allowed only in live statuses. A ``callback:`` is read by
+:mod:`.task_callbacks`. Whether a skill's invoke can start its task at all (a
+``task: submit`` step) is :func:`starts_task`'s question, asked by :mod:`.skills`. How a
+task moves on at run time is the engine's.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .problems import Path, describe
 from .reader import Reader
 from .source import Position
 from .steps import StepContext, read_sequence, read_step
+from .task_callbacks import read_callback
 
 __all__ = [
     "CANCEL_KEYS",
@@ -52,7 +54,7 @@ __all__ = [
     "starts_task",
 ]
 
-TASK_KEYS = ("poll_after", "ttl", "cancel", "life", "polls")
+TASK_KEYS = ("poll_after", "ttl", "cancel", "life", "polls", "callback")
 CANCEL_KEYS = ("allowed", "settle")
 ERROR_KEYS = ("error", "status_code", "message", "details", "retry")
 """A failed phase's error, as a step's ``error:`` and its overrides (``status_code`` for the
@@ -74,7 +76,7 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
     if value is None:
         return None
     raw = r.mapping(
-        value, path, "a task: a mapping with life: (and poll_after, ttl, cancel, polls)"
+        value, path, "a task: a mapping with life: (and poll_after, ttl, cancel, polls, callback)"
     )
     if raw is None:
         return None
@@ -88,11 +90,14 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
     if raw.get("polls") is not None:
         polls_ctx = dataclasses.replace(ctx, tasks=("status",))
         polls = read_sequence(r, raw["polls"], (*path, "polls"), polls_ctx)
+    callback = read_callback(r, raw.get("callback"), (*path, "callback"))
     if len(r.problems) > before or life is None or cancel is None:
         return None
     if poll_after is None or ttl is None:
         return None
     allowed, settle = cancel
+    if callback is not None and "on" in raw["callback"]:
+        _unreached(r, callback.on, life, allowed, (*path, "callback", "on"))
     return Task(
         life=life,
         where=r.position(path),
@@ -101,7 +106,31 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
         cancellable=allowed,
         cancel_settle_ms=settle,
         polls=polls,
+        callback=callback,
     )
+
+
+def _unreached(
+    r: Reader,
+    on: tuple[str, ...],
+    life: tuple[TaskPhase, ...],
+    cancellable: tuple[str, ...],
+    path: Path,
+) -> None:
+    """A warning for each status ``callback: on:`` pushes that the task never reaches (its
+    life has no such phase, and ``cancelled`` needs one or an allowed cancel): a push that
+    cannot happen is likely a typo for one that can."""
+    reached = {phase.status for phase in life}
+    if cancellable:
+        reached.add("cancelled")
+    for status in on:
+        if status not in reached:
+            r.warn(
+                path,
+                f"statuses the task reaches: {listed(sorted(reached - {'submitted'}))}",
+                f"{status!r}, which its life never reaches",
+                "nothing is ever pushed for it; keep it only if you mean that",
+            )
 
 
 def starts_task(sequences: Iterable[Sequence]) -> bool:

@@ -36,6 +36,7 @@ from ..admin.browsers import Cors, cors_origins
 from ..control.registry import CannotShare, LoadedScenario, Registry, set_moves_state
 from ..control.watch import DEFAULT_INTERVAL, ReloadResult, Watcher
 from ..engine.builtin_answers import DEFAULT_MAX_BODY
+from ..engine.callback_hosts import CallbackHosts
 from ..engine.engine import Engine
 from ..engine.entries import DEFAULT_BODY_LIMIT, redaction
 from ..engine.plan import Outcome
@@ -114,7 +115,9 @@ class Server(Expecting):
     *journal_bodies* False; at most *journal_bytes* of bodies in all, the oldest going
     first), credentials masked and the values of the headers, query parameters and form
     or JSON fields named in *redact* too (docs/admin.md). Task skills hold at most
-    *max_tasks* live tasks (docs/tasks.md; over it their invokes get 503 with retry advice).
+    *max_tasks* live tasks (docs/tasks.md; over it their invokes get 503 with retry advice);
+    their callbacks go to loopback hosts and to those of *callback_allow* only (names or
+    addresses, compared as written: no DNS lookup decides).
 
     *state* is where sequence positions, tokens, outage clocks, draws and the
     journal live: by default a new in-memory :class:`~mockskill.engine.state.State`
@@ -167,6 +170,7 @@ class Server(Expecting):
         redact: Iterable[str] = (),
         journal_bytes: int = DEFAULT_JOURNAL_BYTES,
         max_tasks: int = DEFAULT_MAX_TASKS,
+        callback_allow: Iterable[str] = (),
     ) -> None:
         if admin_token is not None and not admin_token.strip():
             raise ServerError("the admin token is empty; give one of at least one character")
@@ -189,6 +193,12 @@ class Server(Expecting):
             raise ServerError(f"journal_body_limit must be at least 0, not {journal_body_limit}")
         if max_tasks < 1:
             raise ServerError(f"max_tasks must be at least 1, not {max_tasks}")
+        hosts = (callback_allow,) if isinstance(callback_allow, str) else callback_allow
+        try:
+            self.callback_hosts = CallbackHosts.of(hosts)
+            """Where task callbacks may go besides loopback (``callback_allow``)."""
+        except ValueError as exc:
+            raise ServerError(f"callback_allow: {exc}") from None
         names = (redact,) if isinstance(redact, str) else tuple(redact)
         if any(not name.strip() for name in names):
             raise ServerError("redact: a name to mask is empty; give a header or field name")
@@ -223,6 +233,7 @@ class Server(Expecting):
             journal_bodies=journal_bodies,
             journal_body_limit=journal_body_limit,
             max_tasks=max_tasks,
+            callback_hosts=self.callback_hosts,
         )
         for name in names:  # masked in the journal from the first request on
             self.state.hide(redaction(name))

@@ -854,7 +854,7 @@ BUNDLED_SKILLS = {
     "protected": ["guarded", "admin", "keyed", "next-gen"],
     "healthy": ["translate"],
     "slow": ["slow"],
-    "tasks": ["task-report", "task-timeout", "task-input", "task-cancel"],
+    "tasks": ["task-report", "task-timeout", "task-input", "task-cancel", "task-callback-lost"],
     "rate-limits": [
         "rate-limited",
         "rate-limited-503",

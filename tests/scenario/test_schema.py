@@ -23,8 +23,18 @@ from jsonschema.exceptions import best_match
 
 import mockskill
 from mockskill.protocol import catalog
-from mockskill.scenario import cases, delays, durations, loader, rate_limits, steps, tasks
+from mockskill.scenario import (
+    cases,
+    delays,
+    durations,
+    loader,
+    rate_limits,
+    steps,
+    task_callbacks,
+    tasks,
+)
 from mockskill.scenario.model import (
+    CALLBACK_FAULTS,
     CASE_END_RULES,
     END_RULES,
     FAULTS,
@@ -110,6 +120,7 @@ OBJECTS = {
     "task": (SCHEMA["$defs"]["task"], tasks.TASK_KEYS),
     "task phase": (SCHEMA["$defs"]["task_phase"], tasks.PHASE_KEYS),
     "task cancel": (SCHEMA["$defs"]["task_cancel"], tasks.CANCEL_KEYS),
+    "task callback": (SCHEMA["$defs"]["task_callback"], task_callbacks.CALLBACK_KEYS),
     **{f"delay {shape}": (SCHEMA["$defs"][f"delay_{shape}"], (shape,)) for shape in delays.SHAPES},
 }
 
@@ -210,6 +221,13 @@ def test_task_statuses_kinds_and_bounds_match_the_loader() -> None:
     assert defs["task_cancel"]["properties"]["allowed"]["items"]["enum"] == live
     assert defs["step"]["properties"]["task"]["enum"] == list(TASK_STEP_KINDS)
     assert defs["task_phase"]["properties"]["polls"]["maximum"] == tasks.MAX_POLLS
+    callback = defs["task_callback"]["properties"]
+    assert callback["on"]["items"]["enum"] == list(task_callbacks.PUSHED_STATUSES)
+    assert callback["fault"]["anyOf"][0]["enum"] == list(CALLBACK_FAULTS)
+    assert callback["fault"]["anyOf"][1]["items"]["enum"] == list(CALLBACK_FAULTS)
+    assert callback["attempts"]["maximum"] == task_callbacks.MAX_ATTEMPTS
+    sources = [list(form["properties"]) for form in defs["task_callback_url"]["oneOf"]]
+    assert sources == [[source] for source in task_callbacks.URL_SOURCES]
     units = re.search(r"\(([a-z|]+)\)\$$", defs["duration"]["pattern"])
     assert units is not None
     assert sorted(units.group(1).split("|")) == sorted(durations.UNITS)
@@ -751,6 +769,46 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
             ("{task: submit, rate_limited: {retry_after_ms: 5}}", False),
         ]
     },
+    **{
+        f"task callback {callback}": (
+            ok,
+            _task(f"{{life: [{{status: completed}}], callback: {callback}}}"),
+        )
+        for callback, ok in [
+            ("{url: {header: X-Callback-Url}, secret: s}", True),
+            ("{url: {body: /callback/url}, secret: s}", True),
+            ("{url: {body: /a~1b/~0c}, secret: s}", True),
+            ("null", True),
+            (
+                "{url: {header: X-Hook}, secret: s, signature_header: X-Sig, attempts: 100,"
+                " backoff: 500ms, timeout: 2s, on: [working, completed], fault: [never, none]}",
+                True,
+            ),
+            ("{url: {header: X-Hook}, secret: s, fault: late, late_by: 3s}", True),
+            ("{url: {header: X-Hook}, secret: s, fault: [none, late], late_by: 3s}", True),
+            ("{url: {header: X-Hook}, secret: s, late_by: 3s}", False),
+            ("{url: {header: X-Hook}, secret: s, fault: twice, late_by: 3s}", False),
+            ("{url: {header: X-Hook}}", False),
+            ("{secret: s}", False),
+            ("{url: {header: X-Hook}, secret: ''}", False),
+            ("{url: 'http://127.0.0.1/hook', secret: s}", False),
+            ("{url: {header: X-Hook, body: /url}, secret: s}", False),
+            ("{url: {query: hook}, secret: s}", False),
+            ("{url: {header: 'X Hook'}, secret: s}", False),
+            ("{url: {body: callback/url}, secret: s}", False),
+            ("{url: {body: ''}, secret: s}", False),
+            ("{url: {header: X-Hook}, secret: s, attempts: 0}", False),
+            ("{url: {header: X-Hook}, secret: s, attempts: 101}", False),
+            ("{url: {header: X-Hook}, secret: s, timeout: -1s}", False),
+            ("{url: {header: X-Hook}, secret: s, timeout: 5}", False),
+            ("{url: {header: X-Hook}, secret: s, on: []}", False),
+            ("{url: {header: X-Hook}, secret: s, on: [submitted]}", False),
+            ("{url: {header: X-Hook}, secret: s, on: [finished]}", False),
+            ("{url: {header: X-Hook}, secret: s, fault: lost}", False),
+            ("{url: {header: X-Hook}, secret: s, fault: []}", False),
+            ("{url: {header: X-Hook}, secret: s, retries: 3}", False),
+        ]
+    },
     "a task step on a route": (False, _route("steps: [task: submit]")),
     "a task step in a route's outcome": (False, _route("steps: [{one_of: [task: submit]}]")),
     "a task with a rate limit": (
@@ -801,6 +859,13 @@ LOADER_ONLY: dict[str, str] = {
         "{life: [{status: working, for: 1s, progress: [50, 10]}, {status: completed}]}"
     ),
     "a zero duration": _task("{life: [{status: working, for: 0s}, {status: completed}]}"),
+    "a callback's zero backoff": _task(
+        "{life: [{status: completed}], callback: {url: {header: X-Hook}, secret: s, backoff: 0s}}"
+    ),
+    "a callback's signature in a header every delivery sets": _task(
+        "{life: [{status: completed}],"
+        " callback: {url: {header: X-Hook}, secret: s, signature_header: Content-Type}}"
+    ),
     "a duration finer than a millisecond": _task(
         "{life: [{status: working, for: 0.0001s}, {status: completed}]}"
     ),

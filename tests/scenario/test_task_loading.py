@@ -18,6 +18,7 @@ from conftest import assert_problem
 
 from mockskill import ScenarioError, bundled_path, load_paths, load_text
 from mockskill.scenario.model import (
+    CALLBACK_FAULTS,
     TERMINAL_STATUSES,
     Condition,
     Reply,
@@ -25,6 +26,7 @@ from mockskill.scenario.model import (
     Skill,
     Step,
     Task,
+    TaskCallback,
     TaskPhase,
 )
 from mockskill.scenario.problems import Problem
@@ -1030,8 +1032,31 @@ def test_the_bundled_cancel_task_works_long_and_settles_a_cancel(bundled: dict[s
     )
 
 
+def test_the_bundled_lost_callback_task_promises_a_callback_it_never_sends(
+    bundled: dict[str, Skill],
+) -> None:
+    task = bundled["task-callback-lost"].task
+    assert _lasting(task) == [("submitted", 1000), ("working", 2000), ("completed", None)]
+    assert task is not None
+    assert task.callback is not None
+    assert task.callback.url_from == ("header", "X-Callback-Url")
+    assert task.callback.faults == ("never",)
+    assert task.callback.secret
+
+
+def test_only_the_lost_callback_task_has_a_callback(bundled: dict[str, Skill]) -> None:
+    hooked = [skill.id for skill in bundled.values() if skill.task and skill.task.callback]
+    assert hooked == ["task-callback-lost"]
+
+
 def test_every_bundled_task_skill_says_capability_type_task(bundled: dict[str, Skill]) -> None:
-    assert sorted(bundled) == ["task-cancel", "task-input", "task-report", "task-timeout"]
+    assert sorted(bundled) == [
+        "task-callback-lost",
+        "task-cancel",
+        "task-input",
+        "task-report",
+        "task-timeout",
+    ]
     for skill in bundled.values():
         assert json.loads(skill.descriptor)["capability_type"] == "task"
         assert skill.invoke is not None
@@ -1057,3 +1082,506 @@ def test_a_server_without_the_raw_socket_refuses_a_fault_on_the_status_url() -> 
     [problem] = caught.value.problems
     assert problem.line == 6  # the poll step's line
     assert "transport fault" in problem.found
+
+
+# -- callbacks --------------------------------------------------------------------------
+
+
+def hooked(*keys: str, url: str = "{header: X-Callback-Url}") -> str:
+    """A task skill (life: completed) whose ``callback:`` (line 6) has ``url:`` (line 7),
+    ``secret: s3cret`` (line 8), then *keys* (block YAML, key i on line 9 + i)."""
+    lines = [f"url: {url}", "secret: s3cret", *keys]
+    return task_skill(life(DONE, more="callback:\n" + "".join(f"  {k}\n" for k in lines)))
+
+
+def test_a_callback_loads_into_the_model_as_written() -> None:
+    text = hooked(
+        "signature_header: X-Signature",
+        "attempts: 3",
+        "backoff: 500ms",
+        "timeout: 2s",
+        "on: [completed, working]",
+        "fault: [never, none, late]",
+        "late_by: 3s",
+        url="{body: /callback/url}",
+    )
+    callback = the_task(text).callback
+    assert callback is not None
+    assert callback == TaskCallback(
+        url_from=("body", "/callback/url"),
+        where=callback.where,
+        signature_header="X-Signature",
+        secret="s3cret",
+        attempts=3,
+        backoff_ms=500,
+        timeout_ms=2000,
+        on=("working", "completed"),  # in the order a task reaches them
+        faults=("never", "none", "late"),
+        late_ms=3000,
+    )
+    assert (callback.where.file, callback.where.line) == ("s.yaml", 7)
+
+
+def test_what_a_callback_leaves_out_is_the_contracts_defaults() -> None:
+    callback = the_task(hooked()).callback
+    assert callback is not None
+    assert callback.url_from == ("header", "X-Callback-Url")
+    assert callback.secret == "s3cret"
+    assert (callback.signature_header, callback.attempts) == ("Mockskill-Signature", 5)
+    assert (callback.backoff_ms, callback.timeout_ms, callback.late_ms) == (1000, 5000, 2000)
+    assert callback.on == ("working", "input_required", "completed", "failed", "cancelled")
+    assert callback.faults == ("none",)
+
+
+def test_a_task_without_callback_or_with_callback_null_is_polled_only() -> None:
+    assert the_task(task_skill(life(DONE))).callback is None
+    assert the_task(task_skill(life(DONE, more="callback: null\n"))).callback is None
+
+
+@pytest.mark.parametrize("fault", CALLBACK_FAULTS)
+def test_one_fault_is_every_tasks_fault(fault: str) -> None:
+    callback = the_task(hooked(f"fault: {fault}")).callback
+    assert callback is not None
+    assert callback.faults == (fault,)
+
+
+def test_a_body_pointer_is_kept_as_written_escapes_and_all() -> None:
+    callback = the_task(hooked(url="{body: /hooks/a~1b~0c}")).callback
+    assert callback is not None
+    assert callback.url_from == ("body", "/hooks/a~1b~0c")
+
+
+def test_the_bounds_are_inclusive() -> None:
+    callback = the_task(hooked("attempts: 100", "backoff: 5m", "timeout: 1ms")).callback
+    assert callback is not None
+    assert (callback.attempts, callback.backoff_ms, callback.timeout_ms) == (100, 300_000, 1)
+    callback = the_task(hooked("attempts: 1")).callback
+    assert callback is not None
+    assert callback.attempts == 1
+
+
+def test_a_secret_is_never_shown_back_in_a_problem() -> None:
+    text = task_skill(life(DONE, more="callback: {url: {header: X}, secret: 4242}\n"))
+    [problem] = problems_in(text)
+    assert "4242" not in str(problem)
+    assert problem.found == "an integer, not a string"
+
+
+# (id, text, path, line, token on that line where the problem points, expected, found, hint)
+CALLBACK_CASES: list[tuple[str, str, str, int, str, str, str, str]] = [
+    (
+        "unknown callback key",
+        hooked("retries: 3"),
+        "skills[0].task.callback.retries",
+        9,
+        "retries",
+        "a known key",
+        "unknown key 'retries'",
+        "allowed here: url, secret",
+    ),
+    (
+        "misspelt callback key",
+        hooked("atempts: 3"),
+        "skills[0].task.callback.atempts",
+        9,
+        "atempts",
+        "a known key",
+        "unknown key 'atempts'",
+        "did you mean 'attempts'?",
+    ),
+    (
+        "unknown url source",
+        hooked(url="{heder: X-Callback-Url}"),
+        "skills[0].task.callback.url.heder",
+        7,
+        "heder",
+        "a known key",
+        "unknown key 'heder'",
+        "did you mean 'header'?",
+    ),
+    (
+        "a fixed url",
+        hooked(url="'http://127.0.0.1:9000/hook'"),
+        "skills[0].task.callback.url",
+        7,
+        "'http",
+        "{header: NAME} or {body: /POINTER}",
+        "'http://127.0.0.1:9000/hook' (a string)",
+        "the consumer does",
+    ),
+    (
+        "both url sources",
+        hooked(url="{header: X-Hook, body: /hook}"),
+        "skills[0].task.callback.url",
+        7,
+        "{",
+        "{header: NAME} or {body: /POINTER}",
+        "both",
+        "keep header: or body:",
+    ),
+    (
+        "an empty url mapping",
+        hooked(url="{}"),
+        "skills[0].task.callback.url",
+        7,
+        "{",
+        "{header: NAME} or {body: /POINTER}",
+        "an empty mapping",
+        "",
+    ),
+    (
+        "no url",
+        task_skill(life(DONE, more="callback: {secret: s}\n")),
+        "skills[0].task.callback",
+        6,
+        "{",
+        "the key 'url'",
+        "it missing",
+        "url: {header: X-Callback-Url}",
+    ),
+    (
+        "a header name with a space",
+        hooked(url="{header: 'X Hook'}"),
+        "skills[0].task.callback.url.header",
+        7,
+        "'X",
+        "a header name",
+        "'X Hook' (a string)",
+        "",
+    ),
+    (
+        "a pointer without its slash",
+        hooked(url="{body: callback.url}"),
+        "skills[0].task.callback.url.body",
+        7,
+        "callback.url",
+        "a JSON Pointer to the URL in the invoke's body",
+        "'callback.url' (a string)",
+        "starts with /: /callback/url",
+    ),
+    (
+        "a pointer to the whole body",
+        hooked(url="{body: ''}"),
+        "skills[0].task.callback.url.body",
+        7,
+        "''",
+        "a JSON Pointer to the URL in the invoke's body",
+        "'' (a string)",
+        "the whole body",
+    ),
+    (
+        "a pointer with a bad escape",
+        hooked(url="{body: /a~2}"),
+        "skills[0].task.callback.url.body",
+        7,
+        "/a~2",
+        "a JSON Pointer to the URL in the invoke's body",
+        "'/a~2' (a string)",
+        "",
+    ),
+    (
+        "no secret",
+        task_skill(life(DONE, more="callback: {url: {header: X-Hook}}\n")),
+        "skills[0].task.callback",
+        6,
+        "{",
+        "the key 'secret'",
+        "it missing",
+        "the same secret",
+    ),
+    (
+        "an empty secret",
+        task_skill(life(DONE, more="callback: {url: {header: X-Hook}, secret: ' '}\n")),
+        "skills[0].task.callback.secret",
+        6,
+        "' '",
+        "a secret: a non-empty string",
+        "an empty string",
+        "proves nothing",
+    ),
+    (
+        "a secret that is null",
+        task_skill(life(DONE, more="callback: {url: {header: X-Hook}, secret: null}\n")),
+        "skills[0].task.callback.secret",
+        6,
+        "null",
+        "a secret: a non-empty string",
+        "null",
+        "quote it",
+    ),
+    (
+        "a signature header every delivery sets",
+        hooked("signature_header: Content-Type"),
+        "skills[0].task.callback.signature_header",
+        9,
+        "Content-Type",
+        "a header of its own for the signature",
+        "Content-Type, which every delivery sets itself",
+        "Mockskill-Signature",
+    ),
+    (
+        "a signature header that is no name",
+        hooked("signature_header: 'a:b'"),
+        "skills[0].task.callback.signature_header",
+        9,
+        "'a:b'",
+        "a header name",
+        "'a:b' (a string)",
+        "",
+    ),
+    (
+        "no attempts",
+        hooked("attempts: 0"),
+        "skills[0].task.callback.attempts",
+        9,
+        "0",
+        "a whole number from 1 to 100",
+        "0 (an integer)",
+        "",
+    ),
+    (
+        "absurd attempts",
+        hooked("attempts: 1000"),
+        "skills[0].task.callback.attempts",
+        9,
+        "1000",
+        "a whole number from 1 to 100",
+        "1000 (an integer)",
+        "",
+    ),
+    (
+        "a zero backoff",
+        hooked("backoff: 0s"),
+        "skills[0].task.callback.backoff",
+        9,
+        "0s",
+        "a duration with its unit",
+        "'0s' (a string)",
+        "a span of nothing never happens",
+    ),
+    (
+        "a negative timeout",
+        hooked("timeout: -1s"),
+        "skills[0].task.callback.timeout",
+        9,
+        "-1s",
+        "a duration with its unit",
+        "'-1s' (a string)",
+        "never negative",
+    ),
+    (
+        "a timeout without its unit",
+        hooked("timeout: 5"),
+        "skills[0].task.callback.timeout",
+        9,
+        "5",
+        "a duration with its unit",
+        "5 (an integer)",
+        "write the unit: 5ms or 5s",
+    ),
+    (
+        "a backoff past the longest wait",
+        hooked("backoff: 6m"),
+        "skills[0].task.callback.backoff",
+        9,
+        "6m",
+        "a duration with its unit",
+        "'6m' (a string)",
+        "refused, not clamped",
+    ),
+    (
+        "submitted pushed",
+        hooked("on: [submitted, completed]"),
+        "skills[0].task.callback.on[0]",
+        9,
+        "submitted",
+        "a status a task reaches after its submit",
+        "'submitted'",
+        "the invoke's 202 answers the submit itself",
+    ),
+    (
+        "an unknown status pushed",
+        hooked("on: [working, complete]"),
+        "skills[0].task.callback.on[1]",
+        9,
+        "complete]",
+        "one of working, input_required, completed, failed, cancelled",
+        "'complete' (a string)",
+        "did you mean 'completed'?",
+    ),
+    (
+        "nothing pushed",
+        hooked("on: []"),
+        "skills[0].task.callback.on",
+        9,
+        "[]",
+        "a list of the statuses to push",
+        "a list of 0 items",
+        "leave callback: out to push none",
+    ),
+    (
+        "an unknown fault",
+        hooked("fault: out-of-order"),
+        "skills[0].task.callback.fault",
+        9,
+        "out-of-order",
+        "one of none, twice, late, out_of_order, never, forged",
+        "'out-of-order' (a string)",
+        "did you mean 'out_of_order'?",
+    ),
+    (
+        "an unknown fault in a list",
+        hooked("fault: [none, forge]"),
+        "skills[0].task.callback.fault[1]",
+        9,
+        "forge",
+        "one of none, twice",
+        "'forge' (a string)",
+        "did you mean 'forged'?",
+    ),
+    (
+        "an empty fault list",
+        hooked("fault: []"),
+        "skills[0].task.callback.fault",
+        9,
+        "[]",
+        "a fault (none, twice",
+        "a list of 0 items",
+        "",
+    ),
+    (
+        "late_by without late",
+        hooked("fault: [none, twice]", "late_by: 3s"),
+        "skills[0].task.callback.late_by",
+        10,
+        "late_by",
+        "late_by: only with the late fault",
+        "late_by with fault: none, twice",
+        "add late to fault:",
+    ),
+    (
+        "late_by with no fault at all",
+        hooked("late_by: 3s"),
+        "skills[0].task.callback.late_by",
+        9,
+        "late_by",
+        "late_by: only with the late fault",
+        "late_by with fault: none",
+        "add late to fault:",
+    ),
+    (
+        "callback not a mapping",
+        task_skill(life(DONE, more="callback: X-Callback-Url\n")),
+        "skills[0].task.callback",
+        6,
+        "X-Callback-Url",
+        "a callback: a mapping with url:",
+        "'X-Callback-Url' (a string)",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "line", "token", "expected", "found", "hint"),
+    [pytest.param(*case[1:], id=case[0]) for case in CALLBACK_CASES],
+)
+def test_a_bad_callback_is_one_positioned_problem(
+    text: str, path: str, line: int, token: str, expected: str, found: str, hint: str
+) -> None:
+    [problem] = problems_in(text)
+    assert problem.file == "s.yaml"
+    assert_problem(problem, path, line, column(text, line, token), expected, found, hint)
+
+
+def test_every_problem_of_a_callback_is_reported_at_once() -> None:
+    text = hooked(
+        "attempts: 0",
+        "backoff: 0s",
+        "on: [submitted]",
+        "fault: [lost, never]",
+        "late_by: 1s",
+        url="{body: url}",
+    )
+    paths = sorted(p.path for p in problems_in(text))
+    assert paths == sorted(
+        f"skills[0].task.callback.{key}"
+        for key in ("url.body", "attempts", "backoff", "on[0]", "fault[0]")
+    )  # (late_by is not judged against a fault list that is itself wrong)
+
+
+def test_a_bad_callback_and_a_bad_life_are_reported_together() -> None:
+    text = task_skill(
+        life("{status: working}", DONE, more="callback: {url: {header: X}, secret: ''}\n")
+    )
+    assert sorted(p.path for p in problems_in(text)) == [
+        "skills[0].task.callback.secret",
+        "skills[0].task.life[0]",
+    ]
+
+
+def _callbacks_section() -> str:
+    return _section().split("\n### Callbacks\n", 1)[1]
+
+
+def test_the_docs_callback_problem_lines_are_what_the_loader_says() -> None:
+    shown = re.search(r"```text\n(hooks\.yaml:.*?)```", _callbacks_section(), re.DOTALL)
+    assert shown is not None
+    text = (
+        "name: hooks\nskills:\n  - id: export\n    task:\n      life: [{status: completed}]\n"
+        "      callback:\n        url: 'http://127.0.0.1:9000/hook'\n        secret: s3cret\n"
+        "        on: [submitted, completed]\n        late_by: 3s\n        fault: never\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_text(text, "hooks.yaml")
+    assert [str(p) for p in caught.value.problems] == shown.group(1).splitlines()
+
+
+def test_the_docs_callback_table_names_every_key_the_loader_reads() -> None:
+    from mockskill.scenario import task_callbacks
+
+    table = _callbacks_section().split("A callback:\n\n| key | meaning |\n", 1)[1]
+    rows = table.split("\n\n", 1)[0].splitlines()[1:]
+    keys = [row.split("|")[1].strip().strip("`") for row in rows]
+    assert keys == list(task_callbacks.CALLBACK_KEYS)
+    assert all(f"`{fault}`" in _callbacks_section() for fault in CALLBACK_FAULTS)
+
+
+def test_the_docs_callback_example_loads() -> None:
+    example = re.search(r"```yaml\n(name: hooks\n.*?)```", _callbacks_section(), re.DOTALL)
+    assert example is not None
+    warnings: list[Problem] = []
+    [scenario] = load_text(example.group(1), "hooks.yaml", warnings=warnings).scenarios
+    assert warnings == []
+    [skill] = scenario.skills
+    assert skill.task is not None
+    assert skill.task.callback is not None
+    assert skill.task.callback.faults == ("none", "late")
+    assert skill.task.callback.on == ("working", "completed")
+
+
+def callback_warnings(text: str) -> list[Problem]:
+    warnings: list[Problem] = []
+    load_text(text, "s.yaml", warnings=warnings)
+    return warnings
+
+
+def test_pushing_a_status_the_life_never_reaches_is_a_positioned_warning() -> None:
+    text = hooked("on: [working, completed]")
+    [warning] = callback_warnings(text)
+    assert (warning.path, warning.line) == ("skills[0].task.callback.on", 9)
+    assert warning.found == "'working', which its life never reaches"
+    assert callback_warnings(hooked("on: [completed, cancelled]")) == []  # a cancel reaches it
+    assert callback_warnings(hooked()) == []  # the default pushes whatever happens
+
+
+def test_pushing_cancelled_when_no_cancel_is_allowed_is_a_warning() -> None:
+    text = task_skill(
+        life(
+            DONE,
+            more="cancel: {allowed: []}\n"
+            "callback: {url: {header: X}, secret: s, on: [completed, cancelled]}\n",
+        )
+    )
+    [warning] = callback_warnings(text)
+    assert warning.found.startswith("'cancelled'")
