@@ -24,6 +24,9 @@ by concept, in the order a report is made:
 - ``tasks`` — the rules of long-running tasks, how a consumer waits: ``poll-too-soon``,
   ``poll-after-terminal``, ``task-abandoned``, ``reinvoked-while-running`` and
   ``status-url-ignored``, on each request's ``Entry.task``;
+- ``callbacks`` — the rules of a task's callbacks, on mockskill's deliveries (entries of
+  endpoint ``callback``): ``callback-not-acknowledged``, ``callback-signature-not-checked``
+  and ``callback-without-reconcile``, and the callback faults each session was served;
 - ``covered`` — the categories and transport faults each session met (the
   rate-limit answers, and the tasks seen failed or cancelled, in rows of their own),
   and the consumer's real timeouts;
