@@ -184,9 +184,7 @@ def _receiver_answer(entry: Entry) -> str:
 # -- callback-signature-not-checked -----------------------------------------------------
 
 
-def signature_not_checked(
-    session: str, ident: str, deliveries: Sequence[Entry]
-) -> Finding | None:
+def signature_not_checked(session: str, ident: str, deliveries: Sequence[Entry]) -> Finding | None:
     """Deliveries of task *ident* signed under a wrong key that its receiver answered 2xx."""
     taken = [e for e in deliveries if forged(e) and (acknowledged(e) or receiver_took(e))]
     if not taken:
