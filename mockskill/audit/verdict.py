@@ -27,6 +27,7 @@ from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
 from .tasks import task_findings
+from .timelines import task_timelines
 
 
 def session_report(
@@ -61,6 +62,7 @@ def session_report(
     findings.extend(rate_limit_ignored(name, chained, policy))
     findings.extend(task_findings(name, touched, policy, time.time() if now is None else now))
     findings.sort(key=lambda f: f.attempts[0])
+    listed = [f.as_json() for f in findings]
     return {
         "session": name,
         "requests": len(entries),
@@ -71,7 +73,8 @@ def session_report(
         "coverage": {**coverage(touched), "tls_faults": tls_coverage(handshakes)},
         "chains": chain_list,
         "timeouts": timeouts(entries),
-        "findings": [f.as_json() for f in findings],
+        "findings": listed,
+        "tasks": task_timelines(touched, listed),
     }
 
 
