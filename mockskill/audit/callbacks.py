@@ -223,6 +223,8 @@ def without_reconcile(
     submit = next((e for e in items if _info(e).get("action") == "submit"), None)
     if submit is None or not answered(submit) or not _info(submit).get("served", True):
         return None  # the consumer never had the task: nothing to reconcile
+    if any(_info(e).get("action") == "cancel" and _info(e).get("served") for e in items):
+        return None  # it gave the task up, its fate in its own hands: nothing to wait for
     change, end = _first_change(items)
     if change is None:
         return None  # nothing changed that it should have been told of (a life counting polls)

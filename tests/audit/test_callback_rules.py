@@ -11,12 +11,17 @@ an arbitrary origin, in binary fractions where a test stands on a bound.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+import requests
+from click.testing import CliRunner
 
+from mockskill import Server
 from mockskill.audit import RULES, Policy, coverage, coverage_gaps, report
 from mockskill.audit.table import table
+from mockskill.cli import cli
 from mockskill.engine.entries import Entry
 
 T0 = 1_000_000.0
@@ -336,6 +341,17 @@ def test_a_task_whose_202_never_reached_the_consumer_has_nothing_to_reconcile() 
     assert j.findings("callback-without-reconcile") == []
 
 
+def test_a_task_the_consumer_cancelled_needs_no_reconcile() -> None:
+    j = lost()
+    cancel = state("t1", "cancel", "submitted", cancelling=True, poll_after_ms=1000)
+    j.add(0.5, "DELETE", url("t1"), 202, "task", task=cancel)
+    assert j.findings("callback-without-reconcile") == []
+    refused = lost()
+    no = state("t1", "cancel", "submitted", served=False)
+    refused.add(0.5, "DELETE", url("t1"), 409, "task", task=no, error_code="TASK_NOT_CANCELLABLE")
+    assert len(refused.findings("callback-without-reconcile")) == 1
+
+
 def test_a_callback_that_came_needs_no_reconcile() -> None:
     j = Journal()
     j.submit(0, fault="none", settles_at=3)
@@ -413,3 +429,43 @@ def test_the_table_names_the_callback_faults_and_findings() -> None:
     text = table(report(j.entries, now=T0 + 100))
     assert "callback faults: forged x1" in text
     assert "callback-signature-not-checked" in text
+
+
+def test_a_servers_report_and_the_require_gate_read_the_callbacks_of_its_journal() -> None:
+    """Entries recorded in a real server's journal as the engine and the courier record
+    them: the findings and coverage over HTTP, ``mockskill report --require`` naming the
+    callback faults."""
+    now = time.time()
+    j = Journal()
+    j.submit(0, "t1", fault="forged", settles_at=3)
+    j.deliver(1, "t1", fault="forged", forged=True, status=204)
+    j.poll(4, "t1", "completed")
+    with Server() as server:
+        for entry in j.entries:
+            # Moved to now: a report judges silence by its own time.
+            at = now - 10 + (entry.started - T0)
+            server.state.record(
+                entry._replace(
+                    id=server.state.next_id(),
+                    started=at,
+                    finished=at + entry.finished - entry.started,
+                )
+            )
+        got = requests.get(f"{server.url}/__admin/report", params={"session": "s"}, timeout=10)
+        session = got.json()["sessions"][0]
+        assert [f["rule"] for f in session["findings"]] == ["callback-signature-not-checked"]
+        assert session["requests"] == 2  # the submit and the poll: the delivery is mockskill's
+        assert session["coverage"]["tasks"]["callbacks"]["forged"] == 1
+        [timeline] = session["tasks"]
+        assert [d["forged"] for d in timeline["deliveries"]] == [True]
+
+        def gate(*names: str) -> Any:
+            args = ["report", server.url, "--session", "s", "--require", ",".join(names)]
+            return CliRunner().invoke(cli, args)
+
+        met = gate("CALLBACK_FAULT", "CALLBACK_FAULT:forged")
+        assert met.exit_code == 0, met.output
+        assert "callback faults: forged x1" in met.output
+        unmet = gate("CALLBACK_FAULT:never")
+        assert unmet.exit_code == 1
+        assert "session 's' has not met CALLBACK_FAULT:never" in unmet.output
