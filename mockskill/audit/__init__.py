@@ -33,6 +33,8 @@ by concept, in the order a report is made:
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
   of a chain, counted in coverage, and retrying a certificate that cannot
   become valid is ``non-retryable-retried``;
+- ``timelines`` — a session's tasks as the report gives the dashboard to draw them, a
+  row a task: its requests as marks, the statuses they served as bands, its callbacks;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
 - ``table`` — the report as the table ``mockskill report`` prints.
