@@ -18,9 +18,9 @@ from ..engine.state import Entry
 from .callbacks import acknowledged, forged, is_delivery
 from .retries import answered
 
-TASKS_SHOWN = 50
+TASKS_SHOWN = 20
 """The most tasks a session's report draws (the newest: a consumer's first ones scroll off)."""
-MARKS_SHOWN = 500
+MARKS_SHOWN = 200
 """The most marks (requests, or deliveries) one task's row holds: past them, the newest."""
 
 
