@@ -322,7 +322,9 @@ class Entry(NamedTuple):
     the first try of that change), ``pushed`` (the status it carried), ``fault`` (the
     task's scripted fault), ``forged`` (its signature was forged on purpose),
     ``acknowledged`` (the receiver answered 2xx within the timeout), ``late_ms`` (how far
-    after the change it was sent), ``receiver`` (the URL's ``host:port``))."""
+    after the change it was sent), ``receiver`` (the URL's ``host:port``)). A submit of a
+    task with ``callback:`` has ``callback_fault`` too (the task's scripted fault, ``none``
+    for none): a ``never`` task sends no delivery, and the audit knows it by this."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
