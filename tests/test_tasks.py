@@ -229,6 +229,30 @@ def test_a_failed_task_reports_the_unified_error_with_its_retry_advice(serve: An
     assert task["error"]["retry"]["max_attempts"] >= 1
 
 
+def test_a_failed_tasks_answers_are_journalled_with_its_errors_code_which_coverage_counts(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=1), failed()))
+    location = submit(server.url).headers["Location"]
+    requests.get(location)
+    assert requests.get(location).json()["task"]["status"] == "failed"
+    requests.get(location)  # the grace poll: the same task, counted once
+    polls = [e for e in journal(server) if e["task"]["action"] == "poll"]
+    assert [(e["status"], e["error_code"]) for e in polls] == [
+        (200, None),
+        (200, "EXECUTION_TIMEOUT"),
+        (200, "EXECUTION_TIMEOUT"),
+    ]
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "s"}).json()
+    coverage = report["sessions"][0]["coverage"]
+    assert coverage["tasks"]["failed"]["EXECUTION_TIMEOUT"] == 1
+    assert "unknown" not in coverage["tasks"]["failed"]
+    assert coverage["categories"]["EXECUTION_TIMEOUT"] == 1
+    # Polled at once (too soon), but no retry rule reads a failed task's poll as a failed
+    # request to retry.
+    assert {f["rule"] for f in report["sessions"][0]["findings"]} == {"poll-too-soon"}
+
+
 def test_the_invoke_plays_its_steps_before_the_submit(serve: Any) -> None:
     server = serve(skill(phase("working", polls=3), completed(), invoke_error_first=True))
     assert submit(server.url).status_code == 503
