@@ -534,6 +534,54 @@ def test_an_input_while_not_waiting_for_one_is_409(serve: Any) -> None:
     assert requests.get(location).json()["task"]["status"] == "input_required"
 
 
+TWO_INPUTS = yaml_skill(
+    """
+    skills:
+      - id: report
+        task:
+          life:
+            - {status: input_required, expects: {body: {/name: {exists: true}}}}
+            - {status: working, polls: 1}
+            - {status: input_required, expects: {body: {/confirm: {equals: true}}}}
+            - {status: completed, json: {report: done}}
+    """
+)
+
+
+def test_each_input_phase_takes_the_input_its_expects_describe(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    early = requests.post(location, json={"confirm": True})  # the second phase's input
+    assert early.status_code == 422
+    error = early.json()["error"]
+    assert error["code"] == "TASK_INPUT_INVALID"
+    assert len(error["details"]["failed"]) == 1
+    assert "/name" in error["details"]["failed"][0]  # what the phase awaited wanted
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    named = requests.post(location, json={"name": "Ada"})
+    assert named.status_code == 202
+    assert named.json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    again = requests.post(location, json={"name": "Ada"})  # the first phase's, once more
+    assert again.status_code == 422
+    assert "/confirm" in again.json()["error"]["details"]["failed"][0]
+    confirmed = requests.post(location, json={"confirm": True})
+    assert confirmed.status_code == 202
+    assert confirmed.json()["task"]["status"] == "completed"
+    inputs = [e["task"] for e in journal(server) if e["task"]["action"] == "input"]
+    assert [t["served"] for t in inputs] == [False, True, False, True]
+
+
+def test_an_input_fitting_no_phase_while_none_is_awaited_is_409(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    requests.post(location, json={"name": "Ada"})
+    refused = requests.post(location, json={"other": 1})  # working: no input awaited
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_NOT_AWAITING_INPUT"
+
+
 # -- ttl, cap ---------------------------------------------------------------------------
 
 
@@ -643,6 +691,23 @@ def test_a_submit_without_a_key_names_its_operation_by_the_bodys_digest(serve: A
     first, second = (e["task"]["operation"] for e in journal(server))
     assert first == second
     assert first.startswith("body:hmac-sha256:")
+
+
+def test_no_task_id_is_handed_out_twice_while_the_server_runs_resets_included(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    before = submit(server.url).headers["Location"]
+    assert requests.post(f"{server.url}/__admin/reset", params={"all": "true"}).ok
+    gone = requests.get(before)
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "TASK_EXPIRED"  # handed out, forgotten
+    after = submit(server.url).headers["Location"]
+    assert after != before  # the same session, its first task since the reset
+    assert requests.post(f"{server.url}/__admin/reset", params={"session": "s"}).ok
+    assert submit(server.url).headers["Location"] not in (before, after)
+    # The old URL still names the task mockskill forgot, never a new one.
+    assert requests.get(before).json()["error"]["code"] == "TASK_EXPIRED"
 
 
 def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:

@@ -53,8 +53,9 @@ class TaskSkill:
     submit_keep_ms: int
     """How long a Submit asks the store to keep a new task (:func:`.tasks.keep_ms_at_submit`,
     and :data:`EXPIRED_KEPT_MS`)."""
-    inputs: tuple[tuple[Condition, ...], ...]
-    """The ``expects:`` of each ``input_required`` phase, in order."""
+    inputs: tuple[tuple[int, tuple[Condition, ...]], ...]
+    """Each ``input_required`` phase (its index into ``task.life``) and its ``expects:``,
+    in order."""
     context: Context
     """What its errors name (its status URLs)."""
     failed_codes: tuple[str | None, ...] = ()
@@ -71,7 +72,9 @@ class TaskSkill:
         timed = sum(phase.duration_ms or 0 for phase in task.life)
         keep_ms = timed + task.cancel_settle_ms + task.ttl_ms + EXPIRED_KEPT_MS
         submit_keep_ms = tasks.keep_ms_at_submit(task) + EXPIRED_KEPT_MS
-        inputs = tuple(p.expects for p in task.life if p.status == "input_required")
+        inputs = tuple(
+            (index, p.expects) for index, p in enumerate(task.life) if p.status == "input_required"
+        )
         context = Context(skill.id, f"{BASE_URL}/skills/{skill.id}/tasks")
         qualified = f"{skill.scenario}/{skill.id}"
         failed_codes = tuple(_failed_code(phase) for phase in task.life)
