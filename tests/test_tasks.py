@@ -582,6 +582,86 @@ def test_an_input_fitting_no_phase_while_none_is_awaited_is_409(serve: Any) -> N
     assert refused.json()["error"]["code"] == "TASK_NOT_AWAITING_INPUT"
 
 
+# -- credentials, forced errors, unknown skills -----------------------------------------
+
+GUARDED = yaml_skill(
+    """
+    auth:
+      tokens:
+        - {token: good, scopes: [skill:invoke]}
+        - {token: narrow, scopes: [skill:read]}
+    skills:
+      - id: report
+        requires: true
+        task:
+          life: [{status: working, polls: 2}, {status: completed, json: {report: done}}]
+    """
+)
+
+
+def test_a_status_url_asks_for_the_credentials_its_skill_requires(serve: Any) -> None:
+    server = serve(GUARDED)
+    good = {"Authorization": "Bearer good"}
+    assert submit(server.url).status_code == 401  # (its invoke, as before)
+    location = submit(server.url, **good).headers["Location"]
+    bare = requests.get(location)
+    assert bare.status_code == 401
+    assert bare.json()["error"]["code"] == "AUTH_REQUIRED"
+    assert "WWW-Authenticate" in bare.headers
+    narrow = requests.delete(location, headers={"Authorization": "Bearer narrow"})
+    assert narrow.status_code == 403
+    assert narrow.json()["error"]["code"] == "PERMISSION_DENIED"
+    assert (
+        requests.post(location, json={}, headers={"Authorization": "Bearer bad"}).status_code == 401
+    )
+    polled = requests.get(location, headers=good)
+    assert polled.status_code == 200
+    assert polled.json()["task"]["status"] == "working"
+    entries = journal(server)
+    assert [(e["status"], e["task"]["action"], e["task"]["served"]) for e in entries] == [
+        (202, "submit", True),
+        (401, "poll", False),
+        (403, "cancel", False),
+        (401, "input", False),
+        (200, "poll", True),
+    ]
+    assert entries[-1]["task"]["poll"] == 0  # the refused requests touched nothing
+    assert all(e["task"]["known"] for e in entries)
+
+
+def test_mockskill_error_on_a_status_url_answers_that_error_and_touches_nothing(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=1), completed()))
+    location = submit(server.url).headers["Location"]
+    forced = requests.get(location, headers={"Mockskill-Error": "ENDPOINT_UNREACHABLE"})
+    assert forced.status_code == 503
+    assert forced.json()["error"]["code"] == "ENDPOINT_UNREACHABLE"
+    assert requests.delete(location, headers={"Mockskill-Error": "nope"}).status_code == 400
+    assert requests.get(location).json()["task"]["status"] == "working"  # its first poll
+    entries = journal(server)[1:]
+    assert [(e["forced"], e["error_code"], e["task"]["served"]) for e in entries] == [
+        (True, "ENDPOINT_UNREACHABLE", False),
+        (True, "MOCKSKILL_BAD_REQUEST", False),  # a category it cannot force
+        (False, None, True),
+    ]
+    assert all(e["task"]["known"] for e in entries)
+
+
+def test_a_status_url_of_an_unknown_skill_journals_a_task_it_does_not_know(serve: Any) -> None:
+    server = serve(skill(phase("working", polls=1), completed()))
+    answer = requests.get(f"{server.url}/skills/nope/tasks/made-up")
+    assert answer.status_code == 404
+    assert answer.json()["error"]["code"] == "SKILL_NOT_FOUND"
+    (entry,) = journal(server, "default")
+    assert entry["endpoint"] == "unmatched"
+    assert (entry["task"]["id"], entry["task"]["action"]) == ("made-up", "poll")
+    assert (entry["task"]["known"], entry["task"]["served"]) == (False, False)
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "default"}).json()
+    rules = [f["rule"] for f in report["sessions"][0]["findings"]]
+    assert rules == ["status-url-ignored"]
+
+
 # -- ttl, cap ---------------------------------------------------------------------------
 
 
