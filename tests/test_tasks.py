@@ -287,6 +287,14 @@ def test_a_delay_on_the_submit_holds_its_202_with_the_task_started_meanwhile(
     assert entry["finished"] - created >= 0.35
 
 
+def test_a_drawn_delay_on_the_submit_is_drawn_per_request(serve: Any) -> None:
+    server = serve(skill(POLLED_3, invoke="- {task: submit, delay: {uniform: [100, 300]}}"))
+    assert all(submit(server.url).status_code == 202 for _ in range(3))
+    delays = [e["delay_ms"] for e in journal(server)]
+    assert all(100 <= delay <= 300 for delay in delays)
+    assert len(set(delays)) == 3
+
+
 LOST_202 = """
     skills:
       - id: report
