@@ -167,7 +167,7 @@ def _touched(
     # A cancel or an input: judged by the state the task was in when it came.
     code = tasks.refusal(task, record, action, fits)
     if code == tasks.INPUT_INVALID:  # awaiting another input: what its expects: wanted
-        reply = tasked.refused(code, task_id, details={"failed": failures[view.phase]})
+        reply = tasked.refused(code, task_id, details={"failed": failures.get(view.phase, [])})
     elif code is not None:  # logged, and counting for nothing (the life says so)
         reply = tasked.refused(code, task_id, view)
     elif action == "cancel":  # cancelling (202), or cancelled at once (settle 0: 200)
