@@ -8,9 +8,11 @@ and read its reply the same way, so that they cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..engine.state import MAX_BUCKETS
 from ..engine.store import (
+    MAX_TASK_EVENTS,
     IssueToken,
     Need,
     NeedAnswer,
@@ -20,8 +22,13 @@ from ..engine.store import (
     SetState,
     Settle,
     Spent,
+    Submit,
+    Submitted,
     Take,
     Taken,
+    TaskEvent,
+    TaskRecord,
+    Touch,
     UseToken,
 )
 
@@ -51,6 +58,11 @@ class Keys:
         "seed",
         "session",
         "sessions",
+        "task",
+        "task_held",
+        "task_next",
+        "task_sessions",
+        "tasks",
         "token",
         "tokens",
     )
@@ -68,6 +80,11 @@ class Keys:
         self.clock = prefix + "clock"
         self.bucket = prefix + "b:"
         self.buckets = prefix + "buckets"
+        self.task = prefix + "task:"
+        self.tasks = prefix + "tasks"
+        self.task_held = prefix + "task-held:"
+        self.task_next = prefix + "task-next"
+        self.task_sessions = prefix + "task-numbers"
 
 
 class Encoder:
@@ -193,6 +210,41 @@ class Encoder:
                 b"" if need.answer is None else need.answer,
                 need.busy_ms,
             )
+        if type(need) is Submit:
+            return (
+                "EVALSHA",
+                self.shas["submit"],
+                5,
+                keys.tasks,
+                keys.task_sessions,
+                keys.task_next,
+                keys.clock,
+                keys.task_held + need.session,
+                need.session,
+                need.skill,
+                need.keep_ms,
+                need.limit,
+                self.max_sessions,
+                keys.task,
+                keys.task_held,
+            )
+        if type(need) is Touch:
+            member = f"{need.session}{SEP}{need.number}"
+            return (
+                "EVALSHA",
+                self.shas["touch"],
+                3,
+                keys.task + member,
+                keys.tasks,
+                keys.task_held + need.session,
+                member,
+                need.number,
+                need.action,
+                need.keep_ms,
+                need.skill,
+                ",".join(map(str, need.fits)),
+                MAX_TASK_EVENTS,
+            )
         assert type(need) is IssueToken
         return (
             "EVALSHA",
@@ -237,7 +289,27 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         text = state.decode() if isinstance(state, bytes) else str(state)
         kept = answer if isinstance(answer, bytes) else str(answer).encode()
         return Recalled(text, kept or None, int(wait))
+    if type(need) is Submit:
+        number: int
+        at: bytes
+        number, at = reply  # type: ignore[misc]
+        return Submitted(None if number < 0 else number, float(at))
+    if type(need) is Touch:
+        return None if reply is None else decoded_task(reply)  # type: ignore[arg-type]
     return None
+
+
+def decoded_task(reply: list[Any]) -> TaskRecord:
+    """A :class:`TaskRecord` from the TOUCH script's reply (see :mod:`.scripts`)."""
+    skill, submitted, polls, events, now = reply
+    logged = tuple(decoded_event(line) for line in events.decode().split("\n") if line)
+    return TaskRecord(skill.decode(), float(submitted), int(polls), logged, float(now))
+
+
+def decoded_event(line: str) -> TaskEvent:
+    """One line of a task's ``e`` field: ``<action> <at ms> <polls> <fits>``."""
+    action, at, polls, fits = line.split(" ")
+    return TaskEvent(action, float(at), int(polls), tuple(int(f) for f in fits.split(",") if f))
 
 
 def packed(command: Sequence[str | int | bytes]) -> bytes:

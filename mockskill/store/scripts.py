@@ -36,6 +36,17 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
 - ``P gen`` a hash: each restarted sequence's generation.
 - ``P act`` a hash: each scenario's activation time (ms, Redis ``TIME``).
 - ``P seed`` the server seed shared by every replica.
+- a long-running task (:mod:`mockskill.engine.task_records`' records, in :data:`SUBMIT`
+  and :data:`TOUCH`) is a hash ``P task:<session><US><number>``: ``s`` its skill, ``t``
+  when it was submitted and ``u`` the time it is kept until (ms, Redis ``TIME`` with its
+  microseconds as decimals), ``p`` its polls, ``e`` its cancels and inputs (one a line:
+  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many; it expires
+  (``PEXPIRE``) just after its keep time. ``P tasks`` ranks the tasks by that time: a
+  Submit first forgets those whose time is over, then counts the rest against the cap
+  (every replica's). ``P task-held:<session>`` is the set of a session's numbers held
+  (a session holding some keeps its numbering); ``P task-next`` is each session's next
+  number, ``P task-numbers`` its sessions by last submit (the same counter), bounded like
+  the sessions (the least recent forgotten, unless it holds tasks).
 """
 
 from __future__ import annotations
@@ -325,6 +336,117 @@ return 1
 """
 )
 
+PRECISE_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local now_text = string.format('%.3f', now)
+"""
+"""Redis's clock in milliseconds with its microseconds (a task's times are fractional, as
+in memory), and as text: Lua turns a number into at most 14 digits, too few for these."""
+
+SUBMIT = (
+    PRECISE_NOW
+    + """
+-- KEYS: tasks set (by keep time), task sessions set (by last submit), next numbers hash,
+--       use counter, the session's held set
+-- ARGV: session, skill, keep ms, live tasks at most, max sessions, task prefix, held prefix
+-- Returns {number (-1: refused, at the cap), now}.
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text)) do
+  local session, number = string.match(member, '^(.*)\\31(%d+)$')
+  redis.call('DEL', ARGV[6] .. member)
+  redis.call('SREM', ARGV[7] .. session, number)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return {-1, now_text}
+end
+local number = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+redis.call('HSET', KEYS[3], ARGV[1], number + 1)
+redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), ARGV[1])
+if redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[5]) then
+  -- the least recent session forgets its numbering, unless it holds tasks (a number is
+  -- never handed out twice while its task is held)
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if redis.call('EXISTS', ARGV[7] .. oldest) == 0 then
+    redis.call('ZREM', KEYS[2], oldest)
+    redis.call('HDEL', KEYS[3], oldest)
+  end
+end
+local keep = tonumber(ARGV[3])
+local until_text = string.format('%.3f', now + keep)
+local member = ARGV[1] .. '\\31' .. number
+local task = ARGV[6] .. member
+redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0)
+redis.call('PEXPIRE', task, math.ceil(keep) + 1)
+redis.call('SADD', KEYS[5], number)
+redis.call('ZADD', KEYS[1], until_text, member)
+return {number, now_text}
+"""
+)
+
+TOUCH = (
+    PRECISE_NOW
+    + """
+-- KEYS: the task's hash, tasks set, the session's held set
+-- ARGV: the task's member in the tasks set, its number, action (poll, cancel, input),
+--       keep ms, skill, fits (comma-separated), events kept at most
+-- Returns {skill, submitted, polls, events, now}, or nil: no such task of this skill.
+local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n')
+if not task[1] or task[1] ~= ARGV[5] then
+  return false
+end
+local kept_until = tonumber(task[3])
+if kept_until <= now then  -- its time is over: as good as forgotten
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('SREM', KEYS[3], ARGV[2])
+  return false
+end
+local polls, events = tonumber(task[4]), task[5]
+if ARGV[3] == 'poll' then
+  polls = polls + 1
+  redis.call('HSET', KEYS[1], 'p', polls)
+elseif tonumber(task[6]) < tonumber(ARGV[7]) then
+  local event = ARGV[3] .. ' ' .. now_text .. ' ' .. polls .. ' ' .. ARGV[6]
+  if events ~= '' then
+    events = events .. '\\n'
+  end
+  events = events .. event
+  redis.call('HSET', KEYS[1], 'e', events, 'n', tonumber(task[6]) + 1)
+end
+local wanted = now + tonumber(ARGV[4])
+if wanted > kept_until then
+  local until_text = string.format('%.3f', wanted)
+  redis.call('HSET', KEYS[1], 'u', until_text)
+  redis.call('ZADD', KEYS[2], until_text, ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4])) + 1)
+end
+return {task[1], task[2], polls, events, now_text}
+"""
+)
+
+RESET_TASKS = """
+-- KEYS: tasks set, task sessions set, next numbers hash
+-- ARGV: task prefix, held prefix, one session ('' every one) or its name after a '='
+if ARGV[3] == '' then
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    local session = string.match(member, '^(.*)\\31%d+$')
+    redis.call('DEL', ARGV[1] .. member, ARGV[2] .. session)
+  end
+  return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
+local session = string.sub(ARGV[3], 2)
+local held = ARGV[2] .. session
+for _, number in ipairs(redis.call('SMEMBERS', held)) do
+  local member = session .. '\\31' .. number
+  redis.call('DEL', ARGV[1] .. member)
+  redis.call('ZREM', KEYS[1], member)
+end
+redis.call('ZREM', KEYS[2], session)
+redis.call('HDEL', KEYS[3], session)
+return redis.call('DEL', held)
+"""
+
 SCRIPTS = {
     "take": TAKE,
     "read_state": READ_STATE,
@@ -337,5 +459,8 @@ SCRIPTS = {
     "reset_all": RESET_ALL,
     "recall": RECALL,
     "settle": SETTLE,
+    "submit": SUBMIT,
+    "touch": TOUCH,
+    "reset_tasks": RESET_TASKS,
 }
 """Every script by name: loaded (``SCRIPT LOAD``) when the store connects."""
