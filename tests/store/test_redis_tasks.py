@@ -215,7 +215,8 @@ def test_times_are_redis_clock_in_milliseconds_and_events_are_their_touch(
     polled = redis_store.answer(touch())
     cancelled = redis_store.answer(touch(action="cancel", fits=(4,)))
     after = time.time() * 1000
-    assert isinstance(polled, TaskRecord) and isinstance(cancelled, TaskRecord)
+    assert isinstance(polled, TaskRecord)
+    assert isinstance(cancelled, TaskRecord)
     # (Redis runs on this machine: its clock is this one's, to the millisecond.)
     assert before - 5 <= submitted.at_ms <= polled.now_ms <= cancelled.now_ms <= after + 5
     assert polled.submitted_ms == cancelled.submitted_ms == submitted.at_ms
