@@ -87,39 +87,42 @@ def measure(state: str, name: str, args: argparse.Namespace, redis: tuple[int, i
     evalsha = dict.fromkeys(runs, 0.0)
     requests = dict.fromkeys(runs, 0)
     cpu = Cpu()
-    with tempfile.TemporaryDirectory() as tmp, c.scenario_file(SCENARIO) as scenario:
-        with serving(scenario, state) as (port, proc):
-            paths = submitted(port, args.tasks)
-            listing = Path(tmp) / "paths.txt"
-            listing.write_text("\n".join(paths) + "\n")
-            lua = {
-                "plain invoke": Path(tmp) / "post.lua",
-                "poll of a live task": Path(tmp) / "polls.lua",
-            }
-            lua["plain invoke"].write_text(WRK_LUA)
-            lua["poll of a live task"].write_text(POLLS_LUA % listing)
-            paths_of = {"plain invoke": "/skills/free/invoke", "poll of a live task": "/"}
-            pids = {"mockskill": (proc.pid, False)}
-            if redis is not None:
-                pids["redis-server"] = (redis[1], False)
-            p.fetch(port, post(port, "/skills/free/invoke"))
-            for _ in range(args.rounds):
-                for run, path in paths_of.items():
-                    before = commandstats(redis_port).get("evalsha", 0) if redis_port else 0
-                    with cpu.run(run, pids) as count:
-                        rps, total = wrk(port, path, args.duration, str(lua[run]), 200)
-                        count.append(total)
-                    runs[run].append(rps)
-                    if redis_port is not None:
-                        evalsha[run] += commandstats(redis_port).get("evalsha", 0) - before
-                    requests[run] += total
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        c.scenario_file(SCENARIO) as scenario,
+        serving(scenario, state) as (port, proc),
+    ):
+        paths = submitted(port, args.tasks)
+        listing = Path(tmp) / "paths.txt"
+        listing.write_text("\n".join(paths) + "\n")
+        lua = {
+            "plain invoke": Path(tmp) / "post.lua",
+            "poll of a live task": Path(tmp) / "polls.lua",
+        }
+        lua["plain invoke"].write_text(WRK_LUA)
+        lua["poll of a live task"].write_text(POLLS_LUA % listing)
+        paths_of = {"plain invoke": "/skills/free/invoke", "poll of a live task": "/"}
+        pids = {"mockskill": (proc.pid, False)}
+        if redis is not None:
+            pids["redis-server"] = (redis[1], False)
+        p.fetch(port, post(port, "/skills/free/invoke"))
+        for _ in range(args.rounds):
+            for run, path in paths_of.items():
+                before = commandstats(redis_port).get("evalsha", 0) if redis_port else 0
+                with cpu.run(run, pids) as count:
+                    rps, total = wrk(port, path, args.duration, str(lua[run]), 200)
+                    count.append(total)
+                runs[run].append(rps)
+                if redis_port is not None:
+                    evalsha[run] += commandstats(redis_port).get("evalsha", 0) - before
+                requests[run] += total
     print(
         f"\n{name}: mockskill serve (one worker), {args.tasks} live tasks in {SESSIONS}"
         f" sessions; wrk -t2 -c32 keep-alive, {args.rounds} x {args.duration} s each, in turn"
     )
     plain = c.median(runs["plain invoke"])
     c.print_table(
-        ["run", "req/s (median)", "runs", "/ plain", "EVALSHA per request"],
+        ["run", "req/s (median)", "runs", "/ plain", "EVALSHA per request (journal too)"],
         [
             (
                 run,
