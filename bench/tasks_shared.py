@@ -10,23 +10,34 @@ each). Medians, the ratio, ``EVALSHA`` per request, and the CPU per request
 of mockskill, redis-server and wrk (``redis_state.py``'s table).
 
 ``--memory`` runs the same on ``--state memory`` too, for the side by side.
-Client, server and Redis share the machine's cores (2 here). Run::
+``--store``: the store's side alone, no server: ``--tasks`` tasks submitted,
+then each polled (a TOUCH script) and, beside it, as many plain sequence steps
+(a TAKE script), ``RedisStore.answer_async`` on this process's loop, 32 at a
+time (their batches pipelined as the server's are): the CPU per need of this
+process and of redis-server. Client, server and Redis share the machine's
+cores (2 here). Run::
 
     python bench/tasks_shared.py [--tasks 2000 --rounds 3 --duration 5 --memory]
+    python bench/tasks_shared.py --store [--tasks 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import _common as c
 import _peers as p
 from keepalive import WRK_LUA
 from rate_limits_shared import post, serving, wrk
-from redis_state import Cpu, commandstats, redis_server
+from redis_state import Cpu, commandstats, cpu_seconds, redis_server
+
+from mockskill.engine.store import Need, Submit, Submitted, Take, Touch
+from mockskill.store import open_store
 
 SESSIONS = 20
 SCENARIO = """\
@@ -137,13 +148,83 @@ def measure(state: str, name: str, args: argparse.Namespace, redis: tuple[int, i
     cpu.print()
 
 
+CONCURRENT = 32
+"""Needs in flight at once in ``--store`` (as wrk's 32 connections)."""
+
+
+def store_only(tasks: int) -> None:
+    """What a poll's TOUCH and a plain step's TAKE cost on Redis, the store alone."""
+    with redis_server() as (port, redis_pid):
+        store = open_store(f"redis://{c.HOST}:{port}/0", replica="bench")
+        try:
+            numbers = []
+            for n in range(tasks):
+                answer = store.answer(Submit(f"bench-{n % SESSIONS}", "b/report", 3_600_000, tasks))
+                assert isinstance(answer, Submitted)
+                assert answer.number is not None
+                numbers.append((f"bench-{n % SESSIONS}", answer.number))
+            polls: list[Need] = [
+                Touch(session, number, "poll", 3_600_000, "b/report") for session, number in numbers
+            ]
+            takes: list[Need] = [
+                Take(f"bench-{n % SESSIONS}", "skill/free/invoke", 0, "b", None, False)
+                for n in range(tasks)
+            ]
+            rows = []
+            for name, needs in (("plain step (TAKE)", takes), ("poll (TOUCH)", polls)):
+                rows.append((name, *answered_async(store, needs, port, redis_pid)))
+        finally:
+            store.close()
+    print(
+        f"\nThe store alone: {tasks} needs of each kind, RedisStore.answer_async,"
+        f" {CONCURRENT} in flight (live tasks: {tasks} in {SESSIONS} sessions)"
+    )
+    c.print_table(
+        ["need", "needs/s", "this process us/need", "redis-server us/need", "EVALSHA/need"], rows
+    )
+
+
+def answered_async(
+    store: object, needs: list[Need], port: int, redis_pid: int
+) -> tuple[str, str, str, str]:
+    """Answers *needs* on a loop, *CONCURRENT* at a time: the rate and the CPU per need."""
+
+    async def run() -> None:
+        queue = iter(needs)
+
+        async def worker() -> None:
+            for need in queue:
+                await store.answer_async(need)  # type: ignore[attr-defined]
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENT)))
+
+    calls = commandstats(port).get("evalsha", 0)
+    mine, theirs, start = time.process_time(), cpu_seconds(redis_pid), time.monotonic()
+    asyncio.run(run())
+    elapsed = time.monotonic() - start
+    mine, theirs = time.process_time() - mine, cpu_seconds(redis_pid) - theirs
+    evalsha = commandstats(port).get("evalsha", 0) - calls
+    n = len(needs)
+    return (
+        f"{n / elapsed:.0f}",
+        f"{mine / n * 1e6:.1f}",
+        f"{theirs / n * 1e6:.1f}",
+        f"{evalsha / n:.2f}",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=2000, help="live tasks polled")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     parser.add_argument("--memory", action="store_true", help="--state memory too")
+    parser.add_argument("--store", action="store_true", help="the store alone, no server")
     args = parser.parse_args()
+    if args.store:
+        print(c.machine())
+        store_only(args.tasks)
+        return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (see bench/setup.sh)")
     c.raise_nofile()

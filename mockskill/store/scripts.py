@@ -360,8 +360,9 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
   return {-1, now_text}
 end
-local number = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-redis.call('HSET', KEYS[3], ARGV[1], number + 1)
+-- (numbers as text with %d: Lua would write a large one in exponent form)
+local number = string.format('%d', tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0'))
+redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', number + 1))
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), ARGV[1])
 if redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[5]) then
   -- the least recent session forgets its numbering, unless it holds tasks (a number is
@@ -380,7 +381,7 @@ redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, '
 redis.call('PEXPIRE', task, math.ceil(keep) + 1)
 redis.call('SADD', KEYS[5], number)
 redis.call('ZADD', KEYS[1], until_text, member)
-return {number, now_text}
+return {tonumber(number), now_text}
 """
 )
 

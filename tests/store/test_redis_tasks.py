@@ -27,6 +27,7 @@ from mockskill.engine.store import (
     Touch,
 )
 from mockskill.store import open_store
+from mockskill.store.commands import Encoder, Keys, packed
 
 LONG = 600_000
 """Milliseconds a task is kept when the case does not mean it to be forgotten."""
@@ -269,3 +270,17 @@ def test_a_forgotten_task_leaves_no_key_behind(redis_store: Store, redis_url: st
     ]
     redis_store.reset()
     assert client.keys("mockskill:task*") == []
+
+
+@pytest.mark.parametrize(
+    "need",
+    [
+        touch(),
+        touch(7, "cancel", session="a\x1fb", skill="sc/x", keep_ms=12),
+        touch(2**40, "input", session="ünï", fits=(0, 3, 11)),
+        touch(session=""),
+    ],
+)
+def test_a_touch_written_from_its_parts_is_its_command_in_resp(need: Touch) -> None:
+    encoder = Encoder(Keys("mockskill:ns:"), {"touch": "f" * 40}, 2, 1000)
+    assert encoder.packed(need) == packed(encoder.command(need))
