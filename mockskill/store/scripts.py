@@ -40,11 +40,14 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
   and :data:`TOUCH`) is a hash ``P task:<session><US><number>``: ``s`` its skill, ``t``
   when it was submitted and ``u`` the time it is kept until (ms, Redis ``TIME`` with its
   microseconds as decimals), ``p`` its polls, ``e`` its cancels and inputs (one a line:
-  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many; it expires
-  (``PEXPIRE``) just after its keep time. ``P tasks`` ranks the tasks by that time: a
-  Submit first forgets those whose time is over, then counts the rest against the cap
-  (every replica's). ``P task-held:<session>`` is the set of a session's numbers held
-  (a session holding some keeps its numbering); ``P task-next`` is each session's next
+  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many; ``x`` when
+  the key expires (``PEXPIRE``: as long again as it is kept, moved only when a Touch keeps
+  it past that; the keep time ``u`` is the truth, the expiry only clears what a fleet
+  left). ``P tasks`` ranks the tasks by their keep time as the Submit or a sweep last
+  saw it: a Submit first forgets those whose time is over (ranking again those a Touch
+  kept longer since), then counts the rest against the cap (every replica's).
+  ``P task-held:<session>`` is the set of a session's numbers held (a session holding
+  some keeps its numbering); ``P task-next`` is each session's next
   number, ``P task-numbers`` its sessions by last submit (the same counter), bounded like
   the sessions (the least recent forgotten, unless it holds tasks).
 """
@@ -351,12 +354,20 @@ SUBMIT = (
 --       use counter, the session's held set
 -- ARGV: session, skill, keep ms, live tasks at most, max sessions, task prefix, held prefix
 -- Returns {number (-1: refused, at the cap), now}.
+-- Forget the tasks kept until now or before. A Touch that keeps a task longer leaves its
+-- rank as it was (one write less per poll): when it comes up, the task's own keep time
+-- ranks it again (as the in-memory store's heap does).
 for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text)) do
-  local session, number = string.match(member, '^(.*)\\31(%d+)$')
-  redis.call('DEL', ARGV[6] .. member)
-  redis.call('SREM', ARGV[7] .. session, number)
+  local kept = redis.call('HGET', ARGV[6] .. member, 'u')
+  if kept and tonumber(kept) > now then
+    redis.call('ZADD', KEYS[1], kept, member)
+  else
+    local session, number = string.match(member, '^(.*)\\31(%d+)$')
+    redis.call('DEL', ARGV[6] .. member)
+    redis.call('SREM', ARGV[7] .. session, number)
+    redis.call('ZREM', KEYS[1], member)
+  end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_text)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
   return {-1, now_text}
 end
@@ -377,8 +388,12 @@ local keep = tonumber(ARGV[3])
 local until_text = string.format('%.3f', now + keep)
 local member = ARGV[1] .. '\\31' .. number
 local task = ARGV[6] .. member
-redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0)
-redis.call('PEXPIRE', task, math.ceil(keep) + 1)
+-- The key outlives its keep time by as long again: a Touch moves its expiry only when
+-- the keep time it asks passes it (not at every poll). The keep time is the truth.
+local expiry = math.ceil(2 * keep) + 1
+redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0,
+  'x', string.format('%d', math.floor(now) + expiry))
+redis.call('PEXPIRE', task, expiry)
 redis.call('SADD', KEYS[5], number)
 redis.call('ZADD', KEYS[1], until_text, member)
 return {tonumber(number), now_text}
@@ -392,7 +407,7 @@ TOUCH = (
 -- ARGV: the task's member in the tasks set, its number, action (poll, cancel, input),
 --       keep ms, skill, fits (comma-separated), events kept at most
 -- Returns {skill, submitted, polls, events, now}, or nil: no such task of this skill.
-local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n')
+local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n', 'x')
 if not task[1] or task[1] ~= ARGV[5] then
   return false
 end
@@ -404,23 +419,32 @@ if kept_until <= now then  -- its time is over: as good as forgotten
   return false
 end
 local polls, events = tonumber(task[4]), task[5]
+local changed = {}  -- one HSET of what changed
 if ARGV[3] == 'poll' then
   polls = polls + 1
-  redis.call('HSET', KEYS[1], 'p', polls)
+  changed = {'p', polls}
 elseif tonumber(task[6]) < tonumber(ARGV[7]) then
   local event = ARGV[3] .. ' ' .. now_text .. ' ' .. polls .. ' ' .. ARGV[6]
   if events ~= '' then
     events = events .. '\\n'
   end
   events = events .. event
-  redis.call('HSET', KEYS[1], 'e', events, 'n', tonumber(task[6]) + 1)
+  changed = {'e', events, 'n', tonumber(task[6]) + 1}
 end
-local wanted = now + tonumber(ARGV[4])
-if wanted > kept_until then
-  local until_text = string.format('%.3f', wanted)
-  redis.call('HSET', KEYS[1], 'u', until_text)
-  redis.call('ZADD', KEYS[2], until_text, ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4])) + 1)
+local keep = tonumber(ARGV[4])
+local wanted = now + keep
+if wanted > kept_until then  -- (its rank in the tasks set is corrected when it comes up)
+  changed[#changed + 1] = 'u'
+  changed[#changed + 1] = string.format('%.3f', wanted)
+  if wanted >= tonumber(task[7]) then
+    local expiry = math.ceil(2 * keep) + 1
+    changed[#changed + 1] = 'x'
+    changed[#changed + 1] = string.format('%d', math.floor(now) + expiry)
+    redis.call('PEXPIRE', KEYS[1], expiry)
+  end
+end
+if #changed > 0 then
+  redis.call('HSET', KEYS[1], unpack(changed))
 end
 return {task[1], task[2], polls, events, now_text}
 """

@@ -114,6 +114,18 @@ CASES: dict[str, list[Call]] = {
         ("answer", touch(0)),
         ("answer", touch(1)),
     ],
+    "a task a touch kept longer still counts against the cap once its first time is over": [
+        ("answer", submit(keep_ms=50, limit=2)),
+        ("answer", touch(keep_ms=LONG)),
+        ("sleep", 0.12),
+        ("answer", submit(limit=2)),
+        ("answer", submit(limit=2)),  # refused: the first is still held
+        ("answer", touch(0)),
+    ],
+    "a task touched within its keep time lives on past its first keep time, key and all": [
+        ("answer", submit(keep_ms=200)),
+        *[("sleep", 0.08), ("answer", touch(keep_ms=200))] * 8,
+    ],
     "a task kept no time at all is gone at its next touch": [
         ("answer", submit(keep_ms=0)),
         ("answer", touch(0)),
