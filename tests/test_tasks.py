@@ -14,6 +14,7 @@ import dataclasses
 import textwrap
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ import requests
 from click.testing import CliRunner
 from werkzeug.test import Client
 
-from mockskill import Server, create_app, load_text
+from mockskill import ScenarioError, Server, create_app, load_text
 from mockskill.cli import cli
 from mockskill.cli import serve as serve_command
 from mockskill.engine.engine import Engine
@@ -229,10 +230,141 @@ def test_a_failed_task_reports_the_unified_error_with_its_retry_advice(serve: An
     assert task["error"]["retry"]["max_attempts"] >= 1
 
 
+def test_a_failed_tasks_answers_are_journalled_with_its_errors_code_which_coverage_counts(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=1), failed()))
+    location = submit(server.url).headers["Location"]
+    requests.get(location)
+    assert requests.get(location).json()["task"]["status"] == "failed"
+    requests.get(location)  # the grace poll: the same task, counted once
+    polls = [e for e in journal(server) if e["task"]["action"] == "poll"]
+    assert [(e["status"], e["error_code"]) for e in polls] == [
+        (200, None),
+        (200, "EXECUTION_TIMEOUT"),
+        (200, "EXECUTION_TIMEOUT"),
+    ]
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "s"}).json()
+    coverage = report["sessions"][0]["coverage"]
+    assert coverage["tasks"]["failed"]["EXECUTION_TIMEOUT"] == 1
+    assert "unknown" not in coverage["tasks"]["failed"]
+    assert coverage["categories"]["EXECUTION_TIMEOUT"] == 1
+    # Polled at once (too soon), but no retry rule reads a failed task's poll as a failed
+    # request to retry.
+    assert {f["rule"] for f in report["sessions"][0]["findings"]} == {"poll-too-soon"}
+
+
 def test_the_invoke_plays_its_steps_before_the_submit(serve: Any) -> None:
     server = serve(skill(phase("working", polls=3), completed(), invoke_error_first=True))
     assert submit(server.url).status_code == 503
     assert submit(server.url).status_code == 202
+
+
+def yaml_skill(text: str) -> ScenarioSet:
+    """The scenario *text* (YAML, indented as written here) as a server serves it."""
+    return load_text(textwrap.dedent(text), "tasks.yaml")
+
+
+def test_a_delay_on_the_submit_holds_its_202_with_the_task_started_meanwhile(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(
+            """
+            skills:
+              - id: report
+                task:
+                  life: [{status: working, polls: 3}, {status: completed, json: {ok: 1}}]
+                invoke:
+                  - {task: submit, delay: 400}
+            """
+        )
+    )
+    began = time.monotonic()
+    answer = submit(server.url)
+    assert answer.status_code == 202
+    assert time.monotonic() - began >= 0.4
+    (entry,) = journal(server)
+    assert entry["delay_ms"] == 400
+    # Started when it was asked for, not when the 202 came.
+    created = datetime.fromisoformat(answer.json()["task"]["created_at"]).timestamp()
+    assert entry["finished"] - created >= 0.35
+
+
+LOST_202 = """
+    skills:
+      - id: report
+        idempotency_key: {idempotent}
+        task:
+          life: [{{status: working, for: 1m}}, {{status: completed, json: {{ok: 1}}}}]
+        invoke:
+          - {{task: submit, after: {after}, times: 1}}
+          - task: submit
+    """
+
+
+def test_a_lost_202_after_an_error_started_the_task_and_a_retry_starts_a_second(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(LOST_202.format(idempotent="false", after="{error: EXECUTION_TIMEOUT}"))
+    )
+    lost = submit(server.url)
+    assert lost.status_code == 504
+    assert lost.json()["error"]["code"] == "EXECUTION_TIMEOUT"
+    assert "Location" not in lost.headers
+    again = submit(server.url)  # no key, the same body: the same operation
+    assert again.status_code == 202
+    first, second = journal(server)
+    assert first["task"]["known"] is True
+    assert first["task"]["served"] is False  # the consumer never saw it
+    assert first["executed"] is True  # it ran, then its answer was lost
+    assert first["task"]["operation"] == second["task"]["operation"]
+    assert first["task"]["id"] != second["task"]["id"]
+    # The first task runs: its status URL (never sent) answers it.
+    url = f"{server.url}/skills/report/tasks/{first['task']['id']}"
+    assert requests.get(url).json()["task"]["status"] == "working"
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "s"}).json()
+    rules = [f["rule"] for f in report["sessions"][0]["findings"]]
+    assert "reinvoked-while-running" in rules
+
+
+def test_a_lost_202_after_a_fault_started_the_task_and_a_fresh_key_starts_another(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(LOST_202.format(idempotent="true", after="{fault: CONNECTION_RESET_BY_PEER}"))
+    )
+    with pytest.raises(requests.ConnectionError):
+        submit(server.url, **{"Idempotency-Key": "k-1"})
+    replayed = submit(server.url, **{"Idempotency-Key": "k-1"})  # the same key: the lost 202
+    fresh = submit(server.url, **{"Idempotency-Key": "k-2"})  # a fresh key: a second task
+    assert replayed.status_code == fresh.status_code == 202
+    first, *_ = entries = journal(server)
+    assert first["fault"] == "CONNECTION_RESET_BY_PEER"
+    assert first["executed"] is True
+    assert replayed.json()["task"]["id"] == first["task"]["id"]
+    assert fresh.json()["task"]["id"] != first["task"]["id"]
+    assert [e["task"]["id"] for e in entries] == [first["task"]["id"], fresh.json()["task"]["id"]]
+
+
+def test_after_beside_a_polls_task_status_is_a_positioned_load_problem() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        yaml_skill(
+            """
+            skills:
+              - id: report
+                task:
+                  life: [{status: working, polls: 1}, {status: completed}]
+                  polls:
+                    - {task: status, after: {error: EXECUTION_TIMEOUT}}
+            """
+        )
+    (problem,) = caught.value.problems
+    assert problem.path == "skills[0].task.polls[0].after"
+    assert (problem.line, problem.column) == (7, 26)
+    assert problem.expected == "after only beside task: submit"
+    assert problem.found == "after beside task: status"
 
 
 # -- ids --------------------------------------------------------------------------------
@@ -402,6 +534,54 @@ def test_an_input_while_not_waiting_for_one_is_409(serve: Any) -> None:
     assert requests.get(location).json()["task"]["status"] == "input_required"
 
 
+TWO_INPUTS = yaml_skill(
+    """
+    skills:
+      - id: report
+        task:
+          life:
+            - {status: input_required, expects: {body: {/name: {exists: true}}}}
+            - {status: working, polls: 1}
+            - {status: input_required, expects: {body: {/confirm: {equals: true}}}}
+            - {status: completed, json: {report: done}}
+    """
+)
+
+
+def test_each_input_phase_takes_the_input_its_expects_describe(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    early = requests.post(location, json={"confirm": True})  # the second phase's input
+    assert early.status_code == 422
+    error = early.json()["error"]
+    assert error["code"] == "TASK_INPUT_INVALID"
+    assert len(error["details"]["failed"]) == 1
+    assert "/name" in error["details"]["failed"][0]  # what the phase awaited wanted
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    named = requests.post(location, json={"name": "Ada"})
+    assert named.status_code == 202
+    assert named.json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    again = requests.post(location, json={"name": "Ada"})  # the first phase's, once more
+    assert again.status_code == 422
+    assert "/confirm" in again.json()["error"]["details"]["failed"][0]
+    confirmed = requests.post(location, json={"confirm": True})
+    assert confirmed.status_code == 202
+    assert confirmed.json()["task"]["status"] == "completed"
+    inputs = [e["task"] for e in journal(server) if e["task"]["action"] == "input"]
+    assert [t["served"] for t in inputs] == [False, True, False, True]
+
+
+def test_an_input_fitting_no_phase_while_none_is_awaited_is_409(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    requests.post(location, json={"name": "Ada"})
+    refused = requests.post(location, json={"other": 1})  # working: no input awaited
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_NOT_AWAITING_INPUT"
+
+
 # -- ttl, cap ---------------------------------------------------------------------------
 
 
@@ -511,6 +691,23 @@ def test_a_submit_without_a_key_names_its_operation_by_the_bodys_digest(serve: A
     first, second = (e["task"]["operation"] for e in journal(server))
     assert first == second
     assert first.startswith("body:hmac-sha256:")
+
+
+def test_no_task_id_is_handed_out_twice_while_the_server_runs_resets_included(
+    serve: Any,
+) -> None:
+    server = serve(skill(phase("working", polls=3), completed()))
+    before = submit(server.url).headers["Location"]
+    assert requests.post(f"{server.url}/__admin/reset", params={"all": "true"}).ok
+    gone = requests.get(before)
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "TASK_EXPIRED"  # handed out, forgotten
+    after = submit(server.url).headers["Location"]
+    assert after != before  # the same session, its first task since the reset
+    assert requests.post(f"{server.url}/__admin/reset", params={"session": "s"}).ok
+    assert submit(server.url).headers["Location"] not in (before, after)
+    # The old URL still names the task mockskill forgot, never a new one.
+    assert requests.get(before).json()["error"]["code"] == "TASK_EXPIRED"
 
 
 def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:

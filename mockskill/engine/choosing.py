@@ -12,6 +12,7 @@ and the same requests replay the same values, whichever process serves each.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -158,7 +159,15 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             return decided
         step, in_outage = sequence.steps[index], False
     if step.task == "submit":  # a task skill's invoke: the store starts its task first
-        decided.chosen = Chosen(step, index, position, in_outage)
+        delay_ms = None
+        if step.delay is not None:  # the 202 comes this late (the task started already)
+            rng = _NO_RANDOM
+            if step.random:  # (a delay drawn: from the session's generator, as any step's)
+                scenario = table.scenarios[name] if name else None
+                seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
+                rng = keyed_generator(draw_key(seed, name or "", decided.session, draw))
+            delay_ms = round(step.delay.draw(rng), 3)
+        decided.chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
         return _submit(decided, target)
     if step.rate_limited is not None:
         delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
@@ -248,6 +257,21 @@ def _submit(decided: Decided, target: Target) -> Pending[Decided]:
     limit = decided.table.max_tasks
     need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit))
     return _new(Pending, (need, decided.submitted))
+
+
+def _lose(chosen: Chosen, step: Step, accepted: Reply, urls: Urls) -> None:
+    """*chosen*, a ``task: submit`` with ``after:``, once its task started: its 202
+    (*accepted*) is what ran (the journal and an idempotent replay read it); what is sent is
+    ``after``'s error, or the 202 with ``after``'s fault done to the connection."""
+    error = step.reply is not step.ran  # (the loader's: after's error, else the 202's stand-in)
+    sent = urls.fill(step.reply) if error else accepted
+    chosen.step = dataclasses.replace(step, reply=sent, ran=accepted)
+    if step.fault is None:
+        chosen.reply = sent
+        return
+    # Played as a step (the fault is the plan's), made for this task: never a kept plan.
+    chosen.reply = None
+    chosen.drawn = True
 
 
 def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
@@ -410,17 +434,24 @@ class Decided:
         assert chosen is not None
         assert isinstance(answer, Submitted)  # a Submit is answered a Submitted
         number, at_ms = answer
+        step = chosen.step
+        assert step is not None
         if number is None:
             chosen.reply = self.urls.fill(over_cap(target.context, self.table.max_tasks))
             self.task = task_journalled("submit", "", known=False, served=False)
+            if step.ran is not None:  # no task started: nothing ran for after: to lose
+                chosen.step = dataclasses.replace(step, ran=None, fault=None)
             return self
         keyed = self.table.task_ids
         assert keyed is not None  # (set with the table's generations)
         reply, view, task_id = tasked.submitted(self.session, number, at_ms, keyed)
-        chosen.reply = self.urls.fill(reply)
-        record = task_journalled("submit", task_id, known=True, served=True, view=view)
+        chosen.reply = accepted = self.urls.fill(reply)
+        lost = step.ran is not None
+        record = task_journalled("submit", task_id, known=True, served=not lost, view=view)
         record["settles_at_ms"] = view.settles_at_ms
         self.task = record
+        if lost:
+            _lose(chosen, step, accepted, self.urls)
         return self
 
     def unchanged(self, answer: NeedAnswer) -> Decided:

@@ -271,7 +271,7 @@ class State:
         self._buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
         """Buckets no session owns, by key, least recently spent first: their tokens, when
         they were counted and when they are full again (then as good as gone)."""
-        self._tasks = TaskRecords(max_sessions)
+        self._tasks = TaskRecords()
         """Long-running tasks, kept for the time their Submit and Touches ask (then
         forgotten): their clock is epoch ms, as a shared store's (one for every replica)."""
 

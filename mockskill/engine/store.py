@@ -189,8 +189,9 @@ class Submitted(NamedTuple):
     """What a :class:`Submit` came to."""
 
     number: int | None
-    """The task's number in its session (0, 1, ...; its id is made from it); None: refused,
-    the server holds its limit of live tasks."""
+    """The task's number, store-wide (0, 1, ...; never again, a reset included; its id is
+    made from it and the session); None: refused, the server holds its limit of live
+    tasks."""
     at_ms: float
     """When it was submitted, on the store's clock (epoch ms: one clock for all replicas)."""
 

@@ -3,10 +3,12 @@
 
 The id is read first (:func:`.task_ids.read`): one mockskill did not hand out
 (malformed, made up, another server's) is answered 404 ``TASK_NOT_FOUND`` with no
-store round trip, and so is an input that cannot be the one expected (not a JSON
-object, or meeting no ``expects:``: 422). Otherwise the store touches the task
-(:class:`~.store.Touch`: a poll counted, a cancel or an input logged) and the
-answer follows from its record: the task's state is :func:`.tasks.view`'s. The
+store round trip, and so is an input that is not a JSON object (422). An input's
+*fits* (the input phases whose ``expects:`` its body meets) are worked out before the
+store touches the task (:class:`~.store.Touch`: a poll counted, a cancel or an input
+logged); the answer follows from its record: the task's state is :func:`.tasks.view`'s,
+and an input counts only in a phase it fits (else 422 naming what the current phase's
+``expects:`` found wanting, or 409 when the task awaits no input). The
 request is the session's the id names, whatever header it carries. A poll of a
 skill with ``polls:`` plays the step of its poll number (``task: status``
 answers the task; any other step is played as on any endpoint).
@@ -55,14 +57,19 @@ def decide(
         return decided
     owner, number = read
     decided = Decided(started, owner, table, target, urls, None, False)
+    failures: dict[int, list[str]] = {}
+    fits: tuple[int, ...] = ()
     if action == "input":
-        refusal = _input_refusal(tasked, task_id, request)
-        if refusal is not None:  # never logged: the task goes on as it was
-            decided.reply = urls.fill(refusal)
+        read_input = _read_input(tasked, task_id, request)
+        if isinstance(read_input, Reply):  # not an object: never logged, the task goes on
+            decided.reply = urls.fill(read_input)
             decided.task = journalled(action, task_id, known=True, served=False)
             return decided
-    need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-    return _new(Pending, (need, partial(_touched, decided, tasked, task_id, action)))
+        failures = read_input
+        fits = tuple(index for index, failed in failures.items() if not failed)
+    need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, fits))
+    touched = partial(_touched, decided, tasked, task_id, action, fits, failures)
+    return _new(Pending, (need, touched))
 
 
 MAX_KEPT_READS = 4096
@@ -84,9 +91,16 @@ def _read(table: RoutingTable, task_id: str, keyed: KeyedDigest) -> tuple[str, i
 
 
 def _touched(
-    decided: Decided, tasked: TaskSkill, task_id: str, action: str, answer: NeedAnswer
+    decided: Decided,
+    tasked: TaskSkill,
+    task_id: str,
+    action: str,
+    fits: tuple[int, ...],
+    failures: dict[int, list[str]],
+    answer: NeedAnswer,
 ) -> Decided:
-    """*decided*, answered once the store touched its task (*answer*: its record, or None)."""
+    """*decided*, answered once the store touched its task (*answer*: its record, or None);
+    an input's *fits* and, per input phase, the conditions its body failed (*failures*)."""
     urls = decided.urls
     if not isinstance(answer, TaskRecord) or answer.skill != tasked.skill:
         if answer is None:  # handed out (its id says so), and forgotten since: gone
@@ -108,8 +122,10 @@ def _touched(
     if action == "poll":
         return _polled(decided, tasked, task_id, record, view)
     # A cancel or an input: judged by the state the task was in when it came.
-    code = tasks.refusal(task, record, action)
-    if code is not None:  # logged, and counting for nothing (the life says so)
+    code = tasks.refusal(task, record, action, fits)
+    if code == tasks.INPUT_INVALID:  # awaiting another input: what its expects: wanted
+        reply = tasked.refused(code, task_id, details={"failed": failures[view.phase]})
+    elif code is not None:  # logged, and counting for nothing (the life says so)
         reply = tasked.refused(code, task_id, view)
     elif action == "cancel":  # cancelling (202), or cancelled at once (settle 0: 200)
         status = 200 if view.status == "cancelled" else 202
@@ -155,10 +171,10 @@ def _polled(
     return decided
 
 
-def _input_refusal(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply | None:
-    """422 ``TASK_INPUT_INVALID`` for an input that is not a JSON object, or meets the
-    ``expects:`` of none of the task's input phases (details: the conditions that failed,
-    of the first); None: it may be the input expected."""
+def _read_input(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply | dict[int, list[str]]:
+    """An input read against each input phase's ``expects:``: per phase (its index into
+    the life), the conditions its body failed (none: it fits that phase); or 422
+    ``TASK_INPUT_INVALID`` when it is not a JSON object."""
     facts = conditions.Facts(request)
     body = facts.json()
     if not isinstance(body, dict):
@@ -166,16 +182,11 @@ def _input_refusal(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply 
         if isinstance(body, conditions.UnreadableBody):
             why = body.why
         unread = [f"the body: {why}; a task's input is a JSON object"]
-        return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": unread})
-    failures: list[str] = []
-    for expects in tasked.inputs:
-        failed = [reason for c in expects if (reason := conditions.failed(c, facts))]
-        if not failed:
-            return None
-        failures = failures or failed
-    if not tasked.inputs:  # nothing expected: any object (a task never waiting gets 409)
-        return None
-    return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": failures})
+        return tasked.refused(tasks.INPUT_INVALID, task_id, details={"failed": unread})
+    return {
+        index: [reason for c in expects if (reason := conditions.failed(c, facts))]
+        for index, expects in tasked.inputs
+    }
 
 
 def _expired(tasked: TaskSkill, task_id: str) -> Reply:
