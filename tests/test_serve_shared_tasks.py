@@ -178,7 +178,7 @@ JOURNALLED = [
     ("poll", "working", 200, False),
     ("input", "working", 409, False),
     ("poll", "input_required", 200, False),
-    ("input", None, 422, False),
+    ("input", "input_required", 422, False),  # (its expects: not met)
     ("input", "working", 202, False),
     ("poll", "working", 200, False),
     ("poll", "working", 200, False),

@@ -60,8 +60,7 @@ class Keys:
         "sessions",
         "task",
         "task_held",
-        "task_next",
-        "task_sessions",
+        "task_number",
         "tasks",
         "token",
         "tokens",
@@ -83,8 +82,7 @@ class Keys:
         self.task = prefix + "task:"
         self.tasks = prefix + "tasks"
         self.task_held = prefix + "task-held:"
-        self.task_next = prefix + "task-next"
-        self.task_sessions = prefix + "task-numbers"
+        self.task_number = prefix + "task-number"
 
 
 class Encoder:
@@ -252,17 +250,14 @@ class Encoder:
             return (
                 "EVALSHA",
                 self.shas["submit"],
-                5,
+                3,
                 keys.tasks,
-                keys.task_sessions,
-                keys.task_next,
-                keys.clock,
+                keys.task_number,
                 keys.task_held + need.session,
                 need.session,
                 need.skill,
                 need.keep_ms,
                 need.limit,
-                self.max_sessions,
                 keys.task,
                 keys.task_held,
             )

@@ -255,13 +255,13 @@ class RedisStore:
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
         """Forget what was played, as the in-memory store does, for every replica.
 
-        Everything: positions, draws, tokens, rate limits' buckets, long-running tasks (and
-        their numbering) and the journal; a session: its positions, draws, buckets, tasks
-        and journal entries; *keys*: those sequences' positions (of *session*, or of every
-        session). Generations and activations stay.
+        Everything: positions, draws, tokens, rate limits' buckets, long-running tasks (not
+        their count: a task number is never handed out again) and the journal; a session:
+        its positions, draws, buckets, tasks and journal entries; *keys*: those sequences'
+        positions (of *session*, or of every session). Generations and activations stay.
         """
         k = self.keys
-        tasks = [k.tasks, k.task_sessions, k.task_next]
+        tasks = [k.tasks]
         if keys is not None:
             one = "" if session is None else "=" + session
             self._run("reset_keys", [k.sessions], [k.session, one, *set(keys)])

@@ -46,10 +46,9 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
   left). ``P tasks`` ranks the tasks by their keep time as the Submit or a sweep last
   saw it: a Submit first forgets those whose time is over (ranking again those a Touch
   kept longer since), then counts the rest against the cap (every replica's).
-  ``P task-held:<session>`` is the set of a session's numbers held (a session holding
-  some keeps its numbering); ``P task-next`` is each session's next
-  number, ``P task-numbers`` its sessions by last submit (the same counter), bounded like
-  the sessions (the least recent forgotten, unless it holds tasks).
+  ``P task-held:<session>`` is the set of a session's numbers held (what a session's
+  reset forgets); ``P task-number`` counts the tasks ever submitted (the next task's
+  number, store-wide: no reset forgets it, so no id is handed out twice).
 """
 
 from __future__ import annotations
@@ -350,51 +349,40 @@ in memory), and as text: Lua turns a number into at most 14 digits, too few for 
 SUBMIT = (
     PRECISE_NOW
     + """
--- KEYS: tasks set (by keep time), task sessions set (by last submit), next numbers hash,
---       use counter, the session's held set
--- ARGV: session, skill, keep ms, live tasks at most, max sessions, task prefix, held prefix
+-- KEYS: tasks set (by keep time), task counter, the session's held set
+-- ARGV: session, skill, keep ms, live tasks at most, task prefix, held prefix
 -- Returns {number (-1: refused, at the cap), now}.
 -- Forget the tasks kept until now or before. A Touch that keeps a task longer leaves its
 -- rank as it was (one write less per poll): when it comes up, the task's own keep time
 -- ranks it again (as the in-memory store's heap does).
 for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text)) do
-  local kept = redis.call('HGET', ARGV[6] .. member, 'u')
+  local kept = redis.call('HGET', ARGV[5] .. member, 'u')
   if kept and tonumber(kept) > now then
     redis.call('ZADD', KEYS[1], kept, member)
   else
     local session, number = string.match(member, '^(.*)\\31(%d+)$')
-    redis.call('DEL', ARGV[6] .. member)
-    redis.call('SREM', ARGV[7] .. session, number)
+    redis.call('DEL', ARGV[5] .. member)
+    redis.call('SREM', ARGV[6] .. session, number)
     redis.call('ZREM', KEYS[1], member)
   end
 end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
   return {-1, now_text}
 end
--- (numbers as text with %d: Lua would write a large one in exponent form)
-local number = string.format('%d', tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0'))
-redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', number + 1))
-redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), ARGV[1])
-if redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[5]) then
-  -- the least recent session forgets its numbering, unless it holds tasks (a number is
-  -- never handed out twice while its task is held)
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-  if redis.call('EXISTS', ARGV[7] .. oldest) == 0 then
-    redis.call('ZREM', KEYS[2], oldest)
-    redis.call('HDEL', KEYS[3], oldest)
-  end
-end
+-- Store-wide, never again (a reset keeps the counter): an id is not handed out twice.
+-- (As text with %d: Lua would write a large number in exponent form.)
+local number = string.format('%d', redis.call('INCR', KEYS[2]) - 1)
 local keep = tonumber(ARGV[3])
 local until_text = string.format('%.3f', now + keep)
 local member = ARGV[1] .. '\\31' .. number
-local task = ARGV[6] .. member
+local task = ARGV[5] .. member
 -- The key outlives its keep time by as long again: a Touch moves its expiry only when
 -- the keep time it asks passes it (not at every poll). The keep time is the truth.
 local expiry = math.ceil(2 * keep) + 1
 redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0,
   'x', string.format('%d', math.floor(now) + expiry))
 redis.call('PEXPIRE', task, expiry)
-redis.call('SADD', KEYS[5], number)
+redis.call('SADD', KEYS[3], number)
 redis.call('ZADD', KEYS[1], until_text, member)
 return {tonumber(number), now_text}
 """
@@ -423,6 +411,8 @@ local changed = {}  -- one HSET of what changed
 if ARGV[3] == 'poll' then
   polls = polls + 1
   changed = {'p', polls}
+elseif ARGV[3] == 'input' and ARGV[6] == '' then
+  -- an input that fits no phase counts for nothing: not logged, no event spent
 elseif tonumber(task[6]) < tonumber(ARGV[7]) then
   local event = ARGV[3] .. ' ' .. now_text .. ' ' .. polls .. ' ' .. ARGV[6]
   if events ~= '' then
@@ -451,14 +441,14 @@ return {task[1], task[2], polls, events, now_text}
 )
 
 RESET_TASKS = """
--- KEYS: tasks set, task sessions set, next numbers hash
--- ARGV: task prefix, held prefix, one session ('' every one) or its name after a '='
+-- KEYS: tasks set; ARGV: task prefix, held prefix, one session ('' every one) or its name
+-- after a '='. The task counter stays: a number is never handed out again.
 if ARGV[3] == '' then
   for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
     local session = string.match(member, '^(.*)\\31%d+$')
     redis.call('DEL', ARGV[1] .. member, ARGV[2] .. session)
   end
-  return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return redis.call('DEL', KEYS[1])
 end
 local session = string.sub(ARGV[3], 2)
 local held = ARGV[2] .. session
@@ -467,8 +457,6 @@ for _, number in ipairs(redis.call('SMEMBERS', held)) do
   redis.call('DEL', ARGV[1] .. member)
   redis.call('ZREM', KEYS[1], member)
 end
-redis.call('ZREM', KEYS[2], session)
-redis.call('HDEL', KEYS[3], session)
 return redis.call('DEL', held)
 """
 

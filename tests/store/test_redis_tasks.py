@@ -53,7 +53,7 @@ def touch(
 Call = tuple[Any, ...]
 
 CASES: dict[str, list[Call]] = {
-    "numbers count from 0 per session": [
+    "numbers count from 0, store-wide": [
         ("answer", submit("a")),
         ("answer", submit("a")),
         ("answer", submit("b")),
@@ -66,12 +66,17 @@ CASES: dict[str, list[Call]] = {
         ("answer", touch(action="cancel")),
         ("answer", touch()),
         ("answer", touch(action="input", fits=(1, 3))),
-        ("answer", touch(action="input")),
+        ("answer", touch(action="input", fits=(2,))),
+    ],
+    "an input that fits no phase is not logged, and spends no event": [
+        ("answer", submit()),
+        *[("answer", touch(action="input"))] * (MAX_TASK_EVENTS + 1),
+        ("answer", touch(action="input", fits=(0,))),
     ],
     "an unknown task, another session's number, another skill's task: None, nothing counted": [
         ("answer", submit("a")),
         ("answer", touch(1, session="a")),
-        ("answer", touch(0, session="b")),
+        ("answer", touch(0, session="b")),  # (the number is a's)
         ("answer", touch(0, session="a", skill="sc/other")),
         ("answer", touch(0, session="a", skill="sc/other", action="cancel")),
         ("answer", touch(0, session="a")),
@@ -95,7 +100,7 @@ CASES: dict[str, list[Call]] = {
         ("sleep", 0.12),
         ("answer", touch(0)),  # forgotten
         ("answer", touch(1)),
-        ("answer", submit(limit=2)),  # room again: number 2 (the session holds task 1)
+        ("answer", submit(limit=2)),  # room again
     ],
     "a forgotten task not touched since still leaves room at the next submit": [
         ("answer", submit(keep_ms=50, limit=1)),
@@ -131,25 +136,26 @@ CASES: dict[str, list[Call]] = {
         ("answer", touch(0)),
         ("answer", submit()),
     ],
-    "a session reset forgets its tasks and numbering, not another's": [
+    "a session reset forgets its tasks, not another's; no number is handed out again": [
         ("answer", submit("a")),
         ("answer", submit("a")),
         ("answer", submit("b")),
         ("answer", touch(0, session="a")),
         ("reset", "a"),
         ("answer", touch(0, session="a")),
-        ("answer", touch(0, session="b")),
+        ("answer", touch(2, session="b")),
         ("answer", submit("a")),
         ("answer", submit("b")),
     ],
-    "a reset of everything forgets every task, number and the cap's count": [
+    "a reset of everything forgets every task and the cap's count, not the numbering": [
         ("answer", submit("a", limit=2)),
         ("answer", submit("b", limit=2)),
         ("answer", submit("b", limit=2)),  # refused
         ("reset", None),
-        ("answer", touch(0, session="b")),
+        ("answer", touch(1, session="b")),
         ("answer", submit("b", limit=2)),
         ("answer", submit("a", limit=2)),
+        ("answer", submit("a", limit=2)),  # refused
     ],
     "a reset of sequence keys keeps the tasks": [
         ("answer", submit()),
@@ -157,20 +163,14 @@ CASES: dict[str, list[Call]] = {
         ("answer", touch()),
         ("answer", submit()),
     ],
-    "numbering beyond the session bound: the least recent forgets, unless it holds tasks": [
-        ("answer", submit("a", keep_ms=0)),
-        ("answer", submit("b")),
-        ("answer", submit("c")),  # a is least recent, holds a task kept no time: forgets
-        ("answer", submit("a")),
-        ("answer", submit("d")),  # b is least recent and holds its task: keeps its count
-        ("answer", submit("b")),
-    ],
     "an empty session name is a session like another": [
         ("answer", submit("")),
-        ("answer", submit("")),
+        ("answer", submit("x")),
         ("reset", ""),
-        ("answer", submit("")),
         ("answer", touch(0, session="")),
+        ("answer", touch(1, session="x")),
+        ("answer", submit("")),
+        ("answer", touch(2, session="")),
     ],
 }
 
@@ -274,14 +274,13 @@ def test_a_forgotten_task_leaves_no_key_behind(redis_store: Store, redis_url: st
     keys = sorted(k.decode() for k in client.keys("mockskill:task*"))
     assert keys == [
         "mockskill:task-held:kept",
-        "mockskill:task-next",
-        "mockskill:task-numbers",
-        "mockskill:task:kept\x1f0",
+        "mockskill:task-number",
         "mockskill:task:kept\x1f1",
+        "mockskill:task:kept\x1f2",
         "mockskill:tasks",
     ]
     redis_store.reset()
-    assert client.keys("mockskill:task*") == []
+    assert client.keys("mockskill:task*") == [b"mockskill:task-number"]  # (never again)
 
 
 @pytest.mark.parametrize(
