@@ -35,11 +35,12 @@ from .entries import (
 )
 from .incoming import Incoming
 from .limits import LimitedHead, Policy, stated_headers
-from .matching import Miss, Target
+from .matching import Miss, Target, task_path_parts, task_request
 from .plan import Outcome, Plan
 from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
+from .task_skills import journalled as task_journalled
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -138,9 +139,12 @@ class Journalling:
     ) -> Entry:
         """The journal's record of *request*, answered with *served* (finished: now if None)."""
         target = decided.target
+        task = decided.task
         if isinstance(target, Miss):
             endpoint, scenario, near_misses = "unmatched", None, target.near_misses
             case = None
+            if task is None:  # a status URL of a skill unknown here: a task it knows not
+                task = missed_task(request)
         else:
             endpoint, scenario, near_misses = target.kind, target.scenario, ()
             case = None if target.case is None else target.case.index
@@ -210,7 +214,7 @@ class Journalling:
             + (
                 None if limited is None else limited.record,
                 request.peer,
-                None if decided.task is None else self._task(decided.task, request, body),
+                None if task is None else self._task(task, request, body),
             ),
         )
 
@@ -547,3 +551,14 @@ class RenderedPlain:
 
 MAX_KEPT_PREFIXES = 256
 """Sessions whose draw prefix a :class:`RenderedPlain` keeps."""
+
+
+def missed_task(request: Incoming) -> dict[str, Any] | None:
+    """What an unmatched *request* did to a task: one to a status URL of a skill no scenario
+    has (``/skills/{id}/tasks/{task id}``) names a task mockskill does not know (``known``
+    False, as the audit's ``status-url-ignored`` reads it); None for any other request."""
+    matched = task_request(request.method, task_path_parts(request.path))
+    if matched is None:
+        return None
+    task_id, action = matched
+    return task_journalled(action, task_id, known=False, served=False)

@@ -1,7 +1,9 @@
 """Requests to a task's status URL: a poll (``GET``), a cancel (``DELETE``, ``POST
 .../cancel``), an input (``POST`` with a JSON object), decided (docs/tasks.md).
 
-The id is read first (:func:`.task_ids.read`): one mockskill did not hand out
+As at the skill's invoke, ``Mockskill-Error`` answers first, then a caller without the
+credentials the skill ``requires:`` is refused (401, 403); neither touches the task.
+The id is read (:func:`.task_ids.read`): one mockskill did not hand out
 (malformed, made up, another server's) is answered 404 ``TASK_NOT_FOUND`` with no
 store round trip, and so is an input that is not a JSON object (422). An input's
 *fits* (the input phases whose ``expects:`` its body meets) are worked out before the
@@ -19,18 +21,19 @@ from __future__ import annotations
 from functools import partial
 
 from ..scenario.model import Reply
-from . import conditions, task_ids, tasks
+from . import auth, conditions, task_ids, tasks
 from .actions import Urls
 from .choosing import Chosen, Decided, poll_step
 from .digests import KeyedDigest
 from .incoming import Incoming
 from .matching import RoutingTable, Target, task_path_parts, task_request
 from .pending import Later, Pending
-from .replies import exhausted_reply
+from .replies import ERROR_HEADER, exhausted_reply, forced_reply
 from .store import NeedAnswer, TaskRecord, Touch
 from .task_skills import TaskSkill, journalled, not_found
 
 _new = tuple.__new__
+_ERROR = ERROR_HEADER.lower()  # (the request's headers, as read: lower case)
 
 
 def decide(
@@ -50,12 +53,52 @@ def decide(
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
     read = None if tasked is None else _read(table, task_id, keyed)
+    owner = session if read is None else read[0]
+    known = read is not None and tasked is not None
+    # As its invoke: Mockskill-Error answers first, then the skill's requires: refuses a
+    # caller without its credentials (neither touches the task: no poll counted).
+    code = request.headers.get(_ERROR)
+    if code is not None:
+        forced = urls.fill(forced_reply(target, code))
+        decided = Decided(started, owner, table, target, urls, forced, True)
+        decided.task = journalled(action, task_id, known=known, served=False)
+        return decided
+    skill = target.skill
+    if skill is not None and skill.requires is not None:
+        refused = auth.check(request, skill.requires, table.credentials, target.context)
+        go_on = partial(_admitted, request, started, owner, table, target, urls, read, matched)
+        if isinstance(refused, Pending):  # a token the store may know: judged on its answer
+            return refused.then(go_on)
+        return go_on(refused)
+    return _admitted(request, started, owner, table, target, urls, read, matched, None)
+
+
+def _admitted(
+    request: Incoming,
+    started: float,
+    owner: str,
+    table: RoutingTable,
+    target: Target,
+    urls: Urls,
+    read: tuple[str, int] | None,
+    matched: tuple[str, str],
+    refused: Reply | None,
+) -> Later[Decided]:
+    """:func:`decide` once the caller's credentials were judged (*refused*: the 401 or 403
+    that answers it; None: let in): the task's id read (*read*) decides the rest."""
+    task_id, action = matched
+    tasked = target.tasked
+    known = read is not None and tasked is not None
+    if refused is not None:
+        decided = Decided(started, owner, table, target, urls, urls.fill(refused), False)
+        decided.task = journalled(action, task_id, known=known, served=False)
+        return decided
     if read is None or tasked is None:
         refused = urls.fill(not_found(target.skill_id, task_id))
-        decided = Decided(started, session, table, target, urls, refused, False)
+        decided = Decided(started, owner, table, target, urls, refused, False)
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
-    owner, number = read
+    number = read[1]
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
     fits: tuple[int, ...] = ()
@@ -124,7 +167,7 @@ def _touched(
     # A cancel or an input: judged by the state the task was in when it came.
     code = tasks.refusal(task, record, action, fits)
     if code == tasks.INPUT_INVALID:  # awaiting another input: what its expects: wanted
-        reply = tasked.refused(code, task_id, details={"failed": failures[view.phase]})
+        reply = tasked.refused(code, task_id, details={"failed": failures.get(view.phase, [])})
     elif code is not None:  # logged, and counting for nothing (the life says so)
         reply = tasked.refused(code, task_id, view)
     elif action == "cancel":  # cancelling (202), or cancelled at once (settle 0: 200)
