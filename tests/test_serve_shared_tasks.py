@@ -204,3 +204,36 @@ def test_the_live_task_cap_counts_every_replicas_tasks(
     assert statuses == [202, 202, 503]
     requests.post(f"{replicas[1]}/__admin/reset", json={"session": SESSION}, timeout=10)
     assert send("POST", "/skills/long/invoke", {"input": {}}).status_code == 202
+
+
+def test_the_audit_judges_a_task_whole_whichever_replica_served_each_poll(
+    serve: Serve, redis_url: str, tmp_path: Path
+) -> None:
+    """An impatient consumer (polls with no wait, never to the end) is judged on three
+    replicas as on one server: its polls too soon and its abandoned task are named."""
+    files = tmp_path / "tasks.yaml"
+    files.write_text(TASKS, encoding="utf-8")
+    replicas = [serve("--state", redis_url, str(files)) for _ in range(3)]
+    alone = serve(str(files))
+
+    def impatient(bases: list[str]) -> list[str]:
+        replicas = itertools.cycle(bases)
+        headers = {"Mockskill-Session": SESSION}
+        submitted = requests.post(
+            f"{next(replicas)}/skills/long/invoke", json={}, headers=headers, timeout=10
+        )
+        path = path_of(submitted)
+        for _ in range(4):
+            assert requests.get(next(replicas) + path, timeout=10).status_code == 200
+        time.sleep(0.3)
+        report = requests.get(
+            f"{bases[-1]}/__admin/report",
+            params={"session": SESSION, "abandoned_ms": 50},
+            timeout=10,
+        ).json()
+        return sorted(f["rule"] for f in report["sessions"][0]["findings"])
+
+    rules = impatient(replicas)
+    assert rules == impatient([alone])
+    assert "poll-too-soon" in rules
+    assert "task-abandoned" in rules
