@@ -875,16 +875,6 @@ def test_the_wsgi_player_serves_tasks_the_same() -> None:
     assert actions == ["submit", "poll", "poll", "poll"]
 
 
-def test_a_redis_store_refuses_tasks_in_words_not_a_crash(serve: Any, redis_url: str) -> None:
-    server = serve(skill(POLLED_1), state=redis_url, shared_scenarios="memory")
-    refused = submit(server.url)
-    assert refused.status_code == 503
-    error = refused.json()["error"]
-    assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
-    assert "tasks are not kept in a shared store yet" in error["message"]
-    assert requests.post(f"{server.url}/skills/plain/invoke").status_code == 200
-
-
 def test_a_skill_honouring_idempotency_key_replays_the_same_task(serve: Any) -> None:
     server = serve(skill(POLLED_3, idempotency_key=True))
     first = submit(server.url, **{"Idempotency-Key": "k-1"})
