@@ -50,7 +50,7 @@ from keepalive import WRK_LUA
 from redis_state import Cpu, commandstats, redis_server
 
 from mockskill.engine.state import State
-from mockskill.engine.store import Bucket, NeedAnswer, Take, Taken
+from mockskill.engine.store import ADMITTED, Bucket, NeedAnswer, Take, Taken
 from mockskill.store import open_store
 
 CAPACITY = 50
@@ -125,7 +125,7 @@ def schedule(duration: float) -> list[float]:
 def admitted_of(answer: NeedAnswer) -> bool:
     assert isinstance(answer, Taken)
     assert answer.spent is not None
-    return answer.spent.admitted
+    return answer.spent[ADMITTED]
 
 
 def bucket_take(name: str) -> Take:

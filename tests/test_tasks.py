@@ -4,16 +4,16 @@ input act on it, a scripted ``polls:`` plays steps by poll number, unknown ids a
 expired tasks get 404, the live-task cap 503, and every request journals what it did to
 its task (docs/tasks.md). Real servers on ephemeral ports, real clients (requests, httpx).
 
-The task skills are built as the model (``dataclasses.replace`` on a loaded skill) until
-the loader reads ``task:``; then each ``skill(...)`` here is a YAML ``task:``.
+Each task skill is written as a scenario's YAML ``task:`` (docs/scenarios.md), as a
+consumer's author would write it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -22,100 +22,54 @@ import requests
 from click.testing import CliRunner
 from werkzeug.test import Client
 
-from mockskill import Server, create_app, load_text
+from mockskill import ScenarioError, Server, create_app, load_text
 from mockskill.cli import cli
 from mockskill.cli import serve as serve_command
 from mockskill.engine.engine import Engine
 from mockskill.engine.state import State
 from mockskill.engine.task_ids import make
-from mockskill.scenario.model import (
-    Reply,
-    ScenarioSet,
-    Sequence,
-    Skill,
-    Task,
-    TaskPhase,
-)
-from mockskill.scenario.when import Condition
+from mockskill.scenario.model import ScenarioSet
 
 SESSION = "Mockskill-Session"
 
-BASE = load_text(
-    textwrap.dedent(
-        """
-        skills:
-          - id: report
-            invoke:
-              cases:
-                - when:
-                    body: {/answer: {exists: true}}
-                  json: {unused: true}
-              steps:
-                - error: ENDPOINT_UNREACHABLE
-                - json: {placeholder: true}
-          - id: plain
-        routes:
-          - path: /scripted
-            steps:
-              - {error: ENDPOINT_UNREACHABLE, times: 2}
-              - {error: EXECUTION_TIMEOUT}
-              - json: {status: true}
-          - path: /failed
-            steps:
-              - error: EXECUTION_TIMEOUT
-        """
-    ),
-    "test.yaml",
-)
-_REPORT = next(s for s in BASE.skills if s.id == "report")
-_STEPS = {r.path: r.sequence for r in BASE.routes}
-WHERE = _REPORT.where
-EXPECTS: tuple[Condition, ...] = _REPORT.invoke_cases[0].conditions
-"""``{body: {/answer: {exists: true}}}``, as a case's ``when:`` reads it."""
+
+def skill(task: str, *, invoke: str = "", idempotency_key: bool = False) -> ScenarioSet:
+    """Skill ``report`` run as a task (*task*: what its ``task:`` holds; *invoke*: its
+    ``invoke:``, else the default ``{task: submit}``), beside skill ``plain``, which runs
+    none."""
+    lines = ["skills:", "  - id: report"]
+    if idempotency_key:
+        lines.append("    idempotency_key: true")
+    lines += ["    task:", textwrap.indent(textwrap.dedent(task).strip("\n"), "      ")]
+    if invoke:
+        lines += ["    invoke:", textwrap.indent(textwrap.dedent(invoke).strip("\n"), "      ")]
+    lines.append("  - id: plain")
+    return load_text("\n".join(lines) + "\n", "tasks.yaml")
 
 
-def phase(status: str, **fields: Any) -> TaskPhase:
-    return TaskPhase(status, WHERE, **fields)
+def yaml_skill(text: str) -> ScenarioSet:
+    """The scenario *text* (YAML, indented as written here) as a server serves it."""
+    return load_text(textwrap.dedent(text), "tasks.yaml")
 
 
-def completed(result: Any = None) -> TaskPhase:
-    return phase(
-        "completed", reply=Reply.json(200, {"report": "done"} if result is None else result)
-    )
-
-
-def failed() -> TaskPhase:
-    sequence = _STEPS["/failed"]
-    assert sequence is not None
-    return phase("failed", reply=sequence.steps[0].reply)
-
-
-def skill(
-    *life: TaskPhase,
-    polls: Sequence | None = None,
-    invoke_error_first: bool = False,
-    **task: Any,
-) -> ScenarioSet:
-    """Skill ``report`` run as a task of *life* (``task:`` *task*), beside skill ``plain``."""
-    assert _REPORT.invoke is not None
-    error, answer = _REPORT.invoke.steps
-    submit = dataclasses.replace(answer, task="submit")
-    steps = (error, submit) if invoke_error_first else (submit,)
-    model = Task(tuple(life), WHERE, polls=polls, **task)
-    report: Skill = dataclasses.replace(
-        _REPORT, task=model, invoke=Sequence(steps), invoke_cases=()
-    )
-    scenario = BASE.scenarios[0]
-    skills = tuple(report if s.id == "report" else s for s in scenario.skills)
-    return ScenarioSet((dataclasses.replace(scenario, skills=skills),))
-
-
-def scripted_polls() -> Sequence:
-    """Two ENDPOINT_UNREACHABLE, one EXECUTION_TIMEOUT, then ``task: status`` (the last)."""
-    sequence = _STEPS["/scripted"]
-    assert sequence is not None
-    *errors, last = sequence.steps
-    return Sequence((*errors, dataclasses.replace(last, task="status")))
+POLLED_3 = """
+    life:
+      - {status: working, polls: 3}
+      - {status: completed, json: {report: done}}
+    """
+"""Working for three polls, then completed."""
+POLLED_1 = """
+    life:
+      - {status: working, polls: 1}
+      - {status: completed, json: {report: done}}
+    """
+"""Working for one poll, then completed."""
+FIVE_SECONDS = """
+    life:
+      - {status: working, for: 5s}
+      - {status: completed, json: {report: done}}
+    """
+"""Working for five seconds, then completed."""
 
 
 @pytest.fixture
@@ -147,7 +101,16 @@ def journal(server: Server, session: str = "s") -> list[dict[str, Any]]:
 
 
 def test_a_submit_answers_202_with_location_retry_after_and_the_task(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed(), poll_after_ms=1500))
+    server = serve(
+        skill(
+            """
+            poll_after: 1500ms
+            life:
+              - {status: working, for: 5s}
+              - {status: completed, json: {report: done}}
+            """
+        )
+    )
     answer = submit(server.url)
     assert answer.status_code == 202
     task = answer.json()["task"]
@@ -161,7 +124,7 @@ def test_a_submit_answers_202_with_location_retry_after_and_the_task(serve: Any)
 
 
 def test_the_status_url_is_absolute_on_the_host_the_client_used(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed()))
+    server = serve(skill(FIVE_SECONDS))
     answer = requests.post(
         f"{server.url}/skills/report/invoke", headers={"Host": f"localhost:{server.port}"}
     )
@@ -169,7 +132,16 @@ def test_the_status_url_is_absolute_on_the_host_the_client_used(serve: Any) -> N
 
 
 def test_polls_follow_location_with_requests_and_httpx(serve: Any) -> None:
-    server = serve(skill(phase("submitted", polls=1), phase("working", polls=1), completed()))
+    server = serve(
+        skill(
+            """
+            life:
+              - {status: submitted, polls: 1}
+              - {status: working, polls: 1}
+              - {status: completed, json: {report: done}}
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     assert requests.get(location).json()["task"]["status"] == "submitted"
     with httpx.Client() as client:
@@ -186,9 +158,12 @@ def test_polls_follow_location_with_requests_and_httpx(serve: Any) -> None:
 def test_states_move_on_time_with_progress_spread_over_the_phase(serve: Any) -> None:
     server = serve(
         skill(
-            phase("submitted", duration_ms=300),
-            phase("working", duration_ms=600, progress=(25, 75), poll_after_ms=100),
-            completed(),
+            """
+            life:
+              - {status: submitted, for: 300ms}
+              - {status: working, for: 600ms, progress: [25, 75], poll_after: 100ms}
+              - {status: completed, json: {report: done}}
+            """
         )
     )
     location = submit(server.url).headers["Location"]
@@ -207,10 +182,13 @@ def test_states_move_on_time_with_progress_spread_over_the_phase(serve: Any) -> 
 def test_poll_after_changes_with_the_phase(serve: Any) -> None:
     server = serve(
         skill(
-            phase("submitted", polls=1),
-            phase("working", polls=1, poll_after_ms=3000),
-            completed(),
-            poll_after_ms=1000,
+            """
+            poll_after: 1s
+            life:
+              - {status: submitted, polls: 1}
+              - {status: working, polls: 1, poll_after: 3s}
+              - {status: completed, json: {report: done}}
+            """
         )
     )
     location = submit(server.url).headers["Location"]
@@ -220,7 +198,15 @@ def test_poll_after_changes_with_the_phase(serve: Any) -> None:
 
 
 def test_a_failed_task_reports_the_unified_error_with_its_retry_advice(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=1), failed()))
+    server = serve(
+        skill(
+            """
+            life:
+              - {status: working, polls: 1}
+              - {status: failed, error: EXECUTION_TIMEOUT}
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     requests.get(location)
     task = requests.get(location).json()["task"]
@@ -229,10 +215,160 @@ def test_a_failed_task_reports_the_unified_error_with_its_retry_advice(serve: An
     assert task["error"]["retry"]["max_attempts"] >= 1
 
 
+def test_a_failed_tasks_answers_are_journalled_with_its_errors_code_which_coverage_counts(
+    serve: Any,
+) -> None:
+    server = serve(
+        skill(
+            """
+            life:
+              - {status: working, polls: 1}
+              - {status: failed, error: EXECUTION_TIMEOUT}
+            """
+        )
+    )
+    location = submit(server.url).headers["Location"]
+    requests.get(location)
+    assert requests.get(location).json()["task"]["status"] == "failed"
+    requests.get(location)  # the grace poll: the same task, counted once
+    polls = [e for e in journal(server) if e["task"]["action"] == "poll"]
+    assert [(e["status"], e["error_code"]) for e in polls] == [
+        (200, None),
+        (200, "EXECUTION_TIMEOUT"),
+        (200, "EXECUTION_TIMEOUT"),
+    ]
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "s"}).json()
+    coverage = report["sessions"][0]["coverage"]
+    assert coverage["tasks"]["failed"]["EXECUTION_TIMEOUT"] == 1
+    assert "unknown" not in coverage["tasks"]["failed"]
+    assert coverage["categories"]["EXECUTION_TIMEOUT"] == 1
+    # Polled at once (too soon), but no retry rule reads a failed task's poll as a failed
+    # request to retry.
+    assert {f["rule"] for f in report["sessions"][0]["findings"]} == {"poll-too-soon"}
+
+
 def test_the_invoke_plays_its_steps_before_the_submit(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=3), completed(), invoke_error_first=True))
+    server = serve(
+        skill(
+            POLLED_3,
+            invoke="""
+            - {error: ENDPOINT_UNREACHABLE, times: 1}
+            - task: submit
+            """,
+        )
+    )
     assert submit(server.url).status_code == 503
     assert submit(server.url).status_code == 202
+
+
+def test_a_delay_on_the_submit_holds_its_202_with_the_task_started_meanwhile(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(
+            """
+            skills:
+              - id: report
+                task:
+                  life: [{status: working, polls: 3}, {status: completed, json: {ok: 1}}]
+                invoke:
+                  - {task: submit, delay: 400}
+            """
+        )
+    )
+    began = time.monotonic()
+    answer = submit(server.url)
+    assert answer.status_code == 202
+    assert time.monotonic() - began >= 0.4
+    (entry,) = journal(server)
+    assert entry["delay_ms"] == 400
+    # Started when it was asked for, not when the 202 came.
+    created = datetime.fromisoformat(answer.json()["task"]["created_at"]).timestamp()
+    assert entry["finished"] - created >= 0.35
+
+
+def test_a_drawn_delay_on_the_submit_is_drawn_per_request(serve: Any) -> None:
+    server = serve(skill(POLLED_3, invoke="- {task: submit, delay: {uniform: [100, 300]}}"))
+    assert all(submit(server.url).status_code == 202 for _ in range(3))
+    delays = [e["delay_ms"] for e in journal(server)]
+    assert all(100 <= delay <= 300 for delay in delays)
+    assert len(set(delays)) == 3
+
+
+LOST_202 = """
+    skills:
+      - id: report
+        idempotency_key: {idempotent}
+        task:
+          life: [{{status: working, for: 1m}}, {{status: completed, json: {{ok: 1}}}}]
+        invoke:
+          - {{task: submit, after: {after}, times: 1}}
+          - task: submit
+    """
+
+
+def test_a_lost_202_after_an_error_started_the_task_and_a_retry_starts_a_second(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(LOST_202.format(idempotent="false", after="{error: EXECUTION_TIMEOUT}"))
+    )
+    lost = submit(server.url)
+    assert lost.status_code == 504
+    assert lost.json()["error"]["code"] == "EXECUTION_TIMEOUT"
+    assert "Location" not in lost.headers
+    again = submit(server.url)  # no key, the same body: the same operation
+    assert again.status_code == 202
+    first, second = journal(server)
+    assert first["task"]["known"] is True
+    assert first["task"]["served"] is False  # the consumer never saw it
+    assert first["executed"] is True  # it ran, then its answer was lost
+    assert first["task"]["operation"] == second["task"]["operation"]
+    assert first["task"]["id"] != second["task"]["id"]
+    # The first task runs: its status URL (never sent) answers it.
+    url = f"{server.url}/skills/report/tasks/{first['task']['id']}"
+    assert requests.get(url).json()["task"]["status"] == "working"
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "s"}).json()
+    rules = [f["rule"] for f in report["sessions"][0]["findings"]]
+    assert "reinvoked-while-running" in rules
+
+
+def test_a_lost_202_after_a_fault_started_the_task_and_a_fresh_key_starts_another(
+    serve: Any,
+) -> None:
+    server = serve(
+        yaml_skill(LOST_202.format(idempotent="true", after="{fault: CONNECTION_RESET_BY_PEER}"))
+    )
+    with pytest.raises(requests.ConnectionError):
+        submit(server.url, **{"Idempotency-Key": "k-1"})
+    replayed = submit(server.url, **{"Idempotency-Key": "k-1"})  # the same key: the lost 202
+    fresh = submit(server.url, **{"Idempotency-Key": "k-2"})  # a fresh key: a second task
+    assert replayed.status_code == fresh.status_code == 202
+    first, *_ = entries = journal(server)
+    assert first["fault"] == "CONNECTION_RESET_BY_PEER"
+    assert first["executed"] is True
+    assert replayed.json()["task"]["id"] == first["task"]["id"]
+    assert fresh.json()["task"]["id"] != first["task"]["id"]
+    assert [e["task"]["id"] for e in entries] == [first["task"]["id"], fresh.json()["task"]["id"]]
+
+
+def test_after_beside_a_polls_task_status_is_a_positioned_load_problem() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        yaml_skill(
+            """
+            skills:
+              - id: report
+                task:
+                  life: [{status: working, polls: 1}, {status: completed}]
+                  polls:
+                    - {task: status, after: {error: EXECUTION_TIMEOUT}}
+            """
+        )
+    (problem,) = caught.value.problems
+    assert problem.path == "skills[0].task.polls[0].after"
+    assert (problem.line, problem.column) == (7, 26)
+    assert problem.expected == "after only beside task: submit"
+    assert problem.found == "after beside task: status"
 
 
 # -- ids --------------------------------------------------------------------------------
@@ -249,7 +385,7 @@ def test_the_invoke_plays_its_steps_before_the_submit(serve: Any) -> None:
     ],
 )
 def test_an_id_mockskill_never_handed_out_is_404_task_not_found(serve: Any, task_id: str) -> None:
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     for method in ("GET", "DELETE", "POST"):
         answer = requests.request(method, f"{server.url}/skills/report/tasks/{task_id}", json={})
         assert answer.status_code == 404, method
@@ -260,7 +396,7 @@ def test_an_id_mockskill_never_handed_out_is_404_task_not_found(serve: Any, task
 
 
 def test_another_servers_id_is_404_and_so_is_a_skill_that_runs_no_task(serve: Any) -> None:
-    scenarios = skill(phase("working", polls=3), completed())
+    scenarios = skill(POLLED_3)
     one, other = serve(scenarios), serve(scenarios)
     location = submit(one.url).headers["Location"]
     foreign = location.replace(one.url, other.url)
@@ -272,7 +408,7 @@ def test_another_servers_id_is_404_and_so_is_a_skill_that_runs_no_task(serve: An
 def test_a_poll_needs_no_session_header_and_is_journalled_in_the_tasks_session(
     serve: Any,
 ) -> None:
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     location = submit(server.url, session="tenant-a").headers["Location"]
     assert requests.get(location).status_code == 200  # no Mockskill-Session
     assert requests.get(location, headers={SESSION: "tenant-b"}).status_code == 200
@@ -285,7 +421,7 @@ def test_a_poll_needs_no_session_header_and_is_journalled_in_the_tasks_session(
 
 
 def test_a_cancel_with_no_settle_is_cancelled_at_once(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed()))
+    server = serve(skill(FIVE_SECONDS))
     location = submit(server.url).headers["Location"]
     answer = requests.delete(location)
     assert answer.status_code == 200
@@ -295,7 +431,16 @@ def test_a_cancel_with_no_settle_is_cancelled_at_once(serve: Any) -> None:
 
 
 def test_a_cancel_settles_then_the_task_is_cancelled(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed(), cancel_settle_ms=400))
+    server = serve(
+        skill(
+            """
+            cancel: {settle: 400ms}
+            life:
+              - {status: working, for: 5s}
+              - {status: completed, json: {report: done}}
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     accepted = requests.post(f"{location}/cancel")  # the alias
     assert accepted.status_code == 202
@@ -309,7 +454,16 @@ def test_a_cancel_settles_then_the_task_is_cancelled(serve: Any) -> None:
 
 
 def test_a_cancel_loses_the_race_when_the_task_completes_within_the_settle(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=300), completed(), cancel_settle_ms=600))
+    server = serve(
+        skill(
+            """
+            cancel: {settle: 600ms}
+            life:
+              - {status: working, for: 300ms}
+              - {status: completed, json: {report: done}}
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     assert requests.delete(location).status_code == 202
     time.sleep(0.8)
@@ -319,10 +473,13 @@ def test_a_cancel_loses_the_race_when_the_task_completes_within_the_settle(serve
 def test_a_cancel_in_a_status_not_allowed_is_409_and_changes_nothing(serve: Any) -> None:
     server = serve(
         skill(
-            phase("submitted", polls=1),
-            phase("working", polls=5),
-            completed(),
-            cancellable=("submitted",),
+            """
+            cancel: {allowed: [submitted]}
+            life:
+              - {status: submitted, polls: 1}
+              - {status: working, polls: 5}
+              - {status: completed, json: {report: done}}
+            """
         )
     )
     location = submit(server.url).headers["Location"]
@@ -336,7 +493,7 @@ def test_a_cancel_in_a_status_not_allowed_is_409_and_changes_nothing(serve: Any)
 
 
 def test_a_cancel_in_a_terminal_status_is_409_task_finished(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=1), completed()))
+    server = serve(skill(POLLED_1))
     location = submit(server.url).headers["Location"]
     requests.get(location), requests.get(location)  # a poll working, then completed
     refused = requests.delete(location)
@@ -349,10 +506,13 @@ def test_a_cancel_in_a_terminal_status_is_409_task_finished(serve: Any) -> None:
 
 def input_skill() -> ScenarioSet:
     return skill(
-        phase("working", polls=1),
-        phase("input_required", expects=EXPECTS),
-        phase("working", polls=1),
-        completed(),
+        """
+        life:
+          - {status: working, polls: 1}
+          - {status: input_required, expects: {body: {/answer: {exists: true}}}}
+          - {status: working, polls: 1}
+          - {status: completed, json: {report: done}}
+        """
     )
 
 
@@ -402,11 +562,148 @@ def test_an_input_while_not_waiting_for_one_is_409(serve: Any) -> None:
     assert requests.get(location).json()["task"]["status"] == "input_required"
 
 
+TWO_INPUTS = yaml_skill(
+    """
+    skills:
+      - id: report
+        task:
+          life:
+            - {status: input_required, expects: {body: {/name: {exists: true}}}}
+            - {status: working, polls: 1}
+            - {status: input_required, expects: {body: {/confirm: {equals: true}}}}
+            - {status: completed, json: {report: done}}
+    """
+)
+
+
+def test_each_input_phase_takes_the_input_its_expects_describe(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    early = requests.post(location, json={"confirm": True})  # the second phase's input
+    assert early.status_code == 422
+    error = early.json()["error"]
+    assert error["code"] == "TASK_INPUT_INVALID"
+    assert len(error["details"]["failed"]) == 1
+    assert "/name" in error["details"]["failed"][0]  # what the phase awaited wanted
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    named = requests.post(location, json={"name": "Ada"})
+    assert named.status_code == 202
+    assert named.json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "working"
+    assert requests.get(location).json()["task"]["status"] == "input_required"
+    again = requests.post(location, json={"name": "Ada"})  # the first phase's, once more
+    assert again.status_code == 422
+    assert "/confirm" in again.json()["error"]["details"]["failed"][0]
+    confirmed = requests.post(location, json={"confirm": True})
+    assert confirmed.status_code == 202
+    assert confirmed.json()["task"]["status"] == "completed"
+    inputs = [e["task"] for e in journal(server) if e["task"]["action"] == "input"]
+    assert [t["served"] for t in inputs] == [False, True, False, True]
+
+
+def test_an_input_fitting_no_phase_while_none_is_awaited_is_409(serve: Any) -> None:
+    server = serve(TWO_INPUTS)
+    location = submit(server.url).headers["Location"]
+    requests.post(location, json={"name": "Ada"})
+    refused = requests.post(location, json={"other": 1})  # working: no input awaited
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "TASK_NOT_AWAITING_INPUT"
+
+
+# -- credentials, forced errors, unknown skills -----------------------------------------
+
+GUARDED = yaml_skill(
+    """
+    auth:
+      tokens:
+        - {token: good, scopes: [skill:invoke]}
+        - {token: narrow, scopes: [skill:read]}
+    skills:
+      - id: report
+        requires: true
+        task:
+          life: [{status: working, polls: 2}, {status: completed, json: {report: done}}]
+    """
+)
+
+
+def test_a_status_url_asks_for_the_credentials_its_skill_requires(serve: Any) -> None:
+    server = serve(GUARDED)
+    good = {"Authorization": "Bearer good"}
+    assert submit(server.url).status_code == 401  # (its invoke, as before)
+    location = submit(server.url, **good).headers["Location"]
+    bare = requests.get(location)
+    assert bare.status_code == 401
+    assert bare.json()["error"]["code"] == "AUTH_REQUIRED"
+    assert "WWW-Authenticate" in bare.headers
+    narrow = requests.delete(location, headers={"Authorization": "Bearer narrow"})
+    assert narrow.status_code == 403
+    assert narrow.json()["error"]["code"] == "PERMISSION_DENIED"
+    assert (
+        requests.post(location, json={}, headers={"Authorization": "Bearer bad"}).status_code == 401
+    )
+    polled = requests.get(location, headers=good)
+    assert polled.status_code == 200
+    assert polled.json()["task"]["status"] == "working"
+    entries = journal(server)
+    assert [(e["status"], e["task"]["action"], e["task"]["served"]) for e in entries] == [
+        (202, "submit", True),
+        (401, "poll", False),
+        (403, "cancel", False),
+        (401, "input", False),
+        (200, "poll", True),
+    ]
+    assert entries[-1]["task"]["poll"] == 0  # the refused requests touched nothing
+    assert all(e["task"]["known"] for e in entries)
+
+
+def test_mockskill_error_on_a_status_url_answers_that_error_and_touches_nothing(
+    serve: Any,
+) -> None:
+    server = serve(skill(POLLED_1))
+    location = submit(server.url).headers["Location"]
+    forced = requests.get(location, headers={"Mockskill-Error": "ENDPOINT_UNREACHABLE"})
+    assert forced.status_code == 503
+    assert forced.json()["error"]["code"] == "ENDPOINT_UNREACHABLE"
+    assert requests.delete(location, headers={"Mockskill-Error": "nope"}).status_code == 400
+    assert requests.get(location).json()["task"]["status"] == "working"  # its first poll
+    entries = journal(server)[1:]
+    assert [(e["forced"], e["error_code"], e["task"]["served"]) for e in entries] == [
+        (True, "ENDPOINT_UNREACHABLE", False),
+        (True, "MOCKSKILL_BAD_REQUEST", False),  # a category it cannot force
+        (False, None, True),
+    ]
+    assert all(e["task"]["known"] for e in entries)
+
+
+def test_a_status_url_of_an_unknown_skill_journals_a_task_it_does_not_know(serve: Any) -> None:
+    server = serve(skill(POLLED_1))
+    answer = requests.get(f"{server.url}/skills/nope/tasks/made-up")
+    assert answer.status_code == 404
+    assert answer.json()["error"]["code"] == "SKILL_NOT_FOUND"
+    (entry,) = journal(server, "default")
+    assert entry["endpoint"] == "unmatched"
+    assert (entry["task"]["id"], entry["task"]["action"]) == ("made-up", "poll")
+    assert (entry["task"]["known"], entry["task"]["served"]) == (False, False)
+    report = requests.get(f"{server.url}/__admin/report", params={"session": "default"}).json()
+    rules = [f["rule"] for f in report["sessions"][0]["findings"]]
+    assert rules == ["status-url-ignored"]
+
+
 # -- ttl, cap ---------------------------------------------------------------------------
 
 
 def test_after_its_ttl_the_status_url_answers_404_task_expired(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=100), completed(), ttl_ms=400))
+    server = serve(
+        skill(
+            """
+            ttl: 400ms
+            life:
+              - {status: working, for: 100ms}
+              - {status: completed, json: {report: done}}
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     time.sleep(0.15)
     assert requests.get(location).json()["task"]["status"] == "completed"
@@ -418,7 +715,7 @@ def test_after_its_ttl_the_status_url_answers_404_task_expired(serve: Any) -> No
 
 
 def test_over_the_live_task_cap_a_submit_gets_503_with_retry_advice(serve: Any) -> None:
-    server = serve(skill(phase("working", duration_ms=5000), completed()), max_tasks=2)
+    server = serve(skill(FIVE_SECONDS), max_tasks=2)
     assert [submit(server.url).status_code for _ in range(2)] == [202, 202]
     refused = submit(server.url, session="another")
     assert refused.status_code == 503
@@ -433,14 +730,26 @@ def test_over_the_live_task_cap_a_submit_gets_503_with_retry_advice(serve: Any) 
 
 def test_max_tasks_below_one_is_refused() -> None:
     with pytest.raises(Exception, match="max_tasks"):
-        Server(skill(phase("working", polls=1), completed()), max_tasks=0)
+        Server(skill(POLLED_1), max_tasks=0)
 
 
 # -- scripted polls ---------------------------------------------------------------------
 
 
 def test_scripted_polls_play_their_steps_by_poll_number(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=4), completed(), polls=scripted_polls()))
+    server = serve(
+        skill(
+            """
+            life:
+              - {status: working, polls: 4}
+              - {status: completed, json: {report: done}}
+            polls:
+              - {error: ENDPOINT_UNREACHABLE, times: 2}
+              - {error: EXECUTION_TIMEOUT}
+              - task: status
+            """
+        )
+    )
     location = submit(server.url).headers["Location"]
     codes = []
     for _ in range(5):
@@ -464,9 +773,12 @@ def test_scripted_polls_play_their_steps_by_poll_number(serve: Any) -> None:
 def test_every_request_on_a_task_journals_what_it_did(serve: Any) -> None:
     server = serve(
         skill(
-            phase("working", duration_ms=5000, progress=(10,), poll_after_ms=2000),
-            completed(),
-            cancel_settle_ms=5000,
+            """
+            cancel: {settle: 5s}
+            life:
+              - {status: working, for: 5s, progress: [10], poll_after: 2s}
+              - {status: completed, json: {report: done}}
+            """
         )
     )
     location = submit(server.url, **{"Idempotency-Key": "k-1"}).headers["Location"]
@@ -506,16 +818,33 @@ def submitted_at(server: Server) -> float:
 
 
 def test_a_submit_without_a_key_names_its_operation_by_the_bodys_digest(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     submit(server.url), submit(server.url)
     first, second = (e["task"]["operation"] for e in journal(server))
     assert first == second
     assert first.startswith("body:hmac-sha256:")
 
 
+def test_no_task_id_is_handed_out_twice_while_the_server_runs_resets_included(
+    serve: Any,
+) -> None:
+    server = serve(skill(POLLED_3))
+    before = submit(server.url).headers["Location"]
+    assert requests.post(f"{server.url}/__admin/reset", params={"all": "true"}).ok
+    gone = requests.get(before)
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "TASK_EXPIRED"  # handed out, forgotten
+    after = submit(server.url).headers["Location"]
+    assert after != before  # the same session, its first task since the reset
+    assert requests.post(f"{server.url}/__admin/reset", params={"session": "s"}).ok
+    assert submit(server.url).headers["Location"] not in (before, after)
+    # The old URL still names the task mockskill forgot, never a new one.
+    assert requests.get(before).json()["error"]["code"] == "TASK_EXPIRED"
+
+
 def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:
     """The id carries its session: a forged one for a session with no task is not found."""
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     submit(server.url)
     # (a well-formed id whose mac is not the server's: never handed out)
     forged = make("s", 0, _other_key())
@@ -533,7 +862,7 @@ def _other_key() -> Any:
 
 
 def test_the_wsgi_player_serves_tasks_the_same() -> None:
-    engine = Engine(skill(phase("working", polls=1), completed()), State())
+    engine = Engine(skill(POLLED_1), State())
     client = Client(create_app(engine))
     submitted = client.post("/skills/report/invoke", json={})
     assert submitted.status_code == 202
@@ -546,25 +875,8 @@ def test_the_wsgi_player_serves_tasks_the_same() -> None:
     assert actions == ["submit", "poll", "poll", "poll"]
 
 
-def test_a_redis_store_refuses_tasks_in_words_not_a_crash(serve: Any, redis_url: str) -> None:
-    server = serve(
-        skill(phase("working", polls=1), completed()), state=redis_url, shared_scenarios="memory"
-    )
-    refused = submit(server.url)
-    assert refused.status_code == 503
-    error = refused.json()["error"]
-    assert error["code"] == "MOCKSKILL_STATE_UNAVAILABLE"
-    assert "tasks are not kept in a shared store yet" in error["message"]
-    assert requests.post(f"{server.url}/skills/plain/invoke").status_code == 200
-
-
 def test_a_skill_honouring_idempotency_key_replays_the_same_task(serve: Any) -> None:
-    scenarios = skill(phase("working", polls=3), completed())
-    report = next(s for s in scenarios.skills if s.id == "report")
-    honouring = dataclasses.replace(report, idempotency_key=True)
-    scenario = scenarios.scenarios[0]
-    skills = tuple(honouring if s.id == "report" else s for s in scenario.skills)
-    server = serve(ScenarioSet((dataclasses.replace(scenario, skills=skills),)))
+    server = serve(skill(POLLED_3, idempotency_key=True))
     first = submit(server.url, **{"Idempotency-Key": "k-1"})
     again = submit(server.url, **{"Idempotency-Key": "k-1"})
     other = submit(server.url, **{"Idempotency-Key": "k-2"})
@@ -575,7 +887,7 @@ def test_a_skill_honouring_idempotency_key_replays_the_same_task(serve: Any) -> 
 
 
 def test_a_long_sessions_tasks_are_journalled_under_ids_that_tell_them_apart(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     session = "s" * 200
     locations = [submit(server.url, session=session).headers["Location"] for _ in range(2)]
     for location in locations:
@@ -614,7 +926,7 @@ def test_serve_hands_max_tasks_to_the_server_from_the_flag_or_the_environment(
 
 
 def test_the_journal_lists_a_tasks_requests_by_their_endpoint_kind(serve: Any) -> None:
-    server = serve(skill(phase("working", polls=3), completed()))
+    server = serve(skill(POLLED_3))
     location = submit(server.url).headers["Location"]
     requests.get(location), requests.delete(location)
     found = requests.get(f"{server.url}/__admin/journal", params={"endpoint": "task"}).json()

@@ -24,12 +24,17 @@ by concept, in the order a report is made:
 - ``tasks`` — the rules of long-running tasks, how a consumer waits: ``poll-too-soon``,
   ``poll-after-terminal``, ``task-abandoned``, ``reinvoked-while-running`` and
   ``status-url-ignored``, on each request's ``Entry.task``;
+- ``callbacks`` — the rules of a task's callbacks, on mockskill's deliveries (entries of
+  endpoint ``callback``): ``callback-not-acknowledged``, ``callback-signature-not-checked``
+  and ``callback-without-reconcile``, and the callback faults each session was served;
 - ``covered`` — the categories and transport faults each session met (the
   rate-limit answers, and the tasks seen failed or cancelled, in rows of their own),
   and the consumer's real timeouts;
 - ``handshakes`` — TLS handshakes that failed on a fault port: no attempt
   of a chain, counted in coverage, and retrying a certificate that cannot
   become valid is ``non-retryable-retried``;
+- ``timelines`` — a session's tasks as the report gives the dashboard to draw them, a
+  row a task: its requests as marks, the statuses they served as bands, its callbacks;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
 - ``table`` — the report as the table ``mockskill report`` prints.

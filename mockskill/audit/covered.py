@@ -13,6 +13,7 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES, RATE_LIMITED
 from ..scenario.model import FAULTS
+from .callbacks import SERVED_FAULTS, callback_coverage, is_delivery
 from .retries import (
     VALIDATION_ERROR,
     answered,
@@ -38,15 +39,27 @@ TASK_CANCELLED_ROW = "TASK_CANCELLED"
 """The gates' name (``--require TASK_CANCELLED``) for a task the consumer saw cancelled."""
 
 
+CALLBACK_FAULT_ROW = "CALLBACK_FAULT"
+"""The gates' name (``--require CALLBACK_FAULT``) for a task whose callback was served a
+fault, whichever; ``CALLBACK_FAULT:<fault>`` (:func:`callback_fault_name`) for one."""
+
+
 def task_failed_name(code: str) -> str:
     """The gates' name for a task the consumer saw fail with a *code* error."""
     return f"{TASK_FAILED_ROW}:{code}"
+
+
+def callback_fault_name(fault: str) -> str:
+    """The gates' name for a task whose callback was served the *fault*."""
+    return f"{CALLBACK_FAULT_ROW}:{fault}"
 
 
 TASK_ROWS: tuple[str, ...] = (
     TASK_FAILED_ROW,
     *(task_failed_name(code) for code in CODES),
     TASK_CANCELLED_ROW,
+    CALLBACK_FAULT_ROW,
+    *(callback_fault_name(fault) for fault in SERVED_FAULTS),
 )
 """Every name the gates know for the task rows (``coverage["tasks"]``)."""
 
@@ -68,8 +81,8 @@ def coverage(entries: Iterable[Entry]) -> dict[str, Any]:
             if entry.fault in faults:
                 faults[entry.fault] += 1
             continue
-        if not answered(entry):
-            continue  # no answer reached the consumer
+        if not answered(entry) or is_delivery(entry):
+            continue  # no answer reached the consumer, or mockskill's own callback
         if task_answer(entry):
             continue  # a task's state: a failed task counts once for its category, below
         if entry.invalid_descriptor:
@@ -104,13 +117,15 @@ def task_coverage(entries: Iterable[Entry]) -> dict[str, Any]:
     """The tasks whose end reached the consumer unsuccessfully, each counted once: ``failed``
     by the category of its error (the answer's ``error_code``; another code is counted
     under its own name), and ``cancelled`` (by the consumer, or by the provider). A failed
-    task counts once for its category among the categories too (:func:`coverage`)."""
+    task counts once for its category among the categories too (:func:`coverage`).
+    ``callbacks``: the tasks each callback fault was served to (:func:`.callback_coverage`)."""
+    entries = list(entries)
     failed = dict.fromkeys(CODES, 0)
     cancelled = 0
     ended: set[str] = set()
     for entry in entries:
         task = entry.task
-        if task is None or not task_answer(entry) or not answered(entry):
+        if task is None or is_delivery(entry) or not task_answer(entry) or not answered(entry):
             continue
         status, ident = task.get("status"), str(task.get("id"))
         if status not in ("failed", "cancelled") or ident in ended:
@@ -121,7 +136,7 @@ def task_coverage(entries: Iterable[Entry]) -> dict[str, Any]:
         else:
             code = entry.error_code or "unknown"
             failed[code] = failed.get(code, 0) + 1
-    return {"failed": failed, "cancelled": cancelled}
+    return {"failed": failed, "cancelled": cancelled, "callbacks": callback_coverage(entries)}
 
 
 def _tasks_missing(tasks: dict[str, Any]) -> list[str]:
@@ -131,6 +146,10 @@ def _tasks_missing(tasks: dict[str, Any]) -> list[str]:
     missing.extend(task_failed_name(code) for code in CODES if not failed[code])
     if not tasks["cancelled"]:
         missing.append(TASK_CANCELLED_ROW)
+    callbacks: dict[str, int] = tasks["callbacks"]
+    if not any(callbacks.values()):
+        missing.append(CALLBACK_FAULT_ROW)
+    missing.extend(callback_fault_name(f) for f in SERVED_FAULTS if not callbacks[f])
     return missing
 
 

@@ -48,6 +48,10 @@ RULES = (
     "task-abandoned",  # a live task left unpolled and never cancelled
     "reinvoked-while-running",  # a second task for the operation of a live one
     "status-url-ignored",  # requests to task URLs mockskill never handed out
+    # audit/callbacks.py: how a consumer receives a task's callbacks
+    "callback-not-acknowledged",  # a valid delivery not answered 2xx in time
+    "callback-signature-not-checked",  # a forged delivery answered 2xx
+    "callback-without-reconcile",  # a lost callback, the status URL never asked after
 )
 
 

@@ -64,7 +64,8 @@ class Policy:
     """``task-abandoned``: how long past its next poll's due time (the last answer's
     ``Retry-After``, from when the consumer had it) a live task may go unpolled, by the
     report's time, before the consumer is judged to have left it (a consumer may poll
-    later than advised; this is how much later)."""
+    later than advised; this is how much later). ``callback-without-reconcile``: how long
+    after a task with a lost callback ended its status URL may still be asked."""
 
     def least(self, required_ms: float) -> float:
         """The shortest wait that still counts as *required_ms*."""

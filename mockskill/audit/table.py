@@ -110,6 +110,10 @@ def _coverage_lines(coverage: dict[str, Any]) -> list[str]:
         if tasks.get("cancelled"):
             ended.append(f"cancelled x{tasks['cancelled']}")
         lines.append(f"    tasks: {', '.join(ended)}")
+    callbacks = {fault: n for fault, n in (tasks.get("callbacks") or {}).items() if n}
+    if callbacks:
+        counts = ", ".join(f"{fault} x{n}" for fault, n in callbacks.items())
+        lines.append(f"    callback faults: {counts}")
     return lines
 
 

@@ -20,7 +20,13 @@ read a session's entries, task by task (docs/audit.md documents each):
   operation (the same ``Idempotency-Key``, or none and the same body) of a task
   still live (the ``duplicate-execution`` family);
 - ``status-url-ignored``: requests to task URLs mockskill never handed out (the
-  consumer built them instead of following ``Location``).
+  consumer built them instead of following ``Location``);
+
+and, for a task with ``callback:``, :mod:`.callbacks`' three rules on its deliveries
+(``callback-not-acknowledged``, ``callback-signature-not-checked``,
+``callback-without-reconcile``). A delivery is mockskill's request, not the consumer's:
+the five rules above read the consumer's requests only, and a task whose end reached the
+receiver (acknowledged) is not abandoned for being left unpolled.
 
 A poll's own failure (a scripted error or fault on the status URL) carries no task
 state: retrying it is graded by the retry rules, on its chain, like any request.
@@ -34,6 +40,12 @@ from typing import Any
 
 from ..engine.state import Entry
 from ..scenario.model import TERMINAL_STATUSES
+from .callbacks import (
+    CALLBACK_WITHOUT_RECONCILE,
+    callback_findings,
+    is_delivery,
+    terminal_acknowledged,
+)
 from .findings import Finding, plural
 from .policy import Policy
 from .retries import acted_on, answered, ended, endpoint_of
@@ -76,11 +88,22 @@ def cancel_accepted(entry: Entry) -> bool:
 def task_findings(
     session: str, entries: Iterable[Entry], policy: Policy, now: float
 ) -> list[Finding]:
-    """The five task rules' findings on one session's *entries*, judged at *now* (the
-    report's time, seconds since the epoch: ``task-abandoned`` is silence until then)."""
+    """The task rules' findings on one session's *entries* (its requests and mockskill's
+    callback deliveries), judged at *now* (the report's time, seconds since the epoch:
+    ``task-abandoned`` is silence until then)."""
     touched = sorted((e for e in entries if e.task is not None), key=lambda e: (e.started, e.id))
     if not touched:
         return []
+    deliveries = [e for e in touched if is_delivery(e)]
+    findings: list[Finding] = callback_findings(session, touched, policy, now)
+    # A lost callback never reconciled is that rule's finding, not task-abandoned's too.
+    unreconciled = {f.task for f in findings if f.rule == CALLBACK_WITHOUT_RECONCILE}
+    told_end = {
+        str(ident)
+        for ident in {info(e).get("id") for e in deliveries}
+        if terminal_acknowledged(e for e in deliveries if info(e).get("id") == ident)
+    }
+    touched = [e for e in touched if not is_delivery(e)]
     by_task: dict[str, list[Entry]] = {}
     built: list[Entry] = []  # requests to task URLs mockskill never handed out
     for entry in touched:
@@ -93,12 +116,12 @@ def task_findings(
             built.append(entry)
         elif ident:
             by_task.setdefault(str(ident), []).append(entry)
-    findings: list[Finding] = []
     for ident, items in by_task.items():
+        leaves = ident not in unreconciled and ident not in told_end
         for found in (
             poll_too_soon(session, ident, items, policy),
             poll_after_terminal(session, ident, items),
-            task_abandoned(session, ident, items, policy, now),
+            task_abandoned(session, ident, items, policy, now) if leaves else None,
         ):
             if found is not None:
                 findings.append(found)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
+from .callbacks import is_delivery
 from .correlation import correlation_lost
 from .covered import FAULT_NAMES, RATE_LIMITED_ROW, TASK_ROWS, coverage, timeouts
 from .executions import duplicate_executions
@@ -26,6 +27,7 @@ from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
 from .tasks import task_findings
+from .timelines import task_timelines
 
 
 def session_report(
@@ -37,6 +39,10 @@ def session_report(
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
     entries = http_entries(entries)  # a failed handshake is no request: no chain, no timeout
+    # A callback delivery is mockskill's request to the consumer's receiver: no attempt of
+    # a chain, no request of the consumer's; the task and callback rules read it.
+    touched = entries
+    entries = [e for e in entries if not is_delivery(e)]
     chained = []
     for chain in chains(entries):
         attempts, found = audit_chain(name, chain, policy)
@@ -54,8 +60,9 @@ def session_report(
     findings.extend(used_invalid(name, entries))
     findings.extend(retry_herds(name, chained, policy))
     findings.extend(rate_limit_ignored(name, chained, policy))
-    findings.extend(task_findings(name, entries, policy, time.time() if now is None else now))
+    findings.extend(task_findings(name, touched, policy, time.time() if now is None else now))
     findings.sort(key=lambda f: f.attempts[0])
+    listed = [f.as_json() for f in findings]
     return {
         "session": name,
         "requests": len(entries),
@@ -63,10 +70,11 @@ def session_report(
         # A session that sent nothing proves nothing: never clean (a mistyped name, or no
         # Mockskill-Session header, must not pass a gate that reads "clean" over HTTP).
         "clean": bool(entries) and not findings,
-        "coverage": {**coverage(entries), "tls_faults": tls_coverage(handshakes)},
+        "coverage": {**coverage(touched), "tls_faults": tls_coverage(handshakes)},
         "chains": chain_list,
         "timeouts": timeouts(entries),
-        "findings": [f.as_json() for f in findings],
+        "findings": listed,
+        "tasks": task_timelines(touched, listed),
     }
 
 
@@ -118,8 +126,9 @@ def coverage_gaps(
 
     *required*: names of categories and faults, :data:`RATE_LIMITED_ROW` for a
     rate-limit answer, and the task rows (:data:`~.covered.TASK_ROWS`: ``TASK_FAILED``,
-    ``TASK_FAILED:<CATEGORY>``, ``TASK_CANCELLED``) (None: every category and fault; a
-    rate limit or a task only when named).
+    ``TASK_FAILED:<CATEGORY>``, ``TASK_CANCELLED``, ``CALLBACK_FAULT``,
+    ``CALLBACK_FAULT:<fault>``) (None: every category and fault; a rate limit, a task or a
+    callback fault only when named).
     """
     known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
     wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
@@ -132,7 +141,8 @@ def coverage_gaps(
         raise ValueError(
             f"not a category or a transport fault: {', '.join(named)};"
             f" expected some of {', '.join(known)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
-            " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so)"
+            " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so;"
+            " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault)"
         )
     gaps = {}
     for session in report["sessions"]:

@@ -14,9 +14,14 @@ templated reply made for its request) that the transport plays;
 that honours ``Idempotency-Key``; ``limits`` says which rate limit's bucket a
 request spends and writes what the limit answers (a refusal, a scripted
 ``rate_limited:`` step, an admitted answer's headers) in every wire form.
-``capabilities`` says whether a server can play a scenario set;
-``callback_hosts`` whether a task's callback URL may be called (loopback, or a host
-the server allows).
+A skill run as a long-running task: ``tasks`` works out its state from what
+the store holds (its life, a pure function), ``task_ids`` makes and reads its
+ids, ``task_wire`` writes it on the wire, ``task_skills`` answers a submit and
+``task_requests`` a poll, cancel or input, ``task_records`` keeps the in-memory
+store's tasks, and ``callback_hosts`` says whether a callback URL may be called
+(loopback, or a host the server allows); ``callbacks`` finds a task's changes and plans
+their deliveries (when, signed how, with which fault) for the transport to send.
+``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``
 counts its entries against a verification, reading each as ``conditions`` read

@@ -8,7 +8,7 @@ Take script does the same sums in Lua on Redis's clock
 holds the two to the same answers.
 
 A bucket no store holds is full: a full bucket and a fresh one are the same,
-so a store may forget one once it is full again (``Spent.full_ms`` says when).
+so a store may forget one once it is full again (a Spent's ``full_ms`` says when).
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from __future__ import annotations
 import math
 
 from .store import Spent
-
-_new = tuple.__new__
-"""Spent's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__ (one
-is made per limited request)."""
 
 
 def spend(capacity: int, refill: float, tokens: float, elapsed: float) -> tuple[float, Spent]:
@@ -38,4 +34,4 @@ def spend(capacity: int, refill: float, tokens: float, elapsed: float) -> tuple[
         tokens -= 1
     next_ms = 0 if tokens >= 1 else math.ceil((1 - tokens) / refill * 1000)
     full_ms = math.ceil((capacity - tokens) / refill * 1000)
-    return tokens, _new(Spent, (admitted, math.floor(tokens), next_ms, full_ms))
+    return tokens, (admitted, math.floor(tokens), next_ms, full_ms)

@@ -12,6 +12,7 @@ and the same requests replay the same values, whichever process serves each.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -24,13 +25,13 @@ from . import callbacks, limits, tasks
 from . import plan as plans
 from .actions import Urls, answer
 from .callback_hosts import Receiver, Refused
-from .entries import escaped, shorten
+from .entries import LaterRecord, escaped, shorten
 from .incoming import Incoming
 from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
+from .store import ADMITTED, Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
 from .task_skills import journalled as task_journalled
 from .task_skills import over_cap
 
@@ -76,7 +77,10 @@ def take(decided: Decided, target: Target, request: Incoming) -> Take:
             takes.clear()  # atomic, unlike evicting one: handle() runs on threads
         took = takes[session] = _new(Take, (session, *_take_parts(table, target, session)))
     limit = target.limit
-    if limit is None or limit.key == "session":  # (a session's bucket is in its kept Take)
+    if limit is None:
+        return took
+    if limit.key == "session":  # (a session's bucket is in its kept Take)
+        decided.limit_value = session
         return took
     # Keyed by what the request carries: its bucket, hence its Take, is made per request.
     credentials = table.credential_digest
@@ -139,14 +143,14 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
     if spent is not None:  # a limited endpoint: what its bucket said
         limit = target.limit
         assert limit is not None
-        if not spent.admitted:  # not played: refused, advised when the next token comes
+        if not spent[ADMITTED]:  # not played: refused, advised when the next token comes
             refusal, record = refused(decided, spent)
             decided.chosen = Chosen(reply=refusal.reply)
             decided.limited = _new(limits.Limited, (refusal.advised.headers, False, record))
             return decided
         policy = target.policy
         assert policy is not None
-        decided.limited = limits.admitted(policy, spent, limited_key(decided), time.time())
+        decided.limited = limits.admitted(policy, spent, decided.limit_value, time.time())
     if position is None:  # in the scenario's outage
         scenario = table.scenarios[name] if name else None
         assert scenario is not None
@@ -162,7 +166,15 @@ def choose(decided: Decided, taken: NeedAnswer) -> Later[Decided]:
             return decided
         step, in_outage = sequence.steps[index], False
     if step.task == "submit":  # a task skill's invoke: the store starts its task first
-        decided.chosen = Chosen(step, index, position, in_outage)
+        delay_ms = None
+        if step.delay is not None:  # the 202 comes this late (the task started already)
+            rng = _NO_RANDOM
+            if step.random:  # (a delay drawn: from the session's generator, as any step's)
+                scenario = table.scenarios[name] if name else None
+                seed = table.seed if scenario is None or scenario.seed is None else scenario.seed
+                rng = keyed_generator(draw_key(seed, name or "", decided.session, draw))
+            delay_ms = round(step.delay.draw(rng), 3)
+        decided.chosen = Chosen(step, index, position, in_outage, delay_ms=delay_ms)
         return _submit(decided, target)
     if step.rate_limited is not None:
         delay_ms = step.delay.draw(_NO_RANDOM) if step.delay else None
@@ -264,6 +276,21 @@ def _submit(decided: Decided, target: Target) -> Later[Decided]:
     return _new(Pending, (need, decided.submitted))
 
 
+def _lose(chosen: Chosen, step: Step, accepted: Reply, urls: Urls) -> None:
+    """*chosen*, a ``task: submit`` with ``after:``, once its task started: its 202
+    (*accepted*) is what ran (the journal and an idempotent replay read it); what is sent is
+    ``after``'s error, or the 202 with ``after``'s fault done to the connection."""
+    error = step.reply is not step.ran  # (the loader's: after's error, else the 202's stand-in)
+    sent = urls.fill(step.reply) if error else accepted
+    chosen.step = dataclasses.replace(step, reply=sent, ran=accepted)
+    if step.fault is None:
+        chosen.reply = sent
+        return
+    # Played as a step (the fault is the plan's), made for this task: never a kept plan.
+    chosen.reply = None
+    chosen.drawn = True
+
+
 def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Later[Decided]:
     """*decided*, its *chosen* step a scripted ``rate_limited:`` answer, made now for when
     it is sent, after its delay (the date form reads the clock): answered, not played;
@@ -282,7 +309,7 @@ def _scripted_limit(decided: Decided, chosen: Chosen, moves: str | None) -> Late
     return _new(Pending, (need, decided.unchanged))
 
 
-def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
+def refused(decided: Decided, spent: Spent) -> tuple[Refusal, LaterRecord]:
     """The answer to *decided*'s request, refused by its limit (*spent*: no token), and its
     journal's record (``Entry.rate_limit``). The answer is kept on the table per target (a
     case's journal row names its case), address and the values it states
@@ -301,7 +328,8 @@ def refused(decided: Decided, spent: Spent) -> tuple[Refusal, dict[str, Any]]:
         if len(refusals) >= MAX_KEPT_REFUSALS:
             refusals.clear()  # atomic, unlike evicting one: handle() runs on threads
         refusals[key] = kept  # (the target and Urls kept with it: their ids stay their own)
-    return kept, limits.record_of(kept.record, spent, limited_key(decided))
+    _, remaining, next_ms, full_ms = spent
+    return kept, (kept.record, decided.limit_value, remaining, next_ms, full_ms)
 
 
 class Refusal:
@@ -317,11 +345,7 @@ class Refusal:
         self.target, self.urls, self.advised = target, urls, advised
         self.reply = urls.fill(limits.refusal_reply(policy.limit, target.context, advised))
         self.plan = plans.Plan(answer(self.reply), journalled=True)
-        self.record = {
-            **policy.refused,
-            "wait_ms": advised.advice_ms,
-            "retry_after_value": advised.value,
-        }
+        self.record = limits.refused_record(policy, advised)
         self.journal: Any = None
         """Its journal row: a :class:`~.journalling.Plain` the engine makes on first use
         (a type this module cannot name: journalling imports it); None until then."""
@@ -329,17 +353,6 @@ class Refusal:
 
 MAX_KEPT_REFUSALS = 256
 """Refusals (replies and plans) a table keeps (beyond: made anew, then kept)."""
-
-
-def limited_key(decided: Decided) -> str:
-    """The journal's ``key`` of *decided*'s bucket (its kind and value: :mod:`.limits`)."""
-    target: Target = decided.target  # type: ignore[assignment]  # a limit is a Target's
-    policy = target.policy
-    assert policy is not None
-    if policy.limit.key != "session":
-        return limits.shown_key(policy.limit, decided.limit_value)
-    shown = policy.sessions.get(decided.session)  # kept: most requests find theirs
-    return policy.session_key(decided.session) if shown is None else shown
 
 
 def passed_on(decided: Decided, used: Target) -> Decided | Pending[Decided]:
@@ -400,8 +413,8 @@ class Decided:
     """The request and its session's scenario state (None: not read), kept only when its
     case may pass it on (``end: next``), to match the cases after it."""
     limit_value: str | None = None
-    """What its endpoint's limit counts it by, when not its session (:func:`take`; None:
-    the endpoint's shared bucket, or not limited)."""
+    """What its endpoint's limit counts it by: its session, a header's value, ...
+    (:func:`take`; None: the endpoint's shared bucket, or not limited)."""
     limited: limits.Limited | None = None
     """What a rate limit said of it: its bucket's (admitted or refused) or a scripted
     ``rate_limited:`` step's (None: nothing limits it)."""
@@ -429,15 +442,20 @@ class Decided:
         assert chosen is not None
         assert isinstance(answer, Submitted)  # a Submit is answered a Submitted
         number, at_ms = answer
+        step = chosen.step
+        assert step is not None
         if number is None:
             chosen.reply = self.urls.fill(over_cap(target.context, self.table.max_tasks))
             self.task = task_journalled("submit", "", known=False, served=False)
+            if step.ran is not None:  # no task started: nothing ran for after: to lose
+                chosen.step = dataclasses.replace(step, ran=None, fault=None)
             return self
         keyed = self.table.task_ids
         assert keyed is not None  # (set with the table's generations)
         reply, view, task_id = tasked.submitted(self.session, number, at_ms, keyed)
-        chosen.reply = self.urls.fill(reply)
-        record = task_journalled("submit", task_id, known=True, served=True, view=view)
+        chosen.reply = accepted = self.urls.fill(reply)
+        lost = step.ran is not None
+        record = task_journalled("submit", task_id, known=True, served=not lost, view=view)
         record["settles_at_ms"] = view.settles_at_ms
         self.task = record
         callback = tasked.task.callback
@@ -455,6 +473,8 @@ class Decided:
                 fault,
                 target.scenario,
             )
+        if lost:
+            _lose(chosen, step, accepted, self.urls)
         return self
 
     def unchanged(self, answer: NeedAnswer) -> Decided:

@@ -56,7 +56,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable
 from .task_skills import DEFAULT_MAX_TASKS
 
 if TYPE_CHECKING:
@@ -460,7 +460,7 @@ class Engine:
         target: Target = decided.target  # type: ignore[assignment]  # a Take is for a Target
         position: int | None = taken[0]  # type: ignore[index,assignment]  # a Take: a Taken
         spent: Spent | None = taken[2]  # type: ignore[index,assignment,misc]  # a Take: a Taken
-        if position is None and spent is not None and not spent.admitted:
+        if position is None and spent is not None and not spent[ADMITTED]:
             # Refused by its limit: the refusal's plan and journal row are kept, its request
             # journalled now.
             refusal, record = choosing.refused(decided, spent)
@@ -490,11 +490,12 @@ class Engine:
                 return None  # (its answer is made per request: the general path adds to it)
             policy = target.policy
             assert policy is not None
-            record = limits.record_of(policy.admitted, spent, choosing.limited_key(decided))
-            plain.record(request, decided.started, decided.session, position, record)
+            _, remaining, next_ms, full_ms = spent
+            said = (policy.admitted, decided.limit_value, remaining, next_ms, full_ms)
+            plain.record(request, decided.started, decided.session, position, said)
             if policy.form == "none":  # (nothing to add: the step's kept plan as it is)
                 return plain.plan
-            return plain.limited_plan(policy, spent, time.time())
+            return plain.limited_plan(policy, spent)
         if plain is None:  # not plain; a templated step may be plain but for its template
             rendered = plains.rendered[index] if target.renders else None
             if rendered is None:

@@ -129,6 +129,39 @@ def escaped(text: str) -> str:
     return re.sub(_UNPRINTABLE, lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 
+MAX_SHOWN_KEY_VALUE = 64
+"""Characters of a rate limit's keyed value the journal shows (the rest marked as cut)."""
+
+
+def shown_limit_key(kind: str, value: str | None) -> str:
+    """A rate limit's ``key`` as the journal shows it: its *kind* (``session``, ``header
+    x-tenant``) and *value* (bounded and printable), as ``session: s1``; the kind alone when
+    there is no value (the endpoint's shared bucket). A string, so an entry holds no
+    container the collector must walk (the journal keeps thousands)."""
+    if value is None:
+        return kind
+    return f"{kind}: {shorten(escaped(value), MAX_SHOWN_KEY_VALUE)}"
+
+
+LaterRecord: TypeAlias = tuple[Any, ...]
+"""A bucket's ``Entry.rate_limit`` as recorded, (kept, value, remaining, next_ms, full_ms):
+made the dict (:func:`limit_record`) when the entry is first shown (:func:`shown_changes`),
+as a short body's digest is. *kept*: the record its answer shares (``Policy.admitted``, a
+kept refusal's), its ``key`` the limit's kind; *value*: what the bucket counts (None: the
+shared one); then the :data:`~.store.Spent`'s. A plain tuple of atoms and a dict of them:
+the collector stops watching it at its first pass (a named tuple it walks for good)."""
+
+
+def limit_record(parts: LaterRecord) -> dict[str, Any]:
+    """``Entry.rate_limit`` of a :data:`LaterRecord`: its kept record with the spent fields
+    and the key."""
+    kept, value, remaining, next_ms, full_ms = parts
+    record: dict[str, Any] = kept.copy()
+    record["remaining"], record["next_ms"], record["full_ms"] = remaining, next_ms, full_ms
+    record["key"] = shown_limit_key(record["key"], value)
+    return record
+
+
 class Entry(NamedTuple):
     """One request as the server answered it; recorded exactly once.
 
@@ -261,7 +294,8 @@ class Entry(NamedTuple):
     for a scripted step both are its wait), ``retry_after_value`` (the ``Retry-After``,
     or ``retry-after-ms``, as sent; None: none), ``key`` (what the bucket counts: its kind
     and the value, a credential's fingerprint, never a secret). A refusal's advice is in
-    :attr:`retry` too (``max_attempts`` as the unified body says), as every advice is."""
+    :attr:`retry` too (``max_attempts`` as the unified body says), as every advice is.
+    Until an entry is shown (:func:`kept`), a bucket's is its :data:`LaterRecord`."""
     connection: str | None = None
     """The client's end of the connection the request came on, as the server saw it
     (``127.0.0.1:50123``, ``[::1]:50123``): requests of one keep-alive connection share
@@ -288,7 +322,9 @@ class Entry(NamedTuple):
     the first try of that change), ``pushed`` (the status it carried), ``fault`` (the
     task's scripted fault), ``forged`` (its signature was forged on purpose),
     ``acknowledged`` (the receiver answered 2xx within the timeout), ``late_ms`` (how far
-    after the change it was sent), ``receiver`` (the URL's ``host:port``))."""
+    after the change it was sent), ``receiver`` (the URL's ``host:port``)). A submit of a
+    task with ``callback:`` has ``callback_fault`` too (the task's scripted fault, ``none``
+    for none): a ``never`` task sends no delivery, and the audit knows it by this."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -400,6 +436,9 @@ def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
     peer: Any = recorded.connection
     if type(peer) is tuple:  # as read: written out once, now
         changes["connection"] = connection_text(peer)
+    limited: Any = recorded.rate_limit
+    if type(limited) is tuple:  # as recorded (LaterRecord): made a dict once, now
+        changes["rate_limit"] = limit_record(limited)
     if _plain(recorded, hidden):
         return changes
     for name, limit in _BOUNDED:

@@ -27,6 +27,7 @@ from .entries import (
     MAX_HEADER_BYTES,
     MAX_TARGET,
     Entry,
+    LaterRecord,
     escaped,
     headers_size,
     sent_headers,
@@ -35,11 +36,12 @@ from .entries import (
 )
 from .incoming import Incoming
 from .limits import LimitedHead, Policy, stated_headers
-from .matching import Miss, Target
+from .matching import Miss, Target, task_path_parts, task_request
 from .plan import Outcome, Plan
 from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
+from .task_skills import journalled as task_journalled
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -138,9 +140,12 @@ class Journalling:
     ) -> Entry:
         """The journal's record of *request*, answered with *served* (finished: now if None)."""
         target = decided.target
+        task = decided.task
         if isinstance(target, Miss):
             endpoint, scenario, near_misses = "unmatched", None, target.near_misses
             case = None
+            if task is None:  # a status URL of a skill unknown here: a task it knows not
+                task = missed_task(request)
         else:
             endpoint, scenario, near_misses = target.kind, target.scenario, ()
             case = None if target.case is None else target.case.index
@@ -210,7 +215,7 @@ class Journalling:
             + (
                 None if limited is None else limited.record,
                 request.peer,
-                None if decided.task is None else self._task(decided.task, request, body),
+                None if task is None else self._task(task, request, body),
             ),
         )
 
@@ -372,15 +377,15 @@ class Plain:
         self._limited_head: LimitedHead | None = None
         self._limited_plans: dict[tuple[int, int], Plan] = {}
 
-    def limited_plan(self, policy: Policy, spent: Spent, now: float) -> Plan:
+    def limited_plan(self, policy: Policy, spent: Spent) -> Plan:
         """Its plan, its answer with the rate-limit headers of an admitted request that
-        *spent* a token at *now* added (the head before them rendered once:
+        *spent* a token now added (the head before them rendered once:
         :class:`~.limits.LimitedHead`; its target's limit is *policy*). Kept per value the
         headers state (the whole tokens left and the reset): they change only when the
         bucket's whole tokens or the seconds to its reset do, so most requests find theirs
         made, nothing formatted."""
         _, remaining, _, full_ms = spent
-        stated = (remaining, policy.reset(full_ms, now))
+        stated = (remaining, policy.reset_now(full_ms))
         plans = self._limited_plans
         plan = plans.get(stated)
         if plan is None:
@@ -399,7 +404,7 @@ class Plain:
         started: float,
         session: str,
         position: int | None,
-        rate_limit: dict[str, Any] | None = None,
+        rate_limit: LaterRecord | None = None,
     ) -> None:
         """Journal *request*, the *position*-th of its sequence in *session* (None: a
         refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit
@@ -547,3 +552,14 @@ class RenderedPlain:
 
 MAX_KEPT_PREFIXES = 256
 """Sessions whose draw prefix a :class:`RenderedPlain` keeps."""
+
+
+def missed_task(request: Incoming) -> dict[str, Any] | None:
+    """What an unmatched *request* did to a task: one to a status URL of a skill no scenario
+    has (``/skills/{id}/tasks/{task id}``) names a task mockskill does not know (``known``
+    False, as the audit's ``status-url-ignored`` reads it); None for any other request."""
+    matched = task_request(request.method, task_path_parts(request.path))
+    if matched is None:
+        return None
+    task_id, action = matched
+    return task_journalled(action, task_id, known=False, served=False)

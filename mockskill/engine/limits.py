@@ -2,7 +2,7 @@
 
 A limited endpoint (a skill's invoke or a route with ``rate_limit:``) has its request spend
 a token of a :class:`~.store.Bucket` first (:func:`bucket`, put on the request's
-:class:`~.store.Take`); the store says what it came to (a :class:`~.store.Spent`). This
+:class:`~.store.Take`); the store says what it came to (a :data:`~.store.Spent`). This
 module turns that into what the consumer sees, per request and without I/O:
 
 - a refusal (:func:`refusal`): 429 ``RATE_LIMITED`` (outside the chapter) or 503
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,8 +33,8 @@ from ..protocol.catalog import Retry
 from ..scenario.model import JSON_TYPE, RateAnswer, RateLimit, RateLimited, Reply
 from . import request_facts
 from .conditions import ABSENT, resolve
-from .entries import escaped, shorten
-from .store import Bucket, Spent
+from .entries import LaterRecord, limit_record, shown_limit_key
+from .store import FULL_MS, NEXT_MS, REMAINING, Bucket, Spent
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ MAX_ATTEMPTS = 5
 MAX_KEY_VALUE = 64
 """Characters of a keyed value a bucket's key holds as they are; a longer one is held as
 its digest, so that a client sending huge values cannot make huge keys."""
-MAX_SHOWN_VALUE = 64
-"""Characters of a keyed value the journal shows (the rest marked as cut)."""
 MAX_BODY_KEYED = 64 * 1024
 """Bytes of a body a ``{body: /pointer}`` key parses at most; a longer body falls in the
 shared bucket (parsing megabytes for a key would let a client make the server work)."""
@@ -64,7 +63,8 @@ class Limited(NamedTuple):
 
     headers: tuple[tuple[str, str], ...]
     added: bool
-    record: dict[str, Any]
+    record: dict[str, Any] | LaterRecord
+    """A bucket's is its parts, made a dict when the journal entry is shown."""
 
 
 # -- the bucket a request spends ------------------------------------------------
@@ -130,12 +130,13 @@ def _bounded(value: str) -> str:
 def shown_key(limit: RateLimit, value: str | None) -> str:
     """The journal's ``key``: its kind, the header's name or the pointer, and the value
     (bounded and printable), as ``session: s1``, ``header x-tenant: acme``; without the
-    value (``header x-tenant``): the shared bucket. A string, so an entry holds no
-    container the collector must walk (the journal keeps thousands)."""
-    kind = limit.key if limit.key_name is None else f"{limit.key} {limit.key_name}"
-    if value is None:
-        return kind
-    return f"{kind}: {shorten(escaped(value), MAX_SHOWN_VALUE)}"
+    value (``header x-tenant``): the shared bucket (:func:`~.entries.shown_limit_key`)."""
+    return shown_limit_key(_kind(limit), value)
+
+
+def _kind(limit: RateLimit) -> str:
+    """What *limit* counts by, as the journal's key names it (``header x-tenant``)."""
+    return limit.key if limit.key_name is None else f"{limit.key} {limit.key_name}"
 
 
 # -- the forms on the wire --------------------------------------------------------
@@ -226,34 +227,30 @@ def window(limit: RateLimit) -> int:
 class Policy:
     """A limit as its answers state it, the part the same on every answer made once (at
     load, per endpoint: ``Target.policy``): its fixed rate-limit headers, and the journal's
-    record of an admitted request and of a refusal but for what varies (:func:`record_of`)."""
+    record of an admitted request and of a refusal but for what varies
+    (:data:`~.entries.LaterRecord`)."""
 
-    __slots__ = ("admitted", "fixed", "form", "limit", "refused", "retry_after", "sessions")
+    __slots__ = ("admitted", "fixed", "form", "limit", "refused", "reset_now", "retry_after")
 
     def __init__(self, limit: RateLimit) -> None:
         self.limit = limit
         self.form = limit.answer.headers
         self.retry_after = limit.answer.retry_after
         self.fixed = fixed_headers(self.form, limit.capacity, window(limit))
-        self.sessions: dict[str, str] = {}
-        """The journal's key of each session's bucket (a limit per session), kept."""
-        nothing = Spent(True, 0, 0, 0)  # (the varying fields, set per request)
+        self.reset_now: Callable[[int], int] = catalog.retry_after_seconds
+        """:meth:`reset` now: the seconds to full, read off *full_ms* with no clock, but
+        for ``x-ratelimit-epoch``, an epoch time."""
+        if self.form == "x-ratelimit-epoch":
+            self.reset_now = self._reset_at_the_clock
+        nothing: Spent = (True, 0, 0, 0)  # (the varying fields, set when shown)
+        answer, kind = limit.answer, _kind(limit)
         self.admitted = _record(
-            limit.answer, False, False, limit.capacity, nothing, limit.refill, None, None, None
+            answer, False, False, limit.capacity, nothing, limit.refill, None, None, kind
         )
-        """``Entry.rate_limit`` of an admitted request, but its spent fields and key."""
+        """``Entry.rate_limit`` of an admitted request, but its spent fields and the value
+        its key counts (:data:`~.entries.LaterRecord`)."""
         self.refused = {**self.admitted, "refused": True}
-        """The same of a refusal, but its spent fields, advice and key."""
-
-    def session_key(self, session: str) -> str:
-        """The journal's key of *session*'s bucket (:func:`shown_key`), made once and kept
-        (bounded: past :data:`MAX_KEPT_KEYS` the kept ones are let go)."""
-        shown = self.sessions.get(session)
-        if shown is None:
-            if len(self.sessions) >= MAX_KEPT_KEYS:
-                self.sessions.clear()  # atomic, unlike evicting one: handle() runs on threads
-            shown = self.sessions[session] = shown_key(self.limit, session)
-        return shown
+        """The same of a refusal, but its spent fields, advice and value."""
 
     def stated(self, spent: Spent, now: float) -> tuple[object, int]:
         """The values a refusal's headers and advice (:func:`refusal_headers`) state for
@@ -261,7 +258,7 @@ class Policy:
         it is kept per value, ``choosing.refused``). The ``Retry-After`` form's (seconds,
         milliseconds, the dates and the advice to the millisecond, or nothing) and the
         reset (:meth:`reset`)."""
-        form, wait_ms = self.retry_after, spent[2]  # (next_ms: the wait advised)
+        form, wait_ms = self.retry_after, spent[NEXT_MS]  # (the wait advised)
         advice: object = None  # (missing, malformed: the same on every refusal)
         if form == "seconds":
             advice = catalog.retry_after_seconds(wait_ms)
@@ -270,7 +267,7 @@ class Policy:
         elif form == "date":
             at = math.ceil(now + wait_ms / 1000)
             advice = (math.floor(now), at, math.ceil((at - now) * 1000))
-        return advice, self.reset(spent[3], now)
+        return advice, self.reset(spent[FULL_MS], now)
 
     def reset(self, full_ms: int, now: float) -> int:
         """The reset its varying headers state for a bucket full in *full_ms* at *now*:
@@ -279,32 +276,23 @@ class Policy:
             return math.ceil(now + full_ms / 1000)
         return catalog.retry_after_seconds(full_ms)
 
-
-def record_of(kept: dict[str, Any], spent: Spent, key: str) -> dict[str, Any]:
-    """``Entry.rate_limit``: *kept* (a :class:`Policy`'s record) with *spent*'s fields and
-    the bucket's *key* (a copy of a kept dict, not one built key by key per request)."""
-    _, remaining, next_ms, full_ms = spent
-    record = kept.copy()
-    record["remaining"], record["next_ms"], record["full_ms"] = remaining, next_ms, full_ms
-    record["key"] = key
-    return record
-
-
-MAX_KEPT_KEYS = 256
-"""Sessions whose bucket's journal key a :class:`Policy` keeps."""
+    def _reset_at_the_clock(self, full_ms: int) -> int:
+        """:meth:`reset` at the time of the call (``x-ratelimit-epoch``'s :attr:`reset_now`)."""
+        return self.reset(full_ms, time.time())
 
 
 # -- the answers ----------------------------------------------------------------
 
 
-def admitted(policy: Policy, spent: Spent, key: str, now: float) -> Limited:
+def admitted(policy: Policy, spent: Spent, value: str | None, now: float) -> Limited:
     """An admitted request's rate-limit headers (none for the ``none`` form), to add to its
-    step's answer, and its journal record."""
-    record = record_of(policy.admitted, spent, key)
+    step's answer, and its journal record (*value*: what its bucket counts, :func:`key_value`)."""
+    _, remaining, next_ms, full_ms = spent
+    record = (policy.admitted, value, remaining, next_ms, full_ms)  # a LaterRecord
     form = policy.form
     if form == "none":  # (nothing to add: the step's kept answer is sent as it is)
         return _new(Limited, ((), False, record))
-    varying = varying_headers(form, spent.remaining, spent.full_ms, now)
+    varying = varying_headers(form, remaining, full_ms, now)
     return _new(Limited, (policy.fixed + varying, True, record))
 
 
@@ -354,8 +342,9 @@ def refusal_headers(policy: Policy, spent: Spent, now: float) -> Advised:
     """The headers of the answer to a request *policy*'s limit refused (*spent*: no token)
     at *now*: its wait is the next token's."""
     form = policy.form
-    headers, advice_ms, value = retry_after(policy.retry_after, spent.next_ms, now)
-    varying = varying_headers(form, 0, spent.full_ms, now) if form != "none" else ()
+    _, _, next_ms, full_ms = spent
+    headers, advice_ms, value = retry_after(policy.retry_after, next_ms, now)
+    varying = varying_headers(form, 0, full_ms, now) if form != "none" else ()
     return _new(Advised, ((*headers, *policy.fixed, *varying), advice_ms, value))
 
 
@@ -365,22 +354,24 @@ def refusal_reply(limit: RateLimit, context: catalog.Context, advised: Advised) 
     return _answer(limit.answer, context, advised.headers, advised.advice_ms, details, None)
 
 
-def refusal_record(policy: Policy, spent: Spent, key: str, advised: Advised) -> Limited:
-    """What the journal says of a refusal stating *advised*."""
-    headers, advice_ms, value = advised
-    record = record_of(policy.refused, spent, key)
-    record["wait_ms"], record["retry_after_value"] = advice_ms, value
-    return _new(Limited, (headers, False, record))
+def refused_record(policy: Policy, advised: Advised) -> dict[str, Any]:
+    """The journal's record of a refusal stating *advised*, but its spent fields and the
+    value its key counts (:data:`~.entries.LaterRecord`)."""
+    return {**policy.refused, "wait_ms": advised.advice_ms, "retry_after_value": advised.value}
 
 
 def refusal(
-    limit: RateLimit, spent: Spent, key: str, context: catalog.Context, now: float
+    limit: RateLimit, spent: Spent, value: str | None, context: catalog.Context, now: float
 ) -> tuple[Reply, Limited]:
     """The answer to a request *limit* refused (*spent*: no token) at *now*, and what the
-    journal says of it (made whole: the engine keeps the replies, ``choosing.refused``)."""
+    journal says of it, *value* what its bucket counts (made whole: the engine keeps the
+    replies, ``choosing.refused``)."""
     policy = Policy(limit)
     advised = refusal_headers(policy, spent, now)
-    return refusal_reply(limit, context, advised), refusal_record(policy, spent, key, advised)
+    kept = refused_record(policy, advised)
+    _, remaining, next_ms, full_ms = spent
+    record = limit_record((kept, value, remaining, next_ms, full_ms))
+    return refusal_reply(limit, context, advised), Limited(advised.headers, False, record)
 
 
 def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[Reply, Limited]:
@@ -393,7 +384,7 @@ def scripted(step: RateLimited, context: catalog.Context, now: float) -> tuple[R
     details = {"limit": step.limit, "refill_per_second": None, "key": "scripted"}
     message = f"Rate limit exceeded (a scripted answer): a limit of {step.limit}"
     reply = _answer(answer, context, headers, advice_ms, details, message)
-    spent = Spent(False, 0, wait_ms, wait_ms)
+    spent: Spent = (False, 0, wait_ms, wait_ms)
     record = _record(answer, True, True, step.limit, spent, None, advice_ms, value, None)
     return reply, _new(Limited, (reply.headers, False, record))
 
@@ -451,11 +442,11 @@ def _record(
         "retry_after": answer.retry_after,
         "headers": answer.headers,
         "limit": limit,
-        "remaining": spent.remaining,
+        "remaining": spent[REMAINING],
         "refill": refill,
         "wait_ms": wait_ms,
-        "next_ms": spent.next_ms,
-        "full_ms": spent.full_ms,
+        "next_ms": spent[NEXT_MS],
+        "full_ms": spent[FULL_MS],
         "retry_after_value": value,
         "key": key,
     }

@@ -43,6 +43,8 @@ from .entries import (
     unpacked,
 )
 from .store import (
+    ADMITTED,
+    FULL_MS,
     Bucket,
     Health,
     IssueToken,
@@ -271,7 +273,7 @@ class State:
         self._buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
         """Buckets no session owns, by key, least recently spent first: their tokens, when
         they were counted and when they are full again (then as good as gone)."""
-        self._tasks = TaskRecords(max_sessions)
+        self._tasks = TaskRecords()
         """Long-running tasks, kept for the time their Submit and Touches ask (then
         forgotten): their clock is epoch ms, as a shared store's (one for every replica)."""
 
@@ -310,7 +312,7 @@ class State:
                 spent = None
                 if limit is not None:  # a token first, under the same lock
                     spent = self._spend(session, record, limit)
-                    if not spent[0]:  # refused (not admitted): not played, nothing else taken
+                    if not spent[ADMITTED]:  # refused: not played, nothing else taken
                         return _new(Taken, (None, -1, spent))
                 if draws or outage is not None:
                     return self._take_slow(record, need, spent)
@@ -376,17 +378,18 @@ class State:
         now = time.monotonic()
         if owner is not None:
             buckets = (record if owner == session else self._session(owner)).buckets
-            tokens, at = buckets.get(key, (capacity, now))
+            counted = buckets.get(key)  # (a default would be a tuple made per request)
+            tokens, at = (capacity, now) if counted is None else counted
             tokens, spent = spend(capacity, refill, tokens, now - at)
-            if spent[0]:  # admitted
+            if spent[ADMITTED]:  # admitted
                 buckets[key] = (tokens, now)
             return spent
         shared = self._buckets
         held = shared.get(key)
         tokens, at, _ = (capacity, now, now) if held is None else held
         tokens, spent = spend(capacity, refill, tokens, now - at)
-        if spent[0]:  # admitted
-            shared[key] = (tokens, now, now + spent[3] / 1000)  # (full_ms: when full again)
+        if spent[ADMITTED]:  # admitted
+            shared[key] = (tokens, now, now + spent[FULL_MS] / 1000)  # (when full again)
             if held is not None:
                 shared.move_to_end(key)
                 return spent

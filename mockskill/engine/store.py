@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from .entries import Entry
@@ -69,18 +69,20 @@ class Bucket(NamedTuple):
     session empties it. None: shared by the sessions (per credential, client, ...)."""
 
 
-class Spent(NamedTuple):
-    """What spending a token of a :class:`Bucket` came to."""
+Spent: TypeAlias = tuple[bool, int, int, int]
+"""What spending a token of a :class:`Bucket` came to: (admitted, remaining, next_ms,
+full_ms), read by the indexes below or unpacked. A plain tuple, not a named one: one is
+made per limited request, and a plain tuple is one step to make (a named tuple, through
+``tuple.__new__``, several) and the collector stops watching it at its first pass.
 
-    admitted: bool
-    """Whether a token was there (and is now spent): the request is played."""
-    remaining: int
-    """Whole tokens left after this request."""
-    next_ms: int
-    """Milliseconds until the bucket holds one whole token again (0: it holds one now):
-    the wait a refused request is advised."""
-    full_ms: int
-    """Milliseconds until the bucket is full again (0: it is full)."""
+- *admitted*: whether a token was there (and is now spent): the request is played;
+- *remaining*: whole tokens left after this request;
+- *next_ms*: milliseconds until the bucket holds one whole token again (0: it holds one
+  now): the wait a refused request is advised;
+- *full_ms*: milliseconds until the bucket is full again (0: it is full).
+"""
+ADMITTED, REMAINING, NEXT_MS, FULL_MS = range(4)
+"""A :data:`Spent`'s fields, by index."""
 
 
 class Taken(NamedTuple):
@@ -88,7 +90,7 @@ class Taken(NamedTuple):
 
     position: int | None
     """The sequence position taken (0 for a session's first request); None: in the outage,
-    or refused by the rate limit (``spent.admitted`` False)."""
+    or refused by the rate limit (not :data:`ADMITTED`)."""
     draw: int
     """The draw number taken (0, 1, ...), or -1 when none was asked for (or refused)."""
     spent: Spent | None = None
@@ -189,8 +191,9 @@ class Submitted(NamedTuple):
     """What a :class:`Submit` came to."""
 
     number: int | None
-    """The task's number in its session (0, 1, ...; its id is made from it); None: refused,
-    the server holds its limit of live tasks."""
+    """The task's number, store-wide (0, 1, ...; never again, a reset included; its id is
+    made from it and the session); None: refused, the server holds its limit of live
+    tasks."""
     at_ms: float
     """When it was submitted, on the store's clock (epoch ms: one clock for all replicas)."""
 

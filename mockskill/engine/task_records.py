@@ -7,13 +7,15 @@ works that out from the record and the scenario's ``task:``
 and each Touch: its scripted life and time-to-live), then forgotten; the
 tasks not yet forgotten count against the server's cap on live tasks
 (``--max-tasks``), so thousands of abandoned tasks cannot grow memory without
-bound. Not thread-safe: :class:`~.state.State` calls it under its lock.
+bound. Tasks are numbered store-wide (0, 1, ...), never per session and never
+again after a reset: a task id (session, number) is not handed out twice while the
+server runs, so a consumer polling a task from before a reset is told it is gone,
+never shown another. Not thread-safe: :class:`~.state.State` calls it under its lock.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
 
 from .store import MAX_TASK_EVENTS, Submit, Submitted, TaskEvent, TaskRecord, Touch
 
@@ -33,20 +35,14 @@ class _Task:
 
 
 class TaskRecords:
-    """Every live task of one store, by (session, number), and each session's next number.
+    """Every live task of one store, by (session, number), and the number the next gets."""
 
-    *max_sessions* bounds the sessions whose next number is remembered once their tasks
-    are all forgotten (the least recently used first, as the store's sessions).
-    """
-
-    def __init__(self, max_sessions: int) -> None:
+    def __init__(self) -> None:
         self._tasks: dict[tuple[str, int], _Task] = {}
-        self._numbers: OrderedDict[str, int] = OrderedDict()
-        """Per session, the number its next task gets."""
+        self._next = 0
+        """The number the next task gets, whatever its session (a reset keeps it)."""
         self._live: dict[str, int] = {}
-        """Per session, how many of its tasks are held (a session holding some keeps its
-        next number: a number is never handed out twice while its task is held)."""
-        self._max_sessions = max_sessions
+        """Per session, how many of its tasks are held (a session's reset finds them)."""
         self._deadlines: list[tuple[float, str, int]] = []
         """(keep_until, session, number) of the tasks, soonest first (a heap). A Touch that
         keeps a task longer leaves its entry as it was: when it comes up, it is pushed
@@ -61,13 +57,8 @@ class TaskRecords:
         if len(self._tasks) >= need.limit:
             return Submitted(None, now_ms)
         session = need.session
-        numbers = self._numbers
-        number = numbers.pop(session, 0)
-        numbers[session] = number + 1  # (now the most recently used)
-        if len(numbers) > self._max_sessions:
-            oldest = next(iter(numbers))
-            if oldest not in self._live:  # a session holding tasks keeps its count
-                del numbers[oldest]
+        number = self._next
+        self._next = number + 1
         keep_until = now_ms + need.keep_ms
         self._tasks[(session, number)] = _Task(need.skill, now_ms, keep_until)
         self._live[session] = self._live.get(session, 0) + 1
@@ -87,6 +78,8 @@ class TaskRecords:
         action = need.action
         if action == "poll":
             task.polls += 1
+        elif action == "input" and not need.fits:
+            pass  # an input that fits no phase counts for nothing: not logged, no event spent
         elif len(task.events) < MAX_TASK_EVENTS:
             task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
         task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
@@ -106,14 +99,13 @@ class TaskRecords:
                 self._drop((session, number))
 
     def forget(self, session: str | None = None) -> None:
-        """Forget every task and count (a reset), or *session*'s."""
+        """Forget every task (a reset), or *session*'s; their numbers are not handed out
+        again."""
         if session is None:
             self._tasks.clear()
-            self._numbers.clear()
             self._deadlines.clear()
             self._live.clear()
             return
-        self._numbers.pop(session, None)
         if self._live.pop(session, None) is not None:
             for key in [key for key in self._tasks if key[0] == session]:
                 del self._tasks[key]

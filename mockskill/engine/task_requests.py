@@ -1,12 +1,16 @@
 """Requests to a task's status URL: a poll (``GET``), a cancel (``DELETE``, ``POST
 .../cancel``), an input (``POST`` with a JSON object), decided (docs/tasks.md).
 
-The id is read first (:func:`.task_ids.read`): one mockskill did not hand out
+As at the skill's invoke, ``Mockskill-Error`` answers first, then a caller without the
+credentials the skill ``requires:`` is refused (401, 403); neither touches the task.
+The id is read (:func:`.task_ids.read`): one mockskill did not hand out
 (malformed, made up, another server's) is answered 404 ``TASK_NOT_FOUND`` with no
-store round trip, and so is an input that cannot be the one expected (not a JSON
-object, or meeting no ``expects:``: 422). Otherwise the store touches the task
-(:class:`~.store.Touch`: a poll counted, a cancel or an input logged) and the
-answer follows from its record: the task's state is :func:`.tasks.view`'s. The
+store round trip, and so is an input that is not a JSON object (422). An input's
+*fits* (the input phases whose ``expects:`` its body meets) are worked out before the
+store touches the task (:class:`~.store.Touch`: a poll counted, a cancel or an input
+logged); the answer follows from its record: the task's state is :func:`.tasks.view`'s,
+and an input counts only in a phase it fits (else 422 naming what the current phase's
+``expects:`` found wanting, or 409 when the task awaits no input). The
 request is the session's the id names, whatever header it carries. A poll of a
 skill with ``polls:`` plays the step of its poll number (``task: status``
 answers the task; any other step is played as on any endpoint).
@@ -17,7 +21,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..scenario.model import Reply
-from . import conditions, task_ids, tasks
+from . import auth, conditions, task_ids, tasks
 from .actions import Urls
 from .callbacks import Notice
 from .choosing import Chosen, Decided, poll_step
@@ -25,11 +29,12 @@ from .digests import KeyedDigest
 from .incoming import Incoming
 from .matching import RoutingTable, Target, task_path_parts, task_request
 from .pending import Later, Pending
-from .replies import exhausted_reply
+from .replies import ERROR_HEADER, exhausted_reply, forced_reply
 from .store import NeedAnswer, TaskRecord, Touch
 from .task_skills import TaskSkill, journalled, not_found
 
 _new = tuple.__new__
+_ERROR = ERROR_HEADER.lower()  # (the request's headers, as read: lower case)
 
 
 def decide(
@@ -49,21 +54,66 @@ def decide(
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
     read = None if tasked is None else _read(table, task_id, keyed)
+    owner = session if read is None else read[0]
+    known = read is not None and tasked is not None
+    # As its invoke: Mockskill-Error answers first, then the skill's requires: refuses a
+    # caller without its credentials (neither touches the task: no poll counted).
+    code = request.headers.get(_ERROR)
+    if code is not None:
+        forced = urls.fill(forced_reply(target, code))
+        decided = Decided(started, owner, table, target, urls, forced, True)
+        decided.task = journalled(action, task_id, known=known, served=False)
+        return decided
+    skill = target.skill
+    if skill is not None and skill.requires is not None:
+        refused = auth.check(request, skill.requires, table.credentials, target.context)
+        go_on = partial(_admitted, request, started, owner, table, target, urls, read, matched)
+        if isinstance(refused, Pending):  # a token the store may know: judged on its answer
+            return refused.then(go_on)
+        return go_on(refused)
+    return _admitted(request, started, owner, table, target, urls, read, matched, None)
+
+
+def _admitted(
+    request: Incoming,
+    started: float,
+    owner: str,
+    table: RoutingTable,
+    target: Target,
+    urls: Urls,
+    read: tuple[str, int] | None,
+    matched: tuple[str, str],
+    refused: Reply | None,
+) -> Later[Decided]:
+    """:func:`decide` once the caller's credentials were judged (*refused*: the 401 or 403
+    that answers it; None: let in): the task's id read (*read*) decides the rest."""
+    task_id, action = matched
+    tasked = target.tasked
+    known = read is not None and tasked is not None
+    if refused is not None:
+        decided = Decided(started, owner, table, target, urls, urls.fill(refused), False)
+        decided.task = journalled(action, task_id, known=known, served=False)
+        return decided
     if read is None or tasked is None:
         refused = urls.fill(not_found(target.skill_id, task_id))
-        decided = Decided(started, session, table, target, urls, refused, False)
+        decided = Decided(started, owner, table, target, urls, refused, False)
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
-    owner, number = read
+    number = read[1]
     decided = Decided(started, owner, table, target, urls, None, False)
+    failures: dict[int, list[str]] = {}
+    fits: tuple[int, ...] = ()
     if action == "input":
-        refusal = _input_refusal(tasked, task_id, request)
-        if refusal is not None:  # never logged: the task goes on as it was
-            decided.reply = urls.fill(refusal)
+        read_input = _read_input(tasked, task_id, request)
+        if isinstance(read_input, Reply):  # not an object: never logged, the task goes on
+            decided.reply = urls.fill(read_input)
             decided.task = journalled(action, task_id, known=True, served=False)
             return decided
-    need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-    return _new(Pending, (need, partial(_touched, decided, tasked, task_id, number, action)))
+        failures = read_input
+        fits = tuple(index for index, failed in failures.items() if not failed)
+    need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, fits))
+    touched = partial(_touched, decided, tasked, task_id, number, action, fits, failures)
+    return _new(Pending, (need, touched))
 
 
 MAX_KEPT_READS = 4096
@@ -90,9 +140,12 @@ def _touched(
     task_id: str,
     number: int,
     action: str,
+    fits: tuple[int, ...],
+    failures: dict[int, list[str]],
     answer: NeedAnswer,
 ) -> Decided:
-    """*decided*, answered once the store touched its task (*answer*: its record, or None)."""
+    """*decided*, answered once the store touched its task (*answer*: its record, or None);
+    an input's *fits* and, per input phase, the conditions its body failed (*failures*)."""
     urls = decided.urls
     if not isinstance(answer, TaskRecord) or answer.skill != tasked.skill:
         if answer is None:  # handed out (its id says so), and forgotten since: gone
@@ -117,8 +170,10 @@ def _touched(
     if action == "poll":
         return _polled(decided, tasked, task_id, record, view)
     # A cancel or an input: judged by the state the task was in when it came.
-    code = tasks.refusal(task, record, action)
-    if code is not None:  # logged, and counting for nothing (the life says so)
+    code = tasks.refusal(task, record, action, fits)
+    if code == tasks.INPUT_INVALID:  # awaiting another input: what its expects: wanted
+        reply = tasked.refused(code, task_id, details={"failed": failures.get(view.phase, [])})
+    elif code is not None:  # logged, and counting for nothing (the life says so)
         reply = tasked.refused(code, task_id, view)
     elif action == "cancel":  # cancelling (202), or cancelled at once (settle 0: 200)
         status = 200 if view.status == "cancelled" else 202
@@ -164,10 +219,10 @@ def _polled(
     return decided
 
 
-def _input_refusal(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply | None:
-    """422 ``TASK_INPUT_INVALID`` for an input that is not a JSON object, or meets the
-    ``expects:`` of none of the task's input phases (details: the conditions that failed,
-    of the first); None: it may be the input expected."""
+def _read_input(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply | dict[int, list[str]]:
+    """An input read against each input phase's ``expects:``: per phase (its index into
+    the life), the conditions its body failed (none: it fits that phase); or 422
+    ``TASK_INPUT_INVALID`` when it is not a JSON object."""
     facts = conditions.Facts(request)
     body = facts.json()
     if not isinstance(body, dict):
@@ -175,16 +230,11 @@ def _input_refusal(tasked: TaskSkill, task_id: str, request: Incoming) -> Reply 
         if isinstance(body, conditions.UnreadableBody):
             why = body.why
         unread = [f"the body: {why}; a task's input is a JSON object"]
-        return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": unread})
-    failures: list[str] = []
-    for expects in tasked.inputs:
-        failed = [reason for c in expects if (reason := conditions.failed(c, facts))]
-        if not failed:
-            return None
-        failures = failures or failed
-    if not tasked.inputs:  # nothing expected: any object (a task never waiting gets 409)
-        return None
-    return tasked.refused("TASK_INPUT_INVALID", task_id, details={"failed": failures})
+        return tasked.refused(tasks.INPUT_INVALID, task_id, details={"failed": unread})
+    return {
+        index: [reason for c in expects if (reason := conditions.failed(c, facts))]
+        for index, expects in tasked.inputs
+    }
 
 
 def _expired(tasked: TaskSkill, task_id: str) -> Reply:

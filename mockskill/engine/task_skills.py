@@ -12,12 +12,13 @@ request like every answer's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, Context
-from ..scenario.model import Reply, Skill, Task
+from ..scenario.model import Reply, Skill, Task, TaskPhase
 from ..scenario.when import Condition
 from . import task_ids, task_wire, tasks
 from .digests import KeyedDigest
@@ -29,6 +30,8 @@ forgotten, each well under 2 KB in memory."""
 EXPIRED_KEPT_MS = 1_000
 """How long past its time-to-live a task is still kept: a margin, no more (a task the store
 forgot is answered ``TASK_EXPIRED`` as well: its id says mockskill handed it out)."""
+UNSCRIPTED_FAILURE = "EXECUTION_TIMEOUT"
+"""The error a ``failed`` phase with none scripted reports (:mod:`.task_wire` writes it)."""
 MAX_SHOWN_ID = 120
 """The most of a task id a journal entry keeps (a consumer's made-up id is its own text)."""
 
@@ -50,10 +53,15 @@ class TaskSkill:
     submit_keep_ms: int
     """How long a Submit asks the store to keep a new task (:func:`.tasks.keep_ms_at_submit`,
     and :data:`EXPIRED_KEPT_MS`)."""
-    inputs: tuple[tuple[Condition, ...], ...]
-    """The ``expects:`` of each ``input_required`` phase, in order."""
+    inputs: tuple[tuple[int, tuple[Condition, ...]], ...]
+    """Each ``input_required`` phase (its index into ``task.life``) and its ``expects:``,
+    in order."""
     context: Context
     """What its errors name (its status URLs)."""
+    failed_codes: tuple[str | None, ...] = ()
+    """Per phase of its life, the code of a ``failed`` phase's error (None for the others):
+    the code a failed task's answers are journalled with (``Entry.error_code``, which the
+    audit's coverage counts by category)."""
 
     @classmethod
     def of(cls, skill: Skill) -> TaskSkill | None:
@@ -64,10 +72,15 @@ class TaskSkill:
         timed = sum(phase.duration_ms or 0 for phase in task.life)
         keep_ms = timed + task.cancel_settle_ms + task.ttl_ms + EXPIRED_KEPT_MS
         submit_keep_ms = tasks.keep_ms_at_submit(task) + EXPIRED_KEPT_MS
-        inputs = tuple(p.expects for p in task.life if p.status == "input_required")
+        inputs = tuple(
+            (index, p.expects) for index, p in enumerate(task.life) if p.status == "input_required"
+        )
         context = Context(skill.id, f"{BASE_URL}/skills/{skill.id}/tasks")
         qualified = f"{skill.scenario}/{skill.id}"
-        return cls(task, skill.id, qualified, keep_ms, submit_keep_ms, inputs, context)
+        failed_codes = tuple(_failed_code(phase) for phase in task.life)
+        return cls(
+            task, skill.id, qualified, keep_ms, submit_keep_ms, inputs, context, failed_codes
+        )
 
     def submitted(
         self, session: str, number: int, at_ms: float, keyed: KeyedDigest
@@ -80,8 +93,9 @@ class TaskSkill:
 
     def reply(self, status: int, view: tasks.TaskView, task_id: str, submitted_ms: float) -> Reply:
         """The task as it is (*view*), answered with *status* (with ``{base_url}``): a
-        poll's 200, a submit's, a cancel's or an input's 202 (with ``Location``)."""
-        return task_wire.reply(
+        poll's 200, a submit's, a cancel's or an input's 202 (with ``Location``). A failed
+        task's carries its error's code (:attr:`failed_codes`), as an error answer does."""
+        reply = task_wire.reply(
             self.task,
             view,
             skill_id=self.skill_id,
@@ -89,6 +103,9 @@ class TaskSkill:
             submitted_ms=submitted_ms,
             status=status,
         )
+        if view.status == "failed":
+            return dataclasses.replace(reply, error_code=self.failed_codes[view.phase])
+        return reply
 
     def refused(
         self,
@@ -107,6 +124,17 @@ class TaskSkill:
             view=view,
             details=details,
         )
+
+
+def _failed_code(phase: TaskPhase) -> str | None:
+    """The code of *phase*'s error when it is ``failed`` (its scripted error's, or
+    ``EXECUTION_TIMEOUT``: what the answer reports when none is scripted)."""
+    if phase.status != "failed":
+        return None
+    scripted = phase.reply
+    if scripted is None or scripted.error_code is None:
+        return UNSCRIPTED_FAILURE
+    return scripted.error_code
 
 
 def not_found(skill_id: str | None, task_id: str) -> Reply:

@@ -19,7 +19,9 @@ The life's clock:
   its life goes on. A terminal status the life reaches within the settle time (its end
   included) stands: the cancel lost the race. Else the task is ``cancelled`` when the settle
   ends (at once when ``settle`` is 0).
-- An input counts only if the status at its time was ``input_required``.
+- An input counts only if the status at its time was ``input_required``, in a phase whose
+  ``expects:`` its body meets (:attr:`~.store.TaskEvent.fits`, worked out by the engine when
+  it came): a task with several input phases takes each its own input.
 - A task ended at *T* is answered until *T* + ``ttl``; then it is expired.
 
 The store keeps no poll's time (memory per task stays small), so where a ``polls:`` phase
@@ -42,6 +44,7 @@ from .store import TaskEvent, TaskRecord
 
 __all__ = [
     "FINISHED",
+    "INPUT_INVALID",
     "NOT_AWAITING_INPUT",
     "NOT_CANCELLABLE",
     "TaskView",
@@ -58,6 +61,9 @@ NOT_CANCELLABLE = "TASK_NOT_CANCELLABLE"
 """A cancel of a live task whose status is not one of ``cancel: allowed:`` (409)."""
 NOT_AWAITING_INPUT = "TASK_NOT_AWAITING_INPUT"
 """An input to a task whose status is not ``input_required`` (409)."""
+INPUT_INVALID = "TASK_INPUT_INVALID"
+"""An input to a task awaiting one, whose body does not meet the current phase's
+``expects:`` (422)."""
 
 
 class TaskView(NamedTuple):
@@ -188,6 +194,8 @@ class _Life:
         if event.action == "input":
             if self.terminal_at is not None or self.status != "input_required":
                 return NOT_AWAITING_INPUT
+            if self.phase not in event.fits:  # meant for another input phase, or none
+                return INPUT_INVALID
             self.phase += 1
             self.begin_ms, self.begin_count = event.at_ms, event.polls
             self._enter()
@@ -268,19 +276,21 @@ def view(task: Task, record: TaskRecord) -> TaskView:
     )
 
 
-def refusal(task: Task, record: TaskRecord, action: str) -> str | None:
+def refusal(task: Task, record: TaskRecord, action: str, fits: tuple[int, ...] = ()) -> str | None:
     """What a ``cancel`` or ``input`` at ``record.now_ms`` comes to: None when it counts,
     else the code it is refused with (:data:`FINISHED`, :data:`NOT_CANCELLABLE`,
-    :data:`NOT_AWAITING_INPUT`).
+    :data:`NOT_AWAITING_INPUT`, :data:`INPUT_INVALID`); an input's *fits*: the phases whose
+    ``expects:`` its body meets.
 
     *record* is the answer to the :class:`~.store.Touch` that logged it (its last event, at
-    ``now_ms``); when the store logged it no more (:data:`~.store.MAX_TASK_EVENTS`), it is
-    judged as if it had been."""
+    ``now_ms``); when the store logged it no more (:data:`~.store.MAX_TASK_EVENTS`, or an
+    input that fits no phase, which can count for nothing), it is judged as if it had been."""
+    made = TaskEvent(action, record.now_ms, record.polls, fits)
     events = record.events
-    if events and events[-1] == TaskEvent(action, record.now_ms, record.polls):
+    if events and events[-1] == made:
         events = events[:-1]
     life = _walk(task, record, events)
-    return life.apply(TaskEvent(action, record.now_ms, record.polls))
+    return life.apply(made)
 
 
 def submitted_record(skill: str, at_ms: float) -> TaskRecord:

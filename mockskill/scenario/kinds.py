@@ -41,7 +41,8 @@ class StepKind(Declared):
     not as a plain step."""
     made_per_request: bool = False
     """Whether the engine writes its answer per request (a rate-limited answer's headers
-    read the clock): only ``times``, ``delay`` and ``set_state`` may be beside it."""
+    read the clock): only ``times``, ``delay`` and ``set_state`` may be beside it (and
+    ``after`` beside ``task: submit``: the task started, its 202 lost)."""
 
 
 STEP_KINDS: tuple[StepKind, ...] = (

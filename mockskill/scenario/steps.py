@@ -237,8 +237,9 @@ def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) ->
     )
 
 
-BESIDE_TASK = ("task", "times", "delay", "set_state")
-"""A ``task:`` step's keys: its answer is the task's, made per request by the engine."""
+BESIDE_TASK = ("task", "times", "delay", "set_state", "after")
+"""A ``task:`` step's keys: its answer is the task's, made per request by the engine
+(``after`` only beside ``task: submit``: the task started, then its 202 lost)."""
 _TASK_PLACES = {
     "submit": (
         "a task skill's invoke",
@@ -268,11 +269,23 @@ def _task_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> 
         return None
     others = [k for k in raw if k not in BESIDE_TASK]
     if others:
+        expected = f"only {listed(BESIDE_TASK[1:-1], 'and')} beside task"
+        if kind == "submit":
+            expected += " (and after, which loses the 202 of the task started)"
         r.bad(
             (*path, others[0]),
-            f"only {listed(BESIDE_TASK[1:], 'and')} beside task",
+            expected,
             f"{others[0]} as well",
             "the answer is the task's own; another answer goes in another step",
+            at_key=True,
+        )
+        return None
+    if "after" in raw and kind != "submit":
+        r.bad(
+            (*path, "after"),
+            "after only beside task: submit",
+            f"after beside task: {kind}",
+            "after: loses the answer of a task started; a poll's error is a step of its own",
             at_key=True,
         )
         return None
@@ -280,6 +293,15 @@ def _task_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> 
     if delay is _BAD:
         return None
     reply = Reply.make(_TASK_STATUS[kind], b"", JSON_TYPE)
+    if "after" in raw:  # the task is started, then its 202 is lost (commit then fail)
+        lost = after.read_after(r, raw["after"], (*path, "after"), ctx, read_step)
+        if lost is _BAD:
+            return None
+        assert isinstance(lost, Step)
+        # As scripted_after's: what is sent is after's error, or the 202 with after's fault;
+        # ran stands for the 202 (the engine writes it per task, and puts it there).
+        sent = lost.reply if "error" in raw["after"] else reply
+        return Step(sent, r.position(path), delay=delay, fault=lost.fault, ran=reply, task=kind)
     return Step(reply, r.position(path), delay=delay, task=kind)
 
 

@@ -96,6 +96,8 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
     if poll_after is None or ttl is None:
         return None
     allowed, settle = cancel
+    if callback is not None and "on" in raw["callback"]:
+        _unreached(r, callback.on, life, allowed, (*path, "callback", "on"))
     return Task(
         life=life,
         where=r.position(path),
@@ -106,6 +108,29 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
         polls=polls,
         callback=callback,
     )
+
+
+def _unreached(
+    r: Reader,
+    on: tuple[str, ...],
+    life: tuple[TaskPhase, ...],
+    cancellable: tuple[str, ...],
+    path: Path,
+) -> None:
+    """A warning for each status ``callback: on:`` pushes that the task never reaches (its
+    life has no such phase, and ``cancelled`` needs one or an allowed cancel): a push that
+    cannot happen is likely a typo for one that can."""
+    reached = {phase.status for phase in life}
+    if cancellable:
+        reached.add("cancelled")
+    for status in on:
+        if status not in reached:
+            r.warn(
+                path,
+                f"statuses the task reaches: {listed(sorted(reached - {'submitted'}))}",
+                f"{status!r}, which its life never reaches",
+                "nothing is ever pushed for it; keep it only if you mean that",
+            )
 
 
 def starts_task(sequences: Iterable[Sequence]) -> bool:

@@ -8,9 +8,11 @@ and read its reply the same way, so that they cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..engine.state import MAX_BUCKETS
 from ..engine.store import (
+    MAX_TASK_EVENTS,
     IssueToken,
     Need,
     NeedAnswer,
@@ -20,8 +22,13 @@ from ..engine.store import (
     SetState,
     Settle,
     Spent,
+    Submit,
+    Submitted,
     Take,
     Taken,
+    TaskEvent,
+    TaskRecord,
+    Touch,
     UseToken,
 )
 
@@ -30,8 +37,8 @@ SEP = "\x1f"
 PACKED_TAKES = 4096
 """Takes kept encoded (:meth:`Encoder.packed`): a session's steps repeat the same bytes."""
 _new = tuple.__new__
-"""A Taken's and a Spent's fields, positionally: tuple.__new__ skips the NamedTuple's keyword
-__new__ (one is decoded per request)."""
+"""A Taken's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__ (one
+is decoded per request)."""
 MAX_KEYS_PER_SESSION = 256
 """``Idempotency-Key``s a session holds on Redis (every skill's); past it a new key is not
 remembered (a retry with it runs again) until the session is reset or expires."""
@@ -51,6 +58,10 @@ class Keys:
         "seed",
         "session",
         "sessions",
+        "task",
+        "task_held",
+        "task_number",
+        "tasks",
         "token",
         "tokens",
     )
@@ -68,6 +79,10 @@ class Keys:
         self.clock = prefix + "clock"
         self.bucket = prefix + "b:"
         self.buckets = prefix + "buckets"
+        self.task = prefix + "task:"
+        self.tasks = prefix + "tasks"
+        self.task_held = prefix + "task-held:"
+        self.task_number = prefix + "task-number"
 
 
 class Encoder:
@@ -80,9 +95,13 @@ class Encoder:
         self.ttl_ms = str(ttl_ms)
         self.max_buckets = str(MAX_BUCKETS)
         self._packed: dict[Take, bytes] = {}
+        self._touch_head: tuple[bytes, bytes, bytes, bytes, bytes] | None = None
 
     def packed(self, need: Need) -> bytes:
-        """:meth:`command` in RESP, for the pipeline; a Take asked again is not encoded again."""
+        """:meth:`command` in RESP, for the pipeline; a Take asked again is not encoded again,
+        a Touch (a poll: each of a different task) is written from its parts."""
+        if type(need) is Touch:
+            return self.packed_touch(need)
         if type(need) is not Take:
             return packed(self.command(need))
         data = self._packed.get(need)
@@ -92,6 +111,40 @@ class Encoder:
                 self._packed.clear()  # bounded: new sessions at every request only miss
             self._packed[need] = data
         return data
+
+    def packed_touch(self, need: Touch) -> bytes:
+        """``packed(self.command(need))`` for a Touch, the parts every Touch shares written
+        once (tests/store/test_redis_tasks.py holds the two equal)."""
+        head = self._touch_head
+        if head is None:
+            keys = self.keys
+            head = self._touch_head = (
+                b"*13\r\n" + _bulk(b"EVALSHA") + _bulk(self.shas["touch"].encode()) + _bulk(b"3"),
+                keys.task.encode(),
+                _bulk(keys.tasks.encode()),
+                keys.task_held.encode(),
+                _bulk(str(MAX_TASK_EVENTS).encode()),
+            )
+        start, task_prefix, tasks, held_prefix, max_events = head
+        session = need.session.encode()
+        number = b"%d" % need.number
+        member = session + b"\x1f" + number
+        fits = b",".join(b"%d" % f for f in need.fits) if need.fits else b""
+        return b"".join(
+            (
+                start,
+                _bulk(task_prefix + member),
+                tasks,
+                _bulk(held_prefix + session),
+                _bulk(member),
+                _bulk(number),
+                _bulk(need.action.encode()),
+                _bulk(b"%d" % need.keep_ms),
+                _bulk(need.skill.encode()),
+                _bulk(fits),
+                max_events,
+            )
+        )
 
     def command(self, need: Need) -> tuple[str | int | bytes, ...]:
         """The ``EVALSHA`` that answers *need*: its script's digest, keys and arguments."""
@@ -193,6 +246,38 @@ class Encoder:
                 b"" if need.answer is None else need.answer,
                 need.busy_ms,
             )
+        if type(need) is Submit:
+            return (
+                "EVALSHA",
+                self.shas["submit"],
+                3,
+                keys.tasks,
+                keys.task_number,
+                keys.task_held + need.session,
+                need.session,
+                need.skill,
+                need.keep_ms,
+                need.limit,
+                keys.task,
+                keys.task_held,
+            )
+        if type(need) is Touch:
+            member = f"{need.session}{SEP}{need.number}"
+            return (
+                "EVALSHA",
+                self.shas["touch"],
+                3,
+                keys.task + member,
+                keys.tasks,
+                keys.task_held + need.session,
+                member,
+                need.number,
+                need.action,
+                need.keep_ms,
+                need.skill,
+                ",".join(map(str, need.fits)),
+                MAX_TASK_EVENTS,
+            )
         assert type(need) is IssueToken
         return (
             "EVALSHA",
@@ -223,7 +308,7 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
             position, draw = reply  # type: ignore[misc]
             return _new(Taken, (None if position < 0 else position, draw, None))
         position, draw, admitted, remaining, next_ms, full_ms = reply  # type: ignore[misc]
-        spent = _new(Spent, (admitted == 1, remaining, next_ms, full_ms))
+        spent: Spent = (admitted == 1, remaining, next_ms, full_ms)
         return _new(Taken, (None if position < 0 else position, draw, spent))
     if type(need) is UseToken:
         return None if reply is None else decoded_scopes(reply)  # type: ignore[arg-type]
@@ -237,7 +322,32 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         text = state.decode() if isinstance(state, bytes) else str(state)
         kept = answer if isinstance(answer, bytes) else str(answer).encode()
         return Recalled(text, kept or None, int(wait))
+    if type(need) is Submit:
+        number: int
+        at: bytes
+        number, at = reply  # type: ignore[misc]
+        return Submitted(None if number < 0 else number, float(at))
+    if type(need) is Touch:
+        return None if reply is None else decoded_task(reply)  # type: ignore[arg-type]
     return None
+
+
+def decoded_task(reply: list[Any]) -> TaskRecord:
+    """A :class:`TaskRecord` from the TOUCH script's reply (see :mod:`.scripts`)."""
+    skill, submitted, polls, events, now = reply
+    logged = tuple(decoded_event(line) for line in events.decode().split("\n")) if events else ()
+    return _new(TaskRecord, (skill.decode(), float(submitted), polls, logged, float(now)))
+
+
+def decoded_event(line: str) -> TaskEvent:
+    """One line of a task's ``e`` field: ``<action> <at ms> <polls> <fits>``."""
+    action, at, polls, fits = line.split(" ")
+    return TaskEvent(action, float(at), int(polls), tuple(int(f) for f in fits.split(",") if f))
+
+
+def _bulk(data: bytes) -> bytes:
+    """*data* as a RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
 def packed(command: Sequence[str | int | bytes]) -> bytes:

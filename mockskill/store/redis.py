@@ -40,7 +40,7 @@ from redis.retry import Retry
 
 from ..engine.entries import Entry
 from ..engine.state import DEFAULT_JOURNAL_SIZE, DEFAULT_MAX_SESSIONS
-from ..engine.store import Health, Need, NeedAnswer, StoreUnavailable, Submit, Touch
+from ..engine.store import Health, Need, NeedAnswer, StoreUnavailable
 from . import scripts
 from .batching import Batcher
 from .commands import Encoder, Keys, decoded
@@ -52,15 +52,6 @@ from .url import checked, masked
 
 if TYPE_CHECKING:
     import redis.asyncio
-
-TASKS_NOT_SHARED = (
-    "long-running tasks are not kept in a shared store yet: serve task skills with the"
-    " in-memory store (--state memory); a Redis store answers their submits and polls"
-    " with this refusal"
-)
-"""Why a Redis store refuses a task's Submit or Touch (the engine answers 503
-``MOCKSKILL_STATE_UNAVAILABLE`` saying so: never a crash)."""
-_NOT_SHARED = (Submit, Touch)
 
 PREFIX = "mockskill:"
 SOCKET_TIMEOUT = 1.0
@@ -184,8 +175,6 @@ class RedisStore:
 
     def answer(self, need: Need) -> NeedAnswer:
         """Answer *need* now with one EVALSHA (blocking: off the loop only)."""
-        if type(need) in _NOT_SHARED:
-            raise StoreUnavailable(TASKS_NOT_SHARED)
         command = self.encoder.command(need)
         try:
             try:
@@ -200,8 +189,6 @@ class RedisStore:
 
     async def answer_async(self, need: Need) -> NeedAnswer:
         """Answer *need* in the pipeline of this loop turn (see :mod:`.batching`)."""
-        if type(need) in _NOT_SHARED:
-            raise StoreUnavailable(TASKS_NOT_SHARED)
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)
         if batcher is None:
@@ -268,12 +255,13 @@ class RedisStore:
     def reset(self, session: str | None = None, keys: Iterable[str] | None = None) -> None:
         """Forget what was played, as the in-memory store does, for every replica.
 
-        Everything: positions, draws, tokens, rate limits' buckets and the journal; a
-        session: its positions, draws, buckets and journal entries; *keys*: those
-        sequences' positions (of *session*, or of every session). Generations and
-        activations stay.
+        Everything: positions, draws, tokens, rate limits' buckets, long-running tasks (not
+        their count: a task number is never handed out again) and the journal; a session:
+        its positions, draws, buckets, tasks and journal entries; *keys*: those sequences'
+        positions (of *session*, or of every session). Generations and activations stay.
         """
         k = self.keys
+        tasks = [k.tasks]
         if keys is not None:
             one = "" if session is None else "=" + session
             self._run("reset_keys", [k.sessions], [k.session, one, *set(keys)])
@@ -281,6 +269,7 @@ class RedisStore:
             self._run(
                 "reset_all", [k.sessions, k.tokens, k.buckets], [k.session, k.token, k.bucket]
             )
+            self._run("reset_tasks", tasks, [k.task, k.task_held, ""])
             self._journal_call(lambda: self.journal_store.clear())
         else:
             try:
@@ -290,6 +279,7 @@ class RedisStore:
                 pipe.execute()
             except _ERRORS as error:
                 raise self._unavailable(error) from None
+            self._run("reset_tasks", tasks, [k.task, k.task_held, "=" + session])
             self._journal_call(lambda: self.journal_store.clear(session))
 
     def _journal_call(self, call: Any) -> Any:

@@ -36,6 +36,19 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
 - ``P gen`` a hash: each restarted sequence's generation.
 - ``P act`` a hash: each scenario's activation time (ms, Redis ``TIME``).
 - ``P seed`` the server seed shared by every replica.
+- a long-running task (:mod:`mockskill.engine.task_records`' records, in :data:`SUBMIT`
+  and :data:`TOUCH`) is a hash ``P task:<session><US><number>``: ``s`` its skill, ``t``
+  when it was submitted and ``u`` the time it is kept until (ms, Redis ``TIME`` with its
+  microseconds as decimals), ``p`` its polls, ``e`` its cancels and inputs (one a line:
+  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many; ``x`` when
+  the key expires (``PEXPIRE``: as long again as it is kept, moved only when a Touch keeps
+  it past that; the keep time ``u`` is the truth, the expiry only clears what a fleet
+  left). ``P tasks`` ranks the tasks by their keep time as the Submit or a sweep last
+  saw it: a Submit first forgets those whose time is over (ranking again those a Touch
+  kept longer since), then counts the rest against the cap (every replica's).
+  ``P task-held:<session>`` is the set of a session's numbers held (what a session's
+  reset forgets); ``P task-number`` counts the tasks ever submitted (the next task's
+  number, store-wide: no reset forgets it, so no id is handed out twice).
 """
 
 from __future__ import annotations
@@ -325,6 +338,128 @@ return 1
 """
 )
 
+PRECISE_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local now_text = string.format('%.3f', now)
+"""
+"""Redis's clock in milliseconds with its microseconds (a task's times are fractional, as
+in memory), and as text: Lua turns a number into at most 14 digits, too few for these."""
+
+SUBMIT = (
+    PRECISE_NOW
+    + """
+-- KEYS: tasks set (by keep time), task counter, the session's held set
+-- ARGV: session, skill, keep ms, live tasks at most, task prefix, held prefix
+-- Returns {number (-1: refused, at the cap), now}.
+-- Forget the tasks kept until now or before. A Touch that keeps a task longer leaves its
+-- rank as it was (one write less per poll): when it comes up, the task's own keep time
+-- ranks it again (as the in-memory store's heap does).
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text)) do
+  local kept = redis.call('HGET', ARGV[5] .. member, 'u')
+  if kept and tonumber(kept) > now then
+    redis.call('ZADD', KEYS[1], kept, member)
+  else
+    local session, number = string.match(member, '^(.*)\\31(%d+)$')
+    redis.call('DEL', ARGV[5] .. member)
+    redis.call('SREM', ARGV[6] .. session, number)
+    redis.call('ZREM', KEYS[1], member)
+  end
+end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return {-1, now_text}
+end
+-- Store-wide, never again (a reset keeps the counter): an id is not handed out twice.
+-- (As text with %d: Lua would write a large number in exponent form.)
+local number = string.format('%d', redis.call('INCR', KEYS[2]) - 1)
+local keep = tonumber(ARGV[3])
+local until_text = string.format('%.3f', now + keep)
+local member = ARGV[1] .. '\\31' .. number
+local task = ARGV[5] .. member
+-- The key outlives its keep time by as long again: a Touch moves its expiry only when
+-- the keep time it asks passes it (not at every poll). The keep time is the truth.
+local expiry = math.ceil(2 * keep) + 1
+redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0,
+  'x', string.format('%d', math.floor(now) + expiry))
+redis.call('PEXPIRE', task, expiry)
+redis.call('SADD', KEYS[3], number)
+redis.call('ZADD', KEYS[1], until_text, member)
+return {tonumber(number), now_text}
+"""
+)
+
+TOUCH = (
+    PRECISE_NOW
+    + """
+-- KEYS: the task's hash, tasks set, the session's held set
+-- ARGV: the task's member in the tasks set, its number, action (poll, cancel, input),
+--       keep ms, skill, fits (comma-separated), events kept at most
+-- Returns {skill, submitted, polls, events, now}, or nil: no such task of this skill.
+local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n', 'x')
+if not task[1] or task[1] ~= ARGV[5] then
+  return false
+end
+local kept_until = tonumber(task[3])
+if kept_until <= now then  -- its time is over: as good as forgotten
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('SREM', KEYS[3], ARGV[2])
+  return false
+end
+local polls, events = tonumber(task[4]), task[5]
+local changed = {}  -- one HSET of what changed
+if ARGV[3] == 'poll' then
+  polls = polls + 1
+  changed = {'p', polls}
+elseif ARGV[3] == 'input' and ARGV[6] == '' then
+  -- an input that fits no phase counts for nothing: not logged, no event spent
+elseif tonumber(task[6]) < tonumber(ARGV[7]) then
+  local event = ARGV[3] .. ' ' .. now_text .. ' ' .. polls .. ' ' .. ARGV[6]
+  if events ~= '' then
+    events = events .. '\\n'
+  end
+  events = events .. event
+  changed = {'e', events, 'n', tonumber(task[6]) + 1}
+end
+local keep = tonumber(ARGV[4])
+local wanted = now + keep
+if wanted > kept_until then  -- (its rank in the tasks set is corrected when it comes up)
+  changed[#changed + 1] = 'u'
+  changed[#changed + 1] = string.format('%.3f', wanted)
+  if wanted >= tonumber(task[7]) then
+    local expiry = math.ceil(2 * keep) + 1
+    changed[#changed + 1] = 'x'
+    changed[#changed + 1] = string.format('%d', math.floor(now) + expiry)
+    redis.call('PEXPIRE', KEYS[1], expiry)
+  end
+end
+if #changed > 0 then
+  redis.call('HSET', KEYS[1], unpack(changed))
+end
+return {task[1], task[2], polls, events, now_text}
+"""
+)
+
+RESET_TASKS = """
+-- KEYS: tasks set; ARGV: task prefix, held prefix, one session ('' every one) or its name
+-- after a '='. The task counter stays: a number is never handed out again.
+if ARGV[3] == '' then
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    local session = string.match(member, '^(.*)\\31%d+$')
+    redis.call('DEL', ARGV[1] .. member, ARGV[2] .. session)
+  end
+  return redis.call('DEL', KEYS[1])
+end
+local session = string.sub(ARGV[3], 2)
+local held = ARGV[2] .. session
+for _, number in ipairs(redis.call('SMEMBERS', held)) do
+  local member = session .. '\\31' .. number
+  redis.call('DEL', ARGV[1] .. member)
+  redis.call('ZREM', KEYS[1], member)
+end
+return redis.call('DEL', held)
+"""
+
 SCRIPTS = {
     "take": TAKE,
     "read_state": READ_STATE,
@@ -337,5 +472,8 @@ SCRIPTS = {
     "reset_all": RESET_ALL,
     "recall": RECALL,
     "settle": SETTLE,
+    "submit": SUBMIT,
+    "touch": TOUCH,
+    "reset_tasks": RESET_TASKS,
 }
 """Every script by name: loaded (``SCRIPT LOAD``) when the store connects."""

@@ -566,3 +566,139 @@ def test_a_tasks_findings_show_with_their_fixes_and_its_end_in_a_coverage_row(
     assert failed.inner_text() == "1"
     page.screenshot(path=str(artifacts() / "dashboard-tasks.png"), full_page=True)
     assert console.errors == []
+
+
+# -- the task timeline ------------------------------------------------------------------------
+
+POLL_AFTER_MS = 200
+TASKS = f"""
+name: task-demo
+description: The bundled task-report's life, in short times.
+skills:
+  - id: task-report
+    task:
+      poll_after: {POLL_AFTER_MS}ms
+      life:
+        - {{status: submitted, for: 300ms}}
+        - {{status: working, for: 600ms, progress: [10, 40, 80]}}
+        - {{status: completed, json: {{report: done}}}}
+"""
+
+
+def poll_to_the_end(server: Server, session: str) -> str:
+    """A consumer that polls once at once (too soon), then as told, until the task ends;
+    the task's id."""
+    submitted = requests.post(
+        server.invoke_url("task-report"), headers={"Mockskill-Session": session}, timeout=10
+    )
+    assert submitted.status_code == 202
+    location = submitted.headers["Location"]
+    answer = requests.get(location, timeout=10).json()["task"]  # no wait at all: too soon
+    while answer["status"] not in ("completed", "failed", "cancelled"):
+        time.sleep(answer["poll_after_ms"] / 1000 + 0.02)
+        answer = requests.get(location, timeout=10).json()["task"]
+    assert answer["status"] == "completed"
+    ident: str = answer["id"]
+    return ident
+
+
+def cancel_early(server: Server, session: str) -> str:
+    """A consumer that polls once as told, then cancels; the task's id."""
+    submitted = requests.post(
+        server.invoke_url("task-report"), headers={"Mockskill-Session": session}, timeout=10
+    )
+    location = submitted.headers["Location"]
+    time.sleep(submitted.json()["task"]["poll_after_ms"] / 1000 + 0.02)
+    assert requests.get(location, timeout=10).status_code == 200
+    cancelled = requests.delete(location, timeout=10)
+    assert cancelled.status_code == 200
+    assert cancelled.json()["task"]["status"] == "cancelled"
+    ident: str = submitted.json()["task"]["id"]
+    return ident
+
+
+def task_row(page: Page, ident: str, selector: str, script: str) -> Any:
+    return page.eval_on_selector_all(f"#tasks [data-task='{ident}'] {selector}", script)
+
+
+def test_each_task_is_a_row_of_its_polls_bands_cancel_callbacks_and_findings(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(TASKS)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    polled = poll_to_the_end(server, session)
+    cancelled = cancel_early(server, session)
+    # Callbacks of the polled task as the courier journals them (entries of endpoint
+    # callback): the working change acknowledged, the completed one answered 500 then
+    # acknowledged on its retry.
+    now = time.time()
+    deliveries = [(0, 0, "working", 204), (1, 0, "completed", 500), (1, 1, "completed", 204)]
+    delivery_ids = []
+    for n, (delivery, attempt, pushed, status) in enumerate(deliveries):
+        delivery_ids.append(server.state.next_id())
+        task = {
+            "id": polled,
+            "action": "callback",
+            "delivery": delivery,
+            "attempt": attempt,
+            "pushed": pushed,
+            "fault": "none",
+            "forged": False,
+            "acknowledged": status == 204,
+            "late_ms": 0,
+            "receiver": "127.0.0.1:9",
+        }
+        server.state.record(
+            Entry(delivery_ids[-1], now - 1 + 0.25 * n, now - 1 + 0.25 * n + 0.01, session,
+                  "POST", "/hook", status, "callback", skill="task-report", task=task)
+        )  # fmt: skip
+    journal = server.journal(session)
+    requests_of = {
+        ident: [str(e.id) for e in journal if e.task and e.task["id"] == ident and
+                e.endpoint != "callback"]
+        for ident in (polled, cancelled)
+    }  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_selector(f"#tasks [data-task='{cancelled}'] rect.task-mark.cancel")
+    rows = page.eval_on_selector_all("#tasks .task", "rows => rows.map(r => r.dataset.task)")
+    assert rows == [polled, cancelled]  # in the order they were submitted
+
+    # The polled task: a mark per request, in order of time; its statuses as bands in turn.
+    ids = task_row(page, polled, ".task-mark", "ms => ms.map(m => m.dataset.id)")
+    assert ids == requests_of[polled]
+    xs = task_row(
+        page, polled, "circle.task-mark", "ms => ms.map(m => Number(m.getAttribute('cx')))"
+    )
+    assert xs == sorted(xs)
+    bands = task_row(page, polled, "rect.band", "bs => bs.map(b => b.dataset.status)")
+    assert bands == ["submitted", "working", "completed"]
+    # Its too-soon poll (and the 202 it was owed the wait of) ringed, named on the row.
+    ringed = task_row(page, polled, ".task-mark.finding", "ms => ms.map(m => m.dataset.id)")
+    assert ringed == requests_of[polled][:2]
+    head = page.locator(f"#tasks [data-task='{polled}'] .chain-head").inner_text()
+    assert "poll-too-soon" in head
+    assert "callback-not-acknowledged" in head
+    # Its callbacks: acknowledged filled, the refused one hollow and ringed (its finding).
+    callbacks = task_row(
+        page, polled, "path.callback",
+        "ps => ps.map(p => [p.dataset.id, p.getAttribute('class')])",
+    )  # fmt: skip
+    assert [i for i, _ in callbacks] == [str(i) for i in delivery_ids]
+    assert [c.split()[1] for _, c in callbacks] == ["acked", "unacked", "acked"]
+    assert "finding" in callbacks[1][1].split()
+    finding = page.locator("#findings li[data-rule='callback-not-acknowledged']")
+    assert "1 delivery of task" in finding.inner_text()
+
+    # The cancelled task: its cancel a square, its last band cancelled, nothing found.
+    actions = task_row(page, cancelled, ".task-mark", "ms => ms.map(m => m.dataset.action)")
+    assert actions == ["submit", "poll", "cancel"]
+    bands = task_row(page, cancelled, "rect.band", "bs => bs.map(b => b.dataset.status)")
+    assert bands[-1] == "cancelled"
+    assert task_row(page, cancelled, ".finding", "ms => ms.length") == 0
+    cancelled_chip = page.locator("#coverage .chip[data-name='cancelled'] b")
+    assert cancelled_chip.inner_text() == "1"
+
+    page.screenshot(path=str(artifacts() / "dashboard-task-timeline.png"), full_page=True)
+    assert console.errors == []

@@ -343,6 +343,50 @@ def test_a_short_body_is_digested_when_its_entry_is_shown_a_long_one_when_record
         assert later == digest(body)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_bucket_s_journal_record_reads_as_a_dict_packed_or_not(
+    surface: Callable[[str | None], tuple[Server, LoopDispatcher]], packed: bool
+) -> None:
+    # What a limit said of a request is made into its dict when the entry is first shown
+    # (as a short body's digest is), or when the journal is packed before it was read.
+    server, loop = surface(
+        """
+        name: limited
+        skills:
+          - id: by-session
+            rate_limit: {capacity: 2, refill: 0.01}
+            invoke: {json: {result: ok}}
+          - id: by-tenant
+            rate_limit: {capacity: 1, refill: 0.01, key: {header: x-tenant}, headers: none}
+            invoke: {json: {result: ok}}
+        """
+    )
+    session = (("Mockskill-Session", "s\n1"),)
+    for path, headers in [
+        *[("/skills/by-session/invoke", session)] * 3,
+        ("/skills/by-tenant/invoke", (*session, ("X-Tenant", "acme"))),
+        ("/skills/by-tenant/invoke", (*session, ("X-Tenant", "acme"))),
+        ("/skills/by-tenant/invoke", session),
+    ]:
+        exchange(loop, transport_request(path, headers=headers))
+    while packed and not server.state.compact(10_000):
+        pass
+    shown = [e.rate_limit for e in server.state.journal()]
+    assert all(type(limit) is dict for limit in shown)
+    assert [(s["refused"], s["remaining"], s["key"]) for s in shown] == [  # type: ignore[index]
+        (False, 1, "session: s%0A1"),
+        (False, 0, "session: s%0A1"),
+        (True, 0, "session: s%0A1"),
+        (False, 0, "header x-tenant: acme"),
+        (True, 0, "header x-tenant: acme"),
+        (False, 0, "header x-tenant"),
+    ]
+    refused = shown[2]
+    assert refused is not None
+    assert 99_000 < refused["next_ms"] <= 100_000
+    assert refused["wait_ms"] == int(refused["retry_after_value"]) * 1000
+
+
 def test_every_field_of_a_planned_request_s_entry_is_in_its_place(
     surface: Callable[[str | None], tuple[Server, LoopDispatcher]],
 ) -> None:

@@ -13,7 +13,19 @@ from collections.abc import Iterator
 import pytest
 
 from mockskill.engine.state import DEFAULT_SESSION, MAX_BUCKETS, Entry, State
-from mockskill.engine.store import Bucket, Health, IssueToken, Spent, Take, Taken, UseToken
+from mockskill.engine.store import (
+    ADMITTED,
+    FULL_MS,
+    NEXT_MS,
+    REMAINING,
+    Bucket,
+    Health,
+    IssueToken,
+    Spent,
+    Take,
+    Taken,
+    UseToken,
+)
 from mockskill.protocol.catalog import Retry
 
 
@@ -526,23 +538,23 @@ def spend(state: State, need: Take) -> tuple[int | None, int, Spent]:
 
 
 def admitted(state: State, need: Take) -> bool:
-    return spend(state, need)[2].admitted
+    return spend(state, need)[2][ADMITTED]
 
 
 def remaining(state: State, need: Take) -> int:
-    return spend(state, need)[2].remaining
+    return spend(state, need)[2][REMAINING]
 
 
 def test_a_limited_take_spends_a_token_first_and_takes_nothing_without_one() -> None:
     state = State(seed=1)
     answers = [spend(state, limited(draws=True)) for _ in range(5)]
     assert [a[:2] for a in answers] == [(0, 0), (1, 1), (2, 2)] + [(None, -1)] * 2
-    assert [a[2].admitted for a in answers] == [True] * 3 + [False] * 2
-    assert [a[2].remaining for a in answers] == [2, 1, 0, 0, 0]
+    assert [a[2][ADMITTED] for a in answers] == [True] * 3 + [False] * 2
+    assert [a[2][REMAINING] for a in answers] == [2, 1, 0, 0, 0]
     refused = answers[-1][2]
     # A thousandth of a token a second: a whole one in some 1000 s, the bucket full in 3000 s.
-    assert 999_000 < refused.next_ms <= 1_000_000
-    assert 2_999_000 < refused.full_ms <= 3_000_000
+    assert 999_000 < refused[NEXT_MS] <= 1_000_000
+    assert 2_999_000 < refused[FULL_MS] <= 3_000_000
     # Refused requests took no position and no draw: the sequence goes on where it was.
     assert state.answer(Take("s", "k", 0, "sc", None, True)) == Taken(3, 3, None)
 
@@ -552,8 +564,8 @@ def test_a_limited_take_in_an_outage_spends_its_token_and_takes_its_draw() -> No
     state.activate(["sc"])
     need = Take("s", "k", 0, "sc", (0.0, 60_000.0), True, Bucket("b", 1, SLOW, None))
     first, second = spend(state, need), spend(state, need)
-    assert (first[:2], first[2].admitted) == ((None, 0), True)
-    assert (second[:2], second[2].admitted) == ((None, -1), False)
+    assert (first[:2], first[2][ADMITTED]) == ((None, 0), True)
+    assert (second[:2], second[2][ADMITTED]) == ((None, -1), False)
 
 
 def test_a_bucket_refills_at_its_rate_in_real_time() -> None:
@@ -565,9 +577,9 @@ def test_a_bucket_refills_at_its_rate_in_real_time() -> None:
         spend(state, limited(bucket=bucket)),
         spend(state, limited(bucket=bucket)),
     )
-    assert (position, refused_at, refused.admitted) == (2, None, False)
-    assert 0 < refused.next_ms <= 400  # 0.2 of a token here: 0.8 to go at 2 a second
-    assert refused.full_ms == refused.next_ms + 500
+    assert (position, refused_at, refused[ADMITTED]) == (2, None, False)
+    assert 0 < refused[NEXT_MS] <= 400  # 0.2 of a token here: 0.8 to go at 2 a second
+    assert refused[FULL_MS] == refused[NEXT_MS] + 500
 
 
 def test_buckets_are_per_key_whichever_session_spends_them() -> None:
@@ -579,7 +591,7 @@ def test_buckets_are_per_key_whichever_session_spends_them() -> None:
         == 0
     )
     # The sessions' own buckets are theirs: a's is full.
-    assert spend(state, limited("a"))[2] == Spent(True, 2, 0, 1_000_000)
+    assert spend(state, limited("a"))[2] == (True, 2, 0, 1_000_000)
 
 
 def test_a_session_reset_forgets_its_own_buckets_only() -> None:

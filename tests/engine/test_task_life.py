@@ -15,6 +15,7 @@ from mockskill.engine import tasks
 from mockskill.engine.store import MAX_TASK_EVENTS, TaskEvent, TaskRecord
 from mockskill.engine.tasks import (
     FINISHED,
+    INPUT_INVALID,
     NOT_AWAITING_INPUT,
     NOT_CANCELLABLE,
     TaskView,
@@ -50,8 +51,9 @@ REPORT = task(
 """docs/tasks.md's example: submitted 1 s, working 6 s with progress, then completed."""
 
 
-def event(action: str, at: float, polls: int = 0) -> TaskEvent:
-    return TaskEvent(action, T0 + at, polls)
+def event(action: str, at: float, polls: int = 0, fits: tuple[int, ...] = ()) -> TaskEvent:
+    """*action* at *at* ms after the submission; an input's *fits*: the phases it meets."""
+    return TaskEvent(action, T0 + at, polls, fits)
 
 
 def record(at: float, polls: int = 0, *events: TaskEvent) -> TaskRecord:
@@ -167,7 +169,7 @@ def test_a_timed_phase_after_a_polls_phase_is_timed_from_the_last_moment_known()
         phase("working", duration_ms=1000),
         DONE,
     )
-    entered = event("input", 5000, 0)
+    entered = event("input", 5000, 0, fits=(0,))
     assert at(t, 5500, 1, entered).status == "submitted"
     assert at(t, 5600, 2, entered).status == "working"
     assert at(t, 6000, 3, entered).status == "completed"
@@ -283,22 +285,61 @@ def test_an_input_required_task_waits_for_its_input() -> None:
         500,
         None,
     )
-    given = event("input", 5000, 3)
-    assert refusal(ASKS, record(5000, 3, given), "input") is None
+    given = event("input", 5000, 3, fits=(1,))
+    assert refusal(ASKS, record(5000, 3, given), "input", (1,)) is None
     assert at(ASKS, 6999.9, 4, given).status == "working"
     assert at(ASKS, 6999.9, 4, given).settles_at_ms == T0 + 7000
     assert at(ASKS, 7000, 4, given).status == "completed"
 
 
 def test_an_input_in_the_wrong_state_is_refused_and_ignored() -> None:
-    early = event("input", 500)
-    assert refusal(ASKS, record(500, 0, early), "input") == NOT_AWAITING_INPUT
+    early = event("input", 500, fits=(1,))
+    assert refusal(ASKS, record(500, 0, early), "input", (1,)) == NOT_AWAITING_INPUT
     assert at(ASKS, 5000, 0, early).status == "input_required"
-    given, again = event("input", 5000), event("input", 5100)
-    assert refusal(ASKS, record(5100, 0, given, again), "input") == NOT_AWAITING_INPUT
+    given, again = event("input", 5000, fits=(1,)), event("input", 5100, fits=(1,))
+    assert refusal(ASKS, record(5100, 0, given, again), "input", (1,)) == NOT_AWAITING_INPUT
     assert at(ASKS, 7000, 0, given, again).status == "completed"
-    late = event("input", 9000)
-    assert refusal(ASKS, record(9000, 0, given, late), "input") == NOT_AWAITING_INPUT
+    late = event("input", 9000, fits=(1,))
+    assert refusal(ASKS, record(9000, 0, given, late), "input", (1,)) == NOT_AWAITING_INPUT
+
+
+TWO_ASKS = task(
+    phase("input_required"),  # 0: asks for a name
+    phase("working", duration_ms=1000),
+    phase("input_required"),  # 2: asks for a confirmation
+    DONE,
+)
+
+
+def test_an_input_counts_only_in_a_phase_its_body_fits() -> None:
+    # The confirmation (fits phase 2) while the task asks for the name (phase 0): refused.
+    confirm = event("input", 100, fits=(2,))
+    assert refusal(TWO_ASKS, record(100, 0, confirm), "input", (2,)) == INPUT_INVALID
+    assert at(TWO_ASKS, 5000, 0, confirm).phase == 0  # it counted for nothing
+    name = event("input", 200, fits=(0,))
+    assert refusal(TWO_ASKS, record(200, 0, confirm, name), "input", (0,)) is None
+    assert at(TWO_ASKS, 1199, 0, confirm, name).status == "working"
+    assert at(TWO_ASKS, 1200, 0, confirm, name).phase == 2
+    # Now the name again is the wrong input; the confirmation is the one awaited.
+    again = event("input", 1300, fits=(0,))
+    assert refusal(TWO_ASKS, record(1300, 0, confirm, name, again), "input", (0,)) == (
+        INPUT_INVALID
+    )
+    done = event("input", 1400, fits=(2,))
+    events = (confirm, name, again, done)
+    assert refusal(TWO_ASKS, record(1400, 0, *events), "input", (2,)) is None
+    assert at(TWO_ASKS, 1400, 0, *events).status == "completed"
+
+
+def test_an_input_fitting_every_phase_counts_in_each_in_turn() -> None:
+    first, second = event("input", 100, fits=(0, 2)), event("input", 1500, fits=(0, 2))
+    assert at(TWO_ASKS, 1500, 0, first, second).status == "completed"
+
+
+def test_an_input_fitting_no_phase_is_refused_as_invalid_only_while_input_is_awaited() -> None:
+    assert refusal(TWO_ASKS, record(100), "input") == INPUT_INVALID
+    name = event("input", 200, fits=(0,))
+    assert refusal(TWO_ASKS, record(500, 0, name), "input") == NOT_AWAITING_INPUT
 
 
 def test_a_task_cancelled_while_awaiting_input_is_cancelled_when_the_settle_ends() -> None:
@@ -418,7 +459,8 @@ def test_what_a_task_showed_it_never_takes_back(seed: int) -> None:
         if action == "poll":
             polls += 1
         elif len(events) < MAX_TASK_EVENTS:
-            events.append(TaskEvent(action, T0 + now, polls))
+            fits = tuple(i for i, p in enumerate(t.life) if p.status == "input_required")
+            events.append(TaskEvent(action, T0 + now, polls, fits))
         rec = record(now, polls, *events)
         seen = view(t, rec)
         shown.append((rec, seen))

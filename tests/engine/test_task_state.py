@@ -1,5 +1,6 @@
-"""The in-memory store's long-running tasks: Submit (numbered per session, capped) and
-Touch (polls counted, events logged and bounded, kept as asked, then forgotten)."""
+"""The in-memory store's long-running tasks: Submit (numbered store-wide, never again while
+the server runs, capped) and Touch (polls counted, events logged and bounded, an input
+fitting no phase not logged, kept as asked, then forgotten)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,24 @@ def submit(state: State, session: str = "s", keep_ms: int = 60_000, limit: int =
 
 
 def touch(
-    state: State, number: int, action: str = "poll", session: str = "s", keep_ms: int = 0
+    state: State,
+    number: int,
+    action: str = "poll",
+    session: str = "s",
+    keep_ms: int = 0,
+    fits: tuple[int, ...] = (),
 ) -> TaskRecord | None:
-    answer = state.answer(Touch(session, number, action, keep_ms, "demo/report"))
+    answer = state.answer(Touch(session, number, action, keep_ms, "demo/report", fits))
     assert answer is None or isinstance(answer, TaskRecord)
     return answer
 
 
-def test_tasks_are_numbered_per_session_from_zero_on_the_store_clock() -> None:
+def test_tasks_are_numbered_store_wide_from_zero_on_the_store_clock() -> None:
     state = State()
     before = time.time() * 1000
     first, second = submit(state), submit(state)
     other = submit(state, session="t")
-    assert (first.number, second.number, other.number) == (0, 1, 0)
+    assert (first.number, second.number, other.number) == (0, 1, 2)
     assert before <= first.at_ms <= second.at_ms <= time.time() * 1000
 
 
@@ -54,9 +60,23 @@ def test_events_are_kept_up_to_their_bound() -> None:
     number = submit(state).number
     assert number is not None
     for _ in range(MAX_TASK_EVENTS + 5):
-        last = touch(state, number, "input")
+        last = touch(state, number, "input", fits=(1,))
     assert last is not None
     assert len(last.events) == MAX_TASK_EVENTS
+    assert last.events[0].fits == (1,)
+
+
+def test_an_input_that_fits_no_phase_is_not_logged_and_spends_no_event() -> None:
+    state = State()
+    number = submit(state).number
+    assert number is not None
+    for _ in range(MAX_TASK_EVENTS + 5):
+        unfit = touch(state, number, "input")
+        assert unfit is not None
+        assert unfit.events == ()
+    fit = touch(state, number, "input", fits=(0,))
+    assert fit is not None
+    assert [(e.action, e.fits) for e in fit.events] == [("input", (0,))]
 
 
 def test_an_unknown_task_is_none() -> None:
@@ -90,25 +110,22 @@ def test_the_cap_counts_the_tasks_not_yet_forgotten() -> None:
     assert submit(state, limit=2).number == 2
 
 
-def test_a_reset_forgets_tasks_and_their_numbering() -> None:
+def test_a_reset_forgets_tasks_but_never_hands_their_numbers_out_again() -> None:
     state = State()
     submit(state), submit(state), submit(state, session="t")
     state.reset(session="s")
     assert touch(state, 0) is None
-    assert touch(state, 0, session="t") is not None
-    assert submit(state).number == 0
+    assert touch(state, 2, session="t") is not None
+    assert submit(state).number == 3
     state.reset()
-    assert touch(state, 0, session="t") is None
-    assert submit(state, session="t", limit=1).number == 0
+    assert touch(state, 2, session="t") is None
+    assert submit(state, session="t", limit=1).number == 4
 
 
-def test_a_session_holding_tasks_keeps_its_numbering_past_the_sessions_bound() -> None:
+def test_numbers_go_on_past_the_sessions_bound() -> None:
     state = State(max_sessions=2)
-    assert submit(state, session="a", limit=100).number == 0
-    for name in "bcdef":
-        submit(state, session=name, limit=100)
-    # 'a' still holds task 0: its next task cannot be numbered 0 again.
-    assert submit(state, session="a", limit=100).number == 1
+    numbers = [submit(state, session=name, limit=100).number for name in "abcdefa"]
+    assert numbers == list(range(7))
 
 
 def test_a_task_touched_at_another_skills_url_is_not_found_and_not_counted() -> None:

@@ -1550,9 +1550,38 @@ def test_the_docs_callback_table_names_every_key_the_loader_reads() -> None:
 def test_the_docs_callback_example_loads() -> None:
     example = re.search(r"```yaml\n(name: hooks\n.*?)```", _callbacks_section(), re.DOTALL)
     assert example is not None
-    [scenario] = load_text(example.group(1), "hooks.yaml").scenarios
+    warnings: list[Problem] = []
+    [scenario] = load_text(example.group(1), "hooks.yaml", warnings=warnings).scenarios
+    assert warnings == []
     [skill] = scenario.skills
     assert skill.task is not None
     assert skill.task.callback is not None
     assert skill.task.callback.faults == ("none", "late")
-    assert skill.task.callback.on == ("working", "completed", "failed")
+    assert skill.task.callback.on == ("working", "completed")
+
+
+def callback_warnings(text: str) -> list[Problem]:
+    warnings: list[Problem] = []
+    load_text(text, "s.yaml", warnings=warnings)
+    return warnings
+
+
+def test_pushing_a_status_the_life_never_reaches_is_a_positioned_warning() -> None:
+    text = hooked("on: [working, completed]")
+    [warning] = callback_warnings(text)
+    assert (warning.path, warning.line) == ("skills[0].task.callback.on", 9)
+    assert warning.found == "'working', which its life never reaches"
+    assert callback_warnings(hooked("on: [completed, cancelled]")) == []  # a cancel reaches it
+    assert callback_warnings(hooked()) == []  # the default pushes whatever happens
+
+
+def test_pushing_cancelled_when_no_cancel_is_allowed_is_a_warning() -> None:
+    text = task_skill(
+        life(
+            DONE,
+            more="cancel: {allowed: []}\n"
+            "callback: {url: {header: X}, secret: s, on: [completed, cancelled]}\n",
+        )
+    )
+    [warning] = callback_warnings(text)
+    assert warning.found.startswith("'cancelled'")

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from mockskill.engine.store import Bucket, Spent, Store, Take, Taken
+from mockskill.engine.store import ADMITTED, NEXT_MS, Bucket, Spent, Store, Take, Taken
 from mockskill.store import open_store
 from mockskill.store.redis import RedisStore
 
@@ -55,14 +55,14 @@ def spending_in_a_process(url: str, count: int) -> subprocess.Popen[str]:
     code = textwrap.dedent(
         f"""
         import sys
-        from mockskill.engine.store import Bucket, Take
+        from mockskill.engine.store import ADMITTED, Bucket, Take
         from mockskill.store import open_store
         store = open_store({url!r}, replica="process")
         need = Take("p", {K!r}, 0, "herd", None, False, Bucket(*{list(TENANT)!r}))
         store.answer(Take("warm", "k", 0, "", None, False))  # connected, scripts loaded
         print("ready", flush=True)
         sys.stdin.readline()
-        print(sum(store.answer(need).spent.admitted for _ in range({count})), flush=True)
+        print(sum(store.answer(need).spent[ADMITTED] for _ in range({count})), flush=True)
         store.close()
         """
     )
@@ -82,7 +82,7 @@ def burst(stores: list[Store], process: subprocess.Popen[str], each: int) -> int
             answers = await asyncio.gather(
                 *(store.answer_async(take(f"c{n}")) for _ in range(each))
             )
-            return sum(spent_of(a).admitted for a in answers)
+            return sum(spent_of(a)[ADMITTED] for a in answers)
 
         go.wait()
         admitted.append(asyncio.run(spend()))
@@ -130,10 +130,10 @@ def test_replicas_spending_one_bucket_at_once_admit_exactly_what_it_holds(
 def test_a_bucket_refills_on_redis_s_clock_for_every_replica(stores: list[Store]) -> None:
     bucket = Bucket("sc/k/client 10.0.0.1", 2, 2.0, None)  # a token every half second
     answers = [spent_of(stores[n].answer(take("s", bucket))) for n in range(3)]
-    assert [a.admitted for a in answers] == [True, True, False]
-    assert 0 < answers[2].next_ms <= 500
+    assert [a[ADMITTED] for a in answers] == [True, True, False]
+    assert 0 < answers[2][NEXT_MS] <= 500
     time.sleep(0.6)  # 1.2 tokens, whichever replica asks
-    assert [spent_of(s.answer(take("s", bucket))).admitted for s in stores[1:]] == [True, False]
+    assert [spent_of(s.answer(take("s", bucket)))[ADMITTED] for s in stores[1:]] == [True, False]
 
 
 def test_a_shared_bucket_is_a_key_that_expires_once_full_again(
@@ -144,12 +144,12 @@ def test_a_shared_bucket_is_a_key_that_expires_once_full_again(
     client = redis.Redis.from_url(redis_url)
     quick = Bucket("sc/k/client 10.0.0.2", 3, 10.0, None)  # full 100 ms after a spending
     spent = spent_of(store.answer(take("s", quick)))
-    assert spent == Spent(True, 2, 0, 100)
+    assert spent == (True, 2, 0, 100)
     key = store.keys.bucket + quick.key
     assert 0 < client.pttl(key) <= 100
     time.sleep(0.15)
     assert client.exists(key) == 0  # full again: nothing kept, a fresh bucket is the same
-    assert spent_of(store.answer(take("s", quick))) == Spent(True, 2, 0, 100)
+    assert spent_of(store.answer(take("s", quick))) == (True, 2, 0, 100)
     client.close()
 
 
@@ -158,13 +158,13 @@ def test_a_session_s_bucket_is_kept_with_its_session(stores: list[Store], redis_
     assert isinstance(store, RedisStore)
     client = redis.Redis.from_url(redis_url)
     mine = Bucket(f"sc/{K}/session alice", 1, 0.001, "alice")
-    assert spent_of(store.answer(take("alice", mine))).admitted
-    assert not spent_of(stores[1].answer(take("alice", mine))).admitted
+    assert spent_of(store.answer(take("alice", mine)))[ADMITTED]
+    assert not spent_of(stores[1].answer(take("alice", mine)))[ADMITTED]
     fields = client.hkeys(store.keys.session + "alice")
     assert f"b\x1f{mine.key}".encode() in fields
     assert client.exists(store.keys.bucket + mine.key) == 0
     stores[2].reset("alice")
-    assert spent_of(store.answer(take("alice", mine))).admitted  # forgotten with the session
+    assert spent_of(store.answer(take("alice", mine)))[ADMITTED]  # forgotten with the session
     client.close()
 
 
@@ -177,13 +177,13 @@ def test_shared_buckets_are_bounded_the_least_recently_spent_going_first(
     client = redis.Redis.from_url(redis_url)
     tenants = [Bucket(f"sc/k/header X-Tenant: {n}", 1, 0.001, None) for n in range(5)]
     for tenant in tenants:  # a client sending a new value with every request
-        assert spent_of(store.answer(take("s", tenant))).admitted
+        assert spent_of(store.answer(take("s", tenant)))[ADMITTED]
     kept = sorted(key.decode() for key in client.keys(store.keys.bucket + "*"))
     assert kept == [store.keys.bucket + t.key for t in tenants[2:]]
     assert client.zcard(store.keys.buckets) == 3
     # The first was let go: as a fresh bucket, it admits again; the last is still spent.
-    assert spent_of(store.answer(take("s", tenants[0]))).admitted
-    assert not spent_of(store.answer(take("s", tenants[4]))).admitted
+    assert spent_of(store.answer(take("s", tenants[0])))[ADMITTED]
+    assert not spent_of(store.answer(take("s", tenants[4])))[ADMITTED]
     store.reset()
     assert client.keys(store.keys.bucket + "*") == []
     assert client.zcard(store.keys.buckets) == 0

@@ -282,9 +282,9 @@ def played(store: Store, calls: list[Call]) -> list[Any]:
             if isinstance(answer, Recalled) and answer.wait_ms:  # the same to a second
                 answer = answer._replace(wait_ms=round(answer.wait_ms / 1000))
             if isinstance(answer, Taken) and answer.spent:  # the waits too (time passes)
-                next_ms, full_ms = answer.spent[2:]
-                spent = answer.spent._replace(next_ms=round(next_ms / 1000))
-                answer = answer._replace(spent=spent._replace(full_ms=round(full_ms / 1000)))
+                admitted, remaining, next_ms, full_ms = answer.spent
+                seconds = (admitted, remaining, round(next_ms / 1000), round(full_ms / 1000))
+                answer = answer._replace(spent=seconds)
             answers.append(answer)
         elif name == "restart":
             answers.append(store.restart(args[0]))

@@ -374,7 +374,7 @@
     const summary = $("session-summary");
     if (!session) {
       summary.textContent = "No requests in this session (yet).";
-      for (const id of ["findings", "timeline", "coverage"]) $(id).replaceChildren();
+      for (const id of ["findings", "timeline", "tasks", "coverage"]) $(id).replaceChildren();
       $("legend").hidden = true;
       return;
     }
@@ -394,6 +394,7 @@
     });
     drawFindings(findings);
     drawTimeline(session, findings, numbers);
+    drawTasks(session.tasks || [], findings, numbers);
     drawCoverage(session.coverage);
   }
 
@@ -411,7 +412,8 @@
           el("dt", {}, "found"), el("dd", {}, f.found || ""),
           el("dt", {}, "fix"), el("dd", {}, f.fix || "")));
       const marks = () => document.querySelectorAll((f.attempts || [])
-        .map((id) => `#timeline [data-id="${Number(id)}"]`).join(",") || "#none");
+        .flatMap((id) => [`#timeline [data-id="${Number(id)}"]`, `#tasks [data-id="${Number(id)}"]`])
+        .join(",") || "#none");
       item.addEventListener("mouseenter", () => marks().forEach((m) => m.classList.add("hl")));
       item.addEventListener("mouseleave", () => marks().forEach((m) => m.classList.remove("hl")));
       return item;
@@ -632,6 +634,137 @@
     return el("div", { class: "chain", "data-endpoint": chain.endpoint }, head, g);
   }
 
+  // -- tasks: a row each, its polls as marks and the statuses they served as bands ----------
+
+  const TERMINAL = ["completed", "failed", "cancelled"];
+
+  /** What a task mark's tooltip says about request *m* of a task submitted at *t0*. */
+  function describeMark(m, t0, found, findings) {
+    const answer = m.fault || (m.status === null ? "no answer" : String(m.status));
+    const lines = [`${m.action} (journal #${m.id}) at +${ms((m.started - t0) * 1000)}: ${answer}`
+      + `${m.error_code ? ` ${m.error_code}` : ""}, took ${ms((m.finished - m.started) * 1000)}`];
+    if (m.served) lines.push(`served ${m.served}${m.cancelling ? " (cancelling)" : ""}`);
+    if (m.poll_after_ms !== null && m.poll_after_ms !== undefined) {
+      lines.push(`Retry-After ${ms(m.poll_after_ms)}`);
+    }
+    if (m.expired) lines.push("the task had expired");
+    for (const n of found || []) {
+      lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+    }
+    return lines.join("\n");
+  }
+
+  function describeDelivery(d, t0, found, findings) {
+    const lines = [`callback (journal #${d.id}) at +${ms((d.started - t0) * 1000)}: pushed`
+      + ` ${d.pushed}, delivery ${d.delivery} attempt ${d.attempt}`,
+    `receiver: ${d.status === null ? "no answer" : d.status}, `
+      + `${d.acknowledged ? "acknowledged" : "not acknowledged"}`];
+    if (d.forged) lines.push("signed under a wrong key (forged)");
+    if (d.fault && d.fault !== "none") lines.push(`fault: ${d.fault}`);
+    for (const n of found || []) {
+      lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+    }
+    return lines.join("\n");
+  }
+
+  function drawTasks(tasks, findings, numbers) {
+    const box = $("tasks");
+    if (!tasks.length) {
+      box.replaceChildren();
+      return;
+    }
+    box.replaceChildren(el("h3", {}, "Task timeline"),
+      ...tasks.map((task) => drawTask(task, findings, numbers)), taskLegend());
+  }
+
+  function drawTask(task, findings, numbers) {
+    const t0 = task.started;
+    const W = 900, left = 14, right = 24;
+    const band = 18, lane = 27, callbacks = 50;
+    const hasCallbacks = task.deliveries.length > 0;
+    const axis = hasCallbacks ? 64 : 46, H = axis + 22;
+    const ends = [task.finished, ...task.deliveries.map((d) => d.finished)];
+    const span = Math.max(100, (Math.max(...ends) - t0) * 1000) * 1.04;
+    const x = (t) => left + (((t - t0) * 1000) / span) * (W - left - right);
+    const g = sv("svg", {
+      viewBox: `0 0 ${W} ${H}`, class: "task-plot", role: "img",
+      "aria-label": `task ${task.id}: ${plural(task.marks.length, "request")}`,
+    });
+    const tick = step(span);
+    g.append(sv("line", { x1: left, x2: W - right, y1: axis, y2: axis, class: "axis" }));
+    for (let t = 0; t <= span; t += tick) {
+      const tx = left + (t / span) * (W - left - right);
+      g.append(sv("line", { x1: tx, x2: tx, y1: axis, y2: axis + 4, class: "tick" }),
+        sv("text", { x: tx, y: axis + 16, class: "tick-label" }, ms(t)));
+    }
+    // The statuses served, as bands: from the answer that first served each to the next.
+    task.bands.forEach((b, i) => {
+      const x0 = x(b.from);
+      const last = i === task.bands.length - 1;
+      // The last band runs to the row's end unless the task ended: a live task may go on.
+      const x1 = last && !TERMINAL.includes(b.status) ? W - right : Math.max(x(b.until), x0 + 12);
+      g.append(sv("rect", {
+        x: x0, y: band, width: Math.max(2, x1 - x0), height: 18,
+        class: `band s-${b.status}`, "data-status": b.status,
+      }, sv("title", {}, `${b.status} from +${ms((b.from - t0) * 1000)}`)));
+      if (x1 - x0 >= textWidth(b.status, 10) + 6) {
+        g.append(sv("text", { x: x0 + 3, y: band - 3, class: "band-label" }, b.status));
+      }
+    });
+    // The requests: a cancel as a square, the others as dots, where each was sent.
+    for (const m of task.marks) {
+      const found = numbers.get(m.id);
+      const answered = m.served !== null && m.served !== undefined;
+      const kind = m.fault || m.status === null ? "fault" : answered ? "ok" : "retryable";
+      const cls = `task-mark ${m.action} ${kind}${found ? " finding" : ""}`;
+      const title = sv("title", {}, describeMark(m, t0, found, findings));
+      const attrs = { class: cls, "data-id": m.id, "data-action": m.action };
+      g.append(m.action === "cancel"
+        ? sv("rect", { ...attrs, x: x(m.started) - 6, y: lane - 6, width: 12, height: 12 }, title)
+        : sv("circle", { ...attrs, cx: x(m.started), cy: lane, r: found ? 6 : 5 }, title));
+    }
+    // mockskill's callbacks, under the lane: a triangle each, filled when acknowledged.
+    for (const d of task.deliveries) {
+      const found = numbers.get(d.id);
+      const cx = x(d.started);
+      const cls = `callback ${d.acknowledged ? "acked" : "unacked"}${d.forged ? " forged" : ""}`
+        + `${found ? " finding" : ""}`;
+      g.append(sv("path", {
+        d: `M ${cx} ${callbacks - 6} L ${cx + 6} ${callbacks + 5} L ${cx - 6} ${callbacks + 5} Z`,
+        class: cls, "data-id": d.id, "data-pushed": d.pushed,
+      }, sv("title", {}, describeDelivery(d, t0, found, findings))));
+    }
+    const served = task.bands.length ? task.bands[task.bands.length - 1].status : "not served";
+    const flags = task.findings.map((n) => `⚑${n} ${findings[n - 1].rule}`).join(" ");
+    const head = el("div", { class: "chain-head" },
+      el("span", { class: "mono" }, `task ${task.id}`),
+      el("span", { class: "muted" }, ` · ${task.skill || ""} · ${plural(task.marks.length,
+        "request")}${hasCallbacks ? ` · ${plural(task.deliveries.length, "callback")}` : ""}`
+        + ` · last served ${served}`),
+      flags ? el("b", { class: "bad" }, ` ${flags}`) : null);
+    return el("div", {
+      class: `chain task${task.findings.length ? " finding" : ""}`, "data-task": task.id,
+    }, head, g);
+  }
+
+  function taskLegend() {
+    const item = (shape, text) => el("span", { class: "legend-item" },
+      sv("svg", { viewBox: "0 0 24 16", width: 24, height: 16 }, shape), text);
+    const band = (status) => item(sv("rect", {
+      x: 1, y: 3, width: 22, height: 10, class: `band s-${status}`,
+    }), status);
+    return el("div", { class: "legend-row task-legend" },
+      ...["submitted", "working", "input_required", "cancelling", "completed", "failed",
+        "cancelled"].map(band),
+      item(sv("circle", { cx: 12, cy: 8, r: 5, class: "task-mark ok" }), "poll (served)"),
+      item(sv("rect", { x: 6, y: 2, width: 12, height: 12, class: "task-mark cancel ok" }),
+        "cancel"),
+      item(sv("path", { d: "M 12 2 L 18 13 L 6 13 Z", class: "callback acked" }),
+        "callback acknowledged"),
+      item(sv("path", { d: "M 12 2 L 18 13 L 6 13 Z", class: "callback unacked" }),
+        "not acknowledged"));
+  }
+
   function legend() {
     const item = (shape, text) => el("span", { class: "legend-item" },
       sv("svg", { viewBox: "0 0 24 16", width: 24, height: 16 }, shape), text);
@@ -671,6 +804,9 @@
     const ended = Object.fromEntries([
       ...Object.entries(tasks.failed || {}).map(([code, count]) => [`failed ${code}`, count]),
       ["cancelled", tasks.cancelled || 0]]);
+    // Callback faults served, each task once (outside the chapter too).
+    const callbacks = Object.fromEntries(Object.entries(tasks.callbacks || {})
+      .map(([fault, count]) => [`callback ${fault}`, count]));
     box.replaceChildren(
       el("h3", {}, "Coverage ", coverage.complete
         ? el("span", { class: "badge good" }, "complete")
@@ -685,7 +821,10 @@
         chips(limited, Object.keys(limited))] : []),
       ...(Object.values(ended).some((count) => count) ? [
         el("p", { class: "muted" }, "Tasks that ended unsuccessfully (outside the chapter):"),
-        chips(ended, Object.keys(ended))] : []));
+        chips(ended, Object.keys(ended))] : []),
+      ...(Object.values(callbacks).some((count) => count) ? [
+        el("p", { class: "muted" }, "Callback faults served (outside the chapter):"),
+        chips(callbacks, Object.keys(callbacks))] : []));
   }
 
   // -- start ----------------------------------------------------------------------------------
