@@ -467,3 +467,27 @@ def test_a_task_submitted_after_a_reset_has_its_own_callbacks(
     arrived = [at - submitted for at, _, _ in receiver.got]
     assert len(arrived) >= 1
     assert 0.25 < arrived[-1] < 0.45  # the second task's completed, 300 ms after its submit
+
+
+# -- a shared store --------------------------------------------------------------------------
+
+
+def test_on_a_shared_store_the_replica_that_took_the_submit_delivers(
+    serve: Any, receiver: Receiver, redis_url: str
+) -> None:
+    took = serve(with_callback(), state=redis_url, replica="a")
+    other = serve(with_callback(), state=redis_url, replica="b")
+    task_id = submit(took, receiver.url).json()["task"]["id"]
+    bodies = receiver.wait(2)
+    time.sleep(0.3)
+    assert [b["task"]["status"] for b in receiver.bodies()] == ["working", "completed"]
+    assert {b["task"]["id"] for b in bodies} == {task_id}
+    # The fleet's journal has them, named with the replica that sent them.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and len(callbacks_of(other)) < 2:
+        time.sleep(0.05)
+    entries = callbacks_of(other)
+    assert [(e["task"]["pushed"], e["replica"]) for e in entries] == [
+        ("working", "a"),
+        ("completed", "a"),
+    ]
