@@ -491,3 +491,13 @@ def test_on_a_shared_store_the_replica_that_took_the_submit_delivers(
         ("working", "a"),
         ("completed", "a"),
     ]
+
+
+def test_the_journal_lists_the_deliveries_by_their_endpoint(serve: Any, receiver: Receiver) -> None:
+    server = serve(with_callback(on=["completed"]))
+    submit(server, receiver.url)
+    receiver.wait(1)
+    time.sleep(0.1)
+    listed = requests.get(f"{server.url}/__admin/journal", params={"endpoint": "callback"})
+    assert listed.status_code == 200
+    assert [e["task"]["pushed"] for e in listed.json()["entries"]] == ["completed"]

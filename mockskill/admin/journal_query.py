@@ -73,6 +73,7 @@ ENDPOINT_KINDS = (
     "authorize",
     "unmatched",
     "refused",
+    "callback",
 )
 """What an entry's ``endpoint`` may be (:attr:`mockskill.engine.state.Entry.endpoint`)."""
 
