@@ -43,6 +43,17 @@ LIVES = {
         - {status: input_required, expects: {body: {/answer: {exists: true}}}}
         - {status: completed, json: {answered: true}}
     """,
+    "counted": """
+      life:
+        - {status: working, polls: 1}
+        - {status: completed, json: {counted: true}}
+    """,
+    "settling": """
+      cancel: {settle: 300ms}
+      life:
+        - {status: working, for: 100ms}
+        - {status: completed, json: {raced: true}}
+    """,
 }
 
 
@@ -226,6 +237,32 @@ def test_a_change_made_by_input_is_pushed_when_it_is_made(serve: Any, receiver: 
     bodies = receiver.wait(2)
     assert bodies[1]["task"]["status"] == "completed"
     assert receiver.got[1][0] - before < 0.2
+
+
+def test_a_change_made_by_a_poll_is_pushed_when_the_poll_is_answered(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(with_callback("counted"))
+    location = submit(server, receiver.url, "counted").headers["Location"]
+    assert requests.get(location).json()["task"]["status"] == "working"  # polls: 1
+    time.sleep(0.3)
+    assert receiver.got == []  # nothing happens to a task counting polls
+    before = time.time()
+    assert requests.get(location).json()["task"]["status"] == "completed"
+    bodies = receiver.wait(1)
+    assert [b["task"]["status"] for b in bodies] == ["completed"]
+    assert receiver.got[0][0] - before < 0.2
+
+
+def test_a_cancel_that_loses_the_race_pushes_the_end_the_life_reached(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(with_callback("settling"))
+    location = submit(server, receiver.url, "settling").headers["Location"]
+    assert requests.delete(location).json()["task"]["cancelling"] is True
+    receiver.wait(1)
+    time.sleep(0.5)  # past the settle: the life completed first, and stands
+    assert [b["task"]["status"] for b in receiver.bodies()] == ["completed"]
 
 
 def test_a_cancel_is_pushed_and_the_life_it_stopped_is_not(serve: Any, receiver: Receiver) -> None:
