@@ -44,6 +44,7 @@ __all__ = [
     "Delivery",
     "Notice",
     "body",
+    "change_moments",
     "deliveries",
     "fault_of",
     "journalled",
@@ -53,6 +54,7 @@ __all__ = [
     "refused_reply",
     "retry_after_ms",
     "signature",
+    "started",
 ]
 
 MAX_SHOWN_URL = 128
