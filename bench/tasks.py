@@ -7,8 +7,10 @@ scripted JSON; ``report`` is a task skill whose phases last hours (``submitted``
 ``quick`` is a task skill of short phases, for the boundary check. ``--tasks`` (10 000)
 ``report`` tasks are submitted first; then ``wrk -t2 -c32`` keep-alive sends ``plain``'s
 invoke, and, in turn, polls that walk the list of every live task's status URL (a Lua
-script: each connection takes the next URL of the list), ``--rounds`` times for
-``--duration`` seconds, alternating the order; medians and the ratio to ``plain`` are
+script: each wrk thread takes the next URL of the list for each request, from its own
+place in it; plain's script writes each request too, so that wrk spends as much on either
+and what differs is the server's), ``--rounds`` times for ``--duration`` seconds,
+alternating the order; medians and the ratio to ``plain`` are
 printed (target: polls >= 0.85 of plain's rate).
 
 The boundary check submits ``quick`` tasks and polls each one every millisecond or so
@@ -22,10 +24,12 @@ was), and when the first answer that saw the new one arrived (target: within 10 
 invoke, and polls walking ``--tasks`` live tasks; ``--callgrind`` counts the instructions
 per whole keep-alive request of each (the real server under valgrind, as
 bench/callgrind_request.py counts them: (N2 run - N1 run) / (N2 - N1), one kept-alive
-connection; the polls walk the tasks submitted during the warm-up). Run::
+connection; the polls walk the tasks submitted during the warm-up); ``--memory`` the bytes
+the engine holds per live task (tracemalloc, in process: the store's record, the id's
+reading kept, the answers' text kept). Run::
 
     python bench/tasks.py [--rounds 5 --duration 5] [--tasks 10000] [--cpu 20000]
-        [--callgrind] [--boundary]
+        [--callgrind] [--memory] [--boundary]
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from pathlib import Path
 
 import _common as c
 from callgrind_request import _connect, _exchange, _stop, _total
+
+from mockskill import bundled_path
 
 SCENARIO = """
 name: bench-tasks
@@ -66,11 +72,16 @@ skills:
         - {status: working, for: 300ms, progress: [20, 60]}
         - {status: completed, json: {report: done}}
 """
+BUNDLED = str(bundled_path())
+"""Served beside: the server is ready when its translate skill answers."""
 BODY = '{"input": {"text": "hello world"}}'
 PLAIN_LUA = f"""\
 wrk.method = "POST"
 wrk.body = '{BODY}'
 wrk.headers["Content-Type"] = "application/json"
+function request()
+  return wrk.format()
+end
 """
 POLL_LUA = """\
 local paths = {{
@@ -177,7 +188,7 @@ def throughput(args: argparse.Namespace) -> None:
     with (
         tempfile.TemporaryDirectory(prefix="mockskill-bench-") as tmp,
         c.scenario_file(SCENARIO) as path,
-        c.serving(lambda port: c.mockskill_cmd(port, [path])) as served,
+        c.serving(lambda port: c.mockskill_cmd(port, [BUNDLED, path])) as served,
     ):
         port = served.port
         started = time.monotonic()
@@ -231,7 +242,7 @@ def boundary(args: argparse.Namespace) -> None:
     worst = 0.0
     with (
         c.scenario_file(SCENARIO) as path,
-        c.serving(lambda port: c.mockskill_cmd(port, [path])) as served,
+        c.serving(lambda port: c.mockskill_cmd(port, [BUNDLED, path])) as served,
     ):
         port = served.port
         pending = bytearray()
@@ -352,6 +363,58 @@ def cpu(iterations: int, count: int) -> dict[str, float]:
     return best
 
 
+def memory(count: int) -> float:
+    """Bytes held per live task by the whole engine in this process (the store's record,
+    the id's reading kept, what the answers keep): tracemalloc's count across submitting
+    *count* tasks and polling each once. The journal is bounded whatever the tasks (its
+    newest rows whole, the older packed): it keeps 100 rows here, full before counting."""
+    import tracemalloc
+
+    from mockskill import Server, load_text
+    from mockskill.engine.plan import Outcome
+    from mockskill.server.dispatch import LoopDispatcher
+    from mockskill.transport import Request
+
+    server = Server(load_text(SCENARIO, "bench.yaml"), quiet=True, journal_size=100)
+    server.engine.open()
+    surface = LoopDispatcher(server.engine, server._admin_wsgi)
+
+    def play(method: str, target: str, body: bytes) -> bytes:
+        headers: tuple[tuple[str, str], ...] = (("Host", "127.0.0.1:8080"),)
+        if body:
+            headers += (("Content-Type", "application/json"), ("Content-Length", str(len(body))))
+        target = f" {target}"[1:]  # (a string of its own, as each request read has)
+        req = Request(method, target, "1.1", headers, body, ("127.0.0.1", 50000),
+                      ("127.0.0.1", 8080), time.time(), 1, 1)  # fmt: skip
+        plan = surface.plan(req)
+        now = time.time()
+        surface.played(req, Outcome(plan.answer, now, now, now))  # type: ignore[union-attr]
+        return plan.answer.body  # type: ignore[union-attr]
+
+    try:
+        first = status_path(
+            json.loads(play("POST", "/skills/report/invoke", BODY.encode()))["task"]
+        )
+        for _ in range(server.state.capacity + 1000):
+            play("GET", first, b"")
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        paths = []
+        for _ in range(count):
+            task = json.loads(play("POST", "/skills/report/invoke", BODY.encode()))["task"]
+            paths.append(status_path(task))
+        for path in paths:
+            play("GET", path, b"")
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    finally:
+        surface.close()
+        server.engine.close()
+    held = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    own = sys.getsizeof(paths) + sum(sys.getsizeof(p) for p in paths)  # the bench's list
+    return (held - own) / count
+
+
 def profile(iterations: int, count: int) -> None:
     """cProfile of the polls (what ``--cpu`` times), for finding where a poll's time goes."""
     import cProfile
@@ -423,6 +486,7 @@ def main() -> None:
     parser.add_argument("--n1", type=int, default=500)
     parser.add_argument("--n2", type=int, default=1500)
     parser.add_argument("--warmup", type=int, default=1200)
+    parser.add_argument("--memory", action="store_true", help="bytes held per live task")
     parser.add_argument("--boundary", action="store_true", help="only the boundary check")
     parser.add_argument("--boundary-tasks", type=int, default=20)
     args = parser.parse_args()
@@ -436,6 +500,10 @@ def main() -> None:
                 ["poll", f"{per['poll']:,.0f}", f"{per['plain'] / per['poll']:.2f}", ">= 0.85"],
             ],
         )
+        return
+    if args.memory:
+        per_task = memory(args.tasks)
+        print(f"{args.tasks} live tasks, each submitted and polled once: {per_task:.0f} B each")
         return
     if args.cpu:
         if args.profile:
