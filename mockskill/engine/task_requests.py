@@ -31,7 +31,7 @@ from .matching import RoutingTable, Target, task_path_parts, task_request
 from .pending import Later, Pending
 from .replies import ERROR_HEADER, exhausted_reply, forced_reply
 from .store import NeedAnswer, TaskRecord, Touch
-from .task_skills import TaskSkill, journalled, not_found
+from .task_skills import DEFAULT_MAX_TASKS, TaskSkill, journalled, not_found
 
 _new = tuple.__new__
 _ERROR = ERROR_HEADER.lower()  # (the request's headers, as read: lower case)
@@ -116,21 +116,25 @@ def _admitted(
     return _new(Pending, (need, touched))
 
 
-MAX_KEPT_READS = 4096
-"""Task ids whose reading a table keeps (beyond: read anew, then kept)."""
+MAX_KEPT_READS = DEFAULT_MAX_TASKS
+"""Task ids whose reading a table keeps: one per live task a server holds by default, so
+that polls walking them all read each id once (beyond: read anew, then kept)."""
 
 
 def _read(table: RoutingTable, task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
-    """What *task_id* reads (:func:`.task_ids.read`), kept on *table* for the next poll."""
-    if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours: not kept either
+    """What *task_id* reads (:func:`.task_ids.read`), kept on *table* for the next poll
+    when it is one of ours (what a consumer makes up is read anew: it fills nothing)."""
+    if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours
         return None
     reads = table.task_reads
-    if task_id in reads:
-        return reads[task_id]
+    read = reads.get(task_id)
+    if read is not None:
+        return read
     read = task_ids.read(task_id, keyed)
-    if len(reads) >= MAX_KEPT_READS:
-        reads.clear()  # atomic, unlike evicting one: handle() runs on threads
-    reads[task_id] = read
+    if read is not None:
+        if len(reads) >= MAX_KEPT_READS:
+            reads.clear()  # atomic, unlike evicting one: handle() runs on threads
+        reads[task_id] = read
     return read
 
 

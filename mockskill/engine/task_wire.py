@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, retry_after_seconds
@@ -106,6 +107,71 @@ def task_json(
     return out
 
 
+class _Kept(NamedTuple):
+    """An answer's text around what varies per task, for one state of one skill's tasks."""
+
+    task: Task
+    """Whose (the key holds its id: the entry holds it, so the id is not reused)."""
+    status_part: bytes
+    """After the id: the status, and the status URL up to the id."""
+    created_part: bytes
+    """After the status URL's id: ``poll_after_ms``, and up to ``created_at``'s value."""
+    tail: bytes
+    """After ``created_at``'s value: ``ttl_ms``, ``progress``, ``cancelling``, the outcome."""
+    retry_after: tuple[tuple[str, str], ...]
+    """The ``Retry-After`` header of a live status (empty on a terminal one)."""
+
+
+MAX_KEPT = 4096
+"""States whose answer's text is kept (a scenario's states are few: its skills' phases, each
+progress value, cancelling or not; beyond: made anew, then kept)."""
+_kept: dict[tuple[int, str, str, int, int | None, bool, int | None], _Kept] = {}
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._-]*")
+"""What an id :mod:`.task_ids` makes is written with (nothing to escape in JSON)."""
+
+
+def _parts(task: Task, view: TaskView, skill_id: str) -> _Kept:
+    """The text of *view*'s answers of *skill_id*'s tasks, made once per state: a poll's
+    answer is then written from it, the id and ``created_at`` put in (what varies)."""
+    key = (
+        id(task),
+        skill_id,
+        view.status,
+        view.phase,
+        view.progress,
+        view.cancelling,
+        view.poll_after_ms,
+    )
+    kept = _kept.get(key)
+    if kept is not None and kept.task is task:
+        return kept
+    dumps = json.dumps
+    prefix = dumps(status_url(skill_id, ""))[:-1]  # (up to the id; escaping is per character)
+    status_part = f'", "status": {dumps(view.status)}, "status_url": {prefix}'
+    created_part = '"'
+    if view.poll_after_ms is not None:
+        created_part += f', "poll_after_ms": {view.poll_after_ms}'
+    created_part += ', "created_at": "'
+    tail = f'", "ttl_ms": {task.ttl_ms}'
+    if view.progress is not None:
+        tail += f', "progress": {view.progress}'
+    if view.cancelling:
+        tail += ', "cancelling": true'
+    outcome = _outcome(task, view)
+    if outcome is not None:
+        tail += f', "{outcome[0]}": {_outcome_text(outcome[0], outcome[1])}'
+    retry_after: tuple[tuple[str, str], ...] = ()
+    if view.poll_after_ms is not None:
+        retry_after = (("Retry-After", str(retry_after_seconds(view.poll_after_ms))),)
+    kept = _Kept(
+        task, status_part.encode(), created_part.encode(), (tail + "}}").encode(), retry_after
+    )
+    if len(_kept) >= MAX_KEPT:
+        _kept.clear()  # atomic, unlike evicting one: answers are made on threads
+    _kept[key] = kept
+    return kept
+
+
 def reply(
     task: Task,
     view: TaskView,
@@ -118,31 +184,30 @@ def reply(
     """An answer carrying the task: 202 for a submit, a cancel settling or an input (with
     ``Location``), 200 for a poll or a cancel done at once. ``Retry-After`` on a live
     status."""
-    url = status_url(skill_id, task_id)
-    headers: tuple[tuple[str, str], ...] = ()
+    # Made on every poll: the text of its state is kept (:func:`_parts`), and only the id
+    # and created_at are written in. The body is :func:`task_json`'s, which a test holds
+    # it to.
+    kept = _parts(task, view, skill_id)
+    headers = kept.retry_after
     if status == 202:
-        headers = (("Location", url),)
-    if view.poll_after_ms is not None:
-        headers += (("Retry-After", str(retry_after_seconds(view.poll_after_ms))),)
-    # Written out rather than dumped whole: a poll's answer is made on every poll. The
-    # body is :func:`task_json`'s, which a test holds it to.
-    dumps = json.dumps
-    text = (
-        f'{{"task": {{"id": {dumps(task_id)}, "status": {dumps(view.status)},'
-        f' "status_url": {dumps(url)}'
+        headers = (("Location", status_url(skill_id, task_id)), *headers)
+    if _PLAIN_ID.fullmatch(task_id) is None:  # (never one of ours: written as JSON)
+        written = json.dumps(task_id)[1:-1].encode()
+    else:
+        written = task_id.encode()
+    body = b"".join(
+        (
+            b'{"task": {"id": "',
+            written,
+            kept.status_part,
+            written,
+            kept.created_part,
+            created_at(submitted_ms).encode(),
+            kept.tail,
+        )
     )
-    if view.poll_after_ms is not None:
-        text += f', "poll_after_ms": {view.poll_after_ms}'
-    text += f', "created_at": "{created_at(submitted_ms)}", "ttl_ms": {task.ttl_ms}'
-    if view.progress is not None:
-        text += f', "progress": {view.progress}'
-    if view.cancelling:
-        text += ', "cancelling": true'
-    outcome = _outcome(task, view)
-    if outcome is not None:
-        text += f', "{outcome[0]}": {_outcome_text(outcome[0], outcome[1])}'
     # Its status URL holds {base_url}: filled per request, like every templated reply.
-    return Reply(status, headers, (text + "}}").encode(), JSON_TYPE, templated=True)
+    return Reply(status, headers, body, JSON_TYPE, templated=True)
 
 
 def refused(

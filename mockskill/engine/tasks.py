@@ -36,6 +36,7 @@ wholly on time, wholly on polls, or moved on by inputs, are exact.
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import NamedTuple
 
@@ -256,9 +257,122 @@ def _walk(task: Task, record: TaskRecord, events: tuple[TaskEvent, ...]) -> _Lif
     return life
 
 
+class _Timeline:
+    """What a task's life is when nothing disturbs it, worked out once per :class:`Task`:
+    the leading run of ``for:`` phases (most lives are wholly one), so that the state of a
+    task with no cancel or input logged is a lookup rather than a walk (a poll's view)."""
+
+    __slots__ = ("begins", "ends", "rest", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        begins: list[int] = []
+        ends: list[int] = []
+        at = 0
+        for phase in task.life:  # up to the first phase not on time (or the terminal one)
+            begins.append(at)
+            if phase.terminal or phase.duration_ms is None:
+                break
+            at += phase.duration_ms
+            ends.append(at)
+        self.begins: tuple[int, ...] = tuple(begins)
+        """When each phase of the run begins, ms after the submission (one more than
+        :attr:`ends`: the phase the run leads to)."""
+        self.ends: tuple[int, ...] = tuple(ends)
+        """When each ``for:`` phase of the run ends, ms after the submission."""
+        rest: list[int | None] = []
+        for index in range(len(begins)):
+            left: int | None = 0
+            for phase in task.life[index:]:
+                if phase.terminal:
+                    break
+                if phase.duration_ms is None:
+                    left = None
+                    break
+                assert left is not None
+                left += phase.duration_ms
+            rest.append(left)
+        self.rest: tuple[int | None, ...] = tuple(rest)
+        """What is left of the life from each phase's beginning (None: a wait in it)."""
+
+    def view(self, record: TaskRecord) -> TaskView | None:
+        """The view of a task with no event logged (None: its life has reached a phase
+        that is not on time, which only the walk knows)."""
+        task = self.task
+        submitted = record.submitted_ms
+        now = record.now_ms
+        elapsed = now - submitted
+        index = bisect.bisect_right(self.ends, elapsed)
+        phase = task.life[index]
+        begin = submitted + self.begins[index]
+        if phase.terminal:
+            values = phase.progress
+            return TaskView(
+                phase.status,
+                index,
+                values[-1] if values else None,
+                None,
+                False,
+                begin,
+                begin + task.ttl_ms <= now,
+                begin,
+            )
+        if phase.duration_ms is None:
+            return None
+        values = phase.progress
+        progress = None
+        if values:
+            n = len(values)
+            if phase.duration_ms <= 0:
+                progress = values[-1]
+            else:  # as _spread counts it
+                spread = math.floor(max(0.0, now - begin) * n / phase.duration_ms)
+                progress = values[min(n - 1, max(0, spread))]
+        poll_after = phase.poll_after_ms
+        rest = self.rest[index]
+        return TaskView(
+            phase.status,
+            index,
+            progress,
+            task.poll_after_ms if poll_after is None else poll_after,
+            False,
+            None,
+            False,
+            None if rest is None else begin + rest,
+        )
+
+
+MAX_TIMELINES = 1024
+"""Lives whose :class:`_Timeline` is kept (a scenario's task skills are few; beyond: made
+anew, then kept)."""
+_timelines: dict[int, tuple[Task, _Timeline]] = {}
+
+
+def _timeline(task: Task) -> _Timeline:
+    """*task*'s timeline, made once: kept by identity (hashing a whole life per poll would
+    cost more than the walk); the entry holds the task, so its id is not reused meanwhile."""
+    kept = _timelines.get(id(task))
+    if kept is not None and kept[0] is task:
+        return kept[1]
+    made = _Timeline(task)
+    if len(_timelines) >= MAX_TIMELINES:
+        _timelines.clear()  # atomic, unlike evicting one: views are made on threads
+    _timelines[id(task)] = (task, made)
+    return made
+
+
 def view(task: Task, record: TaskRecord) -> TaskView:
     """The task as it is at ``record.now_ms``, with ``record.polls`` counted (a poll's
     record counts the poll itself)."""
+    if not record.events:  # nothing logged: the life on its own, looked up when on time
+        timed = _timeline(task).view(record)
+        if timed is not None:
+            return timed
+    return _walked(task, record)
+
+
+def _walked(task: Task, record: TaskRecord) -> TaskView:
+    """:func:`view`, the life walked through the record's moments (every life's way)."""
     life = _walk(task, record, record.events)
     terminal = life.terminal_at is not None
     phase = task.life[life.phase]
