@@ -19,6 +19,7 @@ answers the task; any other step is played as on any endpoint).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, NamedTuple
 
 from ..scenario.model import Reply
 from . import auth, conditions, task_ids, tasks
@@ -112,6 +113,8 @@ def _admitted(
         failures = read_input
         fits = tuple(index for index, failed in failures.items() if not failed)
     need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, fits))
+    if action == "poll":  # one the engine may serve on its kept path (see Poll)
+        return _new(Pending, (need, Poll(decided, tasked, task_id, number)))
     touched = partial(_touched, decided, tasked, task_id, number, action, fits, failures)
     return _new(Pending, (need, touched))
 
@@ -187,6 +190,63 @@ def _touched(
     decided.reply = urls.fill(reply)
     decided.task = journalled(action, task_id, known=True, served=code is None, view=view)
     return decided
+
+
+class Served(NamedTuple):
+    """A poll whose answer is the task as it stands (:meth:`Poll.served`): what the
+    engine's kept path writes and journals."""
+
+    view: tasks.TaskView
+    submitted_ms: float
+    step: int | None
+    """The ``polls:`` step played (a ``task: status``), None without ``polls:``."""
+    position: int
+    """The poll's number (counted from 0), its journal entry's position."""
+    task: dict[str, Any]
+    """``Entry.task``, as the general path journals it."""
+
+
+class Poll:
+    """The rest of a poll once the store touched its task: called with the store's answer,
+    the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
+    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``)."""
+
+    __slots__ = ("decided", "number", "task_id", "tasked")
+
+    def __init__(self, decided: Decided, tasked: TaskSkill, task_id: str, number: int) -> None:
+        self.decided, self.tasked, self.task_id, self.number = decided, tasked, task_id, number
+
+    def __call__(self, answer: NeedAnswer) -> Decided:
+        return _touched(
+            self.decided, self.tasked, self.task_id, self.number, "poll", (), {}, answer
+        )
+
+    def served(self, answer: NeedAnswer) -> Served | None:
+        """What the poll answered by *answer* (the store's) serves when it is the task as
+        it stands: a task of this skill, not expired, no callbacks (the courier is told of
+        each poll on the general path), and no ``polls:`` or a ``task: status`` step with
+        no delay at this poll's number; None: anything else (the general path answers it)."""
+        tasked = self.tasked
+        if type(answer) is not TaskRecord or answer.skill != tasked.skill:
+            return None
+        task = tasked.task
+        if task.callback is not None:
+            return None
+        number = answer.polls - 1
+        index = None
+        polls = task.polls
+        if polls is not None:
+            index = polls.step_at(number)
+            if index is None:
+                return None
+            step = polls.steps[index]
+            if step.task != "status" or step.delay is not None or step.ran is not None:
+                return None
+        view = tasks.view(task, answer)
+        if view.expired:
+            return None
+        entry = journalled("poll", self.task_id, known=True, served=True, view=view, poll=number)
+        return _new(Served, (view, answer.submitted_ms, index, number, entry))
 
 
 def _polled(
