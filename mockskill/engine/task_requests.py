@@ -13,7 +13,9 @@ and an input counts only in a phase it fits (else 422 naming what the current ph
 ``expects:`` found wanting, or 409 when the task awaits no input). The
 request is the session's the id names, whatever header it carries. A poll of a
 skill with ``polls:`` plays the step of its poll number (``task: status``
-answers the task; any other step is played as on any endpoint).
+answers the task; any other step is played as on any endpoint). A poll answered with
+the task as it stands is served by the engine on a kept path (:class:`Poll`,
+:class:`Served`); everything else is decided here whole.
 """
 
 from __future__ import annotations
