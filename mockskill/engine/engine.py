@@ -531,16 +531,14 @@ class Engine:
         served = poll.served(taken)
         if served is None:
             return None
-        decided = poll.decided
-        target: Target = decided.target  # type: ignore[assignment]  # a status URL's
-        urls = decided.urls
+        target, urls = poll.target, poll.urls
         kept = self._polled.get((id(target), id(urls)))
         if kept is None or kept[0] is not target or kept[1] is not urls:
             polled = PolledTasks(self._journalling, target, urls, poll.tasked)
             if len(self._polled) >= MAX_CACHED:
                 self._polled.clear()  # atomic, unlike evicting one: handle() runs on threads
             kept = self._polled[(id(target), id(urls))] = (target, urls, polled)
-        return kept[2].plan(request, decided.session, decided.started, served)
+        return kept[2].plan(request, poll.session, poll.started, served)
 
     def _plains_of(self, target: Target, urls: Urls) -> Plains:
         """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""

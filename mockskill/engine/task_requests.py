@@ -103,6 +103,10 @@ def _admitted(
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
     number = read[1]
+    if action == "poll":  # one the engine may serve on its kept path (see Poll)
+        need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
+        poll = Poll(started, owner, table, target, urls, tasked, task_id, number)
+        return _new(Pending, (need, poll))
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
     fits: tuple[int, ...] = ()
@@ -115,8 +119,6 @@ def _admitted(
         failures = read_input
         fits = tuple(index for index, failed in failures.items() if not failed)
     need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, fits))
-    if action == "poll":  # one the engine may serve on its kept path (see Poll)
-        return _new(Pending, (need, Poll(decided, tasked, task_id, number)))
     touched = partial(_touched, decided, tasked, task_id, number, action, fits, failures)
     return _new(Pending, (need, touched))
 
@@ -213,15 +215,28 @@ class Poll:
     the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
     is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``)."""
 
-    __slots__ = ("decided", "number", "task_id", "tasked")
+    __slots__ = ("number", "session", "started", "table", "target", "task_id", "tasked", "urls")
 
-    def __init__(self, decided: Decided, tasked: TaskSkill, task_id: str, number: int) -> None:
-        self.decided, self.tasked, self.task_id, self.number = decided, tasked, task_id, number
+    def __init__(
+        self,
+        started: float,
+        session: str,
+        table: RoutingTable,
+        target: Target,
+        urls: Urls,
+        tasked: TaskSkill,
+        task_id: str,
+        number: int,
+    ) -> None:
+        # (Its Decided is made only for the general path: a kept poll needs none.)
+        self.started, self.session, self.table, self.target = started, session, table, target
+        self.urls, self.tasked, self.task_id, self.number = urls, tasked, task_id, number
 
     def __call__(self, answer: NeedAnswer) -> Decided:
-        return _touched(
-            self.decided, self.tasked, self.task_id, self.number, "poll", (), {}, answer
+        decided = Decided(
+            self.started, self.session, self.table, self.target, self.urls, None, False
         )
+        return _touched(decided, self.tasked, self.task_id, self.number, "poll", (), {}, answer)
 
     def served(self, answer: NeedAnswer) -> Served | None:
         """What the poll answered by *answer* (the store's) serves when it is the task as
