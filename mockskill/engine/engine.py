@@ -43,7 +43,7 @@ from .digests import KeyedDigest
 from .entries import DEFAULT_BODY_LIMIT
 from .exchange import Recorder as ExchangeRecorder
 from .incoming import Incoming
-from .journalling import Journalling, Plain, Plains, RenderedPlain
+from .journalling import Journalling, Plain, Plains, PolledTasks, RenderedPlain
 from .matching import Miss, RoutingTable, Target
 from .named_ports import HeldPort, TLSPorts
 from .pending import Later, Pending, answered, awaited
@@ -57,6 +57,7 @@ from .replies import (
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .task_requests import Poll
 from .task_skills import DEFAULT_MAX_TASKS
 
 if TYPE_CHECKING:
@@ -149,6 +150,9 @@ class Engine:
         self._plains: dict[tuple[int, int], tuple[object, object, Plains]] = {}
         """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
         and the Urls."""
+        self._polled: dict[tuple[int, int], tuple[object, object, PolledTasks]] = {}
+        """Status URLs' kept polls (see :class:`PolledTasks`), by the ids of the target and
+        the Urls (both kept with it)."""
         self.load(scenarios, activate=activate)
 
     @property
@@ -197,6 +201,7 @@ class Engine:
         self.scenarios, self.table = scenarios, table
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
+        self._polled.clear()
         self._plans_bytes = 0
         if self._open:
             self.open()
@@ -234,6 +239,13 @@ class Engine:
                     plain = self._plain(incoming, resume, taken)
                     if plain is not None:  # most requests: journalled as planned
                         return plain, journalled
+                    result = resume(taken)
+                elif type(resume) is Poll and self._answer is not None:
+                    # A poll's Touch, answered inline: the task as it stands is kept-planned.
+                    taken = self._answer(need)
+                    polled = self._kept_poll(incoming, resume, taken)
+                    if polled is not None:  # journalled as planned
+                        return polled, journalled
                     result = resume(taken)
             decided = answered(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
@@ -289,6 +301,13 @@ class Engine:
                         plain = self._plain(incoming, resume, taken)
                         if plain is not None:  # most requests: journalled as planned
                             return plain, journalled
+                    result = resume(taken)
+                elif type(resume) is Poll:  # a poll's Touch: as in plan()
+                    taken = await self.state.answer_async(need)
+                    if going is None or going():
+                        polled = self._kept_poll(incoming, resume, taken)
+                        if polled is not None:  # journalled as planned
+                            return polled, journalled
                     result = resume(taken)
             decided = await awaited(result, self.state) if isinstance(result, Pending) else result
         except StoreUnavailable as exc:
@@ -504,6 +523,22 @@ class Engine:
             return rendered.plan(request, decided.session, decided.started, position, draw, index)
         plain.record(request, decided.started, decided.session, position)
         return plain.plan
+
+    def _kept_poll(self, request: Incoming, poll: Poll, taken: NeedAnswer) -> plans.Plan | None:
+        """The plan of a poll the store answered *taken*, when its answer is the task as it
+        stands (:meth:`Poll.served`), journalled now (see :class:`PolledTasks`); None: the
+        general path answers it (``poll(taken)``)."""
+        served = poll.served(taken)
+        if served is None:
+            return None
+        target, urls = poll.target, poll.urls
+        kept = self._polled.get((id(target), id(urls)))
+        if kept is None or kept[0] is not target or kept[1] is not urls:
+            polled = PolledTasks(self._journalling, target, urls, poll.tasked)
+            if len(self._polled) >= MAX_CACHED:
+                self._polled.clear()  # atomic, unlike evicting one: handle() runs on threads
+            kept = self._polled[(id(target), id(urls))] = (target, urls, polled)
+        return kept[2].plan(request, poll.session, poll.started, served)
 
     def _plains_of(self, target: Target, urls: Urls) -> Plains:
         """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""

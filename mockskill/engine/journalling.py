@@ -7,6 +7,8 @@ unavailable: :meth:`Journalling.own`). What the consumer sent (target, headers,
 body) is kept as read, cut to its bounds (:func:`sent`), unless journal bodies
 are off; bodies are also kept as keyed digests, and credentials as keyed
 fingerprints, never as they were (the entry shown masks them: :mod:`.entries`).
+A poll answered with the task as it stands is planned and journalled on a kept path
+(:class:`PolledTasks`), as a plain step is.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..scenario.model import Reply, Sequence
+from ..scenario.model import JSON_TYPE, Reply, Sequence
 from ..scenario.templates import NotRendered, Reading
 from . import request_facts as facts
 from .actions import TimedOut, Urls, answer
@@ -42,10 +44,14 @@ from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
 from .task_skills import journalled as task_journalled
+from .task_wire import StateText, state_text
+from .task_wire import body as task_body
 from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
+    from .task_requests import Served
+    from .task_skills import TaskSkill
 
 _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
@@ -405,10 +411,11 @@ class Plain:
         session: str,
         position: int | None,
         rate_limit: LaterRecord | None = None,
+        task: dict[str, Any] | None = None,
     ) -> None:
         """Journal *request*, the *position*-th of its sequence in *session* (None: a
         refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit
-        said, ``Entry.rate_limit``)."""
+        said, ``Entry.rate_limit``; *task*: what it did to a task, ``Entry.task``)."""
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:
@@ -457,7 +464,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (*self._executed, rate_limit, request.peer, None),
+                + (*self._executed, rate_limit, request.peer, task),
             )
         )
 
@@ -548,6 +555,63 @@ class RenderedPlain:
             prefixes.clear()  # atomic, unlike evicting one: handle() runs on threads
         made = prefixes[session] = draw_prefix(self.seed, self.target.scenario or "", session)
         return made
+
+
+class PolledTasks:
+    """A task skill's status URL (*target*) for one address (*urls*), its polls served on a
+    kept path like a :class:`RenderedPlain`'s: a poll whose answer is the task as it stands
+    (:class:`~.task_requests.Served`) gets a plan whose head, up to its
+    ``Content-Length:``, is kept per the answer's fixed headers (the ``polls:`` step played,
+    ``Retry-After``, a failed task's error code), its body written from its state's kept
+    text (:func:`~.task_wire.state_text`, filled for *urls* once per state), and it is
+    journalled as it is planned (by that head's :class:`Plain`, with ``Entry.task``).
+
+    What it answers and journals matches the general path's
+    (:func:`~.task_requests._polled`, :meth:`Journalling.played`)."""
+
+    __slots__ = ("heads", "journalling", "target", "tasked", "texts", "urls")
+
+    def __init__(
+        self, journalling: Journalling, target: Target, urls: Urls, tasked: TaskSkill
+    ) -> None:
+        self.journalling, self.target, self.urls, self.tasked = journalling, target, urls, tasked
+        self.heads: dict[
+            tuple[int | None, tuple[tuple[str, str], ...], str | None], tuple[Plain, bytes]
+        ] = {}
+        """Each fixed head's journalling (its plan's answer has the head, an empty body)
+        and the head up to its ``Content-Length:`` value (:func:`head_of`)."""
+        self.texts: dict[int, tuple[StateText, StateText]] = {}
+        """Each state's text (by its id, kept with it), and the same filled for *urls*."""
+
+    def plan(self, request: Incoming, session: str, started: float, served: Served) -> Plan:
+        """The plan of *request*, the poll *served*, journalled."""
+        tasked, view = self.tasked, served.view
+        text = state_text(tasked.task, view, tasked.skill_id)
+        kept = self.texts.get(id(text))
+        if kept is None or kept[0] is not text:
+            if len(self.texts) >= MAX_KEPT_STATES:
+                self.texts.clear()  # atomic, unlike evicting one: handle() runs on threads
+            kept = self.texts[id(text)] = (text, text.filled(self.urls.fill_text))
+        error_code = tasked.failed_codes[view.phase] if view.status == "failed" else None
+        key = (served.step, text.retry_after, error_code)
+        headed = self.heads.get(key)
+        if headed is None:
+            fixed = Reply(200, text.retry_after, b"", JSON_TYPE, error_code)
+            plan = Plan(answer(fixed))
+            journal = self.journalling.plain(self.target, served.step, plan, fixed)
+            if len(self.heads) >= MAX_KEPT_STATES:
+                self.heads.clear()  # atomic, unlike evicting one: handle() runs on threads
+            headed = self.heads[key] = (journal, head_of(journal.plan.answer))
+        journal, head = headed
+        body = task_body(kept[1], served.task["id"], served.submitted_ms)
+        sent = journal.plan.answer
+        planned = journal.plan.answering(Answer.framed(200, sent.headers, body, head))
+        journal.record(request, started, session, served.position, None, served.task)
+        return planned
+
+
+MAX_KEPT_STATES = 256
+"""States (and fixed heads) a :class:`PolledTasks` keeps (a skill's are few)."""
 
 
 MAX_KEPT_PREFIXES = 256

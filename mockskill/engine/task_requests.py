@@ -13,12 +13,15 @@ and an input counts only in a phase it fits (else 422 naming what the current ph
 ``expects:`` found wanting, or 409 when the task awaits no input). The
 request is the session's the id names, whatever header it carries. A poll of a
 skill with ``polls:`` plays the step of its poll number (``task: status``
-answers the task; any other step is played as on any endpoint).
+answers the task; any other step is played as on any endpoint). A poll answered with
+the task as it stands is served by the engine on a kept path (:class:`Poll`,
+:class:`Served`); everything else is decided here whole.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, NamedTuple
 
 from ..scenario.model import Reply
 from . import auth, conditions, task_ids, tasks
@@ -100,6 +103,10 @@ def _admitted(
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
     number = read[1]
+    if action == "poll":  # one the engine may serve on its kept path (see Poll)
+        need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
+        poll = Poll(started, owner, table, target, urls, tasked, task_id, number)
+        return _new(Pending, (need, poll))
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
     fits: tuple[int, ...] = ()
@@ -187,6 +194,76 @@ def _touched(
     decided.reply = urls.fill(reply)
     decided.task = journalled(action, task_id, known=True, served=code is None, view=view)
     return decided
+
+
+class Served(NamedTuple):
+    """A poll whose answer is the task as it stands (:meth:`Poll.served`): what the
+    engine's kept path writes and journals."""
+
+    view: tasks.TaskView
+    submitted_ms: float
+    step: int | None
+    """The ``polls:`` step played (a ``task: status``), None without ``polls:``."""
+    position: int
+    """The poll's number (counted from 0), its journal entry's position."""
+    task: dict[str, Any]
+    """``Entry.task``, as the general path journals it."""
+
+
+class Poll:
+    """The rest of a poll once the store touched its task: called with the store's answer,
+    the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
+    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``)."""
+
+    __slots__ = ("number", "session", "started", "table", "target", "task_id", "tasked", "urls")
+
+    def __init__(
+        self,
+        started: float,
+        session: str,
+        table: RoutingTable,
+        target: Target,
+        urls: Urls,
+        tasked: TaskSkill,
+        task_id: str,
+        number: int,
+    ) -> None:
+        # (Its Decided is made only for the general path: a kept poll needs none.)
+        self.started, self.session, self.table, self.target = started, session, table, target
+        self.urls, self.tasked, self.task_id, self.number = urls, tasked, task_id, number
+
+    def __call__(self, answer: NeedAnswer) -> Decided:
+        decided = Decided(
+            self.started, self.session, self.table, self.target, self.urls, None, False
+        )
+        return _touched(decided, self.tasked, self.task_id, self.number, "poll", (), {}, answer)
+
+    def served(self, answer: NeedAnswer) -> Served | None:
+        """What the poll answered by *answer* (the store's) serves when it is the task as
+        it stands: a task of this skill, not expired, no callbacks (the courier is told of
+        each poll on the general path), and no ``polls:`` or a ``task: status`` step with
+        no delay at this poll's number; None: anything else (the general path answers it)."""
+        tasked = self.tasked
+        if type(answer) is not TaskRecord or answer.skill != tasked.skill:
+            return None
+        task = tasked.task
+        if task.callback is not None:
+            return None
+        number = answer.polls - 1
+        index = None
+        polls = task.polls
+        if polls is not None:
+            index = polls.step_at(number)
+            if index is None:
+                return None
+            step = polls.steps[index]
+            if step.task != "status" or step.delay is not None or step.ran is not None:
+                return None
+        view = tasks.view(task, answer)
+        if view.expired:
+            return None
+        entry = journalled("poll", self.task_id, known=True, served=True, view=view, poll=number)
+        return _new(Served, (view, answer.submitted_ms, index, number, entry))
 
 
 def _polled(

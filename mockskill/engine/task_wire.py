@@ -17,7 +17,7 @@ import json
 import re
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..protocol import catalog
@@ -25,7 +25,17 @@ from ..protocol.catalog import BASE_URL, retry_after_seconds
 from ..scenario.model import JSON_TYPE, Reply, Task
 from .tasks import TaskView
 
-__all__ = ["created_at", "refused", "reply", "status_path", "status_url", "task_json"]
+__all__ = [
+    "StateText",
+    "body",
+    "created_at",
+    "refused",
+    "reply",
+    "state_text",
+    "status_path",
+    "status_url",
+    "task_json",
+]
 
 MAX_SHOWN_ID = 128
 """Characters of a task id as sent that a refusal echoes (a hostile one may be long)."""
@@ -107,8 +117,9 @@ def task_json(
     return out
 
 
-class _Kept(NamedTuple):
-    """An answer's text around what varies per task, for one state of one skill's tasks."""
+class StateText(NamedTuple):
+    """An answer's text around what varies per task, for one state of one skill's tasks
+    (with ``{base_url}`` in it: :meth:`filled` puts an address's in)."""
 
     task: Task
     """Whose (the key holds its id: the entry holds it, so the id is not reused)."""
@@ -121,16 +132,26 @@ class _Kept(NamedTuple):
     retry_after: tuple[tuple[str, str], ...]
     """The ``Retry-After`` header of a live status (empty on a terminal one)."""
 
+    def filled(self, fill: Callable[[str], str]) -> StateText:
+        """This text with its placeholders filled by *fill* (an address's
+        :meth:`~.actions.Urls.fill_text`): a placeholder never spans two pieces, since
+        what goes between them (an id mockskill made, ``created_at``) holds no brace."""
+        return self._replace(
+            status_part=fill(self.status_part.decode()).encode(),
+            created_part=fill(self.created_part.decode()).encode(),
+            tail=fill(self.tail.decode()).encode(),
+        )
+
 
 MAX_KEPT = 4096
 """States whose answer's text is kept (a scenario's states are few: its skills' phases, each
 progress value, cancelling or not; beyond: made anew, then kept)."""
-_kept: dict[tuple[int, str, str, int, int | None, bool, int | None], _Kept] = {}
+_kept: dict[tuple[int, str, str, int, int | None, bool, int | None], StateText] = {}
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]*")
 """What an id :mod:`.task_ids` makes is written with (nothing to escape in JSON)."""
 
 
-def _parts(task: Task, view: TaskView, skill_id: str) -> _Kept:
+def state_text(task: Task, view: TaskView, skill_id: str) -> StateText:
     """The text of *view*'s answers of *skill_id*'s tasks, made once per state: a poll's
     answer is then written from it, the id and ``created_at`` put in (what varies)."""
     key = (
@@ -163,7 +184,7 @@ def _parts(task: Task, view: TaskView, skill_id: str) -> _Kept:
     retry_after: tuple[tuple[str, str], ...] = ()
     if view.poll_after_ms is not None:
         retry_after = (("Retry-After", str(retry_after_seconds(view.poll_after_ms))),)
-    kept = _Kept(
+    kept = StateText(
         task, status_part.encode(), created_part.encode(), (tail + "}}").encode(), retry_after
     )
     if len(_kept) >= MAX_KEPT:
@@ -184,30 +205,35 @@ def reply(
     """An answer carrying the task: 202 for a submit, a cancel settling or an input (with
     ``Location``), 200 for a poll or a cancel done at once. ``Retry-After`` on a live
     status."""
-    # Made on every poll: the text of its state is kept (:func:`_parts`), and only the id
+    # Made on every poll: the text of its state is kept (:func:`state_text`), and only the id
     # and created_at are written in. The body is :func:`task_json`'s, which a test holds
     # it to.
-    kept = _parts(task, view, skill_id)
+    kept = state_text(task, view, skill_id)
     headers = kept.retry_after
     if status == 202:
         headers = (("Location", status_url(skill_id, task_id)), *headers)
+    # Its status URL holds {base_url}: filled per request, like every templated reply.
+    return Reply(status, headers, body(kept, task_id, submitted_ms), JSON_TYPE, templated=True)
+
+
+def body(text: StateText, task_id: str, submitted_ms: float) -> bytes:
+    """The body of an answer carrying the task *task_id* submitted at *submitted_ms*, in
+    the state whose *text* it is (:func:`state_text`, filled or not)."""
     if _PLAIN_ID.fullmatch(task_id) is None:  # (never one of ours: written as JSON)
         written = json.dumps(task_id)[1:-1].encode()
     else:
         written = task_id.encode()
-    body = b"".join(
+    return b"".join(
         (
             b'{"task": {"id": "',
             written,
-            kept.status_part,
+            text.status_part,
             written,
-            kept.created_part,
+            text.created_part,
             created_at(submitted_ms).encode(),
-            kept.tail,
+            text.tail,
         )
     )
-    # Its status URL holds {base_url}: filled per request, like every templated reply.
-    return Reply(status, headers, body, JSON_TYPE, templated=True)
 
 
 def refused(
