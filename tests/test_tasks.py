@@ -375,22 +375,25 @@ def test_after_beside_a_polls_task_status_is_a_positioned_load_problem() -> None
 
 
 @pytest.mark.parametrize(
-    "task_id",
+    ("task_id", "session"),
     [
-        "nonsense",
-        "cw.0.0000000000",  # the form, but not mockskill's mac
-        "cw.0",
-        "." * 5000,
-        "cw.99999999999999999999999.abcdefabcd",
+        ("nonsense", "default"),
+        # The form, but not mockskill's mac: journalled in the session it names ("s").
+        ("cw.0.0000000000", "s"),
+        ("cw.0", "default"),
+        ("." * 5000, "default"),
+        ("cw.99999999999999999999999.abcdefabcd", "default"),
     ],
 )
-def test_an_id_mockskill_never_handed_out_is_404_task_not_found(serve: Any, task_id: str) -> None:
+def test_an_id_mockskill_never_handed_out_is_404_task_not_found(
+    serve: Any, task_id: str, session: str
+) -> None:
     server = serve(skill(POLLED_3))
     for method in ("GET", "DELETE", "POST"):
         answer = requests.request(method, f"{server.url}/skills/report/tasks/{task_id}", json={})
         assert answer.status_code == 404, method
         assert answer.json()["error"]["code"] == "TASK_NOT_FOUND"
-    entries = journal(server, "default")
+    entries = journal(server, session)
     assert len(entries) == 3
     assert all(e["task"]["known"] is False and e["task"]["served"] is False for e in entries)
 
@@ -847,9 +850,34 @@ def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:
     server = serve(skill(POLLED_3))
     submit(server.url)
     # (a well-formed id whose mac is not the server's: never handed out)
-    forged = make("s", 0, _other_key())
+    forged = make("s", 0, _other_key(), "tasks/report")
     answer = requests.get(f"{server.url}/skills/report/tasks/{forged}")
     assert answer.json()["error"]["code"] == "TASK_NOT_FOUND"
+    # Journalled in the session the id names: the consumer that built it is graded there.
+    (entry,) = journal(server, "s")[1:]
+    assert entry["task"]["known"] is False
+
+
+def test_a_real_id_at_another_task_skills_url_was_never_handed_out(serve: Any) -> None:
+    server = serve(
+        yaml_skill(
+            """
+            skills:
+              - id: report
+                task: {life: [{status: working, for: 30s}, {status: completed}]}
+              - id: export
+                task: {life: [{status: working, for: 30s}, {status: completed}]}
+            """
+        )
+    )
+    location = submit(server.url).headers["Location"]
+    moved = location.replace("/skills/report/", "/skills/export/")
+    answer = requests.get(moved)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (404, "TASK_NOT_FOUND")
+    assert requests.get(location).json()["task"]["status"] == "working"  # still live
+    polls = [e["task"] for e in journal(server) if e["task"]["action"] == "poll"]
+    assert [(p["known"], p["served"]) for p in polls] == [(False, False), (True, True)]
+    assert polls[1]["poll"] == 0  # the moved one counted no poll of the task
 
 
 def _other_key() -> Any:

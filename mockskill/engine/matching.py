@@ -276,7 +276,7 @@ class RoutingTable:
         :attr:`generations`)."""
         self.task_ids: KeyedDigest | None = None
         """What signs and reads task ids (:mod:`.task_ids`; set with :attr:`generations`)."""
-        self.task_reads: dict[str, tuple[str, int] | None] = {}
+        self.task_reads: dict[tuple[str, str], tuple[str, int] | None] = {}
         """Task ids read on this table, and what each read (a task's polls repeat its id:
         its mac is checked once; bounded by the poller: ``task_requests``)."""
         self.skills: dict[str, Skill] = {s.id: s for s in scenarios.skills}

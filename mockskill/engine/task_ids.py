@@ -2,10 +2,10 @@
 
 The id carries its session (base64url, no padding), so a poll of the status URL needs no
 ``Mockskill-Session`` header: the poll is journalled in the task's session. The mac (10 hex
-digits of a keyed digest of session and number, under the server's digest key) tells an id
-mockskill handed out from one a consumer built or took from another server, before the
-store is asked. Consumers should treat the id as opaque and follow ``Location``
-(docs/tasks.md).
+digits of a keyed digest of the skill, session and number, under the server's digest key)
+tells an id mockskill handed out, at its own skill's status URL, from one a consumer built,
+moved to another skill's URL or took from another server, before the store is asked.
+Consumers should treat the id as opaque and follow ``Location`` (docs/tasks.md).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ _DOMAIN = b"mockskill task id\x00"
 """Put before what is digested: a task id's mac is never another digest of the same key."""
 
 
-def _mac(session: str, number: int, keyed: KeyedDigest) -> str:
-    name = session.encode()
-    data = b"%s%d:%s%d" % (_DOMAIN, len(name), name, number)
+def _mac(skill: str, session: str, number: int, keyed: KeyedDigest) -> str:
+    name, owner = session.encode(), skill.encode()
+    data = b"%s%d:%s%d:%s%d" % (_DOMAIN, len(owner), owner, len(name), name, number)
     return keyed.raw(data).hex()[:MAC_CHARS]
 
 
@@ -47,14 +47,34 @@ def make_session(session: str) -> str:
     return base64.urlsafe_b64encode(session.encode()).rstrip(b"=").decode("ascii")
 
 
-def make(session: str, number: int, keyed: KeyedDigest) -> str:
-    """The id of task *number* of *session*, under the server's *keyed* digest."""
-    return f"{make_session(session)}.{number}.{_mac(session, number, keyed)}"
+def make(session: str, number: int, keyed: KeyedDigest, skill: str) -> str:
+    """The id of task *number* of *session*, a task of *skill* (scenario-qualified, as the
+    store's :attr:`~.store.Submit.skill`), under the server's *keyed* digest."""
+    return f"{make_session(session)}.{number}.{_mac(skill, session, number, keyed)}"
 
 
-def read(task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
-    """The session and number *task_id* names, or None: malformed, or a mac that is not
-    this server's (never handed out here)."""
+def read(task_id: str, keyed: KeyedDigest, skill: str) -> tuple[str, int] | None:
+    """The session and number *task_id* names at *skill*'s status URL, or None: malformed,
+    or a mac that is not this server's for that skill (never handed out there)."""
+    parts = _parts(task_id)
+    if parts is None:
+        return None
+    session, number, mac = parts
+    if not hmac.compare_digest(mac, _mac(skill, session, number, keyed)):
+        return None
+    return session, number
+
+
+def claimed_session(task_id: str) -> str | None:
+    """The session a well-formed *task_id* names, its mac unchecked (None: malformed): where
+    a request to an id mockskill never handed out is journalled, so that the audit grades
+    the consumer that built it (``status-url-ignored``) in its own session."""
+    parts = _parts(task_id)
+    return None if parts is None else parts[0]
+
+
+def _parts(task_id: str) -> tuple[str, int, str] | None:
+    """The session, number and mac *task_id* is written with, or None: malformed."""
     if len(task_id) > MAX_TASK_ID:
         return None
     form = _FORM.fullmatch(task_id)
@@ -70,7 +90,4 @@ def read(task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
         return None
     if len(session) > MAX_SESSION_NAME or make_session(session) != encoded:
         return None  # (another spelling of the same bytes is not an id handed out)
-    number = int(digits)
-    if not hmac.compare_digest(mac, _mac(session, number, keyed)):
-        return None
-    return session, number
+    return session, int(digits), mac

@@ -56,8 +56,10 @@ def decide(
     tasked = target.tasked
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
-    read = None if tasked is None else _read(table, task_id, keyed)
-    owner = session if read is None else read[0]
+    read = None if tasked is None else _read(table, task_id, keyed, tasked.skill)
+    # An id never handed out is journalled in the session it names, if it names one: the
+    # consumer that built it is graded in its own session (status-url-ignored).
+    owner = read[0] if read is not None else task_ids.claimed_session(task_id) or session
     known = read is not None and tasked is not None
     # As its invoke: Mockskill-Error answers first, then the skill's requires: refuses a
     # caller without its credentials (neither touches the task: no poll counted).
@@ -128,20 +130,24 @@ MAX_KEPT_READS = DEFAULT_MAX_TASKS
 that polls walking them all read each id once (beyond: read anew, then kept)."""
 
 
-def _read(table: RoutingTable, task_id: str, keyed: KeyedDigest) -> tuple[str, int] | None:
-    """What *task_id* reads (:func:`.task_ids.read`), kept on *table* for the next poll
-    when it is one of ours (what a consumer makes up is read anew: it fills nothing)."""
+def _read(
+    table: RoutingTable, task_id: str, keyed: KeyedDigest, skill: str
+) -> tuple[str, int] | None:
+    """What *task_id* reads at *skill*'s status URL (:func:`.task_ids.read`), kept on
+    *table* for the next poll when it is one of ours there (what a consumer makes up is
+    read anew: it fills nothing)."""
     if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours
         return None
     reads = table.task_reads
-    read = reads.get(task_id)
+    key = (skill, task_id)  # (an id is ours at its own skill's URL only)
+    read = reads.get(key)
     if read is not None:
         return read
-    read = task_ids.read(task_id, keyed)
+    read = task_ids.read(task_id, keyed, skill)
     if read is not None:
         if len(reads) >= MAX_KEPT_READS:
             reads.clear()  # atomic, unlike evicting one: handle() runs on threads
-        reads[task_id] = read
+        reads[key] = read
     return read
 
 

@@ -87,7 +87,7 @@ class TaskSkill:
     ) -> tuple[Reply, tasks.TaskView, str]:
         """The 202 of task *number* of *session*, submitted at *at_ms*: its reply (with
         ``{base_url}``), its state then, and its id."""
-        task_id = task_ids.make(session, number, keyed)
+        task_id = task_ids.make(session, number, keyed, self.skill)
         view = tasks.view(self.task, tasks.submitted_record(self.skill, at_ms))
         return self.reply(202, view, task_id, at_ms), view, task_id
 

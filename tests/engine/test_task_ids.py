@@ -10,10 +10,11 @@ import pytest
 from mockskill.engine import task_ids
 from mockskill.engine.digests import KeyedDigest
 from mockskill.engine.entries import MAX_SESSION_NAME
-from mockskill.engine.task_ids import MAX_TASK_ID, make, read
+from mockskill.engine.task_ids import MAX_TASK_ID, claimed_session, make, read
 
 OURS = KeyedDigest(b"this server's key")
 THEIRS = KeyedDigest(b"another server's key")
+SKILL = "reports/report"
 
 
 @pytest.mark.parametrize(
@@ -29,13 +30,13 @@ THEIRS = KeyedDigest(b"another server's key")
 )
 @pytest.mark.parametrize("number", [0, 1, 41, 10**14])
 def test_an_id_made_here_reads_back_as_its_session_and_number(session: str, number: int) -> None:
-    task_id = make(session, number, OURS)
+    task_id = make(session, number, OURS, SKILL)
     assert len(task_id) <= MAX_TASK_ID
-    assert read(task_id, OURS) == (session, number)
+    assert read(task_id, OURS, SKILL) == (session, number)
 
 
 def test_an_id_is_its_session_in_base64url_its_number_and_ten_hex_digits() -> None:
-    encoded, number, mac = make("a session?", 7, OURS).split(".")
+    encoded, number, mac = make("a session?", 7, OURS, SKILL).split(".")
     assert base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)) == b"a session?"
     assert "=" not in encoded
     assert number == "7"
@@ -44,16 +45,30 @@ def test_an_id_is_its_session_in_base64url_its_number_and_ten_hex_digits() -> No
 
 
 def test_an_id_is_safe_in_a_url_path() -> None:
-    task_id = make("?/#%+ é", 3, OURS)
+    task_id = make("?/#%+ é", 3, OURS, SKILL)
     assert set(task_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 
 def test_another_servers_id_is_not_ours() -> None:
-    assert read(make("default", 0, THEIRS), OURS) is None
+    assert read(make("default", 0, THEIRS, SKILL), OURS, SKILL) is None
+
+
+def test_an_id_is_ours_at_its_own_skills_status_url_only() -> None:
+    task_id = make("default", 0, OURS, SKILL)
+    assert read(task_id, OURS, "reports/other") is None
+    assert read(task_id, OURS, "other/report") is None
+
+
+def test_the_session_an_id_claims_is_read_without_its_mac() -> None:
+    built = make("mine", 4, THEIRS, SKILL)  # a consumer's own, or another server's
+    assert read(built, OURS, SKILL) is None
+    assert claimed_session(built) == "mine"
+    assert claimed_session("not an id") is None
+    assert claimed_session("bWluZQ.4") is None
 
 
 def test_ids_differ_by_session_and_number() -> None:
-    ids = {make(s, n, OURS) for s in ("a", "b", "ab") for n in (0, 1, 10)}
+    ids = {make(s, n, OURS, SKILL) for s in ("a", "b", "ab") for n in (0, 1, 10)}
     assert len(ids) == 9
 
 
@@ -76,11 +91,11 @@ def test_ids_differ_by_session_and_number() -> None:
     ],
 )
 def test_an_altered_id_is_not_read(change: object) -> None:
-    task_id = make("default", 3, OURS)
+    task_id = make("default", 3, OURS, SKILL)
     assert task_id.startswith("ZGVmYXVsdA.")
     altered = change(task_id)  # type: ignore[operator]
     assert altered != task_id
-    assert read(altered, OURS) is None
+    assert read(altered, OURS, SKILL) is None
 
 
 def make_session(session: str) -> str:
@@ -101,7 +116,7 @@ def make_session(session: str) -> str:
     ],
 )
 def test_a_malformed_id_is_not_read(task_id: str) -> None:
-    assert read(task_id, OURS) is None
+    assert read(task_id, OURS, SKILL) is None
 
 
 class Refuses:
@@ -114,15 +129,15 @@ class Refuses:
 def test_an_id_over_the_bound_is_malformed_before_it_is_looked_into(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    longest = make("😀" * MAX_SESSION_NAME, 10**14, OURS)
+    longest = make("😀" * MAX_SESSION_NAME, 10**14, OURS, SKILL)
     assert len(longest) == MAX_TASK_ID
     monkeypatch.setattr(task_ids, "_FORM", Refuses())
-    assert read("A" * (MAX_TASK_ID + 1), OURS) is None
-    assert read("A" * 10**6 + ".0.0123456789", OURS) is None
+    assert read("A" * (MAX_TASK_ID + 1), OURS, SKILL) is None
+    assert read("A" * 10**6 + ".0.0123456789", OURS, SKILL) is None
     with pytest.raises(AssertionError, match="looked into"):
-        read(longest, OURS)
+        read(longest, OURS, SKILL)
 
 
 def test_a_session_name_over_the_limit_is_not_read_back() -> None:
-    too_long = make("s" * (MAX_SESSION_NAME + 1), 0, OURS)
-    assert read(too_long, OURS) is None
+    too_long = make("s" * (MAX_SESSION_NAME + 1), 0, OURS, SKILL)
+    assert read(too_long, OURS, SKILL) is None
