@@ -858,6 +858,33 @@ def test_an_id_made_for_another_session_reads_that_session(serve: Any) -> None:
     assert entry["task"]["known"] is False
 
 
+@pytest.mark.parametrize(
+    ("method", "built", "action"),
+    [
+        ("GET", "/tasks/{id}", "poll"),
+        ("GET", "/skills/report/status/{id}", "poll"),
+        ("DELETE", "/v1/tasks/{id}", "cancel"),
+    ],
+)
+def test_a_task_url_the_consumer_built_is_journalled_as_one_never_handed_out(
+    serve: Any, method: str, built: str, action: str
+) -> None:
+    server = serve(skill(POLLED_3))
+    task_id = submit(server.url).json()["task"]["id"]
+    answer = requests.request(method, server.url + built.format(id=task_id))  # no session
+    assert answer.status_code == 404  # matched nothing
+    (entry,) = journal(server)[1:]  # in the session the id names
+    assert (entry["endpoint"], entry["task"]["action"]) == ("unmatched", action)
+    assert (entry["task"]["known"], entry["task"]["served"]) == (False, False)
+
+
+def test_an_unmatched_path_without_a_task_id_journals_no_task(serve: Any) -> None:
+    server = serve(skill(POLLED_3))
+    requests.get(f"{server.url}/tasks/a.b.c", headers={SESSION: "s"})
+    entries = requests.get(f"{server.url}/__admin/journal", params={"session": "s"}).json()
+    assert [e["task"] for e in entries["entries"]] == [None]
+
+
 def test_a_real_id_at_another_task_skills_url_was_never_handed_out(serve: Any) -> None:
     server = serve(
         yaml_skill(

@@ -435,6 +435,12 @@ class Engine:
         reply: Reply | None
         if isinstance(target, Miss):
             reply = miss_reply(target)
+            built = task_requests.built(method, path)
+            if built is not None:  # a task URL the consumer built: graded in the id's session
+                owner, task = built
+                decided = Decided(started, owner, table, target, urls, urls.fill(reply), False)
+                decided.task = task
+                return decided
         elif (code := headers.get(_ERROR)) is not None:
             reply, forced = forced_reply(target, code), True
         elif target.sequence is None:

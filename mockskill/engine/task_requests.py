@@ -125,6 +125,26 @@ def _admitted(
     return _new(Pending, (need, touched))
 
 
+MAX_BUILT_PATH = 4096
+"""Characters of an unmatched path looked through for a task id (a longer one is not)."""
+_BUILT_ACTIONS = {"GET": "poll", "HEAD": "poll", "DELETE": "cancel"}
+
+
+def built(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
+    """For a request that matched nothing: when a segment of its *path* is a well-formed
+    task id (``/tasks/<id>``, a URL the consumer built instead of following ``Location``),
+    the session that id names and the journal's ``Entry.task`` saying so (``known``
+    False: the audit's ``status-url-ignored``); None otherwise."""
+    if len(path) > MAX_BUILT_PATH or "." not in path:
+        return None
+    for segment in path.split("/"):
+        owner = task_ids.claimed_session(segment) if segment.count(".") == 2 else None
+        if owner is not None:
+            action = _BUILT_ACTIONS.get(method, "cancel" if path.endswith("/cancel") else "input")
+            return owner, journalled(action, segment, known=False, served=False)
+    return None
+
+
 MAX_KEPT_READS = DEFAULT_MAX_TASKS
 """Task ids whose reading a table keeps: one per live task a server holds by default, so
 that polls walking them all read each id once (beyond: read anew, then kept)."""
