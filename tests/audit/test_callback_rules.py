@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 from click.testing import CliRunner
+from task_journals import INVOKE, T0, TaskJournal, url
 
 from mockskill import Server
 from mockskill.audit import RULES, Policy, coverage, coverage_gaps, report
@@ -24,15 +25,8 @@ from mockskill.audit.table import table
 from mockskill.cli import cli
 from mockskill.engine.entries import Entry
 
-T0 = 1_000_000.0
-SKILL = "report"
-INVOKE = f"/skills/{SKILL}/invoke"
 RECEIVER = "127.0.0.1:9999"
 DEFAULT = Policy()
-
-
-def url(task: str) -> str:
-    return f"/skills/{SKILL}/tasks/{task}"
 
 
 def state(task: str, action: str, status: str | None, **fields: Any) -> dict[str, Any]:
@@ -53,39 +47,8 @@ def state(task: str, action: str, status: str | None, **fields: Any) -> dict[str
     }
 
 
-class Journal:
+class Journal(TaskJournal):
     """One session's requests on tasks and mockskill's deliveries, made in order."""
-
-    def __init__(self) -> None:
-        self.entries: list[Entry] = []
-
-    def add(
-        self,
-        at: float,
-        method: str,
-        path: str,
-        status: int | None,
-        endpoint: str,
-        *,
-        took: float = 0.125,
-        task: dict[str, Any],
-        **fields: Any,
-    ) -> Entry:
-        entry = Entry(
-            len(self.entries) + 1,
-            T0 + at,
-            T0 + at + took,
-            "s",
-            method,
-            path,
-            status,
-            endpoint,
-            skill=SKILL,
-            task=task,
-            **fields,
-        )
-        self.entries.append(entry)
-        return entry
 
     def submit(
         self,

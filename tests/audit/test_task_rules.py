@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 from click.testing import CliRunner
+from task_journals import INVOKE, T0, TaskJournal, url
 
 from mockskill import Server
 from mockskill.audit import RULES, Policy, coverage, coverage_gaps, report
@@ -23,51 +24,13 @@ from mockskill.audit.table import table
 from mockskill.cli import cli
 from mockskill.engine.entries import Entry
 
-T0 = 1_000_000.0
-SKILL = "report"
-INVOKE = f"/skills/{SKILL}/invoke"
 DEFAULT = Policy()
 FOREVER = 10**15
 """A ``settles_at_ms`` no test reaches: the life waits (or is long)."""
 
 
-def url(task: str) -> str:
-    return f"/skills/{SKILL}/tasks/{task}"
-
-
-class Journal:
+class Journal(TaskJournal):
     """One session's entries on tasks, made in order: ids count up."""
-
-    def __init__(self) -> None:
-        self.entries: list[Entry] = []
-
-    def add(
-        self,
-        at: float,
-        method: str,
-        path: str,
-        status: int | None,
-        endpoint: str,
-        *,
-        took: float = 0.125,
-        task: dict[str, Any],
-        **fields: Any,
-    ) -> Entry:
-        entry = Entry(
-            len(self.entries) + 1,
-            T0 + at,
-            T0 + at + took,
-            "s",
-            method,
-            path,
-            status,
-            endpoint,
-            skill=SKILL,
-            task=task,
-            **fields,
-        )
-        self.entries.append(entry)
-        return entry
 
     def submit(
         self,
