@@ -89,6 +89,12 @@ def _connect(port: int, deadline: float, proc: subprocess.Popen[bytes]) -> socke
 
 def _exchange(sock: socket.socket, request: bytes, pending: bytearray) -> int:
     """Send *request*, read its answer whole (by Content-Length); its status."""
+    return answer(sock, request, pending)[0]
+
+
+def answer(sock: socket.socket, request: bytes, pending: bytearray) -> tuple[int, bytes]:
+    """Send *request* on a kept-alive connection, read its answer whole (by
+    Content-Length; *pending* holds what was read past it); its status and body."""
     sock.sendall(request)
     while b"\r\n\r\n" not in pending:
         chunk = sock.recv(65536)
@@ -101,14 +107,15 @@ def _exchange(sock: socket.socket, request: bytes, pending: bytearray) -> int:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value)
-    total = len(head) + 4 + length
-    while len(pending) < total:
+    start = len(head) + 4
+    while len(pending) < start + length:
         chunk = sock.recv(65536)
         if not chunk:
             raise ConnectionError("the server closed the connection mid-answer")
         pending += chunk
-    del pending[:total]
-    return int(head.split(b" ", 2)[1])
+    body = bytes(pending[start : start + length])
+    del pending[: start + length]
+    return int(head.split(b" ", 2)[1]), body
 
 
 def _total(out: Path) -> int:

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import _common as c
-from callgrind_request import _connect, _exchange, _stop, _total
+from callgrind_request import _connect, _exchange, _stop, _total, answer
 
 from mockskill import bundled_path
 
@@ -114,36 +114,11 @@ def submit(sock: socket.socket, port: int, skill: str, pending: bytearray) -> di
         f"POST /skills/{skill}/invoke HTTP/1.1\r\nHost: {c.HOST}:{port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n{BODY}"
     ).encode()
-    status, body = _answer(sock, request, pending)
+    status, body = answer(sock, request, pending)
     if status != 202:
         raise RuntimeError(f"a submit got {status}: {body[:200]!r}")
     task: dict[str, object] = json.loads(body)["task"]
     return task
-
-
-def _answer(sock: socket.socket, request: bytes, pending: bytearray) -> tuple[int, bytes]:
-    """Send *request* on a kept-alive connection; its status and body (by Content-Length)."""
-    sock.sendall(request)
-    while b"\r\n\r\n" not in pending:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the server closed the connection")
-        pending += chunk
-    head, _, _ = bytes(pending).partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    start = len(head) + 4
-    while len(pending) < start + length:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the server closed the connection mid-answer")
-        pending += chunk
-    body = bytes(pending[start : start + length])
-    del pending[: start + length]
-    return int(head.split(b" ", 2)[1]), body
 
 
 def status_path(task: dict[str, object]) -> str:
@@ -177,7 +152,7 @@ def check_poll(port: int, path: str) -> None:
     pending = bytearray()
     with socket.create_connection((c.HOST, port), timeout=10) as sock:
         request = f"GET {path} HTTP/1.1\r\nHost: {c.HOST}:{port}\r\n\r\n".encode()
-        status, body = _answer(sock, request, pending)
+        status, body = answer(sock, request, pending)
     task = json.loads(body)["task"]
     assert status == 200, (status, body)
     assert task["status"] in ("submitted", "working"), body
@@ -265,7 +240,7 @@ def boundary(args: argparse.Namespace) -> None:
                         if wait > 0:
                             time.sleep(wait)
                         sent = time.time() * 1000
-                        _, body = _answer(sock, request, pending)
+                        _, body = answer(sock, request, pending)
                         got = time.time() * 1000
                         seen = json.loads(body)["task"]["status"]
                         if seen == old:
