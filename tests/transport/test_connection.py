@@ -764,7 +764,9 @@ def test_clients_leaving_at_once_during_faults_and_waits(loop: str) -> None:
     def plans(request: Request) -> Plan:
         if request.target == "/health":
             return Plan(OK)
-        return Plan(OK, waits=(Wait(50),), fault=Fault("MALFORMED_RESPONSE_CHUNK"))
+        # A wait long enough that every client has closed before it ends, even when a busy
+        # machine holds a client's thread between its send and its close (50 ms was not).
+        return Plan(OK, waits=(Wait(1000),), fault=Fault("MALFORMED_RESPONSE_CHUNK"))
 
     with serving(Recorder(plans), loop=loop) as (server, recorder):
 
