@@ -18,6 +18,13 @@ The engine's side of ``task: callback:`` (docs/tasks.md, "Callbacks"); the couri
 A change made by a poll, a cancel or an input is known when that request touches the task
 (the engine hands the courier the record: :class:`Notice`); a change made by time is known
 from the record before it happens, so the courier sets a timer for :func:`next_moment`.
+
+Across replicas (a shared store): the submit keeps with the task what any replica needs to
+send its callbacks (:func:`follow_text`); a request touching the task on another replica
+hands that replica's courier a whole notice (:func:`followed`), so each replica that served
+the task follows it. They all find the same changes (a task's state is a function of its
+record) and plan the same deliveries; each attempt is sent by the replica whose
+:class:`~.store.Claim` of it (:func:`claim_key`) the store answers first.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from ..scenario.model import Reply, Task, TaskCallback
 from ..scenario.when import parse_pointer
 from . import tasks
 from .actions import Urls
-from .callback_hosts import Receiver, Refused
+from .callback_hosts import CallbackHosts, Receiver, Refused
 from .conditions import ABSENT, resolve
 from .incoming import Incoming
 from .store import TaskRecord
@@ -45,8 +52,11 @@ __all__ = [
     "Notice",
     "body",
     "change_moments",
+    "claim_key",
     "deliveries",
     "fault_of",
+    "follow_text",
+    "followed",
     "journalled",
     "next_moment",
     "observe",
@@ -108,6 +118,38 @@ class Notice(NamedTuple):
     scenario: str | None = None
 
 
+def follow_text(receiver: Receiver, urls: Urls, scenario: str | None) -> str:
+    """What a task with a receiver keeps in the store (:attr:`.store.Submit.callback`) for
+    any replica to follow it: the receiver's URL, the submit's :class:`~.actions.Urls` (a
+    delivery's URLs are the submit's, whichever replica sends it) and its scenario."""
+    return json.dumps(
+        {
+            "url": receiver.url,
+            "urls": [urls.base, urls.refused, [list(pair) for pair in urls.tls]],
+            "scenario": scenario,
+        },
+        separators=(",", ":"),
+    )
+
+
+def followed(touched: Notice, hosts: CallbackHosts, callback: TaskCallback) -> Notice | None:
+    """*touched* (a request's notice, its record as the store answered) made whole from
+    what the submit kept (:func:`follow_text`), for a courier that does not follow the task
+    yet: its receiver (judged by this server's *hosts*: one it may not call is not
+    followed here), its fault, the submit's URLs and scenario. None: it has no receiver."""
+    text = touched.record.callback
+    if not text:
+        return None
+    kept = json.loads(text)
+    judged = hosts.judge(kept["url"])
+    if isinstance(judged, Refused):
+        return None
+    base, refused, tls = kept["urls"]
+    urls = Urls(base, refused, tuple((placeholder, url) for placeholder, url in tls))
+    fault = fault_of(callback, touched.number)
+    return touched._replace(urls=urls, receiver=judged, fault=fault, scenario=kept["scenario"])
+
+
 class Course(NamedTuple):
     """How far a task's changes have been found: the status last seen and when, the next
     change's number, and the change an ``out_of_order`` fault holds back."""
@@ -126,12 +168,30 @@ class Delivery(NamedTuple):
     changed_ms: float
     due_ms: float
     forged: bool = False
+    copy: int = 0
+    """Which of the change's copies (``twice``: 0 and 1)."""
+
+
+def claim_key(delivery: Delivery, attempt: int) -> str:
+    """The key an attempt is claimed by (:class:`~.store.Claim`): the same on every replica
+    that plans it."""
+    return f"{delivery.sequence}.{delivery.copy}.{attempt}"
 
 
 def started(task: Task, record: TaskRecord) -> Course:
-    """A task's course at its submission (*record*: as the submit left it): the status its
-    202 answered is not a change (``submitted``, or the first phase's), so never pushed."""
-    return Course(tasks.view(task, record).status, record.submitted_ms)
+    """A task's course at its submission (*record*: any of its records): the status its 202
+    answered is not a change (``submitted``, or the first phase's), so never pushed."""
+    return Course(tasks.view(task, _as_at(record, record.submitted_ms)).status, record.submitted_ms)
+
+
+def _as_at(record: TaskRecord, moment: float) -> TaskRecord:
+    """*record* as it was at *moment*: the events logged after it not yet happened (a
+    follower may read a record newer than the moments it looks at; the polls counted are
+    the record's, see docs/tasks.md)."""
+    events = record.events
+    if events and events[-1].at_ms > moment:
+        events = tuple(event for event in events if event.at_ms <= moment)
+    return record._replace(now_ms=moment, events=events)
 
 
 def change_moments(task: Task, record: TaskRecord) -> list[float]:
@@ -172,7 +232,7 @@ def observe(
     status, sequence = course.status, course.sequence
     moments = [m for m in change_moments(task, record) if course.at_ms < m < until_ms]
     for moment in (*moments, until_ms):
-        view = tasks.view(task, record._replace(now_ms=moment))
+        view = tasks.view(task, _as_at(record, moment))
         if view.status != status:
             status = view.status
             if status in callback.on:
@@ -193,7 +253,7 @@ def deliveries(
     if fault == "never":
         return course, []
     if fault == "twice":
-        return course, [now, now]
+        return course, [now, now._replace(copy=1)]
     if fault == "late":
         return course, [now._replace(due_ms=moment + callback.late_ms)]
     if fault == "out_of_order":

@@ -262,6 +262,7 @@ def _submit(decided: Decided, target: Target) -> Later[Decided]:
     tasked = target.tasked
     assert tasked is not None, "the loader puts task: submit in task skills' invokes only"
     url = decided.callback_url
+    kept = ""  # what any replica needs to follow its callbacks (none without a receiver)
     if url is not None:  # a receiver mockskill may not call: refused, and no task started
         judged = decided.table.callback_hosts.judge(url)
         if isinstance(judged, Refused):
@@ -271,8 +272,9 @@ def _submit(decided: Decided, target: Target) -> Later[Decided]:
             decided.task = task_journalled("submit", "", known=False, served=False)
             return decided
         decided.callback_url = judged
+        kept = callbacks.follow_text(judged, decided.urls, target.scenario)
     limit = decided.table.max_tasks
-    need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit))
+    need = _new(Submit, (decided.session, tasked.skill, tasked.submit_keep_ms, limit, kept))
     return _new(Pending, (need, decided.submitted))
 
 

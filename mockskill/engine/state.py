@@ -46,6 +46,7 @@ from .store import (
     ADMITTED,
     FULL_MS,
     Bucket,
+    Claim,
     Health,
     IssueToken,
     Need,
@@ -346,6 +347,9 @@ class State:
         if type(need) is Submit:
             with self._lock:
                 return self._tasks.submit(need, time.time() * 1000)
+        if type(need) is Claim:
+            with self._lock:
+                return self._tasks.claim(need, time.time() * 1000)
         raise TypeError(f"not a need: {need!r}")
 
     def _take_slow(self, record: _Session, need: Take, spent: Spent | None) -> Taken:

@@ -185,6 +185,10 @@ class Submit(NamedTuple):
     keep_ms: int
     limit: int
     """The live tasks the server holds at most (``--max-tasks``)."""
+    callback: str = ""
+    """What any replica needs to send the task's callbacks (its receiver, how its answers'
+    URLs are filled: :func:`.callbacks.follow_text`), kept with the task and handed back in
+    each :class:`TaskRecord`; opaque to the store. Empty: the task has no receiver."""
 
 
 class Submitted(NamedTuple):
@@ -215,7 +219,8 @@ class TaskEvent(NamedTuple):
 class Touch(NamedTuple):
     """Task *number* of *session*, a task of *skill*, touched atomically: a ``poll``
     counted, a ``cancel`` or an ``input`` logged (:class:`TaskEvent`, with *fits*; at most
-    :data:`MAX_TASK_EVENTS` kept), and kept at least *keep_ms* from now. Answered a
+    :data:`MAX_TASK_EVENTS` kept), or a ``look`` (the courier's: nothing counted or logged),
+    and kept at least *keep_ms* from now. Answered a
     :class:`TaskRecord`, or None when the store holds no such task of *skill* (never
     submitted, forgotten after its time, or another skill's: nothing counted then)."""
 
@@ -245,12 +250,28 @@ class TaskRecord(NamedTuple):
     events: tuple[TaskEvent, ...]
     now_ms: float
     """The store's clock when it answered (epoch ms)."""
+    callback: str = ""
+    """Its :attr:`Submit.callback`, as the submit left it."""
 
 
-Need = Take | UseToken | IssueToken | ReadState | SetState | Recall | Settle | Submit | Touch
-NeedAnswer = Taken | Recalled | Submitted | TaskRecord | frozenset[str] | str | None
+class Claim(NamedTuple):
+    """Claim *key* (one delivery of a task's callbacks: its change's number and copy) on
+    task *number* of *session*, for the replica that asks: answered True the first time
+    while the store holds the task, False after (another replica claimed it, or it is
+    forgotten: reset or over). Every replica following a task plans the same deliveries;
+    the one whose claim is answered True sends it, so each is sent once across replicas."""
+
+    session: str
+    number: int
+    key: str
+
+
+Need = (
+    Take | UseToken | IssueToken | ReadState | SetState | Recall | Settle | Submit | Touch | Claim
+)
+NeedAnswer = Taken | Recalled | Submitted | TaskRecord | frozenset[str] | str | bool | None
 """What a need is answered with: a :class:`Taken`, a :class:`Recalled`, a token's scopes
-(or None), a state's name (or None), None."""
+(or None), a state's name (or None), a claim's bool, None."""
 
 
 class StoreUnavailable(Exception):

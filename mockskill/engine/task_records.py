@@ -17,21 +17,24 @@ from __future__ import annotations
 
 import heapq
 
-from .store import MAX_TASK_EVENTS, Submit, Submitted, TaskEvent, TaskRecord, Touch
+from .store import MAX_TASK_EVENTS, Claim, Submit, Submitted, TaskEvent, TaskRecord, Touch
 
 
 class _Task:
-    """One task as kept: its skill, when it was submitted, its polls and events, and the
-    time (epoch ms) it is kept until."""
+    """One task as kept: its skill, when it was submitted, its polls and events, the time
+    (epoch ms) it is kept until, its callback (as the Submit gave it) and the deliveries
+    claimed of it."""
 
-    __slots__ = ("events", "keep_until", "polls", "skill", "submitted_ms")
+    __slots__ = ("callback", "claims", "events", "keep_until", "polls", "skill", "submitted_ms")
 
-    def __init__(self, skill: str, submitted_ms: float, keep_until: float) -> None:
+    def __init__(self, skill: str, submitted_ms: float, keep_until: float, callback: str) -> None:
         self.skill = skill
         self.submitted_ms = submitted_ms
         self.polls = 0
         self.events: tuple[TaskEvent, ...] = ()
         self.keep_until = keep_until
+        self.callback = callback
+        self.claims: set[str] | None = None
 
 
 class TaskRecords:
@@ -60,7 +63,7 @@ class TaskRecords:
         number = self._next
         self._next = number + 1
         keep_until = now_ms + need.keep_ms
-        self._tasks[(session, number)] = _Task(need.skill, now_ms, keep_until)
+        self._tasks[(session, number)] = _Task(need.skill, now_ms, keep_until, need.callback)
         self._live[session] = self._live.get(session, 0) + 1
         heapq.heappush(self._deadlines, (keep_until, session, number))
         return Submitted(number, now_ms)
@@ -78,12 +81,29 @@ class TaskRecords:
         action = need.action
         if action == "poll":
             task.polls += 1
+        elif action == "look":
+            pass  # the courier's: what the task is now, nothing counted
         elif action == "input" and not need.fits:
             pass  # an input that fits no phase counts for nothing: not logged, no event spent
         elif len(task.events) < MAX_TASK_EVENTS:
             task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
         task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
-        return TaskRecord(task.skill, task.submitted_ms, task.polls, task.events, now_ms)
+        return TaskRecord(
+            task.skill, task.submitted_ms, task.polls, task.events, now_ms, task.callback
+        )
+
+    def claim(self, need: Claim, now_ms: float) -> bool:
+        """Whether *need.key* is claimed now for the first time on a task held."""
+        task = self._tasks.get((need.session, need.number))
+        if task is None or task.keep_until <= now_ms:
+            return False
+        claims = task.claims
+        if claims is None:
+            claims = task.claims = set()
+        elif need.key in claims:
+            return False
+        claims.add(need.key)
+        return True
 
     def forget_ended(self, now_ms: float) -> None:
         """Forget the tasks kept until *now_ms* or before."""

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from ..scenario.model import Reply
-from . import auth, conditions, task_ids, tasks
+from . import auth, callbacks, conditions, task_ids, tasks
 from .actions import Urls
 from .callbacks import Notice
 from .choosing import Chosen, Decided, poll_step
@@ -195,8 +195,9 @@ def _touched(
     record = answer
     task = tasked.task
     if task.callback is not None:  # the courier finds what this request changed
-        urls = decided.urls
-        decided.callback = Notice(decided.session, number, task_id, tasked, record, urls)
+        touched = Notice(decided.session, number, task_id, tasked, record, decided.urls)
+        # (made whole from what the submit kept: a replica that did not submit it follows too)
+        decided.callback = callbacks.followed(touched, decided.table.callback_hosts, task.callback)
     view = tasks.view(task, record)
     if view.expired:
         decided.reply = urls.fill(_expired(tasked, task_id))

@@ -13,6 +13,7 @@ from typing import Any
 from ..engine.state import MAX_BUCKETS
 from ..engine.store import (
     MAX_TASK_EVENTS,
+    Claim,
     IssueToken,
     Need,
     NeedAnswer,
@@ -260,6 +261,15 @@ class Encoder:
                 need.limit,
                 keys.task,
                 keys.task_held,
+                need.callback,
+            )
+        if type(need) is Claim:
+            return (
+                "EVALSHA",
+                self.shas["claim"],
+                1,
+                f"{keys.task}{need.session}{SEP}{need.number}",
+                need.key,
             )
         if type(need) is Touch:
             member = f"{need.session}{SEP}{need.number}"
@@ -329,14 +339,17 @@ def decoded(need: Need, reply: object) -> NeedAnswer:
         return Submitted(None if number < 0 else number, float(at))
     if type(need) is Touch:
         return None if reply is None else decoded_task(reply)  # type: ignore[arg-type]
+    if type(need) is Claim:
+        return reply == 1
     return None
 
 
 def decoded_task(reply: list[Any]) -> TaskRecord:
     """A :class:`TaskRecord` from the TOUCH script's reply (see :mod:`.scripts`)."""
-    skill, submitted, polls, events, now = reply
+    skill, submitted, polls, events, now, callback = reply
     logged = tuple(decoded_event(line) for line in events.decode().split("\n")) if events else ()
-    return _new(TaskRecord, (skill.decode(), float(submitted), polls, logged, float(now)))
+    record = (skill.decode(), float(submitted), polls, logged, float(now), callback.decode())
+    return _new(TaskRecord, record)
 
 
 def decoded_event(line: str) -> TaskEvent:

@@ -40,7 +40,8 @@ Keys, under the store's prefix ``P`` (``mockskill:`` + namespace):
   and :data:`TOUCH`) is a hash ``P task:<session><US><number>``: ``s`` its skill, ``t``
   when it was submitted and ``u`` the time it is kept until (ms, Redis ``TIME`` with its
   microseconds as decimals), ``p`` its polls, ``e`` its cancels and inputs (one a line:
-  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many; ``x`` when
+  ``<action> <at ms> <polls> <fits, comma-separated>``) and ``n`` how many, ``c`` its
+  callback (the Submit's, opaque), ``k<key>`` each delivery claimed (:data:`CLAIM`); ``x`` when
   the key expires (``PEXPIRE``: as long again as it is kept, moved only when a Touch keeps
   it past that; the keep time ``u`` is the truth, the expiry only clears what a fleet
   left). ``P tasks`` ranks the tasks by their keep time as the Submit or a sweep last
@@ -350,7 +351,7 @@ SUBMIT = (
     PRECISE_NOW
     + """
 -- KEYS: tasks set (by keep time), task counter, the session's held set
--- ARGV: session, skill, keep ms, live tasks at most, task prefix, held prefix
+-- ARGV: session, skill, keep ms, live tasks at most, task prefix, held prefix, callback
 -- Returns {number (-1: refused, at the cap), now}.
 -- Forget the tasks kept until now or before. A Touch that keeps a task longer leaves its
 -- rank as it was (one write less per poll): when it comes up, the task's own keep time
@@ -380,7 +381,7 @@ local task = ARGV[5] .. member
 -- the keep time it asks passes it (not at every poll). The keep time is the truth.
 local expiry = math.ceil(2 * keep) + 1
 redis.call('HSET', task, 's', ARGV[2], 't', now_text, 'u', until_text, 'p', 0, 'e', '', 'n', 0,
-  'x', string.format('%d', math.floor(now) + expiry))
+  'x', string.format('%d', math.floor(now) + expiry), 'c', ARGV[7])
 redis.call('PEXPIRE', task, expiry)
 redis.call('SADD', KEYS[3], number)
 redis.call('ZADD', KEYS[1], until_text, member)
@@ -392,10 +393,11 @@ TOUCH = (
     PRECISE_NOW
     + """
 -- KEYS: the task's hash, tasks set, the session's held set
--- ARGV: the task's member in the tasks set, its number, action (poll, cancel, input),
---       keep ms, skill, fits (comma-separated), events kept at most
--- Returns {skill, submitted, polls, events, now}, or nil: no such task of this skill.
-local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n', 'x')
+-- ARGV: the task's member in the tasks set, its number, action (poll, cancel, input,
+--       look), keep ms, skill, fits (comma-separated), events kept at most
+-- Returns {skill, submitted, polls, events, now, callback}, or nil: no such task of this
+-- skill.
+local task = redis.call('HMGET', KEYS[1], 's', 't', 'u', 'p', 'e', 'n', 'x', 'c')
 if not task[1] or task[1] ~= ARGV[5] then
   return false
 end
@@ -411,6 +413,8 @@ local changed = {}  -- one HSET of what changed
 if ARGV[3] == 'poll' then
   polls = polls + 1
   changed = {'p', polls}
+elseif ARGV[3] == 'look' then
+  -- the courier's: what the task is now, nothing counted
 elseif ARGV[3] == 'input' and ARGV[6] == '' then
   -- an input that fits no phase counts for nothing: not logged, no event spent
 elseif tonumber(task[6]) < tonumber(ARGV[7]) then
@@ -436,7 +440,21 @@ end
 if #changed > 0 then
   redis.call('HSET', KEYS[1], unpack(changed))
 end
-return {task[1], task[2], polls, events, now_text}
+return {task[1], task[2], polls, events, now_text, task[8] or ''}
+"""
+)
+
+CLAIM = (
+    PRECISE_NOW
+    + """
+-- KEYS: the task's hash; ARGV: the delivery's key
+-- Returns 1: claimed now, first; 0: claimed before, or the task is not held (a claim never
+-- makes a task's hash).
+local kept = redis.call('HGET', KEYS[1], 'u')
+if not kept or tonumber(kept) <= now then
+  return 0
+end
+return redis.call('HSETNX', KEYS[1], 'k' .. ARGV[1], 1)
 """
 )
 
@@ -474,6 +492,7 @@ SCRIPTS = {
     "settle": SETTLE,
     "submit": SUBMIT,
     "touch": TOUCH,
+    "claim": CLAIM,
     "reset_tasks": RESET_TASKS,
 }
 """Every script by name: loaded (``SCRIPT LOAD``) when the store connects."""

@@ -4,15 +4,22 @@ It decides nothing: :mod:`mockskill.engine.callbacks` says which changes a task 
 when each delivery is due, what it says and how it is signed. The courier keeps, per task
 with a receiver, its last record and :class:`~mockskill.engine.callbacks.Course`, and:
 
-- on a notice (the engine's, for a submit or a request that touched the task) finds the
-  changes up to now, then sets one loop timer for the next moment the task may change by
-  time; when it fires, the task is looked at again as it is then (a task cancelled or
-  moved on since is seen as it is: a change that no longer happens is not pushed);
+- on a notice (the engine's, for a submit or a request that touched the task, on this
+  replica) finds the changes up to now, then sets one loop timer for the next moment the
+  task may change by time; when it fires, it reads the task from the store (a ``look``
+  :class:`~mockskill.engine.store.Touch`: another replica may have served a cancel or an
+  input since) and finds its changes as it is then (a change that no longer happens is
+  not pushed); a task the store no longer holds (a reset) is forgotten;
 - sends each delivery at its due time (a loop timer), as an HTTP/1.1 POST through the
   upstream client's keep-alive pool (:mod:`.upstream`), each attempt within the callback's
   timeout; a non-2xx, a refused connection or a late answer is retried after the backoff,
   doubled per retry, until the attempts run out; every attempt is journalled in the task's
   session (an entry of endpoint ``callback``).
+
+Each attempt is sent only once the store answers its :class:`~mockskill.engine.store.Claim`
+True: every replica that served a task follows it and plans the same deliveries, and the
+first to claim an attempt sends it (on one server, the claim is its own; after a reset of
+the task's session, no claim is granted, so nothing planned before it is sent).
 
 Bounded: at most *max_pending* deliveries wait or are in flight (beyond, a change's
 deliveries are dropped, and counted in :attr:`Courier.dropped`); a task is forgotten once
@@ -26,6 +33,7 @@ import asyncio
 import time
 import urllib.parse
 from collections import Counter
+from collections.abc import Coroutine
 from functools import partial
 from typing import Any
 
@@ -33,7 +41,7 @@ from ..engine import callbacks
 from ..engine.callback_hosts import Receiver
 from ..engine.callbacks import Course, Delivery, Notice
 from ..engine.entries import Entry
-from ..engine.store import Store, TaskRecord
+from ..engine.store import Claim, Store, StoreUnavailable, TaskRecord, Touch
 from ..scenario.model import Proxy
 from .loop_server import DEFAULT_GRACE
 from .upstream import UpstreamConnection, UpstreamError, pool
@@ -76,7 +84,9 @@ class Courier:
         self._state = state
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tracked: dict[_Key, _Tracked] = {}
-        self._sends: set[asyncio.Task[None]] = set()
+        self._ended: set[_Key] = set()
+        """Tasks seen to their end here (at most *max_tracked*)."""
+        self._running: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self._lanes: dict[tuple[str, str, int], asyncio.Semaphore] = {}
         """Per receiver (scheme, host, port): the connections it may still be sent on."""
@@ -100,10 +110,11 @@ class Courier:
             if tracked.timer is not None:
                 tracked.timer.cancel()
         self._tracked.clear()
+        self._ended.clear()
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
-        sends = list(self._sends)
+        sends = list(self._running)
         for send in sends:
             send.cancel()
         if sends:
@@ -134,22 +145,18 @@ class Courier:
             loop.call_soon_threadsafe(self._noticed, notice)
 
     def _noticed(self, notice: Notice) -> None:
-        key = (notice.session, notice.number)
+        key = (notice.session, notice.number)  # (numbers are store-wide: never twice)
         tracked = self._tracked.get(key)
-        if notice.receiver is not None:  # a submit
-            if tracked is not None:  # its session was reset: numbers start again
-                if tracked.timer is not None:
-                    tracked.timer.cancel()
-                del self._tracked[key]
+        if tracked is None:  # followed from now: its changes found from its submission
+            if notice.receiver is None or key in self._ended:
+                return  # no receiver this server may call, or seen to its end here
             if len(self._tracked) >= self.max_tracked:
                 return
             target = _target(notice.receiver)
             tracked = self._tracked[key] = _Tracked(notice, target)
-        elif tracked is None or notice.task_id != tracked.notice.task_id:
-            return  # not followed (no receiver, or forgotten)
+        elif notice.record.now_ms < tracked.record.now_ms:
+            return  # (an older answer, handed over late from a thread)
         else:
-            if notice.record.now_ms < tracked.record.now_ms:
-                return  # (an older answer, handed over late from a thread)
             tracked.record = notice.record
         self._look(key, tracked, notice.record.now_ms)
 
@@ -176,7 +183,7 @@ class Courier:
             if course.held is not None:  # (out_of_order: nothing follows it now)
                 self._plan(tracked, [course.held._replace(due_ms=now_ms)])
                 tracked.course = course._replace(held=None)
-            del self._tracked[key]
+            self._end(key)
             return
         loop = self._loop
         assert loop is not None
@@ -191,8 +198,26 @@ class Courier:
 
     def _due(self, key: _Key, tracked: _Tracked, moment: float) -> None:
         tracked.timer = None
+        if self._tracked.get(key) is tracked:
+            self._spawn(self._reread(key, tracked, moment))
+
+    async def _reread(self, key: _Key, tracked: _Tracked, moment: float) -> None:
+        """Look at *tracked* at *moment* as the store holds it now (another replica may
+        have logged a cancel or an input since this one last saw it)."""
+        notice = tracked.notice
+        look = Touch(notice.session, notice.number, "look", 0, notice.tasked.skill)
+        try:
+            record = await self._state.answer_async(look)
+        except StoreUnavailable:
+            self.failures["store"] += 1
+            record = tracked.record  # (what this replica knows: the store may be back soon)
         if self._tracked.get(key) is not tracked:
             return
+        if not isinstance(record, TaskRecord):  # not held any more: a reset, or over
+            del self._tracked[key]
+            return
+        if record.now_ms >= tracked.record.now_ms:
+            tracked.record = record
         self._look(key, tracked, max(moment, time.time() * 1000))
 
     def _forget(self, key: _Key, tracked: _Tracked, record: TaskRecord) -> None:
@@ -201,6 +226,20 @@ class Courier:
         tracked.timer = None
         if self._tracked.get(key) is tracked and tracked.record is record:
             del self._tracked[key]
+
+    def _end(self, key: _Key) -> None:
+        """Forget task *key*, seen to its end (its last deliveries planned): a later request
+        touching it does not make this replica follow it again."""
+        del self._tracked[key]
+        ended = self._ended
+        if len(ended) >= self.max_tracked:
+            ended.clear()  # (bounded: forgetting one only costs a claim refused per delivery)
+        ended.add(key)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     # -- deliveries ------------------------------------------------------------------------
 
@@ -230,9 +269,7 @@ class Courier:
     ) -> None:
         if timer is not None:
             self._timers.discard(timer)
-        send = asyncio.ensure_future(self._send_in_turn(tracked, planned))
-        self._sends.add(send)
-        send.add_done_callback(self._sends.discard)
+        self._spawn(self._send_in_turn(tracked, planned))
 
     async def _send_in_turn(self, tracked: _Tracked, planned: list[Delivery]) -> None:
         for delivery in planned:
@@ -242,12 +279,21 @@ class Courier:
                 self.pending = max(0, self.pending - 1)
 
     async def _send(self, tracked: _Tracked, delivery: Delivery) -> None:
-        """Every attempt of *delivery*, each journalled, until one is acknowledged."""
+        """Every attempt of *delivery* this replica claims, each journalled, until one is
+        acknowledged."""
         notice = tracked.notice
         callback = notice.tasked.task.callback
         assert callback is not None
         attempt = 0
         while True:
+            claim = Claim(notice.session, notice.number, callbacks.claim_key(delivery, attempt))
+            try:
+                claimed = await self._state.answer_async(claim)
+            except StoreUnavailable:
+                self.failures["store"] += 1
+                return  # (unclaimed, it could be sent twice: not sent)
+            if claimed is not True:
+                return  # another replica sends it, or the task is gone (a reset)
             started = time.time()
             payload = callbacks.body(notice, delivery, attempt)
             signed = callbacks.signature(callback, payload, delivery.forged)
