@@ -6,11 +6,16 @@ on one is polled, given input and cancelled on the others, and every answer is
 the one a single in-memory server gives for the same requests (its statuses,
 progress, cancellations, inputs and refusals). The shared journal holds every
 step whichever replica served it, and the audit report judges the task whole.
+A task's callbacks are pushed once per delivery, whichever replica served the
+request that changed it.
 """
 
 from __future__ import annotations
 
+import http.server
 import itertools
+import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -237,3 +242,96 @@ def test_the_audit_judges_a_task_whole_whichever_replica_served_each_poll(
     assert rules == impatient([alone])
     assert "poll-too-soon" in rules
     assert "task-abandoned" in rules
+
+
+PUSHED = """\
+name: shared-tasks
+skills:
+  - id: pushed
+    task:
+      poll_after: 100ms
+      cancel: {allowed: [working], settle: 300ms}
+      life:
+        - {status: working, polls: 2}
+        - {status: input_required, expects: {body: {/answer: {exists: true}}}}
+        - {status: working, for: 60s}
+        - {status: completed, json: {pushed: true}}
+      callback:
+        url: {header: X-Callback-Url}
+        secret: s3cret
+        backoff: 50ms
+        fault: twice
+"""
+
+
+class Receiver:
+    """Keeps each delivery's body; answers 200."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        received = self.bodies
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_callbacks_are_pushed_once_per_delivery_whichever_replica_changed_the_task(
+    serve: Serve, redis_url: str, tmp_path: Path
+) -> None:
+    """The task's changes are made on three replicas in turn (a poll, an input, a cancel);
+    each is pushed as ``twice`` scripts it — two copies — and never once more, though every
+    replica that served the task follows it."""
+    files = tmp_path / "pushed.yaml"
+    files.write_text(PUSHED, encoding="utf-8")
+    replicas = [serve("--state", redis_url, str(files)) for _ in range(3)]
+    receiver = Receiver()
+    try:
+        send = round_robin(replicas)
+        submitted = requests.post(
+            f"{replicas[0]}/skills/pushed/invoke",
+            json={"input": {}},
+            headers={"Mockskill-Session": SESSION, "X-Callback-Url": receiver.url},
+            timeout=10,
+        )
+        assert submitted.status_code == 202
+        path = path_of(submitted)
+        statuses = [send("GET", path).json()["task"]["status"] for _ in range(3)]
+        assert statuses == ["working", "working", "input_required"]
+        assert send("POST", path, {"answer": 42}).status_code == 202
+        assert send("DELETE", path).json()["task"]["cancelling"] is True
+        time.sleep(0.5)  # past the settle
+        assert send("GET", path).json()["task"]["status"] == "cancelled"
+        deadline = time.monotonic() + 5
+        while len(receiver.bodies) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # (any delivery sent more than once would be here by now)
+        pushed = sorted((b["delivery"]["sequence"], b["task"]["status"]) for b in receiver.bodies)
+        assert pushed == [
+            (0, "input_required"),
+            (0, "input_required"),
+            (1, "working"),
+            (1, "working"),
+            (2, "cancelled"),
+            (2, "cancelled"),
+        ]
+        assert {b["delivery"]["attempt"] for b in receiver.bodies} == {0}
+        callbacks = [e for e in journal(replicas[1]) if e["endpoint"] == "callback"]
+        assert sorted(e["task"]["delivery"] for e in callbacks) == [0, 0, 1, 1, 2, 2]
+        assert all(e["task"]["acknowledged"] for e in callbacks)
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()

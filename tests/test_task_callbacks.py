@@ -48,6 +48,13 @@ LIVES = {
         - {status: working, polls: 1}
         - {status: completed, json: {counted: true}}
     """,
+    "long": """
+      poll_after: 100ms
+      cancel: {settle: 0ms}
+      life:
+        - {status: working, for: 60s}
+        - {status: completed, json: {late: true}}
+    """,
     "settling": """
       cancel: {settle: 300ms}
       life:
@@ -490,20 +497,34 @@ def test_deliveries_over_the_cap_are_dropped_and_counted(serve: Any, receiver: R
     assert server.courier.dropped == 1
 
 
+def test_a_sessions_reset_stops_the_deliveries_planned_for_its_tasks(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(with_callback(fault="late", late_by="400ms"))
+    submit(server, receiver.url)
+    deadline = time.monotonic() + 3
+    while server.courier.pending < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.courier.pending == 2  # both changes happened; their deliveries wait
+    server.reset("s")
+    time.sleep(0.6)
+    assert receiver.got == []
+    assert callbacks_of(server) == []
+
+
 def test_a_task_submitted_after_a_reset_has_its_own_callbacks(
     serve: Any, receiver: Receiver
 ) -> None:
     server = serve(with_callback(on=["completed"]))
-    submit(server, receiver.url)
-    server.reset("s")  # task 0 forgotten; the next submit is task 0 again
+    first = submit(server, receiver.url).json()["task"]["id"]
+    server.reset("s")  # the first task forgotten: its completion is never pushed
     time.sleep(0.1)
     submitted = time.time()
-    submit(server, receiver.url)
-    receiver.wait(2)
+    second = submit(server, receiver.url).json()["task"]["id"]
+    receiver.wait(1)
     time.sleep(0.3)
-    arrived = [at - submitted for at, _, _ in receiver.got]
-    assert len(arrived) >= 1
-    assert 0.25 < arrived[-1] < 0.45  # the second task's completed, 300 ms after its submit
+    assert [b["task"]["id"] for b in receiver.bodies()] == [second] != [first]
+    assert 0.25 < receiver.got[0][0] - submitted < 0.45  # completed, 300 ms after its submit
 
 
 # -- a shared store --------------------------------------------------------------------------
@@ -527,6 +548,44 @@ def test_on_a_shared_store_the_replica_that_took_the_submit_delivers(
     assert [(e["task"]["pushed"], e["replica"]) for e in entries] == [
         ("working", "a"),
         ("completed", "a"),
+    ]
+
+
+def test_a_cancel_served_by_another_replica_is_pushed_once(
+    serve: Any, receiver: Receiver, redis_url: str
+) -> None:
+    took = serve(with_callback("long", fault="twice"), state=redis_url, replica="a")
+    other = serve(with_callback("long", fault="twice"), state=redis_url, replica="b")
+    location = submit(took, receiver.url, "long").headers["Location"]
+    path = location[location.index("/skills/") :]
+    assert requests.delete(other.url + path).status_code == 200  # cancelled at once, on b
+    receiver.wait(2)
+    time.sleep(0.4)  # (the submitting replica looks again at its next moment: none sends more)
+    bodies = receiver.bodies()
+    assert sorted((b["delivery"]["sequence"], b["task"]["status"]) for b in bodies) == [
+        (0, "cancelled"),
+        (0, "cancelled"),  # twice: two copies, each sent by one replica only
+    ]
+    entries = callbacks_of(took)
+    assert len(entries) == 2
+    assert {e["replica"] for e in entries} == {"b"}  # the replica that served the cancel
+
+
+def test_an_input_served_by_another_replica_moves_the_pushed_life_on(
+    serve: Any, receiver: Receiver, redis_url: str
+) -> None:
+    took = serve(with_callback("asking"), state=redis_url, replica="a")
+    other = serve(with_callback("asking"), state=redis_url, replica="b")
+    location = submit(took, receiver.url, "asking").headers["Location"]
+    path = location[location.index("/skills/") :]
+    assert [b["task"]["status"] for b in receiver.wait(1)] == ["input_required"]
+    assert requests.post(other.url + path, json={"answer": 42}).status_code == 202
+    receiver.wait(2)
+    time.sleep(0.3)
+    assert [b["task"]["status"] for b in receiver.bodies()] == ["input_required", "completed"]
+    assert [(e["task"]["pushed"], e["replica"]) for e in callbacks_of(other)] == [
+        ("input_required", "a"),
+        ("completed", "b"),
     ]
 
 

@@ -151,12 +151,14 @@ def followed(touched: Notice, hosts: CallbackHosts, callback: TaskCallback) -> N
 
 
 class Course(NamedTuple):
-    """How far a task's changes have been found: the status last seen and when, the next
-    change's number, and the change an ``out_of_order`` fault holds back."""
+    """How far a task's changes have been found: the status and phase last seen and when,
+    the phase it was submitted in, and the change an ``out_of_order`` fault holds back."""
 
     status: str
     at_ms: float
-    sequence: int = 0
+    phase: int = 0
+    first: int = 0
+    """The phase its 202 answered (changes are numbered from the one after it)."""
     held: Delivery | None = None
 
 
@@ -181,17 +183,20 @@ def claim_key(delivery: Delivery, attempt: int) -> str:
 def started(task: Task, record: TaskRecord) -> Course:
     """A task's course at its submission (*record*: any of its records): the status its 202
     answered is not a change (``submitted``, or the first phase's), so never pushed."""
-    return Course(tasks.view(task, _as_at(record, record.submitted_ms)).status, record.submitted_ms)
+    view = tasks.view(task, _as_at(record, record.submitted_ms))
+    return Course(view.status, record.submitted_ms, view.phase, view.phase)
 
 
 def _as_at(record: TaskRecord, moment: float) -> TaskRecord:
-    """*record* as it was at *moment*: the events logged after it not yet happened (a
-    follower may read a record newer than the moments it looks at; the polls counted are
-    the record's, see docs/tasks.md)."""
-    events = record.events
+    """*record* as it was at *moment* (one that read it later may look back): the events
+    logged after it not yet happened, and the polls those found counted (what is known of
+    the polls at *moment*: docs/tasks.md, "The life's clock, exactly")."""
+    events, polls = record.events, record.polls
     if events and events[-1].at_ms > moment:
-        events = tuple(event for event in events if event.at_ms <= moment)
-    return record._replace(now_ms=moment, events=events)
+        before = tuple(event for event in events if event.at_ms <= moment)
+        polls = events[len(before)].polls
+        events = before
+    return record._replace(now_ms=moment, events=events, polls=polls)
 
 
 def change_moments(task: Task, record: TaskRecord) -> list[float]:
@@ -227,18 +232,48 @@ def observe(
 ) -> tuple[Course, list[tuple[float, tasks.TaskView, int]]]:
     """The task's changes after ``course.at_ms`` up to *until_ms* (its state at each moment
     it may have changed, then at *until_ms*), as (moment, view, sequence) of those pushed
-    (``callback.on``); and the course after them."""
+    (``callback.on``); and the course after them.
+
+    A change is a phase of the life entered with a status unlike the phase before it, or
+    a cancel's ``cancelled``; its number is its place on the life's way (:func:`_number`),
+    so every replica numbers it alike, however late it reads the record. A phase passed
+    between two looks (polls made on another replica) is a change too, shown as it was
+    entered (:func:`_entered`)."""
     found: list[tuple[float, tasks.TaskView, int]] = []
-    status, sequence = course.status, course.sequence
+    life = task.life
     moments = [m for m in change_moments(task, record) if course.at_ms < m < until_ms]
     for moment in (*moments, until_ms):
         view = tasks.view(task, _as_at(record, moment))
-        if view.status != status:
-            status = view.status
-            if status in callback.on:
-                found.append((moment, view, sequence))
-                sequence += 1
-    return course._replace(status=status, at_ms=until_ms, sequence=sequence), found
+        for index in range(course.phase + 1, view.phase + 1):
+            status = life[index].status
+            if status != life[index - 1].status and status in callback.on:
+                shown = view if view.phase == index and view.status == status else None
+                shown = shown or _entered(task, index)
+                found.append((moment, shown, _number(task, callback, course.first, index)))
+        by_cancel = view.status == "cancelled" and life[view.phase].status != "cancelled"
+        if by_cancel and course.status != "cancelled" and "cancelled" in callback.on:
+            found.append((moment, view, _number(task, callback, course.first, view.phase + 1)))
+        course = course._replace(status=view.status, phase=view.phase)
+    return course._replace(at_ms=until_ms), found
+
+
+def _number(task: Task, callback: TaskCallback, first: int, index: int) -> int:
+    """The number of a change made before phase *index* is entered: how many changes the
+    life makes after phase *first* (its submission's) and before *index*."""
+    life = task.life
+    return sum(
+        1
+        for k in range(first + 1, index)
+        if life[k].status != life[k - 1].status and life[k].status in callback.on
+    )
+
+
+def _entered(task: Task, index: int) -> tasks.TaskView:
+    """Phase *index* (not terminal) as a poll just after it began would show it."""
+    phase = task.life[index]
+    poll_after = phase.poll_after_ms if phase.poll_after_ms is not None else task.poll_after_ms
+    progress = phase.progress[0] if phase.progress else None
+    return tasks.TaskView(phase.status, index, progress, poll_after, False, None, False, None)
 
 
 def deliveries(

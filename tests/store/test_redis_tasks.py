@@ -20,6 +20,7 @@ import pytest
 from mockskill.engine.state import State
 from mockskill.engine.store import (
     MAX_TASK_EVENTS,
+    Claim,
     Store,
     Submit,
     Submitted,
@@ -34,9 +35,13 @@ LONG = 600_000
 
 
 def submit(
-    session: str = "s", skill: str = "sc/report", keep_ms: int = LONG, limit: int = 5
+    session: str = "s",
+    skill: str = "sc/report",
+    keep_ms: int = LONG,
+    limit: int = 5,
+    callback: str = "",
 ) -> Submit:
-    return Submit(session, skill, keep_ms, limit)
+    return Submit(session, skill, keep_ms, limit, callback)
 
 
 def touch(
@@ -48,6 +53,10 @@ def touch(
     fits: tuple[int, ...] = (),
 ) -> Touch:
     return Touch(session, number, action, keep_ms, skill, fits)
+
+
+def claim(key: str, number: int = 0, session: str = "s") -> Claim:
+    return Claim(session, number, key)
 
 
 Call = tuple[Any, ...]
@@ -163,6 +172,40 @@ CASES: dict[str, list[Call]] = {
         ("answer", touch()),
         ("answer", submit()),
     ],
+    "a look counts no poll and logs nothing": [
+        ("answer", submit()),
+        ("answer", touch()),
+        ("answer", touch(action="look")),
+        ("answer", touch(action="cancel")),
+        ("answer", touch(action="look")),
+        ("answer", touch()),
+    ],
+    "the callback a submit keeps comes back with every record": [
+        ("answer", submit(callback='{"url":"http://127.0.0.1:1/hook"}')),
+        ("answer", submit()),
+        ("answer", touch(0)),
+        ("answer", touch(0, action="look")),
+        ("answer", touch(1)),
+    ],
+    "each delivery is claimed once, on a task held": [
+        ("answer", submit("a")),
+        ("answer", claim("0.0.0", session="a")),
+        ("answer", claim("0.0.0", session="a")),
+        ("answer", claim("0.1.0", session="a")),
+        ("answer", claim("0.0.0", 1, session="a")),  # no such task
+        ("answer", claim("0.0.0", 0, session="b")),  # (the number is a's)
+        ("answer", submit("a")),
+        ("answer", claim("0.0.0", 1, session="a")),
+        ("reset", "a"),
+        ("answer", claim("1.0.0", 1, session="a")),  # forgotten: no claim after a reset
+    ],
+    "a claim goes with its task's keep time": [
+        ("answer", submit(keep_ms=50)),
+        ("answer", claim("0.0.0")),
+        ("sleep", 0.12),
+        ("answer", claim("0.0.1")),
+        ("answer", touch(0)),
+    ],
     "an empty session name is a session like another": [
         ("answer", submit("")),
         ("answer", submit("x")),
@@ -181,7 +224,7 @@ def without_times(answer: Any) -> Any:
         return ("submitted", answer.number)
     if isinstance(answer, TaskRecord):
         events = tuple((e.action, e.polls, e.fits) for e in answer.events)
-        return ("record", answer.skill, answer.polls, events)
+        return ("record", answer.skill, answer.polls, events, answer.callback)
     return answer
 
 
@@ -252,7 +295,7 @@ def test_async_face_answers_tasks_like_the_blocking_one(redis_store: Store) -> N
     assert asyncio.run(played_on_loop()) == [
         ("submitted", 0),
         ("submitted", 1),
-        ("record", "sc/report", 1, ()),
+        ("record", "sc/report", 1, (), ""),
         None,
     ]
     assert without_times(redis_store.answer(touch(1, session="loop"))) == (
@@ -260,6 +303,7 @@ def test_async_face_answers_tasks_like_the_blocking_one(redis_store: Store) -> N
         "sc/report",
         2,
         (),
+        "",
     )
 
 
@@ -279,6 +323,8 @@ def test_a_forgotten_task_leaves_no_key_behind(redis_store: Store, redis_url: st
         "mockskill:task:kept\x1f2",
         "mockskill:tasks",
     ]
+    assert redis_store.answer(claim("0.0.0", 0, session="gone")) is False  # makes no key
+    assert sorted(k.decode() for k in client.keys("mockskill:task*")) == keys
     redis_store.reset()
     assert client.keys("mockskill:task*") == [b"mockskill:task-number"]  # (never again)
 
