@@ -6,9 +6,9 @@ with a receiver, its last record and :class:`~mockskill.engine.callbacks.Course`
 
 - on a notice (the engine's, for a submit or a request that touched the task, on this
   replica) finds the changes up to now, then sets one loop timer for the next moment the
-  task may change by time; when it fires, it reads the task from the store (a ``look``
-  :class:`~mockskill.engine.store.Touch`: another replica may have served a cancel or an
-  input since) and finds its changes as it is then (a change that no longer happens is
+  task may change by time; when it fires, it reads the task from a shared store (a
+  ``look`` :class:`~mockskill.engine.store.Touch`: another replica may have served a cancel
+  or an input since) and finds its changes as it is then (a change that no longer happens is
   not pushed); a task the store no longer holds (a reset) is forgotten;
 - sends each delivery at its due time (a loop timer), as an HTTP/1.1 POST through the
   upstream client's keep-alive pool (:mod:`.upstream`), each attempt within the callback's
@@ -198,8 +198,12 @@ class Courier:
 
     def _due(self, key: _Key, tracked: _Tracked, moment: float) -> None:
         tracked.timer = None
-        if self._tracked.get(key) is tracked:
+        if self._tracked.get(key) is not tracked:
+            return
+        if self._state.remote:  # another replica may have served a request on it since
             self._spawn(self._reread(key, tracked, moment))
+        else:  # a store of this server's only: each request on the task was noticed here
+            self._look(key, tracked, max(moment, time.time() * 1000))
 
     async def _reread(self, key: _Key, tracked: _Tracked, moment: float) -> None:
         """Look at *tracked* at *moment* as the store holds it now (another replica may
