@@ -75,17 +75,25 @@ def surface() -> Iterator[LoopDispatcher]:
 
 
 @pytest.fixture
-def no_io(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Sockets an earlier test left to the collector are closed by their finalizers now,
-    # not from a collection that happens to run while the engine plans.
-    gc.collect()
-    monkeypatch.setattr(time, "sleep", forbidden("time.sleep"))
-    monkeypatch.setattr(asyncio, "sleep", forbidden("asyncio.sleep"))
-    monkeypatch.setattr(select, "select", forbidden("select.select"))
-    monkeypatch.setattr(threading.Event, "wait", forbidden("threading.Event.wait"))
-    for name in ("connect", "send", "sendall", "recv", "recv_into", "close", "shutdown"):
-        monkeypatch.setattr(socket.socket, name, forbidden(f"socket.{name}"))
-    monkeypatch.setattr(socket, "create_connection", forbidden("socket.create_connection"))
+def no_io() -> Iterator[None]:
+    # No collection runs while the engine plans: sockets an earlier test left to the
+    # collector would call the forbidden close from their finalizers. Collecting them first
+    # instead costs a full pass over the suite's heap before each test.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # undone before the collector is back
+            patch.setattr(time, "sleep", forbidden("time.sleep"))
+            patch.setattr(asyncio, "sleep", forbidden("asyncio.sleep"))
+            patch.setattr(select, "select", forbidden("select.select"))
+            patch.setattr(threading.Event, "wait", forbidden("threading.Event.wait"))
+            for name in ("connect", "send", "sendall", "recv", "recv_into", "close", "shutdown"):
+                patch.setattr(socket.socket, name, forbidden(f"socket.{name}"))
+            patch.setattr(socket, "create_connection", forbidden("socket.create_connection"))
+            yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def invoke(skill: str) -> Request:

@@ -292,7 +292,10 @@ def test_a_slow_head_is_408_then_closed(loop: str) -> None:
 
 
 def test_a_head_trickled_byte_by_byte_still_times_out(loop: str) -> None:
-    with serving(loop=loop, header_timeout=0.5) as (server, _), connect(server) as sock:
+    # A send fails once the lingering close after the 408 is over: a short linger, so that
+    # the trickle ends well before its last byte (6 s of them) but soon after the refusal.
+    limits = {"header_timeout": 0.5, "linger": 0.5}
+    with serving(loop=loop, **limits) as (server, _), connect(server) as sock:
         started = time.monotonic()
         trickle = (bytes([b]) for b in b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 100)
         send_until_refused(sock, trickle, pause=0.05)
