@@ -228,7 +228,9 @@ def flask_provider() -> Flask:
 @pytest.fixture(scope="module")
 def flask_upstream() -> Iterator[str]:
     server = make_server("127.0.0.1", 0, flask_provider(), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(  # (a short poll: shutdown() returns soon)
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
@@ -315,7 +317,9 @@ def bytes_upstream() -> Iterator[str]:
         return app.response_class(body, headers=headers)
 
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(  # (a short poll: shutdown() returns soon)
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
@@ -400,7 +404,9 @@ def echoing_upstream() -> Iterator[str]:
         )
 
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(  # (a short poll: shutdown() returns soon)
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()

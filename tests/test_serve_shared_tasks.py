@@ -286,7 +286,10 @@ class Receiver:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # (shutdown() returns once serve_forever() next looks up: soon, not in half a second)
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
 
 def test_callbacks_are_pushed_once_per_delivery_whichever_replica_changed_the_task(
