@@ -232,8 +232,6 @@ class Served(NamedTuple):
     """The ``polls:`` step played (a ``task: status``), None without ``polls:``."""
     position: int
     """The poll's number (counted from 0), its journal entry's position."""
-    task: dict[str, Any]
-    """``Entry.task``, as the general path journals it."""
 
 
 class Poll:
@@ -288,8 +286,7 @@ class Poll:
         view = tasks.view(task, answer)
         if view.expired:
             return None
-        entry = journalled("poll", self.task_id, known=True, served=True, view=view, poll=number)
-        return _new(Served, (view, answer.submitted_ms, index, number, entry))
+        return _new(Served, (view, answer.submitted_ms, index, number))
 
 
 def _polled(

@@ -35,6 +35,7 @@ __all__ = [
     "status_path",
     "status_url",
     "task_json",
+    "written",
 ]
 
 MAX_SHOWN_ID = 128
@@ -220,19 +221,18 @@ def body(text: StateText, task_id: str, submitted_ms: float) -> bytes:
     """The body of an answer carrying the task *task_id* submitted at *submitted_ms*, in
     the state whose *text* it is (:func:`state_text`, filled or not)."""
     if _PLAIN_ID.fullmatch(task_id) is None:  # (never one of ours: written as JSON)
-        written = json.dumps(task_id)[1:-1].encode()
+        shown = json.dumps(task_id)[1:-1].encode()
     else:
-        written = task_id.encode()
+        shown = task_id.encode()
+    return written(text, shown, created_at(submitted_ms).encode())
+
+
+def written(text: StateText, task_id: bytes, created: bytes) -> bytes:
+    """:func:`body`, from the id as written in JSON (*task_id*) and ``created_at``'s text
+    (*created*)."""
+    status_part, created_part, tail = text[1:4]
     return b"".join(
-        (
-            b'{"task": {"id": "',
-            written,
-            text.status_part,
-            written,
-            text.created_part,
-            created_at(submitted_ms).encode(),
-            text.tail,
-        )
+        (b'{"task": {"id": "', task_id, status_part, task_id, created_part, created, tail)
     )
 
 
