@@ -19,6 +19,8 @@ import heapq
 
 from .store import MAX_TASK_EVENTS, Submit, Submitted, TaskEvent, TaskRecord, Touch
 
+_new = tuple.__new__
+
 
 class _Task:
     """One task as kept: its skill, when it was submitted, its polls and events, and the
@@ -83,7 +85,8 @@ class TaskRecords:
         elif len(task.events) < MAX_TASK_EVENTS:
             task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
         task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
-        return TaskRecord(task.skill, task.submitted_ms, task.polls, task.events, now_ms)
+        # (Made at once: a NamedTuple's keyword __new__ is a Python call on every poll.)
+        return _new(TaskRecord, (task.skill, task.submitted_ms, task.polls, task.events, now_ms))
 
     def forget_ended(self, now_ms: float) -> None:
         """Forget the tasks kept until *now_ms* or before."""

@@ -50,8 +50,13 @@ def decide(
 ) -> Later[Decided]:
     """What *request* to *target* (a status URL, matched on *table*) comes to; *session* is
     the one its header names, its entry's when the id names none."""
-    matched = task_request(request.method, task_path_parts(request.path))
-    assert matched is not None  # (matched as a status URL)
+    method, path = request.method, request.path
+    matched: tuple[str, str] | None
+    if method == "GET" and path[-1] != "/":  # a poll (most requests here): the last segment
+        matched = (path[path.rindex("/") + 1 :], "poll")
+    else:
+        matched = task_request(method, task_path_parts(path))
+        assert matched is not None  # (matched as a status URL)
     task_id, action = matched
     tasked = target.tasked
     keyed = table.task_ids
@@ -107,7 +112,7 @@ def _admitted(
     number = read[1]
     if action == "poll":  # one the engine may serve on its kept path (see Poll)
         need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-        poll = Poll(started, owner, table, target, urls, tasked, task_id, number)
+        poll = _new(Poll, (started, owner, table, target, urls, tasked, task_id, number))
         return _new(Pending, (need, poll))
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
@@ -234,27 +239,20 @@ class Served(NamedTuple):
     """The poll's number (counted from 0), its journal entry's position."""
 
 
-class Poll:
+class Poll(NamedTuple):
     """The rest of a poll once the store touched its task: called with the store's answer,
     the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
-    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``)."""
+    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``).
+    (A tuple, made at once: its Decided is made only for the general path.)"""
 
-    __slots__ = ("number", "session", "started", "table", "target", "task_id", "tasked", "urls")
-
-    def __init__(
-        self,
-        started: float,
-        session: str,
-        table: RoutingTable,
-        target: Target,
-        urls: Urls,
-        tasked: TaskSkill,
-        task_id: str,
-        number: int,
-    ) -> None:
-        # (Its Decided is made only for the general path: a kept poll needs none.)
-        self.started, self.session, self.table, self.target = started, session, table, target
-        self.urls, self.tasked, self.task_id, self.number = urls, tasked, task_id, number
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target
+    urls: Urls
+    tasked: TaskSkill
+    task_id: str
+    number: int
 
     def __call__(self, answer: NeedAnswer) -> Decided:
         decided = Decided(

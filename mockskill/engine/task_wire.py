@@ -29,6 +29,7 @@ __all__ = [
     "StateText",
     "body",
     "created_at",
+    "created_text",
     "refused",
     "reply",
     "state_text",
@@ -62,6 +63,22 @@ def created_at(submitted_ms: float) -> str:
     """*submitted_ms* (epoch ms) in RFC 3339, UTC, to the millisecond: ``...T09:30:39.123Z``."""
     second, ms = divmod(int(submitted_ms), 1000)
     return f"{_second(second)}.{ms:03d}Z"
+
+
+MAX_KEPT_CREATED = 20_000
+"""Tasks whose ``created_at`` text a poll finds kept: as many as a server holds live tasks
+by default (``--max-tasks``), so that polls walking them all format each once."""
+_created: dict[float, bytes] = {}
+
+
+def created_text(submitted_ms: float) -> bytes:
+    """:func:`created_at` as a poll's body writes it, kept per submission time."""
+    text = _created.get(submitted_ms)
+    if text is None:
+        if len(_created) >= MAX_KEPT_CREATED:
+            _created.clear()  # atomic, unlike evicting one: answers are made on threads
+        text = _created[submitted_ms] = created_at(submitted_ms).encode()
+    return text
 
 
 def _outcome(task: Task, view: TaskView) -> tuple[str, bytes | None] | None:

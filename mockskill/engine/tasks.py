@@ -43,6 +43,8 @@ from typing import NamedTuple
 from ..scenario.model import TERMINAL_STATUSES, Task, TaskPhase
 from .store import TaskEvent, TaskRecord
 
+_new = tuple.__new__
+
 __all__ = [
     "FINISHED",
     "INPUT_INVALID",
@@ -307,15 +309,18 @@ class _Timeline:
         begin = submitted + self.begins[index]
         if phase.terminal:
             values = phase.progress
-            return TaskView(
-                phase.status,
-                index,
-                values[-1] if values else None,
-                None,
-                False,
-                begin,
-                begin + task.ttl_ms <= now,
-                begin,
+            return _new(  # (at once: a NamedTuple's keyword __new__ is a Python call)
+                TaskView,
+                (
+                    phase.status,
+                    index,
+                    values[-1] if values else None,
+                    None,
+                    False,
+                    begin,
+                    begin + task.ttl_ms <= now,
+                    begin,
+                ),
             )
         if phase.duration_ms is None:
             return None
@@ -330,15 +335,18 @@ class _Timeline:
                 progress = values[min(n - 1, max(0, spread))]
         poll_after = phase.poll_after_ms
         rest = self.rest[index]
-        return TaskView(
-            phase.status,
-            index,
-            progress,
-            task.poll_after_ms if poll_after is None else poll_after,
-            False,
-            None,
-            False,
-            None if rest is None else begin + rest,
+        return _new(
+            TaskView,
+            (
+                phase.status,
+                index,
+                progress,
+                task.poll_after_ms if poll_after is None else poll_after,
+                False,
+                None,
+                False,
+                None if rest is None else begin + rest,
+            ),
         )
 
 
@@ -349,11 +357,9 @@ _timelines: dict[int, tuple[Task, _Timeline]] = {}
 
 
 def _timeline(task: Task) -> _Timeline:
-    """*task*'s timeline, made once: kept by identity (hashing a whole life per poll would
-    cost more than the walk); the entry holds the task, so its id is not reused meanwhile."""
-    kept = _timelines.get(id(task))
-    if kept is not None and kept[0] is task:
-        return kept[1]
+    """*task*'s timeline, made and kept (:func:`view` finds it kept by identity: hashing a
+    whole life per poll would cost more than the walk; the entry holds the task, so its id
+    is not reused meanwhile)."""
     made = _Timeline(task)
     if len(_timelines) >= MAX_TIMELINES:
         _timelines.clear()  # atomic, unlike evicting one: views are made on threads
@@ -365,7 +371,9 @@ def view(task: Task, record: TaskRecord) -> TaskView:
     """The task as it is at ``record.now_ms``, with ``record.polls`` counted (a poll's
     record counts the poll itself)."""
     if not record.events:  # nothing logged: the life on its own, looked up when on time
-        timed = _timeline(task).view(record)
+        kept = _timelines.get(id(task))
+        timeline = kept[1] if kept is not None and kept[0] is task else _timeline(task)
+        timed = timeline.view(record)
         if timed is not None:
             return timed
     return _walked(task, record)
