@@ -589,18 +589,17 @@ class PolledTasks:
 
     def plan(self, request: Incoming, poll: Poll, served: Served) -> Plan:
         """The plan of *request*, the poll *served*, journalled."""
-        view = served.view
-        state = self.states.get((view[:5], served.step))
+        view, submitted_ms, step, position = served
+        state = self.states.get((view[:5], step))
         if state is None:
-            state = self._state(view, served.step)
+            state = self._state(view, step)
         text, journal, head, record = state
         task_id = poll.task_id
         # (An id that reads is written as it is: nothing in it to escape.)
-        body = written(text, task_id.encode(), created_text(served.submitted_ms))
+        body = written(text, task_id.encode(), created_text(submitted_ms))
         plan = journal.plan
         planned = plan.answering(Answer.framed(200, plan.answer.headers, body, head))
-        position = served.position
-        task = (record, task_id, position, view.terminal_at_ms)
+        task = (record, task_id, position, view[5])  # (view[5]: its terminal_at_ms)
         journal.record(request, poll.started, poll.session, position, None, task)
         return planned
 

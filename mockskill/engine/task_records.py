@@ -70,21 +70,22 @@ class TaskRecords:
     def touch(self, need: Touch, now_ms: float) -> TaskRecord | None:
         """Count a poll of (or log an event of) task *need*, kept at least *need.keep_ms*
         more; None when no such task is held (never submitted, or forgotten)."""
-        key = (need.session, need.number)
+        # Unpacked at once: a NamedTuple's fields read one by one are slow attribute lookups.
+        session, number, action, keep_ms, skill, fits = need
+        key = (session, number)
         task = self._tasks.get(key)
-        if task is None or task.skill != need.skill:
+        if task is None or task.skill != skill:
             return None
         if task.keep_until <= now_ms:  # its time is over: as good as forgotten
             self._drop(key)
             return None
-        action = need.action
         if action == "poll":
             task.polls += 1
-        elif action == "input" and not need.fits:
+        elif action == "input" and not fits:
             pass  # an input that fits no phase counts for nothing: not logged, no event spent
         elif len(task.events) < MAX_TASK_EVENTS:
-            task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
-        task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
+            task.events = (*task.events, TaskEvent(action, now_ms, task.polls, fits))
+        task.keep_until = max(task.keep_until, now_ms + keep_ms)
         # (Made at once: a NamedTuple's keyword __new__ is a Python call on every poll.)
         return _new(TaskRecord, (task.skill, task.submitted_ms, task.polls, task.events, now_ms))
 

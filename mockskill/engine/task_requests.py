@@ -21,7 +21,7 @@ the task as it stands is served by the engine on a kept path (:class:`Poll`,
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..scenario.model import Reply
 from . import auth, conditions, task_ids, tasks
@@ -37,6 +37,7 @@ from .store import NeedAnswer, TaskRecord, Touch
 from .task_skills import DEFAULT_MAX_TASKS, TaskSkill, journalled, not_found
 
 _new = tuple.__new__
+_new_poll = object.__new__
 _ERROR = ERROR_HEADER.lower()  # (the request's headers, as read: lower case)
 
 
@@ -112,7 +113,10 @@ def _admitted(
     number = read[1]
     if action == "poll":  # one the engine may serve on its kept path (see Poll)
         need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-        poll = _new(Poll, (started, owner, table, target, urls, tasked, task_id, number))
+        # Its slots set here, not through an __init__: a call less on every poll.
+        poll = _new_poll(Poll)
+        poll.started, poll.session, poll.table, poll.target = started, owner, table, target
+        poll.urls, poll.tasked, poll.task_id, poll.number = urls, tasked, task_id, number
         return _new(Pending, (need, poll))
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
@@ -227,24 +231,20 @@ def _touched(
     return decided
 
 
-class Served(NamedTuple):
-    """A poll whose answer is the task as it stands (:meth:`Poll.served`): what the
-    engine's kept path writes and journals."""
-
-    view: tasks.TaskView
-    submitted_ms: float
-    step: int | None
-    """The ``polls:`` step played (a ``task: status``), None without ``polls:``."""
-    position: int
-    """The poll's number (counted from 0), its journal entry's position."""
+Served = tuple[tasks.TaskView, float, "int | None", int]
+"""A poll whose answer is the task as it stands (:meth:`Poll.served`), what the engine's
+kept path writes and journals: the task's view, when it was submitted (epoch ms), the
+``polls:`` step played (a ``task: status``; None without ``polls:``) and the poll's number
+(counted from 0, its journal entry's position). A plain tuple: read unpacked."""
 
 
-class Poll(NamedTuple):
+class Poll:
     """The rest of a poll once the store touched its task: called with the store's answer,
     the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
     is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``).
-    (A tuple, made at once: its Decided is made only for the general path.)"""
+    (Its Decided is made only for the general path: a kept poll needs none.)"""
 
+    __slots__ = ("number", "session", "started", "table", "target", "task_id", "tasked", "urls")
     started: float
     session: str
     table: RoutingTable
@@ -266,12 +266,13 @@ class Poll(NamedTuple):
         each poll on the general path), and no ``polls:`` or a ``task: status`` step with
         no delay at this poll's number; None: anything else (the general path answers it)."""
         tasked = self.tasked
-        if type(answer) is not TaskRecord or answer.skill != tasked.skill:
+        # (The record's fields by index: a NamedTuple's attributes are slow lookups.)
+        if type(answer) is not TaskRecord or answer[0] != tasked.skill:
             return None
         task = tasked.task
         if task.callback is not None:
             return None
-        number = answer.polls - 1
+        number = answer[2] - 1
         index = None
         polls = task.polls
         if polls is not None:
@@ -282,9 +283,9 @@ class Poll(NamedTuple):
             if step.task != "status" or step.delay is not None or step.ran is not None:
                 return None
         view = tasks.view(task, answer)
-        if view.expired:
+        if view[6]:  # expired
             return None
-        return _new(Served, (view, answer.submitted_ms, index, number))
+        return (view, answer[1], index, number)
 
 
 def _polled(
