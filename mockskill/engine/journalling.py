@@ -45,7 +45,7 @@ from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
 from .task_skills import journalled as task_journalled
-from .task_wire import StateText, created_text, state_text, written
+from .task_wire import StateText, state_text, written
 from .wire import Answer
 
 if TYPE_CHECKING:
@@ -596,7 +596,7 @@ class PolledTasks:
         text, journal, head, record = state
         task_id = poll.task_id
         # (An id that reads is written as it is: nothing in it to escape.)
-        body = written(text, task_id.encode(), created_text(submitted_ms))
+        body = written(text, task_id.encode(), submitted_ms)
         plan = journal.plan
         planned = plan.answering(Answer.framed(200, plan.answer.headers, body, head))
         task = (record, task_id, position, view[5])  # (view[5]: its terminal_at_ms)

@@ -62,7 +62,11 @@ def decide(
     tasked = target.tasked
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
-    read = None if tasked is None else _read(table, task_id, keyed, tasked.skill)
+    read = None
+    if tasked is not None:  # kept for the next poll (see _read): most polls find it here
+        read = table.task_reads.get((tasked.skill, task_id))
+        if read is None:
+            read = _read(table, task_id, keyed, tasked.skill)
     # An id never handed out is journalled in the session it names, if it names one: the
     # consumer that built it is graded in its own session (status-url-ignored).
     owner = read[0] if read is not None else task_ids.claimed_session(task_id) or session
@@ -162,16 +166,14 @@ that polls walking them all read each id once (beyond: read anew, then kept)."""
 def _read(
     table: RoutingTable, task_id: str, keyed: KeyedDigest, skill: str
 ) -> tuple[str, int] | None:
-    """What *task_id* reads at *skill*'s status URL (:func:`.task_ids.read`), kept on
-    *table* for the next poll when it is one of ours there (what a consumer makes up is
-    read anew: it fills nothing)."""
+    """What *task_id* reads at *skill*'s status URL (:func:`.task_ids.read`), not kept on
+    *table* (:func:`decide` looks there first, by skill and id: an id is ours at its own
+    skill's URL only); kept for the next poll when it is one of ours there (what a
+    consumer makes up is read anew: it fills nothing)."""
     if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours
         return None
     reads = table.task_reads
-    key = (skill, task_id)  # (an id is ours at its own skill's URL only)
-    read = reads.get(key)
-    if read is not None:
-        return read
+    key = (skill, task_id)
     read = task_ids.read(task_id, keyed, skill)
     if read is not None:
         if len(reads) >= MAX_KEPT_READS:

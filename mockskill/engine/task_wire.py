@@ -29,7 +29,6 @@ __all__ = [
     "StateText",
     "body",
     "created_at",
-    "created_text",
     "refused",
     "reply",
     "state_text",
@@ -66,18 +65,16 @@ def created_at(submitted_ms: float) -> str:
 
 
 MAX_KEPT_CREATED = 20_000
-"""Tasks whose ``created_at`` text a poll finds kept: as many as a server holds live tasks
+"""Tasks whose ``created_at`` text an answer finds kept: as many as a server holds live tasks
 by default (``--max-tasks``), so that polls walking them all format each once."""
 _created: dict[float, bytes] = {}
 
 
-def created_text(submitted_ms: float) -> bytes:
-    """:func:`created_at` as a poll's body writes it, kept per submission time."""
-    text = _created.get(submitted_ms)
-    if text is None:
-        if len(_created) >= MAX_KEPT_CREATED:
-            _created.clear()  # atomic, unlike evicting one: answers are made on threads
-        text = _created[submitted_ms] = created_at(submitted_ms).encode()
+def _created_text(submitted_ms: float) -> bytes:
+    """:func:`created_at` as a body writes it, made and kept (:func:`written` finds it)."""
+    if len(_created) >= MAX_KEPT_CREATED:
+        _created.clear()  # atomic, unlike evicting one: answers are made on threads
+    text = _created[submitted_ms] = created_at(submitted_ms).encode()
     return text
 
 
@@ -241,12 +238,14 @@ def body(text: StateText, task_id: str, submitted_ms: float) -> bytes:
         shown = json.dumps(task_id)[1:-1].encode()
     else:
         shown = task_id.encode()
-    return written(text, shown, created_at(submitted_ms).encode())
+    return written(text, shown, submitted_ms)
 
 
-def written(text: StateText, task_id: bytes, created: bytes) -> bytes:
-    """:func:`body`, from the id as written in JSON (*task_id*) and ``created_at``'s text
-    (*created*)."""
+def written(text: StateText, task_id: bytes, submitted_ms: float) -> bytes:
+    """:func:`body`, from the id as written in JSON (*task_id*)."""
+    created = _created.get(submitted_ms)  # (kept per task: polls walking them all format none)
+    if created is None:
+        created = _created_text(submitted_ms)
     status_part, created_part, tail = text[1:4]
     return b"".join(
         (b'{"task": {"id": "', task_id, status_part, task_id, created_part, created, tail)
