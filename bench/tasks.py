@@ -29,7 +29,7 @@ the engine holds per live task (tracemalloc, in process: the store's record, the
 reading kept, the answers' text kept). Run::
 
     python bench/tasks.py [--rounds 5 --duration 5] [--tasks 10000] [--cpu 20000]
-        [--callgrind] [--memory] [--boundary]
+        [--callgrind [--keep DIR]] [--memory] [--boundary]
 """
 
 from __future__ import annotations
@@ -400,13 +400,17 @@ def profile(iterations: int, count: int) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
 
 
-def callgrind(n1: int, n2: int, warmup: int) -> dict[str, float]:
+def callgrind(n1: int, n2: int, warmup: int, keep: Path | None = None) -> dict[str, float]:
     """Instructions per request: (N2 run - N1 run) / (N2 - N1), after *warmup* requests
-    (for polls: *warmup* tasks submitted, then walked)."""
+    (for polls: *warmup* tasks submitted, then walked). The runs' out files are kept in
+    *keep* if given (``callgrind.{plain,poll}.N.out``: ``callgrind_annotate`` compares
+    them function by function), else let go."""
     per: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="mockskill-callgrind-") as tmp:
+        where = Path(tmp) if keep is None else keep
+        where.mkdir(parents=True, exist_ok=True)
         for what in ("plain", "poll"):
-            low, high = (_instructions(what, n, warmup, Path(tmp)) for n in (n1, n2))
+            low, high = (_instructions(what, n, warmup, where) for n in (n1, n2))
             per[what] = (high - low) / (n2 - n1)
     return per
 
@@ -461,13 +465,14 @@ def main() -> None:
     parser.add_argument("--n1", type=int, default=500)
     parser.add_argument("--n2", type=int, default=1500)
     parser.add_argument("--warmup", type=int, default=1200)
+    parser.add_argument("--keep", type=Path, help="with --callgrind: keep the out files here")
     parser.add_argument("--memory", action="store_true", help="bytes held per live task")
     parser.add_argument("--boundary", action="store_true", help="only the boundary check")
     parser.add_argument("--boundary-tasks", type=int, default=20)
     args = parser.parse_args()
     print(c.machine())
     if args.callgrind:
-        per = callgrind(args.n1, args.n2, args.warmup)
+        per = callgrind(args.n1, args.n2, args.warmup, args.keep)
         c.print_table(
             ["request", "instructions / keep-alive request", "plain / it", "target"],
             [

@@ -544,7 +544,7 @@ class Engine:
             if len(self._polled) >= MAX_CACHED:
                 self._polled.clear()  # atomic, unlike evicting one: handle() runs on threads
             kept = self._polled[(id(target), id(urls))] = (target, urls, polled)
-        return kept[2].plan(request, poll.session, poll.started, served)
+        return kept[2].plan(request, poll, served)
 
     def _plains_of(self, target: Target, urls: Urls) -> Plains:
         """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""

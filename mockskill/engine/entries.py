@@ -162,6 +162,22 @@ def limit_record(parts: LaterRecord) -> dict[str, Any]:
     return record
 
 
+LaterTask: TypeAlias = tuple[Any, ...]
+"""A kept poll's ``Entry.task`` as recorded, (kept, id, poll, terminal_at_ms): made the dict
+(:func:`task_record`) when the entry is first shown (:func:`shown_changes`), as a
+:data:`LaterRecord` is. *kept*: the record every poll of its task's state shares (its id,
+poll and terminal time placeholders, in their places); then the poll's own values. A plain
+tuple of atoms and a dict of them, as a LaterRecord (the journal packs it as it is)."""
+
+
+def task_record(parts: LaterTask) -> dict[str, Any]:
+    """``Entry.task`` of a :data:`LaterTask`: its kept record with the poll's own values."""
+    kept, task_id, poll, terminal_at_ms = parts
+    record: dict[str, Any] = kept.copy()
+    record["id"], record["poll"], record["terminal_at_ms"] = task_id, poll, terminal_at_ms
+    return record
+
+
 class Entry(NamedTuple):
     """One request as the server answered it; recorded exactly once.
 
@@ -324,7 +340,8 @@ class Entry(NamedTuple):
     ``acknowledged`` (the receiver answered 2xx within the timeout), ``late_ms`` (how far
     after the change it was sent), ``receiver`` (the URL's ``host:port``)). A submit of a
     task with ``callback:`` has ``callback_fault`` too (the task's scripted fault, ``none``
-    for none): a ``never`` task sends no delivery, and the audit knows it by this."""
+    for none): a ``never`` task sends no delivery, and the audit knows it by this. Until an
+    entry is shown (:func:`kept`), a kept poll's is its :data:`LaterTask`."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -439,6 +456,9 @@ def shown_changes(recorded: Entry, hidden: tuple[str, ...]) -> dict[str, Any]:
     limited: Any = recorded.rate_limit
     if type(limited) is tuple:  # as recorded (LaterRecord): made a dict once, now
         changes["rate_limit"] = limit_record(limited)
+    task: Any = recorded.task
+    if type(task) is tuple:  # as recorded (LaterTask): made a dict once, now
+        changes["task"] = task_record(task)
     if _plain(recorded, hidden):
         return changes
     for name, limit in _BOUNDED:

@@ -30,6 +30,7 @@ from .entries import (
     MAX_TARGET,
     Entry,
     LaterRecord,
+    LaterTask,
     escaped,
     headers_size,
     sent_headers,
@@ -44,14 +45,14 @@ from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
 from .task_skills import journalled as task_journalled
-from .task_wire import StateText, state_text
-from .task_wire import body as task_body
+from .task_wire import StateText, state_text, written
 from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
-    from .task_requests import Served
+    from .task_requests import Poll, Served
     from .task_skills import TaskSkill
+    from .tasks import TaskView
 
 _VERSION = VERSION_HEADER.lower()
 _API_KEY = facts.API_KEY
@@ -411,11 +412,11 @@ class Plain:
         session: str,
         position: int | None,
         rate_limit: LaterRecord | None = None,
-        task: dict[str, Any] | None = None,
+        task: LaterTask | None = None,
     ) -> None:
         """Journal *request*, the *position*-th of its sequence in *session* (None: a
         refusal, no position taken), answered now (*rate_limit*: what its endpoint's limit
-        said, ``Entry.rate_limit``; *task*: what it did to a task, ``Entry.task``)."""
+        said, ``Entry.rate_limit``; *task*: what a poll did to its task, ``Entry.task``)."""
         headers = request.headers
         credential = None
         if "authorization" in headers or _API_KEY in headers:
@@ -560,16 +561,18 @@ class RenderedPlain:
 class PolledTasks:
     """A task skill's status URL (*target*) for one address (*urls*), its polls served on a
     kept path like a :class:`RenderedPlain`'s: a poll whose answer is the task as it stands
-    (:class:`~.task_requests.Served`) gets a plan whose head, up to its
-    ``Content-Length:``, is kept per the answer's fixed headers (the ``polls:`` step played,
-    ``Retry-After``, a failed task's error code), its body written from its state's kept
-    text (:func:`~.task_wire.state_text`, filled for *urls* once per state), and it is
-    journalled as it is planned (by that head's :class:`Plain`, with ``Entry.task``).
+    (:class:`~.task_requests.Served`) gets its state's kept answer — its head up to its
+    ``Content-Length:`` (per the answer's fixed headers: the ``polls:`` step played,
+    ``Retry-After``, a failed task's error code), its text (:func:`~.task_wire.state_text`,
+    filled for *urls*) and its ``Entry.task`` record — made once per state; per poll only
+    the body is written (the id and ``created_at`` put in), and it is journalled as it is
+    planned (by that head's :class:`Plain`, its ``Entry.task`` a
+    :data:`~.entries.LaterTask`).
 
     What it answers and journals matches the general path's
     (:func:`~.task_requests._polled`, :meth:`Journalling.played`)."""
 
-    __slots__ = ("heads", "journalling", "target", "tasked", "texts", "urls")
+    __slots__ = ("heads", "journalling", "states", "target", "tasked", "urls")
 
     def __init__(
         self, journalling: Journalling, target: Target, urls: Urls, tasked: TaskSkill
@@ -580,34 +583,53 @@ class PolledTasks:
         ] = {}
         """Each fixed head's journalling (its plan's answer has the head, an empty body)
         and the head up to its ``Content-Length:`` value (:func:`head_of`)."""
-        self.texts: dict[int, tuple[StateText, StateText]] = {}
-        """Each state's text (by its id, kept with it), and the same filled for *urls*."""
+        self.states: dict[tuple[tuple[object, ...], int | None], PolledState] = {}
+        """Each state's kept answer, by the view's fields that make the state (its status,
+        phase, progress, ``poll_after_ms``, cancelling) and the ``polls:`` step played."""
 
-    def plan(self, request: Incoming, session: str, started: float, served: Served) -> Plan:
+    def plan(self, request: Incoming, poll: Poll, served: Served) -> Plan:
         """The plan of *request*, the poll *served*, journalled."""
-        tasked, view = self.tasked, served.view
-        text = state_text(tasked.task, view, tasked.skill_id)
-        kept = self.texts.get(id(text))
-        if kept is None or kept[0] is not text:
-            if len(self.texts) >= MAX_KEPT_STATES:
-                self.texts.clear()  # atomic, unlike evicting one: handle() runs on threads
-            kept = self.texts[id(text)] = (text, text.filled(self.urls.fill_text))
+        view, submitted_ms, step, position = served
+        state = self.states.get((view[:5], step))
+        if state is None:
+            state = self._state(view, step)
+        text, journal, head, record = state
+        task_id = poll.task_id
+        # (An id that reads is written as it is: nothing in it to escape.)
+        body = written(text, task_id.encode(), submitted_ms)
+        plan = journal.plan
+        planned = plan.answering(Answer.framed(200, plan.answer.headers, body, head))
+        task = (record, task_id, position, view[5])  # (view[5]: its terminal_at_ms)
+        journal.record(request, poll.started, poll.session, position, None, task)
+        return planned
+
+    def _state(self, view: TaskView, step: int | None) -> PolledState:
+        """The kept answer of *view*'s state (the ``polls:`` step *step* played), made."""
+        tasked = self.tasked
+        text = state_text(tasked.task, view, tasked.skill_id).filled(self.urls.fill_text)
         error_code = tasked.failed_codes[view.phase] if view.status == "failed" else None
-        key = (served.step, text.retry_after, error_code)
+        key = (step, text.retry_after, error_code)
         headed = self.heads.get(key)
         if headed is None:
             fixed = Reply(200, text.retry_after, b"", JSON_TYPE, error_code)
             plan = Plan(answer(fixed))
-            journal = self.journalling.plain(self.target, served.step, plan, fixed)
+            journal = self.journalling.plain(self.target, step, plan, fixed)
             if len(self.heads) >= MAX_KEPT_STATES:
                 self.heads.clear()  # atomic, unlike evicting one: handle() runs on threads
             headed = self.heads[key] = (journal, head_of(journal.plan.answer))
-        journal, head = headed
-        body = task_body(kept[1], served.task["id"], served.submitted_ms)
-        sent = journal.plan.answer
-        planned = journal.plan.answering(Answer.framed(200, sent.headers, body, head))
-        journal.record(request, started, session, served.position, None, served.task)
-        return planned
+        # Entry.task of its polls, but their own id, number and terminal time (LaterTask).
+        record = task_journalled("poll", "", known=True, served=True, view=view)
+        state = (text, headed[0], headed[1], record)
+        if len(self.states) >= MAX_KEPT_STATES:
+            self.states.clear()  # atomic, unlike evicting one: handle() runs on threads
+        self.states[(view[:5], step)] = state
+        return state
+
+
+PolledState = tuple[StateText, Plain, bytes, dict[str, Any]]
+"""A state's kept answer (:class:`PolledTasks`): its text filled for the address, its
+head's journalling and the head up to its ``Content-Length:`` value, its polls'
+``Entry.task`` record."""
 
 
 MAX_KEPT_STATES = 256

@@ -19,6 +19,8 @@ import heapq
 
 from .store import MAX_TASK_EVENTS, Claim, Submit, Submitted, TaskEvent, TaskRecord, Touch
 
+_new = tuple.__new__
+
 
 class _Task:
     """One task as kept: its skill, when it was submitted, its polls and events, the time
@@ -71,26 +73,27 @@ class TaskRecords:
     def touch(self, need: Touch, now_ms: float) -> TaskRecord | None:
         """Count a poll of (or log an event of) task *need*, kept at least *need.keep_ms*
         more; None when no such task is held (never submitted, or forgotten)."""
-        key = (need.session, need.number)
+        # Unpacked at once: a NamedTuple's fields read one by one are slow attribute lookups.
+        session, number, action, keep_ms, skill, fits = need
+        key = (session, number)
         task = self._tasks.get(key)
-        if task is None or task.skill != need.skill:
+        if task is None or task.skill != skill:
             return None
         if task.keep_until <= now_ms:  # its time is over: as good as forgotten
             self._drop(key)
             return None
-        action = need.action
         if action == "poll":
             task.polls += 1
         elif action == "look":
             pass  # the courier's: what the task is now, nothing counted
-        elif action == "input" and not need.fits:
+        elif action == "input" and not fits:
             pass  # an input that fits no phase counts for nothing: not logged, no event spent
         elif len(task.events) < MAX_TASK_EVENTS:
-            task.events = (*task.events, TaskEvent(action, now_ms, task.polls, need.fits))
-        task.keep_until = max(task.keep_until, now_ms + need.keep_ms)
-        return TaskRecord(
-            task.skill, task.submitted_ms, task.polls, task.events, now_ms, task.callback
-        )
+            task.events = (*task.events, TaskEvent(action, now_ms, task.polls, fits))
+        task.keep_until = max(task.keep_until, now_ms + keep_ms)
+        # (Made at once: a NamedTuple's keyword __new__ is a Python call on every poll.)
+        record = (task.skill, task.submitted_ms, task.polls, task.events, now_ms, task.callback)
+        return _new(TaskRecord, record)
 
     def claim(self, need: Claim, now_ms: float) -> bool:
         """Whether *need.key* is claimed now for the first time on a task held."""

@@ -21,7 +21,7 @@ the task as it stands is served by the engine on a kept path (:class:`Poll`,
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..scenario.model import Reply
 from . import auth, callbacks, conditions, task_ids, tasks
@@ -37,6 +37,7 @@ from .store import NeedAnswer, TaskRecord, Touch
 from .task_skills import DEFAULT_MAX_TASKS, TaskSkill, journalled, not_found
 
 _new = tuple.__new__
+_new_poll = object.__new__
 _ERROR = ERROR_HEADER.lower()  # (the request's headers, as read: lower case)
 
 
@@ -50,13 +51,22 @@ def decide(
 ) -> Later[Decided]:
     """What *request* to *target* (a status URL, matched on *table*) comes to; *session* is
     the one its header names, its entry's when the id names none."""
-    matched = task_request(request.method, task_path_parts(request.path))
-    assert matched is not None  # (matched as a status URL)
+    method, path = request.method, request.path
+    matched: tuple[str, str] | None
+    if method == "GET" and path[-1] != "/":  # a poll (most requests here): the last segment
+        matched = (path[path.rindex("/") + 1 :], "poll")
+    else:
+        matched = task_request(method, task_path_parts(path))
+        assert matched is not None  # (matched as a status URL)
     task_id, action = matched
     tasked = target.tasked
     keyed = table.task_ids
     assert keyed is not None  # (set with the table's generations)
-    read = None if tasked is None else _read(table, task_id, keyed, tasked.skill)
+    read = None
+    if tasked is not None:  # kept for the next poll (see _read): most polls find it here
+        read = table.task_reads.get((tasked.skill, task_id))
+        if read is None:
+            read = _read(table, task_id, keyed, tasked.skill)
     # An id never handed out is journalled in the session it names, if it names one: the
     # consumer that built it is graded in its own session (status-url-ignored).
     owner = read[0] if read is not None else task_ids.claimed_session(task_id) or session
@@ -107,7 +117,10 @@ def _admitted(
     number = read[1]
     if action == "poll":  # one the engine may serve on its kept path (see Poll)
         need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
-        poll = Poll(started, owner, table, target, urls, tasked, task_id, number)
+        # Its slots set here, not through an __init__: a call less on every poll.
+        poll = _new_poll(Poll)
+        poll.started, poll.session, poll.table, poll.target = started, owner, table, target
+        poll.urls, poll.tasked, poll.task_id, poll.number = urls, tasked, task_id, number
         return _new(Pending, (need, poll))
     decided = Decided(started, owner, table, target, urls, None, False)
     failures: dict[int, list[str]] = {}
@@ -153,16 +166,14 @@ that polls walking them all read each id once (beyond: read anew, then kept)."""
 def _read(
     table: RoutingTable, task_id: str, keyed: KeyedDigest, skill: str
 ) -> tuple[str, int] | None:
-    """What *task_id* reads at *skill*'s status URL (:func:`.task_ids.read`), kept on
-    *table* for the next poll when it is one of ours there (what a consumer makes up is
-    read anew: it fills nothing)."""
+    """What *task_id* reads at *skill*'s status URL (:func:`.task_ids.read`), not kept on
+    *table* (:func:`decide` looks there first, by skill and id: an id is ours at its own
+    skill's URL only); kept for the next poll when it is one of ours there (what a
+    consumer makes up is read anew: it fills nothing)."""
     if len(task_id) > task_ids.MAX_TASK_ID:  # never one of ours
         return None
     reads = table.task_reads
-    key = (skill, task_id)  # (an id is ours at its own skill's URL only)
-    read = reads.get(key)
-    if read is not None:
-        return read
+    key = (skill, task_id)
     read = task_ids.read(task_id, keyed, skill)
     if read is not None:
         if len(reads) >= MAX_KEPT_READS:
@@ -223,41 +234,28 @@ def _touched(
     return decided
 
 
-class Served(NamedTuple):
-    """A poll whose answer is the task as it stands (:meth:`Poll.served`): what the
-    engine's kept path writes and journals."""
-
-    view: tasks.TaskView
-    submitted_ms: float
-    step: int | None
-    """The ``polls:`` step played (a ``task: status``), None without ``polls:``."""
-    position: int
-    """The poll's number (counted from 0), its journal entry's position."""
-    task: dict[str, Any]
-    """``Entry.task``, as the general path journals it."""
+Served = tuple[tasks.TaskView, float, "int | None", int]
+"""A poll whose answer is the task as it stands (:meth:`Poll.served`), what the engine's
+kept path writes and journals: the task's view, when it was submitted (epoch ms), the
+``polls:`` step played (a ``task: status``; None without ``polls:``) and the poll's number
+(counted from 0, its journal entry's position). A plain tuple: read unpacked."""
 
 
 class Poll:
     """The rest of a poll once the store touched its task: called with the store's answer,
     the general path (:func:`_touched`); :meth:`served` tells the engine whether the answer
-    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``)."""
+    is the task as it stands, which it serves on a kept path (``engine.Engine._kept_poll``).
+    (Its Decided is made only for the general path: a kept poll needs none.)"""
 
     __slots__ = ("number", "session", "started", "table", "target", "task_id", "tasked", "urls")
-
-    def __init__(
-        self,
-        started: float,
-        session: str,
-        table: RoutingTable,
-        target: Target,
-        urls: Urls,
-        tasked: TaskSkill,
-        task_id: str,
-        number: int,
-    ) -> None:
-        # (Its Decided is made only for the general path: a kept poll needs none.)
-        self.started, self.session, self.table, self.target = started, session, table, target
-        self.urls, self.tasked, self.task_id, self.number = urls, tasked, task_id, number
+    started: float
+    session: str
+    table: RoutingTable
+    target: Target
+    urls: Urls
+    tasked: TaskSkill
+    task_id: str
+    number: int
 
     def __call__(self, answer: NeedAnswer) -> Decided:
         decided = Decided(
@@ -271,12 +269,13 @@ class Poll:
         each poll on the general path), and no ``polls:`` or a ``task: status`` step with
         no delay at this poll's number; None: anything else (the general path answers it)."""
         tasked = self.tasked
-        if type(answer) is not TaskRecord or answer.skill != tasked.skill:
+        # (The record's fields by index: a NamedTuple's attributes are slow lookups.)
+        if type(answer) is not TaskRecord or answer[0] != tasked.skill:
             return None
         task = tasked.task
         if task.callback is not None:
             return None
-        number = answer.polls - 1
+        number = answer[2] - 1
         index = None
         polls = task.polls
         if polls is not None:
@@ -287,10 +286,9 @@ class Poll:
             if step.task != "status" or step.delay is not None or step.ran is not None:
                 return None
         view = tasks.view(task, answer)
-        if view.expired:
+        if view[6]:  # expired
             return None
-        entry = journalled("poll", self.task_id, known=True, served=True, view=view, poll=number)
-        return _new(Served, (view, answer.submitted_ms, index, number, entry))
+        return (view, answer[1], index, number)
 
 
 def _polled(

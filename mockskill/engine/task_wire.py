@@ -35,6 +35,7 @@ __all__ = [
     "status_path",
     "status_url",
     "task_json",
+    "written",
 ]
 
 MAX_SHOWN_ID = 128
@@ -61,6 +62,20 @@ def created_at(submitted_ms: float) -> str:
     """*submitted_ms* (epoch ms) in RFC 3339, UTC, to the millisecond: ``...T09:30:39.123Z``."""
     second, ms = divmod(int(submitted_ms), 1000)
     return f"{_second(second)}.{ms:03d}Z"
+
+
+MAX_KEPT_CREATED = 20_000
+"""Tasks whose ``created_at`` text an answer finds kept: as many as a server holds live tasks
+by default (``--max-tasks``), so that polls walking them all format each once."""
+_created: dict[float, bytes] = {}
+
+
+def _created_text(submitted_ms: float) -> bytes:
+    """:func:`created_at` as a body writes it, made and kept (:func:`written` finds it)."""
+    if len(_created) >= MAX_KEPT_CREATED:
+        _created.clear()  # atomic, unlike evicting one: answers are made on threads
+    text = _created[submitted_ms] = created_at(submitted_ms).encode()
+    return text
 
 
 def _outcome(task: Task, view: TaskView) -> tuple[str, bytes | None] | None:
@@ -220,19 +235,20 @@ def body(text: StateText, task_id: str, submitted_ms: float) -> bytes:
     """The body of an answer carrying the task *task_id* submitted at *submitted_ms*, in
     the state whose *text* it is (:func:`state_text`, filled or not)."""
     if _PLAIN_ID.fullmatch(task_id) is None:  # (never one of ours: written as JSON)
-        written = json.dumps(task_id)[1:-1].encode()
+        shown = json.dumps(task_id)[1:-1].encode()
     else:
-        written = task_id.encode()
+        shown = task_id.encode()
+    return written(text, shown, submitted_ms)
+
+
+def written(text: StateText, task_id: bytes, submitted_ms: float) -> bytes:
+    """:func:`body`, from the id as written in JSON (*task_id*)."""
+    created = _created.get(submitted_ms)  # (kept per task: polls walking them all format none)
+    if created is None:
+        created = _created_text(submitted_ms)
+    status_part, created_part, tail = text[1:4]
     return b"".join(
-        (
-            b'{"task": {"id": "',
-            written,
-            text.status_part,
-            written,
-            text.created_part,
-            created_at(submitted_ms).encode(),
-            text.tail,
-        )
+        (b'{"task": {"id": "', task_id, status_part, task_id, created_part, created, tail)
     )
 
 

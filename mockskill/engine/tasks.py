@@ -43,6 +43,8 @@ from typing import NamedTuple
 from ..scenario.model import TERMINAL_STATUSES, Task, TaskPhase
 from .store import TaskEvent, TaskRecord
 
+_new = tuple.__new__
+
 __all__ = [
     "FINISHED",
     "INPUT_INVALID",
@@ -262,7 +264,7 @@ class _Timeline:
     the leading run of ``for:`` phases (most lives are wholly one), so that the state of a
     task with no cancel or input logged is a lookup rather than a walk (a poll's view)."""
 
-    __slots__ = ("begins", "ends", "rest", "task")
+    __slots__ = ("ends", "phases", "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task
@@ -275,71 +277,78 @@ class _Timeline:
                 break
             at += phase.duration_ms
             ends.append(at)
-        self.begins: tuple[int, ...] = tuple(begins)
-        """When each phase of the run begins, ms after the submission (one more than
-        :attr:`ends`: the phase the run leads to)."""
         self.ends: tuple[int, ...] = tuple(ends)
         """When each ``for:`` phase of the run ends, ms after the submission."""
-        rest: list[int | None] = []
-        for index in range(len(begins)):
+        phases: list[_TimedPhase] = []
+        for index, begin in enumerate(begins):
             left: int | None = 0
-            for phase in task.life[index:]:
-                if phase.terminal:
+            for later in task.life[index:]:
+                if later.terminal:
                     break
-                if phase.duration_ms is None:
+                if later.duration_ms is None:
                     left = None
                     break
                 assert left is not None
-                left += phase.duration_ms
-            rest.append(left)
-        self.rest: tuple[int | None, ...] = tuple(rest)
-        """What is left of the life from each phase's beginning (None: a wait in it)."""
+                left += later.duration_ms
+            phase = task.life[index]
+            poll_after = task.poll_after_ms if phase.poll_after_ms is None else phase.poll_after_ms
+            timed = (phase.status, phase.terminal, phase.duration_ms, phase.progress, poll_after)
+            phases.append((*timed, begin, left))
+        self.phases: tuple[_TimedPhase, ...] = tuple(phases)
+        """Each phase of the run (one more than :attr:`ends`: the phase the run leads to),
+        as a view reads it: its status, whether it is terminal, its ``for:`` time, its
+        progress values, the ``Retry-After`` its answers advise (the task's if it sets
+        none), when it begins (ms after the submission) and what is left of the life from
+        then (None: a wait in it)."""
 
-    def view(self, record: TaskRecord) -> TaskView | None:
-        """The view of a task with no event logged (None: its life has reached a phase
-        that is not on time, which only the walk knows)."""
-        task = self.task
-        submitted = record.submitted_ms
-        now = record.now_ms
-        elapsed = now - submitted
-        index = bisect.bisect_right(self.ends, elapsed)
-        phase = task.life[index]
-        begin = submitted + self.begins[index]
-        if phase.terminal:
-            values = phase.progress
-            return TaskView(
-                phase.status,
-                index,
-                values[-1] if values else None,
-                None,
-                False,
-                begin,
-                begin + task.ttl_ms <= now,
-                begin,
+    def view(self, submitted: float, now: float) -> TaskView | None:
+        """The view at *now* of a task submitted at *submitted* (epoch ms) with no event
+        logged (None: its life has reached a phase that is not on time, which only the walk
+        knows)."""
+        index = bisect.bisect_right(self.ends, now - submitted)
+        status, terminal, duration, values, poll_after, begin_ms, rest = self.phases[index]
+        begin = submitted + begin_ms
+        if terminal:
+            return _new(  # (at once: a NamedTuple's keyword __new__ is a Python call)
+                TaskView,
+                (
+                    status,
+                    index,
+                    values[-1] if values else None,
+                    None,
+                    False,
+                    begin,
+                    begin + self.task.ttl_ms <= now,
+                    begin,
+                ),
             )
-        if phase.duration_ms is None:
+        if duration is None:
             return None
-        values = phase.progress
         progress = None
         if values:
             n = len(values)
-            if phase.duration_ms <= 0:
+            if duration <= 0:
                 progress = values[-1]
             else:  # as _spread counts it
-                spread = math.floor(max(0.0, now - begin) * n / phase.duration_ms)
+                spread = math.floor(max(0.0, now - begin) * n / duration)
                 progress = values[min(n - 1, max(0, spread))]
-        poll_after = phase.poll_after_ms
-        rest = self.rest[index]
-        return TaskView(
-            phase.status,
-            index,
-            progress,
-            task.poll_after_ms if poll_after is None else poll_after,
-            False,
-            None,
-            False,
-            None if rest is None else begin + rest,
+        return _new(
+            TaskView,
+            (
+                status,
+                index,
+                progress,
+                poll_after,
+                False,
+                None,
+                False,
+                None if rest is None else begin + rest,
+            ),
         )
+
+
+_TimedPhase = tuple[str, bool, "int | None", "tuple[int, ...]", "int | None", int, "int | None"]
+"""A phase as :attr:`_Timeline.phases` keeps it."""
 
 
 MAX_TIMELINES = 1024
@@ -349,11 +358,9 @@ _timelines: dict[int, tuple[Task, _Timeline]] = {}
 
 
 def _timeline(task: Task) -> _Timeline:
-    """*task*'s timeline, made once: kept by identity (hashing a whole life per poll would
-    cost more than the walk); the entry holds the task, so its id is not reused meanwhile."""
-    kept = _timelines.get(id(task))
-    if kept is not None and kept[0] is task:
-        return kept[1]
+    """*task*'s timeline, made and kept (:func:`view` finds it kept by identity: hashing a
+    whole life per poll would cost more than the walk; the entry holds the task, so its id
+    is not reused meanwhile)."""
     made = _Timeline(task)
     if len(_timelines) >= MAX_TIMELINES:
         _timelines.clear()  # atomic, unlike evicting one: views are made on threads
@@ -364,8 +371,11 @@ def _timeline(task: Task) -> _Timeline:
 def view(task: Task, record: TaskRecord) -> TaskView:
     """The task as it is at ``record.now_ms``, with ``record.polls`` counted (a poll's
     record counts the poll itself)."""
-    if not record.events:  # nothing logged: the life on its own, looked up when on time
-        timed = _timeline(task).view(record)
+    # (Its fields by index: a NamedTuple's attributes are slow lookups, and a poll asks.)
+    if not record[3]:  # no event logged: the life on its own, looked up when on time
+        kept = _timelines.get(id(task))
+        timeline = kept[1] if kept is not None and kept[0] is task else _timeline(task)
+        timed = timeline.view(record[1], record[4])
         if timed is not None:
             return timed
     return _walked(task, record)

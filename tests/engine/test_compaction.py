@@ -22,6 +22,7 @@ from mockskill.protocol.catalog import Retry
 
 KEYED = KeyedDigest(b"k" * 32)
 """A server's body digest: a short body's is recorded to be taken when first shown."""
+POLL_RECORD = {"id": "", "action": "poll", "known": True, "poll": None, "terminal_at_ms": 0}
 NEAR = ({"route": "GET /skills/{id}", "reasons": ["path /x\ny does not match /skills/{id}"]},)
 
 
@@ -53,9 +54,10 @@ def varied(state: State, n: int) -> Entry | Entry:
             **common, session="s2", method="PUT", path="/s3cret", status=None,
             endpoint="refused", invalid_descriptor=True, stopped=True,
         )  # fmt: skip
+    later_task = (POLL_RECORD, f"t.{n}", n, None)  # a kept poll's, made a dict when shown
     return Entry(
         **common, session="s0", method="POST", path="/skills", status=200, endpoint="list",
-        body_digest=KEYED.later(b'{"n": %d}' % n),
+        body_digest=KEYED.later(b'{"n": %d}' % n), task=later_task,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -91,6 +93,7 @@ def test_a_compacted_journal_reads_as_one_never_compacted() -> None:
     assert journal[1203].path == f"/{MASK}"
     assert journal[1].retry == Retry(250, 3)
     assert journal[4].body_digest == KEYED(b'{"n": 4}')  # taken when read, or when packed
+    assert journal[4].task == {**POLL_RECORD, "id": "t.4", "poll": 4, "terminal_at_ms": None}
     assert journal[2].near_misses == (
         {**NEAR[0], "reasons": ["path /x%0Ay does not match /skills/{id}"]},
     )
