@@ -345,6 +345,9 @@ class RoutingTable:
             exact.update(((method, f"/skills/{sid}"), t) for sid, t in self._describe.items())
         exact.update((("POST", f"/skills/{sid}/invoke"), t) for sid, t in self._invoke.items())
         self._exact = {key: t for key, t in exact.items() if self._match_surface(*key) is t}
+        self._status_urls = {f"/skills/{sid}/tasks/": t for sid, t in self._tasks.items()}
+        """A task skill's status URLs by their prefix, up to the task id: a poll is matched
+        by one lookup, as an exact path is (:meth:`match`)."""
         self._candidates = [_Candidate(f"{m} {rule}", (m,), rule) for m, rule, _ in _SURFACE] + [
             _Candidate(r.label, r.methods, r.path) for r in self.routes
         ]
@@ -355,6 +358,12 @@ class RoutingTable:
         exact = self._exact.get((method, path))
         if exact is not None:  # a skill-surface path as the descriptors write it
             return exact
+        if method in TASK_ACTIONS:  # a status URL as Location writes it: /skills/ID/tasks/TASK
+            cut = path.rfind("/") + 1
+            if 0 < cut < len(path):  # (an id, not an empty last segment)
+                status_url = self._status_urls.get(path[:cut])
+                if status_url is not None:
+                    return status_url
         if path == "/skills" or path.startswith("/skills/"):
             target = self._match_surface(method, path)
             if target is not None and (self.fallback is None or type(target) is Target):

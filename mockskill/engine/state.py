@@ -323,6 +323,9 @@ class State:
                 position = positions.get(key, 0)
                 positions[key] = position + 1
                 return _new(Taken, (position, -1, spent))
+        if type(need) is Touch:  # a poll of a task: the other need made per request
+            with self._lock:
+                return self._tasks.touch(need, time.time() * 1000)
         if isinstance(need, UseToken):
             return self._use_token(need.token)
         if isinstance(need, IssueToken):
@@ -341,9 +344,6 @@ class State:
         if isinstance(need, Settle):
             self._settle(need)
             return None
-        if type(need) is Touch:
-            with self._lock:
-                return self._tasks.touch(need, time.time() * 1000)
         if type(need) is Submit:
             with self._lock:
                 return self._tasks.submit(need, time.time() * 1000)

@@ -93,6 +93,25 @@ def test_a_surface_path_as_written_and_with_trailing_slashes_match_the_one_targe
     assert target(table, method, path + "//") is found
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE", "POST"])
+def test_a_status_url_as_written_and_as_split_match_the_one_target(
+    table: RoutingTable, method: str
+) -> None:
+    # As Location writes it, found by its prefix; with a trailing slash, by splitting.
+    found = target(table, method, "/skills/translate/tasks/dHJ.0.abc")
+    assert (found.kind, found.skill_id) == ("task", "translate")
+    assert target(table, method, "/skills/translate/tasks/dHJ.0.abc/") is found
+    assert target(table, "POST", "/skills/translate/tasks/dHJ.0.abc/cancel") is found
+    unknown = miss(table, method, "/skills/translat/tasks/dHJ.0.abc")
+    assert unknown.suggestions == ("translate",)
+
+
+def test_a_status_url_prefix_needs_an_id_and_a_task_method(table: RoutingTable) -> None:
+    assert isinstance(table.match("GET", "/skills/translate/tasks/"), Miss)
+    assert isinstance(table.match("PUT", "/skills/translate/tasks/dHJ.0.abc"), Miss)
+    assert isinstance(table.match("GET", "/skills/translate/tasks/a/b"), Miss)
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [
