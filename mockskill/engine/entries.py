@@ -325,6 +325,16 @@ class Entry(NamedTuple):
     after the change it was sent), ``receiver`` (the URL's ``host:port``)). A submit of a
     task with ``callback:`` has ``callback_fault`` too (the task's scripted fault, ``none``
     for none): a ``never`` task sends no delivery, and the audit knows it by this."""
+    stream: dict[str, Any] | None = None
+    """How a stream step's answer went (docs/streams.md); None: the answer was no stream.
+    JSON values: ``format`` (``sse`` or ``ndjson``), ``events`` (events sent: comments,
+    heartbeats and ``retry:`` not counted), ``last_id`` (the last event id sent; None:
+    none), ``ended`` (``complete``; the fault done: ``reset``, ``close``, ``stall``,
+    ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
+    server's bound; ``stopped``: the server stopped), ``fault`` (the scripted fault's kind;
+    None: none), ``fault_after`` (the events it was scripted after; None: no fault),
+    ``duration_ms`` (from the head sent to the stream's end), ``resumed_from`` (the
+    ``Last-Event-ID`` a resumable stream continued after; None: it started over)."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -343,6 +353,8 @@ class Entry(NamedTuple):
             data["headers"] = [[name, value] for name, value in self.headers]
         if self.task is not None:
             data["task"] = dict(self.task)
+        if self.stream is not None:
+            data["stream"] = dict(self.stream)
         return data
 
     @classmethod

@@ -222,6 +222,7 @@ class Journalling:
                 None if limited is None else limited.record,
                 request.peer,
                 None if task is None else self._task(task, request, body),
+                None,  # stream: a stream's outcome fills it when it is played
             ),
         )
 
@@ -464,7 +465,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (*self._executed, rate_limit, request.peer, task),
+                + (*self._executed, rate_limit, request.peer, task, None),  # (no stream)
             )
         )
 
