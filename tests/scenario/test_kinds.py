@@ -79,11 +79,11 @@ def test_the_loader_reads_the_declared_step_kinds() -> None:
     [nothing] = _problems(_invoke("{delay: 5}"))
     assert nothing.expected == (
         "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, task,"
-        " status, fault or hang"
+        " stream, status, fault or hang"
     )
     [two] = _problems(_invoke("{json: 1, text: a}"))
     assert two.expected == (
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited, task or stream"
         " in a step"
     )
 
