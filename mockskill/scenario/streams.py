@@ -183,8 +183,7 @@ def read_stream(
     events = _unrolled(r, items, (*path, "events"))
     if events is None:
         return None
-    sent = sum(1 for event in events if event.data is not None)
-    if not sent and end is None:
+    if not events and end is None:
         r.bad(
             path,
             "a stream with events: or an end:",
