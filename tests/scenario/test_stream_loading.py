@@ -369,11 +369,13 @@ def test_a_sequence_plays_a_cut_stream_then_a_complete_one() -> None:
     [skill] = load_text(text, "s.yaml").skills
     assert skill.invoke is not None
     first, second = (step.stream for step in skill.invoke.steps)
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert first.fault == StreamFault("reset", 40)
     assert second.fault is None
     assert first.events == second.events
-    assert first.end is not None and first.end == second.end
+    assert first.end is not None
+    assert first.end == second.end
 
 
 def test_a_route_and_a_random_outcome_may_stream() -> None:
@@ -408,7 +410,8 @@ def test_resumable_is_read_and_warned_about_as_a_later_rounds() -> None:
     [skill] = scenarios.skills
     assert skill.invoke is not None
     stream = skill.invoke.steps[0].stream
-    assert stream is not None and stream.resumable
+    assert stream is not None
+    assert stream.resumable
     [warning] = warnings
     assert warning.path == "skills[0].invoke[0].stream.resumable"
     assert "not honoured yet" in warning.hint
@@ -1015,7 +1018,8 @@ def test_the_bundled_tokens_are_200_at_50_a_second_then_a_result(bundled: dict[s
     assert {e.name for e in stream.events} == {"token"}
     assert [e.id for e in stream.events] == [str(n) for n in range(1, 201)]
     assert sum(pauses(stream)) == 4000
-    assert stream.end is not None and stream.end.event.name == "result"
+    assert stream.end is not None
+    assert stream.end.event.name == "result"
     assert stream.fault is None
 
 
@@ -1025,7 +1029,8 @@ def test_the_bundled_cut_is_reset_after_event_40_then_complete(bundled: dict[str
     assert first.fault == StreamFault("reset", 40)
     assert first.events[39].id == "40"
     assert second.fault is None
-    assert first.events == second.events and first.end == second.end
+    assert first.events == second.events
+    assert first.end == second.end
     assert skill.invoke is not None
     assert [step.times for step in skill.invoke.steps] == [1, 1]
     assert skill.invoke.end == "last"
@@ -1042,10 +1047,12 @@ def test_the_bundled_overload_ends_with_a_retryable_error_event_once(
 ) -> None:
     overloaded, recovered = _streams(bundled["stream-overload"])
     end = overloaded.end
-    assert end is not None and end.error_code == "ENDPOINT_UNREACHABLE"
+    assert end is not None
+    assert end.error_code == "ENDPOINT_UNREACHABLE"
     assert catalog.CATEGORIES[end.error_code].retryable
     assert end.event.data is not None
     error = json.loads(end.event.data)["error"]
     assert error["retry"] == {"suggested_delay_ms": 2000, "max_attempts": 3}
     assert len(overloaded.events) == 20
-    assert recovered.end is not None and recovered.end.error_code is None
+    assert recovered.end is not None
+    assert recovered.end.error_code is None
