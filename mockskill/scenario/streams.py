@@ -176,9 +176,10 @@ def read_stream(
     items = _events(r, raw.get("events", []), (*path, "events"), formats or STREAM_FORMATS)
     end = _end(r, raw.get("end"), (*path, "end"), ctx, read_step, formats or STREAM_FORMATS)
     head = _head(r, raw, path, ctx, read_step)
+    fault = _fault(r, raw.get("fault"), (*path, "fault"))
     if len(r.problems) > before or formats is None or items is None or head is None:
         return None
-    if end is BAD or resumable is None:
+    if end is BAD or fault is BAD or resumable is None:
         return None
     events = _unrolled(r, items, (*path, "events"))
     if events is None:
@@ -191,11 +192,10 @@ def read_stream(
             "add events: [{data: ...}], or end: {data: ...}",
         )
         return None
-    fault = _fault(r, raw.get("fault"), (*path, "fault"), events)
-    if fault is BAD:
-        return None
     assert end is None or isinstance(end, StreamEnd)
     assert fault is None or isinstance(fault, StreamFault)
+    if fault is not None and not _fits(r, fault, (*path, "fault"), events):
+        return None
     status, headers = head
     return Stream(
         where=r.position(path),
@@ -585,22 +585,40 @@ def _end(
     return StreamEnd(event)
 
 
-def _fault(
-    r: Reader, value: Any, path: Path, events: tuple[StreamEvent, ...]
-) -> StreamFault | object | None:
-    """``fault:`` after event N, checked against *events*; None for none, or BAD."""
+def _fault(r: Reader, value: Any, path: Path) -> StreamFault | object | None:
+    """``fault:`` after event N (whether the stream has those events is :func:`_fits`'s
+    question); None for none, or BAD."""
     if value is None:
         return None
     raw = r.mapping(value, path, "a fault: {after: N, kind: reset} (stall may take for: 5s)")
     if raw is None or not r.keys(raw, path, FAULT_KEYS, required=("after", "kind")):
         return BAD
     kind = raw["kind"]
-    if not r.among(kind, (*path, "kind"), STREAM_FAULTS):
-        return BAD
-    sent = [event for event in events if event.data is not None]
+    known = r.among(kind, (*path, "kind"), STREAM_FAULTS)
     after = r.integer(raw, "after", path, default=0, minimum=0)
-    if after is None:
+    stall = None
+    if "for" in raw and known:
+        if kind != "stall":
+            r.bad(
+                (*path, "for"),
+                "for: only beside kind: stall (how long the bytes stop)",
+                f"for: beside kind: {kind}",
+                at_key=True,
+            )
+            return BAD
+        stall = read_duration(r, raw["for"], (*path, "for"), minimum=1, maximum=r.max_delay_ms)
+        if stall is None:
+            return BAD
+    if not known or after is None:
         return BAD
+    return StreamFault(kind, after, stall)
+
+
+def _fits(r: Reader, fault: StreamFault, path: Path, events: tuple[StreamEvent, ...]) -> bool:
+    """Whether *fault* comes after events the stream has (comments not counted), and one
+    in place of event N+1 has that event (and an id before it, for the id faults)."""
+    sent = [event for event in events if event.data is not None]
+    kind, after = fault.kind, fault.after
     replaces = kind in REPLACING_FAULTS
     most = len(sent) - 1 if replaces else len(sent)
     if after > most:
@@ -618,7 +636,7 @@ def _fault(
             f"{describe(after)}, with {len(sent)} event{'' if len(sent) == 1 else 's'} scripted",
             hint,
         )
-        return BAD
+        return False
     if kind in _ID_FAULTS and not any(event.id is not None for event in sent[:after]):
         r.bad(
             (*path, "kind"),
@@ -626,21 +644,8 @@ def _fault(
             "none: no id sent before it to repeat or go back from",
             "give the events ids (id: or a repeat's id_from:)",
         )
-        return BAD
-    stall = None
-    if "for" in raw:
-        if kind != "stall":
-            r.bad(
-                (*path, "for"),
-                "for: only beside kind: stall (how long the bytes stop)",
-                f"for: beside kind: {kind}",
-                at_key=True,
-            )
-            return BAD
-        stall = read_duration(r, raw["for"], (*path, "for"), minimum=1, maximum=r.max_delay_ms)
-        if stall is None:
-            return BAD
-    return StreamFault(kind, after, stall)
+        return False
+    return True
 
 
 def _head(

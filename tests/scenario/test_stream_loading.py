@@ -916,7 +916,8 @@ def test_every_problem_of_a_stream_is_reported_at_once() -> None:
             "{repeat: 2, rate: 0/s, data: t}",
             "{data: b, delay: -1s}",
             "{comment: hi}",
-            more="format: ndjson\nheartbeat: 5\nend: {error: NOPE}\n",
+            more="format: ndjson\nheartbeat: 5\nend: {error: NOPE}\n"
+            "fault: {after: 1, kind: rest}\n",
         )
     )
     paths = sorted(p.path for p in problems_in(text))
@@ -928,6 +929,7 @@ def test_every_problem_of_a_stream_is_reported_at_once() -> None:
             f"{S}.events[3].comment",
             f"{S}.heartbeat",
             f"{S}.end.error",
+            f"{S}.fault.kind",
         ]
     )
 
