@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .durations import read_duration
 from .kinds import listed
@@ -47,9 +47,6 @@ from .reader import Reader
 from .templates import OPEN
 from .waits_and_faults import BAD
 from .waits_and_faults import delay as read_delay
-
-if TYPE_CHECKING:
-    from .steps import StepContext
 
 __all__ = [
     "BESIDE_STREAM",
@@ -96,7 +93,8 @@ _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*(s|m)")
 _PER = {"s": 1000, "m": 60_000}
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
-ReadStep = Callable[[Reader, Any, Path, "StepContext"], "Step | None"]
+ReadStep = Callable[[Reader, Any, Path, Any], "Step | None"]
+"""The step reader (:func:`.steps.read_step`), handed in: it imports this module."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class _Item:
 
 
 def stream_step(
-    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, read_step: ReadStep
+    r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read_step: ReadStep
 ) -> Step | None:
     """A step with ``stream:`` (its ``times`` and ``set_state`` are read by the caller);
     *read_step* reads the head (``status``, ``headers``) and an error end as a step's.
@@ -150,9 +148,7 @@ def _beside_hint(key: str) -> str:
     return "a step answers one way: its answer is the stream's events; split them into two steps"
 
 
-def read_stream(
-    r: Reader, value: Any, path: Path, ctx: StepContext, read_step: ReadStep
-) -> Stream | None:
+def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep) -> Stream | None:
     """``stream:``'s value, checked; None (problems recorded) when it is wrong."""
     raw = r.mapping(value, path, "a stream: a mapping with events: (and format, end, fault ...)")
     if raw is None:
@@ -532,7 +528,7 @@ def _end(
     r: Reader,
     value: Any,
     path: Path,
-    ctx: StepContext,
+    ctx: Any,
     read_step: ReadStep,
     formats: tuple[str, ...],
 ) -> StreamEnd | object | None:
@@ -649,7 +645,7 @@ def _fits(r: Reader, fault: StreamFault, path: Path, events: tuple[StreamEvent, 
 
 
 def _head(
-    r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext, read_step: ReadStep
+    r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read_step: ReadStep
 ) -> tuple[int, tuple[tuple[str, str], ...]] | None:
     """The stream's ``status:`` and ``headers:``, read as a result step's (a header the
     server sets refused as there); not its ``Content-Type``, which the format sets."""
