@@ -144,6 +144,14 @@ def _without_a_step_kind(schema: dict[str, Any]) -> None:
     schema["$defs"]["step_rules"]["allOf"][0]["anyOf"].pop(0)
 
 
+def _without_a_stream_fault(schema: dict[str, Any]) -> None:
+    schema["$defs"]["stream_fault"]["properties"]["kind"]["enum"].remove("stall")
+
+
+def _with_another_stream_format(schema: dict[str, Any]) -> None:
+    schema["$defs"]["stream"]["properties"]["format"]["anyOf"][0]["enum"].append("jsonl")
+
+
 PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a fault left out": (_without_a_fault, "$defs.step.properties.fault.enum"),
     "an undeclared TLS fault": (_with_another_tls_fault, "$defs.skill.properties.tls.enum"),
@@ -152,6 +160,8 @@ PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a shape's parameter renamed": (_with_a_renamed_param, "$defs.lognormal.properties"),
     "two bodies allowed together": (_with_a_body_kind_missing, "$defs.step_rules.allOf[1]"),
     "a step kind left out": (_without_a_step_kind, "$defs.step_rules.allOf[0]"),
+    "a stream fault left out": (_without_a_stream_fault, "$defs.stream_fault.properties.kind"),
+    "another stream format": (_with_another_stream_format, "$defs.stream.properties.format"),
 }
 
 
