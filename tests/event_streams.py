@@ -70,12 +70,10 @@ def parse_sse(stream: bytes | Iterable[bytes]) -> Parsed:
             event_type = value
         elif name == "data":
             buffer += value + "\n"
-        elif name == "id":
-            if "\x00" not in value:
-                last_id = value
-        elif name == "retry":
-            if value.isdigit():
-                retry = int(value)
+        elif name == "id" and "\x00" not in value:
+            last_id = value
+        elif name == "retry" and value.isdigit():
+            retry = int(value)
     return Parsed(events, comments, retry)
 
 

@@ -3,7 +3,7 @@ chooses, the bytes of each event (read back with the WHATWG algorithm and as JSO
 the fault as a piece or as the ending, and the journal's record of how it went.
 
 Pure: no server, no clock. What the transport does with a plan is
-tests/transport/test_streaming.py's; the whole path with real clients, tests/test_streams.py's.
+tests/transport/test_streaming.py's; the whole path with real clients, tests/test_stream_steps.py's.
 """
 
 from __future__ import annotations
@@ -90,9 +90,7 @@ def test_a_stream_of_one_format_answers_it_whatever_the_accept() -> None:
 def test_the_head_says_the_format_no_cache_and_the_streams_headers(
     fmt: str, content_type: str
 ) -> None:
-    made = framed(
-        stream(status=201, headers=(("X-Request-Id", "r1"),)), fmt, CONTEXT, URLS
-    ).answer
+    made = framed(stream(status=201, headers=(("X-Request-Id", "r1"),)), fmt, CONTEXT, URLS).answer
     assert made.status == 201
     assert made.body == b""
     assert dict(made.headers) == {
@@ -155,7 +153,7 @@ def test_an_error_end_is_the_unified_body_with_its_retry_advice() -> None:
 
 def test_a_non_retryable_error_end_carries_no_retry_advice() -> None:
     made = stream(end=StreamEnd(event(name=None), error_code="PERMISSION_DENIED"))
-    (line,) = parse_ndjson(body(made, "ndjson"))[-1:]
+    line = parse_ndjson(body(made, "ndjson"))[-1]
     assert line["event"] == "error"
     assert line["data"]["error"]["code"] == "PERMISSION_DENIED"
     assert "retry" not in line["data"]["error"]
@@ -219,9 +217,7 @@ def test_a_fault_after_more_events_than_there_are_comes_before_the_end() -> None
 
 def test_a_fault_after_zero_events_sends_only_the_retry() -> None:
     made = stream(retry_ms=100, fault=StreamFault("close", 0))
-    assert [p.data for p in framed(made, "sse", CONTEXT, URLS).play.pieces] == [
-        b"retry: 100\n\n"
-    ]
+    assert [p.data for p in framed(made, "sse", CONTEXT, URLS).play.pieces] == [b"retry: 100\n\n"]
 
 
 def test_bad_utf8_replaces_event_n_plus_1_and_the_stream_goes_on() -> None:

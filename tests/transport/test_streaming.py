@@ -111,7 +111,12 @@ def test_the_pace_does_not_drift_with_many_short_delays(loop: str) -> None:
         took = time.monotonic() - begun
         assert len(parse_sse(body).events) == 50
         assert 0.5 - LOOP_TICK <= took < 1.5  # each delay counts from when the last was due
-        assert only_outcome(recorder).stream == (50, "50", "complete", pytest.approx(time.time(), abs=5))
+        assert only_outcome(recorder).stream == (
+            50,
+            "50",
+            "complete",
+            pytest.approx(time.time(), abs=5),
+        )
 
 
 def test_an_http_1_0_client_gets_the_stream_delimited_by_the_close(loop: str) -> None:
@@ -207,10 +212,12 @@ def test_reset_after_event_n_is_a_connection_error_after_the_events(loop: str) -
     with serving(streaming(*events(3, delay_ms=5), ending="reset"), loop=loop) as (server, rec):
         seen = []
         # Mid-body, requests says so as a broken chunked read, the reset its cause.
-        with pytest.raises(requests.exceptions.ChunkedEncodingError) as raised:  # noqa: PT012
-            with requests.get(get(server), stream=True, timeout=5) as answer:
-                for line in answer.iter_lines():
-                    seen.append(line)
+        with (  # noqa: PT012 (what comes first, then the error)
+            pytest.raises(requests.exceptions.ChunkedEncodingError) as raised,
+            requests.get(get(server), stream=True, timeout=5) as answer,
+        ):
+            for line in answer.iter_lines():
+                seen.append(line)
         assert "Connection reset by peer" in str(raised.value)
         assert b"data: 3" in seen
         outcome = only_outcome(rec)
@@ -283,10 +290,12 @@ def test_a_stall_sends_nothing_more_until_its_time_then_closes(loop: str) -> Non
 def test_a_client_with_a_read_timeout_meets_a_stall_as_a_timeout(loop: str) -> None:
     recorder = streaming(*events(1), ending="stall")  # until the client leaves
     with serving(recorder, loop=loop) as (server, _):
-        with pytest.raises(httpx.ReadTimeout):  # noqa: PT012
-            with httpx.stream("GET", get(server), timeout=0.3) as answer:
-                for _ in answer.iter_bytes():
-                    pass
+        with (
+            pytest.raises(httpx.ReadTimeout),
+            httpx.stream("GET", get(server), timeout=0.3) as answer,
+        ):
+            for _ in answer.iter_bytes():
+                pass
         outcome = only_outcome(recorder)
         assert outcome.stream is not None
         assert outcome.stream[:3] == (1, "1", "stall")
