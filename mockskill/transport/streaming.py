@@ -35,8 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine.plan import FRAMING_HEADERS, Answer, Outcome, Plan, Streamed, StreamPlay
-from .faults import connection_reset_by_peer
+from ..engine.plan import FRAMING_HEADERS, Answer, Fault, Outcome, Plan, Streamed, StreamPlay
 from .handler import Refusal, Request
 from .timers import Timers
 from .waiting import STOP
@@ -49,6 +48,8 @@ client does not leave first (docs/streams.md)."""
 BATCH_BYTES = 64 * 1024
 """Bytes of pieces due together written at once at most, before flow control is looked
 at again: a stream of a hundred thousand events due at once is not one write."""
+RESET = Fault("CONNECTION_RESET_BY_PEER")
+"""The transport fault a ``reset`` ending does (:mod:`.faults`)."""
 LAST_CHUNK = b"0\r\n\r\n"
 BROKEN_CHUNK = b"zz-not-a-chunk-size\r\n"
 """What ``broken_chunking`` sends where a chunk's size line belongs."""
@@ -71,6 +72,9 @@ class Downstream(Protocol):
     def abort(self) -> None:
         """Cut the connection now: nothing more is read nor written."""
 
+    def fault(self, fault: Fault, answer: Answer, seed: int) -> None:
+        """Do *fault* to the connection, which it ends."""
+
 
 def stream_head(answer: Answer, *, chunked: bool, close: bool) -> bytes:
     """The status line and headers of a stream: the answer's, and the transport's framing
@@ -88,8 +92,8 @@ class Streaming:
     """One stream, played on the server's timers (see the module's docstring).
 
     *then* is called once it is over, with this object; :attr:`close` then says whether
-    the connection is to close (the stream was whole) — a stream that ended otherwise has
-    closed or cut the connection itself.
+    the connection is to close (FIN, after what was written): an HTTP/1.0 client's, one
+    that asked to, and every ending but ``complete`` and ``reset`` (which cut it).
     """
 
     __slots__ = (
@@ -97,7 +101,6 @@ class Streaming:
         "_chunked",
         "_down",
         "_due",
-        "_ending",
         "_events",
         "_head_only",
         "_headers_at",
@@ -149,8 +152,6 @@ class Streaming:
         """The timer under way: its key in the timers (see :meth:`Timers.add`)."""
         self._blocked = False
         """Writing is paused: what is due waits for :meth:`writable`."""
-        self._ending = False
-        """Every piece went: the ending is what is left."""
         self._stalling = False
         self.over = False
 
@@ -285,7 +286,6 @@ class Streaming:
         if self._head_only:
             self._finish("complete", time.time())
             transport.write(data)
-            self.over = True
             self._then(self)
             return
         body = self._framed(data)
@@ -297,33 +297,23 @@ class Streaming:
             seconds = MAX_STALL if stall_ms is None else stall_ms / 1000
             self._tick = self._timers.add(self._fire, seconds)
             return
-        now = time.time()
+        self._finish(ending, time.time())
         if ending in ("complete", "close"):
-            self._finish(ending, now)
             transport.write(body + LAST_CHUNK if self._chunked else body)
-            if ending == "close":
-                self.close = True
-            self.over = True
-            self._then(self)  # the connection closes (HTTP/1.0, close) or serves the next
-            return
-        self._finish(ending, now)
-        if ending == "broken_chunking":
+            self.close = self.close or ending == "close"
+        elif ending == "broken_chunking":
             transport.write(body + BROKEN_CHUNK)
-            transport.close()
-        else:  # reset: what was written goes first, then RST (the kernel's queue is kept)
+            self.close = True
+        else:  # reset: what was written goes first, then RST
             if body:
                 transport.write(body)
-            connection_reset_by_peer(transport, self.plan.answer, 0)
-        self.over = True
-        self._then(self)
+            self._down.fault(RESET, self.plan.answer, 0)
+        self._then(self)  # the connection closes, is cut, or serves the next request
 
     def _stall_over(self) -> None:
         """The stall's time is over: the connection closed, the body never finished."""
-        transport = self._down.transport
-        assert transport is not None
         self._finish("stall", time.time())
-        transport.close()
-        self.over = True
+        self.close = True
         self._then(self)
 
     def _finish(
