@@ -11,10 +11,13 @@ and strict where the point is: an event never comes before its time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
 import socket
 import subprocess
 import time
 
+import aiohttp
 import httpx
 import pytest
 import requests
@@ -393,3 +396,90 @@ def test_a_client_reading_slowly_gets_every_event(loop: str) -> None:
         stream = only_outcome(rec).stream
         assert stream is not None
         assert stream[:3] == (1000, None, "complete")
+
+
+# -- what each client makes of each ending (docs/streams.md's table) ---------------------
+
+ENDINGS = ("complete", "close", "reset", "broken_chunking", "stall")
+REQUESTS_MEETS = {
+    "complete": None,
+    "close": None,  # the clean end a consumer must not take for a whole stream
+    "reset": requests.exceptions.ChunkedEncodingError,
+    "broken_chunking": requests.exceptions.ChunkedEncodingError,
+    "stall": requests.exceptions.ConnectionError,  # its read timeout
+}
+HTTPX_MEETS = {
+    "complete": None,
+    "close": None,
+    "reset": httpx.ReadError,
+    "broken_chunking": httpx.RemoteProtocolError,
+    "stall": httpx.ReadTimeout,
+}
+AIOHTTP_MEETS: dict[str, type[BaseException] | None] = {
+    "complete": None,
+    "close": None,
+    "reset": aiohttp.ClientPayloadError,
+    "broken_chunking": TimeoutError,  # its parser's error is lost: only the total timeout ends it
+    "stall": aiohttp.SocketTimeoutError,
+}
+CURL_EXITS = {"complete": 0, "close": 0, "reset": 56, "broken_chunking": 56, "stall": 28}
+
+
+def ended_stream(ending: str) -> Recorder:
+    return streaming(*events(2, delay_ms=5), ending=ending)
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_requests_meets_each_ending_as_documented(ending: str) -> None:
+    with serving(ended_stream(ending)) as (server, _):
+        raises = REQUESTS_MEETS[ending]
+        lines: list[bytes] = []
+        with contextlib.ExitStack() as stack:
+            if raises is not None:
+                stack.enter_context(pytest.raises(raises))
+            answer = stack.enter_context(requests.get(get(server), stream=True, timeout=0.5))
+            lines.extend(answer.iter_lines())
+        assert b"data: 2" in lines
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_httpx_meets_each_ending_as_documented(ending: str) -> None:
+    with serving(ended_stream(ending)) as (server, _):
+        raises = HTTPX_MEETS[ending]
+        lines: list[str] = []
+        with contextlib.ExitStack() as stack:
+            if raises is not None:
+                stack.enter_context(pytest.raises(raises))
+            answer = stack.enter_context(httpx.stream("GET", get(server), timeout=0.5))
+            lines.extend(answer.iter_lines())
+        assert "data: 2" in lines
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_aiohttp_meets_each_ending_as_documented(ending: str) -> None:
+    lines: list[bytes] = []
+
+    async def read(url: str) -> None:
+        timeout = aiohttp.ClientTimeout(total=0.6, sock_read=0.3)
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url) as answer:
+            async for line in answer.content:
+                lines.append(line)
+
+    with serving(ended_stream(ending)) as (server, _):
+        raises = AIOHTTP_MEETS[ending]
+        with contextlib.ExitStack() as stack:
+            if raises is not None:
+                stack.enter_context(pytest.raises(raises))
+            asyncio.run(read(get(server)))
+        assert b"data: 2\n" in lines
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_curl_meets_each_ending_as_documented(ending: str) -> None:
+    with serving(ended_stream(ending)) as (server, _):
+        shown = subprocess.run(
+            ["curl", "-sN", "-m", "0.5", get(server)], capture_output=True, timeout=30
+        )
+        assert shown.returncode == CURL_EXITS[ending]
+        assert b"data: 2" in shown.stdout
