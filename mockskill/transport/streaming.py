@@ -164,7 +164,8 @@ class Streaming:
         now = self._loop.time()
         self._headers_at = time.time()
         self._due = self._last_write = now
-        head = stream_head(self.plan.answer, chunked=self._chunked, close=self.close)
+        answer = self.plan.answer  # (a status that has no body has no framing either)
+        head = stream_head(answer, chunked=self._chunked and answer.has_body, close=self.close)
         if self._head_only:
             self._end("complete", head)
             return

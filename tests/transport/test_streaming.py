@@ -3,19 +3,23 @@ each piece after its delay, heartbeats in long pauses, the endings, the client l
 the server stopping, and a client that does not read.
 
 Plans are made by hand (the engine's framing is tests/engine/test_streams.py's); the
-clients are real (requests, httpx, curl, raw sockets where a client would hide the
-bytes), on both event loops. Timing bounds are loose on the slow side (shared machines)
-and strict where the point is: an event never comes before its time.
+clients are real (requests, httpx, aiohttp, curl, Node's fetch, raw sockets where a
+client would hide the bytes), on both event loops. Timing bounds are loose on the slow
+side (shared machines) and strict where the point is: an event never comes before its
+time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import shutil
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import aiohttp
 import httpx
@@ -483,3 +487,35 @@ def test_curl_meets_each_ending_as_documented(ending: str) -> None:
         )
         assert shown.returncode == CURL_EXITS[ending]
         assert b"data: 2" in shown.stdout
+
+
+NODE = shutil.which("node")
+READER = Path(__file__).resolve().parent.parent / "node" / "stream_reader.mjs"
+FETCH_MEETS = {
+    "complete": None,
+    "close": None,
+    "reset": ("TypeError", "UND_ERR_SOCKET"),  # "terminated"
+    "broken_chunking": ("TypeError", "HPE_INVALID_CHUNK_SIZE"),
+    "stall": ("TimeoutError", None),  # only an AbortSignal's timeout ends it
+}
+
+
+@pytest.mark.skipif(
+    NODE is None and os.environ.get("MOCKSKILL_REQUIRE_NODE") != "1",
+    reason="node is not installed",
+)
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_nodes_fetch_meets_each_ending_as_documented(ending: str) -> None:
+    assert NODE is not None, "node is required here (MOCKSKILL_REQUIRE_NODE=1)"
+    with serving(ended_stream(ending)) as (server, _):
+        shown = subprocess.run(
+            [NODE, str(READER), get(server), "500"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        outcome = json.loads(shown.stdout)
+        assert "data: 2\n" in outcome["text"]
+        met = FETCH_MEETS[ending]
+        assert (None if "error" not in outcome else (outcome["error"], outcome["cause"])) == met
