@@ -199,6 +199,33 @@ def test_a_plan_made_off_the_loop_streams_too(loop: str) -> None:
         assert stream[:3] == (3, "3", "complete")
 
 
+def test_a_request_pipelined_behind_a_stream_is_answered_after_it(loop: str) -> None:
+    def plans(request: Request) -> Plan:
+        if request.target == "/stream":
+            return Plan(HEAD, stream=StreamPlay(events(3, delay_ms=30)))
+        return Plan(Answer(200, (), b"next"))
+
+    with serving(Recorder(plans), loop=loop) as (server, _), connect(server) as sock:
+        sock.sendall(
+            b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        stream, after = parse(read_until_closed(sock))
+        assert len(parse_sse(stream.body).events) == 3
+        assert after.body == b"next"
+
+
+def test_a_status_without_a_body_is_sent_without_framing(loop: str) -> None:
+    plan = Plan(Answer(204, ()), stream=StreamPlay(events(2)))
+    with serving(Recorder(lambda _: plan), loop=loop) as (server, recorder):
+        answer = requests.get(get(server), timeout=5)
+        assert (answer.status_code, answer.content) == (204, b"")
+        assert "Transfer-Encoding" not in answer.headers
+        stream = only_outcome(recorder).stream
+        assert stream is not None
+        assert stream[:3] == (0, None, "complete")
+
+
 def test_comments_and_retry_are_sent_but_not_counted(loop: str) -> None:
     pieces = (
         StreamPiece(0, b"retry: 2000\n\n", None, False),
