@@ -43,7 +43,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import cast
 
 from ..engine.plan import Answer, Fault, Outcome, Plan, Stale
@@ -535,17 +536,7 @@ class Connection(asyncio.Protocol):
     ) -> None:
         """Play *plan*'s stream (:mod:`.streaming`); when it is over, what the connection
         does after it, then the next exchange (or *done* is resolved: a task plays it)."""
-
-        def over(streaming: Streaming) -> None:
-            self._streaming = None
-            self._waiting.timed = None
-            if not self.closed:
-                self.after(plan, streaming.close)
-            if done is None:
-                self._exchange_over()
-            else:
-                resolve(done, None)
-
+        over = self._exchange_over if done is None else partial(resolve, done, None)
         streaming = Streaming(
             self,
             self._shared.timers,
@@ -555,11 +546,19 @@ class Connection(asyncio.Protocol):
             self.closes(plan, close),
             started,
             waited,
-            over,
+            partial(self._streamed, over),
         )
         self._streaming = streaming
         self._waiting.timed = streaming
         streaming.start()
+
+    def _streamed(self, over: Callable[[], object], streaming: Streaming) -> None:
+        """*streaming* is over: what the connection does after it, then *over*."""
+        self._streaming = None
+        self._waiting.timed = None
+        if not self.closed:
+            self.after(streaming.plan, streaming.close)
+        over()
 
     def _exchange_over(self) -> None:
         """The exchange played by timers or a task is over: the next one, or a quiet close."""
