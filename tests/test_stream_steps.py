@@ -148,7 +148,9 @@ def test_aiohttp_reads_the_events_as_they_come() -> None:
         assert [e.type for e in parse_sse(body).events] == ["token"] * 3 + ["result"]
         first = next(at for at, line in lines if line.startswith(b"data:"))
         last = [at for at, line in lines if line.startswith(b"data:")][-1]
-        assert last - first >= 0.2 - LOOP_TICK  # spread out, not read at the end
+        # Spread out as sent (the third 200 ms after the first, a late first aside), not
+        # read at once at the end.
+        assert last - first >= 0.1
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")

@@ -446,11 +446,13 @@ HTTPX_MEETS = {
     "broken_chunking": httpx.RemoteProtocolError,
     "stall": httpx.ReadTimeout,
 }
-AIOHTTP_MEETS: dict[str, type[BaseException] | None] = {
+AIOHTTP_MEETS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] = {
     "complete": None,
     "close": None,
     "reset": aiohttp.ClientPayloadError,
-    "broken_chunking": TimeoutError,  # its parser's error is lost: only the total timeout ends it
+    # Read with the head (the client was slow): its parser's 400. Read after it: the
+    # parser's error is lost, and only the total timeout ends the read.
+    "broken_chunking": (TimeoutError, aiohttp.ClientResponseError),
     "stall": aiohttp.SocketTimeoutError,
 }
 CURL_EXITS = {"complete": 0, "close": 0, "reset": 56, "broken_chunking": 56, "stall": 28}
