@@ -50,6 +50,7 @@ from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
+    from .streams import FramedStream
     from .task_requests import Served
     from .task_skills import TaskSkill
 
@@ -258,6 +259,20 @@ class Journalling:
         self.state.record(
             self.outcome_entry(request, decided, chosen, shown, outcome, headers_sent)
         )
+
+    def streamed(
+        self,
+        stream: FramedStream,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        served: Reply,
+        outcome: Outcome,
+    ) -> None:
+        """Journal *request*, answered with *stream* (a stream step's) as *outcome* says it
+        went: its entry's ``stream`` is the stream's record (:meth:`FramedStream.record`)."""
+        entry = self.outcome_entry(request, decided, chosen, served, outcome, outcome.headers_at)
+        self.state.record(entry._replace(stream=stream.record(outcome)))
 
     def outcome_entry(
         self,
