@@ -27,7 +27,7 @@ from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
 from .tasks import task_findings
-from .timelines import task_timelines
+from .timelines import stream_timelines, task_timelines
 
 
 def session_report(
@@ -75,6 +75,7 @@ def session_report(
         "timeouts": timeouts(entries),
         "findings": listed,
         "tasks": task_timelines(touched, listed),
+        "streams": stream_timelines(entries, listed),
     }
 
 

@@ -374,7 +374,9 @@
     const summary = $("session-summary");
     if (!session) {
       summary.textContent = "No requests in this session (yet).";
-      for (const id of ["findings", "timeline", "tasks", "coverage"]) $(id).replaceChildren();
+      for (const id of ["findings", "timeline", "tasks", "streams", "coverage"]) {
+        $(id).replaceChildren();
+      }
       $("legend").hidden = true;
       return;
     }
@@ -395,6 +397,7 @@
     drawFindings(findings);
     drawTimeline(session, findings, numbers);
     drawTasks(session.tasks || [], findings, numbers);
+    drawStreams(session.streams || [], findings, numbers);
     drawCoverage(session.coverage);
   }
 
@@ -412,7 +415,8 @@
           el("dt", {}, "found"), el("dd", {}, f.found || ""),
           el("dt", {}, "fix"), el("dd", {}, f.fix || "")));
       const marks = () => document.querySelectorAll((f.attempts || [])
-        .flatMap((id) => [`#timeline [data-id="${Number(id)}"]`, `#tasks [data-id="${Number(id)}"]`])
+        .flatMap((id) => ["#timeline", "#tasks", "#streams"]
+          .map((box) => `${box} [data-id="${Number(id)}"]`))
         .join(",") || "#none");
       item.addEventListener("mouseenter", () => marks().forEach((m) => m.classList.add("hl")));
       item.addEventListener("mouseleave", () => marks().forEach((m) => m.classList.remove("hl")));
@@ -763,6 +767,113 @@
         "callback acknowledged"),
       item(sv("path", { d: "M 12 2 L 18 13 L 6 13 Z", class: "callback unacked" }),
         "not acknowledged"));
+  }
+
+  // -- streams: a bar an attempt, from its head to its end, and where and why it ended ------
+
+  /** What a stream bar's tooltip says about attempt *s*, its request sent at +*at* ms. */
+  function describeStream(s, at, found, findings) {
+    const lines = [`${s.skill || s.endpoint} attempt ${s.attempt} (journal #${s.id}) at`
+      + ` +${ms(at)}: ${s.status === null ? "no answer" : s.status} ${s.format || ""}`,
+    `${plural(s.events, "event")} sent${s.last_id !== null ? `, last id ${s.last_id}` : ""},`
+      + ` over ${ms(s.duration_ms)}`,
+    `ended ${streamEnd(s)}`];
+    if (s.resumed_from !== null && s.resumed_from !== undefined) {
+      lines.push(`resumed after Last-Event-ID ${s.resumed_from}`);
+    }
+    for (const n of found || []) {
+      lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+    }
+    return lines.join("\n");
+  }
+
+  /** How stream attempt *s* ended, in words: complete, or the break and the event it came at. */
+  function streamEnd(s) {
+    if (!s.broke) return "complete";
+    const at = `after event ${s.events}`;
+    return s.fault && s.fault !== s.ended ? `${s.ended} (${s.fault} scripted) ${at}`
+      : `${s.ended} ${at}`;
+  }
+
+  function drawStreams(streams, findings, numbers) {
+    const box = $("streams");
+    if (!streams.length) {
+      box.replaceChildren();
+      return;
+    }
+    // One plot on one time axis (from the first attempt's request), a row an attempt: a
+    // re-issue is drawn where it came, after the attempt it followed.
+    const W = 900, left = 14, right = 24, row = 36;
+    const t0 = Math.min(...streams.map((s) => s.started));
+    const span = Math.max(100, ...streams.map((s) => (s.finished - t0) * 1000)) * 1.04;
+    const x = (t) => left + (((t - t0) * 1000) / span) * (W - left - right);
+    const axis = 8 + row * streams.length, H = axis + 22;
+    const g = sv("svg", {
+      viewBox: `0 0 ${W} ${H}`, class: "stream-plot", role: "img",
+      "aria-label": `${plural(streams.length, "stream attempt")}`,
+    });
+    const tick = step(span);
+    g.append(sv("line", { x1: left, x2: W - right, y1: axis, y2: axis, class: "axis" }));
+    for (let t = 0; t <= span; t += tick) {
+      const tx = left + (t / span) * (W - left - right);
+      g.append(sv("line", { x1: tx, x2: tx, y1: axis, y2: axis + 4, class: "tick" }),
+        sv("text", { x: tx, y: axis + 16, class: "tick-label" }, ms(t)));
+    }
+    streams.forEach((s, i) => {
+      const found = numbers.get(s.id);
+      const top = 8 + row * i, y = top + 16;
+      const x0 = x(s.head), x1 = Math.max(x(s.finished), x0 + 2);
+      const kind = s.broke ? "broke" : "complete";
+      const title = () => sv("title", {}, describeStream(s, (s.started - t0) * 1000, found,
+        findings));
+      const attrs = { "data-id": s.id, "data-ended": s.ended, "data-events": s.events };
+      const flags = found ? ` ⚑${found.join(",")}` : "";
+      const label = `${s.skill || s.endpoint} #${s.attempt} · ${plural(s.events, "event")}`
+        + `${s.last_id !== null ? ` · last id ${s.last_id}` : ""} · ${streamEnd(s)}${flags}`;
+      const labelX = Math.min(x0, W - right - textWidth(label, 10.5));
+      g.append(sv("text", {
+        x: Math.max(left, labelX), y: top + 7, class: `stream-label${found ? " finding" : ""}`,
+      }, label));
+      // The wait for the head (the request sent, no byte yet), then the stream itself.
+      if (x0 - x(s.started) >= 1) {
+        g.append(sv("line", { x1: x(s.started), x2: x0, y1: y, y2: y, class: "stream-wait" }));
+      }
+      g.append(sv("rect", {
+        ...attrs, x: x0, y: y - 5, width: x1 - x0, height: 10,
+        class: `stream-bar ${kind}${found ? " finding" : ""}`,
+      }, title()));
+      // Its end: a cap where it completed; where it broke, a cross named by why.
+      g.append(s.broke
+        ? sv("path", {
+          ...attrs, d: `M ${x1 - 5} ${y - 8} L ${x1 + 5} ${y + 8} M ${x1 + 5} ${y - 8}`
+            + ` L ${x1 - 5} ${y + 8}`, class: `stream-break e-${s.ended}`,
+        }, title())
+        : sv("line", {
+          ...attrs, x1, x2: x1, y1: y - 8, y2: y + 8, class: "stream-end",
+        }, title()));
+    });
+    const broke = streams.filter((s) => s.broke).length;
+    const head = el("div", { class: "chain-head" },
+      el("span", { class: "muted" }, `${plural(streams.length, "stream attempt")}`
+        + ` · ${broke} broke · the count of events each sent (the journal keeps no event's`
+        + " time)"));
+    box.replaceChildren(el("h3", {}, "Stream timeline"),
+      el("div", { class: "chain streams" }, head, g), streamLegend());
+  }
+
+  function streamLegend() {
+    const item = (shape, text) => el("span", { class: "legend-item" },
+      sv("svg", { viewBox: "0 0 24 16", width: 24, height: 16 }, shape), text);
+    return el("div", { class: "legend-row stream-legend" },
+      item(sv("line", { x1: 1, x2: 23, y1: 8, y2: 8, class: "stream-wait" }), "until the head"),
+      item(sv("rect", { x: 1, y: 3, width: 18, height: 10, class: "stream-bar complete" }),
+        "streamed, complete"),
+      item(sv("rect", { x: 1, y: 3, width: 18, height: 10, class: "stream-bar broke" }),
+        "streamed, then broke"),
+      item(sv("path", { d: "M 7 0 L 17 16 M 17 0 L 7 16", class: "stream-break" }),
+        "where it broke (reset, close, stall, client left, ...)"),
+      item(sv("rect", { x: 1, y: 3, width: 22, height: 10, class: "stream-bar complete finding" }),
+        "finding"));
   }
 
   function legend() {
