@@ -8,6 +8,7 @@ to ``test-artifacts/dashboard.png`` (the folder: ``MOCKSKILL_ARTIFACTS``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -701,4 +702,144 @@ def test_each_task_is_a_row_of_its_polls_bands_cancel_callbacks_and_findings(
     assert cancelled_chip.inner_text() == "1"
 
     page.screenshot(path=str(artifacts() / "dashboard-task-timeline.png"), full_page=True)
+    assert console.errors == []
+
+
+# -- the stream timeline ----------------------------------------------------------------------
+
+STREAMS = """
+name: stream-demo
+description: A stream cut after event 4 then whole, one that stalls, one a client leaves.
+skills:
+  - id: cut
+    invoke:
+      - stream:
+          events: &tokens
+            - {repeat: 6, rate: 100/s, event: token, data: {text: tok}, id_from: 1}
+          end: &result {event: result, data: {answer: 42}}
+          fault: {after: 4, kind: reset}
+      - stream: {events: *tokens, end: *result}
+  - id: stall
+    invoke:
+      stream:
+        events: [{repeat: 5, rate: 100/s, event: progress, data: {step: 1}, id_from: 1}]
+        end: *result
+        fault: {after: 2, kind: stall}
+  - id: slow
+    invoke:
+      stream:
+        events: [{repeat: 100, rate: 50/s, event: token, data: {text: tok}, id_from: 1}]
+        end: *result
+"""
+
+
+def consume_streams(server: Server, session: str) -> None:
+    """A consumer's streams: cut after event 4 and re-issued (whole), a stall it leaves at
+    its read timeout, and a slow stream it leaves after event 3."""
+    headers = {"Mockskill-Session": session}
+    cut = server.invoke_url("cut")
+    with (
+        pytest.raises(requests.exceptions.ChunkedEncodingError),
+        requests.post(cut, headers=headers, stream=True, timeout=5) as answer,
+    ):
+        for _ in answer.iter_lines():
+            pass
+    whole = requests.post(cut, headers=headers, timeout=5)
+    assert b"event: result" in whole.content
+    with pytest.raises(requests.exceptions.ConnectionError):  # a read timeout, mid-body
+        requests.post(server.invoke_url("stall"), headers=headers, timeout=(5, 0.3))
+    with requests.post(server.invoke_url("slow"), headers=headers, stream=True, timeout=5) as left:
+        lines = left.iter_lines()
+        while next(lines) != b"id: 3":
+            pass
+    deadline = time.monotonic() + 5  # each attempt is journalled when its stream ends
+    while len(server.journal(session)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def stream_marks(page: Page, selector: str) -> list[dict[str, Any]]:
+    """Each element *selector* matches in the stream timeline's plot: its journal id, how its
+    attempt ended, its class, where it starts and ends (x)."""
+    found: list[dict[str, Any]] = page.eval_on_selector_all(
+        f"#streams .stream-plot {selector}",
+        """nodes => nodes.map(n => { const box = n.getBBox(); return {
+            id: n.dataset.id, ended: n.dataset.ended, events: n.dataset.events,
+            cls: n.getAttribute("class"), x0: box.x, x1: box.x + box.width,
+            title: (n.querySelector("title") || {}).textContent || "",
+        }; })""",
+    )
+    return found
+
+
+def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STREAMS)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    consume_streams(server, session)
+    journal = server.journal(session)
+    assert [e.stream and e.stream["ended"] for e in journal] == [
+        "reset", "complete", "stall", "client_left",
+    ]  # fmt: skip
+    ids = [str(e.id) for e in journal]
+    # The stream rules (resume-ignored, ...) are the audit's; the page rings whatever finding
+    # names an attempt's entry. Here the real report, with one such finding added on the
+    # cut attempt and its re-issue, as the report lists a rule's.
+    planted = {
+        "rule": "resume-ignored", "session": session, "endpoint": "POST /skills/cut/invoke",
+        "attempts": [journal[0].id, journal[1].id],
+        "message": "1 re-issue of a cut stream without Last-Event-ID",
+        "expected": "Last-Event-ID: 4", "found": "no Last-Event-ID", "fix": "send Last-Event-ID",
+    }  # fmt: skip
+
+    def with_finding(route: Any) -> None:
+        answer = route.fetch()
+        report = answer.json()
+        for listed in report["sessions"]:
+            if listed["session"] == session:
+                listed["findings"].insert(0, planted)
+                for row in listed["streams"]:
+                    if row["id"] in planted["attempts"]:
+                        row["findings"] = [1]
+        route.fulfill(response=answer, json=report)
+
+    page.route(re.compile(r".*/__admin/report\?session=.*"), with_finding)
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#streams .stream-plot .stream-bar').length === 4"
+    )
+    bars = stream_marks(page, "rect.stream-bar")
+    # A bar an attempt, in order of time, each with the events it sent and how it ended.
+    assert [b["id"] for b in bars] == ids
+    assert [b["ended"] for b in bars] == ["reset", "complete", "stall", "client_left"]
+    assert [b["events"] for b in bars[:3]] == ["4", "7", "2"]  # the whole one: 6 and its result
+    assert 3 <= int(bars[3]["events"]) < 20
+    # The re-issue starts after the cut attempt broke; each later attempt after the one before.
+    assert all(a["x1"] <= b["x0"] for a, b in itertools.pairwise(bars))
+    # Where each broke: a cross at its bar's end; the whole one's end a cap.
+    breaks = stream_marks(page, "path.stream-break")
+    assert [b["id"] for b in breaks] == [ids[0], ids[2], ids[3]]
+    for mark in breaks:
+        bar = next(b for b in bars if b["id"] == mark["id"])
+        assert mark["x0"] < bar["x1"] < mark["x1"]
+    assert "e-reset" in breaks[0]["cls"].split()
+    assert "reset after event 4" in breaks[0]["title"]
+    assert "scripted: stall after event 2" in breaks[1]["title"]
+    assert f"client left after event {bars[3]['events']}" in breaks[2]["title"]
+    assert [e["id"] for e in stream_marks(page, "line.stream-end")] == [ids[1]]
+    # The finding on the cut stream and its re-issue rings both, and names it on their labels.
+    ringed = [b["id"] for b in bars if "finding" in b["cls"].split()]
+    assert ringed == ids[:2]
+    labels = page.eval_on_selector_all(
+        "#streams text.stream-label", "ts => ts.map(t => t.textContent)"
+    )
+    assert "cut #1 · 4 events · last id 4 · reset after event 4 ⚑1" in labels
+    assert "cut #2 · 7 events · last id 6 · complete ⚑1" in labels
+    page.hover("#findings li[data-rule='resume-ignored']")
+    lit = page.eval_on_selector_all("#streams .hl", "ns => [...new Set(ns.map(n => n.dataset.id))]")
+    assert lit == ids[:2]
+
+    page.screenshot(path=str(artifacts() / "dashboard-streams.png"), full_page=True)
     assert console.errors == []

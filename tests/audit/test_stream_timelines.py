@@ -8,7 +8,11 @@ journal ids name an attempt are numbered on it as the report lists them.
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import Any
+
+import jsonschema
 
 from mockskill.audit import report
 from mockskill.audit.timelines import STREAMS_SHOWN, stream_timelines
@@ -100,9 +104,32 @@ def test_a_session_of_many_attempts_shows_the_newest() -> None:
     assert rows[-1]["attempt"] == STREAMS_SHOWN + 5
 
 
-def test_the_report_gives_each_session_its_streams() -> None:
+def test_the_report_gives_each_session_its_streams_as_its_document_says() -> None:
     [session] = report(
         [attempt(1, 0, 800, "reset", 40), attempt(2, 1, 1200, "complete", 61)], now=T0 + 10
     )["sessions"]
     assert [r["id"] for r in session["streams"]] == [1, 2]
     assert session["tasks"] == []
+    document = json.loads(
+        resources.files("mockskill.admin").joinpath("openapi.json").read_text(encoding="utf-8")
+    )
+    schema = _session_schema(document)["properties"]["streams"]
+    jsonschema.validate(json.loads(json.dumps(session["streams"])), schema)
+
+
+def _session_schema(node: Any) -> dict[str, Any]:
+    """The schema of a report's session in the admin API's document (the one with tasks)."""
+    if isinstance(node, dict):
+        properties = node.get("properties")
+        if isinstance(properties, dict) and "tasks" in properties and "chains" in properties:
+            return node
+        children: list[Any] = list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        children = []
+    for child in children:
+        found = _session_schema(child)
+        if found:
+            return found
+    return {}

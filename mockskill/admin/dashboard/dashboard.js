@@ -778,6 +778,10 @@
     `${plural(s.events, "event")} sent${s.last_id !== null ? `, last id ${s.last_id}` : ""},`
       + ` over ${ms(s.duration_ms)}`,
     `ended ${streamEnd(s)}`];
+    if (s.fault) lines.push(`scripted: ${s.fault} after event ${s.fault_after}`);
+    if (s.client_left !== null && s.client_left !== undefined) {
+      lines.push(`the client left at +${ms((s.client_left - s.started) * 1000 + at)}`);
+    }
     if (s.resumed_from !== null && s.resumed_from !== undefined) {
       lines.push(`resumed after Last-Event-ID ${s.resumed_from}`);
     }
@@ -790,9 +794,8 @@
   /** How stream attempt *s* ended, in words: complete, or the break and the event it came at. */
   function streamEnd(s) {
     if (!s.broke) return "complete";
-    const at = `after event ${s.events}`;
-    return s.fault && s.fault !== s.ended ? `${s.ended} (${s.fault} scripted) ${at}`
-      : `${s.ended} ${at}`;
+    const why = String(s.ended).replace(/_/g, " "); // client_left: "client left"
+    return `${why} after event ${s.events}`;
   }
 
   function drawStreams(streams, findings, numbers) {
