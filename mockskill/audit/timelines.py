@@ -15,8 +15,10 @@ Each stream attempt (an entry with ``Entry.stream``: a stream step's answer) bec
 from its head to its end, with the events it sent (a count: the journal keeps no event's
 time), the last id and how it ended (``complete``, or where and why it broke: ``reset``,
 ``close``, ``stall``, ``broken_chunking``, ``client_left``, ``gave_up``, ``stopped``), and
-the findings whose journal ids name its entry, as a chain's attempts are ringed. Pure, like
-all of the audit.
+the findings whose journal ids name its entry, as a chain's attempts are ringed; and, where
+the journal records them, what the stream rules weigh: an error end's code, how long the
+bytes had stopped, the scenario's idle bound and expected duration, the ``Last-Event-ID``
+asked and resumed from. Pure, like all of the audit.
 """
 
 from __future__ import annotations
@@ -166,6 +168,7 @@ def _stream_bar(entry: Entry, attempt: int, found: list[int]) -> dict[str, Any]:
         "head": head,
         "finished": entry.finished,
         "status": entry.status,
+        "error_code": entry.error_code,
         "format": stream.get("format"),
         "events": stream.get("events", 0),
         "last_id": stream.get("last_id"),
@@ -175,6 +178,14 @@ def _stream_bar(entry: Entry, attempt: int, found: list[int]) -> dict[str, Any]:
         "fault_after": stream.get("fault_after"),
         "duration_ms": duration_ms,
         "resumed_from": stream.get("resumed_from"),
+        "asked_from": stream.get("asked_from"),
         "client_left": entry.client_left,
+        # What the audit's stream rules weigh, where the journal records it (None: not):
+        # how long the bytes had stopped at the end, the scenario's idle bound and
+        # expected duration, the SSE retry: sent.
+        "stalled_ms": stream.get("stalled_ms"),
+        "idle_bound_ms": stream.get("idle_bound_ms"),
+        "expected_ms": stream.get("expected_ms"),
+        "retry_ms": stream.get("retry_ms"),
         "findings": found,
     }

@@ -843,3 +843,71 @@ def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
 
     page.screenshot(path=str(artifacts() / "dashboard-streams.png"), full_page=True)
     assert console.errors == []
+
+
+def test_a_stall_past_its_idle_bound_a_client_leaving_early_and_an_error_end_are_drawn(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STREAMS)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # Stream attempts as the journal holds them (Entry.stream, with what the audit's rules
+    # read: the bytes' stalled time, the scenario's idle bound and expected duration): a
+    # stall held 2.5 s past its last byte (idle bound 500 ms), a client that left after
+    # 400 ms of a stream expected to run 2 s, an error end, and a resumed attempt.
+    start = time.time() - 10
+    base = {"format": "sse", "fault": None, "fault_after": None, "resumed_from": None,
+            "asked_from": None, "resumable": False, "retry_ms": None, "idle_bound_ms": 500,
+            "expected_ms": 1000, "stalled_ms": 0}  # fmt: skip
+    attempts: list[tuple[float, float, str, dict[str, Any], str | None]] = [
+        (0.0, 3.0, "stall", {"events": 10, "last_id": "10", "ended": "stall", "fault": "stall",
+                             "fault_after": 10, "stalled_ms": 2500}, None),
+        (3.2, 0.4, "slow", {"events": 20, "last_id": "20", "ended": "client_left",
+                            "expected_ms": 2000}, None),
+        (3.8, 0.4, "overload", {"events": 21, "last_id": "20", "ended": "complete"},
+         "ENDPOINT_UNREACHABLE"),
+        (4.4, 0.6, "cut", {"events": 31, "last_id": "60", "ended": "complete",
+                           "resumed_from": "30", "asked_from": "30"}, None),
+    ]  # fmt: skip
+    ids = []
+    for at, took, skill, record, code in attempts:
+        ids.append(str(server.state.next_id()))
+        head, end = start + at + 0.002, start + at + 0.002 + took
+        left = end if record["ended"] in ("stall", "client_left") else None
+        server.state.record(
+            Entry(int(ids[-1]), start + at, end, session, "POST", f"/skills/{skill}/invoke",
+                  200, "invoke", skill=skill, error_code=code, client_left=left,
+                  headers_sent=head, executed=True,
+                  stream={**base, **record, "duration_ms": took * 1000})
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#streams .stream-plot .stream-bar').length === 4"
+    )
+    bars = {b["id"]: b for b in stream_marks(page, "rect.stream-bar")}
+    stall, slow, overload, resumed = (bars[i] for i in ids)
+    # The stall: its last 2.5 s of 3 without a byte, and the idle bound run out 500 ms in.
+    [stalled] = stream_marks(page, "rect.stream-stalled")
+    width = stall["x1"] - stall["x0"]
+    assert stalled["x0"] == pytest.approx(stall["x1"] - width * 2.5 / 3, abs=1)
+    assert stalled["x1"] == pytest.approx(stall["x1"], abs=1)
+    [bound] = stream_marks(page, "line.stream-idle-bound")
+    assert bound["x0"] == pytest.approx(stalled["x0"] + width * 0.5 / 3, abs=1)
+    # The client that left: where the stream was expected to end, past its bar.
+    [expected] = stream_marks(page, "line.stream-expected")
+    assert expected["x0"] == pytest.approx(slow["x0"] + (slow["x1"] - slow["x0"]) * 5, abs=1)
+    # The error end: a red cap, named on its label; the resumed attempt says after what.
+    assert [e["cls"] for e in stream_marks(page, "line.stream-end")] == [
+        "stream-end error", "stream-end",
+    ]  # fmt: skip
+    labels = page.eval_on_selector_all(
+        "#streams text.stream-label", "ts => ts.map(t => t.textContent)"
+    )
+    assert labels[2] == "overload #1 · 21 events · last id 20 · error event ENDPOINT_UNREACHABLE"
+    assert labels[3] == "cut #1 · resumed after id 30 · 31 events · last id 60 · complete"
+    assert "the request's Last-Event-ID: 30" in resumed["title"]
+    assert overload["ended"] == "complete"
+
+    page.screenshot(path=str(artifacts() / "dashboard-stream-rules.png"), full_page=True)
+    assert console.errors == []

@@ -74,6 +74,26 @@ def test_each_ending_is_kept_as_the_journal_says_it() -> None:
     assert {r["attempt"] for r in rows} == {1}
 
 
+def test_what_the_stream_rules_weigh_is_kept_where_the_journal_has_it() -> None:
+    stalled = attempt(
+        1, 0, 900, "stall", 10, stalled_ms=800, idle_bound_ms=300, expected_ms=2000,
+        retry_ms=1000, asked_from="7", resumed_from="7",
+    )  # fmt: skip
+    overloaded = attempt(2, 1, 400, "complete", 21)._replace(error_code="ENDPOINT_UNREACHABLE")
+    first, second = stream_timelines([stalled, overloaded], [])
+    assert (first["stalled_ms"], first["idle_bound_ms"], first["expected_ms"]) == (800, 300, 2000)
+    assert (first["retry_ms"], first["asked_from"], first["resumed_from"]) == (1000, "7", "7")
+    # An error end is a complete stream whose entry carries the code, as an error answer's.
+    assert (second["ended"], second["broke"], second["error_code"]) == (
+        "complete",
+        False,
+        "ENDPOINT_UNREACHABLE",
+    )
+    # A record without them (an older journal's): None, not missing.
+    assert second["stalled_ms"] is None
+    assert second["asked_from"] is None
+
+
 def test_a_head_time_not_kept_is_the_end_less_the_duration() -> None:
     entry = attempt(1, 0, 250, "client_left", 3)._replace(headers_sent=None)
     [row] = stream_timelines([entry], [])
@@ -105,9 +125,11 @@ def test_a_session_of_many_attempts_shows_the_newest() -> None:
 
 
 def test_the_report_gives_each_session_its_streams_as_its_document_says() -> None:
-    [session] = report(
-        [attempt(1, 0, 800, "reset", 40), attempt(2, 1, 1200, "complete", 61)], now=T0 + 10
-    )["sessions"]
+    entries = [
+        attempt(1, 0, 800, "reset", 40),
+        attempt(2, 1, 1200, "complete", 61, stalled_ms=0, idle_bound_ms=1000, expected_ms=1200),
+    ]
+    [session] = report(entries, now=T0 + 10)["sessions"]
     assert [r["id"] for r in session["streams"]] == [1, 2]
     assert session["tasks"] == []
     document = json.loads(
