@@ -783,8 +783,8 @@ def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
     ]  # fmt: skip
     ids = [str(e.id) for e in journal]
     # The stream rules (resume-ignored, ...) are the audit's; the page rings whatever finding
-    # names an attempt's entry. Here the real report, with one such finding added on the
-    # cut attempt and its re-issue, as the report lists a rule's.
+    # names an attempt's entry. Here the real report, with one such finding added last (after
+    # any the rules found) on the cut attempt and its re-issue, as the report lists a rule's.
     planted = {
         "rule": "resume-ignored", "session": session, "endpoint": "POST /skills/cut/invoke",
         "attempts": [journal[0].id, journal[1].id],
@@ -792,15 +792,18 @@ def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
         "expected": "Last-Event-ID: 4", "found": "no Last-Event-ID", "fix": "send Last-Event-ID",
     }  # fmt: skip
 
+    number: dict[str, int] = {}  # the planted finding's number in the report (1-based)
+
     def with_finding(route: Any) -> None:
         answer = route.fetch()
         report = answer.json()
         for listed in report["sessions"]:
             if listed["session"] == session:
-                listed["findings"].insert(0, planted)
+                listed["findings"].append(planted)
+                number["planted"] = len(listed["findings"])
                 for row in listed["streams"]:
                     if row["id"] in planted["attempts"]:
-                        row["findings"] = [1]
+                        row["findings"].append(number["planted"])
         route.fulfill(response=answer, json=report)
 
     page.route(re.compile(r".*/__admin/report\?session=.*"), with_finding)
@@ -831,13 +834,14 @@ def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
     assert [e["id"] for e in stream_marks(page, "line.stream-end")] == [ids[1]]
     # The finding on the cut stream and its re-issue rings both, and names it on their labels.
     ringed = [b["id"] for b in bars if "finding" in b["cls"].split()]
-    assert ringed == ids[:2]
+    assert ringed[:2] == ids[:2]
     labels = page.eval_on_selector_all(
         "#streams text.stream-label", "ts => ts.map(t => t.textContent)"
     )
-    assert "cut #1 · 4 events · last id 4 · reset after event 4 ⚑1" in labels
-    assert "cut #2 · 7 events · last id 6 · complete ⚑1" in labels
-    page.hover("#findings li[data-rule='resume-ignored']")
+    flagged = {label.split(" ⚑")[0]: label.split(" ⚑")[1].split(",") for label in labels[:2]}
+    assert str(number["planted"]) in flagged["cut #1 · 4 events · last id 4 · reset after event 4"]
+    assert str(number["planted"]) in flagged["cut #2 · 7 events · last id 6 · complete"]
+    page.hover(f"#findings li[data-finding='{number['planted']}']")
     lit = page.eval_on_selector_all("#streams .hl", "ns => [...new Set(ns.map(n => n.dataset.id))]")
     assert lit == ids[:2]
 
