@@ -6,7 +6,8 @@ with when each one ended). :func:`stream_step` makes the step that plays it agai
 
 - each event with its data, its name (SSE's ``event:``) and its id, in order, and its
   ``delay:`` as measured — from the event before it, the first from the head — rounded
-  to the ms (none with ``--no-delay``); the head's own latency is the step's ``delay``
+  to the ms where each came, so that the pauses add up to the stream's time (none with
+  ``--no-delay``); the head's own latency is the step's ``delay``
   (the writer's, as for any answer);
 - a data that is JSON and that a replay would send byte for byte the same (compact) is
   kept as its value, any other as its text (sent as it came);
@@ -69,7 +70,7 @@ def stream_step(
                 f" {MAX_EVENT_BYTES} bytes): it is recorded as a plain answer, without its timing"
             )
             return None
-        delay = round(event.ms - before)
+        delay = round(event.ms) - round(before)  # (rounded where it came: no drift)
         before = event.ms
         if delays and delay > 0:
             written["delay"] = f"{delay}ms"

@@ -17,7 +17,7 @@ from mockskill.engine.relayed_streams import LINE_PREFIX, RelayedStream, stream_
 SSE = (
     b"retry: 2000\n\n"
     b": a heartbeat\n\n"
-    b"id: 1\r\nevent: token\r\ndata: {\"t\":1}\r\n\r\n"
+    b'id: 1\r\nevent: token\r\ndata: {"t":1}\r\n\r\n'
     b"data: two\rdata: lines\r\r"
     b"id: bad\x00id\ndata: 3\n\n"
     b"event: result\ndata:\n\n"
@@ -56,7 +56,8 @@ def test_ndjson_events_are_lines_and_an_empty_line_is_a_heartbeat(cuts: int | No
     stream = fed(body, "ndjson", cuts)
     assert stream.events == 2  # the last line never ended
     assert stream.last_id == "7"
-    assert [e.data for e in stream.collected] == ['{"event":"token","id":7,"data":1}', '{"no":"id"}']
+    lines = ['{"event":"token","id":7,"data":1}', '{"no":"id"}']
+    assert [e.data for e in stream.collected] == lines
 
 
 def test_without_a_recording_a_long_line_is_read_by_its_first_bytes_only() -> None:
