@@ -1,7 +1,8 @@
 """A real streaming provider for the proxy tests: http.server, SSE and NDJSON, chunked.
 
-:class:`StreamingProvider` runs a ``ThreadingHTTPServer`` on an ephemeral port. Every
-answer is a chunked stream, each event its own chunk, flushed as it is written:
+:class:`StreamingProvider` runs a ``ThreadingHTTPServer`` on an ephemeral port. Its
+answers are streams, chunked (each event its own chunk, flushed as it is written) but
+one:
 
 - ``/skills/tokens/invoke``: SSE, a ``retry:``-less stream of :data:`TOKENS` events
   ``token`` (ids 1..), each :data:`PAUSE` seconds after the one before, a comment between,
@@ -9,7 +10,8 @@ answer is a chunked stream, each event its own chunk, flushed as it is written:
 - ``/skills/gated/invoke``: SSE, event 1, then nothing until the test sets
   :attr:`StreamingProvider.gate` (it records when it went on), then event 2 and a result;
 - ``/skills/lines/invoke``: NDJSON in mockskill's ``{"event", "id", "data"}`` shape;
-- ``/skills/cut/invoke``: SSE, two events, then a TCP reset (no last chunk).
+- ``/skills/cut/invoke``: SSE, two events, then a TCP reset (no last chunk);
+- ``/skills/whole/invoke``: SSE of two events in one write, framed by ``Content-Length``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class StreamingProvider:
                     "/skills/gated/invoke": self._gated,
                     "/skills/lines/invoke": self._lines,
                     "/skills/cut/invoke": self._cut,
+                    "/skills/whole/invoke": self._whole,
                 }.get(self.path)
                 if route is None:
                     self.send_error(404)
@@ -95,6 +98,15 @@ class StreamingProvider:
                 self._chunk(b"\n")  # a heartbeat
                 self._chunk(b'{"event":"result","data":"done"}\n')
                 self._end()
+
+            def _whole(self) -> None:
+                body = b"id: a\ndata: 1\n\n: beat\n\nid: b\ndata: 2\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
 
             def _cut(self) -> None:
                 self._head("text/event-stream")
