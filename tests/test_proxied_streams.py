@@ -169,7 +169,7 @@ def test_a_recorded_stream_replays_the_same_events_in_order_with_their_pauses(
     last = {key: value for key, value in events[-1].items() if key != "delay"}
     assert last == {"event": "result", "data": '{"answer": 42}'}  # kept as it came
     pauses = [int(e["delay"].removesuffix("ms")) for e in events[1:-1]]
-    assert all(PAUSE * 1000 * 0.7 <= p <= PAUSE * 1000 * 4 for p in pauses), pauses
+    assert all(PAUSE * 1000 * 0.7 <= p <= 1000 for p in pauses), pauses
     assert tokens["stream"]["headers"] == {"X-Provider": "streams"}
     (cut,) = skills["cut"]["invoke"]["steps"]
     assert cut["stream"]["fault"] == {"after": 2, "kind": "reset"}

@@ -10,7 +10,13 @@ hands the answer on once it came: its status line and headers as they
 arrive, its body chunk by chunk (``Content-Length`` kept when the upstream
 sent one, chunked otherwise), waiting for the consumer to read what was
 written (write backpressure; the upstream's reading pauses meanwhile); an
-answer whole already goes in one write (most). A descriptor or the list of
+answer whole already goes in one write (most). An answer that is a stream of
+events (``text/event-stream``, ``application/x-ndjson``: the plan's
+:meth:`~mockskill.engine.proxying.Upstream.relayed_stream` says) is relayed the same
+way, each chunk handed on as it is read; every chunk is given, as it goes, to its
+:class:`~mockskill.engine.relayed_streams.RelayedStream`, which finds the events in
+it (the journal's ``Entry.stream``, a recording's ``stream:`` step), and is told how
+the stream ended. A descriptor or the list of
 skills is buffered (up to :data:`~mockskill.engine.proxying.MAX_REWRITTEN`)
 to rewrite its URLs; a commit-then-fail step (``after:``) reads the whole
 answer, then answers its error or does its fault instead. It reports every
