@@ -332,8 +332,8 @@ class Entry(NamedTuple):
     none), ``ended`` (``complete``; the fault done: ``reset``, ``close``, ``stall``,
     ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
     server's bound; ``stopped``: the server stopped; a proxied stream's ``upstream_cut``:
-    the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the scripted fault's kind;
-    None: none), ``fault_after`` (the events it was scripted after; None: no fault),
+    the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the
+    scripted fault's kind; None: none), ``fault_after`` (the events it was scripted after; None: no fault),
     ``duration_ms`` (from the head sent to the stream's end), ``resumed_from`` (the
     ``Last-Event-ID`` a resumable stream continued after; None: it started over)."""
 
