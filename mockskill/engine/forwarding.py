@@ -206,7 +206,7 @@ class Upstream:
         when its type is one (SSE, NDJSON), found as they pass; None: no stream (or a
         descriptor rewritten whole). *head_ms*: the head's latency; *head_at*: when it came
         (``time.perf_counter()``). While recording, the events themselves are kept."""
-        fmt = stream_format(tuple(headers))
+        fmt = stream_format(headers)
         if fmt is None or self.rewrite is not None:
             return None
         return RelayedStream(fmt, head_ms, head_at, collect=self.keep)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..scenario.model import MAX_STREAM_EVENTS
@@ -37,7 +38,7 @@ id (a longer NDJSON line's id is not read)."""
 _BREAK = re.compile(rb"\r\n|\r|\n")
 
 
-def stream_format(headers: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> str | None:
+def stream_format(headers: Sequence[tuple[str, str]]) -> str | None:
     """The stream format of an answer with *headers* (by its ``Content-Type``), or None:
     it is no stream."""
     for name, value in headers:
