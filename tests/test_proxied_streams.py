@@ -11,8 +11,14 @@ it that loads and replays the same events, in order, with their pauses.
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -205,3 +211,36 @@ def test_a_stream_that_came_whole_with_its_head_is_journalled_as_a_stream_too(
     assert [e.data for e in parse_sse(answer.content).events] == ["1", "2"]
     stream = entry["stream"]
     assert (stream["events"], stream["last_id"], stream["ended"]) == (2, "b", "complete")
+
+
+def test_mockskill_serve_relays_a_stream_as_it_comes_and_journals_it(
+    provider: StreamingProvider, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "proxied.yaml"
+    scenario.write_text(proxied(provider.url), encoding="utf-8")
+    command = [sys.executable, "-m", "mockskill", "serve", "--port", "0", "--quiet"]
+    process = subprocess.Popen(
+        [*command, str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        base = re.search(r" at (http://\S+)", banner)
+        assert base is not None, banner
+        with httpx.Client(timeout=10) as client:
+            with client.stream("POST", f"{base[1]}/skills/gated/invoke") as answer:
+                lines = answer.iter_lines()
+                assert [next(lines) for _ in range(3)] == ["id: 1", "data: first", ""]
+                assert provider.second_sent_at is None
+                provider.gate.set()
+                assert "data: second" in list(lines)
+            journal = client.get(f"{base[1]}/__admin/journal").json()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    (entry,) = [e for e in journal["entries"] if e.get("stream")]
+    assert (entry["stream"]["events"], entry["stream"]["ended"]) == (3, "complete")
