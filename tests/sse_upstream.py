@@ -11,7 +11,9 @@ one:
   :attr:`StreamingProvider.gate` (it records when it went on), then event 2 and a result;
 - ``/skills/lines/invoke``: NDJSON in mockskill's ``{"event", "id", "data"}`` shape;
 - ``/skills/cut/invoke``: SSE, two events, then a TCP reset (no last chunk);
-- ``/skills/whole/invoke``: SSE of two events in one write, framed by ``Content-Length``.
+- ``/skills/whole/invoke``: SSE of two events in one write, framed by ``Content-Length``;
+- ``/skills/flood/invoke``: SSE of 64 KiB events, :data:`FLOOD` bytes as fast as they
+  are taken (:attr:`StreamingProvider.flooded` counts them).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 
 TOKENS = 5
 PAUSE = 0.06
+FLOOD = 256 * 1024 * 1024
+"""What ``/skills/flood/invoke`` streams, as fast as it is taken: 64 KiB events."""
 
 
 class StreamingProvider:
@@ -33,6 +37,8 @@ class StreamingProvider:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.second_sent_at: float | None = None
+        self.flooded = 0
+        """The bytes ``/skills/flood/invoke`` got written so far."""
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +55,7 @@ class StreamingProvider:
                     "/skills/lines/invoke": self._lines,
                     "/skills/cut/invoke": self._cut,
                     "/skills/whole/invoke": self._whole,
+                    "/skills/flood/invoke": self._flood,
                 }.get(self.path)
                 if route is None:
                     self.send_error(404)
@@ -98,6 +105,17 @@ class StreamingProvider:
                 self._chunk(b"\n")  # a heartbeat
                 self._chunk(b'{"event":"result","data":"done"}\n')
                 self._end()
+
+            def _flood(self) -> None:
+                self._head("text/event-stream")
+                event = b"data: " + b"x" * (64 * 1024) + b"\n\n"
+                try:
+                    while provider.flooded < FLOOD:
+                        self._chunk(event)
+                        provider.flooded += len(event)
+                    self._end()
+                except OSError:  # the consumer went, and mockskill dropped this connection
+                    self.close_connection = True
 
             def _whole(self) -> None:
                 body = b"id: a\ndata: 1\n\n: beat\n\nid: b\ndata: 2\n\n"

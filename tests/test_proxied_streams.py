@@ -25,7 +25,7 @@ import httpx
 import pytest
 import yaml
 from event_streams import Event, parse_ndjson, parse_sse
-from sse_upstream import PAUSE, TOKENS, StreamingProvider
+from sse_upstream import FLOOD, PAUSE, TOKENS, StreamingProvider
 
 from mockskill import Server, load_text
 from mockskill.scenario.model import ScenarioSet
@@ -46,6 +46,7 @@ skills:
   - {{id: lines, proxy: {url}}}
   - {{id: cut, proxy: {{url: {url}, timeout_ms: 2000}}}}
   - {{id: whole, proxy: {url}}}
+  - {{id: flood, proxy: {url}}}
 """
 
 
@@ -244,3 +245,17 @@ def test_mockskill_serve_relays_a_stream_as_it_comes_and_journals_it(
         process.communicate(timeout=10)
     (entry,) = [e for e in journal["entries"] if e.get("stream")]
     assert (entry["stream"]["events"], entry["stream"]["ended"]) == (3, "complete")
+
+
+def test_a_consumer_that_stops_reading_stops_the_provider_not_fills_mockskill(
+    provider: StreamingProvider,
+) -> None:
+    with Server(proxied(provider.url)) as server, httpx.Client(timeout=10) as client:
+        with client.stream("POST", server.invoke_url("flood")) as answer:
+            next(answer.iter_bytes())  # one chunk read, then nothing
+            time.sleep(0.5)
+            held = provider.flooded
+            time.sleep(0.3)
+            assert provider.flooded - held < 8 * 1024 * 1024, held  # the provider waits
+        # what is between them: the sockets' buffers and mockskill's 256 KiB, not the stream
+        assert held < FLOOD // 4, held
