@@ -4,7 +4,7 @@
 answers are streams, chunked (each event its own chunk, flushed as it is written) but
 one:
 
-- ``/skills/tokens/invoke``: SSE, a ``retry:``-less stream of :data:`TOKENS` events
+- ``/skills/tokens/invoke``: SSE, ``retry: 1500``, then :data:`TOKENS` events
   ``token`` (ids 1..), each :data:`PAUSE` seconds after the one before, a comment between,
   then ``event: result``;
 - ``/skills/gated/invoke``: SSE, event 1, then nothing until the test sets
@@ -81,6 +81,7 @@ class StreamingProvider:
 
             def _tokens(self) -> None:
                 self._head("text/event-stream; charset=utf-8")
+                self._chunk(b"retry: 1500\n\n")
                 for n in range(1, TOKENS + 1):
                     time.sleep(PAUSE)
                     self._chunk(b'id: %d\nevent: token\ndata: {"text":"t%d"}\n\n' % (n, n))

@@ -135,7 +135,8 @@ def consume(base: str, client: httpx.Client) -> dict[str, Any]:
         if kind == "application/x-ndjson":
             seen[skill] = (parse_ndjson(body), took)
         else:
-            seen[skill] = (fields(parse_sse(body).events), took)
+            parsed = parse_sse(body)
+            seen[skill] = ((parsed.retry, fields(parsed.events)), took)
     ending, body = read_all(client, f"{base}/skills/cut/invoke")
     seen["cut"] = (ending, fields(parse_sse(body).events))
     return seen
@@ -178,6 +179,7 @@ def test_a_recorded_stream_replays_the_same_events_in_order_with_their_pauses(
     pauses = [int(e["delay"].removesuffix("ms")) for e in events[1:-1]]
     assert all(PAUSE * 1000 * 0.7 <= p <= 1000 for p in pauses), pauses
     assert tokens["stream"]["headers"] == {"X-Provider": "streams"}
+    assert tokens["stream"]["retry"] == "1500ms"
     (cut,) = skills["cut"]["invoke"]["steps"]
     assert cut["stream"]["fault"] == {"after": 2, "kind": "reset"}
     assert "format" not in tokens["stream"]

@@ -12,7 +12,8 @@ on, to a :class:`RelayedStream`, which finds the events' boundaries in the bytes
 - NDJSON: a line ends an event; an empty line is a heartbeat, not counted; the id is
   the line's top-level ``id`` member, when the line is a JSON object.
 
-It keeps the count, the last id, and, while a recording is on (``collect``), each
+It keeps the count, the last id, the SSE ``retry:``, and, while a recording is on
+(``collect``), each
 event's name, id, data and when it ended: what the recording makes a ``stream:`` step
 of (:class:`RelayedEvent`). :meth:`RelayedStream.record` is the journal's
 ``Entry.stream``. Memory is bounded: without ``collect`` a line is looked at by its
@@ -76,6 +77,8 @@ class RelayedStream:
         self.last_id: str | None = None
         self.collected: list[RelayedEvent] = []
         """The events kept while recording (at most *collect* bytes of their data)."""
+        self.retry_ms: int | None = None
+        """The SSE ``retry:`` field's value (the last one sent; None: none)."""
         self.truncated = False
         """Whether events were left out of :attr:`collected` (past the recording's bound)."""
         self._room = collect
@@ -146,6 +149,8 @@ class RelayedStream:
             self._id = self._block_id = value.decode("utf-8", "replace")
         elif field == b"event" and self._collect:
             self._name = value.decode("utf-8", "replace")
+        elif field == b"retry" and value.isdigit() and len(value) <= 9:
+            self.retry_ms = int(value)  # (the last one sent is the one a client keeps)
 
     def _ndjson(self, line: bytes, at: float) -> None:
         event_id: str | None = None
@@ -197,7 +202,12 @@ class RelayedStream:
     def taken(self) -> RecordedStream:
         """What a recording keeps of it."""
         return RecordedStream(
-            self.format, tuple(self.collected), self.head_ms, self.ended, self.truncated
+            self.format,
+            tuple(self.collected),
+            self.head_ms,
+            self.ended,
+            self.truncated,
+            self.retry_ms,
         )
 
 
@@ -212,3 +222,5 @@ class RecordedStream(NamedTuple):
     """:meth:`RelayedStream.end`'s."""
     truncated: bool
     """Events were left out past the recording's bound."""
+    retry_ms: int | None = None
+    """The SSE ``retry:`` field the provider sent (the last; None: none)."""

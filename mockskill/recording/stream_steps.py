@@ -16,7 +16,10 @@ with when each one ended). :func:`stream_step` makes the step that plays it agai
   catalog's error body anew, where the recording keeps what the provider sent; the
   replayed stream closes cleanly after it, as the provider's did;
 - a stream the upstream broke mid-way (the consumer's connection was cut) gets
-  ``fault: {after: N, kind: reset}`` after the N events that came.
+  ``fault: {after: N, kind: reset}`` after the N events that came;
+- SSE's ``retry:`` field (the last the provider sent) is the step's ``retry:``, sent
+  first; comments and heartbeats are not kept (a replay's pauses are silent: a
+  ``heartbeat:`` added to the step fills them).
 
 What a stream step cannot hold — a ``{{`` (a stream's text has no placeholders), an
 event over :data:`~mockskill.scenario.model.MAX_EVENT_BYTES` — makes it the ordinary
@@ -83,6 +86,8 @@ def stream_step(
     headers = _headers(exchange, rewrite, secrets)
     if headers:
         played["headers"] = headers
+    if stream.retry_ms is not None and stream.format == "sse":
+        played["retry"] = f"{stream.retry_ms}ms"
     played["events"] = events
     if stream.ended == "upstream_cut":
         played["fault"] = {"after": len(events), "kind": "reset"}

@@ -39,6 +39,7 @@ def test_sse_events_are_the_ones_an_event_source_dispatches_wherever_chunks_are_
 ) -> None:
     stream = fed(SSE, "sse", cuts)
     assert stream.events == 4
+    assert stream.retry_ms == 2000
     assert stream.last_id == "1"  # an id with NUL is ignored, as an EventSource does
     assert [(e.name, e.id, e.data) for e in stream.collected] == [
         ("token", "1", '{"t":1}'),
