@@ -115,3 +115,15 @@ def test_an_error_status_with_a_stream_type_is_recorded_as_a_plain_answer() -> N
 def test_a_stream_longer_than_the_recording_keeps_is_said_in_a_note() -> None:
     _, notes = recorded(streamed([RelayedEvent("x", None, None, 1.0)], truncated=True))
     assert any("longer than the recording keeps" in note for note in notes)
+
+
+def test_a_secret_the_provider_echoed_in_an_event_is_scrubbed_from_the_step() -> None:
+    echoed = streamed([RelayedEvent('{"token":"sk-live-0123456789"}', "auth", None, 1.0)])
+    sent = dataclasses.replace(
+        echoed, headers=(*echoed.headers, ("Authorization", "Bearer sk-live-0123456789"))
+    )
+    written = write([sent], delays=False)
+    assert "sk-live-0123456789" not in written.text
+    invoke = yaml.safe_load(written.text)["skills"][0]["invoke"]
+    steps = invoke["steps"] if isinstance(invoke, dict) else invoke
+    assert steps[0]["stream"]["events"][0]["event"] == "auth"
