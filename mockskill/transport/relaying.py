@@ -12,7 +12,7 @@ sent one, chunked otherwise), waiting for the consumer to read what was
 written (write backpressure; the upstream's reading pauses meanwhile); an
 answer whole already goes in one write (most). An answer that is a stream of
 events (``text/event-stream``, ``application/x-ndjson``: the plan's
-:meth:`~mockskill.engine.proxying.Upstream.relayed_stream` says) is relayed the same
+:meth:`~mockskill.engine.forwarding.Upstream.relayed_stream` says) is relayed the same
 way, each chunk handed on as it is read; every chunk is given, as it goes, to its
 :class:`~mockskill.engine.relayed_streams.RelayedStream`, which finds the events in
 it (the journal's ``Entry.stream``, a recording's ``stream:`` step), and is told how
