@@ -331,10 +331,12 @@ class Entry(NamedTuple):
     heartbeats and ``retry:`` not counted), ``last_id`` (the last event id sent; None:
     none), ``ended`` (``complete``; the fault done: ``reset``, ``close``, ``stall``,
     ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
-    server's bound; ``stopped``: the server stopped), ``fault`` (the scripted fault's kind;
-    None: none), ``fault_after`` (the events it was scripted after; None: no fault),
-    ``duration_ms`` (from the head sent to the stream's end), ``resumed_from`` (the
-    ``Last-Event-ID`` a resumable stream continued after; None: it started over)."""
+    server's bound; ``stopped``: the server stopped; a proxied stream's ``upstream_cut``:
+    the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the
+    scripted fault's kind; None: none), ``fault_after`` (the events it was scripted
+    after; None: no fault), ``duration_ms`` (from the head sent to the stream's end),
+    ``resumed_from`` (the ``Last-Event-ID`` a resumable stream continued after; None: it
+    started over)."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
