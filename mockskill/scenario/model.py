@@ -370,6 +370,11 @@ class Step:
         return self.fault is not None or any(c.step.needs_socket for c in self.choices)
 
     @property
+    def streams(self) -> bool:
+        """Whether it (or one of its choices) answers with a stream of events."""
+        return self.stream is not None or any(c.step.streams for c in self.choices)
+
+    @property
     def proxied(self) -> bool:
         """Whether it (or one of its choices) forwards to a real provider."""
         return self.proxy is not None or any(c.step.proxied for c in self.choices)
