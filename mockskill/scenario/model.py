@@ -257,6 +257,9 @@ class StreamEvent:
     comment: str | None = None
     """An SSE comment line (``: text``) sent with it, or alone when :attr:`data` is None
     (NDJSON sends no comments)."""
+    is_json: bool = False
+    """:attr:`data` is a JSON value as scripted (dumped at load): NDJSON sends it as that
+    value; False: a text (NDJSON sends it as a JSON string, ``"42"`` for the text 42)."""
 
 
 @dataclass(frozen=True)

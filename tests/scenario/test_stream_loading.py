@@ -113,18 +113,18 @@ def test_the_briefs_example_loads_into_the_model_as_written() -> None:
     assert stream.formats == ("sse",)
     assert (stream.retry_ms, stream.heartbeat_ms) == (2000, 15_000)
     progress, lines, comment, *tokens = stream.events
-    assert progress == StreamEvent(progress.where, '{"pct":10}', "progress", "1", 100)
+    assert progress == StreamEvent(progress.where, '{"pct":10}', "progress", "1", 100, is_json=True)
     assert (progress.where.line, progress.where.column) == (9, 15)
     assert lines == StreamEvent(lines.where, "two\nlines")
     assert comment == StreamEvent(comment.where, None, comment="just a comment")
     assert len(tokens) == 200
-    assert {(t.data, t.name) for t in tokens} == {('{"text":"tok"}', "token")}
+    assert {(t.data, t.name, t.is_json) for t in tokens} == {('{"text":"tok"}', "token", True)}
     assert [t.id for t in tokens] == [str(n) for n in range(1, 201)]
     assert {t.delay_ms for t in tokens} == {20}
     assert {(t.where.line, t.where.column) for t in tokens} == {(12, 15)}
     assert stream.end is not None
     end = stream.end.event
-    assert stream.end == StreamEnd(StreamEvent(end.where, '{"answer":42}', "result"))
+    assert stream.end == StreamEnd(StreamEvent(end.where, '{"answer":42}', "result", is_json=True))
     assert (end.where.line, end.where.column) == (17, 16)
     assert stream.fault == StreamFault("reset", 40)
     assert (stream.status, stream.headers) == (200, (("X-Trace", "t-1"),))
@@ -403,7 +403,7 @@ def test_a_route_and_a_random_outcome_may_stream() -> None:
     assert stream.formats == ("ndjson",)
 
 
-def test_resumable_is_read_and_warned_about_as_a_later_rounds() -> None:
+def test_resumable_is_read_and_loads_without_a_word() -> None:
     text = stream_skill(events("{data: a, id: 1}", more="resumable: true\n"))
     warnings: list[Problem] = []
     scenarios = load_text(text, "s.yaml", warnings=warnings)
@@ -412,9 +412,16 @@ def test_resumable_is_read_and_warned_about_as_a_later_rounds() -> None:
     stream = skill.invoke.steps[0].stream
     assert stream is not None
     assert stream.resumable
+    assert warnings == []
+
+
+def test_a_resumable_stream_without_ids_is_warned_about_where_it_says_so() -> None:
+    text = stream_skill(events("{data: a}", more="resumable: true\n"))
+    warnings: list[Problem] = []
+    load_text(text, "s.yaml", warnings=warnings)
     [warning] = warnings
     assert warning.path == "skills[0].invoke[0].stream.resumable"
-    assert "not honoured yet" in warning.hint
+    assert "give events ids" in warning.hint
 
 
 def test_an_event_at_the_size_limit_loads_and_one_byte_more_does_not() -> None:
