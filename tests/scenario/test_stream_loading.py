@@ -1014,7 +1014,13 @@ def _streams(skill: Skill) -> list[Stream]:
 def test_every_bundled_stream_answers_sse_by_default_and_ndjson_on_request(
     bundled: dict[str, Skill],
 ) -> None:
-    assert sorted(bundled) == ["stream-cut", "stream-overload", "stream-stall", "stream-tokens"]
+    assert sorted(bundled) == [
+        "stream-cut",
+        "stream-overload",
+        "stream-resumable",
+        "stream-stall",
+        "stream-tokens",
+    ]
     for skill in bundled.values():
         for stream in _streams(skill):
             assert stream.formats == ("sse", "ndjson")
@@ -1066,3 +1072,17 @@ def test_the_bundled_overload_ends_with_a_retryable_error_event_once(
     assert len(overloaded.events) == 20
     assert recovered.end is not None
     assert recovered.end.error_code is None
+
+
+def test_the_bundled_resumable_is_reset_after_event_30_then_complete_both_resumable(
+    bundled: dict[str, Skill],
+) -> None:
+    skill = bundled["stream-resumable"]
+    first, second = _streams(skill)
+    assert (first.resumable, second.resumable) == (True, True)
+    assert first.fault == StreamFault("reset", 30)
+    assert [e.id for e in first.events] == [str(n) for n in range(1, 61)]
+    assert second.fault is None
+    assert (first.events, first.end) == (second.events, second.end)
+    assert skill.invoke is not None
+    assert skill.invoke.end == "last"
