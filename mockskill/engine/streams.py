@@ -250,9 +250,13 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
                 framer.add(framer.delay, _comment(event.comment) + b"\n", None, counts=False)
             continue
         framer.event(event, malformed)
-        if ending is not None and fault is not None and cut is None:
-            if framer.events >= fault.after:
-                cut = (len(framer.pieces), framer.events)
+        if (
+            ending is not None
+            and fault is not None
+            and cut is None
+            and framer.events >= fault.after
+        ):
+            cut = (len(framer.pieces), framer.events)
     if ending is not None and cut is None:  # after the last event, fewer than N: the end's place
         cut = (len(framer.pieces), framer.events)
     end = stream.end

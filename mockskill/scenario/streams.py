@@ -186,14 +186,14 @@ def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep
     assert fault is None or isinstance(fault, StreamFault)
     if fault is not None and not _fits(r, fault, (*path, "fault"), events):
         return None
-    if resumable and not any(e.id for e in events if e.data is not None):
-        if end is None or not end.event.id:
-            r.warn(
-                (*path, "resumable"),
-                "events with ids (id: or a repeat's id_from:) to resume after",
-                "resumable: true, and no event with an id",
-                "a consumer resumes after the last id it got (Last-Event-ID): give events ids",
-            )
+    ids = any(e.id for e in events if e.data is not None) or (end is not None and end.event.id)
+    if resumable and not ids:
+        r.warn(
+            (*path, "resumable"),
+            "events with ids (id: or a repeat's id_from:) to resume after",
+            "resumable: true, and no event with an id",
+            "a consumer resumes after the last id it got (Last-Event-ID): give events ids",
+        )
     status, headers = head
     return Stream(
         where=r.position(path),

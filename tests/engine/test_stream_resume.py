@@ -64,7 +64,7 @@ def test_an_id_the_stream_sends_continues_after_that_event() -> None:
 
 def test_the_retry_field_comes_first_on_a_resumed_attempt_too() -> None:
     attempt = framed(resumable(retry_ms=1500), "sse", CONTEXT, URLS).attempt("5")
-    assert [p.data for p in attempt.play.pieces][0] == b"retry: 1500\n\n"
+    assert attempt.play.pieces[0].data == b"retry: 1500\n\n"
     assert sent(attempt) == ["6", "result"]
 
 
