@@ -17,9 +17,12 @@ clock, that becomes data the transport plays (:class:`~.plan.StreamPlay`):
   (``reset``, ``close``, ``stall``, ``broken_chunking``).
 
 None of it reads the request but ``Accept``, so a stream is framed once per step,
-address and format and kept (:class:`KeptStreams`); the transport's report
-(:class:`~.plan.Streamed`) becomes the journal's ``Entry.stream``
-(:meth:`FramedStream.record`).
+address and format and kept (:class:`KeptStreams`). A request's attempt
+(:meth:`FramedStream.attempt`) is the stream from the start, or — for a resumable stream
+and a ``Last-Event-ID`` naming an event it sends — a slice of its pieces from the event
+after that one; its fault counts the events of the whole stream (docs/streams.md,
+"Resuming"). The transport's report (:class:`~.plan.Streamed`) becomes the journal's
+``Entry.stream`` (:meth:`FramedStream.record`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ ENDING_FAULTS = frozenset(STREAM_ENDINGS) - {"complete"}
 is an event sent in place of event N+1 (the stream goes on)."""
 BAD_UTF8 = b"\xc3\x28"
 """A two-byte UTF-8 sequence whose second byte is no continuation: never valid UTF-8."""
+
+INDEX_ENTRY_BYTES = 100
+"""What one id of a resumable stream's index (:attr:`FramedStream.after_id`) costs to keep,
+about (a dict's slot and an int), counted in its :attr:`~FramedStream.size`."""
 
 _LINES = re.compile(r"\r\n|\r|\n")
 """What SSE takes for a line break (WHATWG: CRLF, LF or CR): a text's ``data:`` lines."""
@@ -294,9 +301,8 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     for i, piece in enumerate(whole):
         if piece.counts and piece.event_id and piece.event_id not in after_id:
             after_id[piece.event_id] = i + 1
-    return FramedStream(
-        fmt, head, start, framer.size, whole, preamble, after_id, cut, framer.malformed_at
-    )
+    size = framer.size + INDEX_ENTRY_BYTES * len(after_id)
+    return FramedStream(fmt, head, start, size, whole, preamble, after_id, cut, framer.malformed_at)
 
 
 class _Framer:
