@@ -36,7 +36,7 @@ from typing import Any
 
 from ..protocol import catalog
 from ..protocol.catalog import Context
-from ..scenario.model import MAX_EVENT_BYTES, Stream, StreamEvent, StreamFault
+from ..scenario.model import MAX_EVENT_BYTES, Reply, Step, Stream, StreamEvent, StreamFault
 from .actions import Urls
 from .entries import escaped, shorten
 from .plan import STREAM_ENDINGS, Outcome, StreamPiece, StreamPlay
@@ -428,6 +428,19 @@ def _not_json(data: str) -> str:
     except ValueError:
         return broken
     return "{" + broken
+
+
+def stream_needs_loop(step: Step) -> Reply:
+    """The WSGI path's answer to a stream step (an engine given the raw socket, under a WSGI
+    server, loads one: capabilities.py refuses it only without): 501, a stream of events is
+    mockskill's own transport's."""
+    message = (
+        "this step answers with a stream of events, which only mockskill's own server plays"
+        " (mockskill serve, mockskill.Server); a WSGI server mounting the app answers with one"
+        " body"
+    )
+    details = {"where": str(step.where)}
+    return Reply.error(catalog.tool_error(501, "MOCKSKILL_STREAM_UNSUPPORTED", message, details))
 
 
 MAX_KEPT = 256

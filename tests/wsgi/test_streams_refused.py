@@ -61,3 +61,16 @@ def test_the_mounted_apps_admin_refuses_a_stream_and_keeps_serving_what_it_serve
     plain = "skills: [{id: plain, invoke: {json: {result: ok}}}]\n"
     assert client.post("/__admin/scenarios", data=plain).status_code == 201
     assert client.post("/skills/plain/invoke").get_json() == {"result": "ok"}
+
+
+def test_given_the_raw_socket_a_wsgi_mount_answers_a_stream_step_501_saying_why() -> None:
+    engine = Engine(load_text(STREAMING, "streams.yaml"), State(), raw_socket=True)
+    client = create_app(engine).test_client()
+    assert client.post("/skills/tokens/invoke").get_json() == {"result": "ok"}
+    answer = client.post("/skills/tokens/invoke")
+    assert answer.status_code == 501
+    error = answer.get_json()["error"]
+    assert error["code"] == "MOCKSKILL_STREAM_UNSUPPORTED"
+    assert error["details"] == {"where": "streams.yaml:7:9"}
+    assert "only mockskill's own server plays" in error["message"]
+    assert [entry.status for entry in engine.state.journal()] == [200, 501]
