@@ -176,3 +176,24 @@ def test_a_last_event_id_with_a_control_character_is_a_400_never_a_500() -> None
         answer = requests.post(url, headers={"Last-Event-ID": b"3\x1b[31m"}, timeout=5)
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "MOCKSKILL_HTTP_400"
+
+
+def test_resumed_after_the_terminal_event_the_stream_ends_at_once_with_nothing_sent() -> None:
+    text = """\
+name: done
+skills:
+  - id: done
+    invoke:
+      stream:
+        resumable: true
+        events: [{data: a, id: 1}]
+        end: {data: {ok: true}, id: last}
+"""
+    with Server(load_text(text, "done.yaml")) as server:
+        url = server.url + "/skills/done/invoke"
+        answer = httpx.post(url, headers={"Last-Event-ID": "last"}, timeout=5)
+        assert (answer.status_code, answer.content) == (200, b"")
+        [entry] = journal(server, "/skills/done/invoke", 1)
+    assert entry.stream is not None
+    assert (entry.stream["events"], entry.stream["ended"]) == (0, "complete")
+    assert entry.stream["resumed_from"] == "last"

@@ -149,9 +149,9 @@ class FramedStream:
     """Each id the stream sends → the index in :attr:`whole` of the piece that follows
     the first event carrying it (an id sent twice resumes after its first: the consumer
     sees an event again rather than missing one)."""
-    cut: tuple[int, int] | None = None
-    """An ending fault's place: the index in :attr:`whole` it cuts at, and the events sent
-    before it (None: no ending fault)."""
+    cut: int | None = None
+    """An ending fault's place: the index in :attr:`whole` it cuts at, after event N (None:
+    no ending fault)."""
     malformed_at: int | None = None
     """A malformed event's place: the index in :attr:`whole` of its last piece (None: no
     such fault); an attempt resumed before it sends it."""
@@ -180,8 +180,8 @@ class FramedStream:
         fault, fault_after = start.fault, start.fault_after
         ending, stall_ms = start.play.ending, start.play.stall_ms
         cut = self.cut
-        if cut is not None and at < cut[0]:
-            pieces = whole[: self.preamble] + whole[at : cut[0]]
+        if cut is not None and at < cut:  # resumed before event N: cut where the whole is
+            pieces = whole[: self.preamble] + whole[at:cut]
         else:
             pieces = whole[: self.preamble] + whole[at:]
             ending, stall_ms = "complete", None
@@ -247,9 +247,7 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     fault = stream.fault
     ending = fault.kind if fault is not None and fault.kind in ENDING_FAULTS else None
     malformed = fault if fault is not None and ending is None else None
-    cut = None
-    if ending is not None and fault is not None and fault.after == 0:
-        cut = (preamble, 0)
+    cut = preamble if ending is not None and fault is not None and fault.after == 0 else None
     for event in stream.events:
         framer.delay += event.delay_ms
         if event.data is None:  # a comment alone (NDJSON has none: its pause carries on)
@@ -263,9 +261,9 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
             and cut is None
             and framer.events >= fault.after
         ):
-            cut = (len(framer.pieces), framer.events)
+            cut = len(framer.pieces)
     if ending is not None and cut is None:  # after the last event, fewer than N: the end's place
-        cut = (len(framer.pieces), framer.events)
+        cut = len(framer.pieces)
     end = stream.end
     if end is not None:
         framer.delay += end.event.delay_ms
@@ -284,7 +282,7 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     if fault is not None and fault.kind == "stall" and fault.stall_ms is not None:
         stall_ms = float(fault.stall_ms)
     whole = tuple(framer.pieces)
-    pieces = whole if cut is None else whole[: cut[0]]
+    pieces = whole if cut is None else whole[:cut]
     play = StreamPlay(
         pieces,
         ending or "complete",
@@ -295,8 +293,9 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     start = StreamAttempt(
         play, None if fault is None else fault.kind, None if fault is None else fault.after
     )
-    if not stream.resumable:
-        return FramedStream(fmt, head, start, framer.size)
+    if not stream.resumable:  # only the attempt from the start is kept
+        size = framer.size if cut is None else sum(len(piece.data) for piece in pieces)
+        return FramedStream(fmt, head, start, size)
     after_id: dict[str, int] = {}
     for i, piece in enumerate(whole):
         if piece.counts and piece.event_id and piece.event_id not in after_id:
