@@ -403,6 +403,34 @@ def test_a_route_and_a_random_outcome_may_stream() -> None:
     assert stream.formats == ("ndjson",)
 
 
+def test_a_scripted_json_value_is_marked_json_and_a_text_is_not() -> None:
+    text = stream_skill(
+        events(
+            "{data: '42'}",
+            "{data: 42}",
+            "{data: [1]}",
+            "{repeat: 2, data: {n: 1}}",
+            "{repeat: 2, data: 'text', id_from: 1}",
+            more="end: {data: '42'}\n",
+        )
+    )
+    stream = the_stream(text)
+    assert [(e.data, e.is_json) for e in stream.events] == [
+        ("42", False),
+        ("42", True),
+        ("[1]", True),
+        ('{"n":1}', True),
+        ('{"n":1}', True),
+        ("text", False),
+        ("text", False),
+    ]
+    assert stream.end is not None
+    assert (stream.end.event.data, stream.end.event.is_json) == ("42", False)
+    error = the_stream(stream_skill(events("{data: a}", more="end: {error: PERMISSION_DENIED}\n")))
+    assert error.end is not None
+    assert error.end.event.is_json
+
+
 def test_resumable_is_read_and_loads_without_a_word() -> None:
     text = stream_skill(events("{data: a, id: 1}", more="resumable: true\n"))
     warnings: list[Problem] = []
