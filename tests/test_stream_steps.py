@@ -39,14 +39,14 @@ LOOP_TICK = 0.002
 
 
 def token(n: int, delay_ms: int = 0) -> StreamEvent:
-    return StreamEvent(HERE, json.dumps({"text": f"t{n}"}), "token", str(n), delay_ms)
+    return StreamEvent(HERE, json.dumps({"text": f"t{n}"}), "token", str(n), delay_ms, is_json=True)
 
 
 def tokens(count: int, delay_ms: int = 0) -> tuple[StreamEvent, ...]:
     return tuple(token(n, delay_ms) for n in range(1, count + 1))
 
 
-RESULT = StreamEnd(StreamEvent(HERE, '{"answer":42}', "result"))
+RESULT = StreamEnd(StreamEvent(HERE, '{"answer":42}', "result", is_json=True))
 
 
 def stream(**fields: object) -> Stream:
@@ -113,6 +113,7 @@ def test_requests_reads_the_events_line_by_line_on_time() -> None:
             "fault": None,
             "fault_after": None,
             "duration_ms": entry.stream["duration_ms"],
+            "asked_from": None,
             "resumed_from": None,
         }
         assert 250 <= entry.stream["duration_ms"] < 2000

@@ -276,14 +276,18 @@ class Engine:
             if stream is not None:  # its waits planned as any step's, then its events
                 planned = self._planned(chosen, decided.urls)
                 target: Target = decided.target  # type: ignore[assignment]  # a step's
-                accept = incoming.headers.get("accept")
-                framed = self._streams.framed(stream, accept, target.context, decided.urls)
-                plan = dataclasses.replace(planned.plan, answer=framed.answer, stream=framed.play)
+                headers = incoming.headers
+                framed = self._streams.framed(
+                    stream, headers.get("accept"), target.context, decided.urls
+                )
+                # From the start, or after the event a resumable stream's request names.
+                attempt = framed.attempt(headers.get("last-event-id"))
+                plan = dataclasses.replace(planned.plan, answer=framed.answer, stream=attempt.play)
                 limited = decided.limited
                 if limited is not None and limited.added:
                     plan = plan.answering(limits.with_headers(plan.answer, limited.headers))
-                streamed = self._journalling.streamed
-                return plan, partial(streamed, framed, incoming, decided, chosen, planned.reply)
+                streamed = partial(self._journalling.streamed, framed, attempt)
+                return plan, partial(streamed, incoming, decided, chosen, planned.reply)
             if chosen.step.reply.template is None:
                 planned = self._planned(chosen, decided.urls)
             else:  # made from this request: planned for it alone, never kept

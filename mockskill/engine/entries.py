@@ -333,10 +333,13 @@ class Entry(NamedTuple):
     ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
     server's bound; ``stopped``: the server stopped; a proxied stream's ``upstream_cut``:
     the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the
-    scripted fault's kind; None: none), ``fault_after`` (the events it was scripted
-    after; None: no fault), ``duration_ms`` (from the head sent to the stream's end),
-    ``resumed_from`` (the ``Last-Event-ID`` a resumable stream continued after; None: it
-    started over)."""
+    kind of the scripted fault this attempt plays; None: none, or it resumed past it),
+    ``fault_after`` (the events of the whole stream that fault comes after; None: no
+    fault), ``duration_ms`` (from the head sent to the stream's end), ``asked_from`` (the
+    request's ``Last-Event-ID``, cut to :data:`MAX_TEXT` and escaped as other client text;
+    None: none sent), ``resumed_from`` (the id a resumable stream continued after, one it
+    sends; None: it started over). ``events`` and ``last_id`` are the attempt's own: a
+    resumed attempt counts from the event after ``resumed_from``."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and

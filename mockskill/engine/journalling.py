@@ -50,7 +50,7 @@ from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
-    from .streams import FramedStream
+    from .streams import FramedStream, StreamAttempt
     from .task_requests import Served
     from .task_skills import TaskSkill
 
@@ -263,16 +263,18 @@ class Journalling:
     def streamed(
         self,
         stream: FramedStream,
+        attempt: StreamAttempt,
         request: Incoming,
         decided: Decided,
         chosen: Chosen | None,
         served: Reply,
         outcome: Outcome,
     ) -> None:
-        """Journal *request*, answered with *stream* (a stream step's) as *outcome* says it
-        went: its entry's ``stream`` is the stream's record (:meth:`FramedStream.record`)."""
+        """Journal *request*, answered with *attempt* of *stream* (a stream step's) as
+        *outcome* says it went: its entry's ``stream`` is the attempt's record
+        (:meth:`FramedStream.record`)."""
         entry = self.outcome_entry(request, decided, chosen, served, outcome, outcome.headers_at)
-        self.state.record(entry._replace(stream=stream.record(outcome)))
+        self.state.record(entry._replace(stream=stream.record(outcome, attempt)))
 
     def outcome_entry(
         self,

@@ -17,22 +17,28 @@ clock, that becomes data the transport plays (:class:`~.plan.StreamPlay`):
   (``reset``, ``close``, ``stall``, ``broken_chunking``).
 
 None of it reads the request but ``Accept``, so a stream is framed once per step,
-address and format and kept (:class:`KeptStreams`); the transport's report
-(:class:`~.plan.Streamed`) becomes the journal's ``Entry.stream``
-(:meth:`FramedStream.record`).
+address and format and kept (:class:`KeptStreams`). A request's attempt
+(:meth:`FramedStream.attempt`) is the stream from the start, or — for a resumable stream
+and a ``Last-Event-ID`` naming an event it sends — a slice of its pieces from the event
+after that one; its fault counts the events of the whole stream (docs/streams.md,
+"Resuming"). The transport's report (:class:`~.plan.Streamed`) becomes the journal's
+``Entry.stream`` (:meth:`FramedStream.record`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import catalog
 from ..protocol.catalog import Context
-from ..scenario.model import MAX_EVENT_BYTES, Stream, StreamEvent, StreamFault
+from ..scenario.model import MAX_EVENT_BYTES, Reply, Step, Stream, StreamEvent, StreamFault
 from .actions import Urls
+from .entries import escaped, shorten
 from .plan import STREAM_ENDINGS, Outcome, StreamPiece, StreamPlay
 from .wire import Answer
 
@@ -48,6 +54,10 @@ ENDING_FAULTS = frozenset(STREAM_ENDINGS) - {"complete"}
 is an event sent in place of event N+1 (the stream goes on)."""
 BAD_UTF8 = b"\xc3\x28"
 """A two-byte UTF-8 sequence whose second byte is no continuation: never valid UTF-8."""
+
+INDEX_ENTRY_BYTES = 100
+"""What one id of a resumable stream's index (:attr:`FramedStream.after_id`) costs to keep,
+about (a dict's slot and an int), counted in its :attr:`~FramedStream.size`."""
 
 _LINES = re.compile(r"\r\n|\r|\n")
 """What SSE takes for a line break (WHATWG: CRLF, LF or CR): a text's ``data:`` lines."""
@@ -102,25 +112,91 @@ def _quality(fmt: str, accept: str) -> float:
 
 
 @dataclass(frozen=True)
+class StreamAttempt:
+    """One request's part of a framed stream: the play, from the start or resumed after an
+    event, with what the journal says of it besides the transport's report."""
+
+    play: StreamPlay
+    fault: str | None
+    """The fault this attempt plays (None: none, or it resumed past the stream's)."""
+    fault_after: int | None
+    """The events of the whole stream that fault comes after (None: no fault)."""
+    asked_from: str | None = None
+    """The request's ``Last-Event-ID`` (cut and escaped as client text is in the journal;
+    None: none sent)."""
+    resumed_from: str | None = None
+    """The id it continued after (None: it started over)."""
+
+
+@dataclass(frozen=True)
 class FramedStream:
-    """A stream framed for one format: the head to send, the play, and what the journal
-    says of it besides the transport's report."""
+    """A stream framed for one format: the head to send, the attempt from the start, and
+    what a resumed attempt is sliced from (:meth:`attempt`)."""
 
     format: str
     answer: Answer
     """The head: status and headers (no body: the stream is the body)."""
-    play: StreamPlay
-    fault: str | None
-    """The scripted fault's kind (None: none)."""
-    fault_after: int | None
-    """The events it was scripted after (None: no fault)."""
+    start: StreamAttempt
+    """The attempt from the start (a request without ``Last-Event-ID``): made once."""
     size: int
     """The bytes of its pieces: what keeping it costs."""
+    whole: tuple[StreamPiece, ...] = ()
+    """Every piece of the stream through its end, no ending fault cutting it: what a
+    resumed attempt is sliced from (empty unless the stream is resumable)."""
+    preamble: int = 0
+    """The pieces before the first event that every attempt sends (SSE's ``retry:``)."""
+    after_id: Mapping[str, int] = field(default_factory=dict)
+    """Each id the stream sends → the index in :attr:`whole` of the piece that follows
+    the first event carrying it (an id sent twice resumes after its first: the consumer
+    sees an event again rather than missing one)."""
+    cut: int | None = None
+    """An ending fault's place: the index in :attr:`whole` it cuts at, after event N (None:
+    no ending fault)."""
+    malformed_at: int | None = None
+    """A malformed event's place: the index in :attr:`whole` of its last piece (None: no
+    such fault); an attempt resumed before it sends it."""
 
-    def record(self, outcome: Outcome) -> dict[str, Any]:
-        """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of a stream that
-        went as *outcome* says; one whose head never went (the client left, or the server
-        stopped, during the step's waits) sent no event."""
+    @property
+    def play(self) -> StreamPlay:
+        """The play from the start."""
+        return self.start.play
+
+    def attempt(self, last_event_id: str | None) -> StreamAttempt:
+        """The attempt for a request carrying *last_event_id* (None: none): resumed after
+        the first event carrying it when the stream is resumable and sends it, else from
+        the start. A resumed attempt sends the ``retry:`` field again, the pieces after that
+        event, then the end; the stream's fault counts the events of the whole stream: an
+        ending fault after event N cuts an attempt resumed before event N (after N minus
+        the events skipped), and is not done by one resumed at event N or later; a
+        malformed event in place of event N+1 is sent when the attempt reaches it."""
+        if last_event_id is None:
+            return self.start
+        last_event_id = _utf8(last_event_id)
+        asked = shorten(escaped(last_event_id))
+        at = self.after_id.get(last_event_id)
+        if at is None:  # not resumable, or an id it never sends: it starts over
+            return dataclasses.replace(self.start, asked_from=asked)
+        whole, start = self.whole, self.start
+        fault, fault_after = start.fault, start.fault_after
+        ending, stall_ms = start.play.ending, start.play.stall_ms
+        cut = self.cut
+        if cut is not None and at < cut:  # resumed before event N: cut where the whole is
+            pieces = whole[: self.preamble] + whole[at:cut]
+        else:
+            pieces = whole[: self.preamble] + whole[at:]
+            ending, stall_ms = "complete", None
+            malformed_at = self.malformed_at
+            if malformed_at is None or at > malformed_at:  # resumed past the fault
+                fault = fault_after = None
+        play = dataclasses.replace(start.play, pieces=pieces, ending=ending, stall_ms=stall_ms)
+        return StreamAttempt(play, fault, fault_after, asked, last_event_id)
+
+    def record(self, outcome: Outcome, attempt: StreamAttempt | None = None) -> dict[str, Any]:
+        """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of *attempt* (None:
+        the attempt from the start) that went as *outcome* says; one whose head never went
+        (the client left, or the server stopped, during the step's waits) sent no event."""
+        if attempt is None:
+            attempt = self.start
         streamed = outcome.stream
         if streamed is None:
             events, last_id, ended, duration_ms = 0, None, "client_left", 0
@@ -135,11 +211,24 @@ class FramedStream:
             "events": events,
             "last_id": last_id,
             "ended": ended,
-            "fault": self.fault,
-            "fault_after": self.fault_after,
+            "fault": attempt.fault,
+            "fault_after": attempt.fault_after,
             "duration_ms": duration_ms,
-            "resumed_from": None,  # resuming after Last-Event-ID is not served yet
+            "asked_from": attempt.asked_from,
+            "resumed_from": attempt.resumed_from,
         }
+
+
+def _utf8(value: str) -> str:
+    """A header's *value* (read as Latin-1, as every header is) as the UTF-8 text a client
+    sends an id in (WHATWG's EventSource encodes ``Last-Event-ID`` so); as it is when its
+    bytes are no UTF-8."""
+    if value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
 
 
 def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStream:
@@ -154,54 +243,65 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     framer = _Framer(fmt)
     if fmt == "sse" and stream.retry_ms is not None:
         framer.add(0.0, b"retry: %d\n\n" % stream.retry_ms, None, counts=False)
+    preamble = len(framer.pieces)
     fault = stream.fault
     ending = fault.kind if fault is not None and fault.kind in ENDING_FAULTS else None
     malformed = fault if fault is not None and ending is None else None
+    cut = preamble if ending is not None and fault is not None and fault.after == 0 else None
     for event in stream.events:
         framer.delay += event.delay_ms
         if event.data is None:  # a comment alone (NDJSON has none: its pause carries on)
             if fmt == "sse" and event.comment is not None:
-                if ending is not None and fault is not None and framer.events >= fault.after:
-                    continue  # past the cut: nothing more is sent
                 framer.add(framer.delay, _comment(event.comment) + b"\n", None, counts=False)
             continue
-        if ending is not None and fault is not None and framer.events >= fault.after:
-            break
         framer.event(event, malformed)
+        if (
+            ending is not None
+            and fault is not None
+            and cut is None
+            and framer.events >= fault.after
+        ):
+            cut = len(framer.pieces)
+    if ending is not None and cut is None:  # after the last event, fewer than N: the end's place
+        cut = len(framer.pieces)
     end = stream.end
-    if ending is not None:  # after event N, or after the last when there are fewer: never the end
-        final = ending
-    else:
-        final = "complete"
-        if end is not None:
-            framer.delay += end.event.delay_ms
-            if end.error_code is not None:
-                rendered = catalog.render(end.error_code, context)
-                data = urls.fill_text(rendered.body)
-                event = StreamEvent(end.event.where, data, end.event.name or "error", end.event.id)
-            else:
-                name = end.event.name or "result"
-                event = StreamEvent(end.event.where, end.event.data, name, end.event.id)
-            framer.event(event, malformed)
+    if end is not None:
+        framer.delay += end.event.delay_ms
+        if end.error_code is not None:
+            rendered = catalog.render(end.error_code, context)
+            data = urls.fill_text(rendered.body)
+            event = StreamEvent(
+                end.event.where, data, end.event.name or "error", end.event.id, is_json=True
+            )
+        else:
+            name = end.event.name or "result"
+            event = dataclasses.replace(end.event, name=name)
+        framer.event(event, malformed)
     heartbeat_ms = float(stream.heartbeat_ms) if stream.heartbeat_ms is not None else None
     stall_ms = None
     if fault is not None and fault.kind == "stall" and fault.stall_ms is not None:
         stall_ms = float(fault.stall_ms)
+    whole = tuple(framer.pieces)
+    pieces = whole if cut is None else whole[:cut]
     play = StreamPlay(
-        tuple(framer.pieces),
-        final,
+        pieces,
+        ending or "complete",
         heartbeat_ms,
         HEARTBEATS[fmt] if heartbeat_ms else b"",
         stall_ms,
     )
-    return FramedStream(
-        fmt,
-        head,
-        play,
-        None if fault is None else fault.kind,
-        None if fault is None else fault.after,
-        framer.size,
+    start = StreamAttempt(
+        play, None if fault is None else fault.kind, None if fault is None else fault.after
     )
+    if not stream.resumable:  # only the attempt from the start is kept
+        size = framer.size if cut is None else sum(len(piece.data) for piece in pieces)
+        return FramedStream(fmt, head, start, size)
+    after_id: dict[str, int] = {}
+    for i, piece in enumerate(whole):
+        if piece.counts and piece.event_id and piece.event_id not in after_id:
+            after_id[piece.event_id] = i + 1
+    size = framer.size + INDEX_ENTRY_BYTES * len(after_id)
+    return FramedStream(fmt, head, start, size, whole, preamble, after_id, cut, framer.malformed_at)
 
 
 class _Framer:
@@ -215,6 +315,8 @@ class _Framer:
         self.events = 0
         self.last_id: str | None = None
         self.size = 0
+        self.malformed_at: int | None = None
+        """The index of the malformed event's last piece (None: none framed)."""
 
     def add(self, delay: float, data: bytes, event_id: str | None, *, counts: bool) -> None:
         self.pieces.append(StreamPiece(delay, data, event_id, counts))
@@ -231,7 +333,12 @@ class _Framer:
         if malformed is None or self.events != malformed.after:
             self.add(self.delay, self.frame(event, event.id), event.id, counts=True)
             return
-        kind, sse = malformed.kind, self.format == "sse"
+        self._malformed(event, malformed.kind)
+        self.malformed_at = len(self.pieces) - 1
+
+    def _malformed(self, event: StreamEvent, kind: str) -> None:
+        """Frame *event* as the malformed event of the fault *kind*."""
+        sse = self.format == "sse"
         if kind in ("duplicate_id", "out_of_order_id"):
             previous = self.last_id
             if kind == "duplicate_id":
@@ -298,24 +405,17 @@ def _comment(text: str) -> bytes:
 
 def _ndjson(event: StreamEvent, event_id: str | None) -> bytes:
     """A JSON line: ``{"event": name, "id": id, "data": value}`` (the name and the id
-    when the event has them), its data the JSON value it was scripted as, else its text."""
+    when the event has them), its data the JSON value it was scripted as
+    (:attr:`~mockskill.scenario.model.StreamEvent.is_json`), else its text as a JSON
+    string (the text ``42`` is ``"42"``)."""
     parts = []
     if event.name is not None:
         parts.append(f'"event":{json.dumps(event.name, ensure_ascii=False)}')
     if event_id is not None:
         parts.append(f'"id":{json.dumps(event_id, ensure_ascii=False)}')
-    parts.append(f'"data":{_json_value(event.data or "")}')
+    data = event.data or ""
+    parts.append(f'"data":{data if event.is_json else json.dumps(data, ensure_ascii=False)}')
     return ("{" + ",".join(parts) + "}\n").encode("utf-8")
-
-
-def _json_value(data: str) -> str:
-    """*data* as a JSON value: itself when it is JSON text (a scripted value, dumped at
-    load), else as a JSON string (a text)."""
-    try:
-        json.loads(data)
-    except ValueError:
-        return json.dumps(data, ensure_ascii=False)
-    return data
 
 
 def _not_json(data: str) -> str:
@@ -327,6 +427,19 @@ def _not_json(data: str) -> str:
     except ValueError:
         return broken
     return "{" + broken
+
+
+def stream_needs_loop(step: Step) -> Reply:
+    """The WSGI path's answer to a stream step (an engine given the raw socket, under a WSGI
+    server, loads one: capabilities.py refuses it only without): 501, a stream of events is
+    mockskill's own transport's."""
+    message = (
+        "this step answers with a stream of events, which only mockskill's own server plays"
+        " (mockskill serve, mockskill.Server); a WSGI server mounting the app answers with one"
+        " body"
+    )
+    details = {"where": str(step.where)}
+    return Reply.error(catalog.tool_error(501, "MOCKSKILL_STREAM_UNSUPPORTED", message, details))
 
 
 MAX_KEPT = 256

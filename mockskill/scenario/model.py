@@ -257,6 +257,9 @@ class StreamEvent:
     comment: str | None = None
     """An SSE comment line (``: text``) sent with it, or alone when :attr:`data` is None
     (NDJSON sends no comments)."""
+    is_json: bool = False
+    """:attr:`data` is a JSON value as scripted (dumped at load): NDJSON sends it as that
+    value; False: a text (NDJSON sends it as a JSON string, ``"42"`` for the text 42)."""
 
 
 @dataclass(frozen=True)
@@ -368,6 +371,11 @@ class Step:
     def needs_socket(self) -> bool:
         """Whether it acts on the raw connection (transport faults)."""
         return self.fault is not None or any(c.step.needs_socket for c in self.choices)
+
+    @property
+    def streams(self) -> bool:
+        """Whether it (or one of its choices) answers with a stream of events."""
+        return self.stream is not None or any(c.step.streams for c in self.choices)
 
     @property
     def proxied(self) -> bool:

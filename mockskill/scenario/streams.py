@@ -21,6 +21,7 @@ gives.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -162,13 +163,6 @@ def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep
     if "retry" in raw and formats is not None and not sse:
         _sse_only(r, (*path, "retry"), "retry:", "NDJSON has no reconnection time")
     resumable = r.boolean(raw.get("resumable", False), (*path, "resumable"))
-    if resumable:
-        r.warn(
-            (*path, "resumable"),
-            "a stream that starts over on every request (resuming is a later round's)",
-            "resumable: true",
-            "Last-Event-ID is not honoured yet: a re-issue starts over (docs/streams.md)",
-        )
     items = _events(r, raw.get("events", []), (*path, "events"), formats or STREAM_FORMATS)
     end = _end(r, raw.get("end"), (*path, "end"), ctx, read_step, formats or STREAM_FORMATS)
     head = _head(r, raw, path, ctx, read_step)
@@ -192,6 +186,14 @@ def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep
     assert fault is None or isinstance(fault, StreamFault)
     if fault is not None and not _fits(r, fault, (*path, "fault"), events):
         return None
+    ids = any(e.id for e in events if e.data is not None) or (end is not None and end.event.id)
+    if resumable and not ids:
+        r.warn(
+            (*path, "resumable"),
+            "events with ids (id: or a repeat's id_from:) to resume after",
+            "resumable: true, and no event with an id",
+            "a consumer resumes after the last id it got (Last-Event-ID): give events ids",
+        )
     status, headers = head
     return Stream(
         where=r.position(path),
@@ -294,7 +296,13 @@ def _item(r: Reader, value: Any, path: Path, formats: tuple[str, ...]) -> _Item 
         if len(r.problems) > before:
             return None
         event = StreamEvent(
-            r.position(path), data, name, event_id, 0 if pause is None else pause, comment
+            r.position(path),
+            data,
+            name,
+            event_id,
+            0 if pause is None else pause,
+            comment,
+            is_json=_is_json(raw),
         )
         return _sized(r, _Item(event, value_read), path, formats)
     times = r.integer(raw, "repeat", path, default=1, minimum=1, maximum=MAX_STREAM_EVENTS)
@@ -314,10 +322,12 @@ def _item(r: Reader, value: Any, path: Path, formats: tuple[str, ...]) -> _Item 
     if len(r.problems) > before or times is None or pauses is None:
         return None
     first_id = str(id_from) if id_from is not None else event_id
-    event = StreamEvent(r.position(path), data, name, first_id, pauses[0] if pauses else 0)
+    pause = pauses[0] if pauses else 0
+    is_json = _is_json(raw)
+    event = StreamEvent(r.position(path), data, name, first_id, pause, is_json=is_json)
     # The largest id a repeat sends is its last; its size bounds every event's.
     last_id = str(id_from + times - 1) if id_from is not None else event_id
-    widest = StreamEvent(event.where, data, name, last_id)
+    widest = StreamEvent(event.where, data, name, last_id, is_json=is_json)
     if _sized(r, _Item(widest, value_read), path, formats) is None:
         return None
     return _Item(event, value_read, times, pauses, id_from)
@@ -432,6 +442,12 @@ def _data(r: Reader, raw: dict[str, Any], path: Path) -> tuple[str | None, Any]:
     return dumped, value
 
 
+def _is_json(raw: dict[str, Any]) -> bool:
+    """Whether an event's ``data:`` is a JSON value other than a string (sent as that value
+    in NDJSON; a string is a text, sent as a JSON string)."""
+    return "data" in raw and not isinstance(raw["data"], str)
+
+
 def _compact(value: Any) -> str:
     """*value* as JSON, dumped once as it is sent: compact, UTF-8 kept (ValueError for
     .nan or .inf)."""
@@ -514,12 +530,10 @@ def _unrolled(r: Reader, items: list[_Item], path: Path) -> tuple[StreamEvent, .
         for k, pause in enumerate(item.pauses):
             if item.id_from is not None:
                 event_id = str(item.id_from + k)
-                events.append(StreamEvent(event.where, event.data, event.name, event_id, pause))
+                events.append(dataclasses.replace(event, id=event_id, delay_ms=pause))
             else:
                 if pause not in shared:
-                    shared[pause] = StreamEvent(
-                        event.where, event.data, event.name, event.id, pause
-                    )
+                    shared[pause] = dataclasses.replace(event, delay_ms=pause)
                 events.append(shared[pause])
     return tuple(events)
 
@@ -561,7 +575,7 @@ def _end(
             return BAD
         value_read = json.loads(step.reply.body)
         body = _compact(value_read)
-        event = StreamEvent(r.position(path), body, name or "error", event_id, pause)
+        event = StreamEvent(r.position(path), body, name or "error", event_id, pause, is_json=True)
         if _sized(r, _Item(event, value_read), path, formats) is None:
             return BAD
         return StreamEnd(event, step.reply.error_code)
@@ -575,7 +589,9 @@ def _end(
     data, value_read = _data(r, raw, path)
     if len(r.problems) > before or data is None:
         return BAD
-    event = StreamEvent(r.position(path), data, name or "result", event_id, pause)
+    event = StreamEvent(
+        r.position(path), data, name or "result", event_id, pause, is_json=_is_json(raw)
+    )
     if _sized(r, _Item(event, value_read), path, formats) is None:
         return BAD
     return StreamEnd(event)

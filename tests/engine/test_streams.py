@@ -37,12 +37,14 @@ def event(data: str | None = None, **fields: object) -> StreamEvent:
 
 def tokens(count: int, delay_ms: int = 20) -> tuple[StreamEvent, ...]:
     return tuple(
-        event(json.dumps({"text": f"t{n}"}), name="token", id=str(n), delay_ms=delay_ms)
+        event(
+            json.dumps({"text": f"t{n}"}), name="token", id=str(n), delay_ms=delay_ms, is_json=True
+        )
         for n in range(1, count + 1)
     )
 
 
-RESULT = StreamEnd(event('{"answer":42}', name="result"))
+RESULT = StreamEnd(event('{"answer":42}', name="result", is_json=True))
 
 
 def stream(**fields: object) -> Stream:
@@ -180,7 +182,8 @@ def test_a_heartbeat_is_a_comment_in_sse_and_an_empty_line_in_ndjson() -> None:
 
 
 def test_ndjson_is_one_object_a_line_its_data_the_json_value_or_the_text() -> None:
-    made = stream(events=(*tokens(2), event("plain text"), event("[1, 2]")), end=RESULT)
+    scripted = (event("plain text"), event("[1, 2]", is_json=True))
+    made = stream(events=(*tokens(2), *scripted), end=RESULT)
     assert parse_ndjson(body(made, "ndjson")) == [
         {"event": "token", "id": "1", "data": {"text": "t1"}},
         {"event": "token", "id": "2", "data": {"text": "t2"}},
@@ -190,8 +193,14 @@ def test_ndjson_is_one_object_a_line_its_data_the_json_value_or_the_text() -> No
     ]
 
 
+def test_ndjson_tells_the_text_42_from_the_json_value_42() -> None:
+    made = stream(events=(event("42"), event("42", is_json=True), event("[1]")))
+    assert body(made, "ndjson") == b'{"data":"42"}\n{"data":42}\n{"data":"[1]"}\n'
+    assert body(made, "sse") == b"data: 42\n\ndata: 42\n\ndata: [1]\n\n"
+
+
 def test_ndjson_sends_no_comments_but_keeps_their_pause() -> None:
-    made = stream(events=(event(comment="c", delay_ms=30), event('"x"', delay_ms=20)))
+    made = stream(events=(event(comment="c", delay_ms=30), event('"x"', delay_ms=20, is_json=True)))
     pieces = framed(made, "ndjson", CONTEXT, URLS).play.pieces
     assert [(p.delay_ms, p.data) for p in pieces] == [(50, b'{"data":"x"}\n')]
 
@@ -251,7 +260,7 @@ def test_an_oversized_line_passes_the_event_size_limit() -> None:
 
 @pytest.mark.parametrize("fmt", ["sse", "ndjson"])
 def test_not_json_sends_data_no_json_parser_reads(fmt: str) -> None:
-    made = stream(events=(*tokens(2), event("100")), fault=StreamFault("not_json", 1))
+    made = stream(events=(*tokens(2), event("100", is_json=True)), fault=StreamFault("not_json", 1))
     raw = body(made, fmt)
     if fmt == "sse":
         events = parse_sse(raw).events
@@ -312,6 +321,7 @@ def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
         "fault": "reset",
         "fault_after": 2,
         "duration_ms": 750,
+        "asked_from": None,
         "resumed_from": None,
     }
 

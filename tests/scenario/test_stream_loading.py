@@ -113,18 +113,18 @@ def test_the_briefs_example_loads_into_the_model_as_written() -> None:
     assert stream.formats == ("sse",)
     assert (stream.retry_ms, stream.heartbeat_ms) == (2000, 15_000)
     progress, lines, comment, *tokens = stream.events
-    assert progress == StreamEvent(progress.where, '{"pct":10}', "progress", "1", 100)
+    assert progress == StreamEvent(progress.where, '{"pct":10}', "progress", "1", 100, is_json=True)
     assert (progress.where.line, progress.where.column) == (9, 15)
     assert lines == StreamEvent(lines.where, "two\nlines")
     assert comment == StreamEvent(comment.where, None, comment="just a comment")
     assert len(tokens) == 200
-    assert {(t.data, t.name) for t in tokens} == {('{"text":"tok"}', "token")}
+    assert {(t.data, t.name, t.is_json) for t in tokens} == {('{"text":"tok"}', "token", True)}
     assert [t.id for t in tokens] == [str(n) for n in range(1, 201)]
     assert {t.delay_ms for t in tokens} == {20}
     assert {(t.where.line, t.where.column) for t in tokens} == {(12, 15)}
     assert stream.end is not None
     end = stream.end.event
-    assert stream.end == StreamEnd(StreamEvent(end.where, '{"answer":42}', "result"))
+    assert stream.end == StreamEnd(StreamEvent(end.where, '{"answer":42}', "result", is_json=True))
     assert (end.where.line, end.where.column) == (17, 16)
     assert stream.fault == StreamFault("reset", 40)
     assert (stream.status, stream.headers) == (200, (("X-Trace", "t-1"),))
@@ -403,7 +403,35 @@ def test_a_route_and_a_random_outcome_may_stream() -> None:
     assert stream.formats == ("ndjson",)
 
 
-def test_resumable_is_read_and_warned_about_as_a_later_rounds() -> None:
+def test_a_scripted_json_value_is_marked_json_and_a_text_is_not() -> None:
+    text = stream_skill(
+        events(
+            "{data: '42'}",
+            "{data: 42}",
+            "{data: [1]}",
+            "{repeat: 2, data: {n: 1}}",
+            "{repeat: 2, data: 'text', id_from: 1}",
+            more="end: {data: '42'}\n",
+        )
+    )
+    stream = the_stream(text)
+    assert [(e.data, e.is_json) for e in stream.events] == [
+        ("42", False),
+        ("42", True),
+        ("[1]", True),
+        ('{"n":1}', True),
+        ('{"n":1}', True),
+        ("text", False),
+        ("text", False),
+    ]
+    assert stream.end is not None
+    assert (stream.end.event.data, stream.end.event.is_json) == ("42", False)
+    error = the_stream(stream_skill(events("{data: a}", more="end: {error: PERMISSION_DENIED}\n")))
+    assert error.end is not None
+    assert error.end.event.is_json
+
+
+def test_resumable_is_read_and_loads_without_a_word() -> None:
     text = stream_skill(events("{data: a, id: 1}", more="resumable: true\n"))
     warnings: list[Problem] = []
     scenarios = load_text(text, "s.yaml", warnings=warnings)
@@ -412,9 +440,16 @@ def test_resumable_is_read_and_warned_about_as_a_later_rounds() -> None:
     stream = skill.invoke.steps[0].stream
     assert stream is not None
     assert stream.resumable
+    assert warnings == []
+
+
+def test_a_resumable_stream_without_ids_is_warned_about_where_it_says_so() -> None:
+    text = stream_skill(events("{data: a}", more="resumable: true\n"))
+    warnings: list[Problem] = []
+    load_text(text, "s.yaml", warnings=warnings)
     [warning] = warnings
     assert warning.path == "skills[0].invoke[0].stream.resumable"
-    assert "not honoured yet" in warning.hint
+    assert "give events ids" in warning.hint
 
 
 def test_an_event_at_the_size_limit_loads_and_one_byte_more_does_not() -> None:
@@ -1007,7 +1042,13 @@ def _streams(skill: Skill) -> list[Stream]:
 def test_every_bundled_stream_answers_sse_by_default_and_ndjson_on_request(
     bundled: dict[str, Skill],
 ) -> None:
-    assert sorted(bundled) == ["stream-cut", "stream-overload", "stream-stall", "stream-tokens"]
+    assert sorted(bundled) == [
+        "stream-cut",
+        "stream-overload",
+        "stream-resumable",
+        "stream-stall",
+        "stream-tokens",
+    ]
     for skill in bundled.values():
         for stream in _streams(skill):
             assert stream.formats == ("sse", "ndjson")
@@ -1059,3 +1100,17 @@ def test_the_bundled_overload_ends_with_a_retryable_error_event_once(
     assert len(overloaded.events) == 20
     assert recovered.end is not None
     assert recovered.end.error_code is None
+
+
+def test_the_bundled_resumable_is_reset_after_event_30_then_complete_both_resumable(
+    bundled: dict[str, Skill],
+) -> None:
+    skill = bundled["stream-resumable"]
+    first, second = _streams(skill)
+    assert (first.resumable, second.resumable) == (True, True)
+    assert first.fault == StreamFault("reset", 30)
+    assert [e.id for e in first.events] == [str(n) for n in range(1, 61)]
+    assert second.fault is None
+    assert (first.events, first.end) == (second.events, second.end)
+    assert skill.invoke is not None
+    assert skill.invoke.end == "last"
