@@ -49,6 +49,10 @@ is an event sent in place of event N+1 (the stream goes on)."""
 BAD_UTF8 = b"\xc3\x28"
 """A two-byte UTF-8 sequence whose second byte is no continuation: never valid UTF-8."""
 
+MAX_SENT_IDS = 1024
+"""The most ids a cut resumable stream's record lists as sent (its last ones: a consumer
+resumes after one it received last)."""
+
 _LINES = re.compile(r"\r\n|\r|\n")
 """What SSE takes for a line break (WHATWG: CRLF, LF or CR): a text's ``data:`` lines."""
 
@@ -116,6 +120,24 @@ class FramedStream:
     """The events it was scripted after (None: no fault)."""
     size: int
     """The bytes of its pieces: what keeping it costs."""
+    resumable: bool = False
+    retry_ms: int | None = None
+    """SSE's ``retry:`` sent first (None: none; NDJSON has none)."""
+    idle_bound_ms: int = 1000
+    """:meth:`Stream.idle_bound <mockskill.scenario.model.Stream.idle_bound>`."""
+    expected_ms: int = 0
+    """:meth:`Stream.expected <mockskill.scenario.model.Stream.expected>`."""
+    error: tuple[str, catalog.Retry | None] | None = None
+    """An error end's code and retry advice (None: no error end): what the entry of a
+    stream that sent it carries, as an error answer's does (:meth:`error_sent`)."""
+
+    def error_sent(self, outcome: Outcome) -> tuple[str, catalog.Retry | None] | None:
+        """The error end's code and advice when *outcome* says it was sent (the stream
+        ended ``complete``, every event sent); None otherwise."""
+        streamed = outcome.stream
+        if self.error is None or streamed is None or streamed.ended != "complete":
+            return None
+        return self.error
 
     def record(self, outcome: Outcome) -> dict[str, Any]:
         """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of a stream that
@@ -130,7 +152,10 @@ class FramedStream:
             events, last_id, ended = streamed.events, streamed.last_id, streamed.ended
             begun = outcome.headers_at if outcome.headers_at is not None else streamed.at
             duration_ms = max(0, round((streamed.at - begun) * 1000))
-        return {
+        stalled_ms = None
+        if streamed is not None and streamed.last_byte_at is not None:
+            stalled_ms = max(0, round((streamed.at - streamed.last_byte_at) * 1000))
+        record = {
             "format": self.format,
             "events": events,
             "last_id": last_id,
@@ -139,7 +164,21 @@ class FramedStream:
             "fault_after": self.fault_after,
             "duration_ms": duration_ms,
             "resumed_from": None,  # resuming after Last-Event-ID is not served yet
+            "resumable": self.resumable,
+            "retry_ms": self.retry_ms,
+            "idle_bound_ms": self.idle_bound_ms,
+            "expected_ms": self.expected_ms,
+            "stalled_ms": stalled_ms,
         }
+        if self.resumable and ended != "complete":
+            # The ids a cut resumable stream sent: what a resume may ask after.
+            record["sent_ids"] = self.sent_ids(events)
+        return record
+
+    def sent_ids(self, events: int) -> list[str]:
+        """The ids of the first *events* events, the last :data:`MAX_SENT_IDS` of them."""
+        ids = [p.event_id for p in self.play.pieces if p.counts][:events]
+        return [i for i in ids if i is not None][-MAX_SENT_IDS:]
 
 
 def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStream:
@@ -157,6 +196,7 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     fault = stream.fault
     ending = fault.kind if fault is not None and fault.kind in ENDING_FAULTS else None
     malformed = fault if fault is not None and ending is None else None
+    error: tuple[str, catalog.Retry | None] | None = None
     for event in stream.events:
         framer.delay += event.delay_ms
         if event.data is None:  # a comment alone (NDJSON has none: its pause carries on)
@@ -176,7 +216,10 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
         if end is not None:
             framer.delay += end.event.delay_ms
             if end.error_code is not None:
-                rendered = catalog.render(end.error_code, context)
+                # The advice the end was loaded with (its retry: override), else the code's.
+                advice = catalog.KEEP if end.retry is None else end.retry
+                rendered = catalog.render(end.error_code, context, retry=advice)
+                error = (end.error_code, rendered.retry)
                 data = urls.fill_text(rendered.body)
                 event = StreamEvent(end.event.where, data, end.event.name or "error", end.event.id)
             else:
@@ -201,6 +244,11 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
         None if fault is None else fault.kind,
         None if fault is None else fault.after,
         framer.size,
+        resumable=stream.resumable,
+        retry_ms=stream.retry_ms if fmt == "sse" else None,
+        idle_bound_ms=stream.idle_bound(),
+        expected_ms=stream.expected(),
+        error=error,
     )
 
 

@@ -303,7 +303,7 @@ def test_a_stream_is_framed_once_per_step_address_and_format() -> None:
 def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
     made = framed(stream(fault=StreamFault("reset", 2)), "ndjson", CONTEXT, URLS)
     outcome = Outcome(None, 100.0, headers_at=100.5)
-    outcome.stream = Streamed(2, "2", "reset", 101.25)
+    outcome.stream = Streamed(2, "2", "reset", 101.25, 101.0)
     assert made.record(outcome) == {
         "format": "ndjson",
         "events": 2,
@@ -313,6 +313,11 @@ def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
         "fault_after": 2,
         "duration_ms": 750,
         "resumed_from": None,
+        "resumable": False,
+        "retry_ms": None,
+        "idle_bound_ms": made.idle_bound_ms,
+        "expected_ms": made.expected_ms,
+        "stalled_ms": 250,
     }
 
 
