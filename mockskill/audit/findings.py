@@ -52,6 +52,10 @@ RULES = (
     "callback-not-acknowledged",  # a valid delivery not answered 2xx in time
     "callback-signature-not-checked",  # a forged delivery answered 2xx
     "callback-without-reconcile",  # a lost callback, the status URL never asked after
+    # audit/streams.py: how a consumer recovers from a stream that went wrong
+    "resume-ignored",  # a cut resumable stream re-requested without Last-Event-ID
+    "stall-not-detected",  # a stalled stream held open past the idle bound
+    "gave-up-despite-progress",  # a stream left while delivering, before its expected end
 )
 
 
