@@ -22,6 +22,7 @@ rules of this module read what only a stream can get wrong:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ def resume_ignored(session: str, chain: Sequence[Entry]) -> Finding | None:
     sent: set[str] = set()  # ids the attempts so far were sent, as far as the journal knows
     complete = True  # every attempt so far listed them all (no list cut to its bound)
     ignored: list[tuple[Entry, Entry, str | None]] = []  # (cut attempt, re-request, asked)
-    for before, entry in zip(chain, chain[1:], strict=False):
+    for before, entry in itertools.pairwise(chain):
         stream = info(before)
         ids = stream.get("sent_ids")
         if isinstance(ids, list):

@@ -323,7 +323,7 @@ class Stream:
     duration (:meth:`expected`)."""
 
     def idle_bound(self) -> int:
-        """The idle bound in ms: :attr:`idle_bound_ms`, else 3 × the longest pause between
+        """The idle bound in ms: :attr:`idle_bound_ms`, else 3 times the longest pause between
         bytes (events, the end, heartbeats: a heartbeat shortens every pause it fills), at
         least :data:`MIN_IDLE_BOUND_MS`."""
         if self.idle_bound_ms is not None:
