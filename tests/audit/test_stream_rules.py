@@ -21,6 +21,7 @@ from mockskill.engine.entries import Entry
 from mockskill.protocol.catalog import Retry
 
 T0 = 1_000_000.0
+DEFAULT = Policy()
 INVOKE = "/skills/tokens/invoke"
 BEARER = "bearer hmac-sha256:aa"
 
@@ -99,7 +100,7 @@ class Journal:
         self.entries.append(entry)
         return entry
 
-    def findings(self, policy: Policy = Policy()) -> list[dict[str, Any]]:
+    def findings(self, policy: Policy = DEFAULT) -> list[dict[str, Any]]:
         (session,) = report(self.entries, policy, now=T0 + 3600)["sessions"]
         findings: list[dict[str, Any]] = session["findings"]
         return findings
