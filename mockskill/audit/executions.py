@@ -3,7 +3,7 @@
 An attempt can reach the provider, run, and still fail for the consumer: its
 answer replaced once it ran (``after:``, "commit then fail"), the connection
 cut, the upstream too slow, the consumer gone before the answer, a stream cut after its
-``200`` or ended by an error event. The consumer
+``200``. The consumer
 cannot see that the operation ran; when it retries, the provider runs it twice.
 Behind a ``proxy`` step the journal's ``upstream`` field says which attempts
 reached the provider; a scripted skill's entry says it ran (``executed``: a
@@ -50,9 +50,9 @@ def ran_unseen(entry: Entry) -> bool:
             entry.fault is None and status is not None and 200 <= status < 300 and answered(entry)
         )
         if entry.stream is not None:
-            # A stream ran once its 200 went: the consumer saw its end only when every
-            # event and a result came (cut short, or ending in an error event, it did not).
-            seen = seen and not stream_cut_short(entry) and entry.error_code is None
+            # A stream ran once its 200 went: the consumer saw its end only when it was not
+            # cut short (its result, or an error event: the provider's own answer).
+            seen = seen and not stream_cut_short(entry)
         return entry.executed and not seen
     if not upstream.get("reached"):
         return False

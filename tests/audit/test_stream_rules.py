@@ -358,8 +358,8 @@ def test_an_error_events_advice_is_an_error_answers() -> None:
 
 def test_a_non_retryable_error_event_re_issued_unchanged_is_non_retryable_retried() -> None:
     journal = Journal()
-    journal.stream(0, 0.5, error_code="PERMISSION_DENIED")
-    journal.stream(2, 1)
+    journal.stream(0, 0.5, error_code="PERMISSION_DENIED", key=None)
+    journal.stream(2, 1, key=None)  # (an error event is the provider's answer: seen, no rerun)
     (found,) = journal.findings()
     assert found["rule"] == "non-retryable-retried"
     assert found["message"] == "PERMISSION_DENIED retried unchanged (1 retry)"
