@@ -160,7 +160,8 @@ def test_a_cut_post_stream_re_issued_without_its_key_ran_twice(server: Server, k
         read_sse(second)
     assert rules(server, name, 2) == ([] if keyed else ["duplicate-execution"])
     (cut, _) = entries_of(server, name)
-    assert cut.stream is not None and cut.stream["ended"] == "close"
+    assert cut.stream is not None
+    assert cut.stream["ended"] == "close"
 
 
 # -- retry-too-soon ----------------------------------------------------------------------
@@ -182,14 +183,16 @@ def test_an_error_events_advice_is_honoured_or_retry_too_soon(server: Server, wa
     with httpx.Client(headers={"Mockskill-Session": name, "Idempotency-Key": "op-1"}) as client:
         with client.stream("POST", server.url + invoke("overload")) as first:
             body = b"".join(first.iter_bytes())
-        assert b"event: error" in body and b'"suggested_delay_ms": 400' in body
+        assert b"event: error" in body
+        assert b'"suggested_delay_ms": 400' in body
         time.sleep(waits)
         with client.stream("POST", server.url + invoke("overload")) as second:
             b"".join(second.iter_bytes())
     assert rules(server, name, 2) == ([] if waits else ["retry-too-soon"])
     overloaded, _ = entries_of(server, name)
     assert (overloaded.status, overloaded.error_code) == (200, "ENDPOINT_UNREACHABLE")
-    assert overloaded.retry is not None and overloaded.retry.suggested_delay_ms == 400
+    assert overloaded.retry is not None
+    assert overloaded.retry.suggested_delay_ms == 400
 
 
 # -- non-retryable-retried ---------------------------------------------------------------
@@ -224,7 +227,8 @@ def test_a_stall_is_left_within_the_idle_bound(server: Server, idle_timeout: flo
     found = rules(server, name, 1)
     assert found == ([] if idle_timeout else ["stall-not-detected"])
     (stalled,) = entries_of(server, name)
-    assert stalled.stream is not None and stalled.stream["ended"] == "stall"
+    assert stalled.stream is not None
+    assert stalled.stream["ended"] == "stall"
     assert stalled.stream["idle_bound_ms"] == 300
 
 
