@@ -138,7 +138,9 @@ def test_a_cut_resumable_stream_is_re_requested_with_last_event_id(
     key = {"Idempotency-Key": "op-1"}
     with post(server.url + invoke("resumable"), name, **key) as first:
         seen = read_sse(first)
-    assert seen == ["1", "2", "3", "4", "5"]
+    # Ids 1 to 5 went before the reset (an RST may drop the last ones the client had not read).
+    assert seen
+    assert seen == [str(n) for n in range(1, len(seen) + 1)]
     time.sleep(0.2)  # the retry: advice, 100 ms
     resume = {"Last-Event-ID": seen[-1]} if resumes else {}
     with post(server.url + invoke("resumable"), name, **key, **resume) as second:
