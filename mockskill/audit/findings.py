@@ -240,6 +240,11 @@ def _retry_after(ms: float) -> str:
 def _advice_header(entry: Entry, advised_ms: float) -> str:
     """The header that gave *entry*'s advice, as sent (a rate limit says which form it
     used: a date is measured from when the answer went out)."""
+    stream = entry.stream
+    if stream is not None:  # a stream's advice: its retry: field, or its error event's
+        if stream.get("ended") != "complete":
+            return f"the stream's retry: {stream.get('retry_ms')}"
+        return "its error event's error.retry"
     limit = entry.rate_limit or {}
     value = limit.get("retry_after_value")
     form = limit.get("retry_after")
@@ -298,7 +303,13 @@ def _too_soon(
         found="; ".join(steps),
         fix="sleep before each retry: at least error.retry.suggested_delay_ms, or the"
         " Retry-After header (e.g. urllib3: Retry(respect_retry_after_header=True) with"
-        " status_forcelist; tenacity: wait_exponential(multiplier=initial seconds))",
+        " status_forcelist; tenacity: wait_exponential(multiplier=initial seconds))"
+        + (
+            "; before re-requesting a stream, its last retry: field (the reconnection time)"
+            " or its error event's error.retry"
+            if any(attempts[i - 1].entry.stream is not None for i in indexes)
+            else ""
+        ),
     )
 
 
