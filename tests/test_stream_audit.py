@@ -258,3 +258,25 @@ def test_staying_to_the_end_of_a_long_stream_is_clean(server: Server) -> None:
         ids = read_sse(answer)
     assert len(ids) == 40
     assert rules(server, name, 1) == []
+
+
+def test_the_reports_idle_slack_is_a_parameter(server: Server) -> None:
+    name = session()
+    with httpx.Client(headers={"Mockskill-Session": name}, timeout=5) as client:
+        try:
+            with client.stream("POST", server.url + invoke("stall")) as answer:
+                for _ in answer.iter_bytes():
+                    pass
+        except httpx.RemoteProtocolError:
+            pass  # held to the end of the 1.5 s stall, then closed without its last chunk
+    assert rules(server, name, 1) == ["stall-not-detected"]
+    for slack, found in (("5000", []), ("250", ["stall-not-detected"])):
+        answer = requests.get(
+            f"{server.url}/__admin/report",
+            params={"session": name, "idle_slack_ms": slack},
+            timeout=10,
+        )
+        assert answer.status_code == 200
+        (audited,) = answer.json()["sessions"]
+        assert [f["rule"] for f in audited["findings"]] == found
+        assert answer.json()["policy"]["idle_slack_ms"] == float(slack)
