@@ -17,7 +17,7 @@ import httpx
 import pytest
 import requests
 
-from mockskill import Server, load_text
+from mockskill import Server, bundled_path, load_paths, load_text
 from mockskill.audit import report
 from mockskill.engine.entries import Entry
 
@@ -280,3 +280,23 @@ def test_the_reports_idle_slack_is_a_parameter(server: Server) -> None:
         (audited,) = answer.json()["sessions"]
         assert [f["rule"] for f in audited["findings"]] == found
         assert answer.json()["policy"]["idle_slack_ms"] == float(slack)
+
+
+# -- a correct consumer of the bundled streams -------------------------------------------
+
+
+@pytest.mark.parametrize("skill", ["stream-cut", "stream-overload"])
+def test_a_correct_consumer_of_the_bundled_streams_is_clean(skill: str) -> None:
+    """It keeps one Idempotency-Key per operation and waits what the stream advised
+    (its retry: field after a cut, the error event's suggested_delay_ms) before re-issuing."""
+    bundled = load_paths([bundled_path() / "streams.yaml"])
+    name = session()
+    with Server(bundled) as served:
+        key = {"Idempotency-Key": "op-1"}
+        with post(served.url + invoke(skill), name, **key) as first:
+            read_sse(first)
+        time.sleep(1.05 if skill == "stream-cut" else 2.05)
+        with post(served.url + invoke(skill), name, **key) as second:
+            lines = read_sse(second)
+        assert lines  # the second attempt streamed
+        assert rules(served, name, 2) == []
