@@ -56,15 +56,21 @@ def cut_short(entry: Entry) -> bool:
     return entry.stream is not None and entry.stream.get("ended") != "complete"
 
 
-def asked_from(entry: Entry) -> str | None:
+UNKNOWN = object()
+"""What :func:`asked_from` returns when the journal cannot say (no ``asked_from``, and the
+request's headers not kept: ``--journal-bodies off``)."""
+
+
+def asked_from(entry: Entry) -> str | object | None:
     """The ``Last-Event-ID`` *entry* asked to resume after (None: it sent none): as the
-    stream journalled it (``asked_from``), else as its headers kept it."""
+    stream journalled it (``asked_from``), else as its headers kept it; :data:`UNKNOWN`
+    when neither was kept (nothing to judge)."""
     stream = info(entry)
     if "asked_from" in stream:
         asked = stream.get("asked_from")
         return asked if isinstance(asked, str) else None
     if entry.headers is None:
-        return None
+        return UNKNOWN
     return header(entry, LAST_EVENT_ID)
 
 
@@ -107,8 +113,10 @@ def resume_ignored(session: str, chain: Sequence[Entry]) -> Finding | None:
         if not resumable or stream.get("last_id") is None or acted_on(before, entry) is None:
             continue
         asked = asked_from(entry)
-        if asked is None or (complete and asked not in sent):
-            ignored.append((before, entry, asked))
+        if asked is UNKNOWN:
+            continue
+        if asked is None or (isinstance(asked, str) and complete and asked not in sent):
+            ignored.append((before, entry, asked if isinstance(asked, str) else None))
     if not ignored:
         return None
     n = len(ignored)

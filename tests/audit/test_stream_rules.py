@@ -211,6 +211,14 @@ def test_the_header_is_read_when_the_stream_did_not_journal_asked_from() -> None
     assert journal.rules() == ["resume-ignored"]
 
 
+def test_a_re_request_whose_headers_were_not_kept_is_not_judged() -> None:
+    journal = Journal()
+    cut_resumable(journal)
+    # --journal-bodies off (its key known as a skill honouring it journals it), no asked_from
+    journal.stream(2, 0.5, headers=None, idempotency_key="k1")
+    assert journal.rules() == []
+
+
 @pytest.mark.parametrize(
     "first",
     [
