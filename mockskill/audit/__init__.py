@@ -39,6 +39,7 @@ by concept, in the order a report is made:
   become valid is ``non-retryable-retried``;
 - ``timelines`` — a session's tasks as the report gives the dashboard to draw them, a
   row a task: its requests as marks, the statuses they served as bands, its callbacks;
+  and its stream attempts, a bar each: the events sent, the last id, how it ended;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
 - ``table`` — the report as the table ``mockskill report`` prints.

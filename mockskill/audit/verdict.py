@@ -28,7 +28,7 @@ from .policy import Policy
 from .retries import chains, endpoint_of
 from .streams import stream_findings
 from .tasks import task_findings
-from .timelines import task_timelines
+from .timelines import stream_timelines, task_timelines
 
 
 def session_report(
@@ -78,6 +78,7 @@ def session_report(
         "timeouts": timeouts(entries),
         "findings": listed,
         "tasks": task_timelines(touched, listed),
+        "streams": stream_timelines(entries, listed),
     }
 
 

@@ -331,15 +331,17 @@ class Entry(NamedTuple):
     heartbeats and ``retry:`` not counted), ``last_id`` (the last event id sent; None:
     none), ``ended`` (``complete``; the fault done: ``reset``, ``close``, ``stall``,
     ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
-    server's bound; ``stopped``: the server stopped), ``fault`` (the scripted fault's kind;
-    None: none), ``fault_after`` (the events it was scripted after; None: no fault),
-    ``duration_ms`` (from the head sent to the stream's end), ``resumed_from`` (the
-    ``Last-Event-ID`` a resumable stream continued after; None: it started over),
-    ``resumable``, ``retry_ms`` (the SSE ``retry:`` sent; None: none), ``idle_bound_ms``
-    and ``expected_ms`` (the scenario's, or their defaults), ``stalled_ms`` (how long the
-    bytes had stopped when it ended; None: no head went), and for a resumable stream cut
-    short ``sent_ids`` (the ids it sent, the last 1024). A stream that sent its error end
-    carries the code's ``error_code`` and ``retry`` in the entry, as an error answer."""
+    server's bound; ``stopped``: the server stopped; a proxied stream's ``upstream_cut``:
+    the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the
+    scripted fault's kind; None: none), ``fault_after`` (the events it was scripted
+    after; None: no fault), ``duration_ms`` (from the head sent to the stream's end),
+    ``resumed_from`` (the ``Last-Event-ID`` a resumable stream continued after; None: it
+    started over); for a scripted stream also ``resumable``, ``retry_ms`` (the SSE
+    ``retry:`` sent; None: none), ``idle_bound_ms`` and ``expected_ms`` (the scenario's, or
+    their defaults), ``stalled_ms`` (how long the bytes had stopped when it ended; None: no
+    head went), and for a resumable stream cut short ``sent_ids`` (the ids it sent, the
+    last 1024). A stream that sent its error end carries the code's ``error_code`` and
+    ``retry`` in the entry, as an error answer."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
