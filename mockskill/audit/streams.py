@@ -107,6 +107,8 @@ def resume_ignored(session: str, chain: Sequence[Entry]) -> Finding | None:
         if isinstance(ids, list):
             sent.update(str(i) for i in ids)
             complete = complete and len(ids) < MAX_SENT_IDS
+        elif stream.get("events"):
+            complete = False  # an attempt whose ids were not kept (only its last is known)
         if isinstance(stream.get("last_id"), str):
             sent.add(stream["last_id"])
         resumable = bool(stream.get("resumable")) and cut_short(before)

@@ -200,6 +200,15 @@ def test_when_the_ids_kept_were_cut_to_their_bound_no_id_is_called_never_sent() 
     assert journal.rules() == []
 
 
+def test_an_earlier_attempt_whose_ids_were_not_kept_may_have_sent_the_id() -> None:
+    journal = Journal()
+    journal.stream(0, 0.5, events=20, last_id="20", error_code="ENDPOINT_UNREACHABLE")
+    journal.stream(2.5, 0.8, ended="reset", events=5, last_id="5", resumable=True,
+                   sent_ids=ids(5))  # fmt: skip
+    journal.stream(6, 0.5, asked="15")  # the first attempt's (its ids not kept)
+    assert journal.rules() == []
+
+
 def test_the_header_is_read_when_the_stream_did_not_journal_asked_from() -> None:
     journal = Journal()
     cut_resumable(journal)
