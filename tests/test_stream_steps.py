@@ -115,6 +115,11 @@ def test_requests_reads_the_events_line_by_line_on_time() -> None:
             "duration_ms": entry.stream["duration_ms"],
             "asked_from": None,
             "resumed_from": None,
+            "resumable": False,
+            "retry_ms": None,
+            "idle_bound_ms": 1000,
+            "expected_ms": 250,
+            "stalled_ms": 0,
         }
         assert 250 <= entry.stream["duration_ms"] < 2000
 

@@ -338,8 +338,14 @@ class Entry(NamedTuple):
     fault), ``duration_ms`` (from the head sent to the stream's end), ``asked_from`` (the
     request's ``Last-Event-ID``, cut to :data:`MAX_TEXT` and escaped as other client text;
     None: none sent), ``resumed_from`` (the id a resumable stream continued after, one it
-    sends; None: it started over). ``events`` and ``last_id`` are the attempt's own: a
-    resumed attempt counts from the event after ``resumed_from``."""
+    sends; None: it started over); for a scripted stream also ``resumable``, ``retry_ms``
+    (the SSE ``retry:`` sent; None: none), ``idle_bound_ms`` and ``expected_ms`` (the
+    scenario's, or their defaults), ``stalled_ms`` (how long the bytes had stopped when it
+    ended; None: no head went), and for a resumable stream cut short ``sent_ids`` (the ids
+    it sent, the last 1024). ``events``, ``last_id`` and ``sent_ids`` are the attempt's
+    own: a resumed attempt counts from the event after ``resumed_from``. A stream that sent
+    its error end carries the code's ``error_code`` and ``retry`` in the entry, as an error
+    answer."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and

@@ -274,7 +274,11 @@ class Journalling:
         *outcome* says it went: its entry's ``stream`` is the attempt's record
         (:meth:`FramedStream.record`)."""
         entry = self.outcome_entry(request, decided, chosen, served, outcome, outcome.headers_at)
-        self.state.record(entry._replace(stream=stream.record(outcome, attempt)))
+        entry = entry._replace(stream=stream.record(outcome, attempt))
+        error = stream.error_sent(outcome)
+        if error is not None:  # an error event: its code and advice, as an error answer's
+            entry = entry._replace(error_code=error[0], retry=error[1])
+        self.state.record(entry)
 
     def outcome_entry(
         self,

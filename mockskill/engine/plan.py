@@ -283,6 +283,9 @@ class Streamed(NamedTuple):
     drained), ``stopped`` (the server stopped)."""
     at: float
     """Wall-clock time it ended."""
+    last_byte_at: float | None = None
+    """Wall-clock time the last bytes of it were written (the head, an event, a heartbeat),
+    so the journal can say how long the bytes had stopped when it ended (None: not told)."""
 
 
 @dataclass

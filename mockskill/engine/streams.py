@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..protocol import catalog
 from ..protocol.catalog import Context
@@ -58,6 +58,10 @@ BAD_UTF8 = b"\xc3\x28"
 INDEX_ENTRY_BYTES = 100
 """What one id of a resumable stream's index (:attr:`FramedStream.after_id`) costs to keep,
 about (a dict's slot and an int), counted in its :attr:`~FramedStream.size`."""
+
+MAX_SENT_IDS = 1024
+"""The most ids a cut resumable stream's record lists as sent (its last ones: a consumer
+resumes after one it received last)."""
 
 _LINES = re.compile(r"\r\n|\r|\n")
 """What SSE takes for a line break (WHATWG: CRLF, LF or CR): a text's ``data:`` lines."""
@@ -111,6 +115,25 @@ def _quality(fmt: str, accept: str) -> float:
     return found
 
 
+class _Judged(NamedTuple):
+    """What a stream's journal entries say of it besides the transport's report (keys of
+    ``Entry.stream``; the error end's code and advice, the entry's own, :meth:`error_sent`)."""
+
+    resumable: bool = False
+    retry_ms: int | None = None
+    """SSE's ``retry:`` sent first (None: none; NDJSON has none)."""
+    idle_bound_ms: int = 1000
+    """:meth:`Stream.idle_bound <mockskill.scenario.model.Stream.idle_bound>`."""
+    expected_ms: int = 0
+    """:meth:`Stream.expected <mockskill.scenario.model.Stream.expected>`."""
+    error: tuple[str, catalog.Retry | None] | None = None
+    """An error end's code and retry advice (None: no error end)."""
+
+
+NOT_JUDGED = _Judged()
+"""A stream framed without what the journal says of it (the defaults)."""
+
+
 @dataclass(frozen=True)
 class StreamAttempt:
     """One request's part of a framed stream: the play, from the start or resumed after an
@@ -155,6 +178,17 @@ class FramedStream:
     malformed_at: int | None = None
     """A malformed event's place: the index in :attr:`whole` of its last piece (None: no
     such fault); an attempt resumed before it sends it."""
+    judged: _Judged = NOT_JUDGED
+    """What the journal says of every attempt besides the transport's report."""
+
+    def error_sent(self, outcome: Outcome) -> tuple[str, catalog.Retry | None] | None:
+        """The error end's code and advice when *outcome* says it was sent (the stream
+        ended ``complete``, every event sent); None otherwise."""
+        streamed = outcome.stream
+        error = self.judged.error
+        if error is None or streamed is None or streamed.ended != "complete":
+            return None
+        return error
 
     @property
     def play(self) -> StreamPlay:
@@ -206,7 +240,10 @@ class FramedStream:
             events, last_id, ended = streamed.events, streamed.last_id, streamed.ended
             begun = outcome.headers_at if outcome.headers_at is not None else streamed.at
             duration_ms = max(0, round((streamed.at - begun) * 1000))
-        return {
+        stalled_ms = None
+        if streamed is not None and streamed.last_byte_at is not None:
+            stalled_ms = max(0, round((streamed.at - streamed.last_byte_at) * 1000))
+        record = {
             "format": self.format,
             "events": events,
             "last_id": last_id,
@@ -216,7 +253,23 @@ class FramedStream:
             "duration_ms": duration_ms,
             "asked_from": attempt.asked_from,
             "resumed_from": attempt.resumed_from,
+            "resumable": self.judged.resumable,
+            "retry_ms": self.judged.retry_ms,
+            "idle_bound_ms": self.judged.idle_bound_ms,
+            "expected_ms": self.judged.expected_ms,
+            "stalled_ms": stalled_ms,
         }
+        if self.judged.resumable and ended != "complete":
+            # The ids a cut resumable stream sent: what a resume may ask after.
+            record["sent_ids"] = sent_ids(attempt.play, events)
+        return record
+
+
+def sent_ids(play: StreamPlay, events: int) -> list[str]:
+    """The ids of *play*'s first *events* events (an attempt's own: a resumed one's from
+    the event after its id), the last :data:`MAX_SENT_IDS` of them."""
+    ids = [p.event_id for p in play.pieces if p.counts][:events]
+    return [i for i in ids if i is not None][-MAX_SENT_IDS:]
 
 
 def _utf8(value: str) -> str:
@@ -248,6 +301,7 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     ending = fault.kind if fault is not None and fault.kind in ENDING_FAULTS else None
     malformed = fault if fault is not None and ending is None else None
     cut = preamble if ending is not None and fault is not None and fault.after == 0 else None
+    error: tuple[str, catalog.Retry | None] | None = None
     for event in stream.events:
         framer.delay += event.delay_ms
         if event.data is None:  # a comment alone (NDJSON has none: its pause carries on)
@@ -268,7 +322,10 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     if end is not None:
         framer.delay += end.event.delay_ms
         if end.error_code is not None:
-            rendered = catalog.render(end.error_code, context)
+            # The advice the end was loaded with (its retry: override), else the code's.
+            advice = catalog.KEEP if end.retry is None else end.retry
+            rendered = catalog.render(end.error_code, context, retry=advice)
+            error = (end.error_code, rendered.retry)
             data = urls.fill_text(rendered.body)
             event = StreamEvent(
                 end.event.where, data, end.event.name or "error", end.event.id, is_json=True
@@ -293,15 +350,24 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     start = StreamAttempt(
         play, None if fault is None else fault.kind, None if fault is None else fault.after
     )
+    judged = _Judged(
+        stream.resumable,
+        stream.retry_ms if fmt == "sse" else None,
+        stream.idle_bound(),
+        stream.expected(),
+        error,
+    )
     if not stream.resumable:  # only the attempt from the start is kept
         size = framer.size if cut is None else sum(len(piece.data) for piece in pieces)
-        return FramedStream(fmt, head, start, size)
+        return FramedStream(fmt, head, start, size, judged=judged)
     after_id: dict[str, int] = {}
     for i, piece in enumerate(whole):
         if piece.counts and piece.event_id and piece.event_id not in after_id:
             after_id[piece.event_id] = i + 1
     size = framer.size + INDEX_ENTRY_BYTES * len(after_id)
-    return FramedStream(fmt, head, start, size, whole, preamble, after_id, cut, framer.malformed_at)
+    return FramedStream(
+        fmt, head, start, size, whole, preamble, after_id, cut, framer.malformed_at, judged
+    )
 
 
 class _Framer:

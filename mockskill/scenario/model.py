@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..protocol.catalog import UPGRADE_URL
+from ..protocol.catalog import UPGRADE_URL, Retry
 from ..protocol.versions import Range, parse_version
 from .delays import Delay, LogNormal, Uniform
 from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
@@ -274,6 +274,10 @@ class StreamFault:
     client leaves, or the server's stall bound, docs/streams.md)."""
 
 
+MIN_IDLE_BOUND_MS = 1000
+"""The least default idle bound of a stream (``Stream.idle_bound``): 1 s."""
+
+
 @dataclass(frozen=True)
 class StreamEnd:
     """How a stream ends when no fault ends it first: its terminal event, a result or an
@@ -283,6 +287,9 @@ class StreamEnd:
     """The terminal event (its name ``result`` or ``error`` unless scripted)."""
     error_code: str | None = None
     """An error event's code (its body is the catalog's unified body); None: a result."""
+    retry: Retry | None = None
+    """An error event's retry advice, as its body carries it (None: a result, or a
+    category that gives none): what the journal's entry carries, as an error answer's."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +316,36 @@ class Stream:
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     """Headers besides the framing and ``Content-Type`` (which the format sets)."""
+    idle_bound_ms: int | None = None
+    """``idle_bound:``: how long a consumer may see no byte of it (no event, no heartbeat)
+    before it should take the stream for stalled and leave (the audit's
+    ``stall-not-detected``). None: :meth:`idle_bound`'s default."""
+    expected_ms: int | None = None
+    """``expected:``: how long the stream is declared to last; a consumer that leaves it
+    sooner while it still delivers is ``gave-up-despite-progress``. None: the scripted
+    duration (:meth:`expected`)."""
+
+    def idle_bound(self) -> int:
+        """The idle bound in ms: :attr:`idle_bound_ms`, else 3 times the longest pause between
+        bytes (events, the end, heartbeats: a heartbeat shortens every pause it fills), at
+        least :data:`MIN_IDLE_BOUND_MS`."""
+        if self.idle_bound_ms is not None:
+            return self.idle_bound_ms
+        pauses = [event.delay_ms for event in self.events]
+        if self.end is not None:
+            pauses.append(self.end.event.delay_ms)
+        longest = max(pauses, default=0)
+        if self.heartbeat_ms is not None:
+            longest = min(longest, self.heartbeat_ms)
+        return max(MIN_IDLE_BOUND_MS, 3 * longest)
+
+    def expected(self) -> int:
+        """The expected duration in ms: :attr:`expected_ms`, else the scripted one (every
+        pause, the end's included), from the head to the last event."""
+        if self.expected_ms is not None:
+            return self.expected_ms
+        total = sum(event.delay_ms for event in self.events)
+        return total + (self.end.event.delay_ms if self.end is not None else 0)
 
 
 @dataclass(frozen=True)

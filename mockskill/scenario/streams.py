@@ -70,6 +70,8 @@ STREAM_KEYS = (
     "end",
     "fault",
     "resumable",
+    "idle_bound",
+    "expected",
     "status",
     "headers",
 )
@@ -160,6 +162,8 @@ def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep
     sse = formats is not None and "sse" in formats
     retry = _duration(r, raw, "retry", path, minimum=0)
     heartbeat = _duration(r, raw, "heartbeat", path, minimum=1)
+    idle_bound = _duration(r, raw, "idle_bound", path, minimum=1)
+    expected = _duration(r, raw, "expected", path, minimum=0)
     if "retry" in raw and formats is not None and not sse:
         _sse_only(r, (*path, "retry"), "retry:", "NDJSON has no reconnection time")
     resumable = r.boolean(raw.get("resumable", False), (*path, "resumable"))
@@ -206,6 +210,8 @@ def read_stream(r: Reader, value: Any, path: Path, ctx: Any, read_step: ReadStep
         resumable=resumable,
         status=status,
         headers=headers,
+        idle_bound_ms=idle_bound,
+        expected_ms=expected,
     )
 
 
@@ -578,7 +584,7 @@ def _end(
         event = StreamEvent(r.position(path), body, name or "error", event_id, pause, is_json=True)
         if _sized(r, _Item(event, value_read), path, formats) is None:
             return BAD
-        return StreamEnd(event, step.reply.error_code)
+        return StreamEnd(event, step.reply.error_code, step.reply.retry)
     for key in ("message", "details", "retry"):
         if key in raw:
             r.bad((*path, key), "error: CODE beside it", f"{key} in a result end", at_key=True)

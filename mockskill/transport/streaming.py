@@ -53,6 +53,8 @@ RESET = Fault("CONNECTION_RESET_BY_PEER")
 LAST_CHUNK = b"0\r\n\r\n"
 BROKEN_CHUNK = b"zz-not-a-chunk-size\r\n"
 """What ``broken_chunking`` sends where a chunk's size line belongs."""
+WRITTEN_AT_END = frozenset({"complete", "close", "broken_chunking", "reset"})
+"""Endings whose last bytes go as they are reported: the stream had not stopped."""
 _EARLY = 0.0005
 """Seconds before its due time a piece is taken as due (the timers round to the ms)."""
 
@@ -104,6 +106,7 @@ class Streaming:
         "_events",
         "_head_only",
         "_headers_at",
+        "_last_byte_at",
         "_last_id",
         "_last_write",
         "_loop",
@@ -147,6 +150,8 @@ class Streaming:
         """Loop time the last piece sent was due at (its successor's delay counts from it)."""
         self._last_write = 0.0
         """Loop time of the last bytes written (a heartbeat is due a heartbeat after)."""
+        self._last_byte_at = 0.0
+        """Wall-clock time of the last bytes written (the journal's stalled time)."""
         self._headers_at = 0.0
         self._tick: int | None = None
         """The timer under way: its key in the timers (see :meth:`Timers.add`)."""
@@ -170,6 +175,7 @@ class Streaming:
             self._end("complete", head)
             return
         transport.write(head)
+        self._last_byte_at = self._headers_at
         self._pump()
 
     def writable(self) -> None:
@@ -241,6 +247,7 @@ class Streaming:
             if data:
                 transport.write(self._framed(data))
                 self._last_write = now
+                self._last_byte_at = time.time()
             if size < BATCH_BYTES:
                 break
         self._wait(now)
@@ -269,6 +276,7 @@ class Streaming:
         now = self._loop.time()
         transport.write(self._framed(self._play.heartbeat))
         self._last_write = now
+        self._last_byte_at = time.time()
         self._pump()
 
     def _framed(self, data: bytes) -> bytes:
@@ -293,6 +301,7 @@ class Streaming:
         if ending == "stall":
             if body:
                 transport.write(body)
+                self._last_byte_at = time.time()
             self._stalling = True
             stall_ms = self._play.stall_ms
             seconds = MAX_STALL if stall_ms is None else stall_ms / 1000
@@ -327,7 +336,9 @@ class Streaming:
     ) -> None:
         """Report how the stream went (once)."""
         self.over = True
-        streamed = Streamed(self._events, self._last_id, ended, at)
+        # An ending that writes (the last chunk, the last events) writes them now.
+        last_byte = at if ended in WRITTEN_AT_END else self._last_byte_at
+        streamed = Streamed(self._events, self._last_id, ended, at, last_byte or at)
         outcome = Outcome(
             self.plan.answer,
             self.started,

@@ -15,8 +15,8 @@ from event_streams import parse_ndjson, parse_sse
 
 from mockskill.engine.actions import Urls
 from mockskill.engine.plan import Outcome, Streamed
-from mockskill.engine.streams import KeptStreams, chosen_format, framed
-from mockskill.protocol.catalog import Context
+from mockskill.engine.streams import FramedStream, KeptStreams, chosen_format, framed
+from mockskill.protocol.catalog import Context, Retry
 from mockskill.scenario.model import (
     MAX_EVENT_BYTES,
     Stream,
@@ -312,7 +312,7 @@ def test_a_stream_is_framed_once_per_step_address_and_format() -> None:
 def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
     made = framed(stream(fault=StreamFault("reset", 2)), "ndjson", CONTEXT, URLS)
     outcome = Outcome(None, 100.0, headers_at=100.5)
-    outcome.stream = Streamed(2, "2", "reset", 101.25)
+    outcome.stream = Streamed(2, "2", "reset", 101.25, 101.0)
     assert made.record(outcome) == {
         "format": "ndjson",
         "events": 2,
@@ -323,7 +323,51 @@ def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
         "duration_ms": 750,
         "asked_from": None,
         "resumed_from": None,
+        "resumable": False,
+        "retry_ms": None,
+        "idle_bound_ms": made.judged.idle_bound_ms,
+        "expected_ms": made.judged.expected_ms,
+        "stalled_ms": 250,
     }
+
+
+def test_a_cut_resumable_stream_records_the_ids_it_sent() -> None:
+    made = framed(
+        stream(events=tokens(5), resumable=True, retry_ms=300, fault=StreamFault("reset", 3)),
+        "sse",
+        CONTEXT,
+        URLS,
+    )
+    outcome = Outcome(None, 100.0, headers_at=100.0)
+    outcome.stream = Streamed(3, "3", "reset", 100.5, 100.5)
+    record = made.record(outcome)
+    assert (record["resumable"], record["retry_ms"], record["sent_ids"]) == (
+        True,
+        300,
+        ["1", "2", "3"],
+    )
+    whole = framed(stream(events=tokens(5), resumable=True), "sse", CONTEXT, URLS)
+    outcome.stream = Streamed(5, "5", "complete", 100.5, 100.5)
+    assert "sent_ids" not in whole.record(outcome)  # nothing to resume: no ids kept
+
+
+def test_an_error_end_sent_is_the_entrys_error_with_its_advice() -> None:
+    advice = Retry(400, 3)
+    end = StreamEnd(event(None, name="error"), "ENDPOINT_UNREACHABLE", advice)
+    made = framed(stream(end=end), "sse", CONTEXT, URLS)
+    assert b'"suggested_delay_ms": 400' in body_of(made)
+    outcome = Outcome(None, 100.0, headers_at=100.0)
+    outcome.stream = Streamed(4, "3", "complete", 100.5, 100.5)
+    assert made.error_sent(outcome) == ("ENDPOINT_UNREACHABLE", advice)
+    outcome.stream = Streamed(2, "2", "client_left", 100.5, 100.4)
+    assert made.error_sent(outcome) is None  # the client left before it
+    plain = framed(stream(end=StreamEnd(event("{}"), "PERMISSION_DENIED")), "sse", CONTEXT, URLS)
+    outcome.stream = Streamed(4, "3", "complete", 100.5, 100.5)
+    assert plain.error_sent(outcome) == ("PERMISSION_DENIED", None)  # the category's: none
+
+
+def body_of(made: FramedStream) -> bytes:
+    return b"".join(piece.data for piece in made.play.pieces)
 
 
 def test_a_stream_whose_head_never_went_records_no_event() -> None:

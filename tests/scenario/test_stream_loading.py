@@ -230,6 +230,36 @@ def test_the_format_is_one_or_a_list_whose_first_is_the_default(
     assert step.reply.content_type == content_type
 
 
+def test_the_idle_bound_defaults_to_three_longest_pauses_and_at_least_a_second() -> None:
+    slow = the_stream(stream_skill(events("{data: a, delay: 400ms}", "{data: b, delay: 50ms}")))
+    assert (slow.idle_bound_ms, slow.idle_bound()) == (None, 1200)
+    fast = the_stream(stream_skill(events("{data: a, delay: 10ms}")))
+    assert fast.idle_bound() == 1000
+    beating = the_stream(stream_skill(events("{data: a, delay: 3s}", more="heartbeat: 500ms\n")))
+    assert beating.idle_bound() == 1500  # the heartbeat fills the pause: 500 ms between bytes
+    ended = the_stream(stream_skill(events("{data: a}", more="end: {data: b, delay: 700ms}\n")))
+    assert ended.idle_bound() == 2100
+
+
+def test_expected_defaults_to_the_scripted_duration() -> None:
+    text = events("{repeat: 10, rate: 50/s, data: t}", more="end: {data: r, delay: 30ms}\n")
+    stream = the_stream(stream_skill(text))
+    assert (stream.expected_ms, stream.expected()) == (None, 230)
+
+
+def test_idle_bound_and_expected_are_read_as_written() -> None:
+    text = events("{data: a}", more="idle_bound: 2s\nexpected: 1m\n")
+    stream = the_stream(stream_skill(text))
+    assert (stream.idle_bound(), stream.expected()) == (2000, 60_000)
+
+
+def test_an_idle_bound_of_zero_is_a_positioned_problem() -> None:
+    text = stream_skill(events("{data: a}", more="idle_bound: 0s\n"))
+    [problem] = problems_in(text)
+    assert problem.path == "skills[0].invoke[0].stream.idle_bound"
+    assert problem.line == 7
+
+
 def test_an_error_end_carries_the_catalogs_unified_body_with_its_retry_advice() -> None:
     stream = the_stream(
         stream_skill(events("{data: a}", more="end: {error: ENDPOINT_UNREACHABLE}\n"))

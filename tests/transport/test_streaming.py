@@ -137,12 +137,10 @@ def test_the_pace_does_not_drift_with_many_short_delays(loop: str) -> None:
         took = time.monotonic() - begun
         assert len(parse_sse(body).events) == 50
         assert 0.5 - LOOP_TICK <= took < 1.5  # each delay counts from when the last was due
-        assert only_outcome(recorder).stream == (
-            50,
-            "50",
-            "complete",
-            pytest.approx(time.time(), abs=5),
-        )
+        streamed = only_outcome(recorder).stream
+        assert streamed is not None
+        assert streamed[:4] == (50, "50", "complete", pytest.approx(time.time(), abs=5))
+        assert streamed.last_byte_at == streamed.at  # the last chunk went as it ended
 
 
 def test_an_http_1_0_client_gets_the_stream_delimited_by_the_close(loop: str) -> None:
@@ -252,6 +250,23 @@ def test_heartbeats_fill_a_pause_longer_than_their_period(loop: str) -> None:
         assert parsed.comments == ["", "", ""]  # at 100, 200, 300 ms of the 350 ms pause
 
 
+def test_a_heartbeat_is_a_byte_the_stream_reports_as_its_last(loop: str) -> None:
+    pieces = (*events(1), *events(1, delay_ms=2000, first=2))
+    recorder = streaming(*pieces, heartbeat_ms=100, heartbeat=b": \n\n")
+    with serving(recorder, loop=loop) as (server, _):
+        with requests.get(get(server), stream=True, timeout=5) as answer:
+            beats = 0
+            for line in answer.iter_lines():
+                beats += line.startswith(b":")
+                if beats == 3:
+                    break  # the client leaves during the pause, heartbeats still coming
+        streamed = only_outcome(recorder).stream
+        assert streamed is not None
+        assert streamed.ended == "client_left"
+        assert streamed.last_byte_at is not None
+        assert streamed.at - streamed.last_byte_at < 0.1 + 0.5  # a heartbeat's period, and noise
+
+
 def test_no_heartbeat_when_events_come_faster(loop: str) -> None:
     recorder = streaming(*events(5, delay_ms=20), heartbeat_ms=100, heartbeat=b": \n\n")
     with serving(recorder, loop=loop) as (server, _):
@@ -338,6 +353,9 @@ def test_a_stall_sends_nothing_more_until_its_time_then_closes(loop: str) -> Non
         assert outcome.stream is not None
         assert outcome.stream[:3] == (2, "2", "stall")
         assert outcome.client_left_at is None
+        streamed = outcome.stream
+        assert streamed.last_byte_at is not None
+        assert streamed.at - streamed.last_byte_at >= 0.4 - LOOP_TICK  # the bytes had stopped
 
 
 def test_a_client_with_a_read_timeout_meets_a_stall_as_a_timeout(loop: str) -> None:
@@ -353,6 +371,9 @@ def test_a_client_with_a_read_timeout_meets_a_stall_as_a_timeout(loop: str) -> N
         assert outcome.stream is not None
         assert outcome.stream[:3] == (1, "1", "stall")
         assert outcome.client_left_at is not None  # it held the stall until it left
+        streamed = outcome.stream
+        assert streamed.last_byte_at is not None
+        assert 0.3 - LOOP_TICK <= streamed.at - streamed.last_byte_at < 2.0
 
 
 # -- the client leaving, the server stopping, a client that does not read ----------------
