@@ -29,14 +29,17 @@ shared: a figure taken under load says so), and the machine. Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import _common as c
@@ -143,7 +146,7 @@ def start(kind: str, events: int, every_ms: float) -> tuple[subprocess.Popen[byt
         path = ""
     else:
         pace = f"rate: {1000 / every_ms:g}/s, " if every_ms else ""
-        fd, path = __import__("tempfile").mkstemp(suffix=".yaml", prefix="bench-streams-")
+        fd, path = tempfile.mkstemp(suffix=".yaml", prefix="bench-streams-")
         os.write(fd, SCENARIO.format(events=events, pace=pace).encode())
         os.close(fd)
         cmd = c.mockskill_cmd(port, [path])
@@ -215,7 +218,7 @@ def part_fast(args: argparse.Namespace) -> None:
 
 def read_streams(
     port: int, streams: int, events: int, every_ms: float, spread_ms: float,
-    while_held: object = None,
+    while_held: Callable[[], dict[str, float]] | None = None,
 ) -> dict[str, float]:  # fmt: skip
     """Open *streams* streams from a reader process, call *while_held* (if any) once all
     are open, and return the reader's figures."""
@@ -224,7 +227,7 @@ def read_streams(
          str(spread_ms)], stdout=subprocess.PIPE)  # fmt: skip
     assert reader.stdout is not None
     assert reader.stdout.readline().strip() == b"held"
-    held = while_held() if callable(while_held) else {}
+    held = while_held() if while_held is not None else {}
     said: dict[str, float] = json.loads(reader.stdout.readline())
     reader.wait(30)
     return {**said, **held}
@@ -266,6 +269,28 @@ def probe(port: int, until: threading.Event, latencies: list[float]) -> None:
     connection.close()
 
 
+def measure_held(pid: int, port: int, hold: float) -> dict[str, float]:
+    """For *hold* seconds: the server's peak RSS (KiB, sampled every 0.5 s) and the
+    probe's latencies (ms)."""
+    latencies: list[float] = []
+    until = threading.Event()
+    prober = threading.Thread(target=probe, args=(port, until, latencies))
+    prober.start()
+    peak, ends = 0, time.monotonic() + hold
+    while time.monotonic() < ends:
+        peak = max(peak, c.rss_kb(pid))
+        time.sleep(0.5)
+    until.set()
+    prober.join()
+    return {
+        "peak": peak,
+        "requests": len(latencies),
+        "probe_p50": c.percentile(latencies, 50),
+        "probe_p99": c.percentile(latencies, 99),
+        "probe_max": max(latencies),
+    }
+
+
 def part_slow(args: argparse.Namespace) -> None:
     rows = []
     events = int(args.hold + args.slow_spread / 1000 + 5)
@@ -274,22 +299,8 @@ def part_slow(args: argparse.Namespace) -> None:
         try:
             idle = c.rss_kb(proc.pid)
 
-            def while_held() -> dict[str, float]:
-                latencies: list[float] = []
-                until = threading.Event()
-                prober = threading.Thread(target=probe, args=(port, until, latencies))
-                prober.start()
-                peak, ends = 0, time.monotonic() + args.hold
-                while time.monotonic() < ends:
-                    peak = max(peak, c.rss_kb(proc.pid))
-                    time.sleep(0.5)
-                until.set()
-                prober.join()
-                return {"peak": peak, "requests": len(latencies),
-                        "probe_p50": c.percentile(latencies, 50),
-                        "probe_p99": c.percentile(latencies, 99), "probe_max": max(latencies)}  # fmt: skip
-
-            said = read_streams(port, args.slow_streams, events, 1000, args.slow_spread, while_held)
+            held = functools.partial(measure_held, proc.pid, port, args.hold)
+            said = read_streams(port, args.slow_streams, events, 1000, args.slow_spread, held)
         finally:
             finish(proc, path)
         rows.append([n + 1, f"{os.getloadavg()[0]:.1f}", f"{idle / 1024:.1f}",
@@ -297,8 +308,10 @@ def part_slow(args: argparse.Namespace) -> None:
                      f"{said['probe_p99']:.2f}", f"{said['probe_max']:.2f}", said["events"],
                      said["p99"], said["lost"], said["reordered"], said["unfinished"],
                      said["failed"]])  # fmt: skip
-    print(f"{args.slow_streams} streams of one event a second ({events} events), opened over "
-          f"{args.slow_spread} ms, held {args.hold} s with the probe (mockskill only)\n")  # fmt: skip
+    print(
+        f"{args.slow_streams} streams of one event a second ({events} events), opened "
+        f"over {args.slow_spread} ms, held {args.hold} s with the probe (mockskill only)\n"
+    )
     c.print_table(["round", "load avg", "idle RSS MB", "held RSS peak MB", "probe requests",
                    "probe p50 ms", "probe p99 ms", "probe max ms", "events", "late p99 ms",
                    "lost", "reordered", "unfinished", "failed"], rows)  # fmt: skip
