@@ -12,8 +12,8 @@ plan's waits are over. It decides nothing: the engine framed every byte
   :class:`~.timers.Timers`: no task and no loop timer of its own, so that thousands of
   held streams are thousands of small objects. Pieces due together go in one write:
   the play's runs (:class:`Runs`: a piece with a delay and the pieces without one after
-  it) are found once per play, not once per stream, and a run's bytes are joined in one
-  C-level pass, so a hundred thousand events due at once cost a few joins, not a
+  it) are found and their bytes joined once per play, not once per stream, so a hundred
+  thousand events due at once are a few dozen writes of bytes made beforehand, not a
   hundred thousand steps of Python (bench/streams.py: one stream, events as fast as the
   client reads, beside a bare asyncio server).
 - While a pause lasts longer than the stream's heartbeat, a heartbeat goes every
@@ -42,7 +42,16 @@ import weakref
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine.plan import FRAMING_HEADERS, Answer, Fault, Outcome, Plan, Streamed, StreamPlay
+from ..engine.plan import (
+    FRAMING_HEADERS,
+    Answer,
+    Fault,
+    Outcome,
+    Plan,
+    Streamed,
+    StreamPiece,
+    StreamPlay,
+)
 from .handler import Refusal, Request
 from .timers import Timers
 from .waiting import STOP
@@ -68,9 +77,10 @@ _DATA = operator.attrgetter("data")
 class Runs:
     """A play's pieces as runs: a piece and the pieces after it with no delay, which are
     due together (at most :data:`BATCH_BYTES` a run, but for one larger piece). Found
-    once per play: see :func:`runs_of`."""
+    once per play: see :func:`runs_of`. A run of one piece holds that piece's bytes, not
+    a copy; a longer run's copy is what a burst costs in memory, once per play."""
 
-    __slots__ = ("ends", "events", "last_ids", "sizes")
+    __slots__ = ("data", "ends", "events", "last_ids")
 
     def __init__(self, play: StreamPlay) -> None:
         self.ends: list[int] = []
@@ -79,26 +89,35 @@ class Runs:
         """Events sent once run *r* is: the journal's count."""
         self.last_ids: list[str | None] = []
         """The last id sent once run *r* is (None: none yet)."""
-        self.sizes: list[int] = []
-        """Bytes of run *r*."""
-        events, last_id, size = 0, None, 0
-        for n, piece in enumerate(play.pieces):
+        self.data: list[bytes] = []
+        """The bytes of run *r*, its pieces' joined."""
+        pieces = play.pieces
+        events, last_id, size, start = 0, None, 0, 0
+        for n, piece in enumerate(pieces):
             if n and (piece.delay_ms > 0 or size >= BATCH_BYTES):
-                self._close(n, events, last_id, size)
-                size = 0
+                self._close(pieces, start, n, events, last_id)
+                size, start = 0, n
             size += len(piece.data)
             if piece.counts:
                 events += 1
                 if piece.event_id is not None:
                     last_id = piece.event_id
-        if play.pieces:
-            self._close(len(play.pieces), events, last_id, size)
+        if pieces:
+            self._close(pieces, start, len(pieces), events, last_id)
 
-    def _close(self, end: int, events: int, last_id: str | None, size: int) -> None:
+    def _close(
+        self,
+        pieces: tuple[StreamPiece, ...],
+        start: int,
+        end: int,
+        events: int,
+        last_id: str | None,
+    ) -> None:
         self.ends.append(end)
         self.events.append(events)
         self.last_ids.append(last_id)
-        self.sizes.append(size)
+        one = end == start + 1
+        self.data.append(pieces[start].data if one else b"".join(map(_DATA, pieces[start:end])))
 
 
 _RUNS: dict[int, tuple[weakref.ref[StreamPlay], Runs]] = {}
@@ -279,7 +298,7 @@ class Streaming:
         next piece (or heartbeat), or end."""
         down, pieces, loop = self._down, self._play.pieces, self._loop
         runs = self._runs
-        ends, count = runs.ends, len(runs.ends)
+        ends, count, run_data = runs.ends, len(runs.ends), runs.data
         transport = down.transport
         assert transport is not None
         while True:
@@ -287,20 +306,26 @@ class Streaming:
                 self._blocked = True
                 return
             now = loop.time()
-            first = self._next
+            first = self._run
             size = 0
             while self._run < count and size < BATCH_BYTES:
                 due = self._due + pieces[self._next].delay_ms / 1000
                 if due > now + _EARLY:
                     break
                 self._due = due
-                size += runs.sizes[self._run]
+                size += len(run_data[self._run])
                 self._next = ends[self._run]
                 self._run += 1
-            if self._next > first:
+            if self._run == first:
+                data = b""
+            else:
                 self._events = runs.events[self._run - 1]
                 self._last_id = runs.last_ids[self._run - 1]
-            data = b"".join(map(_DATA, pieces[first : self._next]))
+                data = (
+                    run_data[first]
+                    if self._run == first + 1
+                    else b"".join(run_data[first : self._run])
+                )
             if self._run == count:  # the ending follows the last piece at once
                 self._end(self._play.ending, data)
                 return

@@ -37,14 +37,16 @@ def test_a_run_is_a_piece_with_a_delay_and_the_undelayed_pieces_after_it() -> No
     assert runs.ends == [3, 5, 6]
     assert runs.events == [2, 4, 5]  # the retry field is no event; the id-less one is
     assert runs.last_ids == ["2", "3", "4"]  # an event without an id keeps the last one
-    assert runs.sizes[0] == sum(len(p.data) for p in play.pieces[:3])
+    assert runs.data[0] == b"".join(p.data for p in play.pieces[:3])
+    assert runs.data[2] is play.pieces[5].data  # a run of one piece: its bytes, no copy
 
 
 def test_a_run_ends_at_the_batch_size_so_flow_control_is_looked_at_between() -> None:
     big = StreamPiece(0, b"data: %s\n\n" % (b"x" * 1000))
     runs = Runs(StreamPlay((big,) * 200))
     assert len(runs.ends) > 1
-    assert all(size <= BATCH_BYTES + len(big.data) for size in runs.sizes)
+    assert all(len(data) <= BATCH_BYTES + len(big.data) for data in runs.data)
+    assert b"".join(runs.data) == big.data * 200
     assert runs.ends[-1] == 200
     assert runs.events[-1] == 200
 
