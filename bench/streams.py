@@ -2,7 +2,8 @@
 and their lateness, 10 000 slow streams and what they cost, each beside the floor
 (bench/sse_floor.py, a bare asyncio SSE server streaming the same bytes) in the same run.
 
-Three parts, each server started afresh, the floor and mockskill taken in turn:
+Three parts, each server started afresh, the floor and mockskill taken in turn (the
+order alternating by round):
 
 - ``fast``: one stream of ``--fast-events`` token events with no delay (the most a
   stream step holds), read by a raw socket reader that counts blank-line-delimited
@@ -17,7 +18,7 @@ Three parts, each server started afresh, the floor and mockskill taken in turn:
   result). Target: lateness p99 <= 10 ms, 0 lost or reordered. The servers' CPU
   seconds over the round are printed beside (a figure the machine's load moves less),
   and the reader's own lag: how late a 5 ms timer of its loop fired, p99 (a lateness
-  no better than it is the reader's, not the server's). The order alternates by round.
+  no better than it is the reader's, not the server's).
 - ``slow`` (mockskill only): ``--slow-streams`` concurrent streams of one event a second,
   held for ``--hold`` s once all are open; the server's RSS (idle, then its peak while
   held, sampled every 0.5 s) and, from this process, ``POST /skills/plain/invoke`` on one
@@ -219,7 +220,7 @@ def fast_stream(port: int) -> tuple[int, float]:
 def part_fast(args: argparse.Namespace) -> None:
     rows = []
     for n in range(args.rounds):
-        for kind in ("floor", "mockskill"):
+        for kind in ("floor", "mockskill")[:: 1 if n % 2 == 0 else -1]:  # in turn
             proc, port, path = start(kind, args.fast_events, 0)
             try:
                 runs = [fast_stream(port) for _ in range(args.fast_streams)]
@@ -233,7 +234,8 @@ def part_fast(args: argparse.Namespace) -> None:
           f"{args.fast_streams} streams a round\n")  # fmt: skip
     c.print_table(["round", "server", "load avg", "events", "ms", "events/s"], rows)
     for n in range(args.rounds):
-        floor, ours = (float(r[5].replace(",", "")) for r in rows[2 * n : 2 * n + 2])
+        rate = {r[1]: float(r[5].replace(",", "")) for r in rows[2 * n : 2 * n + 2]}
+        floor, ours = rate["floor"], rate["mockskill"]
         print(f"round {n + 1}: mockskill / floor = {ours / floor:.2f} (target >= 0.5)")
     print()
 
