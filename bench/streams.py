@@ -13,7 +13,9 @@ order alternating by round):
   opened over ``--open-spread`` ms by a reader in a process of its own (asyncio
   protocols, each event's arrival on the loop's clock); an event's lateness is its
   arrival - (its request's sending + id x 50 ms), the script's time as the step states
-  it (the head goes at once), so it holds the reader's own lag too (its CPU is printed);
+  it (the head goes at once), so it holds the reader's own lag and the connection's
+  setup too (a full accept queue: the kernel's listen overflows over the round are
+  printed), and beside it the same from the head's arrival (the server's pace alone);
   every id is checked in order (lost, reordered, streams that did not end with their
   result). Target: lateness p99 <= 10 ms, 0 lost or reordered. The servers' CPU
   seconds over the round are printed beside (a figure the machine's load moves less),
@@ -73,23 +75,24 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 REQUEST = (b"POST /skills/stream/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\n"
            b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 ID = re.compile(rb"(?:^|\n)id: (\d+)\n")
-late, stats = [], {"lost": 0, "reordered": 0, "unfinished": 0, "failed": 0, "events": 0}
+late, from_head = [], []
+stats = {"lost": 0, "reordered": 0, "unfinished": 0, "failed": 0, "events": 0}
 
 class Reader(asyncio.Protocol):
     def __init__(self, done):
-        self.done, self.head, self.buf, self.next, self.ended = done, False, b"", 1, False
+        self.done, self.head, self.buf, self.next, self.ended = done, None, b"", 1, False
     def connection_made(self, transport):
         transport.write(REQUEST)
         self.sent_at = loop.time()
     def data_received(self, data):
         now = loop.time()
         buf = self.buf + data
-        if not self.head:
+        if self.head is None:
             head, sep, buf = buf.partition(b"\r\n\r\n")
             if not sep:
                 self.buf = head
                 return
-            self.head = True
+            self.head = now
         *whole, self.buf = buf.split(b"\n\n")
         for event in whole:
             found = ID.search(event)
@@ -105,6 +108,7 @@ class Reader(asyncio.Protocol):
                 stats["reordered"] += 1
             self.next = max(self.next, n + 1)
             late.append((now - (self.sent_at + n * every)) * 1000)
+            from_head.append((now - (self.head + n * every)) * 1000)
         if self.ended and self.buf.endswith(b"0\r\n\r\n"):
             self.end()
     def end(self):
@@ -145,9 +149,12 @@ async def main():
     late.sort()
     pick = lambda p: round(late[min(len(late) - 1, int(len(late) * p / 100))], 2) if late else None
     lags.sort()
+    from_head.sort()
+    head_p99 = from_head[int(len(from_head) * 0.99)] if from_head else None
     lag = lags[int(len(lags) * 0.99)] if lags else None
     print(json.dumps({**stats, "p50": pick(50), "p99": pick(99), "max": pick(100),
-                      "cpu": round(time.process_time(), 1), "lag_p99": round(lag, 2)}), flush=True)
+                      "cpu": round(time.process_time(), 1), "lag_p99": round(lag, 2),
+                      "head_p99": round(head_p99, 2)}), flush=True)
 
 asyncio.run(main())
 """
@@ -186,6 +193,16 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (/proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+OVERFLOWS = "ListenOverflows"
+
+
+def overflows_since(before: dict[str, int]) -> int | str:
+    """Connections the kernel dropped from a full accept queue since *before* (machine-wide:
+    another process's count too); "?" where the counters are not."""
+    now = c.tcp_counters(OVERFLOWS)
+    return now[OVERFLOWS] - before[OVERFLOWS] if before and now else "?"
 
 
 def finish(proc: subprocess.Popen[bytes], path: str) -> None:
@@ -264,45 +281,55 @@ def part_paced(args: argparse.Namespace) -> None:
         for kind in ("floor", "mockskill")[:: 1 if n % 2 == 0 else -1]:  # in turn
             proc, port, path = start(kind, events, 50)
             try:
-                cpu = cpu_seconds(proc.pid)
+                cpu, dropped = cpu_seconds(proc.pid), c.tcp_counters(OVERFLOWS)
                 said = read_streams(port, args.streams, events, 50, args.open_spread)
                 cpu = cpu_seconds(proc.pid) - cpu
+                dropped = overflows_since(dropped)
             finally:
                 finish(proc, path)
             rows.append([n + 1, kind, f"{os.getloadavg()[0]:.1f}", said["events"],
-                         said["p50"], said["p99"], said["max"], said["lost"],
-                         said["reordered"], said["unfinished"], said["failed"],
+                         said["p50"], said["p99"], said["max"], said["head_p99"], said["lost"],
+                         said["reordered"], said["unfinished"], said["failed"], dropped,
                          f"{cpu:.1f}", said["cpu"], said["lag_p99"]])  # fmt: skip
     print(f"{args.streams} streams of {events} events at 20/s ({args.seconds} s), opened over "
           f"{args.open_spread} ms; lateness = arrival - (request sent + id x 50 ms)\n")  # fmt: skip
     c.print_table(["round", "server", "load avg", "events", "late p50 ms", "late p99 ms",
-                   "late max ms", "lost", "reordered", "unfinished", "failed",
-                   "server CPU s", "reader CPU s", "reader lag p99 ms"], rows)  # fmt: skip
+                   "late max ms", "from head p99 ms", "lost", "reordered", "unfinished",
+                   "failed", "listen overflows", "server CPU s", "reader CPU s",
+                   "reader lag p99 ms"], rows)  # fmt: skip
     print()
 
 
-def probe(port: int, until: threading.Event, latencies: list[float]) -> None:
-    connection = http.client.HTTPConnection(c.HOST, port, timeout=10)
-    headers = {"Content-Type": "application/json"}
+JSON = {"Content-Type": "application/json"}
+
+
+def invoke_plain(connection: http.client.HTTPConnection) -> None:
+    connection.request("POST", "/skills/plain/invoke", body=b"{}", headers=JSON)
+    answer = connection.getresponse()
+    answer.read()
+    assert answer.status == 200, answer.status
+
+
+def probe(
+    connection: http.client.HTTPConnection, until: threading.Event, latencies: list[float]
+) -> None:
+    """A plain skill's invoke on *connection* (open already: no connect is timed) every
+    5 ms at most, until *until*."""
     while not until.is_set():
         began = time.perf_counter()
-        connection.request("POST", "/skills/plain/invoke", body=b"{}", headers=headers)
-        answer = connection.getresponse()
-        answer.read()
+        invoke_plain(connection)
         took = time.perf_counter() - began
-        assert answer.status == 200, answer.status
         latencies.append(took * 1000)
         if took < 0.005:
             time.sleep(0.005 - took)
-    connection.close()
 
 
-def measure_held(pid: int, port: int, hold: float) -> dict[str, float]:
+def measure_held(pid: int, connection: http.client.HTTPConnection, hold: float) -> dict[str, float]:
     """For *hold* seconds: the server's peak RSS (KiB, sampled every 0.5 s) and the
     probe's latencies (ms)."""
     latencies: list[float] = []
     until = threading.Event()
-    prober = threading.Thread(target=probe, args=(port, until, latencies))
+    prober = threading.Thread(target=probe, args=(connection, until, latencies))
     prober.start()
     peak, ends = 0, time.monotonic() + hold
     while time.monotonic() < ends:
@@ -326,23 +353,30 @@ def part_slow(args: argparse.Namespace) -> None:
         proc, port, path = start("mockskill", events, 1000)
         try:
             idle = c.rss_kb(proc.pid)
-
-            held = functools.partial(measure_held, proc.pid, port, args.hold)
+            # The probe's connection is open before the streams come: a connect behind
+            # 10 000 others can wait out a full accept queue (a SYN resent after 1 s).
+            connection = http.client.HTTPConnection(c.HOST, port, timeout=10)
+            invoke_plain(connection)
+            held = functools.partial(measure_held, proc.pid, connection, args.hold)
+            dropped = c.tcp_counters(OVERFLOWS)
             said = read_streams(port, args.slow_streams, events, 1000, args.slow_spread, held)
+            dropped = overflows_since(dropped)
+            connection.close()
         finally:
             finish(proc, path)
         rows.append([n + 1, f"{os.getloadavg()[0]:.1f}", f"{idle / 1024:.1f}",
                      f"{said['peak'] / 1024:.1f}", said["requests"], f"{said['probe_p50']:.2f}",
                      f"{said['probe_p99']:.2f}", f"{said['probe_max']:.2f}", said["events"],
-                     said["p99"], said["lost"], said["reordered"], said["unfinished"],
-                     said["failed"]])  # fmt: skip
+                     said["p99"], said["head_p99"], said["lag_p99"], said["lost"],
+                     said["reordered"], said["unfinished"], said["failed"], dropped])  # fmt: skip
     print(
         f"{args.slow_streams} streams of one event a second ({events} events), opened "
         f"over {args.slow_spread} ms, held {args.hold} s with the probe (mockskill only)\n"
     )
     c.print_table(["round", "load avg", "idle RSS MB", "held RSS peak MB", "probe requests",
                    "probe p50 ms", "probe p99 ms", "probe max ms", "events", "late p99 ms",
-                   "lost", "reordered", "unfinished", "failed"], rows)  # fmt: skip
+                   "from head p99 ms", "reader lag p99 ms", "lost", "reordered",
+                   "unfinished", "failed", "listen overflows"], rows)  # fmt: skip
     print()
 
 
