@@ -5,7 +5,8 @@ data: {done: true}}``, to any request, on keep-alive connections.
 
 ``--every-ms 0``: as fast as the client reads (64 KiB chunks, ``drain()`` between them);
 else event *i* is due ``i * every`` ms after the head (as mockskill's ``rate:``), each
-on a sleep of its own. Run::
+on a sleep of its own. On uvloop when it is installed, as mockskill (``--loop asyncio``:
+the stdlib's). Run::
 
     python bench/sse_floor.py --port 8080 --events 100000 --every-ms 0
 """
@@ -37,12 +38,7 @@ async def stream(writer: asyncio.StreamWriter, events: list[bytes], every: float
     writer.write(chunk(END) + b"0\r\n\r\n")
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--every-ms", type=float, default=0.0)
-    args = parser.parse_args()
+async def main(args: argparse.Namespace) -> None:
     events = [b'id: %d\nevent: token\ndata: {"text":"tok"}\n\n' % i
               for i in range(1, args.events + 1)]  # fmt: skip
 
@@ -62,4 +58,14 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--every-ms", type=float, default=0.0)
+    parser.add_argument("--loop", choices=["auto", "asyncio"], default="auto")
+    args = parser.parse_args()
+    try:
+        import uvloop  # mockskill's loop when it is installed: the floor's too
+    except ImportError:
+        args.loop = "asyncio"
+    (asyncio.run if args.loop == "asyncio" else uvloop.run)(main(args))

@@ -1,6 +1,7 @@
 """Streams against a floor (issue 31): one stream as fast as it goes, 1 000 paced streams
 and their lateness, 10 000 slow streams and what they cost, each beside the floor
-(bench/sse_floor.py, a bare asyncio SSE server streaming the same bytes) in the same run.
+(bench/sse_floor.py, a bare asyncio SSE server streaming the same bytes, on the same loop:
+uvloop where it is installed, as mockskill) in the same run.
 
 Three parts, each server started afresh, the floor and mockskill taken in turn (the
 order alternating by round):
@@ -11,16 +12,16 @@ order alternating by round):
   ``--fast-streams`` streams per round (target: mockskill >= 0.5 x the floor).
 - ``paced``: ``--streams`` concurrent streams of 20 events a second for ``--seconds``,
   opened over ``--open-spread`` ms by a reader in a process of its own (asyncio
-  protocols, each event's arrival on the loop's clock); an event's lateness is its
-  arrival - (its request's sending + id x 50 ms), the script's time as the step states
-  it (the head goes at once), so it holds the reader's own lag and the connection's
-  setup too (a full accept queue: the kernel's listen overflows over the round are
-  printed), and beside it the same from the head's arrival (the server's pace alone);
-  every id is checked in order (lost, reordered, streams that did not end with their
-  result). Target: lateness p99 <= 10 ms, 0 lost or reordered. The servers' CPU
-  seconds over the round are printed beside (a figure the machine's load moves less),
-  and the reader's own lag: how late a 5 ms timer of its loop fired, p99 (a lateness
-  no better than it is the reader's, not the server's).
+  protocols on uvloop where it is installed, each arrival on the monotonic clock). An
+  event's lateness is its arrival - (its request's sending + id x 50 ms), the script's
+  time as the step states it (the head goes at once), so it holds the reader's own lag
+  and the connection's setup too (the kernel's listen overflows over the round are
+  printed); beside it the same from the head's arrival (the server's pace alone). Every
+  id is checked in order (lost, reordered, streams that did not end with their result).
+  Target: lateness p99 <= 10 ms, 0 lost or reordered. The servers' CPU seconds over the
+  round are printed (a figure the machine's load moves less), and the reader's own lag:
+  how late a 5 ms timer of its loop fired, p99 (a lateness no better than it is the
+  reader's, not the server's).
 - ``slow`` (mockskill only): ``--slow-streams`` concurrent streams of one event a second,
   held for ``--hold`` s once all are open; the server's RSS (idle, then its peak while
   held, sampled every 0.5 s) and, from this process, ``POST /skills/plain/invoke`` on one
@@ -83,9 +84,9 @@ class Reader(asyncio.Protocol):
         self.done, self.head, self.buf, self.next, self.ended = done, None, b"", 1, False
     def connection_made(self, transport):
         transport.write(REQUEST)
-        self.sent_at = loop.time()
+        self.sent_at = time.monotonic()
     def data_received(self, data):
-        now = loop.time()
+        now = time.monotonic()  # (uvloop's clock counts whole ms)
         buf = self.buf + data
         if self.head is None:
             head, sep, buf = buf.partition(b"\r\n\r\n")
@@ -133,14 +134,14 @@ async def one(at):
 lags = []
 
 def tick(due):
-    now = loop.time()
+    now = time.monotonic()
     lags.append((now - due) * 1000)
-    loop.call_at(now + 0.005, tick, now + 0.005)
+    loop.call_later(0.005, tick, now + 0.005)
 
 async def main():
     global loop
     loop = asyncio.get_running_loop()
-    loop.call_soon(tick, loop.time())
+    loop.call_soon(tick, time.monotonic())
     start = loop.time() + 0.05
     tasks = [asyncio.ensure_future(one(start + spread * k / count)) for k in range(count)]
     await asyncio.sleep(spread + 0.5)
@@ -156,7 +157,11 @@ async def main():
                       "cpu": round(time.process_time(), 1), "lag_p99": round(lag, 2),
                       "head_p99": round(head_p99, 2)}), flush=True)
 
-asyncio.run(main())
+try:
+    import uvloop  # a cheaper reader where it is installed (as the servers' loop)
+    uvloop.run(main())
+except ImportError:
+    asyncio.run(main())
 """
 
 
