@@ -33,6 +33,7 @@ PARAMETERS = (
     "herd_share",
     "burst_ms",
     "abandoned_ms",
+    "idle_slack_ms",
 )
 
 
@@ -69,6 +70,7 @@ def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
         herd_share=_share(args, default.herd_share),
         burst_ms=_number(args, "burst_ms", default.burst_ms),
         abandoned_ms=_number(args, "abandoned_ms", default.abandoned_ms),
+        idle_slack_ms=_number(args, "idle_slack_ms", default.idle_slack_ms),
     )
     return policy, sessions, skill
 

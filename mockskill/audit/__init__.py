@@ -27,6 +27,10 @@ by concept, in the order a report is made:
 - ``callbacks`` — the rules of a task's callbacks, on mockskill's deliveries (entries of
   endpoint ``callback``): ``callback-not-acknowledged``, ``callback-signature-not-checked``
   and ``callback-without-reconcile``, and the callback faults each session was served;
+- ``streams`` — the rules of streams, on each request's ``Entry.stream``:
+  ``resume-ignored``, ``stall-not-detected`` and ``gave-up-despite-progress`` (a stream cut
+  short is a failed attempt of its chain, an error event an error answer: the retry rules
+  grade their re-issues);
 - ``covered`` — the categories and transport faults each session met (the
   rate-limit answers, and the tasks seen failed or cancelled, in rows of their own),
   and the consumer's real timeouts;
@@ -35,6 +39,7 @@ by concept, in the order a report is made:
   become valid is ``non-retryable-retried``;
 - ``timelines`` — a session's tasks as the report gives the dashboard to draw them, a
   row a task: its requests as marks, the statuses they served as bands, its callbacks;
+  and its stream attempts, a bar each: the events sent, the last id, how it ended;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
 - ``table`` — the report as the table ``mockskill report`` prints.

@@ -2,7 +2,8 @@
 
 An attempt can reach the provider, run, and still fail for the consumer: its
 answer replaced once it ran (``after:``, "commit then fail"), the connection
-cut, the upstream too slow, the consumer gone before the answer. The consumer
+cut, the upstream too slow, the consumer gone before the answer, a stream cut after its
+``200``. The consumer
 cannot see that the operation ran; when it retries, the provider runs it twice.
 Behind a ``proxy`` step the journal's ``upstream`` field says which attempts
 reached the provider; a scripted skill's entry says it ran (``executed``: a
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 
 from ..engine.state import Entry
 from .findings import Finding, plural
-from .retries import answered, endpoint_of
+from .retries import answered, endpoint_of, stream_cut_short
 from .tasks import same_task_operation
 
 RULE = "duplicate-execution"
@@ -48,6 +49,10 @@ def ran_unseen(entry: Entry) -> bool:
         seen = (
             entry.fault is None and status is not None and 200 <= status < 300 and answered(entry)
         )
+        if entry.stream is not None:
+            # A stream ran once its 200 went: the consumer saw its end only when it was not
+            # cut short (its result, or an error event: the provider's own answer).
+            seen = seen and not stream_cut_short(entry)
         return entry.executed and not seen
     if not upstream.get("reached"):
         return False
@@ -65,6 +70,8 @@ def reached(entry: Entry) -> bool:
     """Whether *entry* ran the operation (or may have: it reached a real provider)."""
     upstream = entry.upstream
     if upstream is None:
+        if entry.stream is not None and entry.stream.get("resumed_from") is not None:
+            return False  # resumed after Last-Event-ID: the events went on, nothing ran again
         return entry.executed
     return bool(upstream.get("reached"))
 

@@ -52,6 +52,10 @@ RULES = (
     "callback-not-acknowledged",  # a valid delivery not answered 2xx in time
     "callback-signature-not-checked",  # a forged delivery answered 2xx
     "callback-without-reconcile",  # a lost callback, the status URL never asked after
+    # audit/streams.py: how a consumer recovers from a stream that went wrong
+    "resume-ignored",  # a cut resumable stream re-requested without Last-Event-ID
+    "stall-not-detected",  # a stalled stream held open past the idle bound
+    "gave-up-despite-progress",  # a stream left while delivering, before its expected end
 )
 
 
@@ -236,6 +240,11 @@ def _retry_after(ms: float) -> str:
 def _advice_header(entry: Entry, advised_ms: float) -> str:
     """The header that gave *entry*'s advice, as sent (a rate limit says which form it
     used: a date is measured from when the answer went out)."""
+    stream = entry.stream
+    if stream is not None:  # a stream's advice: its retry: field, or its error event's
+        if stream.get("ended") != "complete":
+            return f"the stream's retry: {stream.get('retry_ms')}"
+        return "its error event's error.retry"
     limit = entry.rate_limit or {}
     value = limit.get("retry_after_value")
     form = limit.get("retry_after")
@@ -294,7 +303,13 @@ def _too_soon(
         found="; ".join(steps),
         fix="sleep before each retry: at least error.retry.suggested_delay_ms, or the"
         " Retry-After header (e.g. urllib3: Retry(respect_retry_after_header=True) with"
-        " status_forcelist; tenacity: wait_exponential(multiplier=initial seconds))",
+        " status_forcelist; tenacity: wait_exponential(multiplier=initial seconds))"
+        + (
+            "; before re-requesting a stream, its last retry: field (the reconnection time)"
+            " or its error event's error.retry"
+            if any(attempts[i - 1].entry.stream is not None for i in indexes)
+            else ""
+        ),
     )
 
 

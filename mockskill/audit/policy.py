@@ -67,6 +67,10 @@ class Policy:
     later than advised; this is how much later). ``callback-without-reconcile``: how long
     after a task with a lost callback ended its status URL may still be asked."""
 
+    idle_slack_ms: float = 250.0
+    """``stall-not-detected``: how long past a stream's idle bound a consumer may still hold
+    it (its idle timer's granularity, and the moment the server takes to see it leave)."""
+
     def least(self, required_ms: float) -> float:
         """The shortest wait that still counts as *required_ms*."""
         return required_ms - min(self.tolerance_ms, self.tolerance_ratio * required_ms)
@@ -92,6 +96,7 @@ class Policy:
             "herd_share": self.herd_share,
             "burst_ms": self.burst_ms,
             "abandoned_ms": self.abandoned_ms,
+            "idle_slack_ms": self.idle_slack_ms,
         }
 
 

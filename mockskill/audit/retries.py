@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..engine.state import Entry
 from ..protocol.catalog import CATEGORIES, RATE_LIMITED, Retry
@@ -46,6 +47,9 @@ def outcome(entry: Entry) -> AttemptOutcome:
     """How the protocol classifies *entry*'s answer."""
     if entry.fault is not None:
         return AttemptOutcome(True, FAULT_STANDS_FOR, True)
+    stream = entry.stream
+    if stream is not None and stream.get("ended") != "complete":
+        return stream_cut(entry, stream)
     if entry.status is None or not answered(entry):
         return AttemptOutcome(True, TIMEOUT_STANDS_FOR, True)
     if entry.invalid_descriptor:
@@ -64,6 +68,27 @@ def outcome(entry: Entry) -> AttemptOutcome:
     if entry.status >= 400:
         return AttemptOutcome(True)
     return AttemptOutcome(False)
+
+
+def stream_cut(entry: Entry, stream: dict[str, Any]) -> AttemptOutcome:
+    """A stream that did not end with all its events (a fault after event N, a stall, the
+    client gone): a failure after its ``200``, retryable — a transport fault's when the
+    server cut it, a timeout's when the client left — with the SSE ``retry:`` it sent as
+    its advice (the reconnection time, EventSource's and the chapter's wait alike)."""
+    gone = entry.client_left is not None or stream.get("ended") == "client_left"
+    code = TIMEOUT_STANDS_FOR if gone else FAULT_STANDS_FOR
+    retry_ms = stream.get("retry_ms")
+    advice = None
+    if retry_ms is not None and stream.get("stalled_ms") is not None:  # the head (and it) went
+        default = CATEGORIES[FAULT_STANDS_FOR].retry
+        most = default.max_attempts if default is not None else 1
+        advice = Retry(int(retry_ms), most)
+    return AttemptOutcome(True, code, True, advice)
+
+
+def stream_cut_short(entry: Entry) -> bool:
+    """Whether *entry* was a stream that did not end with all its events."""
+    return entry.stream is not None and entry.stream.get("ended") != "complete"
 
 
 def task_answer(entry: Entry) -> bool:

@@ -26,8 +26,9 @@ from .herds import retry_herds
 from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
+from .streams import stream_findings
 from .tasks import task_findings
-from .timelines import task_timelines
+from .timelines import stream_timelines, task_timelines
 
 
 def session_report(
@@ -44,7 +45,8 @@ def session_report(
     touched = entries
     entries = [e for e in entries if not is_delivery(e)]
     chained = []
-    for chain in chains(entries):
+    grouped = chains(entries)
+    for chain in grouped:
         attempts, found = audit_chain(name, chain, policy)
         chained.append(attempts)
         findings.extend(found)
@@ -61,6 +63,7 @@ def session_report(
     findings.extend(retry_herds(name, chained, policy))
     findings.extend(rate_limit_ignored(name, chained, policy))
     findings.extend(task_findings(name, touched, policy, time.time() if now is None else now))
+    findings.extend(stream_findings(name, entries, grouped, policy))
     findings.sort(key=lambda f: f.attempts[0])
     listed = [f.as_json() for f in findings]
     return {
@@ -75,6 +78,7 @@ def session_report(
         "timeouts": timeouts(entries),
         "findings": listed,
         "tasks": task_timelines(touched, listed),
+        "streams": stream_timelines(entries, listed),
     }
 
 

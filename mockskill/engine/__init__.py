@@ -8,8 +8,11 @@ it gives of its own, ``addresses`` the URLs its replies are filled for).
 ``matching`` finds the skill or route, ``conditions`` the case; ``choosing``
 picks the step and its draws; ``auth`` checks credentials; ``actions`` makes
 the step a ``plan`` (``wire``: an answer's bytes or a fault; ``forwarding``
-and ``proxying``: a proxy step, its recorded ``exchange``; ``rendering``: a
-templated reply made for its request) that the transport plays;
+and ``proxying``: a proxy step, its recorded ``exchange``, ``relayed_streams``: the
+events of a provider's stream it relays; ``rendering``: a
+templated reply made for its request) that the transport plays; ``streams``
+makes a stream step's plan (its format by ``Accept``, its events framed, its fault)
+and its journal record;
 ``idempotency`` answers a retry from its key's first execution, for a skill
 that honours ``Idempotency-Key``; ``limits`` says which rate limit's bucket a
 request spends and writes what the limit answers (a refusal, a scripted

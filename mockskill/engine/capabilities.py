@@ -1,4 +1,5 @@
-"""Whether this server can play a scenario set: transport faults need the raw socket."""
+"""Whether this server can play a scenario set: transport faults need the raw socket, a
+stream of events mockskill's own transport."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from ..scenario.source import Position
 
 
 def check_playable(scenarios: ScenarioSet, *, raw_socket: bool, tls: bool = False) -> None:
-    """Raise ScenarioError if this server cannot play *scenarios*: transport faults need
-    *raw_socket*, TLS faults a server that holds their ports (*tls*)."""
+    """Raise ScenarioError if this server cannot play *scenarios*: transport faults and
+    streams of events need *raw_socket* (mockskill's own transport: a WSGI server answers a
+    request with one body), TLS faults a server that holds their ports (*tls*)."""
     problems: list[Problem] = []
     if not tls:
         problems.extend(_tls_problem(skill) for skill in scenarios.skills if skill.tls)
@@ -20,7 +22,11 @@ def check_playable(scenarios: ScenarioSet, *, raw_socket: bool, tls: bool = Fals
     owners: list[Skill | Route] = [*scenarios.skills, *scenarios.routes]
     for owner in owners:
         for sequence in owner.sequences:
-            problems.extend(_socket_problem(s) for s in sequence.steps if s.needs_socket)
+            for step in sequence.steps:
+                if step.needs_socket:
+                    problems.append(_socket_problem(step))
+                elif step.streams:
+                    problems.append(_stream_problem(step))
     for scenario in scenarios.scenarios:
         if scenario.outage and scenario.outage.step.needs_socket:
             problems.append(_socket_problem(scenario.outage.step))
@@ -37,6 +43,13 @@ def _socket_problem(step: Step) -> Problem:
     found = "a transport fault, which needs the raw socket of Werkzeug's server"
     return _needs_server(
         step.where, "fault", "a step this server can play", found, "hides the socket"
+    )
+
+
+def _stream_problem(step: Step) -> Problem:
+    found = "a stream of events, which mockskill's own transport plays"
+    return _needs_server(
+        step.where, "stream", "a step this server can play", found, "answers with one body"
     )
 
 

@@ -21,6 +21,7 @@ address; a request is journalled as one :class:`~.entries.Entry` tuple.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -57,6 +58,7 @@ from .replies import (
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
 from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .streams import KeptStreams
 from .task_requests import Poll
 from .task_skills import DEFAULT_MAX_TASKS
 
@@ -153,6 +155,8 @@ class Engine:
         self._polled: dict[tuple[int, int], tuple[object, object, PolledTasks]] = {}
         """Status URLs' kept polls (see :class:`PolledTasks`), by the ids of the target and
         the Urls (both kept with it)."""
+        self._streams = KeptStreams()
+        """Stream steps framed once per step, address and format (:mod:`.streams`)."""
         self.load(scenarios, activate=activate)
 
     @property
@@ -202,6 +206,7 @@ class Engine:
         self._plans.clear()  # the old steps' plans would only be kept alive, never asked for
         self._plains.clear()
         self._polled.clear()
+        self._streams.clear()
         self._plans_bytes = 0
         if self._open:
             self.open()
@@ -267,6 +272,22 @@ class Engine:
                 table = decided.table  # a proxied list of skills gets the scripted ones
                 scripted = table.listing if table.skills else None
                 return self._proxying.plan(incoming, decided, chosen, scripted)
+            stream = chosen.step.stream
+            if stream is not None:  # its waits planned as any step's, then its events
+                planned = self._planned(chosen, decided.urls)
+                target: Target = decided.target  # type: ignore[assignment]  # a step's
+                headers = incoming.headers
+                framed = self._streams.framed(
+                    stream, headers.get("accept"), target.context, decided.urls
+                )
+                # From the start, or after the event a resumable stream's request names.
+                attempt = framed.attempt(headers.get("last-event-id"))
+                plan = dataclasses.replace(planned.plan, answer=framed.answer, stream=attempt.play)
+                limited = decided.limited
+                if limited is not None and limited.added:
+                    plan = plan.answering(limits.with_headers(plan.answer, limited.headers))
+                streamed = partial(self._journalling.streamed, framed, attempt)
+                return plan, partial(streamed, incoming, decided, chosen, planned.reply)
             if chosen.step.reply.template is None:
                 planned = self._planned(chosen, decided.urls)
             else:  # made from this request: planned for it alone, never kept
@@ -556,6 +577,8 @@ class Engine:
             quiet = step.delay is None and step.execution is None and step.ran is None
             # (A step with task: is not either: the store starts its task, answered per task.)
             quiet = quiet and step.task is None
+            # (A stream is not either: its format is the request's Accept's: streams.py.)
+            quiet = quiet and step.stream is None
             # (A step with set_state: is not either: its SetState is asked when it is chosen.)
             if (
                 not step.random
@@ -660,6 +683,7 @@ def _renders_plainly(step: Step) -> bool:
         and step.ran is None  # (after: its entry reads the request's Idempotency-Key)
         and step.rate_limited is None  # (its answer is the limit's: limits.py)
         and step.task is None  # (a submit's answer is its task's)
+        and step.stream is None  # (its format is the request's: streams.py)
     )
 
 

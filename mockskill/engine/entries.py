@@ -342,6 +342,27 @@ class Entry(NamedTuple):
     task with ``callback:`` has ``callback_fault`` too (the task's scripted fault, ``none``
     for none): a ``never`` task sends no delivery, and the audit knows it by this. Until an
     entry is shown (:func:`kept`), a kept poll's is its :data:`LaterTask`."""
+    stream: dict[str, Any] | None = None
+    """How a stream step's answer went (docs/streams.md); None: the answer was no stream.
+    JSON values: ``format`` (``sse`` or ``ndjson``), ``events`` (events sent: comments,
+    heartbeats and ``retry:`` not counted), ``last_id`` (the last event id sent; None:
+    none), ``ended`` (``complete``; the fault done: ``reset``, ``close``, ``stall``,
+    ``broken_chunking``; ``client_left``; ``gave_up``: the client read nothing for the
+    server's bound; ``stopped``: the server stopped; a proxied stream's ``upstream_cut``:
+    the provider failed mid-stream and the consumer's connection was cut), ``fault`` (the
+    kind of the scripted fault this attempt plays; None: none, or it resumed past it),
+    ``fault_after`` (the events of the whole stream that fault comes after; None: no
+    fault), ``duration_ms`` (from the head sent to the stream's end), ``asked_from`` (the
+    request's ``Last-Event-ID``, cut to :data:`MAX_TEXT` and escaped as other client text;
+    None: none sent), ``resumed_from`` (the id a resumable stream continued after, one it
+    sends; None: it started over); for a scripted stream also ``resumable``, ``retry_ms``
+    (the SSE ``retry:`` sent; None: none), ``idle_bound_ms`` and ``expected_ms`` (the
+    scenario's, or their defaults), ``stalled_ms`` (how long the bytes had stopped when it
+    ended; None: no head went), and for a resumable stream cut short ``sent_ids`` (the ids
+    it sent, the last 1024). ``events``, ``last_id`` and ``sent_ids`` are the attempt's
+    own: a resumed attempt counts from the event after ``resumed_from``. A stream that sent
+    its error end carries the code's ``error_code`` and ``retry`` in the entry, as an error
+    answer."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the journal serves it (``GET /__admin/journal``): JSON values, and
@@ -360,6 +381,8 @@ class Entry(NamedTuple):
             data["headers"] = [[name, value] for name, value in self.headers]
         if self.task is not None:
             data["task"] = dict(self.task)
+        if self.stream is not None:
+            data["stream"] = dict(self.stream)
         return data
 
     @classmethod

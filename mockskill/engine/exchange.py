@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .relayed_streams import RecordedStream
+
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
@@ -45,6 +47,8 @@ class Exchange:
     """Whether the upstream's body was longer than what :attr:`response_body` keeps."""
     upstream_ms: float
     """Milliseconds from the request's first byte sent upstream to the answer's last byte."""
+    stream: RecordedStream | None = None
+    """The answer's events with their timing, when it was a stream (SSE, NDJSON)."""
 
 
 class Recorder(Protocol):

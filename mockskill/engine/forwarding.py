@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .entries import escaped, shorten
+from .relayed_streams import RelayedStream, stream_format
 from .wire import Answer, Fault
 
 if TYPE_CHECKING:
@@ -76,6 +77,9 @@ class Relayed:
     """The upstream failed after its status line was relayed: the consumer's connection was cut."""
     reported: bool = False
     """Whether the transport reported the exchange already (it does once)."""
+    stream: RelayedStream | None = None
+    """The upstream's answer as a stream of events, when it was one (its type says):
+    what the journal's ``Entry.stream`` and a recording's ``stream:`` step are made of."""
 
     def journal(self, url: str, idempotency_key: str | None) -> dict[str, Any]:
         """The journal entry's ``upstream`` field (see :func:`upstream_journal`)."""
@@ -194,6 +198,18 @@ class Upstream:
             and low not in named
             and low != "content-length"
         ]
+
+    def relayed_stream(
+        self, headers: Sequence[tuple[str, str]], head_ms: float, head_at: float
+    ) -> RelayedStream | None:
+        """The events of an answer with *headers* (the upstream's), relayed as a stream
+        when its type is one (SSE, NDJSON), found as they pass; None: no stream (or a
+        descriptor rewritten whole). *head_ms*: the head's latency; *head_at*: when it came
+        (``time.perf_counter()``). While recording, the events themselves are kept."""
+        fmt = stream_format(headers)
+        if fmt is None or self.rewrite is not None:
+            return None
+        return RelayedStream(fmt, head_ms, head_at, collect=self.keep)
 
     @staticmethod
     def answer_head(

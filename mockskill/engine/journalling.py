@@ -50,6 +50,7 @@ from .wire import Answer
 
 if TYPE_CHECKING:
     from .choosing import Decided
+    from .streams import FramedStream, StreamAttempt
     from .task_requests import Poll, Served
     from .task_skills import TaskSkill
     from .tasks import TaskView
@@ -223,6 +224,7 @@ class Journalling:
                 None if limited is None else limited.record,
                 request.peer,
                 None if task is None else self._task(task, request, body),
+                None,  # stream: a stream's outcome fills it when it is played
             ),
         )
 
@@ -258,6 +260,26 @@ class Journalling:
         self.state.record(
             self.outcome_entry(request, decided, chosen, shown, outcome, headers_sent)
         )
+
+    def streamed(
+        self,
+        stream: FramedStream,
+        attempt: StreamAttempt,
+        request: Incoming,
+        decided: Decided,
+        chosen: Chosen | None,
+        served: Reply,
+        outcome: Outcome,
+    ) -> None:
+        """Journal *request*, answered with *attempt* of *stream* (a stream step's) as
+        *outcome* says it went: its entry's ``stream`` is the attempt's record
+        (:meth:`FramedStream.record`)."""
+        entry = self.outcome_entry(request, decided, chosen, served, outcome, outcome.headers_at)
+        entry = entry._replace(stream=stream.record(outcome, attempt))
+        error = stream.error_sent(outcome)
+        if error is not None:  # an error event: its code and advice, as an error answer's
+            entry = entry._replace(error_code=error[0], retry=error[1])
+        self.state.record(entry)
 
     def outcome_entry(
         self,
@@ -465,7 +487,7 @@ class Plain:
                 # it sent and whether it ran, joined on: a tuple display this long compiles
                 # to a list appended item by item.
                 + (sent(request, body, self._body_limit) if self._bodies else _NOT_SENT)
-                + (*self._executed, rate_limit, request.peer, task),
+                + (*self._executed, rate_limit, request.peer, task, None),  # (no stream)
             )
         )
 

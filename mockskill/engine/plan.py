@@ -36,7 +36,7 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from .forwarding import HOP_BY_HOP, Relayed, Upstream, upstream_journal
 from .wire import FRAMING_HEADERS, Answer, Fault
@@ -44,6 +44,7 @@ from .wire import FRAMING_HEADERS, Answer, Fault
 __all__ = [
     "FRAMING_HEADERS",
     "HOP_BY_HOP",
+    "STREAM_ENDINGS",
     "Answer",
     "Cut",
     "Dribble",
@@ -54,6 +55,9 @@ __all__ = [
     "Plan",
     "Relayed",
     "Stale",
+    "StreamPiece",
+    "StreamPlay",
+    "Streamed",
     "Upstream",
     "Wait",
     "WaitKind",
@@ -132,6 +136,41 @@ class Dribble:
         return [body[i : i + size] for i in range(0, len(body), size)] or [b""]
 
 
+class StreamPiece(NamedTuple):
+    """What a stream sends at one moment: *data* (framed as sent: an event, a comment, the
+    ``retry:`` field, or the malformed bytes of a fault) after *delay_ms* from the piece
+    before it."""
+
+    delay_ms: float
+    data: bytes
+    event_id: str | None = None
+    """The id it carries (the journal's last id sent), None: none."""
+    counts: bool = True
+    """It is an event (the journal counts the events sent); a comment or ``retry:`` is not."""
+
+
+STREAM_ENDINGS = ("complete", "reset", "close", "stall", "broken_chunking")
+"""How the transport ends a stream once its pieces are sent: ``complete`` (the chunked
+body's last chunk; keep-alive as usual), or the fault the scenario scripted."""
+
+
+@dataclass(frozen=True)
+class StreamPlay:
+    """An answer that is a stream of events (a step's ``stream:``): the plan's
+    :attr:`Plan.answer` gives the status and headers (sent at once, the body chunked, or
+    closed-delimited for an HTTP/1.0 client), then each piece after its delay, a heartbeat
+    while a delay lasts longer than :attr:`heartbeat_ms`, then :attr:`ending`. The engine
+    frames every byte (a malformed event is a piece); the transport only times and ends."""
+
+    pieces: tuple[StreamPiece, ...]
+    ending: str = "complete"
+    """:data:`STREAM_ENDINGS`."""
+    heartbeat_ms: float | None = None
+    heartbeat: bytes = b""
+    stall_ms: float | None = None
+    """``stall``: how long before the connection is closed (None: the server's bound)."""
+
+
 class Stale(enum.StrEnum):
     """How a connection kept open as if alive goes stale after its idle time."""
 
@@ -183,6 +222,9 @@ class Plan:
     upstream: Upstream | None = None
     """Forward the request to a real provider after the waits, and relay its answer
     (:mod:`.proxying`); :attr:`answer` is then not sent."""
+    stream: StreamPlay | None = None
+    """Answer with a stream of events after the waits: :attr:`answer`'s status and headers,
+    then the stream's pieces (its body is not sent)."""
     journalled: bool = False
     """The handler journalled the exchange as it planned it, as the outcome of an answer
     sent whole at once — what always happens to an instant plan, written as soon as it is
@@ -201,7 +243,11 @@ class Plan:
         object.__setattr__(
             self,
             "instant",
-            not self.waits and self.dribble is None and self.fault is None and not self.upstream,
+            not self.waits
+            and self.dribble is None
+            and self.fault is None
+            and not self.upstream
+            and self.stream is None,
         )
         if self.journalled and not self.instant:
             raise ValueError("only an instant plan can be journalled as it is planned")
@@ -223,6 +269,23 @@ class Plan:
 
 
 _new = object.__new__
+
+
+class Streamed(NamedTuple):
+    """How a stream went: the events sent (pieces that count), the last id sent, how it
+    ended, and when its last byte went."""
+
+    events: int
+    last_id: str | None
+    ended: str
+    """An ending of :data:`STREAM_ENDINGS` done, or ``client_left`` (the client went
+    first), ``gave_up`` (the client read nothing for the server's bound: its buffer was not
+    drained), ``stopped`` (the server stopped)."""
+    at: float
+    """Wall-clock time it ended."""
+    last_byte_at: float | None = None
+    """Wall-clock time the last bytes of it were written (the head, an event, a heartbeat),
+    so the journal can say how long the bytes had stopped when it ended (None: not told)."""
 
 
 @dataclass
@@ -264,6 +327,8 @@ class Outcome:
     (:attr:`~mockskill.engine.plan.Stale.DROP_NEXT`); no plan was asked for."""
     upstream: Relayed | None = None
     """What happened upstream, for a plan with :attr:`Plan.upstream` that got that far."""
+    stream: Streamed | None = None
+    """How a stream went, for a plan with :attr:`Plan.stream` whose head was sent."""
 
     @classmethod
     def sent(cls, answer: Answer, at: float, closed: bool) -> Outcome:

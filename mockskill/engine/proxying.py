@@ -230,7 +230,14 @@ class Proxying:
                 plans.upstream_journal(url, key) if relayed is None else relayed.journal(url, key)
             )
             reached = bool(journal.get("reached"))  # it may have run on the provider
-            self._state.record(recorded._replace(upstream=journal, executed=reached))
+            stream = None if relayed is None else relayed.stream
+            self._state.record(
+                recorded._replace(
+                    upstream=journal,
+                    executed=reached,
+                    stream=None if stream is None else stream.record(),
+                )
+            )
             if recorder is not None and relayed is not None and relayed.status is not None:
                 recorder.add(
                     Exchange(
@@ -246,6 +253,7 @@ class Proxying:
                         relayed.body,
                         relayed.truncated,
                         relayed.ms,
+                        None if stream is None else stream.taken(),
                     )
                 )
 

@@ -7,7 +7,8 @@ the serving loop); :mod:`.secrets`, which says what of an exchange is a
 secret and keeps it out of the file (:mod:`.replay_credentials`: what a replay accepts
 instead); :mod:`.answers`, :mod:`.error_steps` and :mod:`.rebase`, an answer as a
 step (a protocol error as its ``error:`` step, URLs back to ``{base_url}``, what it
-echoes of its request as ``{{...}}`` placeholders: :mod:`.echoes`);
+echoes of its request as ``{{...}}`` placeholders: :mod:`.echoes`; a relayed stream of
+events as a ``stream:`` step with its timing: :mod:`.stream_steps`);
 :mod:`.request_cases`, which finds the conditions that tell an endpoint's
 different requests apart (its ``cases``); :mod:`.endpoints`, an endpoint's
 requests as the sequences and cases a replay plays; and :mod:`.writer`,

@@ -27,7 +27,8 @@ from ..engine.exchange import Exchange
 MAX_EXCHANGES = 2000
 """Exchanges a recording keeps by default."""
 MAX_BYTES = 512 * 1024
-"""Request and answer bodies a recording keeps by default, together: the file it
+"""Request and answer bodies a recording keeps by default, together (a relayed stream's
+events counted beside its body): the file it
 becomes stays under the loader's 1 MiB a file."""
 
 
@@ -82,6 +83,8 @@ class Recording:
     def add(self, exchange: Exchange) -> None:
         """Keep *exchange*, or count it as dropped past the bound (the loop's: never waits)."""
         size = len(exchange.body) + len(exchange.response_body)
+        if exchange.stream is not None:  # its events, kept beside the body's bytes
+            size += sum(len(event.data) for event in exchange.stream.events)
         with self._lock:
             if (
                 not self._open
@@ -117,6 +120,10 @@ def dump(exchanges: tuple[Exchange, ...]) -> str:
         out = dataclasses.asdict(exchange)
         for key in ("body", "response_body"):
             out[key] = base64.b64encode(getattr(exchange, key)).decode()
+        if exchange.stream is not None:
+            stream = exchange.stream
+            events = [event._asdict() for event in stream.events]
+            out["stream"] = {**stream._asdict(), "events": events}
         return out
 
     return json.dumps([plain(e) for e in exchanges], indent=1) + "\n"

@@ -14,6 +14,8 @@
   (:mod:`.endpoints`);
 - each answer's measured upstream latency becomes its step's ``delay``
   (rounded ms), unless asked not to;
+- a stream relayed (SSE, NDJSON) becomes a ``stream:`` step, its events with their
+  measured pauses (:mod:`.stream_steps`), its head's latency the step's ``delay``;
 - secrets stay out (:mod:`.secrets`): a protected skill gets ``requires:``
   and the scenario ``auth:`` credentials that accept the consumer's by their
   SHA-256 digest; the header comment names what was redacted, never a value.
@@ -60,6 +62,7 @@ from .secrets import (
     is_secret_header,
     presented,
 )
+from .stream_steps import stream_step
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -247,10 +250,12 @@ class _Build:
             self.access.token_request(exchange)
             self._leave_out(f"{TOKEN_PATH} requests (mockskill's own token endpoint answers them)")
             return
-        step, latency = (
-            answer_step(exchange, rewrite, self.secrets, self.notes),
-            exchange.upstream_ms,
-        )
+        step = stream_step(exchange, rewrite, self.secrets, self.notes, delays=self.delays)
+        if step is not None and exchange.stream is not None:  # its head's latency, then events'
+            latency = exchange.stream.head_ms
+        else:
+            step = answer_step(exchange, rewrite, self.secrets, self.notes)
+            latency = exchange.upstream_ms
         if (m := _DESCRIBE.fullmatch(path)) and method == "GET":
             skill = self._skill(m[1])
             step = self.errors.step(step, {"skill": skill.id, "endpoint": "describe"})

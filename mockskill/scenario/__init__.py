@@ -13,7 +13,8 @@ a step's behaviour on the wire (``waits_and_faults``), an endpoint's ``cases``, 
 (``after``), a skill's or route's ``rate_limit:`` and the ``rate_limited:`` step
 (``rate_limits``), free routes' paths (``routes``), a skill's long-running
 ``task:`` (``tasks``; its ``callback:`` in ``task_callbacks``) and the durations
-written with their unit that its timings are (``durations``),
+written with their unit that its timings are (``durations``), a step's ``stream:`` of
+events (``streams``),
 the frozen values the engine plays (``model``, with ``reply`` and a case's
 ``when`` apart), the scenario states steps set and cases require
 (``states``), what a verification of the journal asks (``verification``:

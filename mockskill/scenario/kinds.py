@@ -41,8 +41,9 @@ class StepKind(Declared):
     not as a plain step."""
     made_per_request: bool = False
     """Whether the engine writes its answer per request (a rate-limited answer's headers
-    read the clock): only ``times``, ``delay`` and ``set_state`` may be beside it (and
-    ``after`` beside ``task: submit``: the task started, its 202 lost)."""
+    read the clock; a stream's events are framed and timed as they go): only ``times``,
+    ``delay`` and ``set_state`` may be beside it (and ``after`` beside ``task: submit``:
+    the task started, its 202 lost)."""
 
 
 STEP_KINDS: tuple[StepKind, ...] = (
@@ -62,6 +63,13 @@ STEP_KINDS: tuple[StepKind, ...] = (
         "task",
         "a long-running task's answer: `submit` starts it (202), `status` reports it as it is"
         " now (see [long-running tasks](#long-running-tasks))",
+        body=True,
+        made_per_request=True,
+    ),
+    StepKind(
+        "stream",
+        "a stream of events (SSE or NDJSON) with a terminal result or error event, and faults"
+        " after event N (see [streams](#streams))",
         body=True,
         made_per_request=True,
     ),

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..protocol.catalog import UPGRADE_URL
+from ..protocol.catalog import UPGRADE_URL, Retry
 from ..protocol.versions import Range, parse_version
 from .delays import Delay, LogNormal, Uniform
 from .kinds import FAULT_NAMES, RANDOM_FAULTS, TLS_FAULT_NAMES
@@ -32,10 +32,14 @@ __all__ = [
     "INITIAL_STATE",
     "JSON_TYPE",
     "LIMIT_KEYS",
+    "MAX_EVENT_BYTES",
+    "MAX_STREAM_EVENTS",
     "RATE_ANSWERS",
     "RATE_HEADER_FORMS",
     "RETRY_AFTER_FORMS",
     "STALE_MODES",
+    "STREAM_FAULTS",
+    "STREAM_FORMATS",
     "TEXT_TYPE",
     "TLS_FAULTS",
     "Case",
@@ -63,6 +67,10 @@ __all__ = [
     "Sequence",
     "Skill",
     "Step",
+    "Stream",
+    "StreamEnd",
+    "StreamEvent",
+    "StreamFault",
     "ValueSource",
 ]
 """The frozen values; a reply and a case's conditions live in their own modules and are
@@ -202,6 +210,144 @@ class RateLimited:
     answer: RateAnswer = RateAnswer()
 
 
+STREAM_FORMATS = ("sse", "ndjson")
+"""How a stream step frames its events: Server-Sent Events (``text/event-stream``) or JSON
+lines (``application/x-ndjson``)."""
+STREAM_FAULTS = (
+    "reset",
+    "close",
+    "stall",
+    "bad_utf8",
+    "no_blank_line",
+    "oversized_line",
+    "not_json",
+    "duplicate_id",
+    "out_of_order_id",
+    "broken_chunking",
+)
+"""What a stream's ``fault:`` does once *after* events were sent (docs/streams.md):
+``reset`` the connection (RST); ``close`` it cleanly with no terminal event; ``stall``
+(bytes stop, the socket stays open); send one malformed event (``bad_utf8``,
+``no_blank_line``, ``oversized_line``, ``not_json``: a ``data`` that is not JSON where JSON
+is promised) or an event whose id repeats the last (``duplicate_id``) or goes back
+(``out_of_order_id``), then go on; or break the chunked framing (``broken_chunking``).
+An error event mid-stream is not a fault: it is the stream's ``end:`` (``error:``)."""
+MAX_STREAM_EVENTS = 100_000
+"""Events a stream step sends at most (a ``repeat`` included)."""
+MAX_EVENT_BYTES = 64 * 1024
+"""A scripted event's framed size at most (a larger one is a load problem); the
+``oversized_line`` fault sends a line past it on purpose."""
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event a stream sends (a ``repeat`` is unrolled at load), or a comment."""
+
+    where: Position
+    data: str | None = None
+    """What it carries, as sent: a scripted JSON value is dumped once at load (compact);
+    a text may have several lines (SSE: one ``data:`` line each). None: a comment only."""
+    name: str | None = None
+    """SSE's ``event:`` (NDJSON: the object's ``event`` member); None: none sent."""
+    id: str | None = None
+    """SSE's ``id:`` (NDJSON: the ``id`` member); never with a line break (a load
+    problem). None: none sent."""
+    delay_ms: int = 0
+    """The pause before it, after the previous event (a ``rate:`` is made into this)."""
+    comment: str | None = None
+    """An SSE comment line (``: text``) sent with it, or alone when :attr:`data` is None
+    (NDJSON sends no comments)."""
+    is_json: bool = False
+    """:attr:`data` is a JSON value as scripted (dumped at load): NDJSON sends it as that
+    value; False: a text (NDJSON sends it as a JSON string, ``"42"`` for the text 42)."""
+
+
+@dataclass(frozen=True)
+class StreamFault:
+    """A stream's fault (:data:`STREAM_FAULTS`), done once *after* events were sent."""
+
+    kind: str
+    after: int
+    """Events sent before it (0: before the first)."""
+    stall_ms: int | None = None
+    """``stall``: how long the bytes stop before the connection is closed (None: until the
+    client leaves, or the server's stall bound, docs/streams.md)."""
+
+
+MIN_IDLE_BOUND_MS = 1000
+"""The least default idle bound of a stream (``Stream.idle_bound``): 1 s."""
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """How a stream ends when no fault ends it first: its terminal event, a result or an
+    error event carrying the protocol's unified body (with its retry advice)."""
+
+    event: StreamEvent
+    """The terminal event (its name ``result`` or ``error`` unless scripted)."""
+    error_code: str | None = None
+    """An error event's code (its body is the catalog's unified body); None: a result."""
+    retry: Retry | None = None
+    """An error event's retry advice, as its body carries it (None: a result, or a
+    category that gives none): what the journal's entry carries, as an error answer's."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A step that answers with a stream of events (``stream:``, docs/streams.md): its
+    head at once, then each event after its delay, then its :attr:`end` — unless its
+    :attr:`fault` comes first."""
+
+    where: Position
+    events: tuple[StreamEvent, ...]
+    formats: tuple[str, ...] = ("sse",)
+    """The framings it may answer with (:data:`STREAM_FORMATS`); the first is the default,
+    the request's ``Accept`` chooses among several."""
+    end: StreamEnd | None = None
+    """None: the stream closes cleanly after its events, with no terminal event."""
+    heartbeat_ms: int | None = None
+    """While a pause between events lasts, a heartbeat every this long (SSE: a comment
+    line; NDJSON: an empty line). None: none."""
+    retry_ms: int | None = None
+    """SSE's ``retry:`` field, sent first (the reconnection time it advises)."""
+    fault: StreamFault | None = None
+    resumable: bool = False
+    """It honours ``Last-Event-ID``: a request carrying one continues after that id."""
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    """Headers besides the framing and ``Content-Type`` (which the format sets)."""
+    idle_bound_ms: int | None = None
+    """``idle_bound:``: how long a consumer may see no byte of it (no event, no heartbeat)
+    before it should take the stream for stalled and leave (the audit's
+    ``stall-not-detected``). None: :meth:`idle_bound`'s default."""
+    expected_ms: int | None = None
+    """``expected:``: how long the stream is declared to last; a consumer that leaves it
+    sooner while it still delivers is ``gave-up-despite-progress``. None: the scripted
+    duration (:meth:`expected`)."""
+
+    def idle_bound(self) -> int:
+        """The idle bound in ms: :attr:`idle_bound_ms`, else 3 times the longest pause between
+        bytes (events, the end, heartbeats: a heartbeat shortens every pause it fills), at
+        least :data:`MIN_IDLE_BOUND_MS`."""
+        if self.idle_bound_ms is not None:
+            return self.idle_bound_ms
+        pauses = [event.delay_ms for event in self.events]
+        if self.end is not None:
+            pauses.append(self.end.event.delay_ms)
+        longest = max(pauses, default=0)
+        if self.heartbeat_ms is not None:
+            longest = min(longest, self.heartbeat_ms)
+        return max(MIN_IDLE_BOUND_MS, 3 * longest)
+
+    def expected(self) -> int:
+        """The expected duration in ms: :attr:`expected_ms`, else the scripted one (every
+        pause, the end's included), from the head to the last event."""
+        if self.expected_ms is not None:
+            return self.expected_ms
+        total = sum(event.delay_ms for event in self.events)
+        return total + (self.end.event.delay_ms if self.end is not None else 0)
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a sequence, played *times* requests in a row.
@@ -242,6 +388,9 @@ class Step:
     """``task:`` (:data:`TASK_STEP_KINDS`): ``submit`` starts a task instead of answering
     :attr:`reply` (a task skill's invoke); ``status`` answers its task as it is now (its
     status URL's ``polls:``). None: neither."""
+    stream: Stream | None = None
+    """``stream:``: answer with a stream of events instead of :attr:`reply` (whose status
+    and headers are the stream's head)."""
 
     @functools.cached_property  # read on every request; the step never changes
     def random(self) -> bool:
@@ -259,6 +408,11 @@ class Step:
     def needs_socket(self) -> bool:
         """Whether it acts on the raw connection (transport faults)."""
         return self.fault is not None or any(c.step.needs_socket for c in self.choices)
+
+    @property
+    def streams(self) -> bool:
+        """Whether it (or one of its choices) answers with a stream of events."""
+        return self.stream is not None or any(c.step.streams for c in self.choices)
 
     @property
     def proxied(self) -> bool:

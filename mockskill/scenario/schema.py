@@ -9,7 +9,8 @@ and checks a few things a schema cannot (unique names across files, ``name``
 in multi-document files, Werkzeug rule syntax).
 ``tests/scenario/test_schema.py`` keeps the two in step; :func:`disagreements`
 says where the schema's lists of step kinds, faults, TLS faults and delay
-shapes differ from their declaration (:mod:`.kinds`), which
+shapes differ from their declaration (:mod:`.kinds`), and a stream's faults and formats
+from the model's, which
 ``tests/scenario/test_kinds.py`` holds at none.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import kinds
+from .model import STREAM_FAULTS, STREAM_FORMATS
 
 SCHEMA_PATH: Path = Path(__file__).resolve().parent.parent / "scenario.schema.json"
 """Where the schema file is, inside the installed package."""
@@ -36,8 +38,8 @@ def scenario_schema() -> dict[str, Any]:
 
 def disagreements(schema: dict[str, Any]) -> list[str]:
     """Where *schema* lists step kinds, faults, TLS faults or delay shapes other than :mod:`.kinds`
-    declares them (empty when it agrees): each entry says where, what is written, what
-    is declared."""
+    declares them, or a stream's faults and formats other than the model does (empty when
+    it agrees): each entry says where, what is written, what is declared."""
     defs = schema.get("$defs", {})
     found: list[str] = []
 
@@ -94,6 +96,19 @@ def disagreements(schema: dict[str, Any]) -> list[str]:
         "$defs.step_rules.allOf[1].not.anyOf (one body kind)",
         rules[1].get("not", {}).get("anyOf") if len(rules) > 1 else None,
         [{"required": list(pair)} for pair in itertools.combinations(kinds.BODY_KINDS, 2)],
+    )
+    stream_kind = defs.get("stream_fault", {}).get("properties", {}).get("kind", {})
+    compare("$defs.stream_fault.properties.kind.enum", stream_kind.get("enum"), list(STREAM_FAULTS))
+    compare(
+        "$defs.stream_fault.properties.kind.description (the faults it names)",
+        [name for name in STREAM_FAULTS if name in stream_kind.get("description", "")],
+        list(STREAM_FAULTS),
+    )
+    stream_format = defs.get("stream", {}).get("properties", {}).get("format", {})
+    compare(
+        "$defs.stream.properties.format.anyOf[0].enum",
+        stream_format.get("anyOf", [{}])[0].get("enum"),
+        list(STREAM_FORMATS),
     )
     step_keys = defs.get("step", {}).get("properties", {})
     compare(

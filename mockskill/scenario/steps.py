@@ -5,7 +5,8 @@ An endpoint's behaviour is written as one step, a list of steps, or
 (``error: CODE`` with optional overrides), a result (``status``, ``headers``
 and a ``json`` or ``text`` body, or bytes: ``body_base64``, ``body_file``,
 :mod:`.bodies`), or the skill's descriptor
-(``descriptor: true``); any of them may wait first (``delay``, ms) and repeat
+(``descriptor: true``), or a stream of events (``stream:``, read by :mod:`.streams`);
+any of them may wait first (``delay``, ms) and repeat
 (``times``). Each is rendered here, once, into a :class:`~mockskill.scenario.model.Reply`;
 how it behaves on the wire (waits, faults, keep-alive) is read by :mod:`.wire`.
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import catalog
-from . import after, bodies, proxy_config, rate_limits, states, waits_and_faults
+from . import after, bodies, proxy_config, rate_limits, states, streams, waits_and_faults
 from .kinds import BODY_KINDS, PLAIN_KINDS, listed
 from .model import (
     END_RULES,
@@ -80,6 +81,7 @@ STEP_KEYS = (
     "set_state",
     "rate_limited",
     "task",
+    "stream",
 )
 ERROR_ONLY = ("message", "details", "retry")
 SEQUENCE_KEYS = ("steps", "end")
@@ -181,6 +183,8 @@ def read_step(r: Reader, raw: Any, path: Path, ctx: StepContext) -> Step | None:
 
 
 def _plain_step(r: Reader, raw: dict[str, Any], path: Path, ctx: StepContext) -> Step | None:
+    if "stream" in raw:  # a stream of events (before proxy: a stream does not forward)
+        return streams.stream_step(r, raw, path, ctx, read_step)
     if "proxy" in raw:  # forwarded to a real provider
         return proxy_config.proxy_step(r, raw, path, ctx, read_step)
     if "rate_limited" in raw:  # refused: the engine writes the answer per request

@@ -2,7 +2,7 @@
 
 It does the I/O and decides nothing: a :class:`~.handler.Handler` turns each
 parsed :class:`~.handler.Request` into a :class:`~mockskill.engine.plan.Plan`
-(what to answer, and how: waits, cuts, dribbles, faults, keep-alive
+(what to answer, and how: waits, cuts, dribbles, faults, streams, keep-alive
 behaviour), the transport plays it with loop timers and reports an
 :class:`~mockskill.engine.plan.Outcome`. The plan type is the engine's
 (which produces it); the transport imports it, and of the rest only the
@@ -20,6 +20,7 @@ through it.
 | :mod:`.rules` | RFC 9112's other rules: codings, ``Host``, versions; an upgrade's body |
 | :mod:`.waiting` | the connection's waits, which end when the client leaves or the server stops |
 | :mod:`.timers` | what is due, by the millisecond, on one loop timer, however many waits |
+| :mod:`.streaming` | a stream of events played: head, pieces on time, heartbeats, the ending |
 | :mod:`.relaying` | a proxy plan's relay: the request sent upstream, the answer handed on |
 | :mod:`.upstream` | the HTTP/1.1 client to real providers: a keep-alive pool on the loop |
 | :mod:`.courier` | task callbacks sent: a loop timer per task, POSTs through the pool, retries |

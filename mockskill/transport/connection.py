@@ -21,7 +21,9 @@ went (:meth:`Connection.report`).
 - a plan that waits (delays, hangs, cuts, a fault after them) is played by
   loop timers and callbacks (:class:`~.waiting.Waits`), no task;
 - a dribbled body, a proxy plan, or a plan the handler makes off the loop,
-  is played by a task.
+  is played by a task;
+- a stream of events, after its waits, is played by a
+  :class:`~.streaming.Streaming` on the loop timers (no task).
 
 After each answer comes what the plan says: a close, a keep-alive fault (a
 stale connection, a close without saying so), or the next request. Every
@@ -41,7 +43,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import cast
 
 from ..engine.plan import Answer, Fault, Outcome, Plan, Stale
@@ -49,7 +52,8 @@ from .faults import FAULTS
 from .handler import FALLBACK, Refusal, Request
 from .reading import CONTINUE, UNKNOWN, RequestReader
 from .relaying import Relay
-from .shared import Shared
+from .shared import Shared, resolve
+from .streaming import GAVE_UP, Streaming
 from .waiting import LEFT, STOP, Waiting, Waits
 
 log = logging.getLogger("mockskill.transport")
@@ -77,6 +81,7 @@ class Connection(asyncio.Protocol):
         "_reading_paused",
         "_shared",
         "_stale",
+        "_streaming",
         "_task",
         "_unsent",
         "_waiting",
@@ -118,6 +123,8 @@ class Connection(asyncio.Protocol):
         as a request is read."""
         self._stale: Stale | None = None
         self._drop_next = False
+        self._streaming: Streaming | None = None
+        """The stream being played (None: none): told when the client reads again."""
 
     @property
     def deadline(self) -> float:
@@ -286,6 +293,8 @@ class Connection(asyncio.Protocol):
             self._write_timer.cancel()
             self._write_timer = None
         self._waiting.writable()
+        if self._streaming is not None:
+            self._streaming.writable()
         if not self._busy:
             self._advance()
 
@@ -318,8 +327,9 @@ class Connection(asyncio.Protocol):
         if self.left_at is None:
             self.left_at = now
         if self._busy:
-            # The exchange in flight ends as when a client leaves, and is journalled so.
-            self._waiting.interrupt(LEFT)
+            # The exchange in flight ends as when a client leaves, and is journalled so
+            # (a stream: as given up on, which the stream's record tells apart).
+            self._waiting.interrupt(LEFT if self._streaming is None else GAVE_UP)
         else:
             # Its answers are journalled already: the cut is, as a refusal of the client.
             seconds = self._limits.write_timeout
@@ -501,6 +511,11 @@ class Connection(asyncio.Protocol):
         """A plan's waits on timers are over (or ended early, for *reason*): finish it."""
         self._waiting.timed = None
         item, started = timed.item, timed.started
+        if reason is None and timed.plan.stream is not None and timed.cut_ms is None:
+            assert isinstance(item, Request)  # (a refusal's plan is an answer)
+            # The exchange is over when the stream is.
+            self._stream(item, timed.plan, timed.close, started, timed.waited_ms, None)
+            return
         try:
             if reason is not None:
                 self._gone(item, reason, Outcome(None, started, waited_ms=timed.waited_ms))
@@ -509,6 +524,41 @@ class Connection(asyncio.Protocol):
                 self._finish(item, plan, answer, close, started, timed.cut_ms, timed.waited_ms)
         finally:
             self._exchange_over()
+
+    def _stream(
+        self,
+        item: Request,
+        plan: Plan,
+        close: bool,
+        started: float,
+        waited: float,
+        done: asyncio.Future[None] | None,
+    ) -> None:
+        """Play *plan*'s stream (:mod:`.streaming`); when it is over, what the connection
+        does after it, then the next exchange (or *done* is resolved: a task plays it)."""
+        over = self._exchange_over if done is None else partial(resolve, done, None)
+        streaming = Streaming(
+            self,
+            self._shared.timers,
+            self._loop,
+            item,
+            plan,
+            self.closes(plan, close),
+            started,
+            waited,
+            partial(self._streamed, over),
+        )
+        self._streaming = streaming
+        self._waiting.timed = streaming
+        streaming.start()
+
+    def _streamed(self, over: Callable[[], object], streaming: Streaming) -> None:
+        """*streaming* is over: what the connection does after it, then *over*."""
+        self._streaming = None
+        self._waiting.timed = None
+        if not self.closed:
+            self.after(streaming.plan, streaming.close)
+        over()
 
     def _exchange_over(self) -> None:
         """The exchange played by timers or a task is over: the next one, or a quiet close."""
@@ -645,6 +695,11 @@ class Connection(asyncio.Protocol):
                 answer = cut_answer if isinstance(cut_answer, Answer) else cut_answer.answer(spent)
                 cut_ms = spent
                 break
+        if plan.stream is not None and cut_ms is None and isinstance(item, Request):
+            done: asyncio.Future[None] = self._loop.create_future()
+            self._stream(item, plan, close, started, waited, done)
+            await done
+            return
         if plan.upstream is not None and cut_ms is None:  # a proxy step: forwarded after its waits
             await Relay(self, self._waiting, self._loop).run(item, plan, close, started, waited)
             return

@@ -10,7 +10,13 @@ hands the answer on once it came: its status line and headers as they
 arrive, its body chunk by chunk (``Content-Length`` kept when the upstream
 sent one, chunked otherwise), waiting for the consumer to read what was
 written (write backpressure; the upstream's reading pauses meanwhile); an
-answer whole already goes in one write (most). A descriptor or the list of
+answer whole already goes in one write (most). An answer that is a stream of
+events (``text/event-stream``, ``application/x-ndjson``: the plan's
+:meth:`~mockskill.engine.forwarding.Upstream.relayed_stream` says) is relayed the same
+way, each chunk handed on as it is read; every chunk is given, as it goes, to its
+:class:`~mockskill.engine.relayed_streams.RelayedStream`, which finds the events in
+it (the journal's ``Entry.stream``, a recording's ``stream:`` step), and is told how
+the stream ended. A descriptor or the list of
 skills is buffered (up to :data:`~mockskill.engine.proxying.MAX_REWRITTEN`)
 to rewrite its URLs; a commit-then-fail step (``after:``) reads the whole
 answer, then answers its error or does its fault instead. It reports every
@@ -305,6 +311,11 @@ class Relay:
         answer = Answer(status, ())
         headers_at = time.time()
         head = upstream.answer_head(status, up.reason, headers, framing, close=close)
+        events = None
+        if has_body and not head_only and not complete:  # its events found as they pass
+            now = time.perf_counter()
+            events = upstream.relayed_stream(up.headers, (now - begun) * 1000, now)
+            relayed.stream = events
         if complete:  # whole once buffered to be rewritten: one write
             data = b"".join(pending)
             if chunked:
@@ -323,8 +334,12 @@ class Relay:
                 pending = []
             else:
                 data = b""
+            if events is not None and data:
+                events.feed(data, time.perf_counter())
             if complete:  # journalled before the last byte goes
                 relayed.ms = (time.perf_counter() - begun) * 1000
+                if events is not None:
+                    events.end("complete", time.perf_counter())
                 self._report_relayed(item, answer, started, headers_at, waited, close, relayed)
                 if chunked:
                     data = (_chunk(data) if data else b"") + b"0\r\n\r\n"
@@ -393,6 +408,12 @@ class Relay:
         data = b"".join(pending) if has_body else b""
         if has_body:
             self._keep(relayed, upstream, [data])
+            now = time.perf_counter()
+            events = upstream.relayed_stream(up.headers, (now - begun) * 1000, now)
+            if events is not None:  # a stream whole with its head: every event at once
+                events.feed(data, now)
+                events.end("complete", now)
+                relayed.stream = events
         if upstream.rewrite is not None and has_body:
             rewritten = upstream.rewrite(data)
             if rewritten is not data:
@@ -466,6 +487,8 @@ class Relay:
     ) -> None:
         """The upstream failed once its answer had begun: the consumer's connection is cut."""
         relayed.error, relayed.cut = reason, True
+        if relayed.stream is not None:
+            relayed.stream.end("upstream_cut", time.perf_counter())
         if begun:
             relayed.ms = (time.perf_counter() - begun) * 1000
         now = time.time()
@@ -477,6 +500,8 @@ class Relay:
     def _relay_gone(self, item: Request, reason: str, outcome: Outcome, relayed: Relayed) -> None:
         """The consumer left, or the stop cut the exchange: reported with what happened upstream."""
         stopped = reason == STOP
+        if relayed.stream is not None:
+            relayed.stream.end("stopped" if stopped else "client_left", time.perf_counter())
         outcome.client_left_at = None if stopped else (self._down.left_at or time.time())
         outcome.stopped, outcome.closed, outcome.upstream = stopped, True, relayed
         self._told(item, outcome)

@@ -2,7 +2,9 @@
 
 The ``proxy`` steps' upstream calls. Small on purpose (no new dependency,
 and a relay must stream: an upstream's status and headers are handed on as
-they arrive, its body chunk by chunk): one :class:`UpstreamConnection`
+they arrive, its body chunk by chunk — a provider's stream of events as its
+events come; what is read and not yet relayed pauses the reading at
+:data:`HIGH_WATER`, so a slow consumer holds a bounded buffer): one :class:`UpstreamConnection`
 (an :class:`asyncio.Protocol`) per connection, its answers parsed by
 httptools' ``HttpResponseParser`` (content-length, chunked, or read until
 close), kept alive in a :class:`Pool` per loop, by (scheme, host, port,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..engine.plan import Answer, Plan, Wait
 from .handler import FALLBACK, Refusal, Request
@@ -33,6 +33,14 @@ STOP = "stop"
 TIMEOUT = "timeout"
 
 _T = TypeVar("_T")
+
+
+class Timed(Protocol):
+    """What a connection plays on the server's timers (its waits, a stream), which a
+    client leaving or the server stopping ends early."""
+
+    def interrupt(self, reason: str) -> None:
+        """End it now, for *reason*."""
 
 
 class Waits:
@@ -147,8 +155,8 @@ class Waiting:
         """Why the waits end now (:data:`LEFT`, :data:`STOP`); None while they may go on."""
         self.eof = False
         """The client sent EOF: it sends nothing more, and a wait for its time ends at once."""
-        self.timed: Waits | None = None
-        """A plan's waits on the server's timers, under way."""
+        self.timed: Timed | None = None
+        """A plan's waits on the server's timers, or its stream, under way."""
         self._waiter: asyncio.Future[str | None] | None = None
         self._ends_on_eof = False
         """Whether :attr:`_waiter` ends when the client sends EOF."""

@@ -51,6 +51,7 @@ from ..engine.pending import Pending, answered
 from ..engine.proxying import proxy_needs_loop
 from ..engine.rendering import RequestValues, rendered
 from ..engine.store import StoreUnavailable
+from ..engine.streams import stream_needs_loop
 from ..protocol import catalog
 from ..scenario.model import Reply
 from .socket_faults import FAULTS, take
@@ -91,8 +92,9 @@ def handle(engine: Engine, request: Request) -> Response:
         return response
     assert chosen is not None
     assert chosen.step is not None
-    if chosen.step.proxy is not None:
-        reply = proxy_needs_loop(chosen.step)
+    if chosen.step.proxy is not None or chosen.step.stream is not None:
+        step = chosen.step
+        reply = proxy_needs_loop(step) if step.proxy is not None else stream_needs_loop(step)
         engine.state.record(engine.entry(incoming, decided, chosen, reply.status, reply))
         return respond(reply)
     response, played, connection = _play(incoming, decided, chosen, decided.urls)

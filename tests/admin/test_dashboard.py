@@ -8,6 +8,7 @@ to ``test-artifacts/dashboard.png`` (the folder: ``MOCKSKILL_ARTIFACTS``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -701,4 +702,216 @@ def test_each_task_is_a_row_of_its_polls_bands_cancel_callbacks_and_findings(
     assert cancelled_chip.inner_text() == "1"
 
     page.screenshot(path=str(artifacts() / "dashboard-task-timeline.png"), full_page=True)
+    assert console.errors == []
+
+
+# -- the stream timeline ----------------------------------------------------------------------
+
+STREAMS = """
+name: stream-demo
+description: A stream cut after event 4 then whole, one that stalls, one a client leaves.
+skills:
+  - id: cut
+    invoke:
+      - stream:
+          events: &tokens
+            - {repeat: 6, rate: 100/s, event: token, data: {text: tok}, id_from: 1}
+          end: &result {event: result, data: {answer: 42}}
+          fault: {after: 4, kind: reset}
+      - stream: {events: *tokens, end: *result}
+  - id: stall
+    invoke:
+      stream:
+        events: [{repeat: 5, rate: 100/s, event: progress, data: {step: 1}, id_from: 1}]
+        end: *result
+        fault: {after: 2, kind: stall}
+  - id: slow
+    invoke:
+      stream:
+        events: [{repeat: 100, rate: 50/s, event: token, data: {text: tok}, id_from: 1}]
+        end: *result
+"""
+
+
+def consume_streams(server: Server, session: str) -> None:
+    """A consumer's streams: cut after event 4 and re-issued (whole), a stall it leaves at
+    its read timeout, and a slow stream it leaves after event 3."""
+    headers = {"Mockskill-Session": session}
+    cut = server.invoke_url("cut")
+    with (
+        pytest.raises(requests.exceptions.ChunkedEncodingError),
+        requests.post(cut, headers=headers, stream=True, timeout=5) as answer,
+    ):
+        for _ in answer.iter_lines():
+            pass
+    whole = requests.post(cut, headers=headers, timeout=5)
+    assert b"event: result" in whole.content
+    with pytest.raises(requests.exceptions.ConnectionError):  # a read timeout, mid-body
+        requests.post(server.invoke_url("stall"), headers=headers, timeout=(5, 0.3))
+    with requests.post(server.invoke_url("slow"), headers=headers, stream=True, timeout=5) as left:
+        lines = left.iter_lines()
+        while next(lines) != b"id: 3":
+            pass
+    deadline = time.monotonic() + 5  # each attempt is journalled when its stream ends
+    while len(server.journal(session)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def stream_marks(page: Page, selector: str) -> list[dict[str, Any]]:
+    """Each element *selector* matches in the stream timeline's plot: its journal id, how its
+    attempt ended, its class, where it starts and ends (x)."""
+    found: list[dict[str, Any]] = page.eval_on_selector_all(
+        f"#streams .stream-plot {selector}",
+        """nodes => nodes.map(n => { const box = n.getBBox(); return {
+            id: n.dataset.id, ended: n.dataset.ended, events: n.dataset.events,
+            cls: n.getAttribute("class"), x0: box.x, x1: box.x + box.width,
+            title: (n.querySelector("title") || {}).textContent || "",
+        }; })""",
+    )
+    return found
+
+
+def test_each_stream_attempt_is_a_bar_its_events_and_where_it_broke(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STREAMS)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    consume_streams(server, session)
+    journal = server.journal(session)
+    assert [e.stream and e.stream["ended"] for e in journal] == [
+        "reset", "complete", "stall", "client_left",
+    ]  # fmt: skip
+    ids = [str(e.id) for e in journal]
+    # The stream rules (resume-ignored, ...) are the audit's; the page rings whatever finding
+    # names an attempt's entry. Here the real report, with one such finding added last (after
+    # any the rules found) on the cut attempt and its re-issue, as the report lists a rule's.
+    planted = {
+        "rule": "resume-ignored", "session": session, "endpoint": "POST /skills/cut/invoke",
+        "attempts": [journal[0].id, journal[1].id],
+        "message": "1 re-issue of a cut stream without Last-Event-ID",
+        "expected": "Last-Event-ID: 4", "found": "no Last-Event-ID", "fix": "send Last-Event-ID",
+    }  # fmt: skip
+
+    number: dict[str, int] = {}  # the planted finding's number in the report (1-based)
+
+    def with_finding(route: Any) -> None:
+        answer = route.fetch()
+        report = answer.json()
+        for listed in report["sessions"]:
+            if listed["session"] == session:
+                listed["findings"].append(planted)
+                number["planted"] = len(listed["findings"])
+                for row in listed["streams"]:
+                    if row["id"] in planted["attempts"]:
+                        row["findings"].append(number["planted"])
+        route.fulfill(response=answer, json=report)
+
+    page.route(re.compile(r".*/__admin/report\?session=.*"), with_finding)
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#streams .stream-plot .stream-bar').length === 4"
+    )
+    bars = stream_marks(page, "rect.stream-bar")
+    # A bar an attempt, in order of time, each with the events it sent and how it ended.
+    assert [b["id"] for b in bars] == ids
+    assert [b["ended"] for b in bars] == ["reset", "complete", "stall", "client_left"]
+    assert [b["events"] for b in bars[:3]] == ["4", "7", "2"]  # the whole one: 6 and its result
+    assert 3 <= int(bars[3]["events"]) < 20
+    # The re-issue starts after the cut attempt broke; each later attempt after the one before.
+    assert all(a["x1"] <= b["x0"] for a, b in itertools.pairwise(bars))
+    # Where each broke: a cross at its bar's end; the whole one's end a cap.
+    breaks = stream_marks(page, "path.stream-break")
+    assert [b["id"] for b in breaks] == [ids[0], ids[2], ids[3]]
+    for mark in breaks:
+        bar = next(b for b in bars if b["id"] == mark["id"])
+        assert mark["x0"] < bar["x1"] < mark["x1"]
+    assert "e-reset" in breaks[0]["cls"].split()
+    assert "reset after event 4" in breaks[0]["title"]
+    assert "scripted: stall after event 2" in breaks[1]["title"]
+    assert f"client left after event {bars[3]['events']}" in breaks[2]["title"]
+    assert [e["id"] for e in stream_marks(page, "line.stream-end")] == [ids[1]]
+    # The finding on the cut stream and its re-issue rings both, and names it on their labels.
+    ringed = [b["id"] for b in bars if "finding" in b["cls"].split()]
+    assert ringed[:2] == ids[:2]
+    labels = page.eval_on_selector_all(
+        "#streams text.stream-label", "ts => ts.map(t => t.textContent)"
+    )
+    flagged = {label.split(" ⚑")[0]: label.split(" ⚑")[1].split(",") for label in labels[:2]}
+    assert str(number["planted"]) in flagged["cut #1 · 4 events · last id 4 · reset after event 4"]
+    assert str(number["planted"]) in flagged["cut #2 · 7 events · last id 6 · complete"]
+    page.hover(f"#findings li[data-finding='{number['planted']}']")
+    lit = page.eval_on_selector_all("#streams .hl", "ns => [...new Set(ns.map(n => n.dataset.id))]")
+    assert lit == ids[:2]
+
+    page.screenshot(path=str(artifacts() / "dashboard-streams.png"), full_page=True)
+    assert console.errors == []
+
+
+def test_a_stall_past_its_idle_bound_a_client_leaving_early_and_an_error_end_are_drawn(
+    serve: Callable[..., Server], page: Page
+) -> None:
+    server = serve(STREAMS)
+    session = f"dash-{uuid.uuid4().hex[:8]}"
+    # Stream attempts as the journal holds them (Entry.stream, with what the audit's rules
+    # read: the bytes' stalled time, the scenario's idle bound and expected duration): a
+    # stall held 2.5 s past its last byte (idle bound 500 ms), a client that left after
+    # 400 ms of a stream expected to run 2 s, an error end, and a resumed attempt.
+    start = time.time() - 10
+    base = {"format": "sse", "fault": None, "fault_after": None, "resumed_from": None,
+            "asked_from": None, "resumable": False, "retry_ms": None, "idle_bound_ms": 500,
+            "expected_ms": 1000, "stalled_ms": 0}  # fmt: skip
+    attempts: list[tuple[float, float, str, dict[str, Any], str | None]] = [
+        (0.0, 3.0, "stall", {"events": 10, "last_id": "10", "ended": "stall", "fault": "stall",
+                             "fault_after": 10, "stalled_ms": 2500}, None),
+        (3.2, 0.4, "slow", {"events": 20, "last_id": "20", "ended": "client_left",
+                            "expected_ms": 2000}, None),
+        (3.8, 0.4, "overload", {"events": 21, "last_id": "20", "ended": "complete"},
+         "ENDPOINT_UNREACHABLE"),
+        (4.4, 0.6, "cut", {"events": 31, "last_id": "60", "ended": "complete",
+                           "resumed_from": "30", "asked_from": "30"}, None),
+    ]  # fmt: skip
+    ids = []
+    for at, took, skill, record, code in attempts:
+        ids.append(str(server.state.next_id()))
+        head, end = start + at + 0.002, start + at + 0.002 + took
+        left = end if record["ended"] in ("stall", "client_left") else None
+        server.state.record(
+            Entry(int(ids[-1]), start + at, end, session, "POST", f"/skills/{skill}/invoke",
+                  200, "invoke", skill=skill, error_code=code, client_left=left,
+                  headers_sent=head, executed=True,
+                  stream={**base, **record, "duration_ms": took * 1000})
+        )  # fmt: skip
+    console = Console(page)
+
+    page.goto(f"{server.url}/__admin/#session={session}")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#streams .stream-plot .stream-bar').length === 4"
+    )
+    bars = {b["id"]: b for b in stream_marks(page, "rect.stream-bar")}
+    stall, slow, overload, resumed = (bars[i] for i in ids)
+    # The stall: its last 2.5 s of 3 without a byte, and the idle bound run out 500 ms in.
+    [stalled] = stream_marks(page, "rect.stream-stalled")
+    width = stall["x1"] - stall["x0"]
+    assert stalled["x0"] == pytest.approx(stall["x1"] - width * 2.5 / 3, abs=1)
+    assert stalled["x1"] == pytest.approx(stall["x1"], abs=1)
+    [bound] = stream_marks(page, "line.stream-idle-bound")
+    assert bound["x0"] == pytest.approx(stalled["x0"] + width * 0.5 / 3, abs=1)
+    # The client that left: where the stream was expected to end, past its bar.
+    [expected] = stream_marks(page, "line.stream-expected")
+    assert expected["x0"] == pytest.approx(slow["x0"] + (slow["x1"] - slow["x0"]) * 5, abs=1)
+    # The error end: a red cap, named on its label; the resumed attempt says after what.
+    assert [e["cls"] for e in stream_marks(page, "line.stream-end")] == [
+        "stream-end error", "stream-end",
+    ]  # fmt: skip
+    labels = page.eval_on_selector_all(
+        "#streams text.stream-label", "ts => ts.map(t => t.textContent)"
+    )
+    assert labels[2] == "overload #1 · 21 events · last id 20 · error event ENDPOINT_UNREACHABLE"
+    assert labels[3] == "cut #1 · resumed after id 30 · 31 events · last id 60 · complete"
+    assert "the request's Last-Event-ID: 30" in resumed["title"]
+    assert overload["ended"] == "complete"
+
+    page.screenshot(path=str(artifacts() / "dashboard-stream-rules.png"), full_page=True)
     assert console.errors == []

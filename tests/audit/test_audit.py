@@ -806,6 +806,7 @@ def test_the_report_has_every_session_and_names_the_policy(server: Server) -> No
         "herd_share": 2 / 3,
         "burst_ms": 100,
         "abandoned_ms": 5000,
+        "idle_slack_ms": 250,
     }
     assert [s["session"] for s in whole["sessions"]] == [a.session, b.session]
     assert [s["requests"] for s in whole["sessions"]] == [2, 2]

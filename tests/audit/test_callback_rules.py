@@ -119,7 +119,7 @@ class Journal(TaskJournal):
 
 
 def test_the_callback_rules_are_rules_of_the_audit() -> None:
-    assert RULES[-3:] == (
+    assert RULES[-6:-3] == (
         "callback-not-acknowledged",
         "callback-signature-not-checked",
         "callback-without-reconcile",

@@ -125,7 +125,7 @@ def finished(j: Journal, at: float, task: str = "t1", status: str = "completed")
 
 
 def test_the_task_rules_are_rules_of_the_audit() -> None:
-    assert RULES[-8:-3] == (
+    assert RULES[-11:-6] == (
         "poll-too-soon",
         "poll-after-terminal",
         "task-abandoned",

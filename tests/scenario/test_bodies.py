@@ -104,7 +104,8 @@ BAD = [
     pytest.param(
         "{body_base64: 'AA==', text: hi}",
         "routes[0].steps[0].body_base64",
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task",
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited, task or"
+        " stream",
         "text and body_base64 together",
         id="two-bodies",
     ),

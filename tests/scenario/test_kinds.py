@@ -79,11 +79,11 @@ def test_the_loader_reads_the_declared_step_kinds() -> None:
     [nothing] = _problems(_invoke("{delay: 5}"))
     assert nothing.expected == (
         "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, task,"
-        " status, fault or hang"
+        " stream, status, fault or hang"
     )
     [two] = _problems(_invoke("{json: 1, text: a}"))
     assert two.expected == (
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited, task or stream"
         " in a step"
     )
 
@@ -144,6 +144,14 @@ def _without_a_step_kind(schema: dict[str, Any]) -> None:
     schema["$defs"]["step_rules"]["allOf"][0]["anyOf"].pop(0)
 
 
+def _without_a_stream_fault(schema: dict[str, Any]) -> None:
+    schema["$defs"]["stream_fault"]["properties"]["kind"]["enum"].remove("stall")
+
+
+def _with_another_stream_format(schema: dict[str, Any]) -> None:
+    schema["$defs"]["stream"]["properties"]["format"]["anyOf"][0]["enum"].append("jsonl")
+
+
 PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a fault left out": (_without_a_fault, "$defs.step.properties.fault.enum"),
     "an undeclared TLS fault": (_with_another_tls_fault, "$defs.skill.properties.tls.enum"),
@@ -152,6 +160,8 @@ PLANTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a shape's parameter renamed": (_with_a_renamed_param, "$defs.lognormal.properties"),
     "two bodies allowed together": (_with_a_body_kind_missing, "$defs.step_rules.allOf[1]"),
     "a step kind left out": (_without_a_step_kind, "$defs.step_rules.allOf[0]"),
+    "a stream fault left out": (_without_a_stream_fault, "$defs.stream_fault.properties.kind"),
+    "another stream format": (_with_another_stream_format, "$defs.stream.properties.format"),
 }
 
 

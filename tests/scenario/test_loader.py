@@ -855,6 +855,13 @@ BUNDLED_SKILLS = {
     "healthy": ["translate"],
     "slow": ["slow"],
     "tasks": ["task-report", "task-timeout", "task-input", "task-cancel", "task-callback-lost"],
+    "streams": [
+        "stream-tokens",
+        "stream-cut",
+        "stream-stall",
+        "stream-overload",
+        "stream-resumable",
+    ],
     "rate-limits": [
         "rate-limited",
         "rate-limited-503",

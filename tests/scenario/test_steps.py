@@ -246,7 +246,7 @@ BAD_STEPS = [
         "skills[0].invoke.text",
         5,
         7,
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited, task or stream"
         " in a step",
         "json and text together",
         "split them into two steps",
@@ -257,7 +257,7 @@ BAD_STEPS = [
         "skills[0].invoke.json",
         5,
         7,
-        "one of error, json, text, body_base64, body_file, descriptor, rate_limited or task"
+        "one of error, json, text, body_base64, body_file, descriptor, rate_limited, task or stream"
         " in a step",
         "error and json together",
         "split them into two steps",
@@ -269,7 +269,7 @@ BAD_STEPS = [
         4,
         9,
         "a step with error, json, text, body_base64, body_file, descriptor, rate_limited, task,"
-        " status, fault or hang",
+        " stream, status, fault or hang",
         "an empty mapping",
         "",
         id="empty-step",

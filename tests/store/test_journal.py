@@ -313,6 +313,16 @@ def every_field() -> Entry:
             "poll_after_ms": 2000,
             "terminal_at_ms": None,
         },
+        stream={
+            "format": "sse",
+            "events": 40,
+            "last_id": "40",
+            "ended": "reset",
+            "fault": "reset",
+            "fault_after": 40,
+            "duration_ms": 812,
+            "resumed_from": None,
+        },
     )
 
 

@@ -374,7 +374,9 @@
     const summary = $("session-summary");
     if (!session) {
       summary.textContent = "No requests in this session (yet).";
-      for (const id of ["findings", "timeline", "tasks", "coverage"]) $(id).replaceChildren();
+      for (const id of ["findings", "timeline", "tasks", "streams", "coverage"]) {
+        $(id).replaceChildren();
+      }
       $("legend").hidden = true;
       return;
     }
@@ -395,6 +397,7 @@
     drawFindings(findings);
     drawTimeline(session, findings, numbers);
     drawTasks(session.tasks || [], findings, numbers);
+    drawStreams(session.streams || [], findings, numbers);
     drawCoverage(session.coverage);
   }
 
@@ -412,7 +415,8 @@
           el("dt", {}, "found"), el("dd", {}, f.found || ""),
           el("dt", {}, "fix"), el("dd", {}, f.fix || "")));
       const marks = () => document.querySelectorAll((f.attempts || [])
-        .flatMap((id) => [`#timeline [data-id="${Number(id)}"]`, `#tasks [data-id="${Number(id)}"]`])
+        .flatMap((id) => ["#timeline", "#tasks", "#streams"]
+          .map((box) => `${box} [data-id="${Number(id)}"]`))
         .join(",") || "#none");
       item.addEventListener("mouseenter", () => marks().forEach((m) => m.classList.add("hl")));
       item.addEventListener("mouseleave", () => marks().forEach((m) => m.classList.remove("hl")));
@@ -763,6 +767,166 @@
         "callback acknowledged"),
       item(sv("path", { d: "M 12 2 L 18 13 L 6 13 Z", class: "callback unacked" }),
         "not acknowledged"));
+  }
+
+  // -- streams: a bar an attempt, from its head to its end, and where and why it ended ------
+
+  /** What a stream bar's tooltip says about attempt *s*, its request sent at +*at* ms. */
+  function describeStream(s, at, found, findings) {
+    const lines = [`${s.skill || s.endpoint} attempt ${s.attempt} (journal #${s.id}) at`
+      + ` +${ms(at)}: ${s.status === null ? "no answer" : s.status} ${s.format || ""}`,
+    `${plural(s.events, "event")} sent${s.last_id !== null ? `, last id ${s.last_id}` : ""},`
+      + ` over ${ms(s.duration_ms)}`,
+    `ended ${streamEnd(s)}`];
+    if (s.fault) lines.push(`scripted: ${s.fault} after event ${s.fault_after}`);
+    if (s.stalled_ms) lines.push(`no byte for the last ${ms(s.stalled_ms)}`);
+    if (s.idle_bound_ms !== null && s.idle_bound_ms !== undefined) {
+      lines.push(`the scenario's idle bound ${ms(s.idle_bound_ms)}, expected duration`
+        + ` ${ms(s.expected_ms)}`);
+    }
+    if (s.asked_from !== null && s.asked_from !== undefined) {
+      lines.push(`the request's Last-Event-ID: ${s.asked_from}`);
+    }
+    if (s.client_left !== null && s.client_left !== undefined) {
+      lines.push(`the client left at +${ms((s.client_left - s.started) * 1000 + at)}`);
+    }
+    if (s.resumed_from !== null && s.resumed_from !== undefined) {
+      lines.push(`resumed after Last-Event-ID ${s.resumed_from}`);
+    }
+    for (const n of found || []) {
+      lines.push(`⚑${n} ${findings[n - 1].rule}: ${findings[n - 1].message}`);
+    }
+    return lines.join("\n");
+  }
+
+  /** How stream attempt *s* ended, in words: complete, or the break and the event it came at. */
+  function streamEnd(s) {
+    if (!s.broke) return s.error_code ? `error event ${s.error_code}` : "complete";
+    const why = String(s.ended).replace(/_/g, " "); // client_left: "client left"
+    return `${why} after event ${s.events}`;
+  }
+
+  function drawStreams(streams, findings, numbers) {
+    const box = $("streams");
+    if (!streams.length) {
+      box.replaceChildren();
+      return;
+    }
+    // One plot on one time axis (from the first attempt's request), a row an attempt: a
+    // re-issue is drawn where it came, after the attempt it followed.
+    const W = 900, left = 14, right = 24, row = 36;
+    const t0 = Math.min(...streams.map((s) => s.started));
+    const ends = streams.map((s) => Math.max(s.finished, leftEarly(s)
+      ? s.head + s.expected_ms / 1000 : s.finished));
+    const span = Math.max(100, ...ends.map((end) => (end - t0) * 1000)) * 1.04;
+    const x = (t) => left + (((t - t0) * 1000) / span) * (W - left - right);
+    const axis = 8 + row * streams.length, H = axis + 22;
+    const g = sv("svg", {
+      viewBox: `0 0 ${W} ${H}`, class: "stream-plot", role: "img",
+      "aria-label": `${plural(streams.length, "stream attempt")}`,
+    });
+    const tick = step(span);
+    g.append(sv("line", { x1: left, x2: W - right, y1: axis, y2: axis, class: "axis" }));
+    for (let t = 0; t <= span; t += tick) {
+      const tx = left + (t / span) * (W - left - right);
+      g.append(sv("line", { x1: tx, x2: tx, y1: axis, y2: axis + 4, class: "tick" }),
+        sv("text", { x: tx, y: axis + 16, class: "tick-label" }, ms(t)));
+    }
+    streams.forEach((s, i) => {
+      const found = numbers.get(s.id);
+      const top = 8 + row * i, y = top + 16;
+      const x0 = x(s.head), x1 = Math.max(x(s.finished), x0 + 2);
+      const kind = s.broke ? "broke" : "complete";
+      const title = () => sv("title", {}, describeStream(s, (s.started - t0) * 1000, found,
+        findings));
+      const attrs = { "data-id": s.id, "data-ended": s.ended, "data-events": s.events };
+      const flags = found ? ` ⚑${found.join(",")}` : "";
+      const resumed = s.resumed_from !== null && s.resumed_from !== undefined
+        ? ` · resumed after id ${s.resumed_from}` : "";
+      const label = `${s.skill || s.endpoint} #${s.attempt}${resumed}`
+        + ` · ${plural(s.events, "event")}`
+        + `${s.last_id !== null ? ` · last id ${s.last_id}` : ""} · ${streamEnd(s)}${flags}`;
+      const labelX = Math.min(x0, W - right - textWidth(label, 10.5));
+      g.append(sv("text", {
+        x: Math.max(left, labelX), y: top + 7, class: `stream-label${found ? " finding" : ""}`,
+      }, label));
+      // The wait for the head (the request sent, no byte yet), then the stream itself.
+      if (x0 - x(s.started) >= 1) {
+        g.append(sv("line", { x1: x(s.started), x2: x0, y1: y, y2: y, class: "stream-wait" }));
+      }
+      g.append(sv("rect", {
+        ...attrs, x: x0, y: y - 5, width: x1 - x0, height: 10,
+        class: `stream-bar ${kind}${found ? " finding" : ""}`,
+      }, title()));
+      // Its last stretch without a byte (a stall, or a pause the client left in), and where
+      // the scenario's idle bound ran out in it: where a consumer should have given up.
+      const stalledFrom = s.stalled_ms ? Math.max(x0, x(s.finished - s.stalled_ms / 1000)) : x1;
+      if (x1 - stalledFrom >= 1) {
+        g.append(sv("rect", {
+          x: stalledFrom, y: y - 5, width: x1 - stalledFrom, height: 10, class: "stream-stalled",
+          "data-for": s.id,
+        }, sv("title", {}, `no byte for ${ms(s.stalled_ms)}`)));
+        if (s.idle_bound_ms && s.stalled_ms > s.idle_bound_ms) {
+          const xi = x(s.finished - (s.stalled_ms - s.idle_bound_ms) / 1000);
+          g.append(sv("line", {
+            x1: xi, x2: xi, y1: y - 7, y2: y + 7, class: "stream-idle-bound", "data-for": s.id,
+          }, sv("title", {}, `the idle bound (${ms(s.idle_bound_ms)} without a byte) ran out`
+            + ` here: a consumer should have given up`)));
+        }
+      }
+      // A client that left: how long the scenario said the stream would run.
+      if (leftEarly(s)) {
+        const xe = x(s.head + s.expected_ms / 1000);
+        g.append(sv("line", {
+          x1: xe, x2: xe, y1: y - 7, y2: y + 7, class: "stream-expected", "data-for": s.id,
+        }, sv("title", {}, `expected to run ${ms(s.expected_ms)}: the client left before`)));
+      }
+      // Its end: a cap where it completed (an error event's in red); where it broke, a cross.
+      g.append(s.broke
+        ? sv("path", {
+          ...attrs, d: `M ${x1 - 5} ${y - 8} L ${x1 + 5} ${y + 8} M ${x1 + 5} ${y - 8}`
+            + ` L ${x1 - 5} ${y + 8}`, class: `stream-break e-${s.ended}`,
+        }, title())
+        : sv("line", {
+          ...attrs, x1, x2: x1, y1: y - 8, y2: y + 8,
+          class: `stream-end${s.error_code ? " error" : ""}`,
+        }, title()));
+    });
+    const broke = streams.filter((s) => s.broke).length;
+    const head = el("div", { class: "chain-head" },
+      el("span", { class: "muted" }, `${plural(streams.length, "stream attempt")}`
+        + ` · ${broke} broke · the count of events each sent (the journal keeps no event's`
+        + " time)"));
+    box.replaceChildren(el("h3", {}, "Stream timeline"),
+      el("div", { class: "chain streams" }, head, g), streamLegend());
+  }
+
+  /** Whether the client left stream attempt *s* before the scenario's expected duration. */
+  function leftEarly(s) {
+    return s.ended === "client_left" && s.expected_ms > (s.duration_ms || 0);
+  }
+
+  function streamLegend() {
+    const item = (shape, text) => el("span", { class: "legend-item" },
+      sv("svg", { viewBox: "0 0 24 16", width: 24, height: 16 }, shape), text);
+    return el("div", { class: "legend-row stream-legend" },
+      item(sv("line", { x1: 1, x2: 23, y1: 8, y2: 8, class: "stream-wait" }), "until the head"),
+      item(sv("rect", { x: 1, y: 3, width: 18, height: 10, class: "stream-bar complete" }),
+        "streamed, complete"),
+      item(sv("rect", { x: 1, y: 3, width: 18, height: 10, class: "stream-bar broke" }),
+        "streamed, then broke"),
+      item(sv("line", { x1: 12, x2: 12, y1: 0, y2: 16, class: "stream-end error" }),
+        "ended with an error event"),
+      item(sv("path", { d: "M 7 0 L 17 16 M 17 0 L 7 16", class: "stream-break" }),
+        "where it broke (reset, close, stall, client left, ...)"),
+      item(sv("rect", { x: 1, y: 3, width: 22, height: 10, class: "stream-stalled" }),
+        "no byte"),
+      item(sv("line", { x1: 12, x2: 12, y1: 0, y2: 16, class: "stream-idle-bound" }),
+        "idle bound ran out"),
+      item(sv("line", { x1: 12, x2: 12, y1: 0, y2: 16, class: "stream-expected" }),
+        "expected end"),
+      item(sv("rect", { x: 1, y: 3, width: 22, height: 10, class: "stream-bar complete finding" }),
+        "finding"));
   }
 
   function legend() {
