@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpcore  # noqa: F401  (shared with in-process inner runs: see below)
 import pytest
 import requests  # imported once here: in-process inner runs then share it
 import trustme  # noqa: F401  (and so is the local CA's key maker: see below)
@@ -26,6 +27,11 @@ from redis_server import RedisServer
 # modules: cryptography's compiled core keeps the classes of its first import, and a
 # curve of a second import of its Python modules is not one of them ("curve must be an
 # EllipticCurve instance" in a later HTTPS server's local CA, in this process).
+# And httpcore (imported at the top): httpx imports it on its first request and maps its
+# errors by the classes of that import; an inner run that imported it first would leave
+# this process's httpx mapping the classes of a dropped module, and a later
+# httpx.ReadError would come out as httpcore's own (docs/pytest.md's stream test reads
+# with httpx).
 import mockskill.admin.blueprint
 import mockskill.transport.tls  # noqa: F401
 from mockskill import Server
