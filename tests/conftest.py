@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import textwrap
 import uuid
@@ -127,6 +128,22 @@ def own_redis() -> Iterator[Callable[..., RedisServer]]:
     yield start
     for server in servers:
         server.close()
+
+
+WORKERS_PER_CORE = 2
+"""Workers pytest-xdist's ``-n auto`` starts per core: most tests wait on sockets,
+subprocesses and clocks (a worker was on a CPU about a quarter of its time), so twice the
+cores keeps the cores busy (on 2 cores, the suite in 3:48 rather than 4:53)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``'s workers: :data:`WORKERS_PER_CORE` per core this process may run on
+    (None: ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many, as xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return WORKERS_PER_CORE * (cores or 1)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
