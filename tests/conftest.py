@@ -136,7 +136,7 @@ subprocesses and clocks (a worker was on a CPU about a quarter of its time), so 
 cores keeps the cores busy (on 2 cores, the suite in 3:48 rather than 4:53)."""
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # (an inner run may go without xdist)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``'s workers: :data:`WORKERS_PER_CORE` per core this process may run on
     (None: ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many, as xdist reads it)."""
