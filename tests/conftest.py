@@ -12,8 +12,20 @@ from typing import Any
 import pytest
 from redis_server import RedisServer
 
-from mockskill import Server, load_text
+from mockskill import ScenarioError, Server, load_text
 from mockskill.scenario.problems import Problem
+
+
+def problems_in(text: str) -> list[Problem]:
+    """The problems of loading *text* as ``s.yaml`` (it must not load)."""
+    with pytest.raises(ScenarioError) as caught:
+        load_text(text, "s.yaml")
+    return list(caught.value.problems)
+
+
+def column(text: str, line: int, token: str) -> int:
+    """The column (1-based) where *token* first is on *line* of *text*."""
+    return text.splitlines()[line - 1].index(token) + 1
 
 
 def assert_problem(

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import assert_problem
+from conftest import assert_problem, column, problems_in
 
 from mockskill import ScenarioError, bundled_path, load_paths, load_text
 from mockskill.scenario.model import (
@@ -61,17 +61,6 @@ def the_task(text: str) -> Task:
     task = the_skill(text).task
     assert task is not None
     return task
-
-
-def problems_in(text: str) -> list[Problem]:
-    with pytest.raises(ScenarioError) as caught:
-        load_text(text, "s.yaml")
-    return list(caught.value.problems)
-
-
-def column(text: str, line: int, token: str) -> int:
-    """The column (1-based) where *token* first is on *line* of *text*."""
-    return text.splitlines()[line - 1].index(token) + 1
 
 
 DONE = "{status: completed}"
