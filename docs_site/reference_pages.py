@@ -9,7 +9,7 @@ document (``mockskill/admin/openapi.json``) each become a page under
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     root = Path(config.config_file_path).resolve().parent
+    pages: dict[str, tuple[str, Callable[[Schema, str, str], str]]]
     pages = {page: (source, schema_page) for page, source in SCHEMAS.items()}
     pages[OPENAPI[0]] = (OPENAPI[1], openapi_page)
     for page, (source, render) in pages.items():
