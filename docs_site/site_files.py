@@ -10,21 +10,23 @@ unchanged, and the strict build checks every one.
 
 The site holds: every file under ``docs/`` (what MkDocs found there, its
 exclusions honoured), every page the nav names (README.md, CHANGES.md,
-bench/README.md...), and every file under ``examples/``, which the pages link
-to as files to read.
+bench/README.md...), and every file of the repository that one of those pages
+links to (an example, a benchmark's script), to be read as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
-LINKED_FOLDERS = ("examples",)
-"""Folders outside docs/ whose files the pages link to (static files in the site)."""
+LINK = re.compile(r"\]\(\s*<?([^)\s>#?]+)")
+"""The target of an inline Markdown link, ``[text](target)``, without its anchor or query."""
 
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
@@ -41,8 +43,12 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
             for found in files
         ]
     )
-    for path in [*nav_paths(config.nav or []), *linked_files(root)]:
+    for path in nav_paths(config.nav or []):
         if (root / path).is_file() and site.get_file_from_path(path) is None:
+            site.append(file(path))
+    pages = [Path(page.abs_src_path) for page in site.documentation_pages() if page.abs_src_path]
+    for path in linked_files(root, pages):
+        if site.get_file_from_path(path) is None:
             site.append(file(path))
     return site
 
@@ -60,9 +66,12 @@ def nav_paths(nav: Any) -> Iterator[str]:
             yield from nav_paths(item)
 
 
-def linked_files(root: Path) -> Iterator[str]:
-    for folder in LINKED_FOLDERS:
-        for path in sorted((root / folder).rglob("*")):
-            parts = path.relative_to(root).parts
-            if path.is_file() and not any(p.startswith((".", "__")) for p in parts):
+def linked_files(root: Path, pages: Iterable[Path]) -> Iterator[str]:
+    """The repository's files the pages link to, by relative links (a folder is no file)."""
+    for page in pages:
+        for target in LINK.findall(page.read_text()):
+            if ":" in target or target.startswith("/"):
+                continue  # a URL (https:, mailto:) or a path from the site's root
+            path = (page.parent / unquote(target)).resolve()
+            if path.is_file() and path.is_relative_to(root):
                 yield path.relative_to(root).as_posix()

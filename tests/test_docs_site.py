@@ -45,7 +45,7 @@ PLANTED = "docs/planted.md"
 
 PLANTED_TEXT = """# Planted
 
-[a page](missing.md) · [an anchor](cli.md#no-such-heading) · [outside](../tests/conftest.py)
+[a page](missing.md) · [an anchor](cli.md#no-such-heading) · [a folder](../examples/)
 """
 
 
@@ -179,7 +179,7 @@ def test_the_strict_build_fails_on_a_page_out_of_the_nav_and_on_each_bad_link(
     assert 'not included in the "nav"' in warnings[0]
     assert f"- {PLANTED}" in warnings[0]
     assert "'missing.md'" in warnings[1]
-    assert "'../tests/conftest.py'" in warnings[2]
+    assert "unrecognized relative link '../examples/'" in warnings[2]
     assert "'#no-such-heading'" in warnings[3]
     assert "Aborted with 4 warnings in strict mode!" in log
 
