@@ -149,6 +149,16 @@ def test_each_schema_has_a_page_with_every_definition(
     assert copy.read_bytes() == (ROOT / source).read_bytes()
 
 
+def test_a_reference_is_a_link_to_the_definition_it_points_into(site: Path) -> None:
+    html = (site / "reference" / "scenario-schema" / "index.html").read_text()
+    # outcome.error is {"$ref": "#/$defs/step/properties/error"}: the key it reuses, named
+    assert '<a href="#schema-step"><code>step.error</code></a>' in html
+    # and a key without a description of its own shows the one it points at
+    schema = json.loads((ROOT / "mockskill" / "scenario.schema.json").read_text())
+    error = schema["$defs"]["step"]["properties"]["error"]["description"]
+    assert html.count(error.split("`")[0]) >= 2  # under step and under outcome
+
+
 def test_the_admin_api_page_has_every_operation_and_schema(site: Path) -> None:
     spec = json.loads((ROOT / "mockskill" / "admin" / "openapi.json").read_text())
     html = (site / "reference" / "admin-api" / "index.html").read_text()
