@@ -9,13 +9,14 @@ document (``mockskill/admin/openapi.json``) each become a page under
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
-from schema_markdown import Schema, SchemaDocument, anchor, cell
+from schema_markdown import Schema, SchemaDocument, cell
 
 SCHEMAS = {
     "reference/scenario-schema.md": "mockskill/scenario.schema.json",
@@ -88,8 +89,9 @@ def openapi_page(spec: Schema, source: str, download: str) -> str:
 
 def operation_section(document: SchemaDocument, method: str, path: str, item: Schema) -> str:
     operation = item[method]
-    name = f"{method}-{path}".strip("/").replace("/", "-").replace("{", "").replace("}", "")
-    parts = [f"### `{method.upper()} {path}` {{#{anchor(name)}}}"]
+    # GET /__admin/corpus/{name} -> #get-admin-corpus-name, as a reader would spell it
+    slug = "-".join(re.findall(r"[a-z0-9]+", f"{method} {path}".lower()))
+    parts = [f"### `{method.upper()} {path}` {{#{slug}}}"]
     parts += [operation[key] for key in ("summary", "description") if key in operation]
     parameters = [
         resolved(document, p)

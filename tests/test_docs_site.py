@@ -144,6 +144,8 @@ def test_each_schema_has_a_page_with_every_definition(
         assert f'id="schema-{name.replace("_", "-").lower()}"' in html, name
     for key in schema["properties"]:
         assert f"<code>{key}</code>" in html, key
+    anchors = re.findall(r'id="([^"]+)"', html)
+    assert len(anchors) == len(set(anchors))
     # the file itself, beside its page, as the code has it
     copy = site / "reference" / Path(source).name
     assert copy.read_bytes() == (ROOT / source).read_bytes()
@@ -170,6 +172,10 @@ def test_the_admin_api_page_has_every_operation_and_schema(site: Path) -> None:
         assert f'id="schema-{name.lower()}"' in html, name
     # a reference to a schema is a link to its section
     assert 'href="#schema-error"' in html
+    # and every section can be linked to: no two share an anchor
+    anchors = re.findall(r'id="([^"]+)"', html)
+    assert len(anchors) == len(set(anchors))
+    assert 'id="get-admin-corpus-name"' in html
 
 
 def test_the_search_index_holds_every_page(site: Path) -> None:
