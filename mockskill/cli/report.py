@@ -1,9 +1,10 @@
 """``mockskill report``: the retry audit of a running server, fetched and printed.
 
 The command fetches ``GET /__admin/report`` through
-:class:`~mockskill.server.remote.RemoteServer`, prints it as a table
-(:mod:`mockskill.audit.table`) or as JSON, and applies the gates asked for
-(``--fail-on-findings``, ``--require-coverage``, ``--require``). The audit is
+:class:`~mockskill.server.remote.RemoteServer`, prints it in the format asked for
+(:data:`mockskill.audit.formats.FORMATS`: the table of :mod:`mockskill.audit.table`,
+JSON, JUnit XML, SARIF or GitHub Actions annotations), and applies the gates asked for
+(``--fail-on-findings``, ``--require-coverage``, ``--require``) whatever the format. The audit is
 :mod:`mockskill.audit`; the server side of the report is
 :mod:`mockskill.admin.report_routes`. docs/audit.md documents all three.
 """
@@ -16,8 +17,8 @@ from typing import Any
 import click
 
 from .. import audit
-from ..audit.table import plural, table
-from ..protocol import jsonstyle
+from ..audit.formats import FORMATS
+from ..audit.table import plural
 from ..server.remote import RemoteError, RemoteServer, http_url
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -62,7 +63,7 @@ def command(
     *,
     sessions: Iterable[str] = (),
     skill: str | None = None,
-    as_json: bool = False,
+    output_format: str = "text",
     fail_on_findings: bool = False,
     require_coverage: bool = False,
     required: Iterable[str] = (),
@@ -85,7 +86,7 @@ def command(
     except Unavailable as exc:
         click.echo(f"mockskill: {exc}", err=True)
         return UNAVAILABLE
-    click.echo(jsonstyle.dumps(got) if as_json else table(got, url))
+    click.echo(FORMATS[output_format](got, url))
     failed = []
     findings = sum(len(s["findings"]) for s in got["sessions"])
     if fail_on_findings and findings:

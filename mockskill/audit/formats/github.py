@@ -1,0 +1,62 @@
+"""The report as GitHub Actions workflow commands: annotations on the job's summary.
+
+An ``::error`` line per finding (its title the rule and the session, its message the
+endpoint, the finding's message, what was found and expected, the fix and the rule's
+docs), one per session that made no request, and a ``::notice`` with the summary
+line of the table. Values are escaped as the Actions runner reads them: ``%``, CR
+and LF in a message; those and ``:`` and ``,`` in a property (the title).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..rules import BY_ID, NO_REQUEST
+from ..table import summary
+from ..verdict import silence
+
+
+def github(report: dict[str, Any], url: str = "") -> str:
+    """*report* (:func:`mockskill.audit.report`'s) as workflow command lines."""
+    lines = []
+    for session in report["sessions"]:
+        name = session["session"]
+        for finding in session["findings"]:
+            lines.append(command("error", _message(finding), title=f"{finding['rule']} ({name})"))
+        if not session["requests"]:
+            said = f"session {name!r} {silence(session)}"
+            lines.append(command("error", said, title=f"{NO_REQUEST} ({name})"))
+    title = f"mockskill retry audit{' of ' + url if url else ''}"
+    lines.append(command("notice", summary(report), title=title))
+    return "\n".join(lines)
+
+
+def command(name: str, message: str, **properties: str) -> str:
+    """One workflow command: ``::name key=value,...::message``, every part escaped."""
+    given = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    return f"::{name}{' ' + given if given else ''}::{escape_data(message)}"
+
+
+def escape_data(text: str) -> str:
+    """A command's message as the runner reads it back (``%``, CR, LF escaped)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A command's property value: as a message, and ``:`` and ``,`` besides."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _message(finding: Mapping[str, Any]) -> str:
+    ids = ", ".join(f"#{a}" for a in finding["attempts"])
+    lines = [
+        f"{finding['endpoint']}: {finding['message']} (journal {ids})",
+        f"found: {finding['found']}",
+        f"expected: {finding['expected']}",
+        f"fix: {finding['fix']}",
+    ]
+    rule = BY_ID.get(finding["rule"])
+    if rule is not None:
+        lines.append(f"docs: {rule.help_uri}")
+    return "\n".join(lines)
