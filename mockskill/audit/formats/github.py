@@ -18,7 +18,8 @@ from ..verdict import silence
 
 
 def github(report: dict[str, Any], url: str = "") -> str:
-    """*report* (:func:`mockskill.audit.report`'s) as workflow command lines."""
+    """*report* (:func:`mockskill.audit.report`'s) as workflow command lines (*url*, the
+    server's, is not in them: a job's annotations need no address on the runner)."""
     lines = []
     for session in report["sessions"]:
         name = session["session"]
@@ -27,8 +28,7 @@ def github(report: dict[str, Any], url: str = "") -> str:
         if not session["requests"]:
             said = f"session {name!r} {silence(session)}"
             lines.append(command("error", said, title=f"{NO_REQUEST} ({name})"))
-    title = f"mockskill retry audit{' of ' + url if url else ''}"
-    lines.append(command("notice", summary(report), title=title))
+    lines.append(command("notice", summary(report), title="mockskill retry audit"))
     return "\n".join(lines)
 
 

@@ -75,7 +75,7 @@ def test_an_error_per_finding_and_per_silent_session_then_a_notice(bundled: Serv
     assert "made no request" in errors[-1][2]
     assert commands[-1] == (
         "notice",
-        {"title": f"mockskill retry audit of {bundled.url}"},
+        {"title": "mockskill retry audit"},
         summary(played.report),
     )
 
