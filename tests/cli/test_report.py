@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import requests
@@ -17,6 +18,7 @@ from conftest import EVERY_FAILURE
 
 from mockskill import Server
 from mockskill.cli import cli
+from mockskill.cli.report import scenario_sources
 
 Serve = Callable[..., Server]
 
@@ -375,3 +377,22 @@ def test_json_is_the_older_spelling_of_format_json(server: Server) -> None:
     clash = report(server.url, "--json", "--format", "junit")
     assert clash.exit_code == 2
     assert "--json asks for --format json; --format junit asks otherwise" in clash.stderr
+
+
+def test_sarif_locates_each_result_at_its_skill_s_scenario_file(bundled: Server) -> None:
+    session = new_session()
+    play(bundled, session, "auth-required", "auth-required")
+    result = report(bundled.url, "--session", session, "--format", "sarif")
+    (finding,) = json.loads(result.stdout)["runs"][0]["results"]
+    uri = finding["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.endswith("scenarios/catalog.yaml")
+
+
+def test_scenario_files_are_named_from_the_current_folder_or_as_file_uris(
+    bundled: Server, server: Server, tmp_path: Path
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert scenario_sources(bundled.url, here=root)["auth-required"] == "scenarios/catalog.yaml"
+    elsewhere = scenario_sources(bundled.url, here=tmp_path)["auth-required"]
+    assert elsewhere == (root / "scenarios" / "catalog.yaml").as_uri()
+    assert scenario_sources(server.url) == {}  # loaded from text: no file to point at

@@ -94,7 +94,7 @@ def _suite(session: dict[str, Any], generated: float) -> ET.Element:
             failure = ET.SubElement(
                 element,
                 "failure",
-                type=finding["rule"],
+                type=_clean(finding["rule"]),
                 message=_clean(f"{finding['rule']}: {finding['message']}"),
             )
             failure.text = _clean(_failure_text(finding))

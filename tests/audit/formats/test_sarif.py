@@ -121,3 +121,20 @@ def test_a_rule_of_a_newer_server_is_a_result_by_its_id_alone(
     assert result["ruleId"] == "a-rule-of-tomorrow"
     assert "ruleIndex" not in result
     assert validator.is_valid(log)
+
+
+def test_a_result_is_at_its_skill_s_scenario_file_where_one_is_known(
+    played: Played, validator: jsonschema.Draft4Validator
+) -> None:
+    """Code-scanning views show results located in a file: the caller (the CLI) names
+    each skill's scenario file; a result about another endpoint stays logical only."""
+    log = sarif_log(played.report, sources={"retry-down": "scenarios/retries.yaml"})
+    assert validator.is_valid(log)
+    located = {
+        r["ruleId"]: r["locations"][0].get("physicalLocation") for r in log["runs"][0]["results"]
+    }
+    assert located == {
+        "retry-too-soon": {"artifactLocation": {"uri": "scenarios/retries.yaml"}},
+        "too-many-attempts": {"artifactLocation": {"uri": "scenarios/retries.yaml"}},
+        "poll-too-soon": None,  # task-report's file was not named
+    }
