@@ -5,10 +5,13 @@ requests over ``--sessions`` (20) sessions, each a consumer that breaks rules th
 the issue's CI would catch it: ``retry-down`` hammered (retry-too-soon,
 too-many-attempts), ``auth-required`` retried unchanged, ``retry-recovers`` and
 ``translate`` chains that end well. Then, for every format in turn, round after round
-(the formats alternate within a round, so drift on the shared cores hits them alike):
+(the formats alternate within a round, each round starting one format later, so drift
+on the shared cores hits them alike):
 
 - ``command``: ``python -m mockskill report URL --format F`` in a process, its output
   read whole, as CI runs it (interpreter start, fetch, audit on the server, writing);
+  ``its CPU``: that process's user + system time (the server's audit not in it), which
+  the other loads on shared cores disturb less than the wall time;
 - ``fetch + write``: :func:`mockskill.cli.report.fetch` and the writer in this process,
   the command's work without the interpreter's start;
 - ``write``: the writer alone on the fetched report (``json``: the same dumps the
@@ -23,6 +26,7 @@ command within 1.2 x json's). Run::
 from __future__ import annotations
 
 import argparse
+import resource
 import socket
 import subprocess
 import sys
@@ -64,7 +68,9 @@ def fill(port: int, entries: int, sessions: int) -> int:
     return sent
 
 
-def command_ms(url: str, form: str) -> float:
+def command_ms(url: str, form: str) -> tuple[float, float]:
+    """The command's wall time and its process's CPU time (user + system), in ms."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "mockskill", "report", url, "--format", form],
@@ -72,9 +78,11 @@ def command_ms(url: str, form: str) -> float:
         check=False,
     )
     took = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0 or not done.stdout:
         raise RuntimeError(f"--format {form} exited {done.returncode}: {done.stderr!r}")
-    return took
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return took, cpu
 
 
 def main() -> None:
@@ -85,7 +93,7 @@ def main() -> None:
     args = parser.parse_args()
     forms = list(FORMATS)
     times: dict[str, dict[str, list[float]]] = {
-        f: {"command": [], "fetch + write": [], "write": []} for f in forms
+        f: {"command": [], "its CPU": [], "fetch + write": [], "write": []} for f in forms
     }
     with c.serving(lambda port: [*c.mockskill_cmd(port), "--journal-size", "20000"]) as server:
         url = f"http://{c.HOST}:{server.port}"
@@ -94,9 +102,12 @@ def main() -> None:
         findings = sum(len(s["findings"]) for s in got["sessions"])
         chains = sum(len(s["chains"]) for s in got["sessions"])
         sizes = {f: len(FORMATS[f](got, url)) for f in forms}
-        for _ in range(args.rounds):
-            for form in forms:
-                times[form]["command"].append(command_ms(url, form))
+        for round_ in range(args.rounds):
+            # Each round starts one format later: no format always follows the same one.
+            for form in forms[round_ % len(forms) :] + forms[: round_ % len(forms)]:
+                wall, cpu = command_ms(url, form)
+                times[form]["command"].append(wall)
+                times[form]["its CPU"].append(cpu)
                 started = time.perf_counter()
                 FORMATS[form](fetch(url), url)
                 times[form]["fetch + write"].append((time.perf_counter() - started) * 1000)
@@ -107,7 +118,7 @@ def main() -> None:
         f"\n{sent} requests in {len(got['sessions'])} sessions: {chains} chains,"
         f" {findings} findings; {args.rounds} rounds, medians in ms\n"
     )
-    columns = ("command", "fetch + write", "write")
+    columns = ("command", "its CPU", "fetch + write", "write")
     base = {col: c.median(times["json"][col]) for col in columns}
     rows = []
     for form in forms:
