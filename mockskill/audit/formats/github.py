@@ -1,20 +1,20 @@
 """The report as GitHub Actions workflow commands: annotations on the job's summary.
 
 An ``::error`` line per finding (its title the rule and the session, its message the
-endpoint, the finding's message, what was found and expected, the fix and the rule's
-docs), one per session that made no request, and a ``::notice`` with the summary
-line of the table. Values are escaped as the Actions runner reads them: ``%``, CR
-and LF in a message; those and ``:`` and ``,`` in a property (the title).
+finding's message at its endpoint and journal ids, then what was found and expected,
+the fix and the rule's docs), one per session that made no request, and a
+``::notice`` with the summary line of the table. Values are escaped as the Actions
+runner reads them: ``%``, CR and LF in a message; those and ``:`` and ``,`` in a
+property (the title).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from ..rules import BY_ID, NO_REQUEST
+from ..rules import NO_REQUEST
 from ..table import summary
-from ..verdict import silence
+from ..verdict import finding_parts, silence
 
 
 def github(report: dict[str, Any], url: str = "") -> str:
@@ -48,15 +48,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _message(finding: Mapping[str, Any]) -> str:
-    ids = ", ".join(f"#{a}" for a in finding["attempts"])
-    lines = [
-        f"{finding['endpoint']}: {finding['message']} (journal {ids})",
-        f"found: {finding['found']}",
-        f"expected: {finding['expected']}",
-        f"fix: {finding['fix']}",
-    ]
-    rule = BY_ID.get(finding["rule"])
-    if rule is not None:
-        lines.append(f"docs: {rule.help_uri}")
+def _message(finding: dict[str, Any]) -> str:
+    (_, where), *rest = finding_parts(finding, docs=True)
+    lines = [f"{finding['message']} at {where}", *(f"{label}: {text}" for label, text in rest)]
     return "\n".join(lines)

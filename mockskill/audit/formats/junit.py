@@ -20,8 +20,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..rules import BY_ID, NO_REQUEST
-from ..verdict import silence
+from ..rules import NO_REQUEST
+from ..verdict import aligned, finding_parts, silence
 
 # Characters XML 1.0 cannot carry even escaped (ElementTree writes them as they are,
 # making a file no parser reads): a session name or a header value may hold one.
@@ -167,23 +167,13 @@ def _cases(session: dict[str, Any]) -> list[_Case]:
     return cases
 
 
-def _failure_text(finding: Mapping[str, Any]) -> str:
+def _failure_text(finding: dict[str, Any]) -> str:
     if finding["rule"] == NO_REQUEST:
         return (
             "a session that made no request proves nothing: send Mockskill-Session with"
             " every request, under the name the report asks for"
         )
-    ids = ", ".join(f"#{a}" for a in finding["attempts"])
-    lines = [
-        f"at:       {finding['endpoint']} (journal {ids})",
-        f"found:    {finding['found']}",
-        f"expected: {finding['expected']}",
-        f"fix:      {finding['fix']}",
-    ]
-    rule = BY_ID.get(finding["rule"])
-    if rule is not None:
-        lines.append(f"docs:     {rule.help_uri}")
-    return "\n".join(lines)
+    return "\n".join(aligned(finding_parts(finding, docs=True)))
 
 
 def _properties(session: dict[str, Any]) -> Iterable[tuple[str, str]]:

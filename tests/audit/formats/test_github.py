@@ -69,7 +69,7 @@ def test_an_error_per_finding_and_per_silent_session_then_a_notice(bundled: Serv
     ]
     for (_, _, message), finding in zip(errors, findings, strict=False):
         first, *rest = message.split("\n")
-        assert first.startswith(f"{finding['endpoint']}: {finding['message']}")
+        assert first.startswith(f"{finding['message']} at {finding['endpoint']} (journal #")
         assert f"expected: {finding['expected']}" in rest
         assert f"fix: {finding['fix']}" in rest
     assert "made no request" in errors[-1][2]
