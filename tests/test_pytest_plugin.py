@@ -677,6 +677,22 @@ def test_inner_tests_share_a_running_server_each_from_its_own_start(
     assert list(seen.values()) == [[503, 503, 200]] * 3
 
 
+def test_mockskill_junit_on_a_running_server_holds_the_run_s_sessions_alone(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    """A server others use too: its other sessions are not the run's to report."""
+    requests.post(outer.invoke_url("flaky"), headers={"Mockskill-Session": "someone-else"})
+    result = run(
+        pytester,
+        SHARED_FLAKY.format(count=2, url=outer.url),
+        *("--mockskill-url", outer.url, "--mockskill-junit", "audit.xml"),
+    )
+    result.assert_outcomes(passed=2)
+    suites = list(JUnitXml.fromfile(str(pytester.path / "audit.xml")))
+    assert sorted(s.name for s in suites) == sorted(sessions_of(outer).keys() - {"someone-else"})
+    assert len(suites) == 2
+
+
 def test_under_xdist_the_workers_share_one_running_server(
     pytester: pytest.Pytester, outer: Server
 ) -> None:
