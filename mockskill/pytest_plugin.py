@@ -26,7 +26,10 @@ fails the test with every finding of the retry audit (docs/audit.md), and
 names (``/__admin/verify``), showing the closest requests it did send.
 A test scripts skills and routes of its own with :meth:`MockskillSession.expect`
 (:mod:`mockskill.server.expectations`): one never met fails it, and they are
-cleared after it.
+cleared after it. ``--mockskill-junit=PATH`` writes the audit of every session the
+run's servers served (each test's, on a marker's server too, and the other sessions
+of the run's own server; under xdist, every worker's) as one JUnit XML file at the
+end (:class:`AuditLog`, :mod:`mockskill.audit.formats.junit`).
 
 It is registered as the ``pytest11`` entry point ``mockskill``; no server
 starts until a test asks for one of its fixtures.
@@ -34,8 +37,10 @@ starts until a test asks for one of its fixtures.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -71,6 +76,9 @@ _scenarios_key = pytest.StashKey["ScenarioSet | None"]()
 _state_key = pytest.StashKey[str]()
 _session_key = pytest.StashKey["MockskillSession"]()
 _reports_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+_audit_key = pytest.StashKey["AuditLog"]()
+_WORKER_AUDIT = "mockskill_audit"
+"""The key of an xdist worker's sessions in the output it sends its controller."""
 
 
 class SessionServer(Protocol):
@@ -382,6 +390,55 @@ def load_scenarios(items: Iterable[str | Path], base: Path, label: str) -> Scena
     return load_any(resolved, name=label)
 
 
+class AuditLog:
+    """The audit of the sessions a run's servers served, for ``--mockskill-junit``.
+
+    A test's session is added when the test ends (a marker's server stops then), the
+    other sessions of the run's own server when it stops; an xdist worker sends its
+    sessions to the controller, which writes them all in one file. Sessions are told
+    apart by server and name (two workers' servers each have a ``default``). Sessions
+    that made no request are left out: no server served them (a test that takes the
+    fixture and sends nothing is no failure of the audit's).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sessions: dict[tuple[str, str], dict[str, Any]] = {}
+        """Each session's report, by the URL of its server and its name."""
+
+    def add(self, server: str, report: Mapping[str, Any], *, replace: bool = True) -> None:
+        """The sessions of *report* (``GET /__admin/report``'s, of the server at *server*)
+        that made a request; *replace*: over what was added of them before (else it stays)."""
+        for session in report["sessions"]:
+            key = (server, session["session"])
+            if session["requests"] and (replace or key not in self.sessions):
+                self.sessions[key] = session
+
+    def sent(self) -> str:
+        """What an xdist worker sends its controller (:meth:`receive` reads it)."""
+        return json.dumps([[server, name, s] for (server, name), s in self.sessions.items()])
+
+    def receive(self, sent: str) -> None:
+        for server, name, session in json.loads(sent):
+            self.sessions[(server, name)] = session
+
+    def report(self) -> dict[str, Any]:
+        """The sessions added, as one report."""
+        sessions = list(self.sessions.values())
+        return {
+            "clean": bool(sessions) and all(s["clean"] for s in sessions),
+            "generated": time.time(),
+            "policy": audit.Policy().as_json(),
+            "sessions": sessions,
+        }
+
+    def write(self) -> None:
+        from .audit.formats.junit import junit  # (only a run that asks for it pays for it)
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(junit(self.report()) + "\n", encoding="utf-8")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mockskill", "mockskill (a scripted skill provider)")
     group.addoption(
@@ -426,6 +483,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the mockskill fixtures' servers serve HTTPS, with a certificate from a local CA "
         "(mockskill_server.ca_bundle, mockskill.ca_bundle: pass it as verify=); default: the "
         "ini setting mockskill_tls",
+    )
+    group.addoption(
+        "--mockskill-junit",
+        dest="mockskill_junit",
+        metavar="PATH",
+        default=None,
+        help="write the retry audit of every session the run's mockskill servers served, "
+        "as JUnit XML, to PATH at the end of the run (a session a test suite, a retry chain "
+        "or a task a test case, a finding a failure; docs/pytest.md)",
     )
     parser.addini(
         "mockskill_tls",
@@ -476,6 +542,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # The state URL and configured scenarios are checked now, so that a bad one
     # stops the run at once with its problem report (and not once per test).
     config.stash[_state_key] = state_url(config)
+    junit_path: str | None = config.getoption("mockskill_junit", None)
+    if junit_path:
+        config.stash[_audit_key] = AuditLog(config.invocation_params.dir / junit_path)
     given: list[str] | None = config.getoption("mockskill_scenarios", None)
     if given:
         base, items, label = config.invocation_params.dir, given, "--mockskill-scenarios"
@@ -587,6 +656,11 @@ def mockskill_server(
     try:
         yield server
     finally:
+        log = pytestconfig.stash.get(_audit_key, None)
+        if log is not None and not is_shared(state):
+            # Its other sessions (requests sent with a session of a test's own naming, or
+            # none): a shared store's journal holds other servers' sessions too.
+            log.add(server.url, server.report(), replace=False)
         server.stop()
 
 
@@ -659,8 +733,13 @@ def mockskill(request: pytest.FixtureRequest) -> Generator[MockskillSession, Non
         expectations: Expectations | None = getattr(server, "expectations", None)
         if expectations is not None:
             expectations.clear()  # the next test starts without this one's
-        if own is not None:
-            own.stop()
+        log = request.config.stash.get(_audit_key, None)
+        try:
+            if log is not None:
+                log.add(server.url, server.report() if own is not None else session.report())
+        finally:
+            if own is not None:
+                own.stop()
 
 
 def _unmet_expectations(server: SessionServer) -> str:
@@ -695,3 +774,32 @@ def pytest_runtest_makereport(
     else:  # the test's own outcome stands; the problems are shown beside it
         report.sections.append(("mockskill", text))
     return report
+
+
+@pytest.hookimpl(trylast=True)  # after the run's server (a session fixture) has stopped
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    log = session.config.stash.get(_audit_key, None)
+    if log is None:
+        return
+    workeroutput: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its controller writes the file
+        workeroutput[_WORKER_AUDIT] = log.sent()
+    else:
+        log.write()
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: a run without xdist has no such hook
+def pytest_testnodedown(node: Any, error: object) -> None:
+    log = node.config.stash.get(_audit_key, None)
+    sent = getattr(node, "workeroutput", {}).get(_WORKER_AUDIT)
+    if log is not None and sent:
+        log.receive(sent)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    log = config.stash.get(_audit_key, None)
+    if log is not None and not hasattr(config, "workerinput"):
+        n = len(log.sessions)
+        terminalreporter.write_sep(
+            "-", f"mockskill audit of {n} session{'' if n == 1 else 's'} (JUnit XML): {log.path}"
+        )

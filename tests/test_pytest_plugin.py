@@ -17,6 +17,8 @@ import httpcore  # noqa: F401  (shared with in-process inner runs: see below)
 import pytest
 import requests  # imported once here: in-process inner runs then share it
 import trustme  # noqa: F401  (and so is the local CA's key maker: see below)
+import xmlschema
+from junitparser import Failure, JUnitXml, TestSuite
 from redis_server import RedisServer
 
 # The admin app's modules (Flask among them) are imported here too: a server of this
@@ -450,6 +452,10 @@ def test_headerless(mockskill, n):
 @dataclass(frozen=True)
 class XdistRun:
     stdout: str
+    state: str
+    """Where the servers kept their state: memory (each its own), or redis (shared)."""
+    junit: str
+    """The run's ``--mockskill-junit`` file."""
 
     def outcomes(self, file: str) -> dict[str, int]:
         """How many of *file*'s tests passed, failed, ... (from the ``-rA`` summary)."""
@@ -475,11 +481,12 @@ def xdist_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     env = {name: value for name, value in os.environ.items() if name not in hidden}
     command = [sys.executable, "-m", "pytest", *QUIET, "-rA", "-n", "2"]
     command += ["--basetemp", str(folder / "temp"), "--mockskill-state", state]
+    command += ["--mockskill-junit", "audit.xml"]
     done = subprocess.run(
         command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert "2 workers" in done.stdout, done.stdout + done.stderr
-    return XdistRun(done.stdout)
+    return XdistRun(done.stdout, request.param, (folder / "audit.xml").read_text())
 
 
 def test_under_xdist_parallel_tests_share_a_server_without_seeing_each_other(
@@ -668,6 +675,22 @@ def test_inner_tests_share_a_running_server_each_from_its_own_start(
     assert len(seen) == 3
     assert all(re.fullmatch(r"test_inner\.py-test_flaky-\d-[0-9a-f]{8}", n) for n in seen)
     assert list(seen.values()) == [[503, 503, 200]] * 3
+
+
+def test_mockskill_junit_on_a_running_server_holds_the_run_s_sessions_alone(
+    pytester: pytest.Pytester, outer: Server
+) -> None:
+    """A server others use too: its other sessions are not the run's to report."""
+    requests.post(outer.invoke_url("flaky"), headers={"Mockskill-Session": "someone-else"})
+    result = run(
+        pytester,
+        SHARED_FLAKY.format(count=2, url=outer.url),
+        *("--mockskill-url", outer.url, "--mockskill-junit", "audit.xml"),
+    )
+    result.assert_outcomes(passed=2)
+    suites = list(JUnitXml.fromfile(str(pytester.path / "audit.xml")))
+    assert sorted(s.name for s in suites) == sorted(sessions_of(outer).keys() - {"someone-else"})
+    assert len(suites) == 2
 
 
 def test_under_xdist_the_workers_share_one_running_server(
@@ -876,6 +899,92 @@ def test_the_audit_example_in_the_docs_fails_as_shown(pytester: pytest.Pytester)
     # The same lines, but for what changes from run to run: session suffix, ids, timings.
     patterns = [re.sub(r"-[0-9a-f]{8}'|#\d+|\d+ ms", "*", line) for line in shown.splitlines()]
     result.stdout.fnmatch_lines([p.replace("[", "[[]") for p in patterns])
+
+
+def test_under_xdist_mockskill_junit_holds_every_worker_s_sessions(xdist_run: XdistRun) -> None:
+    """The controller writes the file, from the sessions each worker sends it: the eight
+    parallel tests' sessions, and the requests sent without a session (to the server of
+    the worker that ran them; on a shared store, another server's too, so not swept)."""
+    xmlschema.XMLSchema(JUNIT_SCHEMA).validate(xdist_run.junit)
+    suites = list(JUnitXml.fromstring(xdist_run.junit))
+
+    def requests_of(suite: TestSuite) -> int:
+        return int({p.name: p.value for p in suite.properties()}["requests"])
+
+    parallel = [s for s in suites if s.name.startswith("test_parallel.py-test_flaky-")]
+    assert sorted(requests_of(s) for s in parallel) == [3 * (n + 1) for n in range(8)]
+    headerless = [s for s in suites if s.name == "default"]
+    if xdist_run.state == "memory":
+        assert sum(requests_of(s) for s in headerless) == 6 * 10
+    else:
+        assert headerless == []
+    assert len(suites) == len(parallel) + len(headerless)
+
+
+# -- --mockskill-junit: the run's audit as JUnit XML -------------------------------
+
+JUNIT_SCHEMA = ROOT / "tests" / "data" / "junit-10.xsd"
+
+AUDITED = """
+OWN = '''
+name: own
+skills:
+  - id: locked
+    invoke: {error: AUTH_REQUIRED}
+'''
+
+def test_hammers(mockskill):
+    for _ in range(2):
+        requests.post(mockskill.invoke_url("auth-required"), headers=mockskill.headers)
+
+def test_backs_off(mockskill):
+    requests.post(mockskill.invoke_url("translate"), headers=mockskill.headers)
+
+def test_sends_nothing(mockskill):
+    pass
+
+@pytest.mark.mockskill(scenarios=[OWN])
+def test_on_a_server_of_its_own(mockskill):
+    requests.post(mockskill.invoke_url("locked"), headers=mockskill.headers)
+
+def test_names_a_session_itself(mockskill_server):
+    requests.post(mockskill_server.invoke_url("translate"), headers={"Mockskill-Session": "mine"})
+"""
+
+
+def test_mockskill_junit_writes_every_session_the_run_served(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=module(AUDITED))
+    result = pytester.runpytest(*QUIET, "--mockskill-junit", "reports/audit.xml")
+    result.assert_outcomes(passed=5)
+    path = pytester.path / "reports" / "audit.xml"
+    result.stdout.fnmatch_lines([f"*mockskill audit of 4 sessions (JUnit XML): {path}*"])
+    xmlschema.XMLSchema(JUNIT_SCHEMA).validate(path.read_text())
+    suites = {
+        re.sub(r"^test_inner\.py-(.*)-[0-9a-f]{8}$", r"\1", suite.name): suite
+        for suite in JUnitXml.fromfile(str(path))
+    }
+    failed = {
+        name: [r.type for case in suite for r in case.result if isinstance(r, Failure)]
+        for name, suite in suites.items()
+    }
+    # test_sends_nothing's session made no request: no server served it
+    assert failed == {
+        "test_hammers": ["non-retryable-retried"],
+        "test_backs_off": [],
+        "test_on_a_server_of_its_own": [],  # one request: nothing retried
+        "mine": [],
+    }
+    own = "test_on_a_server_of_its_own"
+    (case,) = list(suites[own])
+    assert case.name == "POST /skills/locked/invoke (chain 1)"
+
+
+def test_without_mockskill_junit_no_file_is_written(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=module(AUDITED))
+    result = pytester.runpytest(*QUIET)
+    result.assert_outcomes(passed=5)
+    assert not list(pytester.path.rglob("*.xml"))
+    assert "JUnit XML" not in result.stdout.str()
 
 
 # -- the state store -------------------------------------------------------------

@@ -42,7 +42,11 @@ by concept, in the order a report is made:
   and its stream attempts, a bar each: the events sent, the last id, how it ended;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
   the dashboard) and the gates that read it (:func:`assert_clean`);
-- ``table`` — the report as the table ``mockskill report`` prints.
+- ``table`` — the report as the table ``mockskill report`` prints;
+- ``rules`` — the rules' catalogue: each rule's id, title, when it finds, fix and
+  section of docs/audit.md (what SARIF's rules and the reports' links read);
+- ``formats`` — the report as CI systems read it: JUnit XML, SARIF 2.1.0, GitHub
+  Actions annotations (and the table and JSON: every ``mockskill report --format``).
 
 docs/audit.md documents every rule and the tolerance. ``mockskill.audit``
 keeps the names it has always had (``report``, ``assert_clean``, ``Policy``,
@@ -64,7 +68,6 @@ from .covered import (
     timeout_kind,
     timeouts,
 )
-from .findings import RULES
 from .policy import Policy
 from .retries import (
     FAULT_STANDS_FOR,
@@ -82,6 +85,7 @@ from .retries import (
     overlaps,
     rate_limit_answer,
 )
+from .rules import CATALOGUE, RULES, Rule
 from .verdict import (
     assert_clean,
     coverage_gaps,
@@ -93,6 +97,7 @@ from .verdict import (
 )
 
 __all__ = [
+    "CATALOGUE",
     "FAULT_NAMES",
     "FAULT_STANDS_FOR",
     "HANGUP_SLACK",
@@ -103,6 +108,7 @@ __all__ = [
     "VALIDATION_ERROR",
     "AttemptOutcome",
     "Policy",
+    "Rule",
     "acted_on",
     "answered",
     "assert_clean",

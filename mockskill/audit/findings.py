@@ -33,31 +33,6 @@ from .retries import (
     rate_limit_answer,
 )
 
-RULES = (
-    "non-retryable-retried",
-    "retry-too-soon",
-    "backoff-not-growing",
-    "too-many-attempts",
-    "duplicate-execution",  # audit/executions.py: retries that ran an operation again
-    "correlation-lost",  # audit/correlation.py: retries that drop or change a correlation header
-    "retry-herd",  # audit/herds.py: chains retrying in lockstep after the same rate-limit advice
-    "rate-limit-ignored",  # audit/pacing.py: requests sent on after "no tokens remain"
-    # audit/tasks.py: how a consumer waits on a long-running task
-    "poll-too-soon",  # a poll before the previous answer's Retry-After
-    "poll-after-terminal",  # polls after a terminal status was served (one grace poll)
-    "task-abandoned",  # a live task left unpolled and never cancelled
-    "reinvoked-while-running",  # a second task for the operation of a live one
-    "status-url-ignored",  # requests to task URLs mockskill never handed out
-    # audit/callbacks.py: how a consumer receives a task's callbacks
-    "callback-not-acknowledged",  # a valid delivery not answered 2xx in time
-    "callback-signature-not-checked",  # a forged delivery answered 2xx
-    "callback-without-reconcile",  # a lost callback, the status URL never asked after
-    # audit/streams.py: how a consumer recovers from a stream that went wrong
-    "resume-ignored",  # a cut resumable stream re-requested without Last-Event-ID
-    "stall-not-detected",  # a stalled stream held open past the idle bound
-    "gave-up-despite-progress",  # a stream left while delivering, before its expected end
-)
-
 
 @dataclass
 class Attempt:

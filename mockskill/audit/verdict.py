@@ -26,6 +26,7 @@ from .herds import retry_herds
 from .pacing import rate_limit_ignored
 from .policy import Policy
 from .retries import chains, endpoint_of
+from .rules import BY_ID
 from .streams import stream_findings
 from .tasks import task_findings
 from .timelines import stream_timelines, task_timelines
@@ -183,14 +184,31 @@ def finding_lines(findings: Iterable[dict[str, Any]], indent: str = "") -> list[
     """Findings (of one session) numbered, each with where, found, expected and fix."""
     lines = []
     for i, f in enumerate(findings, 1):
-        ids = ", ".join(f"#{a}" for a in f["attempts"])
         pad = indent + " " * (len(str(i)) + 2)
         lines.append(f"{indent}{i}. {f['rule']}: {f['message']}")
-        lines.append(f"{pad}at:       {f['endpoint']} (journal {ids})")
-        lines.append(f"{pad}found:    {f['found']}")
-        lines.append(f"{pad}expected: {f['expected']}")
-        lines.append(f"{pad}fix:      {f['fix']}")
+        lines.extend(pad + line for line in aligned(finding_parts(f)))
     return lines
+
+
+def finding_parts(finding: dict[str, Any], *, docs: bool = False) -> list[tuple[str, str]]:
+    """What a finding says beyond its message, as ``(label, text)``: where (its endpoint
+    and journal ids), found, expected, fix; *docs*: and its rule's documentation."""
+    ids = ", ".join(f"#{a}" for a in finding["attempts"])
+    parts = [
+        ("at", f"{finding['endpoint']} (journal {ids})"),
+        ("found", finding["found"]),
+        ("expected", finding["expected"]),
+        ("fix", finding["fix"]),
+    ]
+    rule = BY_ID.get(finding["rule"])
+    if docs and rule is not None:  # (a rule of a newer server's report: none to link)
+        parts.append(("docs", rule.help_uri))
+    return parts
+
+
+def aligned(parts: Iterable[tuple[str, str]]) -> list[str]:
+    """``(label, text)`` pairs as lines, the texts aligned: ``found:    ...``."""
+    return [f"{label + ':':<9} {text}" for label, text in parts]
 
 
 def silent_sessions(report: dict[str, Any]) -> list[str]:

@@ -158,6 +158,18 @@ def schema() -> None:
     click.echo(SCHEMA_PATH.read_text(encoding="utf-8"), nl=False)
 
 
+REPORT_FORMATS = ("text", "json", "junit", "sarif", "github")
+"""``mockskill report --format``'s choices: :data:`mockskill.audit.formats.FORMATS`' names
+(said here too, so that the command line is built without importing the writers)."""
+
+
+def report_format(given: str | None, as_json: bool) -> str:
+    """The format asked for: ``--format``, or ``--json`` (its older spelling), else text."""
+    if as_json and given not in (None, "json"):
+        raise click.UsageError(f"--json asks for --format json; --format {given} asks otherwise")
+    return "json" if as_json else given or "text"
+
+
 @cli.command()
 @click.argument("url", required=False, default="http://127.0.0.1:8080", envvar="MOCKSKILL_URL")
 @click.option(
@@ -168,7 +180,15 @@ def schema() -> None:
     help="Only this session (repeatable); one that sent nothing is reported too.",
 )
 @click.option("--skill", metavar="ID", default=None, help="Only the requests of this skill.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(REPORT_FORMATS),
+    default=None,
+    help="text: the table (the default); json: GET /__admin/report's JSON; junit: JUnit"
+    " XML; sarif: SARIF 2.1.0; github: GitHub Actions annotations (docs/audit.md).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--fail-on-findings", is_flag=True, help="Exit 1 if the audit has any finding.")
 @click.option(
     "--require-coverage",
@@ -190,6 +210,7 @@ def report(
     url: str,
     sessions: tuple[str, ...],
     skill: str | None,
+    output_format: str | None,
     as_json: bool,
     fail_on_findings: bool,
     require_coverage: bool,
@@ -211,7 +232,7 @@ def report(
             url,
             sessions=sessions,
             skill=skill,
-            as_json=as_json,
+            output_format=report_format(output_format, as_json),
             fail_on_findings=fail_on_findings,
             require_coverage=require_coverage,
             required=required,

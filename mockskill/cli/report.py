@@ -1,9 +1,10 @@
 """``mockskill report``: the retry audit of a running server, fetched and printed.
 
 The command fetches ``GET /__admin/report`` through
-:class:`~mockskill.server.remote.RemoteServer`, prints it as a table
-(:mod:`mockskill.audit.table`) or as JSON, and applies the gates asked for
-(``--fail-on-findings``, ``--require-coverage``, ``--require``). The audit is
+:class:`~mockskill.server.remote.RemoteServer`, prints it in the format asked for
+(:data:`mockskill.audit.formats.FORMATS`: the table of :mod:`mockskill.audit.table`,
+JSON, JUnit XML, SARIF or GitHub Actions annotations), and applies the gates asked for
+(``--fail-on-findings``, ``--require-coverage``, ``--require``) whatever the format. The audit is
 :mod:`mockskill.audit`; the server side of the report is
 :mod:`mockskill.admin.report_routes`. docs/audit.md documents all three.
 """
@@ -11,13 +12,15 @@ The command fetches ``GET /__admin/report`` through
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import audit
-from ..audit.table import plural, table
-from ..protocol import jsonstyle
+from ..audit.formats import FORMATS
+from ..audit.formats.sarif import sarif
+from ..audit.table import plural
 from ..server.remote import RemoteError, RemoteServer, http_url
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -51,6 +54,30 @@ def fetch(
         raise Unavailable(f"{exc}{hint}") from None
 
 
+def scenario_sources(
+    url: str, admin_token: str | None = None, here: Path | None = None
+) -> dict[str, str]:
+    """Each active skill's scenario file, as SARIF names it: a path relative to *here* (the
+    current folder) when the file is in it, else a ``file:`` URI; ``{}`` when the server
+    will not say (the report is whole without it)."""
+    try:
+        listed = RemoteServer(url, admin_token=admin_token).admin("GET", "scenarios")
+    except RemoteError:
+        return {}
+    root = (here or Path.cwd()).resolve()
+    sources: dict[str, str] = {}
+    for scenario in listed.get("scenarios", ()):
+        origin = Path(scenario.get("origin") or "")
+        if not scenario.get("active") or not origin.is_absolute():
+            continue  # a body posted to the admin API, or a scenario added in code: no file
+        uri = (
+            origin.relative_to(root).as_posix() if origin.is_relative_to(root) else origin.as_uri()
+        )
+        for skill in scenario.get("skills", ()):
+            sources.setdefault(skill["id"], uri)
+    return sources
+
+
 # -- the command ``mockskill report`` -------------------------------------------------
 
 UNAVAILABLE = 3
@@ -62,7 +89,7 @@ def command(
     *,
     sessions: Iterable[str] = (),
     skill: str | None = None,
-    as_json: bool = False,
+    output_format: str = "text",
     fail_on_findings: bool = False,
     require_coverage: bool = False,
     required: Iterable[str] = (),
@@ -85,7 +112,10 @@ def command(
     except Unavailable as exc:
         click.echo(f"mockskill: {exc}", err=True)
         return UNAVAILABLE
-    click.echo(jsonstyle.dumps(got) if as_json else table(got, url))
+    if output_format == "sarif":  # a result located in a file is what code scanning shows
+        click.echo(sarif(got, url, sources=scenario_sources(url, admin_token)))
+    else:
+        click.echo(FORMATS[output_format](got, url))
     failed = []
     findings = sum(len(s["findings"]) for s in got["sessions"])
     if fail_on_findings and findings:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import requests
@@ -17,6 +18,7 @@ from conftest import EVERY_FAILURE
 
 from mockskill import Server
 from mockskill.cli import cli
+from mockskill.cli.report import scenario_sources
 
 Serve = Callable[..., Server]
 
@@ -300,3 +302,97 @@ def test_the_url_defaults_to_the_default_port_of_serve() -> None:
     result = CliRunner().invoke(cli, ["report", "--help"])
     assert result.exit_code == 0
     assert "http://127.0.0.1:8080" in result.output
+
+
+# -- --format: the report as CI systems read it -----------------------------------------
+
+FORMATS = ("text", "json", "junit", "sarif", "github")
+
+
+def test_the_command_line_offers_every_format_there_is() -> None:
+    from mockskill.audit.formats import FORMATS as WRITERS
+    from mockskill.cli.main import REPORT_FORMATS
+
+    assert REPORT_FORMATS == FORMATS == tuple(WRITERS)
+
+
+@pytest.mark.parametrize("form", FORMATS)
+def test_the_gates_hold_in_every_format(server: Server, form: str) -> None:
+    bad, good = new_session(), new_session()
+    play(server, bad, "locked", "locked")
+    play(server, good, "fine")
+    failed = report(server.url, "--session", bad, "--format", form, "--fail-on-findings")
+    assert failed.exit_code == 1
+    assert "mockskill: 1 finding (--fail-on-findings)" in failed.stderr
+    assert "non-retryable-retried" in failed.stdout
+    passed = report(server.url, "--session", good, "--format", form, "--fail-on-findings")
+    assert passed.exit_code == 0, passed.output
+    unmet = report(server.url, "--session", good, "--format", form, "--require", "AUTH_REQUIRED")
+    assert unmet.exit_code == 1
+    assert f"session '{good}' has not met AUTH_REQUIRED" in unmet.stderr
+    silent = report(server.url, "--session", "nobody", "--format", form, "--fail-on-findings")
+    assert silent.exit_code == 1
+    assert "session 'nobody' made no request" in silent.stderr
+
+
+@pytest.mark.parametrize(
+    ("form", "starts"),
+    [
+        ("junit", "<?xml version='1.0' encoding='utf-8'?>\n<testsuites "),
+        (
+            "sarif",
+            '{"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0"',
+        ),
+        ("github", "::error title=non-retryable-retried ("),
+    ],
+)
+def test_each_format_prints_the_report_alone_on_standard_output(
+    server: Server, form: str, starts: str
+) -> None:
+    session = new_session()
+    play(server, session, "locked", "locked")
+    result = report(server.url, "--session", session, "--format", form, "--fail-on-findings")
+    assert result.stdout.startswith(starts), result.stdout
+    assert "mockskill:" not in result.stdout  # the gate's words go to standard error
+
+
+def test_an_unknown_format_is_a_usage_error_naming_the_formats(server: Server) -> None:
+    result = report(server.url, "--format", "xunit")
+    assert result.exit_code == 2
+    assert "'xunit' is not one of 'text', 'json', 'junit', 'sarif', 'github'" in result.stderr
+
+
+def test_json_is_the_older_spelling_of_format_json(server: Server) -> None:
+    session = new_session()
+    play(server, session, "fine")
+    older = report(server.url, "--session", session, "--json")
+    newer = report(server.url, "--session", session, "--format", "json")
+    assert json.loads(older.stdout)["sessions"][0]["requests"] == 1
+    assert {**json.loads(older.stdout), "generated": 0} == {
+        **json.loads(newer.stdout),
+        "generated": 0,
+    }
+    both = report(server.url, "--json", "--format", "json")
+    assert both.exit_code == 0
+    clash = report(server.url, "--json", "--format", "junit")
+    assert clash.exit_code == 2
+    assert "--json asks for --format json; --format junit asks otherwise" in clash.stderr
+
+
+def test_sarif_locates_each_result_at_its_skill_s_scenario_file(bundled: Server) -> None:
+    session = new_session()
+    play(bundled, session, "auth-required", "auth-required")
+    result = report(bundled.url, "--session", session, "--format", "sarif")
+    (finding,) = json.loads(result.stdout)["runs"][0]["results"]
+    uri = finding["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.endswith("scenarios/catalog.yaml")
+
+
+def test_scenario_files_are_named_from_the_current_folder_or_as_file_uris(
+    bundled: Server, server: Server, tmp_path: Path
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert scenario_sources(bundled.url, here=root)["auth-required"] == "scenarios/catalog.yaml"
+    elsewhere = scenario_sources(bundled.url, here=tmp_path)["auth-required"]
+    assert elsewhere == (root / "scenarios" / "catalog.yaml").as_uri()
+    assert scenario_sources(server.url) == {}  # loaded from text: no file to point at
