@@ -13,7 +13,8 @@ re-issued without its ``Idempotency-Key``) grade streams as they grade answers. 
 rules of this module read what only a stream can get wrong:
 
 - ``resume-ignored``: a resumable stream, cut short after sending an id, re-requested
-  without ``Last-Event-ID``, or with an id it was never sent;
+  without ``Last-Event-ID``, or with an id it was never sent (not a task's watch, whose
+  every start sends the task as it is: docs/tasks.md, "Watching a task");
 - ``stall-not-detected``: the consumer held a stream whose bytes had stopped longer than
   the scenario's idle bound (it has no idle timeout);
 - ``gave-up-despite-progress``: the consumer left a stream that was still delivering
@@ -111,7 +112,9 @@ def resume_ignored(session: str, chain: Sequence[Entry]) -> Finding | None:
             complete = False  # an attempt whose ids were not kept (only its last is known)
         if isinstance(stream.get("last_id"), str):
             sent.add(stream["last_id"])
-        resumable = bool(stream.get("resumable")) and cut_short(before)
+        # A task's watch starts again with the task as it is: nothing is lost without the id.
+        watch = stream.get("watch") is not None
+        resumable = bool(stream.get("resumable")) and cut_short(before) and not watch
         if not resumable or stream.get("last_id") is None or acted_on(before, entry) is None:
             continue
         asked = asked_from(entry)
