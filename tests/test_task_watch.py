@@ -92,7 +92,8 @@ def test_a_watch_streams_the_task_from_submit_to_completed(serve: Any) -> None:
     assert tasks[2]["result"] == {"report": "done"}
     # Each event's data is what a poll answers then: the terminal one, exactly.
     assert httpx.get(url).json() == events[-1].json()
-    assert "poll_after_ms" not in tasks[2] and tasks[0]["poll_after_ms"] == 100
+    assert "poll_after_ms" not in tasks[2]
+    assert tasks[0]["poll_after_ms"] == 100
 
 
 def test_a_watch_of_a_task_already_ended_sends_it_and_ends(serve: Any) -> None:
@@ -154,7 +155,8 @@ def test_last_event_id_resumes_after_the_change_it_names(serve: Any) -> None:
     assert [e.last_event_id for e in parse_sse(body).events] == ["2"]
     # After the terminal change: nothing is left to send.
     answer, body = watched(url, {"Last-Event-ID": "2"})
-    assert answer.status_code == 200 and parse_sse(body).events == []
+    assert answer.status_code == 200
+    assert parse_sse(body).events == []
 
 
 def test_a_watch_in_json_lines(serve: Any) -> None:
@@ -220,7 +222,7 @@ def test_a_watch_is_journalled_as_a_stream_attempt_and_is_no_poll(serve: Any) ->
     url = submitted(server, "report")
     watched(url)
     httpx.get(url)  # a poll at once after the watch: not too soon, the watch advised no wait
-    submit, watch, poll = journal(server)
+    _submit, watch, poll = journal(server)
     assert watch["task"]["action"] == "watch"
     assert watch["task"]["status"] == "completed"  # the last change it sent
     stream = watch["stream"]
@@ -229,7 +231,8 @@ def test_a_watch_is_journalled_as_a_stream_attempt_and_is_no_poll(serve: Any) ->
     assert stream["watch"] == watch["task"]["id"]
     assert poll["task"]["action"] == "poll"
     rules = {f["rule"] for f in server.report(session="watch")["sessions"][0]["findings"]}
-    assert "poll-too-soon" not in rules and "task-abandoned" not in rules
+    assert "poll-too-soon" not in rules
+    assert "task-abandoned" not in rules
 
 
 def test_a_watch_left_and_watched_again_without_last_event_id_is_no_resume_ignored(
@@ -249,7 +252,8 @@ def test_a_watch_left_and_watched_again_without_last_event_id_is_no_resume_ignor
     left = journal(server)[1]
     assert left["stream"]["ended"] == "client_left"
     rules = {f["rule"] for f in server.report(session="watch")["sessions"][0]["findings"]}
-    assert "resume-ignored" not in rules and "gave-up-despite-progress" not in rules
+    assert "resume-ignored" not in rules
+    assert "gave-up-despite-progress" not in rules
 
 
 def test_a_cancel_on_another_replica_shows_at_the_next_reading(redis_url: str) -> None:

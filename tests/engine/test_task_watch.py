@@ -123,7 +123,8 @@ def test_after_an_input_the_segment_runs_to_the_end() -> None:
     planned = task_watch.segment(watch_of(tasked, "ndjson", after=2), record(4500.0, given), None)
     # (after: the transport's last id sent wins over the watch's own resumed_from)
     assert [(p.delay_ms, p.event_id) for p in planned.play.pieces] == [(0.0, "3"), (1000.0, "4")]
-    assert planned.play.ending == "complete" and planned.reread_ms == 200.0
+    assert planned.play.ending == "complete"
+    assert planned.reread_ms == 200.0
     line = json.loads(planned.play.pieces[1].data)
     assert (line["event"], line["id"], line["data"]["task"]["result"]) == (
         "completed",
@@ -143,10 +144,12 @@ def test_a_cancel_ends_the_segment_with_cancelled() -> None:
     cancel = TaskEvent("cancel", 1500.0, 0)
     planned = task_watch.segment(watch_of(tasked), record(1500.0, cancel), 1)
     assert [p.event_id for p in planned.play.pieces] == ["5"]
-    assert planned.play.ending == "complete" and planned.reread_ms is None
+    assert planned.play.ending == "complete"
+    assert planned.reread_ms is None
 
 
 def test_a_task_gone_from_the_store_ends_the_watch_with_nothing_more() -> None:
     planned = task_watch.segment(watch_of(task_skill()), None, 1)
-    assert planned.play.pieces == () and planned.play.ending == "complete"
+    assert planned.play.pieces == ()
+    assert planned.play.ending == "complete"
     assert planned.reread_ms is None
