@@ -16,7 +16,8 @@ segment is the plan's stream, played by the connection's :class:`~.streaming.Str
   the engine's hook, with the record the store answered), and replans from it.
 
 Each watch costs one loop timer at a time, and is forgotten when its stream is over. It is
-a companion of the serving :class:`~.loop_server.LoopServer`: its stop cancels what is left.
+a companion of the serving :class:`~.loop_server.LoopServer`: its stop ends every watch at
+once (a watch has no end of its own for the server's grace to wait for).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..engine import task_watch
 from ..engine.store import Store, StoreUnavailable, TaskRecord
 from ..engine.task_watch import TaskWatch
 from .streaming import Streaming
+from .waiting import STOP
 
 _Key = tuple[str, int]
 
@@ -64,12 +66,14 @@ class TaskWatches:
         self._loop = asyncio.get_running_loop()
 
     async def stop(self, grace: float = 0.0) -> bool:
-        """Cancel every timer and reading (the streams end with their connections)."""
-        for watched in self._watched.values():
-            for one in watched:
-                if one.timer is not None:
-                    one.timer.cancel()
+        """End every watch now (``stopped``), its timer and reading cancelled: a watch has
+        no end of its own to drain towards, so the server's grace is not spent on it."""
+        every = [one for watched in self._watched.values() for one in watched]
         self._watched.clear()
+        for one in every:
+            if one.timer is not None:
+                one.timer.cancel()
+            one.streaming.interrupt(STOP)
         readings = list(self._running)
         for reading in readings:
             reading.cancel()

@@ -153,3 +153,26 @@ def test_a_task_gone_from_the_store_ends_the_watch_with_nothing_more() -> None:
     assert planned.play.pieces == ()
     assert planned.play.ending == "complete"
     assert planned.reread_ms is None
+
+
+def test_a_live_task_is_read_again_at_its_poll_cadence_never_in_a_tight_loop() -> None:
+    (skill,) = (
+        load_text(
+            """
+skills:
+  - id: report
+    task:
+      poll_after: 1ms
+      life:
+        - {status: working, for: 1s}
+        - {status: completed}
+""",
+            "fast.yaml",
+        )
+        .scenarios[0]
+        .skills
+    )
+    tasked = TaskSkill.of(skill)
+    assert tasked is not None
+    planned = task_watch.segment(watch_of(tasked), record(0.0), None)
+    assert planned.reread_ms == task_watch.MIN_REREAD_MS

@@ -31,11 +31,12 @@ skills:
     task:
       poll_after: 100ms
       life:
-        - {status: submitted, for: 150ms}
-        - {status: working, for: 300ms, progress: [10, 60]}
+        - {status: submitted, for: 500ms}
+        - {status: working, for: 400ms, progress: [10, 60]}
         - {status: completed, json: {report: done}}
 """
-"""Submitted for 150 ms, working for 300 ms, then completed: changes 0, 1 and 2."""
+"""Submitted for half a second (a watch sent at once finds it so, even on a loaded machine),
+working for 400 ms, then completed: changes 0, 1 and 2."""
 LONG = """
 skills:
   - id: long
@@ -99,7 +100,7 @@ def test_a_watch_streams_the_task_from_submit_to_completed(serve: Any) -> None:
 def test_a_watch_of_a_task_already_ended_sends_it_and_ends(serve: Any) -> None:
     server = serve(REPORT)
     url = submitted(server, "report")
-    time.sleep(0.5)
+    time.sleep(1.0)
     _, body = watched(url)
     assert [(e.type, e.last_event_id) for e in parse_sse(body).events] == [("completed", "2")]
 
@@ -128,13 +129,13 @@ def test_an_input_mid_watch_moves_the_life_on(serve: Any) -> None:
             task:
               poll_after: 10s
               life:
-                - {status: working, for: 100ms}
+                - {status: working, for: 400ms}
                 - {status: input_required, expects: {body: {/answer: {exists: true}}}}
                 - {status: working, for: 100ms}
                 - {status: completed}
         """)
     url = submitted(server, "asks")
-    given = later(0.3, lambda: httpx.post(url, json={"answer": 42}))
+    given = later(0.8, lambda: httpx.post(url, json={"answer": 42}))
     _, body = watched(url)
     given.join()
     assert [(e.type, e.last_event_id) for e in parse_sse(body).events] == [
@@ -291,3 +292,42 @@ skills:
         watches = [e for e in entries["entries"] if (e["task"] or {}).get("action") == "watch"]
         assert len(watches) == 2
         assert json.dumps(watches)  # (journalled in the shared store, either replica's)
+
+
+def test_a_stopping_server_ends_its_watches_at_once_journalled_stopped() -> None:
+    server = Server(LONG, grace=60).start()
+    url = submitted(server, "long")
+    ended: list[BaseException] = []
+
+    def watch() -> None:
+        try:
+            watched(url)
+        except httpx.HTTPError as exc:  # the connection cut: the server went away
+            ended.append(exc)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    time.sleep(0.2)
+    began = time.monotonic()
+    server.stop()
+    watcher.join()
+    assert time.monotonic() - began < 30  # not the 60 s grace: a watch has no end to wait for
+    assert len(ended) == 1
+    (entry,) = [e for e in server.journal() if e.stream is not None]
+    assert entry.stream["ended"] == "stopped"
+
+
+def test_the_wsgi_app_answers_a_watch_as_a_poll() -> None:
+    from werkzeug.test import Client
+
+    from mockskill import create_app, load_text
+    from mockskill.engine.engine import Engine
+    from mockskill.engine.state import State
+
+    engine = Engine(load_text(REPORT, "w.yaml"), State())
+    client = Client(create_app(engine))
+    location = client.post("/skills/report/invoke").headers["Location"]
+    answer = client.get(location, headers=SSE)
+    assert answer.status_code == 200
+    assert answer.content_type == "application/json"
+    assert answer.get_json()["task"]["status"] == "submitted"
