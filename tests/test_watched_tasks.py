@@ -331,3 +331,21 @@ def test_the_wsgi_app_answers_a_watch_as_a_poll() -> None:
     assert answer.status_code == 200
     assert answer.content_type == "application/json"
     assert answer.get_json()["task"]["status"] == "submitted"
+
+
+def test_leaving_a_watch_is_no_failed_attempt_to_retry(serve: Any) -> None:
+    server = serve(LONG)
+    url = submitted(server, "long")
+    for _ in range(4):  # watched, left after the first event, watched again at once
+        with httpx.stream("GET", url, headers=SSE, timeout=10) as answer:
+            for line in answer.iter_lines():
+                if line.startswith("id:"):
+                    break
+    httpx.delete(url)
+    deadline = time.monotonic() + 5
+    while len(journal(server)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.02)  # (a watch is journalled when the server sees the client gone)
+    assert [e["stream"]["ended"] for e in journal(server) if e["stream"]] == ["client_left"] * 4
+    rules = {f["rule"] for f in server.report(session="watch")["sessions"][0]["findings"]}
+    assert "retry-too-soon" not in rules
+    assert "too-many-attempts" not in rules

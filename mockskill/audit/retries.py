@@ -49,6 +49,10 @@ def outcome(entry: Entry) -> AttemptOutcome:
         return AttemptOutcome(True, FAULT_STANDS_FOR, True)
     stream = entry.stream
     if stream is not None and stream.get("ended") != "complete":
+        if stream.get("watch") is not None and stream.get("ended") == "client_left":
+            # A task's watch the consumer left: each event it got was the task's state (an
+            # answer), and leaving is the consumer's choice, not a failure to retry.
+            return AttemptOutcome(False)
         return stream_cut(entry, stream)
     if entry.status is None or not answered(entry):
         return AttemptOutcome(True, TIMEOUT_STANDS_FOR, True)

@@ -5,7 +5,8 @@ Every request answered with a stream journals :attr:`Entry.stream
 how long, how long its bytes had stopped at the end (``stalled_ms``), the scenario's idle
 bound and expected duration, whether it is resumable, the ``Last-Event-ID`` a re-request
 asked to resume after (``asked_from``, else its header). A stream cut short is a failed
-attempt of its retry chain (:func:`~.retries.stream_cut`), and one ending in an error event
+attempt of its retry chain (:func:`~.retries.stream_cut`; not a task's watch the consumer
+left: docs/tasks.md, "Watching a task"), and one ending in an error event
 carries that code and its advice as an error answer does, so ``retry-too-soon`` (the SSE
 ``retry:`` field, an error event's advice), ``non-retryable-retried`` (an error event such
 as ``PERMISSION_DENIED`` re-issued unchanged) and ``duplicate-execution`` (a cut POST stream

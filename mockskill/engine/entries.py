@@ -321,8 +321,8 @@ class Entry(NamedTuple):
     """What the request did to a long-running task (docs/tasks.md); None: it touched none.
     JSON values: ``id`` (the task's id, as sent when unknown: shown bounded), ``action``
     (``submit``, ``poll``, ``cancel``, ``input``, or ``watch``: a poll answered with the
-    task's changes as a stream, its ``status`` the last change sent), ``known`` (mockskill handed this id
-    out; False: unknown, malformed or another server's — the consumer built the URL),
+    task's changes as a stream, its ``status`` the last change sent), ``known`` (mockskill
+    handed this id out; False: unknown, malformed or another server's — the consumer built the URL),
     ``expired`` (handed out, but past its time-to-live), ``served`` (the answer carried
     the task's state; False: a scripted error or fault on the status URL, a 404, a 409,
     a refused submit), ``status`` (the task's status after the request; None: not known),
