@@ -4,16 +4,20 @@ task"): a ``GET`` of the status URL that asks for ``text/event-stream`` (or
 its life reaches it, and ends after the terminal one; a cancel or an input sent meanwhile
 shows in the watch (at once on this server; at the next reading of the record on another
 replica of a shared store); ``Last-Event-ID`` resumes after the change it names; a plain
-poll is unchanged. Real servers on ephemeral ports, real clients (httpx streaming), the
-events read as a browser's EventSource reads them (tests/event_streams.py).
+poll is unchanged. Real servers on ephemeral ports, real clients (httpx streaming, Node's
+fetch), the events read as a browser's EventSource reads them (tests/event_streams.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -349,3 +353,32 @@ def test_leaving_a_watch_is_no_failed_attempt_to_retry(serve: Any) -> None:
     rules = {f["rule"] for f in server.report(session="watch")["sessions"][0]["findings"]}
     assert "retry-too-soon" not in rules
     assert "too-many-attempts" not in rules
+
+
+NODE = shutil.which("node")
+READER = Path(__file__).resolve().parent / "node" / "stream_reader.mjs"
+
+
+@pytest.mark.skipif(
+    NODE is None and os.environ.get("MOCKSKILL_REQUIRE_NODE") != "1",
+    reason="node is not installed",
+)
+def test_nodes_fetch_watches_a_task_to_its_end(serve: Any) -> None:
+    assert NODE is not None, "node is required here (MOCKSKILL_REQUIRE_NODE=1)"
+    server = serve(REPORT)
+    url = submitted(server, "report")
+    shown = subprocess.run(
+        [NODE, str(READER), url, "10000", "text/event-stream"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    outcome = json.loads(shown.stdout)
+    assert "error" not in outcome  # the body ended: fetch's for-await loop is over
+    events = parse_sse(outcome["text"].encode()).events
+    assert [(e.type, e.last_event_id) for e in events] == [
+        ("submitted", "0"),
+        ("working", "1"),
+        ("completed", "2"),
+    ]
