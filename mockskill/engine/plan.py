@@ -164,7 +164,8 @@ class StreamPlay:
 
     pieces: tuple[StreamPiece, ...]
     ending: str = "complete"
-    """:data:`STREAM_ENDINGS`."""
+    """:data:`STREAM_ENDINGS`, or ``open``: a watched task's play that more may follow
+    (:mod:`.task_watch`), held with its heartbeats meanwhile."""
     heartbeat_ms: float | None = None
     heartbeat: bytes = b""
     stall_ms: float | None = None

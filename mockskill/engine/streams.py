@@ -90,9 +90,7 @@ def _quality(fmt: str, accept: str) -> float:
     media = next(m for m, f in MEDIA_TYPES.items() if f == fmt)
     kind = media.split("/")[0]
     found, specificity = 0.0, -1
-    for part in accept.split(","):
-        fields = part.split(";")
-        media_range = fields[0].strip().lower()
+    for media_range, q in accepted(accept):
         if media_range == media:
             rank = 2
         elif media_range == f"{kind}/*":
@@ -103,6 +101,16 @@ def _quality(fmt: str, accept: str) -> float:
             continue
         if rank < specificity:
             continue
+        found, specificity = q, rank
+    return found
+
+
+def accepted(accept: str) -> list[tuple[str, float]]:
+    """*accept*'s media ranges (lower case) with their quality, in order (RFC 9110
+    §12.5.1; a quality that is no number: 0, as if not named)."""
+    ranges = []
+    for part in accept.split(","):
+        fields = part.split(";")
         q = 1.0
         for param in fields[1:]:
             name, _, value = param.partition("=")
@@ -110,9 +118,9 @@ def _quality(fmt: str, accept: str) -> float:
                 try:
                     q = min(max(float(value.strip()), 0.0), 1.0)
                 except ValueError:
-                    q = 0.0  # a quality that is no number: as if not named
-        found, specificity = q, rank
-    return found
+                    q = 0.0
+        ranges.append((fields[0].strip().lower(), q))
+    return ranges
 
 
 class _Judged(NamedTuple):

@@ -52,11 +52,10 @@ __all__ = [
 ]
 
 MIN_REREAD_MS = 50
-"""The shortest time between two reads of a watched task's record from a shared store (a
-``poll_after`` shorter than this is not a reason to ask the store in a tight loop)."""
+"""The shortest time between two reads of a watched task's record (a ``poll_after`` shorter
+than this is not a reason to ask the store in a tight loop)."""
 _NOWHERE = Position("", 0, 0)
 """A watch's events come from no scenario line."""
-_STREAM_TYPES = {"text/event-stream": "sse", "application/x-ndjson": "ndjson"}
 
 
 def watch_format(accept: str | None) -> str | None:
@@ -67,20 +66,10 @@ def watch_format(accept: str | None) -> str | None:
     if not accept or "/" not in accept:
         return None
     best, best_q, json_q = None, 0.0, 0.0
-    for part in accept.split(","):
-        fields = part.split(";")
-        media = fields[0].strip().lower()
-        q = 1.0
-        for param in fields[1:]:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = min(max(float(value.strip()), 0.0), 1.0)
-                except ValueError:
-                    q = 0.0
+    for media, q in streams.accepted(accept):
         if media in ("application/json", "application/*"):
             json_q = max(json_q, q)
-        fmt = _STREAM_TYPES.get(media)
+        fmt = streams.MEDIA_TYPES.get(media)
         if fmt is not None and q > best_q:
             best, best_q = fmt, q
     return best if best is not None and best_q > json_q else None

@@ -22,7 +22,9 @@ plan's waits are over. It decides nothing: the engine framed every byte
   last chunk, then the connection closed: no terminal event came), ``reset`` (RST),
   ``broken_chunking`` (a chunk size line that is no number, then the close), ``stall``
   (nothing more, the socket open, for the stall's time or :data:`MAX_STALL`, then the
-  connection closed without the last chunk).
+  connection closed without the last chunk), or :data:`OPEN`: no ending yet, the stream
+  held with its heartbeats until :meth:`Streaming.follow` gives it its next pieces (a
+  watched task's, :mod:`.task_watches`).
 
 It ends early when the client leaves (``client_left``) or the server stops
 (``stopped``), through the connection's :class:`~.waiting.Waiting`. A client that does
