@@ -23,8 +23,9 @@ from typing import Any
 import httpx
 import pytest
 from event_streams import parse_ndjson, parse_sse
+from redis_server import RedisServer
 
-from mockskill import Server
+from mockskill import Server, load_text
 
 SSE = {"Accept": "text/event-stream"}
 SESSION = {"Mockskill-Session": "watch"}
@@ -272,8 +273,6 @@ skills:
         - {status: working, for: 60s}
         - {status: completed}
 """
-    from mockskill import load_text
-
     with (
         Server(load_text(text, "a.yaml"), state=redis_url) as one,
         Server(load_text(text, "a.yaml"), state=redis_url) as two,
@@ -324,7 +323,7 @@ def test_a_stopping_server_ends_its_watches_at_once_journalled_stopped() -> None
 def test_the_wsgi_app_answers_a_watch_as_a_poll() -> None:
     from werkzeug.test import Client
 
-    from mockskill import create_app, load_text
+    from mockskill import create_app
     from mockskill.engine.engine import Engine
     from mockskill.engine.state import State
 
@@ -382,3 +381,24 @@ def test_nodes_fetch_watches_a_task_to_its_end(serve: Any) -> None:
         ("working", "1"),
         ("completed", "2"),
     ]
+
+
+def test_a_watch_rides_out_an_unreachable_store_and_ends_when_the_task_is_gone(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    with Server(load_text(LONG.replace("10s", "100ms"), "a.yaml"), state=redis_url) as server:
+        url = submitted(server, "long")
+
+        def outage() -> None:  # Redis away for a few readings, back empty (no persistence)
+            redis_server.stop()
+            time.sleep(0.4)
+            redis_server.start()
+
+        restarted = later(0.2, outage)
+        answer, body = watched(url)
+        restarted.join()
+        assert answer.status_code == 200
+        parsed = parse_sse(body)
+        assert [(e.type, e.last_event_id) for e in parsed.events] == [("working", "0")]
+        assert parsed.comments  # heartbeats went on while the store could not be read
+        assert server.watches.store_failures > 0
