@@ -35,8 +35,9 @@ skills:
 completed 4; a cancel would be 5."""
 
 
-def task_skill() -> TaskSkill:
-    (skill,) = load_text(LIFE, "watch.yaml").scenarios[0].skills
+def task_skill(text: str = LIFE) -> TaskSkill:
+    """The task skill of the scenario *text* (one skill)."""
+    (skill,) = load_text(text, "watch.yaml").scenarios[0].skills
     tasked = TaskSkill.of(skill)
     assert tasked is not None
     return tasked
@@ -176,3 +177,20 @@ skills:
     assert tasked is not None
     planned = task_watch.segment(watch_of(tasked), record(0.0), None)
     assert planned.reread_ms == task_watch.MIN_REREAD_MS
+
+
+def test_a_settling_cancel_is_no_change_until_cancelled_at_the_settles_end() -> None:
+    tasked = task_skill("""
+skills:
+  - id: report
+    task:
+      cancel: {settle: 500ms}
+      life:
+        - {status: working, for: 10s}
+        - {status: completed}
+""")
+    cancel = TaskEvent("cancel", 1000.0, 0)
+    planned = task_watch.segment(watch_of(tasked), record(1000.0, cancel), 0)
+    assert [(p.delay_ms, p.event_id) for p in planned.play.pieces] == [(500.0, "2")]
+    assert b"event: cancelled" in planned.play.pieces[0].data
+    assert planned.play.ending == "complete"
