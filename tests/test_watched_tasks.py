@@ -364,23 +364,30 @@ READER = Path(__file__).resolve().parent / "node" / "stream_reader.mjs"
 )
 def test_nodes_fetch_watches_a_task_to_its_end(serve: Any) -> None:
     assert NODE is not None, "node is required here (MOCKSKILL_REQUIRE_NODE=1)"
-    server = serve(REPORT)
-    url = submitted(server, "report")
-    shown = subprocess.run(
-        [NODE, str(READER), url, "10000", "text/event-stream"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
+    server = serve("""
+        skills:
+          - id: counted
+            task:
+              poll_after: 100ms
+              life:
+                - {status: working, polls: 1}
+                - {status: completed, json: {done: true}}
+        """)
+    url = submitted(server, "counted")
+    reader = subprocess.Popen(
+        [NODE, str(READER), url, "20000", "text/event-stream"], stdout=subprocess.PIPE, text=True
     )
-    outcome = json.loads(shown.stdout)
+    deadline = time.monotonic() + 20
+    while not len(server.watches) and time.monotonic() < deadline:
+        time.sleep(0.02)  # (node's start: the watch is followed once its request is read)
+    httpx.get(url)  # the first poll answers working, the second ends the phase
+    httpx.get(url)
+    shown, _ = reader.communicate(timeout=30)
+    outcome = json.loads(shown)
     assert "error" not in outcome  # the body ended: fetch's for-await loop is over
     events = parse_sse(outcome["text"].encode()).events
-    assert [(e.type, e.last_event_id) for e in events] == [
-        ("submitted", "0"),
-        ("working", "1"),
-        ("completed", "2"),
-    ]
+    assert [(e.type, e.last_event_id) for e in events] == [("working", "0"), ("completed", "1")]
+    assert events[-1].json()["task"]["result"] == {"done": True}
 
 
 def test_a_watch_rides_out_an_unreachable_store_and_ends_when_the_task_is_gone(
