@@ -74,10 +74,22 @@ def journal(server: Server) -> list[dict[str, Any]]:
     return [e for e in entries["entries"] if e["task"] is not None]
 
 
-def later(seconds: float, action: Callable[[], object]) -> threading.Timer:
-    timer = threading.Timer(seconds, action)
-    timer.start()
-    return timer
+def once_watched(
+    server: Server, action: Callable[[], object], after: float = 0.1
+) -> threading.Thread:
+    """*action* on a thread, *after* seconds once *server* follows a watch (its request read
+    and its first events sent), whatever the machine's load made of the time before."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 20
+        while not len(server.watches) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(after)
+        action()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
 
 
 def test_a_watch_streams_the_task_from_submit_to_completed(serve: Any) -> None:
@@ -113,7 +125,7 @@ def test_a_watch_of_a_task_already_ended_sends_it_and_ends(serve: Any) -> None:
 def test_a_cancel_on_this_server_shows_in_the_watch_at_once(serve: Any) -> None:
     server = serve(LONG)
     url = submitted(server, "long")
-    cancel = later(0.2, lambda: httpx.delete(url))
+    cancel = once_watched(server, lambda: httpx.delete(url))
     began = time.monotonic()
     _, body = watched(url)
     cancel.join()
@@ -140,7 +152,13 @@ def test_an_input_mid_watch_moves_the_life_on(serve: Any) -> None:
                 - {status: completed}
         """)
     url = submitted(server, "asks")
-    given = later(0.8, lambda: httpx.post(url, json={"answer": 42}))
+
+    def give() -> None:  # once the task awaits it
+        while httpx.get(url).json()["task"]["status"] != "input_required":
+            time.sleep(0.05)
+        httpx.post(url, json={"answer": 42})
+
+    given = once_watched(server, give, after=0)
     _, body = watched(url)
     given.join()
     assert [(e.type, e.last_event_id) for e in parse_sse(body).events] == [
@@ -279,7 +297,7 @@ skills:
     ):
         url = submitted(one, "long")
         on_two = two.url + url[url.index("/skills/") :]
-        cancel = later(0.3, lambda: httpx.delete(on_two))
+        cancel = once_watched(one, lambda: httpx.delete(on_two), after=0.2)
         _, body = watched(url)
         cancel.join()
         events = parse_sse(body).events
@@ -401,7 +419,7 @@ def test_a_watch_rides_out_an_unreachable_store_and_ends_when_the_task_is_gone(
             time.sleep(0.4)
             redis_server.start()
 
-        restarted = later(0.2, outage)
+        restarted = once_watched(server, outage)
         answer, body = watched(url)
         restarted.join()
         assert answer.status_code == 200
