@@ -115,11 +115,11 @@ def test_a_watch_streams_the_task_from_submit_to_completed(serve: Any) -> None:
 
 
 def test_a_watch_of_a_task_already_ended_sends_it_and_ends(serve: Any) -> None:
-    server = serve(REPORT)
-    url = submitted(server, "report")
-    time.sleep(1.0)
+    server = serve(LONG)
+    url = submitted(server, "long")
+    assert httpx.delete(url).json()["task"]["status"] == "cancelled"  # (no settle: at once)
     _, body = watched(url)
-    assert [(e.type, e.last_event_id) for e in parse_sse(body).events] == [("completed", "2")]
+    assert [(e.type, e.last_event_id) for e in parse_sse(body).events] == [("cancelled", "2")]
 
 
 def test_a_cancel_on_this_server_shows_in_the_watch_at_once(serve: Any) -> None:
