@@ -49,6 +49,10 @@ def outcome(entry: Entry) -> AttemptOutcome:
         return AttemptOutcome(True, FAULT_STANDS_FOR, True)
     stream = entry.stream
     if stream is not None and stream.get("ended") != "complete":
+        if watch_left(stream):
+            # A task's watch the consumer left: each event it got was the task's state (an
+            # answer), and leaving is the consumer's choice, not a failure to retry.
+            return AttemptOutcome(False)
         return stream_cut(entry, stream)
     if entry.status is None or not answered(entry):
         return AttemptOutcome(True, TIMEOUT_STANDS_FOR, True)
@@ -84,6 +88,12 @@ def stream_cut(entry: Entry, stream: dict[str, Any]) -> AttemptOutcome:
         most = default.max_attempts if default is not None else 1
         advice = Retry(int(retry_ms), most)
     return AttemptOutcome(True, code, True, advice)
+
+
+def watch_left(stream: dict[str, Any]) -> bool:
+    """Whether *stream* (an ``Entry.stream``) was a task's watch its consumer left: nothing
+    broke (docs/tasks.md, "Watching a task")."""
+    return stream.get("watch") is not None and stream.get("ended") == "client_left"
 
 
 def stream_cut_short(entry: Entry) -> bool:

@@ -5,7 +5,8 @@ Every request answered with a stream journals :attr:`Entry.stream
 how long, how long its bytes had stopped at the end (``stalled_ms``), the scenario's idle
 bound and expected duration, whether it is resumable, the ``Last-Event-ID`` a re-request
 asked to resume after (``asked_from``, else its header). A stream cut short is a failed
-attempt of its retry chain (:func:`~.retries.stream_cut`), and one ending in an error event
+attempt of its retry chain (:func:`~.retries.stream_cut`; not a task's watch the consumer
+left: docs/tasks.md, "Watching a task"), and one ending in an error event
 carries that code and its advice as an error answer does, so ``retry-too-soon`` (the SSE
 ``retry:`` field, an error event's advice), ``non-retryable-retried`` (an error event such
 as ``PERMISSION_DENIED`` re-issued unchanged) and ``duplicate-execution`` (a cut POST stream
@@ -13,7 +14,8 @@ re-issued without its ``Idempotency-Key``) grade streams as they grade answers. 
 rules of this module read what only a stream can get wrong:
 
 - ``resume-ignored``: a resumable stream, cut short after sending an id, re-requested
-  without ``Last-Event-ID``, or with an id it was never sent;
+  without ``Last-Event-ID``, or with an id it was never sent (not a task's watch, whose
+  every start sends the task as it is: docs/tasks.md, "Watching a task");
 - ``stall-not-detected``: the consumer held a stream whose bytes had stopped longer than
   the scenario's idle bound (it has no idle timeout);
 - ``gave-up-despite-progress``: the consumer left a stream that was still delivering
@@ -111,7 +113,9 @@ def resume_ignored(session: str, chain: Sequence[Entry]) -> Finding | None:
             complete = False  # an attempt whose ids were not kept (only its last is known)
         if isinstance(stream.get("last_id"), str):
             sent.add(stream["last_id"])
-        resumable = bool(stream.get("resumable")) and cut_short(before)
+        # A task's watch starts again with the task as it is: nothing is lost without the id.
+        watch = stream.get("watch") is not None
+        resumable = bool(stream.get("resumable")) and cut_short(before) and not watch
         if not resumable or stream.get("last_id") is None or acted_on(before, entry) is None:
             continue
         asked = asked_from(entry)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..engine.state import Entry
 from .callbacks import acknowledged, forged, is_delivery
-from .retries import answered
+from .retries import answered, watch_left
 
 TASKS_SHOWN = 20
 """The most tasks a session's report draws (the newest: a consumer's first ones scroll off)."""
@@ -173,7 +173,7 @@ def _stream_bar(entry: Entry, attempt: int, found: list[int]) -> dict[str, Any]:
         "events": stream.get("events", 0),
         "last_id": stream.get("last_id"),
         "ended": ended,
-        "broke": ended != "complete",
+        "broke": ended != "complete" and not watch_left(stream),
         "fault": stream.get("fault"),
         "fault_after": stream.get("fault_after"),
         "duration_ms": duration_ms,

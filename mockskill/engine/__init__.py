@@ -23,7 +23,8 @@ ids, ``task_wire`` writes it on the wire, ``task_skills`` answers a submit and
 ``task_requests`` a poll, cancel or input, ``task_records`` keeps the in-memory
 store's tasks, and ``callback_hosts`` says whether a callback URL may be called
 (loopback, or a host the server allows); ``callbacks`` finds a task's changes and plans
-their deliveries (when, signed how, with which fault) for the transport to send.
+their deliveries (when, signed how, with which fault) for the transport to send;
+``task_watch`` plans a task watched as a stream of its state changes, from the life.
 ``capabilities`` says whether a server can play a scenario set.
 All state is behind ``store``'s interface — sequences, sessions, tokens,
 draws and the journal (``entries``, ``journalling``, ``digests``; ``verifying``

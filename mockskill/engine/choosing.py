@@ -31,9 +31,21 @@ from .matching import Miss, RoutingTable, Target
 from .pending import Later, Pending
 from .rendering import RequestValues
 from .replies import exhausted_reply, miss_reply
-from .store import ADMITTED, Bucket, NeedAnswer, SetState, Spent, Submit, Submitted, Take, Taken
+from .store import (
+    ADMITTED,
+    Bucket,
+    NeedAnswer,
+    SetState,
+    Spent,
+    Submit,
+    Submitted,
+    Take,
+    Taken,
+    TaskRecord,
+)
 from .task_skills import journalled as task_journalled
 from .task_skills import over_cap
+from .task_watch import TaskWatch
 
 _new = tuple.__new__
 """Take's fields, positionally: tuple.__new__ skips the NamedTuple's keyword __new__."""
@@ -427,6 +439,12 @@ class Decided:
     """The receiver's URL its invoke carries, for a task skill with ``callback:`` (None:
     none), as judged once its submit is played (a :class:`~.callback_hosts.Receiver`)."""
     callback: callbacks.Notice | None = None
+    touched: tuple[str, int, TaskRecord] | None = None
+    """A cancel or an input that counted: the task's session, number and record as the
+    store answered it (what the task's watches follow from)."""
+    watch: TaskWatch | None = None
+    """A poll asking for a stream, of a task skill that is watched (:mod:`.task_watch`):
+    answered with the task's changes as a stream (None: not a watch)."""
     """What the courier is told of the task it submitted or touched (one with callbacks)."""
 
     __call__ = choose

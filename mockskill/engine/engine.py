@@ -29,7 +29,16 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..protocol import catalog
 from ..scenario.model import INITIAL_STATE, Reply, ScenarioSet, Step
-from . import auth, builtin_answers, callbacks, choosing, idempotency, limits, task_requests
+from . import (
+    auth,
+    builtin_answers,
+    callbacks,
+    choosing,
+    idempotency,
+    limits,
+    task_requests,
+    task_watch,
+)
 from . import plan as plans
 from .actions import Planned, Urls, answer, answer_of
 from .actions import plan as plan_step
@@ -57,7 +66,7 @@ from .replies import (
     version_reply,
 )
 from .state import DEFAULT_SESSION, MAX_SESSION_NAME
-from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable
+from .store import ADMITTED, NeedAnswer, ReadState, Spent, Store, StoreUnavailable, TaskRecord
 from .streams import KeptStreams
 from .task_requests import Poll
 from .task_skills import DEFAULT_MAX_TASKS
@@ -112,6 +121,9 @@ class Engine:
         self.callback_hosts = callback_hosts
         """Where task callbacks may go besides loopback (``--callback-allow``); it judges
         the URL an invoke carries (:meth:`CallbackHosts.judge`)."""
+        self.on_task_touched: Callable[[str, int, TaskRecord], None] | None = None
+        """Told of every cancel or input that counted, with the store's record (the task
+        watches'; None: nobody watches tasks)."""
         self.on_callback: Callable[[callbacks.Notice], None] | None = None
         """Told of every submit and touch of a task with callbacks (the courier's; None:
         nobody delivers them, as when the engine is driven without a server)."""
@@ -259,6 +271,13 @@ class Engine:
             return plans.Plan(answer_of(decided)), journalled
         if decided.callback is not None and self.on_callback is not None:
             self.on_callback(decided.callback)  # (the courier plans; it sends later)
+        touched = decided.touched
+        if touched is not None and self.on_task_touched is not None:
+            self.on_task_touched(*touched)  # (its watches play what follows)
+        if decided.watch is not None:  # a task watched: its changes as a stream
+            head, watch, play = task_watch.first(decided.watch)
+            recorded = partial(self._journalling.watched, watch, incoming, decided)
+            return plans.Plan(head, stream=play, watch=watch), recorded
         reply, chosen = decided.reply_to_send(), decided.chosen
         if reply is not None:  # nothing to play: the reply is the answer
             plan, served = plans.Plan(answer(reply)), reply

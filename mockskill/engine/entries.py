@@ -320,8 +320,9 @@ class Entry(NamedTuple):
     task: dict[str, Any] | None = None
     """What the request did to a long-running task (docs/tasks.md); None: it touched none.
     JSON values: ``id`` (the task's id, as sent when unknown: shown bounded), ``action``
-    (``submit``, ``poll``, ``cancel`` or ``input``), ``known`` (mockskill handed this id
-    out; False: unknown, malformed or another server's — the consumer built the URL),
+    (``submit``, ``poll``, ``cancel``, ``input``, or ``watch``: a poll answered with the
+    task's changes as a stream, its ``status`` the last change sent), ``known`` (mockskill
+    handed this id out; False: unknown, malformed or another server's — the consumer built the URL),
     ``expired`` (handed out, but past its time-to-live), ``served`` (the answer carried
     the task's state; False: a scripted error or fault on the status URL, a 404, a 409,
     a refused submit), ``status`` (the task's status after the request; None: not known),
@@ -359,7 +360,8 @@ class Entry(NamedTuple):
     (the SSE ``retry:`` sent; None: none), ``idle_bound_ms`` and ``expected_ms`` (the
     scenario's, or their defaults), ``stalled_ms`` (how long the bytes had stopped when it
     ended; None: no head went), and for a resumable stream cut short ``sent_ids`` (the ids
-    it sent, the last 1024). ``events``, ``last_id`` and ``sent_ids`` are the attempt's
+    it sent, the last 1024); a task's watch (docs/tasks.md, "Watching a task") has
+    ``watch``, the task's id. ``events``, ``last_id`` and ``sent_ids`` are the attempt's
     own: a resumed attempt counts from the event after ``resumed_from``. A stream that sent
     its error end carries the code's ``error_code`` and ``retry`` in the entry, as an error
     answer."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..scenario.model import JSON_TYPE, Reply, Sequence
 from ..scenario.templates import NotRendered, Reading
 from . import request_facts as facts
+from . import task_watch
 from .actions import TimedOut, Urls, answer
 from .choosing import Chosen, draw_prefix, prefixed_draw_key
 from .digests import LATER_BYTES, KeyedDigest
@@ -44,6 +45,7 @@ from .plan import Outcome, Plan
 from .rendering import RequestValues
 from .replies import VERSION_HEADER
 from .store import Spent, Store
+from .streams import CONTENT_TYPES
 from .task_skills import journalled as task_journalled
 from .task_wire import StateText, state_text, written
 from .wire import Answer
@@ -279,6 +281,20 @@ class Journalling:
         error = stream.error_sent(outcome)
         if error is not None:  # an error event: its code and advice, as an error answer's
             entry = entry._replace(error_code=error[0], retry=error[1])
+        self.state.record(entry)
+
+    def watched(
+        self, watch: task_watch.TaskWatch, request: Incoming, decided: Decided, outcome: Outcome
+    ) -> None:
+        """Journal *request*, a watch of a task (:mod:`.task_watch`), as *outcome* says it
+        went: its entry's ``stream`` says what it sent and how it ended, its ``task`` the
+        status of the last change it sent."""
+        served = Reply(200, (), b"", CONTENT_TYPES[watch.format])
+        entry = self.outcome_entry(request, decided, None, served, outcome, outcome.headers_at)
+        task = entry.task
+        if task is not None:
+            entry = entry._replace(task=task_watch.served(watch, task, outcome))
+        entry = entry._replace(stream=task_watch.journalled_stream(watch, outcome))
         self.state.record(entry)
 
     def outcome_entry(

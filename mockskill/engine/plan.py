@@ -164,7 +164,8 @@ class StreamPlay:
 
     pieces: tuple[StreamPiece, ...]
     ending: str = "complete"
-    """:data:`STREAM_ENDINGS`."""
+    """:data:`STREAM_ENDINGS`, or ``open``: a watched task's play that more may follow
+    (:mod:`.task_watch`), held with its heartbeats meanwhile."""
     heartbeat_ms: float | None = None
     heartbeat: bytes = b""
     stall_ms: float | None = None
@@ -225,6 +226,11 @@ class Plan:
     stream: StreamPlay | None = None
     """Answer with a stream of events after the waits: :attr:`answer`'s status and headers,
     then the stream's pieces (its body is not sent)."""
+    watch: object | None = None
+    """:attr:`stream` is a watched task's first events, and this its
+    :class:`~.task_watch.TaskWatch` (typed loosely: that module plans with this one's
+    types): the transport reads the task's record again when it says, and plays what
+    follows in place of what was left."""
     journalled: bool = False
     """The handler journalled the exchange as it planned it, as the outcome of an answer
     sent whole at once — what always happens to an instant plan, written as soon as it is

@@ -90,9 +90,7 @@ def _quality(fmt: str, accept: str) -> float:
     media = next(m for m, f in MEDIA_TYPES.items() if f == fmt)
     kind = media.split("/")[0]
     found, specificity = 0.0, -1
-    for part in accept.split(","):
-        fields = part.split(";")
-        media_range = fields[0].strip().lower()
+    for media_range, q in accepted(accept):
         if media_range == media:
             rank = 2
         elif media_range == f"{kind}/*":
@@ -103,6 +101,16 @@ def _quality(fmt: str, accept: str) -> float:
             continue
         if rank < specificity:
             continue
+        found, specificity = q, rank
+    return found
+
+
+def accepted(accept: str) -> list[tuple[str, float]]:
+    """*accept*'s media ranges (lower case) with their quality, in order (RFC 9110
+    §12.5.1; a quality that is no number: 0, as if not named)."""
+    ranges = []
+    for part in accept.split(","):
+        fields = part.split(";")
         q = 1.0
         for param in fields[1:]:
             name, _, value = param.partition("=")
@@ -110,9 +118,9 @@ def _quality(fmt: str, accept: str) -> float:
                 try:
                     q = min(max(float(value.strip()), 0.0), 1.0)
                 except ValueError:
-                    q = 0.0  # a quality that is no number: as if not named
-        found, specificity = q, rank
-    return found
+                    q = 0.0
+        ranges.append((fields[0].strip().lower(), q))
+    return ranges
 
 
 class _Judged(NamedTuple):
@@ -231,38 +239,53 @@ class FramedStream:
         (the client left, or the server stopped, during the step's waits) sent no event."""
         if attempt is None:
             attempt = self.start
-        streamed = outcome.stream
-        if streamed is None:
-            events, last_id, ended, duration_ms = 0, None, "client_left", 0
-            if outcome.stopped:
-                ended = "stopped"
-        else:
-            events, last_id, ended = streamed.events, streamed.last_id, streamed.ended
-            begun = outcome.headers_at if outcome.headers_at is not None else streamed.at
-            duration_ms = max(0, round((streamed.at - begun) * 1000))
-        stalled_ms = None
-        if streamed is not None and streamed.last_byte_at is not None:
-            stalled_ms = max(0, round((streamed.at - streamed.last_byte_at) * 1000))
+        played = reported(outcome)
         record = {
             "format": self.format,
-            "events": events,
-            "last_id": last_id,
-            "ended": ended,
+            "events": played["events"],
+            "last_id": played["last_id"],
+            "ended": played["ended"],
             "fault": attempt.fault,
             "fault_after": attempt.fault_after,
-            "duration_ms": duration_ms,
+            "duration_ms": played["duration_ms"],
             "asked_from": attempt.asked_from,
             "resumed_from": attempt.resumed_from,
             "resumable": self.judged.resumable,
             "retry_ms": self.judged.retry_ms,
             "idle_bound_ms": self.judged.idle_bound_ms,
             "expected_ms": self.judged.expected_ms,
-            "stalled_ms": stalled_ms,
+            "stalled_ms": played["stalled_ms"],
         }
-        if self.judged.resumable and ended != "complete":
+        if self.judged.resumable and played["ended"] != "complete":
             # The ids a cut resumable stream sent: what a resume may ask after.
-            record["sent_ids"] = sent_ids(attempt.play, events)
+            record["sent_ids"] = sent_ids(attempt.play, played["events"])
         return record
+
+
+def reported(outcome: Outcome) -> dict[str, Any]:
+    """What the transport's report says of a stream played (keys of ``Entry.stream``):
+    ``events``, ``last_id``, ``ended``, ``duration_ms`` (from the head) and ``stalled_ms``
+    (since the last byte). One whose head never went (the client left, or the server
+    stopped, during the step's waits) sent no event."""
+    streamed = outcome.stream
+    if streamed is None:
+        events, last_id, ended, duration_ms = 0, None, "client_left", 0
+        if outcome.stopped:
+            ended = "stopped"
+    else:
+        events, last_id, ended = streamed.events, streamed.last_id, streamed.ended
+        begun = outcome.headers_at if outcome.headers_at is not None else streamed.at
+        duration_ms = max(0, round((streamed.at - begun) * 1000))
+    stalled_ms = None
+    if streamed is not None and streamed.last_byte_at is not None:
+        stalled_ms = max(0, round((streamed.at - streamed.last_byte_at) * 1000))
+    return {
+        "events": events,
+        "last_id": last_id,
+        "ended": ended,
+        "duration_ms": duration_ms,
+        "stalled_ms": stalled_ms,
+    }
 
 
 def sent_ids(play: StreamPlay, events: int) -> list[str]:
@@ -446,6 +469,12 @@ class _Framer:
         if self.format == "sse":
             return _sse(event, event_id)
         return _ndjson(event, event_id)
+
+
+def frame(fmt: str, event: StreamEvent) -> bytes:
+    """*event*'s bytes in *fmt* (``sse`` or ``ndjson``), carrying its own id: how a stream
+    made at run time (a watched task's, :mod:`.task_watch`) frames its events."""
+    return _sse(event, event.id) if fmt == "sse" else _ndjson(event, event.id)
 
 
 def _sse(event: StreamEvent, event_id: str | None) -> bytes:

@@ -20,15 +20,17 @@ the task as it stands is served by the engine on a kept path (:class:`Poll`,
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import Any
 
 from ..scenario.model import Reply
-from . import auth, callbacks, conditions, task_ids, tasks
+from . import auth, callbacks, conditions, task_ids, task_watch, tasks
 from .actions import Urls
 from .callbacks import Notice
 from .choosing import Chosen, Decided, poll_step
 from .digests import KeyedDigest
+from .entries import escaped, shorten
 from .incoming import Incoming
 from .matching import RoutingTable, Target, task_path_parts, task_request
 from .pending import Later, Pending
@@ -115,6 +117,24 @@ def _admitted(
         decided.task = journalled(action, task_id, known=False, served=False)
         return decided
     number = read[1]
+    if action == "poll" and tasked.task.watch:
+        fmt = task_watch.watch_format(request.headers.get("accept"))
+        if fmt is not None:  # a watch: the task's changes as a stream (task_watch.py)
+            last = request.headers.get("last-event-id")
+            watch = task_watch.TaskWatch(
+                owner,
+                number,
+                task_id,
+                tasked,
+                urls,
+                fmt,
+                0.0,
+                None if last is None else shorten(escaped(last)),
+                task_watch.resumed_after(tasked.task, last),
+            )
+            decided = Decided(started, owner, table, target, urls, None, False)
+            look = task_watch.look(watch)
+            return _new(Pending, (look, partial(_watched, decided, watch)))
     if action == "poll":  # one the engine may serve on its kept path (see Poll)
         need = _new(Touch, (owner, number, action, tasked.keep_ms, tasked.skill, ()))
         # Its slots set here, not through an __init__: a call less on every poll.
@@ -231,6 +251,8 @@ def _touched(
         reply = tasked.reply(202, view, task_id, record.submitted_ms)
     decided.reply = urls.fill(reply)
     decided.task = journalled(action, task_id, known=True, served=code is None, view=view)
+    if code is None:  # it counted: a watch of the task plays what follows, at once
+        decided.touched = (decided.session, number, record)
     return decided
 
 
@@ -322,6 +344,21 @@ def _polled(
     chosen.reply = urls.fill(tasked.reply(200, view, task_id, record.submitted_ms))
     decided.chosen = chosen
     decided.task = journalled("poll", task_id, known=True, served=True, view=view, poll=number)
+    return decided
+
+
+def _watched(decided: Decided, watch: task_watch.TaskWatch, answer: NeedAnswer) -> Decided:
+    """*decided*, a watch, once the store read its task (*answer*): the watch to play, or
+    the answer a poll would get when the task is gone (404 ``TASK_EXPIRED``)."""
+    tasked, task_id = watch.tasked, watch.task_id
+    if not isinstance(answer, TaskRecord) or answer.skill != tasked.skill:
+        return _touched(decided, tasked, task_id, watch.number, "watch", (), {}, answer)
+    view = tasks.view(tasked.task, answer)
+    if view.expired:
+        return _touched(decided, tasked, task_id, watch.number, "watch", (), {}, answer)
+    decided.watch = dataclasses.replace(watch, submitted_ms=answer.submitted_ms, record=answer)
+    decided.task = journalled("watch", task_id, known=True, served=True, view=view)
+    decided.task["poll_after_ms"] = None  # a watch advises no wait: it shows the changes
     return decided
 
 

@@ -589,6 +589,13 @@ class Task:
     answers the task."""
     callback: TaskCallback | None = None
     """``callback:``: its state changes pushed to the consumer's URL (None: polled only)."""
+    watch: bool = True
+    """``watch:``: its status URL answers a ``GET`` that accepts a stream (SSE or JSON lines)
+    with the task's state changes as a stream (docs/tasks.md, "Watching a task"); False:
+    such a request gets the plain poll answer."""
+    watch_heartbeat_ms: int = 15_000
+    """``watch: {heartbeat:}``: a heartbeat every this long while a watch waits for the
+    next change."""
 
 
 @dataclass(frozen=True)

@@ -50,12 +50,14 @@ __all__ = [
     "MAX_SPAN_MS",
     "PHASE_KEYS",
     "TASK_KEYS",
+    "WATCH_KEYS",
     "read_task",
     "starts_task",
 ]
 
-TASK_KEYS = ("poll_after", "ttl", "cancel", "life", "polls", "callback")
+TASK_KEYS = ("poll_after", "ttl", "cancel", "life", "polls", "callback", "watch")
 CANCEL_KEYS = ("allowed", "settle")
+WATCH_KEYS = ("heartbeat",)
 ERROR_KEYS = ("error", "status_code", "message", "details", "retry")
 """A failed phase's error, as a step's ``error:`` and its overrides (``status_code`` for the
 step's ``status``, which names the task's status here)."""
@@ -91,7 +93,8 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
         polls_ctx = dataclasses.replace(ctx, tasks=("status",))
         polls = read_sequence(r, raw["polls"], (*path, "polls"), polls_ctx)
     callback = read_callback(r, raw.get("callback"), (*path, "callback"))
-    if len(r.problems) > before or life is None or cancel is None:
+    watch = _watch(r, raw.get("watch", True), (*path, "watch"))
+    if len(r.problems) > before or life is None or cancel is None or watch is None:
         return None
     if poll_after is None or ttl is None:
         return None
@@ -107,6 +110,8 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
         cancel_settle_ms=settle,
         polls=polls,
         callback=callback,
+        watch=watch[0],
+        watch_heartbeat_ms=watch[1],
     )
 
 
@@ -149,6 +154,25 @@ def _duration(
     if key not in raw:
         return default
     return read_duration(r, raw[key], (*path, key), minimum=1, maximum=maximum)
+
+
+def _watch(r: Reader, value: Any, path: Path) -> tuple[bool, int] | None:
+    """``watch:``: ``true`` (the default), ``false``, or ``{heartbeat: DURATION}`` (watched,
+    with that heartbeat): whether the status URL answers a stream, and its heartbeat."""
+    heartbeat = _DEFAULTS.watch_heartbeat_ms
+    if isinstance(value, dict):
+        if not r.keys(value, path, WATCH_KEYS):
+            return None
+        if "heartbeat" in value:
+            read = read_duration(
+                r, value["heartbeat"], (*path, "heartbeat"), minimum=1, maximum=r.max_delay_ms
+            )
+            if read is None:
+                return None
+            heartbeat = read
+        return True, heartbeat
+    watched = r.boolean(value, path, "true, false, or {heartbeat: DURATION}")
+    return None if watched is None else (watched, heartbeat)
 
 
 def _cancel(r: Reader, value: Any, path: Path) -> tuple[tuple[str, ...], int] | None:

@@ -49,6 +49,7 @@ from ..transport import DEFAULT_GRACE, Limits, Refusal, ThreadedServer
 from ..transport import Request as TransportRequest
 from ..transport.courier import Courier
 from ..transport.ports import RefusedPort
+from ..transport.task_watches import TaskWatches
 from ..transport.tls_faults import Failed
 from .access_log import access_log, log_request, log_to_stderr, masked
 from .dispatch import LoopDispatcher
@@ -239,6 +240,9 @@ class Server(Expecting):
         self.courier = Courier(self.state)
         """Sends task callbacks (docs/tasks.md, "Callbacks"), on the serving loop."""
         self.engine.on_callback = self.courier.notice
+        self.watches = TaskWatches(self.state)
+        """Follows the tasks watched as streams (docs/tasks.md, "Watching a task")."""
+        self.engine.on_task_touched = self.watches.touched
         for name in names:  # masked in the journal from the first request on
             self.state.hide(redaction(name))
         self.registry = Registry(self.engine, max_delay_ms=max_delay_ms)
@@ -605,9 +609,12 @@ class Server(Expecting):
         self._https.faults.serve(lambda: dispatcher, limits)
         self._transport.companions.append(self._https.faults)
         self._transport.companions.append(self.courier)
+        self._transport.companions.append(self.watches)
+        self._transport.watches = self.watches
         if http_sock is not None:
             self._http_sock = http_sock
             plain = transport.LoopServer(dispatcher, self.host, limits=limits, sock=http_sock)
+            plain.watches = self.watches
             self._transport.companions.append(plain)
         self.registry.start_sharing()
 

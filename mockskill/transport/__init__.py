@@ -24,6 +24,7 @@ through it.
 | :mod:`.relaying` | a proxy plan's relay: the request sent upstream, the answer handed on |
 | :mod:`.upstream` | the HTTP/1.1 client to real providers: a keep-alive pool on the loop |
 | :mod:`.courier` | task callbacks sent: a loop timer per task, POSTs through the pool, retries |
+| :mod:`.task_watches` | watched tasks followed: records read again, the next events played |
 | :mod:`.shared` | what one server's connections share: timeouts sweep, drain, cut, trim |
 | :mod:`.faults` | the five transport faults, done to an asyncio transport |
 | :mod:`.ports` | binding: a host's address family and socket address; the refused port |

@@ -551,11 +551,17 @@ class Connection(asyncio.Protocol):
         self._streaming = streaming
         self._waiting.timed = streaming
         streaming.start()
+        watches = self._shared.watches
+        if plan.watch is not None and watches is not None:  # a watched task's: followed
+            watches.follow(streaming, plan.watch)
 
     def _streamed(self, over: Callable[[], object], streaming: Streaming) -> None:
         """*streaming* is over: what the connection does after it, then *over*."""
         self._streaming = None
         self._waiting.timed = None
+        watches = self._shared.watches
+        if streaming.plan.watch is not None and watches is not None:
+            watches.unfollow(streaming)
         if not self.closed:
             self.after(streaming.plan, streaming.close)
         over()

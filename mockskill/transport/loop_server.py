@@ -31,7 +31,7 @@ from typing import Literal, Protocol
 from .connection import Connection
 from .handler import Handler
 from .reading import Limits
-from .shared import Shared, local_of
+from .shared import Shared, Watches, local_of
 from .upstream import close_pool
 
 LoopKind = Literal["auto", "asyncio", "uvloop"]
@@ -104,6 +104,9 @@ class LoopServer:
         self.companions: list[Companion] = []
         """Started after this server, on its loop, and stopped before it (``--http-port``
         beside ``--tls``, the TLS faults' listeners)."""
+        self.watches: Watches | None = None
+        """Follows the watched tasks its connections stream (the server's, set before
+        :meth:`start`)."""
         self.before_trim = before_trim
         """Called before the heap is trimmed after a flood, until it returns True
         (:class:`.shared.Shared`)."""
@@ -121,6 +124,7 @@ class LoopServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         shared = Shared(self.handler, self.limits, loop, self.before_trim)
+        shared.watches = self.watches
         self._shared = shared
         sock = self._sock if self._sock is not None else _bind(self.host, self.port)
         timers = shared.timers

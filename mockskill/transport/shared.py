@@ -26,6 +26,15 @@ from .reading import Limits
 from .timers import Timers
 
 
+class Watches(Protocol):
+    """What a connection tells of the watched tasks it streams (:mod:`.task_watches`; typed
+    loosely here: that module plays with the connection's stream, which imports this one)."""
+
+    def follow(self, streaming: Any, watch: Any) -> None: ...
+
+    def unfollow(self, streaming: Any) -> None: ...
+
+
 class Tracked(Protocol):
     """What the bookkeeping needs of a connection (:class:`.connection.Connection`)."""
 
@@ -123,6 +132,9 @@ class Shared:
     ) -> None:
         self.handler, self.limits, self.loop = handler, limits, loop
         self.before_trim = before_trim
+        self.watches: Watches | None = None
+        """Follows the watched tasks the connections stream (None: a watch plays its first
+        events only)."""
         self.timers = Timers(loop)
         """The connections' waits, by the millisecond they end, on one loop timer."""
         self.connections: set[Tracked] = set()

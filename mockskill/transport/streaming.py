@@ -22,7 +22,9 @@ plan's waits are over. It decides nothing: the engine framed every byte
   last chunk, then the connection closed: no terminal event came), ``reset`` (RST),
   ``broken_chunking`` (a chunk size line that is no number, then the close), ``stall``
   (nothing more, the socket open, for the stall's time or :data:`MAX_STALL`, then the
-  connection closed without the last chunk).
+  connection closed without the last chunk), or :data:`OPEN`: no ending yet, the stream
+  held with its heartbeats until :meth:`Streaming.follow` gives it its next pieces (a
+  watched task's, :mod:`.task_watches`).
 
 It ends early when the client leaves (``client_left``) or the server stops
 (``stopped``), through the connection's :class:`~.waiting.Waiting`. A client that does
@@ -69,6 +71,9 @@ RESET = Fault("CONNECTION_RESET_BY_PEER")
 LAST_CHUNK = b"0\r\n\r\n"
 BROKEN_CHUNK = b"zz-not-a-chunk-size\r\n"
 """What ``broken_chunking`` sends where a chunk's size line belongs."""
+OPEN = "open"
+"""A play's ending that is no ending: the stream is held open (heartbeats going) until
+:meth:`Streaming.follow` gives it more, or it is interrupted."""
 WRITTEN_AT_END = frozenset({"complete", "close", "broken_chunking", "reset"})
 """Endings whose last bytes go as they are reported: the stream had not stopped."""
 _EARLY = 0.0005
@@ -181,6 +186,7 @@ class Streaming:
     __slots__ = (
         "_blocked",
         "_chunked",
+        "_counted",
         "_down",
         "_due",
         "_events",
@@ -190,6 +196,7 @@ class Streaming:
         "_last_id",
         "_last_write",
         "_loop",
+        "_named",
         "_next",
         "_play",
         "_run",
@@ -231,6 +238,10 @@ class Streaming:
         self._next = 0
         self._events = 0
         self._last_id: str | None = None
+        self._counted = 0
+        """Events sent by the plays before this one (:meth:`follow`)."""
+        self._named: str | None = None
+        """The last id the plays before this one sent."""
         self._due = 0.0
         """Loop time the last piece sent was due at (its successor's delay counts from it)."""
         self._last_write = 0.0
@@ -244,6 +255,11 @@ class Streaming:
         """Writing is paused: what is due waits for :meth:`writable`."""
         self._stalling = False
         self.over = False
+
+    @property
+    def last_id(self) -> str | None:
+        """The id of the last event sent (None: none yet)."""
+        return self._last_id
 
     # -- what the connection calls --------------------------------------------------
 
@@ -290,6 +306,20 @@ class Streaming:
         self._down.abort()
         self._then(self)
 
+    def follow(self, play: StreamPlay) -> None:
+        """Play *play* from now in place of what is left of this one (its delays counted
+        from now; the events and last id sent so far kept): a watched task's next events,
+        planned anew from the store's reading (:mod:`.task_watches`)."""
+        if self.over or self._stalling:
+            return
+        self._cancel()
+        self._counted, self._named = self._events, self._last_id
+        self._play, self._runs = play, runs_of(play)
+        self._run = self._next = 0
+        self._due = self._loop.time()
+        if not self._blocked:
+            self._pump()
+
     # -- playing ---------------------------------------------------------------------
 
     def _fire(self) -> None:
@@ -325,8 +355,8 @@ class Streaming:
             if self._run == first:
                 data = b""
             else:
-                self._events = runs.events[self._run - 1]
-                self._last_id = runs.last_ids[self._run - 1]
+                self._events = self._counted + runs.events[self._run - 1]
+                self._last_id = runs.last_ids[self._run - 1] or self._named
                 data = (
                     run_data[first]
                     if self._run == first + 1
@@ -389,6 +419,16 @@ class Streaming:
             self._then(self)
             return
         body = self._framed(data)
+        if ending == OPEN:  # more may come (follow): held open, a heartbeat every heartbeat
+            if body:
+                transport.write(body)
+                self._last_write = self._loop.time()
+                self._last_byte_at = time.time()
+            heartbeat = self._play.heartbeat_ms
+            if heartbeat is not None and self._play.heartbeat:
+                due = self._last_write + heartbeat / 1000 - self._loop.time()
+                self._tick = self._timers.add(self._beat, max(0.0, due))
+            return
         if ending == "stall":
             if body:
                 transport.write(body)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
+from ..engine import task_watch
 from ..engine.actions import Urls
 from ..engine.choosing import Chosen, Decided, request_values
 from ..engine.entries import Entry
@@ -75,6 +76,8 @@ def handle(engine: Engine, request: Request) -> Response:
         return respond(engine.unavailable(incoming, exc))
     if not isinstance(decided, Decided):  # answered by mockskill itself, journalled already
         return decided if isinstance(decided, Response) else respond(decided)
+    if decided.watch is not None:  # a stream is the loop transport's: the task as a poll sees it
+        decided.reply = task_watch.polled(decided.watch)
     reply, chosen = decided.reply_to_send(), decided.chosen
     limited = decided.limited
     added = () if limited is None or not limited.added else limited.headers

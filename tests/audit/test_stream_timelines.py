@@ -74,6 +74,13 @@ def test_each_ending_is_kept_as_the_journal_says_it() -> None:
     assert {r["attempt"] for r in rows} == {1}
 
 
+def test_a_watch_the_consumer_left_did_not_break_and_one_the_server_cut_did() -> None:
+    left = attempt(1, 0, 300, "client_left", 1, watch="T.0.a", last_id="0")
+    stopped = attempt(2, 1, 300, "stopped", 1, watch="T.0.a", last_id="0")
+    rows = stream_timelines([left, stopped], [])
+    assert [(r["ended"], r["broke"]) for r in rows] == [("client_left", False), ("stopped", True)]
+
+
 def test_what_the_stream_rules_weigh_is_kept_where_the_journal_has_it() -> None:
     stalled = attempt(
         1, 0, 900, "stall", 10, stalled_ms=800, idle_bound_ms=300, expected_ms=2000,

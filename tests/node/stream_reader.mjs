@@ -1,11 +1,13 @@
-// Reads a stream with Node's own fetch for tests/transport/test_streaming.py: the URL and
-// an abort time (ms) as arguments; prints one JSON outcome: {text} for a body read to its
+// Reads a stream with Node's own fetch for tests/transport/test_streaming.py and
+// tests/test_watched_tasks.py: the URL, an abort time (ms) and, optionally, the Accept
+// header to send as arguments; prints one JSON outcome: {text} for a body read to its
 // end, {text, error, cause} for what the read threw (the text received until then).
-const [url, abortMs] = process.argv.slice(2);
+const [url, abortMs, accept] = process.argv.slice(2);
 const decoder = new TextDecoder();
 let text = "";
 try {
-  const answer = await fetch(url, {signal: AbortSignal.timeout(Number(abortMs))});
+  const headers = accept ? {accept} : {};
+  const answer = await fetch(url, {headers, signal: AbortSignal.timeout(Number(abortMs))});
   for await (const chunk of answer.body) {
     text += decoder.decode(chunk, {stream: true});
   }

@@ -883,6 +883,36 @@ CASES: list[tuple[str, str, str, int, str, str, str, str]] = [
         "write invoke: {task: submit}",
     ),
     (
+        "a watch that is no boolean",
+        task_skill(life(DONE, more="watch: 1\n")),
+        "skills[0].task.watch",
+        6,
+        "1",
+        "true, false, or {heartbeat: DURATION}",
+        "1 (an integer)",
+        "",
+    ),
+    (
+        "a misspelt key of a watch",
+        task_skill(life(DONE, more="watch: {beat: 1s}\n")),
+        "skills[0].task.watch.beat",
+        6,
+        "beat",
+        "a known key",
+        "unknown key 'beat'",
+        "did you mean 'heartbeat'?",
+    ),
+    (
+        "a watch's heartbeat of nothing",
+        task_skill(life(DONE, more="watch: {heartbeat: 0s}\n")),
+        "skills[0].task.watch.heartbeat",
+        6,
+        "0s",
+        "a duration with its unit: 500ms, 1s, 1.5s, 5m (more than 0, at most 5m)",
+        "'0s' (a string)",
+        "a span of nothing never happens: give it a length, or leave it out",
+    ),
+    (
         "a bad step in the polls",
         task_skill(life(DONE, more="polls: [{error: NOPE}]\n")),
         "skills[0].task.polls[0].error",
@@ -1574,3 +1604,18 @@ def test_pushing_cancelled_when_no_cancel_is_allowed_is_a_warning() -> None:
     )
     [warning] = callback_warnings(text)
     assert warning.found.startswith("'cancelled'")
+
+
+@pytest.mark.parametrize(
+    ("more", "watch", "heartbeat_ms"),
+    [
+        ("", True, 15_000),
+        ("watch: false\n", False, 15_000),
+        ("watch: {heartbeat: 2s}\n", True, 2000),
+    ],
+    ids=["default", "opted-out", "heartbeat"],
+)
+def test_a_task_is_watched_unless_it_says_not(more: str, watch: bool, heartbeat_ms: int) -> None:
+    task = the_skill(task_skill(life(DONE, more=more))).task
+    assert task is not None
+    assert (task.watch, task.watch_heartbeat_ms) == (watch, heartbeat_ms)
