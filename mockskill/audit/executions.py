@@ -108,7 +108,7 @@ def duplicate_executions(session: str, chain: Sequence[Entry]) -> list[Finding]:
     pairs: list[tuple[Entry, Entry]] = []
     unseen: list[Entry] = []  # attempts so far that ran, unseen by the consumer
     for entry in chain:
-        if reached(entry):
+        if unseen and reached(entry):  # (no attempt ran unseen before: nothing to repeat)
             key = key_of(entry)
             earlier = next(
                 (

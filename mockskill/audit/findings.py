@@ -415,6 +415,8 @@ def attempt_json(attempts: list[Attempt], i: int) -> dict[str, Any]:
 
 def used_invalid(session: str, entries: Sequence[Entry]) -> list[Finding]:
     """A skill invoked while the last descriptor of it this session fetched was invalid."""
+    if not any(e.endpoint == "describe" and e.invalid_descriptor for e in entries):
+        return []  # the common case, told in one pass without ordering the session
     last_describe: dict[str, Entry] = {}
     used: dict[int, list[Entry]] = {}
     for entry in sorted(entries, key=lambda e: (e.started, e.id)):
