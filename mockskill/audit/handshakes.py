@@ -44,7 +44,8 @@ def permanent_retried(session: str, entries: Sequence[Entry]) -> list[Finding]:
     # Only the failed handshakes are ordered: a session's requests are seldom any.
     failed = [e for e in entries if e.tls is not None and e.tls[0] in PERMANENT]
     for entry in sorted(failed, key=lambda e: (e.started, e.id)):
-        by_skill.setdefault((entry.skill, entry.tls[0]), []).append(entry)
+        fault = entry.tls[0] if entry.tls is not None else ""
+        by_skill.setdefault((entry.skill, fault), []).append(entry)
     findings = []
     for (skill, fault), failed in by_skill.items():
         if len(failed) < 2:

@@ -80,6 +80,7 @@ def test_a_clean_session_is_200_json_with_what_it_covered(server: Server) -> Non
         "covered": ["ENDPOINT_UNREACHABLE"],
         "uncovered": [],
         "findings": [],
+        "detail": f"session {session!r} is clean: 2 requests, no finding",
     }
 
 
