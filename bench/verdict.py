@@ -12,7 +12,9 @@ session's), in two shapes:
 
 Then the verdict is asked ``--rounds`` times (after one warm-up, which also
 builds the admin app), timed from the first byte sent to the last byte of the
-answer read; and, in the same rounds, the same session's
+answer read, with the server's CPU time for it (the sum of its threads'
+``schedstat``: less at the mercy of other load on the machine than the wall
+time); and, in the same rounds, the same session's
 ``GET /__admin/report?session=S`` (what a gate read before: the verdict
 judges with the report's rules, without drawing what only a reader of the
 report needs). Medians and p90 (target: the verdict <= 100 ms). The client
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+from pathlib import Path
 
 import _common as c
 from verify import admin
@@ -72,6 +75,17 @@ def fill(port: int, entries: int, retrying: bool) -> None:
             reader.read(length)
 
 
+def cpu_ms(pid: int) -> float:
+    """The CPU time process *pid* has used so far, every thread's, in milliseconds."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
@@ -88,10 +102,13 @@ def main() -> None:
             status, answer, _ = admin(s.port, "GET", verdict_path)  # warm-up
             size = len(json.loads(answer).get("findings", []))
             times: dict[str, list[float]] = {"verdict": [], "report": []}
+            cpu: dict[str, list[float]] = {"verdict": [], "report": []}
             lengths: dict[str, int] = {}
             for _ in range(args.rounds):
                 for name, target in (("verdict", verdict_path), ("report", report_path)):
+                    before = cpu_ms(s.proc.pid)
                     got, body, took = admin(s.port, "GET", target)
+                    cpu[name].append(cpu_ms(s.proc.pid) - before)
                     assert got == (status if name == "verdict" else 200), got
                     times[name].append(took)
                     lengths[name] = len(body)
@@ -104,9 +121,11 @@ def main() -> None:
                         f"{lengths[name] / 1000:.0f} kB",
                         f"{c.median(times[name]):.1f}",
                         f"{c.percentile(times[name], 90):.1f}",
+                        f"{c.median(cpu[name]):.1f}",
                     ]
                 )
-    c.print_table(["session", "asked", "answer", "body", "median ms", "p90 ms"], rows)
+    headers = ["session", "asked", "answer", "body", "median ms", "p90 ms", "server CPU ms"]
+    c.print_table(headers, rows)
     print()
     print(c.machine())
 

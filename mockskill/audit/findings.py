@@ -113,6 +113,8 @@ def audit_chain(
     session: str, chain: Sequence[Entry], policy: Policy
 ) -> tuple[list[Attempt], list[Finding]]:
     attempts = [Attempt(e, outcome(e)) for e in chain]
+    if len(attempts) < 2:
+        return attempts, []  # sent once: no retry to judge (most chains of a session)
     endpoint = endpoint_of(chain[0])
     unchanged: list[int] = []  # indexes of non-retryable retries made without the needed change
     too_soon: list[int] = []
