@@ -17,23 +17,30 @@ answer read, with the server's CPU time for it (the sum of its threads'
 time); and, in the same rounds, the same session's
 ``GET /__admin/report?session=S`` (what a gate read before: the verdict
 judges with the report's rules, without drawing what only a reader of the
-report needs). Medians and p90 (target: the verdict <= 100 ms). The client
-shares the machine's cores with the server. Run::
+report needs); and the report of main before the verdict (``--reference``,
+from ``git archive``), filled alike, in the same rounds. Medians and p90
+(target: the verdict <= 100 ms). The client shares the machine's cores with
+the servers. Run::
 
-    python bench/verdict.py [--rounds 20 --entries 10000]
+    python bench/verdict.py [--rounds 20 --entries 10000 --reference REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
+import tempfile
 from pathlib import Path
 
 import _common as c
 from verify import admin
 
 SESSION = "bench-verdict"
+REFERENCE = "e1fc88d"
+"""main before the verdict (session 19): its report, beside this tree's, shows what the
+audit's cuts gained (its journal, its report's shape and its rules are this tree's)."""
 SCENARIO = """\
 name: bench-verdict
 description: bench/verdict.py's consumer, clean or retrying too soon.
@@ -90,44 +97,68 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument(
+        "--reference",
+        default=REFERENCE,
+        help="the commit whose report runs beside (default: main before the verdict); '' none",
+    )
     args = parser.parse_args()
-    rows = []
-    verdict_path = f"/__admin/verdict?session={SESSION}"
-    report_path = f"/__admin/report?session={SESSION}"
-    with c.scenario_file(SCENARIO) as path, c.serving(lambda p: c.mockskill_cmd(p, [path])) as s:
-        for retrying in (False, True):
-            status, _, _ = admin(s.port, "POST", "/__admin/reset?all=true")
-            assert status == 200, status
-            fill(s.port, args.entries, retrying)
-            status, answer, _ = admin(s.port, "GET", verdict_path)  # warm-up
-            size = len(json.loads(answer).get("findings", []))
-            times: dict[str, list[float]] = {"verdict": [], "report": []}
-            cpu: dict[str, list[float]] = {"verdict": [], "report": []}
-            lengths: dict[str, int] = {}
-            for _ in range(args.rounds):
-                for name, target in (("verdict", verdict_path), ("report", report_path)):
-                    before = cpu_ms(s.proc.pid)
-                    got, body, took = admin(s.port, "GET", target)
-                    cpu[name].append(cpu_ms(s.proc.pid) - before)
-                    assert got == (status if name == "verdict" else 200), got
-                    times[name].append(took)
-                    lengths[name] = len(body)
-            for name in ("verdict", "report"):
-                rows.append(
-                    [
-                        "findings" if retrying else "clean",
-                        name,
-                        f"{status if name == 'verdict' else 200} ({size} findings)",
-                        f"{lengths[name] / 1000:.0f} kB",
-                        f"{c.median(times[name]):.1f}",
-                        f"{c.percentile(times[name], 90):.1f}",
-                        f"{c.median(cpu[name]):.1f}",
-                    ]
-                )
-    headers = ["session", "asked", "answer", "body", "median ms", "p90 ms", "server CPU ms"]
+    with contextlib.ExitStack() as stack:
+        path = stack.enter_context(c.scenario_file(SCENARIO))
+        servers = {"": stack.enter_context(c.serving(lambda p: c.mockskill_cmd(p, [path])))}
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mockskill-ref-"))
+        if args.reference and c.from_history(args.reference, ["mockskill"], folder):
+            command = lambda p: c.with_pythonpath(c.mockskill_cmd(p, [path]), folder)  # noqa: E731
+            servers[args.reference] = stack.enter_context(c.serving(command))
+        rows = [row for retrying in (False, True) for row in measure(servers, args, retrying)]
+    headers = ["session", "server", "asked", "answer", "body", "median ms", "p90 ms", "CPU ms"]
     c.print_table(headers, rows)
     print()
     print(c.machine())
+
+
+def measure(
+    servers: dict[str, c.Spawned], args: argparse.Namespace, retrying: bool
+) -> list[list[str]]:
+    """The rows of one shape of session: each server's journal filled alike, then the
+    verdict (this tree's) and the report (every server's) asked in turn, round after round."""
+    asked = [("", "verdict", f"/__admin/verdict?session={SESSION}")]
+    asked += [(name, "report", f"/__admin/report?session={SESSION}") for name in servers]
+    statuses = {}
+    for server in servers.values():
+        status, _, _ = admin(server.port, "POST", "/__admin/reset?all=true")
+        assert status == 200, status
+        fill(server.port, args.entries, retrying)
+    for name, what, target in asked:  # warm-up (it builds the admin app too)
+        status, answer, _ = admin(servers[name].port, "GET", target)
+        findings = json.loads(answer).get("findings")
+        if findings is None:
+            findings = json.loads(answer)["sessions"][0]["findings"]
+        statuses[name, what] = f"{status} ({len(findings)} findings)"
+    times: dict[tuple[str, str], list[float]] = {(n, w): [] for n, w, _ in asked}
+    cpu: dict[tuple[str, str], list[float]] = {(n, w): [] for n, w, _ in asked}
+    lengths: dict[tuple[str, str], int] = {}
+    for _ in range(args.rounds):
+        for name, what, target in asked:
+            pid = servers[name].proc.pid
+            before = cpu_ms(pid)
+            _, body, took = admin(servers[name].port, "GET", target)
+            cpu[name, what].append(cpu_ms(pid) - before)
+            times[name, what].append(took)
+            lengths[name, what] = len(body)
+    return [
+        [
+            "findings" if retrying else "clean",
+            name or "this tree",
+            what,
+            statuses[name, what],
+            f"{lengths[name, what] / 1000:.0f} kB",
+            f"{c.median(times[name, what]):.1f}",
+            f"{c.percentile(times[name, what], 90):.1f}",
+            f"{c.median(cpu[name, what]):.1f}",
+        ]
+        for name, what, _ in asked
+    ]
 
 
 if __name__ == "__main__":
