@@ -42,11 +42,13 @@ needs_node = pytest.mark.skipif(
 )
 needs_tsc = pytest.mark.skipif(
     (NODE is None or NPM is None) and os.environ.get("MOCKSKILL_REQUIRE_NODE") != "1",
-    reason="node and npm are not installed (the TypeScript example is compiled with npm's tsc)",
+    reason="node and npm are not installed (the TypeScript example is compiled with npm's tsc):"
+    " apt-get install nodejs npm",
 )
 needs_java = pytest.mark.skipif(
     JAVA is None and os.environ.get("MOCKSKILL_REQUIRE_JAVA") != "1",
-    reason="java is not installed (the page's Java example runs with the JDK's java)",
+    reason="java is not installed (the page's Java example runs with the JDK's java):"
+    " apt-get install openjdk-17-jdk-headless",
 )
 
 TYPESCRIPT = ("typescript@5.9.3", "@types/node@20.19.43")
