@@ -1,10 +1,12 @@
 """The report, and reading it: the journal turned into a verdict.
 
-:func:`report` audits every session (its chains, findings, coverage and
-timeouts) in the shape ``GET /__admin/report`` serves and the dashboard and
-``mockskill report`` read; :func:`assert_clean` and the helpers below it are
-the gates over a report (findings spelt out, coverage gaps, sessions that
-sent nothing).
+:func:`judge` applies every rule to one session once; :func:`report` draws
+every session's judgement (its chains, findings, coverage and timeouts) in the
+shape ``GET /__admin/report`` serves and the dashboard and ``mockskill report``
+read; :func:`session_verdict` reads one session's as ``GET /__admin/verdict``
+answers it (clean and covered as required, or why not); :func:`assert_clean`
+and the helpers below it are the gates over a report (findings spelt out,
+coverage gaps, sessions that sent nothing).
 """
 
 from __future__ import annotations
