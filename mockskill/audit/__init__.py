@@ -41,7 +41,8 @@ by concept, in the order a report is made:
   row a task: its requests as marks, the statuses they served as bands, its callbacks;
   and its stream attempts, a bar each: the events sent, the last id, how it ended;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
-  the dashboard) and the gates that read it (:func:`assert_clean`);
+  the dashboard), the gates that read it (:func:`assert_clean`), and one session's
+  pass or fail (:func:`session_verdict`, ``GET /__admin/verdict``'s);
 - ``table`` — the report as the table ``mockskill report`` prints;
 - ``rules`` — the rules' catalogue: each rule's id, title, when it finds, fix and
   section of docs/audit.md (what SARIF's rules and the reports' links read);
@@ -87,19 +88,24 @@ from .retries import (
 )
 from .rules import CATALOGUE, RULES, Rule
 from .verdict import (
+    GATE_NAMES,
     assert_clean,
     coverage_gaps,
     finding_lines,
     format_findings,
     report,
+    required_names,
     session_report,
+    session_verdict,
     silent_sessions,
+    unknown_session,
 )
 
 __all__ = [
     "CATALOGUE",
     "FAULT_NAMES",
     "FAULT_STANDS_FOR",
+    "GATE_NAMES",
     "HANGUP_SLACK",
     "RATE_LIMITED_ROW",
     "RULES",
@@ -124,9 +130,12 @@ __all__ = [
     "overlaps",
     "rate_limit_answer",
     "report",
+    "required_names",
     "session_report",
+    "session_verdict",
     "silent_sessions",
     "task_coverage",
     "timeout_kind",
     "timeouts",
+    "unknown_session",
 ]
