@@ -8,9 +8,10 @@ describing all of it (``/openapi.json``, kept true by tests/admin/test_openapi.p
 It gathers the routes other modules own: the loaded scenarios
 (:mod:`mockskill.admin.scenario_routes`), verification of what consumers sent
 (:mod:`mockskill.admin.verify_routes`), the recording
-(:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report_routes`)
-and the dashboard (:mod:`mockskill.admin.dashboard`). Its answers are JSON; its
-errors use the unified shape (docs/admin.md).
+(:mod:`mockskill.admin.recording_routes`), the retry audit (:mod:`mockskill.admin.report_routes`),
+one session's verdict (:mod:`mockskill.admin.verdict_routes`) and the dashboard
+(:mod:`mockskill.admin.dashboard`). Its answers are JSON; its errors use the unified
+shape, but the verdict's, which are RFC 9457 problems (docs/admin.md).
 """
 
 from __future__ import annotations
@@ -221,6 +222,13 @@ def blueprint(registry: Registry) -> Blueprint:
         from .report_routes import answer
 
         return answer(engine)
+
+    @bp.get("/verdict")
+    def verdict() -> Response:
+        """One session's pass (200) or fail (409, a problem listing why) (docs/admin.md)."""
+        from . import verdict_routes  # on first use, as the report
+
+        return verdict_routes.answer(engine)
 
     return bp
 

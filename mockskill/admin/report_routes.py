@@ -21,9 +21,7 @@ from .journal_query import BadFilter
 if TYPE_CHECKING:
     from ..engine.engine import Engine
 
-PARAMETERS = (
-    "session",
-    "skill",
+POLICY_PARAMETERS = (
     "initial_delay_ms",
     "tolerance_ms",
     "tolerance_ratio",
@@ -35,6 +33,9 @@ PARAMETERS = (
     "abandoned_ms",
     "idle_slack_ms",
 )
+"""The audit's tolerances (:class:`~mockskill.audit.Policy`), taken by the report and the
+verdict alike."""
+PARAMETERS = ("session", "skill", *POLICY_PARAMETERS)
 
 
 def answer(engine: Engine) -> tuple[dict[str, Any], int]:
@@ -50,17 +51,28 @@ def answer(engine: Engine) -> tuple[dict[str, Any], int]:
 
 
 def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
-    for name in args:
-        if name not in PARAMETERS:
-            hint = difflib.get_close_matches(name, PARAMETERS, n=1)
-            message = f"{name!r} is not a parameter of the report; it takes {', '.join(PARAMETERS)}"
-            if hint:
-                message += f" (did you mean {hint[0]!r}?)"
-            raise BadFilter(name, message, list(PARAMETERS))
+    check_names(args, PARAMETERS, "the report")
     sessions = args.getlist("session") or None
     skill = args.get("skill")
+    return policy(args), sessions, skill
+
+
+def check_names(args: Any, taken: tuple[str, ...], what: str) -> None:
+    """A :class:`BadFilter` naming the parameters *what* takes for the first of *args* that
+    is not one of *taken*."""
+    for name in args:
+        if name not in taken:
+            hint = difflib.get_close_matches(name, taken, n=1)
+            message = f"{name!r} is not a parameter of {what}; it takes {', '.join(taken)}"
+            if hint:
+                message += f" (did you mean {hint[0]!r}?)"
+            raise BadFilter(name, message, list(taken))
+
+
+def policy(args: Any) -> audit.Policy:
+    """The audit's tolerances the query sets (:data:`POLICY_PARAMETERS`), the others default."""
     default = audit.Policy()
-    policy = audit.Policy(
+    return audit.Policy(
         initial_delay_ms=_number(args, "initial_delay_ms", default.initial_delay_ms),
         tolerance_ms=_number(args, "tolerance_ms", default.tolerance_ms),
         tolerance_ratio=_number(args, "tolerance_ratio", default.tolerance_ratio, below=1.0),
@@ -72,7 +84,6 @@ def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:
         abandoned_ms=_number(args, "abandoned_ms", default.abandoned_ms),
         idle_slack_ms=_number(args, "idle_slack_ms", default.idle_slack_ms),
     )
-    return policy, sessions, skill
 
 
 def _number(args: Any, name: str, default: float, below: float | None = None) -> float:

@@ -41,7 +41,8 @@ by concept, in the order a report is made:
   row a task: its requests as marks, the statuses they served as bands, its callbacks;
   and its stream attempts, a bar each: the events sent, the last id, how it ended;
 - ``verdict`` — the report (the contract of ``GET /__admin/report`` and of
-  the dashboard) and the gates that read it (:func:`assert_clean`);
+  the dashboard), the gates that read it (:func:`assert_clean`), and one session's
+  pass or fail (:func:`session_verdict`, ``GET /__admin/verdict``'s);
 - ``table`` — the report as the table ``mockskill report`` prints.
 
 docs/audit.md documents every rule and the tolerance. ``mockskill.audit``
@@ -83,18 +84,23 @@ from .retries import (
     rate_limit_answer,
 )
 from .verdict import (
+    GATE_NAMES,
     assert_clean,
     coverage_gaps,
     finding_lines,
     format_findings,
     report,
+    required_names,
     session_report,
+    session_verdict,
     silent_sessions,
+    unknown_session,
 )
 
 __all__ = [
     "FAULT_NAMES",
     "FAULT_STANDS_FOR",
+    "GATE_NAMES",
     "HANGUP_SLACK",
     "RATE_LIMITED_ROW",
     "RULES",
@@ -118,9 +124,12 @@ __all__ = [
     "overlaps",
     "rate_limit_answer",
     "report",
+    "required_names",
     "session_report",
+    "session_verdict",
     "silent_sessions",
     "task_coverage",
     "timeout_kind",
     "timeouts",
+    "unknown_session",
 ]

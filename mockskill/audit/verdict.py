@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..engine.state import Entry
@@ -20,7 +21,7 @@ from .callbacks import is_delivery
 from .correlation import correlation_lost
 from .covered import FAULT_NAMES, RATE_LIMITED_ROW, TASK_ROWS, coverage, timeouts
 from .executions import duplicate_executions
-from .findings import Finding, attempt_json, audit_chain, plural, used_invalid
+from .findings import Attempt, Finding, attempt_json, audit_chain, plural, used_invalid
 from .handshakes import http_entries, permanent_retried, tls_coverage
 from .herds import retry_herds
 from .pacing import rate_limit_ignored
@@ -31,12 +32,38 @@ from .tasks import task_findings
 from .timelines import stream_timelines, task_timelines
 
 
-def session_report(
+@dataclass(frozen=True)
+class Judgement:
+    """One session's audit before it is shown: what the report and the verdict both read.
+
+    Judged once per session: the report adds what a reader draws (chains,
+    timelines), the verdict only reads the findings and the coverage.
+    """
+
+    session: str
+    handshakes: Sequence[Entry]
+    """Every entry of the session (TLS handshakes that failed on a fault port included)."""
+    touched: Sequence[Entry]
+    """Its HTTP exchanges: the consumer's requests and mockskill's callback deliveries."""
+    requests: Sequence[Entry]
+    """The consumer's requests."""
+    chains: list[list[Entry]]
+    attempts: list[list[Attempt]]
+    """Each chain's attempts, as the rules read them."""
+    findings: list[Finding]
+
+    @property
+    def clean(self) -> bool:
+        # A session that sent nothing proves nothing: never clean (a mistyped name, or no
+        # Mockskill-Session header, must not pass a gate that reads "clean" over HTTP).
+        return bool(self.requests) and not self.findings
+
+
+def judge(
     name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
-) -> dict[str, Any]:
-    """The audit of one session's requests, at *now* (seconds since the epoch; None: the
-    time it is: a task left unpolled is judged by how long it has been)."""
-    chain_list = []
+) -> Judgement:
+    """Every rule of the audit applied to one session's *entries*, at *now* (seconds since
+    the epoch; None: the time it is: a task left unpolled is judged by how long it has been)."""
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
     entries = http_entries(entries)  # a failed handshake is no request: no chain, no timeout
@@ -52,33 +79,40 @@ def session_report(
         findings.extend(found)
         findings.extend(duplicate_executions(name, chain))
         findings.extend(correlation_lost(name, chain))
-        chain_list.append(
-            {
-                "endpoint": endpoint_of(chain[0]),
-                "skill": chain[0].skill,
-                "attempts": [attempt_json(attempts, i) for i in range(len(attempts))],
-            }
-        )
     findings.extend(used_invalid(name, entries))
     findings.extend(retry_herds(name, chained, policy))
     findings.extend(rate_limit_ignored(name, chained, policy))
     findings.extend(task_findings(name, touched, policy, time.time() if now is None else now))
     findings.extend(stream_findings(name, entries, grouped, policy))
     findings.sort(key=lambda f: f.attempts[0])
-    listed = [f.as_json() for f in findings]
+    return Judgement(name, handshakes, touched, entries, grouped, chained, findings)
+
+
+def session_report(
+    name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
+) -> dict[str, Any]:
+    """The audit of one session's requests, at *now* (seconds since the epoch; None: the
+    time it is: a task left unpolled is judged by how long it has been)."""
+    judged = judge(name, entries, policy, now)
+    listed = [f.as_json() for f in judged.findings]
     return {
         "session": name,
-        "requests": len(entries),
-        "handshakes_failed": len(handshakes) - len(entries),
-        # A session that sent nothing proves nothing: never clean (a mistyped name, or no
-        # Mockskill-Session header, must not pass a gate that reads "clean" over HTTP).
-        "clean": bool(entries) and not findings,
-        "coverage": {**coverage(touched), "tls_faults": tls_coverage(handshakes)},
-        "chains": chain_list,
-        "timeouts": timeouts(entries),
+        "requests": len(judged.requests),
+        "handshakes_failed": len(judged.handshakes) - len(judged.requests),
+        "clean": judged.clean,
+        "coverage": {**coverage(judged.touched), "tls_faults": tls_coverage(judged.handshakes)},
+        "chains": [
+            {
+                "endpoint": endpoint_of(chain[0]),
+                "skill": chain[0].skill,
+                "attempts": [attempt_json(attempts, i) for i in range(len(attempts))],
+            }
+            for chain, attempts in zip(judged.chains, judged.attempts, strict=True)
+        ],
+        "timeouts": timeouts(judged.requests),
         "findings": listed,
-        "tasks": task_timelines(touched, listed),
-        "streams": stream_timelines(entries, listed),
+        "tasks": task_timelines(judged.touched, listed),
+        "streams": stream_timelines(judged.requests, listed),
     }
 
 
@@ -123,6 +157,45 @@ def _nearest_sessions(name: str, active: list[str], n: int = 3) -> list[str]:
     return close or active[::-1][:n]
 
 
+GATE_NAMES: tuple[str, ...] = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
+"""Every name a coverage gate takes (``--require``, ``require=``), in the report's order."""
+
+
+def required_names(names: Iterable[str]) -> list[str]:
+    """*names* as a gate takes them, each maybe a comma-separated list (``--require
+    AUTH_REQUIRED,RATE_LIMITED``), once each; ValueError, naming the valid ones (and the
+    closest to each mistyped one), for a name no gate knows."""
+    wanted = list(dict.fromkeys(n.strip() for item in names for n in item.split(",") if n.strip()))
+    _check_known(wanted)
+    return wanted
+
+
+def _check_known(wanted: Iterable[str]) -> None:
+    unknown = set(wanted) - set(GATE_NAMES)
+    if not unknown:
+        return
+    named = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name.upper().replace("-", "_"), GATE_NAMES, n=1)
+        named.append(f"{name} (did you mean {close[0]!r}?)" if close else name)
+    raise ValueError(
+        f"not a category or a transport fault: {', '.join(named)};"
+        f" expected some of {', '.join(GATE_NAMES)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
+        " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so;"
+        " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault)"
+    )
+
+
+def _missing(session_coverage: dict[str, Any]) -> list[str]:
+    missing = session_coverage["missing"]
+    return [
+        *missing["categories"],
+        *missing["faults"],
+        *missing.get("rate_limited", []),
+        *missing.get("tasks", []),
+    ]
+
+
 def coverage_gaps(
     report: dict[str, Any], required: Iterable[str] | None = None
 ) -> dict[str, list[str]]:
@@ -132,35 +205,88 @@ def coverage_gaps(
     rate-limit answer, and the task rows (:data:`~.covered.TASK_ROWS`: ``TASK_FAILED``,
     ``TASK_FAILED:<CATEGORY>``, ``TASK_CANCELLED``, ``CALLBACK_FAULT``,
     ``CALLBACK_FAULT:<fault>``) (None: every category and fault; a rate limit, a task or a
-    callback fault only when named).
+    callback fault only when named). ValueError for a name no gate knows.
     """
-    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
+    if required is not None:
+        required = list(required)
+        _check_known(required)
     wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
-    unknown = wanted - set(known)
-    if unknown:
-        named = []
-        for name in sorted(unknown):
-            close = difflib.get_close_matches(name.upper().replace("-", "_"), known, n=1)
-            named.append(f"{name} (did you mean {close[0]!r}?)" if close else name)
-        raise ValueError(
-            f"not a category or a transport fault: {', '.join(named)};"
-            f" expected some of {', '.join(known)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
-            " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so;"
-            " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault)"
-        )
     gaps = {}
     for session in report["sessions"]:
-        missing = session["coverage"]["missing"]
-        met = [
-            *missing["categories"],
-            *missing["faults"],
-            *missing.get("rate_limited", []),
-            *missing.get("tasks", []),
-        ]
-        lacking = [n for n in met if n in wanted]
+        lacking = [n for n in _missing(session["coverage"]) if n in wanted]
         if lacking:
             gaps[session["session"]] = lacking
     return gaps
+
+
+def session_verdict(
+    name: str,
+    entries: Sequence[Entry],
+    required: Iterable[str] = (),
+    policy: Policy = Policy(),
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Whether one session passes: clean (no finding, and a request at least) and covered
+    as *required* (:func:`required_names`; ValueError for a name no gate knows).
+
+    ``GET /__admin/verdict``'s answer without its HTTP parts: ``clean``, ``requests``,
+    ``required``, ``covered`` (every gate name the session met, required or not),
+    ``uncovered`` (the required ones it did not), ``findings`` (as the report lists
+    them) and ``detail``, one line saying why it is not clean. The audit is the
+    report's (:func:`judge`), without drawing the chains and timelines a reader sees.
+    """
+    wanted = required_names(required)
+    judged = judge(name, entries, policy, now)
+    missing = set(_missing({"missing": coverage(judged.touched)["missing"]}))
+    uncovered = [n for n in wanted if n in missing]
+    findings = [f.as_json() for f in judged.findings]
+    verdict: dict[str, Any] = {
+        "session": name,
+        "clean": judged.clean and not uncovered,
+        "requests": len(judged.requests),
+        "required": wanted,
+        "covered": [n for n in GATE_NAMES if n not in missing],
+        "uncovered": uncovered,
+        "findings": findings,
+    }
+    verdict["detail"] = _verdict_detail(verdict)
+    return verdict
+
+
+def _verdict_detail(verdict: dict[str, Any]) -> str:
+    """``session 'ci-7' is not clean: 2 findings (retry-too-soon); not covered: AUTH_REQUIRED``"""
+    name = verdict["session"]
+    if verdict["clean"]:
+        n = verdict["requests"]
+        return f"session {name!r} is clean: {n} {plural(n, 'request', 'requests')}, no finding"
+    why = []
+    if not verdict["requests"]:
+        why.append(f"it made no request ({_HEADER})")
+    findings = verdict["findings"]
+    if findings:
+        rules = ", ".join(dict.fromkeys(f["rule"] for f in findings))
+        why.append(f"{len(findings)} {plural(len(findings), 'finding', 'findings')} ({rules})")
+    if verdict["uncovered"]:
+        why.append(f"not covered: {', '.join(verdict['uncovered'])}")
+    return f"session {name!r} is not clean: {'; '.join(why)}"
+
+
+def unknown_session(name: str, entries: Iterable[Entry]) -> tuple[str, list[str]]:
+    """What to say of a session *name* the journal (*entries*, every session's) has no entry
+    of: a line naming the closest sessions it has, and those names."""
+    active = list(dict.fromkeys(e.session for e in entries))
+    close = difflib.get_close_matches(name, active, n=3, cutoff=0.6)
+    if close:
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?"
+    elif active:
+        hint = f"its latest sessions: {', '.join(repr(a) for a in active[::-1][:3])}"
+    else:
+        hint = "no session has made a request"
+    return (
+        f"the journal has no request of session {name!r} (a mistyped name, a session reset,"
+        f" or requests without the Mockskill-Session header); {hint}",
+        close,
+    )
 
 
 def format_findings(report: dict[str, Any]) -> str:
