@@ -127,6 +127,8 @@ export interface Report {
 export interface VerdictOptions {
   /** Coverage to require, the names `mockskill report --require` takes. */
   require?: string[];
+  /** The audit's policy, as the report takes it (docs/audit.md). */
+  policy?: Record<string, number | string>;
 }
 
 /** A clean verdict (200): the session made requests, drew no finding and is covered as asked. */
@@ -264,9 +266,10 @@ export class MockskillClient {
    * as required; a `VerdictError` with the findings when not, an `UnknownSessionError`
    * (with close names) for a session the journal never saw.
    */
-  verdict(session: string, { require = [] }: VerdictOptions = {}): Promise<Verdict> {
+  verdict(session: string, { require = [], policy = {} }: VerdictOptions = {}): Promise<Verdict> {
     const query = new URLSearchParams({ session });
     for (const name of require) query.append("require", name);
+    for (const [name, value] of Object.entries(policy)) query.set(name, String(value));
     return this.#call<Verdict>("GET", `/__admin/verdict?${query}`);
   }
 
