@@ -61,7 +61,7 @@ export class UnreachableError extends MockskillError {
   override name = "UnreachableError";
 }
 
-/** The admin token is missing or wrong (401, 403 with the token's code). */
+/** The admin token is missing or wrong (401 `MOCKSKILL_ADMIN_TOKEN_REQUIRED`). */
 export class AdminAuthError extends MockskillError {
   override name = "AdminAuthError";
 }
@@ -123,8 +123,6 @@ export class UnknownSessionError extends ProblemError {
   }
 }
 
-const AUTH_CODES = new Set(["AUTH_REQUIRED", "PERMISSION_DENIED", "MOCKSKILL_ADMIN_TOKEN_REQUIRED"]);
-
 /**
  * The typed error for an answer that is not a success: read from its body, whichever of
  * mockskill's two shapes it has; `UNEXPECTED_RESPONSE` when it has neither (a proxy's page).
@@ -156,7 +154,8 @@ function fromUnified(status: number, error: { [key: string]: Json }, body: strin
   const code = stringOf(error["code"]) ?? "UNKNOWN";
   const message = stringOf(error["message"]) ?? `mockskill answered ${status} ${code}`;
   const details = isObject(error["details"]) ? error["details"] : {};
-  if (status === 401 || AUTH_CODES.has(code)) {
+  // The skill surface's AUTH_REQUIRED is the consumer's business, not the admin client's.
+  if (code.startsWith("MOCKSKILL_ADMIN_TOKEN")) {
     return new AdminAuthError(status, code, message, details, body);
   }
   if (code === "MOCKSKILL_VERIFICATION_FAILED") {
@@ -180,9 +179,6 @@ function fromProblem(status: number, problem: { [key: string]: Json }, body: str
   }
   if (answered === 409 && ("findings" in problem || "uncovered" in problem)) {
     return new VerdictError(answered, code, message, problem, body);
-  }
-  if (answered === 401) {
-    return new AdminAuthError(answered, code, message, problem, body);
   }
   return new ProblemError(answered, code, message, problem, body);
 }
