@@ -65,7 +65,8 @@ export interface StartedMockskill {
 
 const DEFAULT_IMAGE = "mockskill:latest";
 const CONTAINER_PORT = 8080;
-const SCENARIOS_DIR = "/scenarios";
+// Beside the image's /scenarios, not into it: a copy merges, and the bundled ones would stay.
+const SCENARIOS_DIR = "/mockskill-scenarios";
 // The banner's first line says where it serves, the real port included (`--port 0`).
 const BANNER = /serving .* at (https?):\/\/\S*?:(\d+)\b/;
 
@@ -96,6 +97,7 @@ export async function startMockskill(options: ContainerOptions = {}): Promise<St
     container = container.withExposedPorts(options.port ?? CONTAINER_PORT);
   }
   if (options.scenarios !== undefined) {
+    env["MOCKSKILL_SCENARIOS"] = SCENARIOS_DIR;
     container = container.withCopyDirectoriesToContainer([{ source: options.scenarios, target: SCENARIOS_DIR }]);
   }
   const output = new Output();
@@ -114,11 +116,11 @@ export async function startMockskill(options: ContainerOptions = {}): Promise<St
     if (options.tls) {
       // Ask whether it answers, not who it is (as the image's HEALTHCHECK does), then take its CA.
       const probe = new MockskillClient(url, { ...clientOptions, transport: httpsTransport("insecure") });
-      await probe.waitUntilHealthy({ timeoutMs: remaining(deadline) });
+      await Promise.race([probe.waitUntilHealthy({ timeoutMs: remaining(deadline), intervalMs: 20 }), output.exited]);
       ca = await probe.caCertificate();
     }
     const admin = new MockskillClient(url, ca === undefined ? clientOptions : { ...clientOptions, ca });
-    await admin.waitUntilHealthy({ timeoutMs: remaining(deadline), intervalMs: 20 });
+    await Promise.race([admin.waitUntilHealthy({ timeoutMs: remaining(deadline), intervalMs: 20 }), output.exited]);
     return {
       url,
       host: started.getHost(),
@@ -206,12 +208,28 @@ function startedWait(): import("testcontainers").WaitStrategy {
 /** The container's output as it comes, kept for the failure report and read for the banner. */
 class Output {
   text = "";
+  /** Rejects when the output ends: the container stopped, so waiting for it is over. */
+  readonly exited: Promise<never>;
+  #ended = false;
+  #exit: (error: Error) => void = () => undefined;
   #waiting: (() => void)[] = [];
+
+  constructor() {
+    this.exited = new Promise<never>((_, reject) => {
+      this.#exit = reject;
+    });
+    this.exited.catch(() => undefined); // raced, never awaited alone
+  }
 
   follow(stream: Readable): void {
     stream.on("data", (chunk: Buffer | string) => {
       this.text += chunk.toString();
-      for (const wake of this.#waiting.splice(0)) wake();
+      this.#wake();
+    });
+    stream.on("end", () => {
+      this.#ended = true;
+      this.#exit(new Error("the container exited before it served"));
+      this.#wake();
     });
   }
 
@@ -219,6 +237,7 @@ class Output {
     for (;;) {
       const match = BANNER.exec(this.text);
       if (match?.[2] !== undefined) return Number(match[2]);
+      if (this.#ended) throw new Error("the container exited before it served");
       const left = remaining(deadline);
       if (left === 0) throw new Error("it printed no 'serving ... at URL' banner in time");
       await new Promise<void>((resolve) => {
@@ -229,5 +248,9 @@ class Output {
         });
       });
     }
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiting.splice(0)) wake();
   }
 }
