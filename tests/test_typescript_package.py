@@ -73,7 +73,8 @@ def test_the_package_has_no_runtime_dependency_and_testcontainers_as_an_optional
 @pytest.fixture(scope="module")
 def installed() -> None:
     """``npm ci``: typescript/node_modules as the lock pins it."""
-    assert NODE is not None and NPM is not None, "node and npm are required (MOCKSKILL_REQUIRE_NODE=1)"
+    assert NODE is not None, "node is required here (MOCKSKILL_REQUIRE_NODE=1)"
+    assert NPM is not None, "npm is required here (MOCKSKILL_REQUIRE_NODE=1)"
     cache = PACKAGE / ".npm-cache"
     run(NPM, "ci", "--no-audit", "--no-fund", "--cache", str(cache), timeout=300)
 
@@ -99,9 +100,9 @@ def image() -> Iterator[dict[str, str]]:
         return
     tag = f"mockskill-ts-test:{uuid.uuid4().hex[:10]}"
     base = os.environ.get("BASE_IMAGE", "python:3.12-slim")
+    command = ["docker", "build", "--quiet", "--network", "host", "--tag", tag, str(ROOT)]
     built = subprocess.run(
-        ["docker", "build", "--quiet", "--network", "host", "--build-arg", f"BASE_IMAGE={base}"]
-        + ["--tag", tag, str(ROOT)],
+        [*command, "--build-arg", f"BASE_IMAGE={base}"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -137,7 +138,7 @@ def _engine_environment() -> dict[str, str] | None:
 @needs_node
 def test_the_package_tests_pass(built: None, image: dict[str, str]) -> None:
     assert NODE is not None
-    tests = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "dist" / "test").glob("*.test.js"))
+    tests = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("dist/test/*.test.js"))
     assert tests, "the build made no tests"
     env = {**os.environ, "MOCKSKILL_PYTHON": sys.executable, **image}
     output = run(NODE, "--test", "--test-reporter=tap", *tests, timeout=300, env=env)
