@@ -3,8 +3,10 @@
 In order, on one xdist worker (``--dist loadfile``): ``npm ci`` in typescript/ (its
 dependencies as package-lock.json pins them, npm's cache kept inside the folder),
 ``tsc --noEmit`` (strict), the build (``tsc`` into typescript/dist/), and the package's
-own tests with ``node --test``: the admin client, its errors, the matchers and the
-README's example against a real ``mockskill serve`` started from this Python, and the
+own tests with ``node --test``: the admin client, its errors, the matchers, the README's
+example and the packed package in a project of its own against a real server (one
+``mockskill.Server`` here, and ``mockskill serve`` from this Python where a test needs
+its own options), and the
 container helper against the image where a Docker engine answers (built here from the
 Dockerfile, on ``BASE_IMAGE``; on an engine without a bridge network the helper runs it
 on the host's network). Without ``node`` and ``npm`` these tests skip, unless
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from mockskill import Server
 from mockskill._version import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,8 +143,20 @@ def test_the_package_tests_pass(built: None, image: dict[str, str]) -> None:
     assert NODE is not None
     tests = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("dist/test/*.test.js"))
     assert tests, "the build made no tests"
-    env = {**os.environ, "MOCKSKILL_PYTHON": sys.executable, **image}
-    output = run(NODE, "--test", "--test-reporter=tap", *tests, timeout=300, env=env)
+    # One server for the files' tests that need no option of their own (each has its own
+    # sessions and scenario names): a server start each is seconds of CPU on loaded cores.
+    # The files run at once (node's default is one per core but one): they mostly wait.
+    with Server() as server:
+        env = {**os.environ, "MOCKSKILL_PYTHON": sys.executable, "MOCKSKILL_URL": server.url}
+        output = run(
+            NODE,
+            "--test",
+            "--test-concurrency=8",
+            "--test-reporter=tap",
+            *tests,
+            timeout=300,
+            env={**env, **image},
+        )
     assert "\n# fail 0\n" in output, output[-6000:]
     if image:
         assert "\n# skipped 0\n" in output, output[-6000:]

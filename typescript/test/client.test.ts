@@ -4,16 +4,17 @@ import { after, before, describe, test } from "node:test";
 
 import { MockskillClient, UnreachableError, VerdictError, VerificationError } from "mockskill";
 
-import { SCENARIO, hastyInvoke, politeInvoke } from "./consumer.js";
+import { scenario, hastyInvoke, politeInvoke } from "./consumer.js";
 import { type Served, serve, sessionName } from "./server.js";
 
+const skills = scenario("ts-client");
 let server: Served;
 let admin: MockskillClient;
 
 before(async () => {
   server = await serve();
   admin = new MockskillClient(server.url);
-  await admin.loadScenarios(SCENARIO);
+  await admin.loadScenarios(skills.text);
 });
 after(() => server.stop());
 
@@ -21,7 +22,7 @@ describe("health", () => {
   test("says what is served", async () => {
     const health = await admin.health();
     assert.equal(health.status, "ok");
-    assert.ok(health.scenarios.includes("ts-quote"));
+    assert.ok(health.scenarios.includes("ts-client"));
   });
 
   test("waitUntilHealthy answers at once from a server that is up", async () => {
@@ -62,7 +63,7 @@ describe("scenarios", () => {
 describe("a session", () => {
   test("requests and journal read one session's requests, oldest first", async () => {
     const session = admin.session(sessionName("requests"));
-    const reply = await politeInvoke(server.url, session, "quote", { item: "book" });
+    const reply = await politeInvoke(server.url, session, skills.quote, { item: "book" });
     assert.equal(reply.status, 200);
     const sent = await session.requests();
     assert.deepEqual(
@@ -75,20 +76,20 @@ describe("a session", () => {
 
   test("reset forgets the session's positions and journal", async () => {
     const session = admin.session(sessionName("reset"));
-    await politeInvoke(server.url, session, "quote", {});
+    await politeInvoke(server.url, session, skills.quote, {});
     await session.reset();
     assert.deepEqual(await session.requests(), []);
-    const again = await hastyInvoke(server.url, session, "quote", 1);
+    const again = await hastyInvoke(server.url, session, skills.quote, 1);
     assert.equal(again[0]?.status, 503, "the sequence starts afresh");
   });
 
   test("verify answers what matched, or throws a VerificationError with the near misses", async () => {
     const session = admin.session(sessionName("verify"));
-    await politeInvoke(server.url, session, "quote", { item: "pen" });
-    const held = await session.verify({ skill: "quote", when: { body: { "/item": "pen" } }, count: 3 });
+    await politeInvoke(server.url, session, skills.quote, { item: "pen" });
+    const held = await session.verify({ skill: skills.quote, when: { body: { "/item": "pen" } }, count: 3 });
     assert.equal(held.held, true);
     assert.equal(held.count, 3);
-    await assert.rejects(session.verify({ skill: "quote", when: { body: { "/item": "ink" } } }), (error: unknown) => {
+    await assert.rejects(session.verify({ skill: skills.quote, when: { body: { "/item": "ink" } } }), (error: unknown) => {
       assert.ok(error instanceof VerificationError);
       assert.equal(error.status, 409);
       assert.equal(error.code, "MOCKSKILL_VERIFICATION_FAILED");
@@ -100,7 +101,7 @@ describe("a session", () => {
 
   test("report audits the session", async () => {
     const session = admin.session(sessionName("report"));
-    await hastyInvoke(server.url, session, "locked", 2);
+    await hastyInvoke(server.url, session, skills.locked, 2);
     const report = await session.report();
     assert.equal(report.sessions.length, 1);
     assert.ok(report.sessions[0]!.findings.length > 0, "retrying AUTH_REQUIRED unchanged is a finding");
@@ -108,7 +109,7 @@ describe("a session", () => {
 
   test("the verdict of a consumer that retries as asked is clean", async () => {
     const session = admin.session(sessionName("clean"));
-    await politeInvoke(server.url, session, "quote", {});
+    await politeInvoke(server.url, session, skills.quote, {});
     const verdict = await session.verdict({ require: ["ENDPOINT_UNREACHABLE"] });
     assert.equal(verdict.clean, true);
     assert.equal(verdict.requests, 3);
@@ -117,7 +118,7 @@ describe("a session", () => {
 
   test("the verdict of a consumer that does not is a VerdictError with its findings", async () => {
     const session = admin.session(sessionName("dirty"));
-    await hastyInvoke(server.url, session, "locked", 2);
+    await hastyInvoke(server.url, session, skills.locked, 2);
     await assert.rejects(session.verdict({ require: ["ENDPOINT_UNREACHABLE"] }), (error: unknown) => {
       assert.ok(error instanceof VerdictError, String(error));
       assert.equal(error.status, 409);

@@ -4,18 +4,31 @@
  */
 import type { Session } from "mockskill";
 
-export const SCENARIO = `
-name: ts-quote
+/** The skills the consumers are tested against, under names of the test file's own. */
+export interface Skills {
+  /** The scenario: `quote` unreachable twice (20 ms advice), then a price; `locked` AUTH_REQUIRED. */
+  text: string;
+  quote: string;
+  locked: string;
+}
+
+export function scenario(name: string): Skills {
+  const quote = `${name}-quote`;
+  const locked = `${name}-locked`;
+  const text = `
+name: ${name}
 skills:
-  - id: quote
+  - id: ${quote}
     invoke:
       - error: ENDPOINT_UNREACHABLE
         retry: {suggested_delay_ms: 20, max_attempts: 4}
         times: 2
       - json: {price: 42, currency: EUR}
-  - id: locked
+  - id: ${locked}
     invoke: {error: AUTH_REQUIRED}
 `;
+  return { text, quote, locked };
+}
 
 interface Reply {
   status: number;

@@ -18,8 +18,9 @@ import { after, before, describe, test } from "node:test";
 import { MockskillError, UnreachableError } from "mockskill";
 import { startMockskill } from "mockskill/container";
 
-import { SCENARIO, politeInvoke } from "./consumer.js";
+import { scenario, politeInvoke } from "./consumer.js";
 
+const skills = scenario("ts-quote");
 const IMAGE = process.env["MOCKSKILL_IMAGE"];
 const REQUIRED = process.env["MOCKSKILL_REQUIRE_DOCKER"] === "1";
 process.env["TESTCONTAINERS_RYUK_DISABLED"] ??= "true"; // each test stops its own container
@@ -45,7 +46,7 @@ describe("startMockskill", options, () => {
 
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), "mockskill-ts-"));
-    await writeFile(join(folder, "quote.yaml"), SCENARIO);
+    await writeFile(join(folder, "quote.yaml"), skills.text);
   });
   after(() => rm(folder, { recursive: true, force: true }));
 
@@ -55,7 +56,7 @@ describe("startMockskill", options, () => {
       assert.match(mock.url, /^http:\/\/[^:]+:\d+$/);
       assert.deepEqual((await mock.admin.health()).scenarios, ["ts-quote"]);
       const session = mock.admin.session(`container-${process.pid}`);
-      assert.equal((await politeInvoke(mock.url, session, "quote", {})).status, 200);
+      assert.equal((await politeInvoke(mock.url, session, skills.quote, {})).status, 200);
       assert.equal((await session.verdict({ require: ["ENDPOINT_UNREACHABLE"] })).clean, true);
     } finally {
       await mock.stop();

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { expect } from "expect";
 import { type MockskillMatchers, MockskillClient, MockskillError, mockskillMatchers } from "mockskill";
 
-import { SCENARIO, hastyInvoke, politeInvoke } from "./consumer.js";
+import { scenario, hastyInvoke, politeInvoke } from "./consumer.js";
 import { type Served, serve, sessionName } from "./server.js";
 
 declare module "expect" {
@@ -18,27 +18,28 @@ declare module "expect" {
 
 expect.extend(mockskillMatchers);
 
+const skills = scenario("ts-matchers");
 let server: Served;
 let admin: MockskillClient;
 
 before(async () => {
   server = await serve();
   admin = new MockskillClient(server.url);
-  await admin.loadScenarios(SCENARIO);
+  await admin.loadScenarios(skills.text);
 });
 after(() => server.stop());
 
 describe("toBeClean", () => {
   test("passes for a consumer that retries as asked, with the coverage it requires", async () => {
     const session = admin.session(sessionName("clean"));
-    await politeInvoke(server.url, session, "quote", {});
+    await politeInvoke(server.url, session, skills.quote, {});
     await expect(session).toBeClean();
     await expect(session).toBeClean({ require: ["ENDPOINT_UNREACHABLE"] });
   });
 
   test("fails for one that does not, listing each finding and its fix", async () => {
     const session = admin.session(sessionName("dirty"));
-    await hastyInvoke(server.url, session, "locked", 2);
+    await hastyInvoke(server.url, session, skills.locked, 2);
     await expect(session).not.toBeClean();
     await assert.rejects(expect(session).toBeClean(), (error: Error) => {
       assert.match(error.message, new RegExp(`expected session '${session.name}' to be clean`));
@@ -49,7 +50,7 @@ describe("toBeClean", () => {
 
   test("fails for coverage not met, naming what is not covered", async () => {
     const session = admin.session(sessionName("uncovered"));
-    await politeInvoke(server.url, session, "quote", {});
+    await politeInvoke(server.url, session, skills.quote, {});
     await assert.rejects(expect(session).toBeClean({ require: ["AUTH_REQUIRED"] }), /not covered: AUTH_REQUIRED/);
   });
 
@@ -71,19 +72,19 @@ describe("toBeClean", () => {
 describe("toHaveVerified", () => {
   test("passes when the session sent the requests named, as many as said", async () => {
     const session = admin.session(sessionName("sent"));
-    await politeInvoke(server.url, session, "quote", { item: "pen" });
-    await expect(session).toHaveVerified({ skill: "quote", count: 3 });
-    await expect(session).toHaveVerified({ skill: "quote", when: { body: { "/item": "pen" } } });
-    await expect(session).not.toHaveVerified({ skill: "locked" });
+    await politeInvoke(server.url, session, skills.quote, { item: "pen" });
+    await expect(session).toHaveVerified({ skill: skills.quote, count: 3 });
+    await expect(session).toHaveVerified({ skill: skills.quote, when: { body: { "/item": "pen" } } });
+    await expect(session).not.toHaveVerified({ skill: skills.locked });
   });
 
   test("fails with the server's words: what was wanted, what was found, the near misses", async () => {
     const session = admin.session(sessionName("unsent"));
-    await politeInvoke(server.url, session, "quote", { item: "pen" });
+    await politeInvoke(server.url, session, skills.quote, { item: "pen" });
     await assert.rejects(
-      expect(session).toHaveVerified({ skill: "quote", when: { body: { "/item": "ink" } } }),
+      expect(session).toHaveVerified({ skill: skills.quote, when: { body: { "/item": "ink" } } }),
       /verify did not hold: .*found 0[\s\S]*closest requests/,
     );
-    await assert.rejects(expect(session).not.toHaveVerified({ skill: "quote" }), /not to have sent/);
+    await assert.rejects(expect(session).not.toHaveVerified({ skill: skills.quote }), /not to have sent/);
   });
 });

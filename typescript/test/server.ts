@@ -1,6 +1,9 @@
 /**
  * A real `mockskill serve` for the tests: started from the repository's Python
- * (MOCKSKILL_PYTHON, else ../.venv/bin/python) on a free port, stopped after.
+ * (MOCKSKILL_PYTHON, else ../.venv/bin/python) on a free port, stopped after; or, where
+ * MOCKSKILL_URL names a running one (tests/test_typescript_package.py starts one for
+ * all the files), that one, for the tests that need no option of their own. Each test
+ * has sessions and scenario names of its own, so they share a server safely.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -17,8 +20,11 @@ export interface Served {
   stop: () => Promise<void>;
 }
 
+const SHARED = process.env["MOCKSKILL_URL"];
+
 /** Starts `mockskill serve --port 0 ARGS` and resolves once its banner names the URL. */
 export async function serve(...args: string[]): Promise<Served> {
+  if (SHARED && args.length === 0) return { url: SHARED, output: () => "", stop: async () => undefined };
   const child: ChildProcess = spawn(PYTHON, ["-m", "mockskill", "serve", "--port", "0", "--quiet", ...args], {
     cwd: REPO,
     stdio: ["ignore", "pipe", "pipe"],
