@@ -120,7 +120,7 @@ describe("problem+json (the verdict)", () => {
     await politeInvoke(server.url, session, skills.quote, {});
     const typo = `${session.name.slice(0, -1)}x`;
     const error = await rejection(admin.verdict(typo), UnknownSessionError, 404, "unknown-session");
-    assert.deepEqual(error.didYouMean, [session.name]);
+    assert.equal(error.didYouMean[0], session.name, "the closest name first (a shared server has others)");
     assert.equal(error.type, "https://mockskill.dev/problems/unknown-session");
     assert.match(error.message, new RegExp(session.name));
   });
