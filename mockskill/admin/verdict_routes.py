@@ -47,9 +47,9 @@ def answer(engine: Engine) -> Response:
         extra = {"session": session, "did_you_mean": close}
         return _problem(404, UNKNOWN_SESSION, "No such session in the journal", detail, extra)
     verdict = audit.session_verdict(session, entries, required, tolerances)
-    detail = verdict.pop("detail")
     if verdict["clean"]:
         return _json(200, verdict, "application/json")
+    detail = verdict.pop("detail")  # (a problem's own member, first)
     return _problem(409, NOT_CLEAN, "The session is not clean", detail, verdict)
 
 

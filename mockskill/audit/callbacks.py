@@ -98,9 +98,11 @@ def terminal_acknowledged(deliveries: Iterable[Entry]) -> bool:
 def by_task(entries: Iterable[Entry]) -> dict[str, list[Entry]]:
     """*entries* (a session's) grouped by the task they touched, in order; deliveries too."""
     grouped: dict[str, list[Entry]] = {}
-    for entry in sorted(entries, key=lambda e: (e.started, e.id)):
+    # Only what touched a task is ordered: most of a session's requests are no task's.
+    touched = sorted((e for e in entries if e.task is not None), key=lambda e: (e.started, e.id))
+    for entry in touched:
         ident = _info(entry).get("id")
-        if entry.task is not None and ident and _info(entry).get("known", True) is not False:
+        if ident and _info(entry).get("known", True) is not False:
             grouped.setdefault(str(ident), []).append(entry)
     return grouped
 

@@ -103,12 +103,12 @@ def _why(entry: Entry) -> str:
 
 def duplicate_executions(session: str, chain: Sequence[Entry]) -> list[Finding]:
     """The finding of *chain* (one retry chain) when a retry ran its operation again."""
-    if not chain or chain[0].method not in UNSAFE_METHODS:
-        return []
+    if len(chain) < 2 or chain[0].method not in UNSAFE_METHODS:
+        return []  # sent once: nothing ran again
     pairs: list[tuple[Entry, Entry]] = []
     unseen: list[Entry] = []  # attempts so far that ran, unseen by the consumer
     for entry in chain:
-        if reached(entry):
+        if unseen and reached(entry):  # (no attempt ran unseen before: nothing to repeat)
             key = key_of(entry)
             earlier = next(
                 (

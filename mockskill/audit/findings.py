@@ -113,6 +113,8 @@ def audit_chain(
     session: str, chain: Sequence[Entry], policy: Policy
 ) -> tuple[list[Attempt], list[Finding]]:
     attempts = [Attempt(e, outcome(e)) for e in chain]
+    if len(attempts) < 2:
+        return attempts, []  # sent once: no retry to judge (most chains of a session)
     endpoint = endpoint_of(chain[0])
     unchanged: list[int] = []  # indexes of non-retryable retries made without the needed change
     too_soon: list[int] = []
@@ -415,6 +417,8 @@ def attempt_json(attempts: list[Attempt], i: int) -> dict[str, Any]:
 
 def used_invalid(session: str, entries: Sequence[Entry]) -> list[Finding]:
     """A skill invoked while the last descriptor of it this session fetched was invalid."""
+    if not any(e.endpoint == "describe" and e.invalid_descriptor for e in entries):
+        return []  # the common case, told in one pass without ordering the session
     last_describe: dict[str, Entry] = {}
     used: dict[int, list[Entry]] = {}
     for entry in sorted(entries, key=lambda e: (e.started, e.id)):

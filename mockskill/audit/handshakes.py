@@ -41,9 +41,11 @@ def tls_coverage(entries: Iterable[Entry]) -> dict[str, int]:
 def permanent_retried(session: str, entries: Sequence[Entry]) -> list[Finding]:
     """A skill whose permanent TLS fault the consumer met more than once: it retried it."""
     by_skill: dict[tuple[str | None, str], list[Entry]] = {}
-    for entry in sorted(entries, key=lambda e: (e.started, e.id)):
-        if entry.tls is not None and entry.tls[0] in PERMANENT:
-            by_skill.setdefault((entry.skill, entry.tls[0]), []).append(entry)
+    # Only the failed handshakes are ordered: a session's requests are seldom any.
+    failed = [e for e in entries if e.tls is not None and e.tls[0] in PERMANENT]
+    for entry in sorted(failed, key=lambda e: (e.started, e.id)):
+        fault = entry.tls[0] if entry.tls is not None else ""
+        by_skill.setdefault((entry.skill, fault), []).append(entry)
     findings = []
     for (skill, fault), failed in by_skill.items():
         if len(failed) < 2:

@@ -200,8 +200,10 @@ def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
             out.append([entry])
             continue
         key = (endpoint_of(entry), entry.body_digest)
-        open_chains = [c for c in waiting.get(key, []) if outcome(c[-1]).failed]
-        chain = likeliest(entry, [c for c in open_chains if not overlaps(entry, c[-1])])
+        earlier = waiting.get(key)  # none for most: the first attempt of their operation
+        open_chains = [c for c in earlier if outcome(c[-1]).failed] if earlier else []
+        candidates = [c for c in open_chains if not overlaps(entry, c[-1])]
+        chain = likeliest(entry, candidates) if candidates else None
         if chain is None:
             chain = []
             out.append(chain)

@@ -76,9 +76,10 @@ def judge(
     for chain in grouped:
         attempts, found = audit_chain(name, chain, policy)
         chained.append(attempts)
-        findings.extend(found)
-        findings.extend(duplicate_executions(name, chain))
-        findings.extend(correlation_lost(name, chain))
+        if len(chain) > 1:  # the chain rules judge retries: a request sent once has none
+            findings.extend(found)
+            findings.extend(duplicate_executions(name, chain))
+            findings.extend(correlation_lost(name, chain))
     findings.extend(used_invalid(name, entries))
     findings.extend(retry_herds(name, chained, policy))
     findings.extend(rate_limit_ignored(name, chained, policy))

@@ -15,7 +15,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine.state import Entry
@@ -192,6 +192,27 @@ class RemoteServer:
             raise RemoteError(said) from None
         raise AssertionError(said)
 
+    def verdict(
+        self,
+        session: str,
+        require: str | Iterable[str] = (),
+        policy: audit.Policy | None = None,
+    ) -> dict[str, Any]:
+        """``GET /__admin/verdict``: *session*'s verdict, as on Server (the 409's RFC 9457
+        members left out); LookupError for a session the journal has no request of."""
+        from .. import audit
+
+        required = audit.required_names([require] if isinstance(require, str) else require)
+        query = [("session", session), *(("require", name) for name in required)]
+        if policy is not None:
+            query += [(k, repr(v)) for k, v in policy.as_json().items()]
+        status, body = self.ask("GET", "verdict", query, answered=(404, 409))
+        if status == 404:
+            raise LookupError(str(body.get("detail", body)))
+        for member in ("type", "title", "status", "instance"):
+            body.pop(member, None)
+        return body
+
     def admin(
         self, method: str, endpoint: str, query: list[tuple[str, str]] | None = None
     ) -> dict[str, Any]:
@@ -262,6 +283,8 @@ class RemoteServer:
 
 def _error_message(exc: urllib.error.HTTPError) -> str:
     try:
-        return str(json.load(exc)["error"]["message"])
+        body = json.load(exc)
+        # The unified error body, or an RFC 9457 problem's (the verdict's)
+        return str(body["error"]["message"] if "error" in body else body["detail"])
     except (ValueError, KeyError, TypeError):
         return str(exc.reason)

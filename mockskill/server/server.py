@@ -558,6 +558,27 @@ class Server(Expecting):
         sessions = None if session is None else [session]
         return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
 
+    def verdict(
+        self,
+        session: str,
+        require: str | Iterable[str] = (),
+        policy: audit.Policy | None = None,
+    ) -> dict[str, Any]:
+        """*session*'s verdict, as ``GET /__admin/verdict`` judges it (docs/python.md):
+        ``clean`` when it made a request, the audit has no finding, and it met every name
+        *require* gives (``--require``'s names, a list or comma-separated), with ``detail``
+        saying why not in one line, ``findings``, ``covered`` and ``uncovered``. Raises
+        LookupError, naming the closest sessions, for a session the journal has no request
+        of, and ValueError for a *require* name no gate knows."""
+        from .. import audit  # on first use: start-up does not pay for it
+
+        entries = self.state.journal(session)
+        required = [require] if isinstance(require, str) else list(require)
+        if not entries:
+            audit.required_names(required)  # a bad name is said first, as over HTTP
+            raise LookupError(audit.unknown_session(session, self.state.journal())[0])
+        return audit.session_verdict(session, entries, required, policy or audit.Policy())
+
     # -- serving ---------------------------------------------------------------
 
     def bind(self, sock: socket.socket | None = None) -> None:

@@ -65,6 +65,35 @@ def test_the_report_is_the_servers_with_the_policy_given(
     assert [s["session"] for s in got["sessions"]] == [name]
 
 
+def test_the_verdict_is_the_servers_clean_or_not(bundled: Server, session: dict[str, str]) -> None:
+    # auth-required retried unchanged: a non-retryable-retried finding, on both APIs.
+    for _ in range(2):
+        requests.post(bundled.invoke_url("auth-required"), headers=session)
+    name = session["Mockskill-Session"]
+    remote = RemoteServer(bundled.url)
+    got = remote.verdict(name, "AUTH_REQUIRED,EMPTY_RESPONSE")
+    assert got == bundled.verdict(name, ["AUTH_REQUIRED", "EMPTY_RESPONSE"])
+    assert (got["clean"], got["uncovered"]) == (False, ["EMPTY_RESPONSE"])
+    assert [f["rule"] for f in got["findings"]] == ["non-retryable-retried"]
+    assert got["detail"].startswith(f"session {name!r} is not clean: 1 finding")
+    assert bundled.verdict(name, policy=Policy(tolerance_ms=10.0))["requests"] == 2
+
+
+def test_a_verdict_of_a_session_never_seen_is_a_lookup_error(
+    bundled: Server, session: dict[str, str]
+) -> None:
+    requests.post(bundled.invoke_url("flaky"), headers=session)
+    name = session["Mockskill-Session"]
+    for server in (bundled, RemoteServer(bundled.url)):
+        with pytest.raises(LookupError, match=rf"did you mean {name!r}\?"):
+            server.verdict(name + "x")
+        with pytest.raises(ValueError, match="did you mean 'AUTH_REQUIRED'"):
+            server.verdict(name + "x", require=["AUTH_REQIRED"])
+    clean = bundled.verdict(name)
+    assert clean["clean"] is True
+    assert clean["detail"] == f"session {name!r} is clean: 1 request, no finding"
+
+
 def test_the_admin_token_is_sent_and_its_absence_is_named(
     serve: Callable[..., Server],
 ) -> None:
