@@ -131,6 +131,15 @@ describe("problem+json (the verdict)", () => {
     assert.match(error.message, /did you mean 'ENDPOINT_UNREACHABLE'/);
   });
 
+  test("an empty session name: 400 naming the parameter, never everyone's verdict", async () => {
+    const error = await rejection(admin.verdict(""), ProblemError, 400, "bad-query");
+    assert.equal(error.details["parameter"], "session");
+  });
+
+  test("an empty session name to reset is refused before it is sent: resetAll() says everyone", async () => {
+    await assert.rejects(admin.reset(""), /reset\(\) needs a session name; resetAll\(\) forgets everyone's/);
+  });
+
   test("a problem without a type reads as about:blank, RFC 9457's default", () => {
     const body = JSON.stringify({ title: "Teapot", status: 418, detail: "short and stout" });
     const error = errorFromResponse(418, "application/problem+json", body);
