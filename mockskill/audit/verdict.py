@@ -17,6 +17,15 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
 from .callbacks import is_delivery
+from .cases import (
+    CASE_ROWS,
+    CASES_ROW,
+    MISHANDLED,
+    UNEXERCISED,
+    NamedCases,
+    case_coverage,
+    gap_name,
+)
 from .correlation import correlation_lost
 from .covered import FAULT_NAMES, RATE_LIMITED_ROW, TASK_ROWS, coverage, timeouts
 from .executions import duplicate_executions
@@ -32,10 +41,15 @@ from .timelines import stream_timelines, task_timelines
 
 
 def session_report(
-    name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
+    name: str,
+    entries: Sequence[Entry],
+    policy: Policy = Policy(),
+    now: float | None = None,
+    named: NamedCases | None = None,
 ) -> dict[str, Any]:
     """The audit of one session's requests, at *now* (seconds since the epoch; None: the
-    time it is: a task left unpolled is judged by how long it has been)."""
+    time it is: a task left unpolled is judged by how long it has been); *named*: the
+    served scenarios' named cases, whose coverage it gives too (:mod:`.cases`)."""
     chain_list = []
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
@@ -66,6 +80,9 @@ def session_report(
     findings.extend(stream_findings(name, entries, grouped, policy))
     findings.sort(key=lambda f: f.attempts[0])
     listed = [f.as_json() for f in findings]
+    cases = case_coverage(entries, named or {}, findings)
+    covered = coverage(touched)
+    covered["missing"]["cases"] = [gap_name(gap) for gap in cases["gaps"]]
     return {
         "session": name,
         "requests": len(entries),
@@ -73,7 +90,7 @@ def session_report(
         # A session that sent nothing proves nothing: never clean (a mistyped name, or no
         # Mockskill-Session header, must not pass a gate that reads "clean" over HTTP).
         "clean": bool(entries) and not findings,
-        "coverage": {**coverage(touched), "tls_faults": tls_coverage(handshakes)},
+        "coverage": {**covered, "tls_faults": tls_coverage(handshakes), "cases": cases},
         "chains": chain_list,
         "timeouts": timeouts(entries),
         "findings": listed,
@@ -88,8 +105,10 @@ def report(
     *,
     sessions: Iterable[str] | None = None,
     now: float | None = None,
+    named: NamedCases | None = None,
 ) -> dict[str, Any]:
-    """The audit of every session in *entries* (or of *sessions*, even those with no request).
+    """The audit of every session in *entries* (or of *sessions*, even those with no request);
+    *named*: the named cases of the scenarios served (:func:`.cases.named_cases`).
 
     Sessions come in the order of their first request in *entries*; named
     ones that sent nothing come last, with empty coverage.
@@ -102,7 +121,9 @@ def report(
         wanted = list(dict.fromkeys(sessions))
         grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
     generated = time.time() if now is None else now
-    reports = [session_report(name, items, policy, generated) for name, items in grouped.items()]
+    reports = [
+        session_report(name, items, policy, generated, named) for name, items in grouped.items()
+    ]
     for r in reports:
         if not r["requests"]:
             # A session that sent nothing is most often a mistyped name or a
@@ -134,8 +155,9 @@ def coverage_gaps(
     ``CALLBACK_FAULT:<fault>``) (None: every category and fault; a rate limit, a task or a
     callback fault only when named).
     """
-    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
-    wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
+    known = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS, *CASE_ROWS)
+    # (every named case is asked by default: a session served no pack has none to meet)
+    wanted = set(CODES) | set(FAULT_NAMES) | {CASES_ROW} if required is None else set(required)
     unknown = wanted - set(known)
     if unknown:
         named = []
@@ -146,7 +168,9 @@ def coverage_gaps(
             f"not a category or a transport fault: {', '.join(named)};"
             f" expected some of {', '.join(known)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
             " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so;"
-            " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault)"
+            " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault;"
+            f" {CASES_ROW}: every named case served and handled, {UNEXERCISED} or"
+            f" {MISHANDLED}: one of the two)"
         )
     gaps = {}
     for session in report["sessions"]:
@@ -158,6 +182,11 @@ def coverage_gaps(
             *missing.get("tasks", []),
         ]
         lacking = [n for n in met if n in wanted]
+        lacking += [
+            n
+            for n in missing.get("cases", [])
+            if CASES_ROW in wanted or n.partition(":")[0] in wanted
+        ]
         if lacking:
             gaps[session["session"]] = lacking
     return gaps

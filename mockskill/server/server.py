@@ -556,7 +556,10 @@ class Server(Expecting):
         from .. import audit  # on first use: start-up does not pay for it
 
         sessions = None if session is None else [session]
-        return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
+        named = audit.named_cases(self.engine.scenarios.skills)
+        return audit.report(
+            self.state.journal(), policy or audit.Policy(), sessions=sessions, named=named
+        )
 
     # -- serving ---------------------------------------------------------------
 
