@@ -140,7 +140,8 @@ def schema() -> None:
     help="Exit 1 unless each session has met these categories or faults (repeatable);"
     " RATE_LIMITED: a rate-limit answer (429, or a limit's 503); TASK_FAILED,"
     " TASK_FAILED:CATEGORY, TASK_CANCELLED: a task seen to end so; CALLBACK_FAULT,"
-    " CALLBACK_FAULT:FAULT: a task's callback served a fault.",
+    " CALLBACK_FAULT:FAULT: a task's callback served a fault; CASES: every named case"
+    " served and handled (case-unexercised, case-mishandled: one of the two).",
 )
 @admin_token("The server's admin token, if it has one.")
 def report(
