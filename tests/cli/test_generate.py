@@ -46,7 +46,8 @@ def test_the_same_descriptor_gives_the_same_bytes(tmp_path: Path) -> None:
     again, _ = _generate(tmp_path, TRANSLATE)
     assert again.exit_code == 0
     assert out.read_bytes() == written
-    assert "wrote" in first.stderr and "22 named cases" in first.stderr
+    assert "wrote" in first.stderr
+    assert "22 named cases" in first.stderr
 
 
 def test_the_pack_loads_and_says_what_each_case_is_for(tmp_path: Path) -> None:
@@ -73,7 +74,8 @@ def test_auth_cases_only_where_auth_is_declared(tmp_path: Path) -> None:
         result, out = _generate(tmp_path, plain)
         assert result.exit_code == 0
         names = _case_names(out.read_text())
-        assert "AUTH_REQUIRED" not in names and "PERMISSION_DENIED" not in names
+        assert "AUTH_REQUIRED" not in names
+        assert "PERMISSION_DENIED" not in names
 
 
 def test_every_descriptor_has_the_protocol_cases_and_the_faults_but_nothing_undeclared(
