@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -119,3 +121,33 @@ def test_the_report_command_gates_on_cases_and_prints_the_gaps(server: Server) -
     mistyped = CliRunner().invoke(cli, ["report", server.url, "--require", "CASE"])
     assert mistyped.exit_code == 2
     assert "CASES" in mistyped.output
+
+
+def test_the_gaps_are_as_the_admin_api_documents_them(server: Server) -> None:
+    _ask(server, "documented", ["AUTH_REQUIRED", "AUTH_REQUIRED"], body={"same": True})
+    (session,) = server.report("documented")["sessions"]
+    document = json.loads(
+        resources.files("mockskill.admin").joinpath("openapi.json").read_text(encoding="utf-8")
+    )
+    coverage = _coverage_schema(document)
+    assert {g["rule"] for g in session["coverage"]["cases"]["gaps"]} == {
+        "case-unexercised",
+        "case-mishandled",
+    }
+    jsonschema.validate(session["coverage"], coverage)
+
+
+def _coverage_schema(node: Any) -> dict[str, Any]:
+    """The schema of a session's coverage in the admin API's document."""
+    if isinstance(node, dict):
+        properties = node.get("properties")
+        if isinstance(properties, dict) and "cases" in properties and "tls_faults" in properties:
+            return node
+        children: list[Any] = list(node.values())
+    else:
+        children = list(node) if isinstance(node, list) else []
+    for child in children:
+        found = _coverage_schema(child)
+        if found:
+            return found
+    return {}
