@@ -183,7 +183,7 @@ def test_an_unknown_case_is_a_400_naming_the_valid_ones(client: httpx.Client) ->
     )
     assert response.status_code == 400
     error = _error(response)
-    assert error["code"] == "MOCKSKILL_UNKNOWN_CASE"
+    assert error["code"] == "MOCKSKILL_BAD_REQUEST"
     assert "did you mean 'AUTH_REQUIRED'?" in error["message"]
     valid = [c.name for c in describe_cases(TRANSLATE) + invoke_cases(TRANSLATE)]
     assert error["details"] == {"header": CASE, "case": "AUTH_REQUIRD", "valid_cases": valid}

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 SESSION_HEADER = "Mockskill-Session"
 CASE_HEADER = "Mockskill-Case"
 """Names the case of the endpoint's skill (or route) a request plays (docs/generate.md)."""
-UNKNOWN_CASE = "MOCKSKILL_UNKNOWN_CASE"
 STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
 """The code of the 503 answered when the shared store could not answer a need."""
 
@@ -83,9 +82,10 @@ def unknown_case(
     table: RoutingTable,
     target: Target,
 ) -> Reply:
-    """400 ``MOCKSKILL_UNKNOWN_CASE`` for a ``Mockskill-Case`` naming no case of the
-    skill or route: never its default answer, which would pass a test that asked for a
-    failure it did not get. The details name the valid cases."""
+    """400 ``MOCKSKILL_BAD_REQUEST`` (as for an unknown ``Mockskill-Error``) for a
+    ``Mockskill-Case`` naming no case of the skill or route: never its default answer,
+    which would pass a test that asked for a failure it did not get. The details name
+    the valid cases."""
     valid = table.case_names(target)
     owner = f"skill {target.skill_id!r}" if target.skill_id is not None else "this route"
     shown = name[:MAX_SESSION_NAME]
@@ -102,7 +102,7 @@ def unknown_case(
             " leave it out, or name cases with name: in the scenario (docs/generate.md)"
         )
     details = {"header": CASE_HEADER, "case": shown, "valid_cases": valid}
-    reply = Reply.error(catalog.tool_error(400, UNKNOWN_CASE, message, details))
+    reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
     code = reply.error_code
     journal.own(
         request, session, started, reply.status, "refused", error_code=code, skill=target.skill_id
