@@ -130,7 +130,8 @@ def schema() -> None:
 @click.option(
     "--require-coverage",
     is_flag=True,
-    help="Exit 1 unless each session has met all seven categories and all transport faults.",
+    help="Exit 1 unless each session has met all seven categories and all transport faults"
+    " (and served and handled every named case of the skills it used).",
 )
 @click.option(
     "--require",
