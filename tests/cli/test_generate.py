@@ -194,3 +194,14 @@ def test_a_listing_with_an_invalid_descriptor_names_it(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert f"{url}/skills/broken:" in result.stderr
     assert json.loads(result.stdout)["error"]["details"]["violations"][0]["field"] == "/id"
+
+
+def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    # (the protocol allows any string as an id; a URL path segment of mockskill's does not)
+    result, out = _generate(tmp_path, {**TRANSLATE, "id": "my skill/1"})
+    assert result.exit_code == 1
+    assert "the pack for" in result.stderr
+    assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
+    assert not out.exists()
