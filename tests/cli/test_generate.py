@@ -205,3 +205,14 @@ def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
     assert "the pack for" in result.stderr
     assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
     assert not out.exists()
+
+
+def test_the_bundled_pack_matches_the_scenario_schema() -> None:
+    # (an editor checking the pack with the published schema finds nothing to say)
+    import jsonschema
+    import yaml
+
+    from mockskill.scenario.schema import scenario_schema
+
+    document = yaml.safe_load((EXAMPLES / "translate-failures.yaml").read_text())
+    jsonschema.validate(document, scenario_schema())
