@@ -218,3 +218,27 @@ def test_without_the_header_each_endpoint_plays_its_cases_in_order() -> None:
             except httpx.TransportError:
                 statuses.append("fault")
         assert statuses == [200, 401, 403, 408, 504, 502, 503, 422, *["fault"] * 5, 200]
+
+
+def test_a_name_of_the_other_endpoint_leaves_this_ones_conditions_at_work() -> None:
+    scenario = """
+name: mixed
+skills:
+  - id: pay
+    describe:
+      cases:
+        - {name: gone, when: {}, error: SKILL_NOT_FOUND}
+    invoke:
+      cases:
+        - when: {body: {/card: "4242"}}
+          error: PERMISSION_DENIED
+      steps:
+        - json: {paid: true}
+"""
+    with (
+        Server(scenario) as server,
+        httpx.Client(base_url=server.url, headers={CASE: "gone"}) as client,
+    ):
+        assert client.get("/skills/pay").status_code == 404
+        assert client.post("/skills/pay/invoke", json={"card": "4242"}).status_code == 403
+        assert client.post("/skills/pay/invoke", json={"card": "1111"}).json() == {"paid": True}

@@ -440,14 +440,17 @@ class Engine:
             return self._token(request, session, started)
         target = table.match(method, path)
         named = headers.get(_CASE) if type(target) is Target else None
+        header_chose = False  # Mockskill-Case chose among the endpoint's cases
         if named is not None and isinstance(target, Target) and target.kind in _NAMEABLE:
             picked = table.named(target, named, request)
             if picked is None:  # never the default: the test asked for a case it lacks
                 return builtin_answers.unknown_case(
                     self._journalling, request, session, started, named, table, target
                 )
-            target = picked
-        elif type(target) is Target and target.cases:  # the request picks one of its cases
+            if target.named:  # else it names none of its own: its cases as ever, below
+                target, header_chose = picked, True
+        if not header_chose and type(target) is Target and target.cases:
+            # the request picks one of its cases
             if target.by_state is None:
                 target = table.case(target, request)
             elif known is not None and known[0] is table:

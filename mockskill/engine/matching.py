@@ -416,12 +416,16 @@ class RoutingTable:
         """The target a request whose ``Mockskill-Case`` header says *name* plays: that
         case of *target*'s; for a case of its skill's other endpoint (a client that sends
         the header on every request fetches the descriptor too), its unnamed cases, then
-        its default sequence; None when neither endpoint has a case so named."""
+        its default sequence — *target* itself, unchanged, when it names no case (its
+        cases are then tried as without the header); None when neither endpoint has a
+        case so named."""
         picked = target.named.get(name)
         if picked is not None:
             return picked
         if name not in self.case_names(target):
             return None
+        if not target.named:
+            return target
         if target.unnamed is not None:
             unnamed = target.unnamed.pick(request)
             if unnamed is not None:
