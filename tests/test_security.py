@@ -367,6 +367,7 @@ def test_cors_adds_the_origin_header_and_answers_preflight() -> None:
         for header in (
             "Mockskill-Session",
             "Mockskill-Error",
+            "Mockskill-Case",
             "Skill-Protocol-Version",
             "Authorization",
             "Content-Type",

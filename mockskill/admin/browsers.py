@@ -222,7 +222,7 @@ ADMIN_TOKEN_HEADER = "Mockskill-Admin-Token"
 CORS_ALLOW_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 CORS_ALLOW_HEADERS = (
     "Authorization, Content-Type, X-API-Key, Mockskill-Session, Mockskill-Error,"
-    " Skill-Protocol-Version, Mockskill-Admin-Token"
+    " Mockskill-Case, Skill-Protocol-Version, Mockskill-Admin-Token"
 )
 ANY_ORIGIN = (("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "*"))
 

@@ -47,7 +47,8 @@ def answer(engine: Engine) -> tuple[dict[str, Any], int]:
     entries = engine.state.journal()
     if skill is not None:
         entries = [e for e in entries if e.skill == skill]
-    return audit.report(entries, policy, sessions=sessions), 200
+    named = audit.named_cases(engine.scenarios.skills)
+    return audit.report(entries, policy, sessions=sessions, named=named), 200
 
 
 def _query(args: Any) -> tuple[audit.Policy, list[str] | None, str | None]:

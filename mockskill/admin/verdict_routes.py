@@ -46,7 +46,8 @@ def answer(engine: Engine) -> Response:
         detail, close = audit.unknown_session(session, engine.state.journal())
         extra = {"session": session, "did_you_mean": close}
         return _problem(404, UNKNOWN_SESSION, "No such session in the journal", detail, extra)
-    verdict = audit.session_verdict(session, entries, required, tolerances)
+    named = audit.named_cases(engine.scenarios.skills)
+    verdict = audit.session_verdict(session, entries, required, tolerances, named=named)
     if verdict["clean"]:
         return _json(200, verdict, "application/json")
     detail = verdict.pop("detail")  # (a problem's own member, first)

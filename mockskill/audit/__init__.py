@@ -31,6 +31,8 @@ by concept, in the order a report is made:
   ``resume-ignored``, ``stall-not-detected`` and ``gave-up-despite-progress`` (a stream cut
   short is a failed attempt of its chain, an error event an error answer: the retry rules
   grade their re-issues);
+- ``cases`` — the named cases (a failure pack's) each session was served, and the gaps
+  ``case-unexercised`` (never served) and ``case-mishandled`` (its answer drew a finding);
 - ``covered`` — the categories and transport faults each session met (the
   rate-limit answers, and the tasks seen failed or cancelled, in rows of their own),
   and the consumer's real timeouts;
@@ -60,6 +62,7 @@ controls nothing, so the admin API and the faces call it, never the reverse.
 
 from __future__ import annotations
 
+from .cases import CASE_ROWS, CASES_ROW, NamedCases, case_coverage, named_cases
 from .covered import (
     FAULT_NAMES,
     RATE_LIMITED_ROW,
@@ -102,6 +105,8 @@ from .verdict import (
 )
 
 __all__ = [
+    "CASES_ROW",
+    "CASE_ROWS",
     "CATALOGUE",
     "FAULT_NAMES",
     "FAULT_STANDS_FOR",
@@ -113,11 +118,13 @@ __all__ = [
     "TIMEOUT_STANDS_FOR",
     "VALIDATION_ERROR",
     "AttemptOutcome",
+    "NamedCases",
     "Policy",
     "Rule",
     "acted_on",
     "answered",
     "assert_clean",
+    "case_coverage",
     "chains",
     "coverage",
     "coverage_gaps",
@@ -126,6 +133,7 @@ __all__ = [
     "finding_lines",
     "format_findings",
     "likeliest",
+    "named_cases",
     "outcome",
     "overlaps",
     "rate_limit_answer",

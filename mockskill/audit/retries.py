@@ -197,19 +197,20 @@ def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
     (a token request, a descriptor) do not break it, and a retry may change
     its credential or protocol version (what a 401 or a 422 asks). A request
     with another body is another operation (a batch's next item): a chain of
-    its own. So is an attempt that :func:`overlaps` the last one of every
+    its own, and so is one that names another case of a pack (:func:`asked_case`). So is
+    an attempt that :func:`overlaps` the last one of every
     chain it could continue: it is concurrent, not a retry. When it could
     continue several (identical requests in parallel), it goes with the
     :func:`likeliest`.
     """
     ordered = sorted(entries, key=lambda e: (e.started, e.id))
-    waiting: dict[tuple[str, object], list[list[Entry]]] = {}  # chains whose last failed
+    waiting: dict[tuple[str, object, str | None], list[list[Entry]]] = {}  # last failed
     out: list[list[Entry]] = []
     for entry in ordered:
         if refused_control(entry):  # the skill never saw it: nothing to retry, no retry
             out.append([entry])
             continue
-        key = (endpoint_of(entry), entry.body_digest)
+        key = (endpoint_of(entry), entry.body_digest, asked_case(entry))
         earlier = waiting.get(key)  # none for most: the first attempt of their operation
         open_chains = [c for c in earlier if outcome(c[-1]).failed] if earlier else []
         candidates = [c for c in open_chains if not overlaps(entry, c[-1])]
@@ -221,6 +222,18 @@ def chains(entries: Iterable[Entry]) -> list[list[Entry]]:
         chain.append(entry)
         waiting[key] = open_chains
     return out
+
+
+CASE_HEADER = "mockskill-case"
+
+
+def asked_case(entry: Entry) -> str | None:
+    """The case *entry*'s ``Mockskill-Case`` header named (None: none, or headers not
+    kept). A test that asks another case of a pack asks another operation: no retry."""
+    for name, value in entry.headers or ():
+        if name.lower() == CASE_HEADER:
+            return value
+    return None
 
 
 def likeliest(entry: Entry, candidates: Sequence[list[Entry]]) -> list[Entry] | None:

@@ -110,6 +110,13 @@ def _coverage_lines(coverage: dict[str, Any]) -> list[str]:
         if tasks.get("cancelled"):
             ended.append(f"cancelled x{tasks['cancelled']}")
         lines.append(f"    tasks: {', '.join(ended)}")
+    cases = coverage.get("cases") or {}
+    for skill, counts in (cases.get("served") or {}).items():
+        served = sum(1 for n in counts.values() if n)
+        lines.append(f"    named cases of {skill}: {served} of {len(counts)} served")
+    for gap in cases.get("gaps") or []:
+        lines.append(f"      {gap['rule']}: {gap['message']}")
+        lines.append(f"        fix: {gap['fix']}")
     callbacks = {fault: n for fault, n in (tasks.get("callbacks") or {}).items() if n}
     if callbacks:
         counts = ", ".join(f"{fault} x{n}" for fault, n in callbacks.items())

@@ -20,6 +20,15 @@ from typing import Any
 from ..engine.state import Entry
 from ..protocol.catalog import CODES
 from .callbacks import is_delivery
+from .cases import (
+    CASE_ROWS,
+    CASES_ROW,
+    MISHANDLED,
+    UNEXERCISED,
+    NamedCases,
+    case_coverage,
+    gap_name,
+)
 from .correlation import correlation_lost
 from .covered import FAULT_NAMES, RATE_LIMITED_ROW, TASK_ROWS, coverage, timeouts
 from .executions import duplicate_executions
@@ -54,6 +63,11 @@ class Judgement:
     attempts: list[list[Attempt]]
     """Each chain's attempts, as the rules read them."""
     findings: list[Finding]
+    coverage: dict[str, Any]
+    """What the session met and missed (:func:`.covered.coverage`), its named cases' gaps
+    (``missing.cases``) among them."""
+    cases: dict[str, Any]
+    """Its named cases: how often each was served, and the gaps (:func:`.cases.case_coverage`)."""
 
     @property
     def clean(self) -> bool:
@@ -63,10 +77,15 @@ class Judgement:
 
 
 def judge(
-    name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
+    name: str,
+    entries: Sequence[Entry],
+    policy: Policy = Policy(),
+    now: float | None = None,
+    named: NamedCases | None = None,
 ) -> Judgement:
     """Every rule of the audit applied to one session's *entries*, at *now* (seconds since
-    the epoch; None: the time it is: a task left unpolled is judged by how long it has been)."""
+    the epoch; None: the time it is: a task left unpolled is judged by how long it has been);
+    *named*: the served scenarios' named cases, whose coverage it gives too (:mod:`.cases`)."""
     findings: list[Finding] = permanent_retried(name, entries)
     handshakes = entries
     entries = http_entries(entries)  # a failed handshake is no request: no chain, no timeout
@@ -89,22 +108,34 @@ def judge(
     findings.extend(task_findings(name, touched, policy, time.time() if now is None else now))
     findings.extend(stream_findings(name, entries, grouped, policy))
     findings.sort(key=lambda f: f.attempts[0])
-    return Judgement(name, handshakes, touched, entries, grouped, chained, findings)
+    cases = case_coverage(entries, named or {}, findings)
+    covered = coverage(touched)
+    covered["missing"]["cases"] = [gap_name(gap) for gap in cases["gaps"]]
+    return Judgement(name, handshakes, touched, entries, grouped, chained, findings, covered, cases)
 
 
 def session_report(
-    name: str, entries: Sequence[Entry], policy: Policy = Policy(), now: float | None = None
+    name: str,
+    entries: Sequence[Entry],
+    policy: Policy = Policy(),
+    now: float | None = None,
+    named: NamedCases | None = None,
 ) -> dict[str, Any]:
     """The audit of one session's requests, at *now* (seconds since the epoch; None: the
-    time it is: a task left unpolled is judged by how long it has been)."""
-    judged = judge(name, entries, policy, now)
+    time it is: a task left unpolled is judged by how long it has been); *named*: the
+    served scenarios' named cases, whose coverage it gives too (:mod:`.cases`)."""
+    judged = judge(name, entries, policy, now, named)
     listed = [f.as_json() for f in judged.findings]
     return {
         "session": name,
         "requests": len(judged.requests),
         "handshakes_failed": len(judged.handshakes) - len(judged.requests),
         "clean": judged.clean,
-        "coverage": {**coverage(judged.touched), "tls_faults": tls_coverage(judged.handshakes)},
+        "coverage": {
+            **judged.coverage,
+            "tls_faults": tls_coverage(judged.handshakes),
+            "cases": judged.cases,
+        },
         "chains": [
             {
                 "endpoint": endpoint_of(chain[0]),
@@ -126,8 +157,10 @@ def report(
     *,
     sessions: Iterable[str] | None = None,
     now: float | None = None,
+    named: NamedCases | None = None,
 ) -> dict[str, Any]:
-    """The audit of every session in *entries* (or of *sessions*, even those with no request).
+    """The audit of every session in *entries* (or of *sessions*, even those with no request);
+    *named*: the named cases of the scenarios served (:func:`.cases.named_cases`).
 
     Sessions come in the order of their first request in *entries*; named
     ones that sent nothing come last, with empty coverage.
@@ -140,7 +173,9 @@ def report(
         wanted = list(dict.fromkeys(sessions))
         grouped = {name: grouped.get(name, []) for name in [*grouped, *wanted] if name in wanted}
     generated = time.time() if now is None else now
-    reports = [session_report(name, items, policy, generated) for name, items in grouped.items()]
+    reports = [
+        session_report(name, items, policy, generated, named) for name, items in grouped.items()
+    ]
     for r in reports:
         if not r["requests"]:
             # A session that sent nothing is most often a mistyped name or a
@@ -161,7 +196,7 @@ def _nearest_sessions(name: str, active: list[str], n: int = 3) -> list[str]:
     return close or active[::-1][:n]
 
 
-GATE_NAMES: tuple[str, ...] = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS)
+GATE_NAMES: tuple[str, ...] = (*CODES, *FAULT_NAMES, RATE_LIMITED_ROW, *TASK_ROWS, *CASE_ROWS)
 """Every name a coverage gate takes (``--require``, ``require=``), in the report's order."""
 
 
@@ -186,18 +221,27 @@ def _check_known(wanted: Iterable[str]) -> None:
         f"not a category or a transport fault: {', '.join(named)};"
         f" expected some of {', '.join(GATE_NAMES)} ({RATE_LIMITED_ROW}: a rate-limit answer;"
         " TASK_FAILED, TASK_FAILED:<CATEGORY>, TASK_CANCELLED: a task that ended so;"
-        " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault)"
+        " CALLBACK_FAULT, CALLBACK_FAULT:<fault>: a task's callback served a fault;"
+        f" {CASES_ROW}: every named case served and handled, {UNEXERCISED} or"
+        f" {MISHANDLED}: one of the two)"
     )
 
 
-def _missing(session_coverage: dict[str, Any]) -> list[str]:
+def _lacking(session_coverage: dict[str, Any], wanted: set[str]) -> list[str]:
+    """The names of *wanted* a session's coverage misses; a named case's gap
+    (``case-unexercised:skill/case``) is wanted by its rule's name or by :data:`CASES_ROW`."""
     missing = session_coverage["missing"]
-    return [
+    met = [
         *missing["categories"],
         *missing["faults"],
         *missing.get("rate_limited", []),
         *missing.get("tasks", []),
     ]
+    lacking = [n for n in met if n in wanted]
+    lacking += [
+        n for n in missing.get("cases", []) if CASES_ROW in wanted or n.partition(":")[0] in wanted
+    ]
+    return lacking
 
 
 def coverage_gaps(
@@ -208,16 +252,18 @@ def coverage_gaps(
     *required*: names of categories and faults, :data:`RATE_LIMITED_ROW` for a
     rate-limit answer, and the task rows (:data:`~.covered.TASK_ROWS`: ``TASK_FAILED``,
     ``TASK_FAILED:<CATEGORY>``, ``TASK_CANCELLED``, ``CALLBACK_FAULT``,
-    ``CALLBACK_FAULT:<fault>``) (None: every category and fault; a rate limit, a task or a
-    callback fault only when named). ValueError for a name no gate knows.
+    ``CALLBACK_FAULT:<fault>``), and the named cases' (:data:`~.cases.CASE_ROWS`) (None:
+    every category, fault and named case; a rate limit, a task or a callback fault only
+    when named). ValueError for a name no gate knows.
     """
     if required is not None:
         required = list(required)
         _check_known(required)
-    wanted = set(CODES) | set(FAULT_NAMES) if required is None else set(required)
+    # (every named case is asked by default: a session served no pack has none to meet)
+    wanted = set(CODES) | set(FAULT_NAMES) | {CASES_ROW} if required is None else set(required)
     gaps = {}
     for session in report["sessions"]:
-        lacking = [n for n in _missing(session["coverage"]) if n in wanted]
+        lacking = _lacking(session["coverage"], wanted)
         if lacking:
             gaps[session["session"]] = lacking
     return gaps
@@ -229,6 +275,7 @@ def session_verdict(
     required: Iterable[str] = (),
     policy: Policy = Policy(),
     now: float | None = None,
+    named: NamedCases | None = None,
 ) -> dict[str, Any]:
     """Whether one session passes: clean (no finding, and a request at least) and covered
     as *required* (:func:`required_names`; ValueError for a name no gate knows).
@@ -240,16 +287,20 @@ def session_verdict(
     report's (:func:`judge`), without drawing the chains and timelines a reader sees.
     """
     wanted = required_names(required)
-    judged = judge(name, entries, policy, now)
-    missing = set(_missing({"missing": coverage(judged.touched)["missing"]}))
-    uncovered = [n for n in wanted if n in missing]
+    judged = judge(name, entries, policy, now, named)
+    uncovered = _lacking(judged.coverage, set(wanted))
     findings = [f.as_json() for f in judged.findings]
     verdict: dict[str, Any] = {
         "session": name,
         "clean": judged.clean and not uncovered,
         "requests": len(judged.requests),
         "required": wanted,
-        "covered": [n for n in GATE_NAMES if n not in missing],
+        # (the named cases' rows only where the session was served a pack's skill)
+        "covered": [
+            n
+            for n in GATE_NAMES
+            if (n not in CASE_ROWS or judged.cases["served"]) and not _lacking(judged.coverage, {n})
+        ],
         "uncovered": uncovered,
         "findings": findings,
     }

@@ -10,6 +10,9 @@ A face: it may import every stage below and the other faces (the server, the
 - ``record`` — ``mockskill record``: a recording proxy from the command line;
 - ``report`` — ``mockskill report``: a consumer's verdict from a journal;
 - ``verify`` — ``mockskill verify``: whether a consumer sent the requests named;
+- ``generate`` — ``mockskill generate``: a failure pack from Skill Descriptors;
+- ``sources`` — a descriptor read from a file, a URL or standard input (for
+  ``check-descriptor`` and ``generate``);
 - ``options`` — what several commands share: paths, the admin token, messages;
 - ``banner`` — what ``serve`` prints when it starts and on each reload.
 """

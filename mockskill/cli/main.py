@@ -1,4 +1,5 @@
-"""The ``mockskill`` command: serve, validate, report, verify, check-descriptor, schema.
+"""The ``mockskill`` command: serve, validate, report, verify, check-descriptor, generate,
+schema.
 
 Every failure the user can fix ends in a message and an exit code, never a
 traceback, and each exit code means one thing in every command (the table in
@@ -11,7 +12,6 @@ not be read (unreachable, an HTTP error, not JSON).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -20,14 +20,17 @@ from .._version import __version__
 from ..protocol.validator import validate as validate_descriptor
 from ..protocol.validator import validation_error
 from .banner import count
+from .generate import generate
 from .options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
 from .record import record
 from .serve import serve
+from .sources import Unreadable, read_source
 
 __all__ = [
     "UNREADABLE",
     "check_descriptor",
     "cli",
+    "generate",
     "main",
     "report",
     "schema",
@@ -36,7 +39,7 @@ __all__ = [
     "verify",
 ]
 """The group, its commands (``serve`` is :mod:`.serve`'s, ``record`` :mod:`.record`'s,
-``verify`` :mod:`.verify`'s)."""
+``verify`` :mod:`.verify`'s, ``generate`` :mod:`.generate`'s)."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,8 +89,8 @@ def check_descriptor(source: str) -> None:
     (no such file, connection refused, an HTTP error, not JSON).
     """
     try:
-        text = _read_source(source)
-    except _Unreadable as exc:
+        text = read_source(source)
+    except Unreadable as exc:
         click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
         raise SystemExit(UNREADABLE) from None
     try:
@@ -102,52 +105,6 @@ def check_descriptor(source: str) -> None:
         click.echo(jsonstyle.dumps(validation_error(violations)))
         raise SystemExit(1)
     click.echo(f"{source}: a valid Skill Descriptor")
-
-
-class _Unreadable(Exception):
-    """The source could not be read; the message says why (an HTTP error with its body)."""
-
-
-_ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a unified body
-
-
-def _read_source(source: str) -> str:
-    # Here, not at the top: only check-descriptor reads a URL, and urllib.request
-    # (http.client, ssl, email) is a good part of what `mockskill serve` would import.
-    from ..server.remote import http_url, looks_like_url
-
-    if source == "-":
-        return sys.stdin.read()
-    if "://" in source or (looks_like_url(source) and not Path(source).exists()):
-        try:
-            url = http_url(source)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="FILE|URL|-") from None
-        return _fetch(url)
-    try:
-        return Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Unreadable(getattr(exc, "strerror", None) or str(exc)) from None
-
-
-def _fetch(url: str) -> str:
-    import urllib.error  # check-descriptor only (see _read_source)
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body: bytes = response.read()
-    except urllib.error.HTTPError as exc:
-        # What the server said is the useful part: a unified error body names
-        # the skill, a did-you-mean, the reason.
-        shown = exc.read().decode("utf-8", "replace")[:_ERROR_BODY_SHOWN]
-        raise _Unreadable(f"GET {url} answered {exc.code} {exc.reason}\n{shown}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise _Unreadable(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _Unreadable(f"GET {url} answered a body that is not UTF-8: {exc}") from None
 
 
 @cli.command()
@@ -193,7 +150,8 @@ def report_format(given: str | None, as_json: bool) -> str:
 @click.option(
     "--require-coverage",
     is_flag=True,
-    help="Exit 1 unless each session has met all seven categories and all transport faults.",
+    help="Exit 1 unless each session has met all seven categories and all transport faults"
+    " (and served and handled every named case of the skills it used).",
 )
 @click.option(
     "--require",
@@ -203,7 +161,8 @@ def report_format(given: str | None, as_json: bool) -> str:
     help="Exit 1 unless each session has met these categories or faults (repeatable);"
     " RATE_LIMITED: a rate-limit answer (429, or a limit's 503); TASK_FAILED,"
     " TASK_FAILED:CATEGORY, TASK_CANCELLED: a task seen to end so; CALLBACK_FAULT,"
-    " CALLBACK_FAULT:FAULT: a task's callback served a fault.",
+    " CALLBACK_FAULT:FAULT: a task's callback served a fault; CASES: every named case"
+    " served and handled (case-unexercised, case-mishandled: one of the two).",
 )
 @admin_token("The server's admin token, if it has one.")
 def report(
@@ -298,6 +257,7 @@ def verify(
     )
 
 
+cli.add_command(generate)
 cli.add_command(record)
 cli.add_command(serve)
 

@@ -2,7 +2,8 @@
 
 The mock OAuth2 endpoints (the token endpoint, the authorization endpoint
 that default ``AUTH_REQUIRED`` details point to), the 400 for a session name
-too long to keep or a Host longer than any host's, and the 503 for a shared
+too long to keep, a Host longer than any host's, or a ``Mockskill-Case`` that names no
+case, and the 503 for a shared
 store that could not answer: each answered and journalled here, for :class:`~.engine.Engine` (its
 ``decide`` comes here first). The OAuth2 endpoints read the form with
 Werkzeug, imported when the first such request comes.
@@ -10,6 +11,7 @@ Werkzeug, imported when the first such request comes.
 
 from __future__ import annotations
 
+import difflib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,11 @@ from .store import StoreUnavailable
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response
 
+    from .matching import RoutingTable, Target
+
 SESSION_HEADER = "Mockskill-Session"
+CASE_HEADER = "Mockskill-Case"
+"""Names the case of the endpoint's skill (or route) a request plays (docs/generate.md)."""
 STATE_UNAVAILABLE = "MOCKSKILL_STATE_UNAVAILABLE"
 """The code of the 503 answered when the shared store could not answer a need."""
 
@@ -64,6 +70,43 @@ def session_too_long(
     # Kept cut to the limit, so the journal shows what was refused.
     code = reply.error_code
     journal.own(request, session, started, reply.status, "refused", error_code=code)
+    return reply  # answered as it is (journalled here)
+
+
+def unknown_case(
+    journal: Journalling,
+    request: Incoming,
+    session: str,
+    started: float,
+    name: str,
+    table: RoutingTable,
+    target: Target,
+) -> Reply:
+    """400 ``MOCKSKILL_BAD_REQUEST`` (as for an unknown ``Mockskill-Error``) for a
+    ``Mockskill-Case`` naming no case of the skill or route: never its default answer,
+    which would pass a test that asked for a failure it did not get. The details name
+    the valid cases."""
+    valid = table.case_names(target)
+    owner = f"skill {target.skill_id!r}" if target.skill_id is not None else "this route"
+    shown = name[:MAX_SESSION_NAME]
+    if valid:
+        close = difflib.get_close_matches(shown, valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        message = (
+            f"{owner} has no case named {shown!r}{hint}; the {CASE_HEADER} header names one"
+            f" of: {', '.join(valid)}"
+        )
+    else:
+        message = (
+            f"{owner} has no named cases, so the {CASE_HEADER} header cannot choose one:"
+            " leave it out, or name cases with name: in the scenario (docs/generate.md)"
+        )
+    details = {"header": CASE_HEADER, "case": shown, "valid_cases": valid}
+    reply = Reply.error(catalog.tool_error(400, "MOCKSKILL_BAD_REQUEST", message, details))
+    code = reply.error_code
+    journal.own(
+        request, session, started, reply.status, "refused", error_code=code, skill=target.skill_id
+    )
     return reply  # answered as it is (journalled here)
 
 

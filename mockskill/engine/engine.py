@@ -77,6 +77,9 @@ if TYPE_CHECKING:
 _SESSION, _ERROR, _VERSION = (h.lower() for h in (SESSION_HEADER, ERROR_HEADER, VERSION_HEADER))
 """The headers read on every request, as :attr:`Incoming.headers` names them."""
 _KEY = idempotency.KEY
+_CASE = builtin_answers.CASE_HEADER.lower()
+_NAMEABLE = frozenset({"describe", "invoke", "route"})
+"""The endpoints whose cases ``Mockskill-Case`` names (not the list, not a status URL)."""
 _new = tuple.__new__
 Recorder = Callable[[plans.Outcome], None]
 Decision: TypeAlias = "Response | Reply | Decided"
@@ -455,7 +458,18 @@ class Engine:
             # endpoint answers (a recording of a provider's OAuth2 flow needs its tokens).
             return self._token(request, session, started)
         target = table.match(method, path)
-        if type(target) is Target and target.cases:  # the request picks one of its cases
+        named = headers.get(_CASE) if type(target) is Target else None
+        header_chose = False  # Mockskill-Case chose among the endpoint's cases
+        if named is not None and isinstance(target, Target) and target.kind in _NAMEABLE:
+            picked = table.named(target, named, request)
+            if picked is None:  # never the default: the test asked for a case it lacks
+                return builtin_answers.unknown_case(
+                    self._journalling, request, session, started, named, table, target
+                )
+            if target.named:  # else it names none of its own: its cases as ever, below
+                target, header_chose = picked, True
+        if not header_chose and type(target) is Target and target.cases:
+            # the request picks one of its cases
             if target.by_state is None:
                 target = table.case(target, request)
             elif known is not None and known[0] is table:

@@ -89,6 +89,14 @@ class Target:
     """Set when a case requires a scenario state: per state required, what tries the cases
     a session in that state may take (:meth:`RoutingTable.case_in`)."""
 
+    named: Mapping[str, Target] = field(default_factory=dict, compare=False, repr=False)
+    """Its named cases by name, each played by a request whose ``Mockskill-Case`` header
+    names it (:meth:`RoutingTable.named`): its conditions and state unasked, and a case
+    that ends with ``next`` staying on its last step (the header asked for it)."""
+    unnamed: conditions.Picker | None = field(default=None, compare=False, repr=False)
+    """What tries its unnamed cases that require no state (set when some case is named):
+    a request naming another endpoint's case meets these, then the default sequence."""
+
     scenario: str | None = field(init=False, compare=False)
     """The scenario of the skill or route (None for the list)."""
     skill_id: str | None = field(init=False, compare=False)
@@ -164,10 +172,24 @@ class Target:
             )
             for case in cases
         )
+        named = {
+            case.name: dataclasses.replace(
+                target,
+                sequence=dataclasses.replace(case.sequence, end="last"),
+            )
+            if case.sequence.end == "next"
+            else target
+            for case, target in zip(cases, targets, strict=True)
+            if case.name is not None
+        }
+        unnamed = None
+        if named:
+            unnamed = conditions.Picker([c for c in cases if c.name is None and c.state is None])
+        base = dataclasses.replace(self, named=named, unnamed=unnamed)
         required = {case.state for case in cases if case.state is not None}
         if not required:
             picker = conditions.Picker(cases)
-            return dataclasses.replace(self, cases=targets, endpoint_cases=cases, picker=picker)
+            return dataclasses.replace(base, cases=targets, endpoint_cases=cases, picker=picker)
         # One picker per state: the cases a session in it may take, in order.
         by_state = {
             state: conditions.Picker([c for c in cases if c.state in (None, state)])
@@ -175,7 +197,7 @@ class Target:
         }
         stateless = conditions.Picker([c for c in cases if c.state is None])
         return dataclasses.replace(
-            self, cases=targets, endpoint_cases=cases, picker=stateless, by_state=by_state
+            base, cases=targets, endpoint_cases=cases, picker=stateless, by_state=by_state
         )
 
 
@@ -389,6 +411,37 @@ class RoutingTable:
         if target.sequence is not None:
             return target
         return self._missed(target, request, conditions.misses(cases, request))
+
+    def named(self, target: Target, name: str, request: Incoming) -> Target | Miss | None:
+        """The target a request whose ``Mockskill-Case`` header says *name* plays: that
+        case of *target*'s; for a case of its skill's other endpoint (a client that sends
+        the header on every request fetches the descriptor too), its unnamed cases, then
+        its default sequence — *target* itself, unchanged, when it names no case (its
+        cases are then tried as without the header); None when neither endpoint has a
+        case so named."""
+        picked = target.named.get(name)
+        if picked is not None:
+            return picked
+        if name not in self.case_names(target):
+            return None
+        if not target.named:
+            return target
+        if target.unnamed is not None:
+            unnamed = target.unnamed.pick(request)
+            if unnamed is not None:
+                return target.cases[unnamed.index]
+        if target.sequence is not None:
+            return target
+        return self._missed(target, request, conditions.misses(target.endpoint_cases, request))
+
+    def case_names(self, target: Target) -> list[str]:
+        """The names ``Mockskill-Case`` may give on *target*: its skill's (both endpoints),
+        or its route's, in the order written."""
+        skill = target.skill
+        cases = target.endpoint_cases
+        if skill is not None:
+            cases = skill.describe_cases + skill.invoke_cases
+        return [case.name for case in cases if case.name is not None]
 
     def case_in(self, target: Target, request: Incoming, state: str) -> Target | Miss:
         """:meth:`case` for an endpoint whose cases require scenario states, for a session

@@ -1,4 +1,5 @@
-"""Record and replay: proxied exchanges in, a scenario file out.
+"""Record and replay: proxied exchanges in, a scenario file out (or descriptors in, a
+failure pack out).
 
 This stage owns what a recording is while it runs and what it becomes:
 :class:`~.buffer.Recording`, the :class:`~mockskill.engine.exchange.Recorder`
@@ -13,7 +14,9 @@ events as a ``stream:`` step with its timing: :mod:`.stream_steps`);
 different requests apart (its ``cases``); :mod:`.endpoints`, an endpoint's
 requests as the sequences and cases a replay plays; and :mod:`.writer`,
 which turns the exchanges into scenario YAML and checks it with the
-project's own loader before anyone writes it.
+project's own loader before anyone writes it. :mod:`.failure_packs` writes a scenario
+from Skill Descriptors instead: a named case for every way each skill can fail
+(``mockskill generate``).
 
 It may import :mod:`mockskill.engine`, :mod:`mockskill.scenario` and
 :mod:`mockskill.protocol`. The admin stage and the faces import it.

@@ -28,6 +28,7 @@ engine's (:mod:`mockskill.engine.conditions`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .model import CASE_END_RULES, Case, Check, Condition, Operator, Sequence, ValueSource
@@ -40,8 +41,11 @@ from .when import Pattern, PatternError, parse_pointer
 SOURCES: tuple[ValueSource, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
 WHEN_KEYS: tuple[str, ...] = SOURCES
-CASE_KEYS = ("when", "state")
+CASE_KEYS = ("name", "when", "state")
 """A case's own keys; the rest are its sequence's (``steps``/``end``) or its one step's."""
+CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
+"""What a case's ``name`` looks like: it travels in a header (``Mockskill-Case``) and in
+the audit's findings, so a token of at most 100 characters."""
 BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods whose requests carry no body a condition could look at."""
 
@@ -178,12 +182,13 @@ def _pattern(r: Reader, operand: Any, path: Path) -> Pattern | None:
 
 
 def unreachable(cases: tuple[Case, ...], r: Reader, path: Path) -> bool:
-    """Report each case after one with no conditions (it takes every request first), but
-    one that passes requests on once its steps are played (``end: next``); True when
-    there was one."""
+    """Report each unnamed case after one with no conditions (it takes every request
+    first), but one that passes requests on once its steps are played (``end: next``);
+    True when there was one."""
     for case in cases:
         if not case.conditions and case.state is None and case.sequence.end != "next":
-            later = [c for c in cases if c.index > case.index]
+            # (a named case stays reachable: the Mockskill-Case header names it)
+            later = [c for c in cases if c.index > case.index and c.name is None]
             for shadowed in later:
                 r.bad(
                     (*path, shadowed.index),
@@ -265,6 +270,7 @@ def _read_case(
         return None
     before = len(r.problems)
     state = requiring(r, case, path)
+    name = _read_name(r, case, path)
     conditions: tuple[Condition, ...] | None = ()
     if "when" in case:
         conditions = read_when(r, case["when"], (*path, "when"), methods=methods)
@@ -275,4 +281,37 @@ def _read_case(
     sequence = read_sequence(r, played, path, ctx, ends=CASE_END_RULES)
     if conditions is None or sequence is None or len(r.problems) > before:
         return None
-    return Case(index, conditions, sequence, r.position(path), state)
+    return Case(index, conditions, sequence, r.position(path), state, name)
+
+
+def _read_name(r: Reader, case: dict[str, Any], path: Path) -> str | None:
+    if "name" not in case:
+        return None
+    name = case["name"]
+    if not isinstance(name, str) or CASE_NAME.fullmatch(name) is None:
+        r.bad(
+            (*path, "name"),
+            "a case name: a letter or digit, then letters, digits, _ . : - (100 at most)",
+            describe(name),
+            "the name travels in the Mockskill-Case header: keep it a token",
+        )
+        return None
+    return name
+
+
+def named_twice(r: Reader, endpoints: list[tuple[Path, tuple[Case, ...]]]) -> None:
+    """Report a case name used twice in one skill (its two endpoints) or route: the
+    ``Mockskill-Case`` header must name one case."""
+    seen: dict[str, Case] = {}
+    for path, cases in endpoints:
+        for case in cases:
+            if case.name is None:
+                continue
+            first = seen.setdefault(case.name, case)
+            if first is not case:
+                r.bad(
+                    (*path, "cases", case.index, "name"),
+                    "a case name unique in its skill or route",
+                    f"{case.name!r}, the name of the case at {first.where}",
+                    "rename one: Mockskill-Case must name a single case",
+                )

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..protocol.catalog import TOKEN_PATH, Context
 from . import path_access, proxy_config, rate_limits, states
-from .cases import read_endpoint
+from .cases import named_twice, read_endpoint
 from .credentials import read_credentials
 from .model import Outage, Route, Scenario, ScenarioSet, Sequence
 from .problems import Path, Problem, ScenarioError, describe, format_path
@@ -418,6 +418,8 @@ def _read_route(
     read = None
     if "steps" in raw or "cases" in raw:
         read = read_endpoint(r, endpoint_raw, path, context, None, methods=methods or ("GET",))
+        if read is not None:
+            named_twice(r, [(path, read[1])])
     proxied = proxy_config.shorthand(r, raw, path, ("steps",))  # proxy: URL: forwards to it
     if isinstance(proxied, Sequence) and "steps" not in raw:
         read = (proxied, read[1] if read is not None else ())

@@ -484,10 +484,13 @@ class Case:
     state: str | None = None
     """The state of the scenario the session must be in for the case to take a request
     (``state:``; None: any): a step's :attr:`Step.set_state` moves it."""
+    name: str | None = None
+    """``name:``: a request's ``Mockskill-Case`` header naming it plays it, whatever its
+    conditions (None: only its conditions choose it). Unique in its skill or route."""
 
     @property
     def label(self) -> str:
-        return f"case {self.index + 1}"
+        return f"case {self.name!r}" if self.name is not None else f"case {self.index + 1}"
 
 
 TASK_STATUSES = ("submitted", "working", "input_required", "completed", "failed", "cancelled")

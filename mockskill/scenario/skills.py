@@ -20,7 +20,7 @@ from ..protocol import descriptor as descriptors
 from ..protocol.catalog import Context
 from ..protocol.versions import Range, parse_version
 from . import proxy_config, rate_limits, tasks
-from .cases import read_endpoint
+from .cases import named_twice, read_endpoint
 from .credentials import read_requirement
 from .model import JSON_TYPE, TLS_FAULTS, Reply, Requirement, Sequence, Skill, Step
 from .problems import Path, describe
@@ -155,6 +155,10 @@ def read_skill(
                 else "proxy: forwards the invoke too; write invoke: {task: submit}",
                 at_key=True,
             )
+    if describe_read is not None and invoke_read is not None:
+        named_twice(
+            r, [((*path, "describe"), describe_read[1]), ((*path, "invoke"), invoke_read[1])]
+        )
     if describe_read is None or invoke_read is None or len(r.problems) > before:
         return None
     (describe_seq, describe_cases), (invoke_seq, invoke_cases) = describe_read, invoke_read

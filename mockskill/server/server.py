@@ -560,7 +560,10 @@ class Server(Expecting):
         from .. import audit  # on first use: start-up does not pay for it
 
         sessions = None if session is None else [session]
-        return audit.report(self.state.journal(), policy or audit.Policy(), sessions=sessions)
+        named = audit.named_cases(self.engine.scenarios.skills)
+        return audit.report(
+            self.state.journal(), policy or audit.Policy(), sessions=sessions, named=named
+        )
 
     def verdict(
         self,
@@ -581,7 +584,10 @@ class Server(Expecting):
         if not entries:
             audit.required_names(required)  # a bad name is said first, as over HTTP
             raise LookupError(audit.unknown_session(session, self.state.journal())[0])
-        return audit.session_verdict(session, entries, required, policy or audit.Policy())
+        named = audit.named_cases(self.engine.scenarios.skills)
+        return audit.session_verdict(
+            session, entries, required, policy or audit.Policy(), named=named
+        )
 
     # -- serving ---------------------------------------------------------------
 

@@ -781,6 +781,7 @@ def test_walking_the_bundled_catalog_and_faults_covers_everything(bundled: Serve
         "faults": [],
         "rate_limited": ["RATE_LIMITED"],
         "tasks": list(TASK_ROWS),
+        "cases": [],  # the bundled scenarios name no case
     }
     assert coverage["complete"] is True
     assert set(coverage["categories"].values()) == {1}

@@ -434,3 +434,77 @@ def test_next_ends_only_a_case_s_steps() -> None:
         "'next'",
         "only a case's steps may end so",
     )
+
+
+# -- named cases (name:, chosen by the Mockskill-Case header) ------------------------
+
+NAMED = """
+skills:
+  - id: pay
+    describe:
+      cases:
+        - name: gone
+          when: {}
+          steps: [{error: SKILL_NOT_FOUND}]
+          end: next
+      steps:
+        - descriptor: true
+    invoke:
+      cases:
+        - name: ok
+          when: {}
+          json: {paid: true}
+        - name: EXECUTION_TIMEOUT-408
+          when: {headers: {X-Slow: "1"}}
+          error: EXECUTION_TIMEOUT
+          status: 408
+"""
+
+
+def test_a_case_keeps_its_name_and_is_labelled_by_it() -> None:
+    (skill,) = load_text(NAMED).skills
+    assert [c.name for c in skill.invoke_cases] == ["ok", "EXECUTION_TIMEOUT-408"]
+    assert skill.describe_cases[0].name == "gone"
+    assert skill.invoke_cases[1].label == "case 'EXECUTION_TIMEOUT-408'"
+
+
+def test_a_named_case_after_one_that_takes_every_request_is_still_reachable() -> None:
+    # (the header reaches it: only an unnamed one there is refused, as before)
+    load_text(NAMED)
+    unnamed = NAMED.replace("        - name: EXECUTION_TIMEOUT-408\n", "        -\n")
+    unnamed = unnamed.replace("        -\n          when: {headers", "        - when: {headers")
+    (problem,) = problems_in(unnamed)
+    assert problem.path == "skills[0].invoke.cases[1]"
+    assert "case 'ok', whose empty conditions take every request" in problem.found
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [("two words", "'two words'"), ("-dash", "'-dash'"), ("7", "7 (an integer)")],
+    ids=["space", "leading-dash", "not-a-string"],
+)
+def test_a_case_name_is_a_token(name: str, found: str) -> None:
+    text = NAMED.replace("name: ok", f"name: {name}" if name != "7" else "name: 7")
+    (problem,) = problems_in(text)
+    assert problem.path == "skills[0].invoke.cases[0].name"
+    assert problem.expected.startswith("a case name")
+    assert problem.found.startswith(found)
+
+
+def test_a_case_name_is_unique_in_its_skill_across_both_endpoints() -> None:
+    (problem,) = problems_in(NAMED.replace("name: gone", "name: ok"))
+    assert problem.path == "skills[0].invoke.cases[0].name"
+    assert problem.expected == "a case name unique in its skill or route"
+    assert "'ok', the name of the case at s.yaml:" in problem.found
+
+
+def test_a_case_name_is_unique_in_its_route() -> None:
+    text = """
+routes:
+  - path: /orders
+    cases:
+      - {name: a, when: {query: {x: "1"}}, json: {}}
+      - {name: a, when: {query: {x: "2"}}, json: {}}
+"""
+    (problem,) = problems_in(text)
+    assert problem.path == "routes[0].cases[1].name"

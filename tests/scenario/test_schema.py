@@ -907,6 +907,14 @@ BOUNDARIES: dict[str, tuple[bool, str]] = {
         _task("{life: [{status: completed}]}", "rate_limit: {capacity: 1, refill: 1}"),
     ),
     "rate_limited on a route": (True, _route("steps: [rate_limited: {retry_after_ms: 5}]")),
+    "a named case": (True, _invoke("{cases: [{name: AUTH_REQUIRED-1, when: {}, json: 1}]}")),
+    "a named case with steps": (
+        True,
+        _invoke("{cases: [{name: a.b, when: {}, steps: [json: 1], end: next}], steps: [json: 2]}"),
+    ),
+    "a case name with a space": (False, _invoke("{cases: [{name: a b, when: {}, json: 1}]}")),
+    "a case name beginning with -": (False, _invoke("{cases: [{name: -a, when: {}, json: 1}]}")),
+    "a case name that is a number": (False, _invoke("{cases: [{name: 7, when: {}, json: 1}]}")),
     "rate_limited in the outage step": (
         True,
         "outage: {duration: 5, step: {rate_limited: {retry_after_ms: 5}}}\nskills: []\n",
@@ -923,6 +931,10 @@ def test_schema_and_loader_agree_at_the_boundaries(ok: bool, text: str) -> None:
 # What the schema cannot say: refused by the loader, accepted by the schema. A
 # rule that the schema learns to express moves to BOUNDARIES or INVALID.
 LOADER_ONLY: dict[str, str] = {
+    "a case name used twice in a skill": _invoke(
+        "{cases: [{name: a, when: {headers: {x: '1'}}, json: 1},"
+        " {name: a, when: {headers: {x: '2'}}, json: 2}]}"
+    ),
     "uniform MIN above MAX": _invoke("{json: 1, delay: {uniform: [5, 1]}}"),
     "lognormal cap below median": _invoke(
         "{json: 1, delay: {lognormal: {median: 200, sigma: 1, cap: 100}}}"

@@ -70,6 +70,22 @@ def test_scenario_states_hold_on_a_wsgi_server_too() -> None:
     assert client.get("/orders/1", headers={"Mockskill-Session": "other"}).status_code == 404
 
 
+def test_a_named_case_is_picked_by_its_header_on_a_wsgi_server_too() -> None:
+    scenarios = load_text(
+        "name: orders\n"
+        "routes:\n"
+        "  - path: /orders/1\n"
+        "    cases: [{name: gone, when: {query: {x: never}}, status: 410, json: gone}]\n"
+        "    steps: [{json: found}]\n"
+    )
+    client = Client(create_app(Engine(scenarios, State())))
+    assert client.get("/orders/1").json == "found"
+    assert client.get("/orders/1", headers={"Mockskill-Case": "gone"}).status_code == 410
+    refused = client.get("/orders/1", headers={"Mockskill-Case": "gon"})
+    assert refused.status_code == 400
+    assert refused.json["error"]["details"]["valid_cases"] == ["gone"]
+
+
 def test_a_wsgi_server_replays_an_idempotency_keys_first_answer_too() -> None:
     text = """
 skills:

@@ -1,0 +1,218 @@
+"""``mockskill generate``: the pack it writes, its stability, and what it does with bad input."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from mockskill import Server, load_text
+from mockskill.cli import cli
+from mockskill.protocol.validator import validate, validation_error
+
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "docs" / "examples"
+DESCRIPTOR = EXAMPLES / "translate.descriptor.json"
+TRANSLATE: dict[str, Any] = json.loads(DESCRIPTOR.read_text())
+
+
+def _generate(tmp_path: Path, descriptor: Any, name: str = "skill.json") -> tuple[Any, Path]:
+    source = tmp_path / name
+    source.write_text(json.dumps(descriptor))
+    out = tmp_path / "pack.yaml"
+    result = CliRunner().invoke(cli, ["generate", str(source), "--out", str(out)])
+    return result, out
+
+
+def _case_names(text: str) -> list[str]:
+    (skill,) = load_text(text).skills
+    return [c.name or "" for c in (*skill.describe_cases, *skill.invoke_cases)]
+
+
+def test_the_bundled_example_is_what_generate_makes() -> None:
+    result = CliRunner().invoke(cli, ["generate", str(DESCRIPTOR)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (EXAMPLES / "translate-failures.yaml").read_text()
+
+
+def test_the_same_descriptor_gives_the_same_bytes(tmp_path: Path) -> None:
+    first, out = _generate(tmp_path, TRANSLATE)
+    assert first.exit_code == 0, first.output
+    written = out.read_bytes()
+    out.unlink()
+    again, _ = _generate(tmp_path, TRANSLATE)
+    assert again.exit_code == 0
+    assert out.read_bytes() == written
+    assert "wrote" in first.stderr
+    assert "22 named cases" in first.stderr
+
+
+def test_the_pack_loads_and_says_what_each_case_is_for(tmp_path: Path) -> None:
+    result, out = _generate(tmp_path, TRANSLATE)
+    assert result.exit_code == 0
+    text = out.read_text()
+    validated = CliRunner().invoke(cli, ["validate", str(out)])
+    assert validated.exit_code == 0, validated.output
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("- name: "):
+            assert lines[i - 1].lstrip().startswith("# "), line  # each case's comment
+
+
+def test_auth_cases_only_where_auth_is_declared(tmp_path: Path) -> None:
+    result, out = _generate(tmp_path, TRANSLATE)
+    assert result.exit_code == 0
+    names = _case_names(out.read_text())
+    assert {"AUTH_REQUIRED", "PERMISSION_DENIED"} <= set(names)
+    for auth in (None, {"type": "none"}):
+        plain = {k: v for k, v in TRANSLATE.items() if k != "auth"}
+        if auth is not None:
+            plain["auth"] = auth
+        result, out = _generate(tmp_path, plain)
+        assert result.exit_code == 0
+        names = _case_names(out.read_text())
+        assert "AUTH_REQUIRED" not in names
+        assert "PERMISSION_DENIED" not in names
+
+
+def test_every_descriptor_has_the_protocol_cases_and_the_faults_but_nothing_undeclared(
+    tmp_path: Path,
+) -> None:
+    result, out = _generate(tmp_path, TRANSLATE)
+    assert result.exit_code == 0
+    names = _case_names(out.read_text())
+    assert names[:1] == ["SKILL_NOT_FOUND"]
+    assert [n for n in names if n.startswith("invalid-descriptor-")] == [
+        "invalid-descriptor-missing-protocol_version",
+        "invalid-descriptor-wrong-enum-capability_type",
+        "invalid-descriptor-wrong-type-protocol_version-number",
+        "invalid-descriptor-malformed-uri-endpoint-url",
+        "invalid-descriptor-bad-protocol-version-major-only",
+        "invalid-descriptor-nested-auth-missing-type",
+        "invalid-descriptor-several-chapter-example",
+        "invalid-descriptor-not-an-object-null",
+    ]
+    assert [n for n in names if not n.startswith("invalid-descriptor-")][1:] == [
+        "ok",
+        "AUTH_REQUIRED",
+        "PERMISSION_DENIED",
+        "EXECUTION_TIMEOUT-408",
+        "EXECUTION_TIMEOUT-504",
+        "ENDPOINT_UNREACHABLE-502",
+        "ENDPOINT_UNREACHABLE-503",
+        "VERSION_INCOMPATIBLE",
+        "fault-CONNECTION_RESET_BY_PEER",
+        "fault-EMPTY_RESPONSE",
+        "fault-MALFORMED_RESPONSE_CHUNK",
+        "fault-RANDOM_DATA_THEN_CLOSE",
+        "fault-TRUNCATED_BODY",
+    ]  # no rate limit, task or stream: this descriptor declares none
+
+
+def test_declared_rate_limits_tasks_and_streams_add_their_cases(tmp_path: Path) -> None:
+    declared = json.loads(json.dumps(TRANSLATE))
+    declared["rate_limit"] = {"per_minute": 60}
+    declared["endpoint"]["streaming"] = "ndjson"
+    result, out = _generate(tmp_path, declared)
+    assert result.exit_code == 0, result.output
+    names = _case_names(out.read_text())
+    assert {"RATE_LIMITED-429", "RATE_LIMITED-503", "stream-reset", "stream-error-event"} <= set(
+        names
+    )
+    tasked = {**TRANSLATE, "capability_type": "task"}
+    result, out = _generate(tmp_path, tasked)
+    assert result.exit_code == 0, result.output
+    assert "task-submit-lost" in _case_names(out.read_text())
+
+
+def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
+    broken = {**TRANSLATE, "capability_type": "unknown_type", "endpoint": {"method": "POST"}}
+    result, out = _generate(tmp_path, broken)
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == validation_error(validate(broken))
+    assert json.loads(result.stdout)["error"]["details"]["violations"] == [
+        {
+            "field": "/capability_type",
+            "expected": "one of: plugin, api, knowledge, task",
+            "actual": "unknown_type",
+            "message": "Invalid enum value",
+        },
+        {
+            "field": "/endpoint/url",
+            "expected": "string (URI format)",
+            "actual": None,
+            "message": "Required field is missing",
+        },
+    ]
+    assert "has an invalid descriptor; nothing was written" in result.stderr
+    assert not out.exists()
+
+
+def test_an_unreachable_url_exits_3_with_a_sentence(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port on which nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/skills"
+    out = tmp_path / "pack.yaml"
+    result = CliRunner().invoke(cli, ["generate", url, "--out", str(out)])
+    assert result.exit_code == 3
+    assert f"cannot read a descriptor from {url}: cannot reach {url}" in result.stderr
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("content", "why"), [(None, "No such file"), ("{not", "is not JSON")])
+def test_an_unreadable_file_exits_3(tmp_path: Path, content: str | None, why: str) -> None:
+    source = tmp_path / "d.json"
+    if content is not None:
+        source.write_text(content)
+    result = CliRunner().invoke(cli, ["generate", str(source)])
+    assert result.exit_code == 3
+    assert why in result.stderr
+
+
+def test_a_skills_listing_url_gives_a_pack_of_every_skill_listed() -> None:
+    scenario = "name: two\nskills:\n  - id: alpha\n  - id: beta\n    descriptor: {version: 3.0.0}\n"
+    with Server(scenario) as server:
+        result = CliRunner().invoke(cli, ["generate", f"{server.url}/skills"])
+    assert result.exit_code == 0, result.output
+    pack = load_text(result.stdout)
+    assert [s.id for s in pack.skills] == ["alpha", "beta"]
+    assert pack.scenarios[0].name == "failure-pack"
+    beta = json.loads(pack.skills[1].descriptor)
+    assert beta["version"] == "3.0.0"
+
+
+def test_a_listing_with_an_invalid_descriptor_names_it(tmp_path: Path) -> None:
+    scenario = "name: two\nskills:\n  - id: alpha\n  - id: broken\n    descriptor: {id: null}\n"
+    with Server(scenario) as server:
+        result = CliRunner().invoke(cli, ["generate", f"{server.url}/skills"])
+        url = server.url
+    assert result.exit_code == 1
+    assert f"{url}/skills/broken:" in result.stderr
+    assert json.loads(result.stdout)["error"]["details"]["violations"][0]["field"] == "/id"
+
+
+def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    # (the protocol allows any string as an id; a URL path segment of mockskill's does not)
+    result, out = _generate(tmp_path, {**TRANSLATE, "id": "my skill/1"})
+    assert result.exit_code == 1
+    assert "the pack for" in result.stderr
+    assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
+    assert not out.exists()
+
+
+def test_the_bundled_pack_matches_the_scenario_schema() -> None:
+    # (an editor checking the pack with the published schema finds nothing to say)
+    import jsonschema
+    import yaml
+
+    from mockskill.scenario.schema import scenario_schema
+
+    document = yaml.safe_load((EXAMPLES / "translate-failures.yaml").read_text())
+    jsonschema.validate(document, scenario_schema())
