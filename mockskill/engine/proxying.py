@@ -112,6 +112,7 @@ def upstream_for(
         rewrite,
         MAX_RECORDED if recording else 0,
         failures,
+        request.header("last-event-id"),
     )
 
 
@@ -231,6 +232,11 @@ class Proxying:
             )
             reached = bool(journal.get("reached"))  # it may have run on the provider
             stream = None if relayed is None else relayed.stream
+            if stream is not None and stream.error_data is not None and not upstream.failures:
+                # a stream the provider ended with an error event: that error's answer
+                code, retry = _error_of(stream.error_data)
+                if code is not None:
+                    recorded = recorded._replace(error_code=code, retry=retry)
             self._state.record(
                 recorded._replace(
                     upstream=journal,
