@@ -95,7 +95,8 @@ async function invoke(skill) {
       }
       waitMs = error.retry?.suggested_delay_ms ?? 200;
     }
-    await sleep(BUG === "retry-too-soon" ? 0 : waitMs * 1.25);
+    const backoff = 2 ** (n - 1); // the advice is the first wait: double it after each
+    await sleep(BUG === "retry-too-soon" ? 0 : waitMs * backoff * 1.25);
   }
   return `${skill}: gave up after 3 attempts`;
 }

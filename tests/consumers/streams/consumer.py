@@ -5,10 +5,11 @@
 It invokes each skill of ``streams.yaml`` (beside it) once, as an operation: it reads the
 Server-Sent Events, and when the stream breaks (a reset, its idle timeout on a stall, an
 error event) it waits what the stream advised (its ``retry:`` field, the error's
-``suggested_delay_ms``) and re-issues the request with the operation's
-``Idempotency-Key`` and, as ``Last-Event-ID``, the id of the last event it got. It stops
-on a result, and on an error that is not retryable. Requests go round the BASE URLs in
-turn (replicas of one store). ``BUG`` is ``none`` or the one mistake it makes:
+``suggested_delay_ms``; else 1 s), doubled after each failure, and re-issues the request
+with the operation's ``Idempotency-Key`` and, as ``Last-Event-ID``, the id of the last
+event it got. It stops on a result, and on an error that is not retryable. Requests go
+round the BASE URLs in turn (replicas of one store). ``BUG`` is ``none`` or the one
+mistake it makes:
 
 - ``no-idle-timeout``: no read timeout, so it holds a stalled stream;
 - ``no-key``: no ``Idempotency-Key``;
@@ -175,7 +176,8 @@ def invoke(skill: str) -> str:
             if error["code"] not in RETRYABLE and BUG != "retry-nonretryable":
                 return f"{skill}: {error['code']}, not retried"
             wait_ms = (error.get("retry") or {}).get("suggested_delay_ms", 200)
-        time.sleep(0 if BUG == "retry-too-soon" else wait_ms * 1.25 / 1000)
+        backoff = 2 ** (attempt - 1)  # the advice is the first wait: double it after each
+        time.sleep(0 if BUG == "retry-too-soon" else wait_ms * backoff * 1.25 / 1000)
     return f"{skill}: gave up after 3 attempts"
 
 
