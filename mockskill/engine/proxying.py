@@ -219,6 +219,7 @@ class Proxying:
         waits = (plans.Wait(chosen.delay_ms),) if chosen.delay_ms else ()
         plan = plans.Plan(plans.Answer(502), waits=waits, upstream=upstream)
         url = step.proxy.url
+        declared = step.proxy.streams  # what the provider's streams promise, if said
 
         def record(outcome: plans.Outcome) -> None:
             relayed = outcome.upstream
@@ -241,7 +242,7 @@ class Proxying:
                 recorded._replace(
                     upstream=journal,
                     executed=reached,
-                    stream=None if stream is None else stream.record(),
+                    stream=None if stream is None else stream.record(declared),
                 )
             )
             if recorder is not None and relayed is not None and relayed.status is not None:

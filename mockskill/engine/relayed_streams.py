@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..scenario.model import MAX_STREAM_EVENTS
+from ..scenario.model import MAX_STREAM_EVENTS, ProviderStreams
 from .entries import escaped, shorten
 
 STREAM_TYPES = {"text/event-stream": "sse", "application/x-ndjson": "ndjson"}
@@ -232,17 +232,21 @@ class RelayedStream:
         connection was cut), ``client_left``, ``stopped``."""
         self.ended, self.duration_ms = ended, (at - self.head_at) * 1000
 
-    def record(self) -> dict[str, Any]:
+    def record(self, declared: ProviderStreams | None = None) -> dict[str, Any]:
         """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of the stream relayed.
 
         What the stream rules read of it: ``retry_ms``, ``stalled_ms`` (from the last bytes
         to the end) and ``idle_bound_ms`` (3 x its longest pause before them, at least
         1 s); ``asked_from`` and ``resumed_from`` (the provider resumed: an id came, never
-        the one asked). Neither ``expected_ms`` nor ``resumable``: a provider states neither.
+        the one asked). ``resumable`` and ``expected_ms`` only as the proxy *declared*
+        them (a provider's bytes say neither), which sets the idle bound too if it says one.
         """
         asked = None if self.asked is None else shorten(escaped(self.asked))
         resumed = asked is not None and self.ids_sent and not self.asked_sent
         stalled = max(0.0, self.head_at + self.duration_ms / 1000 - self.last_at)
+        bound = max(LEAST_IDLE_BOUND_MS, round(3000 * self.longest_pause))
+        if declared is not None and declared.idle_bound_ms is not None:
+            bound = declared.idle_bound_ms
         return {
             "format": self.format,
             "events": self.events,
@@ -253,10 +257,11 @@ class RelayedStream:
             "duration_ms": max(0, round(self.duration_ms)),
             "asked_from": asked,
             "resumed_from": asked if resumed else None,
+            "resumable": declared is not None and declared.resumable,
             "retry_ms": self.retry_ms,
             "stalled_ms": round(stalled * 1000),
-            "idle_bound_ms": max(LEAST_IDLE_BOUND_MS, round(3000 * self.longest_pause)),
-            "expected_ms": None,
+            "idle_bound_ms": bound,
+            "expected_ms": None if declared is None else declared.expected_ms,
         }
 
     def taken(self) -> RecordedStream:

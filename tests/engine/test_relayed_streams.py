@@ -14,6 +14,7 @@ import tracemalloc
 import pytest
 
 from mockskill.engine.relayed_streams import LINE_PREFIX, RelayedStream, stream_format
+from mockskill.scenario.model import ProviderStreams
 
 SSE = (
     b"retry: 2000\n\n"
@@ -99,11 +100,22 @@ def test_the_journal_record_says_how_the_relayed_stream_ended() -> None:
         "duration_ms": 250,
         "asked_from": None,
         "resumed_from": None,
+        "resumable": False,  # a provider's bytes say neither this
         "retry_ms": 300,
         "stalled_ms": 150,  # the bytes stopped at 10.1, the stream ended at 10.25
         "idle_bound_ms": 1000,  # 3 x its longest pause (100 ms), at least 1 s
         "expected_ms": None,  # a provider declares no duration
     }
+
+
+def test_what_the_proxy_declares_of_the_providers_streams_is_journalled() -> None:
+    stream = RelayedStream("sse", 0.0, 0.0)
+    stream.feed(b"data: a\n\n", 0.01)
+    stream.end("client_left", 0.25)
+    record = stream.record(ProviderStreams(resumable=True, idle_bound_ms=400, expected_ms=900))
+    assert (record["resumable"], record["idle_bound_ms"], record["expected_ms"]) == (True, 400, 900)
+    record = stream.record(ProviderStreams(expected_ms=900))
+    assert (record["resumable"], record["idle_bound_ms"]) == (False, 1000)  # the bytes' bound
 
 
 def test_the_idle_bound_is_three_times_the_longest_pause_before_the_bytes_stopped() -> None:
