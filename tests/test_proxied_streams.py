@@ -216,6 +216,46 @@ def test_a_stream_that_came_whole_with_its_head_is_journalled_as_a_stream_too(
     assert (stream["events"], stream["last_id"], stream["ended"]) == (2, "b", "complete")
 
 
+PROVIDER_ERRORS = """
+name: provider
+skills:
+  - id: denied
+    invoke:
+      stream:
+        retry: 300ms
+        events: [{repeat: 2, delay: 5ms, event: token, data: {text: tok}, id_from: 1}]
+        end: {error: PERMISSION_DENIED}
+  - id: overloaded
+    invoke:
+      stream:
+        format: ndjson
+        events: [{event: token, data: {text: tok}, id: "1"}]
+        end: {error: ENDPOINT_UNREACHABLE, retry: {suggested_delay_ms: 700, max_attempts: 2}}
+"""
+
+
+def test_a_relayed_stream_ending_in_an_error_event_is_that_errors_answer() -> None:
+    # the provider is mockskill itself here: its error events are the unified body
+    with (
+        Server(PROVIDER_ERRORS) as provider,
+        Server(
+            proxied(provider.url)
+            .replace("id: tokens", "id: denied")
+            .replace("id: gated", "id: overloaded")
+        ) as server,
+    ):
+        with httpx.Client(timeout=10) as client:
+            client.post(server.invoke_url("denied"))
+            client.post(server.invoke_url("overloaded"))
+        denied, overloaded = server.journal()
+    assert denied.error_code == "PERMISSION_DENIED"
+    assert denied.stream is not None
+    assert denied.stream["retry_ms"] == 300
+    assert overloaded.error_code == "ENDPOINT_UNREACHABLE"
+    assert overloaded.retry is not None
+    assert (overloaded.retry.suggested_delay_ms, overloaded.retry.max_attempts) == (700, 2)
+
+
 def test_mockskill_serve_relays_a_stream_as_it_comes_and_journals_it(
     provider: StreamingProvider, tmp_path: Path
 ) -> None:

@@ -68,10 +68,12 @@ def ran_unseen(entry: Entry) -> bool:
 
 def reached(entry: Entry) -> bool:
     """Whether *entry* ran the operation (or may have: it reached a real provider)."""
+    if entry.stream is not None and entry.stream.get("resumed_from") is not None:
+        # resumed after Last-Event-ID: the events went on, nothing ran again (a relayed
+        # stream: the provider went on after the id asked, never sending it again)
+        return False
     upstream = entry.upstream
     if upstream is None:
-        if entry.stream is not None and entry.stream.get("resumed_from") is not None:
-            return False  # resumed after Last-Event-ID: the events went on, nothing ran again
         return entry.executed
     return bool(upstream.get("reached"))
 

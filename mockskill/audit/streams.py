@@ -43,9 +43,10 @@ GAVE_UP_DESPITE_PROGRESS = "gave-up-despite-progress"
 LAST_EVENT_ID = "Last-Event-ID"
 """The request header a resuming consumer sends (WHATWG's EventSource does)."""
 
-HELD_ENDINGS = frozenset({"stall", "client_left"})
+HELD_ENDINGS = frozenset({"stall", "client_left", "upstream_cut"})
 """Endings of a stream the consumer was still holding open when it ended: the server's
-stall ran its time out, or the consumer left (during a stall, or not)."""
+stall ran its time out, the consumer left (during a stall, or not), or a relayed stream's
+provider failed or fell silent past the proxy's ``timeout_ms`` (docs/streams.md)."""
 
 
 def info(entry: Entry) -> dict[str, Any]:
@@ -80,17 +81,22 @@ def stream_findings(
     session: str, entries: Iterable[Entry], chains: Sequence[Sequence[Entry]], policy: Policy
 ) -> list[Finding]:
     """The stream rules' findings on one session's *entries* (its requests) and their retry
-    *chains* (a re-request of a cut stream is its chain's next attempt)."""
-    streamed = [e for e in entries if e.stream is not None]
-    if not streamed:
+    *chains* (a re-request of a cut stream is its chain's next attempt): each rule's once
+    per chain, as every rule's (docs/audit.md), naming the chain's endpoint."""
+    if not any(e.stream is not None for e in entries):
         return []
-    findings = [f for chain in chains if (f := resume_ignored(session, chain)) is not None]
-    for found in (
-        stall_not_detected(session, streamed, policy),
-        gave_up_despite_progress(session, streamed, policy),
-    ):
-        if found is not None:
-            findings.append(found)
+    findings: list[Finding] = []
+    for chain in chains:
+        streamed = [e for e in chain if e.stream is not None]
+        if not streamed:
+            continue
+        for found in (
+            resume_ignored(session, chain),
+            stall_not_detected(session, streamed, policy),
+            gave_up_despite_progress(session, streamed, policy),
+        ):
+            if found is not None:
+                findings.append(found)
     return findings
 
 

@@ -133,6 +133,8 @@ class Upstream:
     """How much of the upstream's body to keep (for a recording); errors keep
     :data:`MAX_GRADED` anyway, for the audit."""
     failures: list[Reply] = field(default_factory=list)
+    last_event_id: str | None = None
+    """The request's ``Last-Event-ID``: whether a relayed stream resumed after it."""
 
     def request_head(
         self, method: str, target: str, raw: Sequence[tuple[bytes, bytes]], peer: str, length: int
@@ -209,7 +211,7 @@ class Upstream:
         fmt = stream_format(headers)
         if fmt is None or self.rewrite is not None:
             return None
-        return RelayedStream(fmt, head_ms, head_at, collect=self.keep)
+        return RelayedStream(fmt, head_ms, head_at, collect=self.keep, asked=self.last_event_id)
 
     @staticmethod
     def answer_head(

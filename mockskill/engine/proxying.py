@@ -112,6 +112,7 @@ def upstream_for(
         rewrite,
         MAX_RECORDED if recording else 0,
         failures,
+        request.header("last-event-id"),
     )
 
 
@@ -218,6 +219,7 @@ class Proxying:
         waits = (plans.Wait(chosen.delay_ms),) if chosen.delay_ms else ()
         plan = plans.Plan(plans.Answer(502), waits=waits, upstream=upstream)
         url = step.proxy.url
+        declared = step.proxy.streams  # what the provider's streams promise, if said
 
         def record(outcome: plans.Outcome) -> None:
             relayed = outcome.upstream
@@ -231,11 +233,16 @@ class Proxying:
             )
             reached = bool(journal.get("reached"))  # it may have run on the provider
             stream = None if relayed is None else relayed.stream
+            if stream is not None and stream.error_data is not None and not upstream.failures:
+                # a stream the provider ended with an error event: that error's answer
+                code, retry = _error_of(stream.error_data)
+                if code is not None:
+                    recorded = recorded._replace(error_code=code, retry=retry)
             self._state.record(
                 recorded._replace(
                     upstream=journal,
                     executed=reached,
-                    stream=None if stream is None else stream.record(),
+                    stream=None if stream is None else stream.record(declared),
                 )
             )
             if recorder is not None and relayed is not None and relayed.status is not None:

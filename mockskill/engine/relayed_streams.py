@@ -12,8 +12,12 @@ on, to a :class:`RelayedStream`, which finds the events' boundaries in the bytes
 - NDJSON: a line ends an event; an empty line is a heartbeat, not counted; the id is
   the line's top-level ``id`` member, when the line is a JSON object.
 
-It keeps the count, the last id, the SSE ``retry:``, and, while a recording is on
-(``collect``), each
+It keeps the count, the last id, the SSE ``retry:``, the data of a last event named
+``error`` (the provider's unified body, whose code and advice the journal gives the entry
+as an error answer's), when bytes last came and the longest pause between them (how long
+the stream had stalled at its end, and its idle bound: the scripted default's rule, 3 x the
+longest pause and at least 1 s), whether it resumed after the request's ``Last-Event-ID``
+(it never sent that id again), and, while a recording is on (``collect``), each
 event's name, id, data and when it ended: what the recording makes a ``stream:`` step
 of (:class:`RelayedEvent`). :meth:`RelayedStream.record` is the journal's
 ``Entry.stream``. Memory is bounded: without ``collect`` a line is looked at by its
@@ -28,8 +32,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..scenario.model import MAX_STREAM_EVENTS
-from .entries import shorten
+from ..scenario.model import MAX_STREAM_EVENTS, ProviderStreams
+from .entries import escaped, shorten
 
 STREAM_TYPES = {"text/event-stream": "sse", "application/x-ndjson": "ndjson"}
 """The answer types relayed as streams, and their format's name (as a stream step's)."""
@@ -37,6 +41,11 @@ LINE_PREFIX = 4096
 """The bytes of a line looked at when not collecting: enough for any field's name and an
 id (a longer NDJSON line's id is not read)."""
 _BREAK = re.compile(rb"\r\n|\r|\n")
+ERROR_EVENT = "error"
+"""The name of the event a provider ends a stream with when it fails (its data the unified
+body), as a scripted stream's ``end: {error: ...}`` sends it."""
+LEAST_IDLE_BOUND_MS = 1000
+"""The least idle bound of a relayed stream, as of a scripted one (docs/scenarios.md)."""
 
 
 def stream_format(headers: Sequence[tuple[str, str]]) -> str | None:
@@ -64,7 +73,15 @@ class RelayedEvent(NamedTuple):
 class RelayedStream:
     """The events of one relayed stream, found as its bytes are relayed (see the module)."""
 
-    def __init__(self, fmt: str, head_ms: float, head_at: float, *, collect: int = 0) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        head_ms: float,
+        head_at: float,
+        *,
+        collect: int = 0,
+        asked: str | None = None,
+    ) -> None:
         self.format = fmt
         self.head_ms = head_ms
         """From the request sent upstream to the answer's head, in ms."""
@@ -81,6 +98,19 @@ class RelayedStream:
         """The SSE ``retry:`` field's value (the last one sent; None: none)."""
         self.truncated = False
         """Whether events were left out of :attr:`collected` (past the recording's bound)."""
+        self.asked = asked
+        """The request's ``Last-Event-ID`` (None: it sent none)."""
+        self.asked_sent = False
+        """Whether an event carried :attr:`asked` (then the provider started over)."""
+        self.ids_sent = False
+        """Whether any event carried an id."""
+        self.error_data: bytes | None = None
+        """The data of the last event when it was named ``error`` (SSE's ``event:``, an
+        NDJSON line's ``event`` member): as far as :data:`LINE_PREFIX` keeps it."""
+        self.last_at = head_at
+        """When bytes last came (``time.perf_counter()``; the head's time before any)."""
+        self.longest_pause = 0.0
+        """The longest pause between the head and bytes, or bytes and bytes, in seconds."""
         self._room = collect
         self._collect = collect > 0
         self._line = bytearray()
@@ -88,11 +118,15 @@ class RelayedStream:
         self._id: str | None = None  # SSE's last event id buffer (it lasts, WHATWG)
         self._block_id: str | None = None  # the id: field of the event being read
         self._data: list[str] | None = None  # the event's data lines (None: no data: field)
+        self._raw: list[bytes] = []  # its data lines as they came (within LINE_PREFIX)
         self._name: str | None = None
         self._pending = 0  # the bytes of the event's data lines kept so far
 
     def feed(self, data: bytes, at: float) -> None:
         """*data*, relayed at *at* (``time.perf_counter()``)."""
+        if data:
+            self.longest_pause = max(self.longest_pause, at - self.last_at)
+            self.last_at = at
         if self._after_cr and data[:1] == b"\n":
             data = data[1:]  # a CRLF split between two chunks
         self._after_cr = False
@@ -131,8 +165,11 @@ class RelayedStream:
         if not line:
             if self._data is not None:
                 self.last_id = None if self._id is None else shorten(self._id)
+                error = self._name == ERROR_EVENT
+                self.error_data = b"\n".join(self._raw)[:LINE_PREFIX] if error else None
                 self._event("\n".join(self._data), self._name, self._block_id, at)
             self._data, self._name, self._block_id, self._pending = None, None, None, 0
+            self._raw.clear()
             return
         if line.startswith(b":"):
             return  # a comment: a heartbeat
@@ -142,19 +179,23 @@ class RelayedStream:
         if field == b"data":
             if self._data is None:
                 self._data = []
+            if len(self._raw) < 64:
+                self._raw.append(value)
             if self._collect:
                 self._data.append(value.decode("utf-8", "replace"))
                 self._pending += len(value)
         elif field == b"id" and b"\0" not in value:
             self._id = self._block_id = value.decode("utf-8", "replace")
-        elif field == b"event" and self._collect:
+        elif field == b"event":
             self._name = value.decode("utf-8", "replace")
         elif field == b"retry" and value.isdigit() and len(value) <= 9:
             self.retry_ms = int(value)  # (the last one sent is the one a client keeps)
 
     def _ndjson(self, line: bytes, at: float) -> None:
         event_id: str | None = None
-        if b'"id"' in line and (self._collect or len(line) < LINE_PREFIX):
+        self.error_data = None
+        looked = b'"id"' in line or b'"error"' in line
+        if looked and (self._collect or len(line) < LINE_PREFIX):
             try:
                 document: Any = json.loads(line)
             except (ValueError, RecursionError):
@@ -163,6 +204,8 @@ class RelayedStream:
                 found = document.get("id")
                 if isinstance(found, str | int) and not isinstance(found, bool):
                     event_id = str(found)
+                if document.get("event") == ERROR_EVENT:
+                    self.error_data = json.dumps(document.get("data")).encode()
         if event_id is not None:
             self.last_id = shorten(event_id)
         text = line.decode("utf-8", "replace").strip() if self._collect else ""
@@ -170,6 +213,9 @@ class RelayedStream:
 
     def _event(self, data: str, name: str | None, event_id: str | None, at: float) -> None:
         self.events += 1
+        if event_id is not None:
+            self.ids_sent = True
+            self.asked_sent = self.asked_sent or event_id == self.asked
         if not self._collect:
             return
         size = len(data) + len(name or "") + len(event_id or "")
@@ -186,8 +232,21 @@ class RelayedStream:
         connection was cut), ``client_left``, ``stopped``."""
         self.ended, self.duration_ms = ended, (at - self.head_at) * 1000
 
-    def record(self) -> dict[str, Any]:
-        """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of the stream relayed."""
+    def record(self, declared: ProviderStreams | None = None) -> dict[str, Any]:
+        """``Entry.stream`` (keys as :class:`~.entries.Entry` states) of the stream relayed.
+
+        What the stream rules read of it: ``retry_ms``, ``stalled_ms`` (from the last bytes
+        to the end) and ``idle_bound_ms`` (3 x its longest pause before them, at least
+        1 s); ``asked_from`` and ``resumed_from`` (the provider resumed: an id came, never
+        the one asked). ``resumable`` and ``expected_ms`` only as the proxy *declared*
+        them (a provider's bytes say neither), which sets the idle bound too if it says one.
+        """
+        asked = None if self.asked is None else shorten(escaped(self.asked))
+        resumed = asked is not None and self.ids_sent and not self.asked_sent
+        stalled = max(0.0, self.head_at + self.duration_ms / 1000 - self.last_at)
+        bound = max(LEAST_IDLE_BOUND_MS, round(3000 * self.longest_pause))
+        if declared is not None and declared.idle_bound_ms is not None:
+            bound = declared.idle_bound_ms
         return {
             "format": self.format,
             "events": self.events,
@@ -196,7 +255,13 @@ class RelayedStream:
             "fault": None,
             "fault_after": None,
             "duration_ms": max(0, round(self.duration_ms)),
-            "resumed_from": None,
+            "asked_from": asked,
+            "resumed_from": asked if resumed else None,
+            "resumable": declared is not None and declared.resumable,
+            "retry_ms": self.retry_ms,
+            "stalled_ms": round(stalled * 1000),
+            "idle_bound_ms": bound,
+            "expected_ms": None if declared is None else declared.expected_ms,
         }
 
     def taken(self) -> RecordedStream:

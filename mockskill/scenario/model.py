@@ -143,6 +143,21 @@ class Proxy:
     after: Step | None = None
     """Commit then fail: the upstream answers, then this step's error or fault replaces
     the answer (None: the upstream's answer is relayed)."""
+    streams: ProviderStreams | None = None
+    """What the provider's streams promise, for the audit (None: nothing declared)."""
+
+
+@dataclass(frozen=True)
+class ProviderStreams:
+    """What a proxied provider's streams promise (``proxy: {streams: ...}``), which their
+    bytes cannot say: the stream rules grade a relayed stream by it (docs/streams.md)."""
+
+    resumable: bool = False
+    """They honour ``Last-Event-ID`` (then ``resume-ignored`` applies)."""
+    idle_bound_ms: int | None = None
+    """How long they may send no byte (None: 3 x the longest pause seen, at least 1 s)."""
+    expected_ms: int | None = None
+    """How long they are declared to last (None: not said; no ``gave-up-despite-progress``)."""
 
 
 RETRY_AFTER_FORMS: tuple[str, ...] = ("seconds", "date", "fractional", "ms", "missing", "malformed")

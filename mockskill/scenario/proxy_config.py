@@ -1,7 +1,9 @@
 """The ``proxy`` of a scenario file: a step, a skill, a route or a whole scenario forwarding to a
 real provider → checked :class:`~.model.Proxy` values.
 
-``proxy: URL`` or ``proxy: {url: URL, verify: true|false|CA_FILE, timeout_ms: N}``.
+``proxy: URL`` or ``proxy: {url: URL, verify: true|false|CA_FILE, timeout_ms: N, streams:
+{resumable: true, idle_bound: 2s, expected: 5s}}`` (what the provider's streams promise,
+for the audit).
 As a step it composes with ``delay`` (before the upstream call), ``times``,
 ``one_of``/``failure_rate`` (an outcome that is not the proxy answers instead
 of it) and ``after`` (commit then fail: the upstream answers, then ``after``'s
@@ -11,19 +13,22 @@ a shorthand: one proxy step for each endpoint it stands for.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from .after import read_after
-from .model import TEXT_TYPE, Proxy, Reply, Sequence, Step
+from .durations import read_duration
+from .model import TEXT_TYPE, ProviderStreams, Proxy, Reply, Sequence, Step
 from .problems import Path, describe
 from .reader import Reader
 from .waits_and_faults import BAD
 from .waits_and_faults import delay as read_delay
 
-PROXY_KEYS = ("url", "verify", "timeout_ms")
+PROXY_KEYS = ("url", "verify", "timeout_ms", "streams")
+STREAMS_KEYS = ("resumable", "idle_bound", "expected")
 PROXY_STEP_KEYS = ("proxy", "after", "delay", "times", "set_state")
 DEFAULT_TIMEOUT_MS = 30_000
 _URL = "an absolute http:// or https:// URL of the provider, scheme://host[:port]"
@@ -58,12 +63,45 @@ def read_proxy(r: Reader, value: Any, path: Path) -> Proxy | None:
         maximum=r.max_delay_ms,
         unit="ms",
     )
-    if proxy is None or verify is BAD or timeout is None:
+    streams = None
+    if "streams" in value:
+        streams = _streams(r, value["streams"], (*path, "streams"))
+    if proxy is None or verify is BAD or timeout is None or streams is BAD:
         return None
     if verify is not True and proxy.scheme != "https":
         r.bad((*path, "verify"), "verify only beside an https:// url", describe(value["verify"]))
         return None
-    return Proxy(proxy.url, proxy.scheme, proxy.host, proxy.port, verify, timeout)
+    return Proxy(
+        proxy.url,
+        proxy.scheme,
+        proxy.host,
+        proxy.port,
+        verify,
+        timeout,
+        streams=streams if isinstance(streams, ProviderStreams) else None,
+    )
+
+
+def _streams(r: Reader, value: Any, path: Path) -> ProviderStreams | object:
+    """``streams:``: what the provider's streams promise (BAD, with problems, when wrong)."""
+    raw = r.mapping(value, path, "{resumable: true, idle_bound: 2s, expected: 5s}")
+    if raw is None or not r.keys(raw, path, STREAMS_KEYS):
+        return BAD
+    resumable = r.boolean(raw.get("resumable", False), (*path, "resumable"))
+    bound = expected = None
+    if "idle_bound" in raw:
+        bound = read_duration(
+            r, raw["idle_bound"], (*path, "idle_bound"), minimum=1, maximum=r.max_delay_ms
+        )
+    if "expected" in raw:
+        expected = read_duration(
+            r, raw["expected"], (*path, "expected"), minimum=0, maximum=r.max_delay_ms
+        )
+    if resumable is None or ("idle_bound" in raw and bound is None):
+        return BAD
+    if "expected" in raw and expected is None:
+        return BAD
+    return ProviderStreams(resumable, bound, expected)
 
 
 def _url(r: Reader, text: str, path: Path) -> Proxy | None:
@@ -151,9 +189,7 @@ def proxy_step(r: Reader, raw: dict[str, Any], path: Path, ctx: Any, read: ReadS
     if proxy is None or delay is BAD or after is BAD:
         return None
     if isinstance(after, Step):
-        proxy = Proxy(
-            proxy.url, proxy.scheme, proxy.host, proxy.port, proxy.verify, proxy.timeout_ms, after
-        )
+        proxy = dataclasses.replace(proxy, after=after)
         reply = after.reply
     else:
         reply = Reply.make(502, b"", TEXT_TYPE)  # never sent: the upstream's answer is

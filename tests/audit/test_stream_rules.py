@@ -22,7 +22,6 @@ from mockskill.protocol.catalog import Retry
 
 T0 = 1_000_000.0
 DEFAULT = Policy()
-INVOKE = "/skills/tokens/invoke"
 BEARER = "bearer hmac-sha256:aa"
 
 
@@ -50,6 +49,7 @@ class Journal:
         fault: str | None = None,
         fault_after: int | None = None,
         key: str | None = "k1",
+        skill: str = "tokens",
         **fields: Any,
     ) -> Entry:
         """An invoke started *at* seconds from :data:`T0` answered with a stream that lasted
@@ -85,10 +85,10 @@ class Journal:
             T0 + at + took,
             "s",
             "POST",
-            INVOKE,
+            f"/skills/{skill}/invoke",
             200,
             "invoke",
-            skill="tokens",
+            skill=skill,
             headers_sent=T0 + at,
             client_left=left,
             body_digest="hmac-sha256:body",
@@ -162,7 +162,14 @@ def test_an_id_the_stream_never_sent_is_resume_ignored_too() -> None:
     assert found["found"].endswith("Last-Event-ID '41', never sent")
 
 
-def test_ids_of_an_earlier_attempt_count_as_sent() -> None:
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "60",  # the last id the second attempt was sent
+        "30",  # sent by the first attempt: a legitimate resume
+    ],
+)
+def test_ids_of_an_earlier_attempt_count_as_sent(asked: str) -> None:
     journal = Journal()
     cut_resumable(journal)
     journal.stream(
@@ -175,21 +182,7 @@ def test_ids_of_an_earlier_attempt_count_as_sent() -> None:
         asked="40",
         sent_ids=[str(n) for n in range(41, 61)],
     )
-    journal.stream(5, 0.5, asked="60")
-    assert journal.rules() == []
-    journal = Journal()
-    cut_resumable(journal)
-    journal.stream(
-        2,
-        0.5,
-        ended="reset",
-        events=20,
-        last_id="60",
-        resumable=True,
-        asked="40",
-        sent_ids=[str(n) for n in range(41, 61)],
-    )
-    journal.stream(5, 0.5, asked="30")  # sent by the first attempt: a legitimate resume
+    journal.stream(5, 0.5, asked=asked)
     assert journal.rules() == []
 
 
@@ -252,19 +245,25 @@ def test_a_request_after_a_whole_resumable_stream_is_a_new_one() -> None:
 # -- stall-not-detected ------------------------------------------------------------------
 
 
-def test_a_stall_held_past_the_idle_bound_is_stall_not_detected() -> None:
-    journal = Journal()
-    journal.stream(
+def stalled(journal: Journal, took: float, silent: float, *, left: bool = True) -> Entry:
+    """A stream that stalled after event 10, held *took* seconds, its bytes stopped for
+    the last *silent* of them; the consumer left at its end (else the server closed it)."""
+    return journal.stream(
         0,
-        4,
+        took,
         ended="stall",
         events=10,
         last_id="10",
-        stalled=3,
+        stalled=silent,
         fault="stall",
         fault_after=10,
-        client_left=T0 + 4,
+        client_left=T0 + took if left else None,
     )
+
+
+def test_a_stall_held_past_the_idle_bound_is_stall_not_detected() -> None:
+    journal = Journal()
+    stalled(journal, 4, 3)
     (found,) = [f for f in journal.findings() if f["rule"] == "stall-not-detected"]
     assert found["attempts"] == [1]
     assert found["message"] == "1 stalled stream held open past the idle bound"
@@ -276,9 +275,7 @@ def test_a_stall_held_past_the_idle_bound_is_stall_not_detected() -> None:
 
 def test_a_stall_held_until_the_server_closed_it_is_stall_not_detected() -> None:
     journal = Journal()
-    journal.stream(
-        0, 6, ended="stall", events=10, last_id="10", stalled=5, fault="stall", fault_after=10
-    )
+    stalled(journal, 6, 5, left=False)
     (found,) = journal.findings()  # the re-request that never came is no retry to judge
     assert found["rule"] == "stall-not-detected"
     assert found["found"].endswith("then the server closed it")
@@ -286,31 +283,11 @@ def test_a_stall_held_until_the_server_closed_it_is_stall_not_detected() -> None
 
 def test_leaving_within_the_idle_bound_and_its_slack_detected_the_stall() -> None:
     journal = Journal()
-    journal.stream(
-        0,
-        2.25,
-        ended="stall",
-        events=10,
-        last_id="10",
-        stalled=1.25,
-        fault="stall",
-        fault_after=10,
-        client_left=T0 + 2.25,
-    )
+    stalled(journal, 2.25, 1.25)
     assert journal.rules() == []  # 1250 ms: the bound, 1000 ms, and the slack, 250 ms
-    strict = Journal()
-    strict.stream(
-        0,
-        2.25,
-        ended="stall",
-        events=10,
-        last_id="10",
-        stalled=1.25,
-        fault="stall",
-        fault_after=10,
-        client_left=T0 + 2.25,
-    )
-    assert [f["rule"] for f in strict.findings(Policy(idle_slack_ms=100))] == ["stall-not-detected"]
+    assert [f["rule"] for f in journal.findings(Policy(idle_slack_ms=100))] == [
+        "stall-not-detected"
+    ]
 
 
 # -- gave-up-despite-progress ------------------------------------------------------------
@@ -339,6 +316,19 @@ def test_leaving_is_no_giving_up_when_it_had_a_reason(took: float, fields: dict[
     journal = Journal()
     journal.stream(0, took, ended="client_left", **{"stalled": 0.02, **fields})
     assert "gave-up-despite-progress" not in journal.rules()
+
+
+def test_each_chain_gets_its_own_finding_naming_its_endpoint() -> None:
+    journal = Journal()
+    journal.stream(0, 0.5, ended="client_left", events=25, last_id="25", stalled=0.02)
+    journal.stream(1, 0.5, ended="client_left", stalled=0.02, skill="slow")
+    stalled(journal, 6, 5)
+    found = [(f["rule"], f["endpoint"], f["attempts"]) for f in journal.findings()]
+    assert found == [
+        ("gave-up-despite-progress", "POST /skills/tokens/invoke", [1]),
+        ("gave-up-despite-progress", "POST /skills/slow/invoke", [2]),
+        ("stall-not-detected", "POST /skills/tokens/invoke", [3]),
+    ]
 
 
 def test_a_client_gone_before_the_head_left_no_stream() -> None:
@@ -413,6 +403,41 @@ def test_a_resumed_stream_ran_nothing_again() -> None:
     resumed = journal.stream(2, 0.5, asked="40", events=20)
     journal.entries[-1] = resumed._replace(stream={**(resumed.stream or {}), "resumed_from": "40"})
     assert journal.rules() == []
+
+
+# -- relayed streams (a proxy step's: what the provider sent) ----------------------------
+
+
+def relayed(journal: Journal, at: float, took: float, **fields: Any) -> Entry:
+    """A stream relayed from a provider (the entry's ``upstream``), as a proxy journals it:
+    no fault, no expected duration, no word on resuming."""
+    key = fields.get("key", "k1")
+    upstream = {"url": "http://provider", "reached": True, "status": 200, "error": None}
+    if fields.get("ended") == "upstream_cut":
+        upstream["error"] = "the upstream reset the connection"
+    entry = journal.stream(at, took, upstream={**upstream, "idempotency_key": key}, **fields)
+    record = {k: v for k, v in (entry.stream or {}).items() if k != "resumable"}
+    journal.entries[-1] = entry._replace(stream={**record, "expected_ms": None})
+    return journal.entries[-1]
+
+
+def test_a_relayed_stream_held_until_the_provider_cut_it_is_stall_not_detected() -> None:
+    journal = Journal()
+    relayed(journal, 0, 6, ended="upstream_cut", events=10, last_id="10", stalled=5)
+    assert journal.rules() == ["stall-not-detected"]
+    cut_at_once = Journal()
+    relayed(cut_at_once, 0, 0.5, ended="upstream_cut", events=10, last_id="10", stalled=0.01)
+    assert cut_at_once.rules() == []
+
+
+def test_a_relayed_stream_the_provider_resumed_ran_nothing_again() -> None:
+    for resumed_from, rules in ((None, ["duplicate-execution"]), ("40", [])):
+        journal = Journal()
+        relayed(journal, 0, 0.8, ended="upstream_cut", events=40, last_id="40", key=None)
+        again = relayed(journal, 2, 0.5, events=21, asked="40", key=None)
+        stream = {**(again.stream or {}), "resumed_from": resumed_from}
+        journal.entries[-1] = again._replace(stream=stream)
+        assert journal.rules() == rules, resumed_from
 
 
 def test_error_events_count_by_category_as_error_answers() -> None:

@@ -8,11 +8,13 @@ EventSource dispatches (comments, heartbeats and a ``retry:`` alone are no event
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 import pytest
 
 from mockskill.engine.relayed_streams import LINE_PREFIX, RelayedStream, stream_format
+from mockskill.scenario.model import ProviderStreams
 
 SSE = (
     b"retry: 2000\n\n"
@@ -86,7 +88,7 @@ def test_past_the_recordings_bound_events_are_counted_not_kept() -> None:
 
 def test_the_journal_record_says_how_the_relayed_stream_ended() -> None:
     stream = RelayedStream("sse", 5.0, 10.0)
-    stream.feed(b"id: 1\ndata: a\n\n", 10.1)
+    stream.feed(b"retry: 300\n\nid: 1\ndata: a\n\n", 10.1)
     stream.end("upstream_cut", 10.25)
     assert stream.record() == {
         "format": "sse",
@@ -96,8 +98,65 @@ def test_the_journal_record_says_how_the_relayed_stream_ended() -> None:
         "fault": None,
         "fault_after": None,
         "duration_ms": 250,
+        "asked_from": None,
         "resumed_from": None,
+        "resumable": False,  # a provider's bytes say neither this
+        "retry_ms": 300,
+        "stalled_ms": 150,  # the bytes stopped at 10.1, the stream ended at 10.25
+        "idle_bound_ms": 1000,  # 3 x its longest pause (100 ms), at least 1 s
+        "expected_ms": None,  # a provider declares no duration
     }
+
+
+def test_what_the_proxy_declares_of_the_providers_streams_is_journalled() -> None:
+    stream = RelayedStream("sse", 0.0, 0.0)
+    stream.feed(b"data: a\n\n", 0.01)
+    stream.end("client_left", 0.25)
+    record = stream.record(ProviderStreams(resumable=True, idle_bound_ms=400, expected_ms=900))
+    assert (record["resumable"], record["idle_bound_ms"], record["expected_ms"]) == (True, 400, 900)
+    record = stream.record(ProviderStreams(expected_ms=900))
+    assert (record["resumable"], record["idle_bound_ms"]) == (False, 1000)  # the bytes' bound
+
+
+def test_the_idle_bound_is_three_times_the_longest_pause_before_the_bytes_stopped() -> None:
+    stream = RelayedStream("sse", 0.0, 0.0)
+    for at in (0.5, 0.75, 1.25):  # pauses of 500, 250 and 500 ms
+        stream.feed(b"data: a\n\n", at)
+    stream.end("client_left", 4.25)
+    record = stream.record()
+    assert (record["idle_bound_ms"], record["stalled_ms"]) == (1500, 3000)
+
+
+@pytest.mark.parametrize(
+    ("body", "resumed"),
+    [
+        (b"id: 41\ndata: a\n\nid: 42\ndata: b\n\n", "40"),  # went on after it
+        (b"id: 1\ndata: a\n\nid: 40\ndata: b\n\n", None),  # started over: sent it again
+        (b"data: a\n\n", None),  # no id: nothing says where it began
+    ],
+)
+def test_a_stream_resumed_after_the_id_asked_when_it_never_sent_that_id(
+    body: bytes, resumed: str | None
+) -> None:
+    stream = RelayedStream("sse", 0.0, 0.0, asked="40")
+    stream.feed(body, 0.1)
+    stream.end("complete", 0.2)
+    assert (stream.record()["asked_from"], stream.record()["resumed_from"]) == ("40", resumed)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "body"),
+    [
+        ("sse", b'data: 1\n\nevent: error\ndata: {"error": {"code": "X"}}\n\n'),
+        ("ndjson", b'{"data": 1}\n{"event": "error", "data": {"error": {"code": "X"}}}\n'),
+    ],
+)
+def test_the_data_of_a_last_event_named_error_is_kept(fmt: str, body: bytes) -> None:
+    stream = fed(body, fmt, 5, collect=0)
+    assert stream.error_data is not None
+    assert json.loads(stream.error_data) == {"error": {"code": "X"}}
+    stream.feed(b"data: 2\n\n" if fmt == "sse" else b'{"data": 2}\n', 1.0)
+    assert stream.error_data is None  # the stream went on: it did not end in the error
 
 
 @pytest.mark.parametrize(

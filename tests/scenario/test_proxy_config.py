@@ -67,6 +67,29 @@ def test_a_proxy_mapping_reads_verify_a_ca_file_timeout_and_after(tmp_path: Path
     )
 
 
+def test_a_proxy_mapping_reads_what_the_providers_streams_promise() -> None:
+    text = skill_yaml(
+        """\
+        - proxy: {url: http://p, streams: {resumable: true, idle_bound: 2s, expected: 5s}}
+          after: {error: EXECUTION_TIMEOUT}
+        """
+    )
+    [skill] = load_text(text).skills
+    assert skill.invoke is not None
+    proxy = skill.invoke.steps[0].proxy
+    assert proxy is not None
+    assert proxy.streams is not None
+    assert (proxy.streams.resumable, proxy.streams.idle_bound_ms) == (True, 2000)
+    assert proxy.streams.expected_ms == 5000
+    assert proxy.after is not None  # (after: kept beside it)
+    [plain] = load_text(skill_yaml("- proxy: {url: http://p, streams: {}}\n")).skills
+    assert plain.invoke is not None
+    declared = plain.invoke.steps[0].proxy
+    assert declared is not None
+    assert declared.streams is not None
+    assert (declared.streams.resumable, declared.streams.expected_ms) == (False, None)
+
+
 def test_a_skill_proxy_is_both_endpoints_default_and_a_written_endpoint_wins() -> None:
     text = "skills:\n  - id: s\n    proxy: http://p:1\n    invoke: {json: {scripted: 1}}\n"
     [skill] = load_text(text).skills
@@ -153,6 +176,33 @@ def test_a_route_and_a_scenario_proxy() -> None:
             "only delay, times and after beside proxy",
             "text as well",
             "relayed",
+        ),
+        (
+            "- proxy: {url: 'http://p', streams: {resumable: yes please}}\n",
+            "skills[0].invoke[0].proxy.streams.resumable",
+            4,
+            55,
+            "true or false",
+            "'yes please'",
+            "",
+        ),
+        (
+            "- proxy: {url: 'http://p', streams: {expected: 5}}\n",
+            "skills[0].invoke[0].proxy.streams.expected",
+            4,
+            54,
+            "a duration with its unit",
+            "5",
+            "write the unit: 5ms or 5s",
+        ),
+        (
+            "- proxy: {url: 'http://p', streams: {cadence: 1s}}\n",
+            "skills[0].invoke[0].proxy.streams.cadence",
+            4,
+            44,
+            "a known key",
+            "unknown key 'cadence'",
+            "allowed here: resumable, idle_bound, expected",
         ),
         (
             "- proxy: http://p\n  after: {json: 1}\n",
