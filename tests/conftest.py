@@ -177,7 +177,9 @@ FIRST = (
     # Then the slowest files, slowest first (--dist loadfile hands a worker one file at a
     # time, in this order): the last to start are short ones, so that the workers finish
     # together instead of one running a long file alone at the end.
+    "test_typescript_package.py",
     "test_pytest_plugin.py",
+    "test_stream_consumers.py",
     "test_packaging.py",
     "test_docs.py",
     "test_security.py",
