@@ -16,11 +16,7 @@ from typing import Any
 
 import click
 
-from ..protocol import jsonstyle
 from ..protocol.validator import validate, validation_error
-from ..recording.failure_packs import generate as generate_pack
-from ..scenario.loader import load_text
-from ..scenario.problems import ScenarioError
 from .options import UNREADABLE
 from .sources import Unreadable, fetch, read_source
 
@@ -44,6 +40,12 @@ def generate(source: str, out: Path | None) -> None:
     written), 2 a mistyped command line, 3 could not read (no such file, connection
     refused, an HTTP error, not JSON).
     """
+    # On first use: the other commands (serve's start above all) do not pay for them.
+    from ..protocol import jsonstyle
+    from ..recording.failure_packs import generate as generate_pack
+    from ..scenario.loader import load_text
+    from ..scenario.problems import ScenarioError
+
     descriptors = _descriptors(source)
     invalid = [(where, validate(d)) for where, d in descriptors]
     invalid = [(where, violations) for where, violations in invalid if violations]

@@ -11,7 +11,6 @@ Werkzeug, imported when the first such request comes.
 
 from __future__ import annotations
 
-import difflib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +89,8 @@ def unknown_case(
     owner = f"skill {target.skill_id!r}" if target.skill_id is not None else "this route"
     shown = name[:MAX_SESSION_NAME]
     if valid:
+        import difflib  # on the first miss: a start-up imports no suggestion machinery
+
         close = difflib.get_close_matches(shown, valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         message = (
