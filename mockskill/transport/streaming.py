@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Protocol
 
 from ..engine.plan import (
@@ -92,6 +91,9 @@ class Downstream(Protocol):
     def fault(self, fault: Fault, answer: Answer, seed: int) -> None:
         """Do *fault* to the connection, which it ends."""
 
+    def streamed(self, streaming: Streaming) -> None:
+        """*streaming* is over (reported already): what the connection does after it."""
+
 
 def stream_head(answer: Answer, *, chunked: bool, close: bool) -> bytes:
     """The status line and headers of a stream: the answer's, and the transport's framing
@@ -108,7 +110,8 @@ def stream_head(answer: Answer, *, chunked: bool, close: bool) -> bytes:
 class Streaming:
     """One stream, played on the server's timers (see the module's docstring).
 
-    *then* is called once it is over, with this object; :attr:`close` then says whether
+    Once it is over, the connection is told (:meth:`Downstream.streamed`, with this
+    object: no callback made per stream for it to hold); :attr:`close` then says whether
     the connection is to close (FIN, after what was written): an HTTP/1.0 client's, one
     that asked to, and every ending but ``complete`` and ``reset`` (which cut it).
     """
@@ -129,7 +132,6 @@ class Streaming:
         "_play",
         "_run",
         "_stalling",
-        "_then",
         "_tick",
         "_timers",
         "close",
@@ -150,10 +152,9 @@ class Streaming:
         close: bool,
         started: float,
         waited_ms: float,
-        then: Callable[[Streaming], None],
     ) -> None:
         assert plan.stream is not None
-        self._down, self._timers, self._loop, self._then = down, timers, loop, then
+        self._down, self._timers, self._loop = down, timers, loop
         self.item, self.plan, self.started, self.waited_ms = item, plan, started, waited_ms
         self._play: StreamPlay = plan.stream
         self._run = 0
@@ -222,7 +223,7 @@ class Streaming:
         left_at = None if stopped else (self._down.left_at or now)
         self._finish(ended, now, client_left_at=left_at, stopped=stopped)
         self._down.abort()
-        self._then(self)
+        self._down.streamed(self)
 
     # -- playing ---------------------------------------------------------------------
 
@@ -320,7 +321,7 @@ class Streaming:
         if self._head_only:
             self._finish("complete", time.time())
             transport.write(data)
-            self._then(self)
+            self._down.streamed(self)
             return
         body = self._framed(data)
         if ending == "stall":
@@ -343,13 +344,13 @@ class Streaming:
             if body:
                 transport.write(body)
             self._down.fault(RESET, self.plan.answer, 0)
-        self._then(self)  # the connection closes, is cut, or serves the next request
+        self._down.streamed(self)  # the connection closes, is cut, or serves the next request
 
     def _stall_over(self) -> None:
         """The stall's time is over: the connection closed, the body never finished."""
         self._finish("stall", time.time())
         self.close = True
-        self._then(self)
+        self._down.streamed(self)
 
     def _finish(
         self,
