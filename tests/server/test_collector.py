@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from mockskill import Server
 from mockskill.cli import cli
+from mockskill.control.clashes import Conflict
 from mockskill.server.collector import FrozenSet
 
 
@@ -71,7 +72,7 @@ def test_a_set_that_fails_to_load_changes_nothing_and_freezes_nothing_again(
     frozen: FrozenSet,
 ) -> None:
     frozen.start()
-    with pytest.raises(Exception, match="first"):
+    with pytest.raises(Conflict, match="first"):
         frozen.registry.load("name: first\nskills: [{id: again}]\n")
     assert frozen.settled == 1
 
