@@ -244,7 +244,10 @@ def test_the_cli_refuses_a_non_loopback_host_without_a_token() -> None:
 
 
 def test_the_cli_warns_about_insecure_admin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Server, "serve_forever", Server.stop)  # bound: stop at once
+    def serve_forever(self: Server, *, freeze: bool = False) -> None:
+        self.stop()  # at once
+
+    monkeypatch.setattr(Server, "serve_forever", serve_forever)
     result = CliRunner().invoke(
         cli, ["serve", "--host", "0.0.0.0", "--port", "0", "--insecure-admin"], env={}
     )
@@ -256,7 +259,7 @@ def test_the_cli_warns_about_insecure_admin(monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_cli_reads_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
 
-    def serve_forever(self: Server) -> None:
+    def serve_forever(self: Server, *, freeze: bool = False) -> None:
         seen.append(self.admin_required)
         self.stop()
 

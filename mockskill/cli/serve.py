@@ -466,7 +466,8 @@ def serve(
         report_ready(ready_fd)
         stop_with_parent(parent_fd)
 
-    # SIGTERM and Ctrl-C drain (the transport's signal handlers); a second one cuts.
-    server.serve_forever()
+    # SIGTERM and Ctrl-C drain (the transport's signal handlers); a second one cuts. The
+    # process only serves: its scenario set is frozen out of the collector's passes.
+    server.serve_forever(freeze=True)
     if worker_index is None:
         click.echo("mockskill stopped.", err=True)

@@ -116,6 +116,11 @@ class Registry:
         """The paths of a reload the shared set could not be reached for."""
         self._added = itertools.count(1)  # names the text :meth:`load` is given: <added N>
         self._watcher: Watcher | None = None
+        self.on_swap: Callable[[], None] | None = None
+        """Called after each set is served in place of the one before (a load, a removal, an
+        activation, a reload, another replica's version), on the thread that changed it:
+        ``mockskill serve`` freezes the new set out of the collector's view
+        (:mod:`mockskill.server.collector`)."""
 
     # -- reading --------------------------------------------------------------
 
@@ -533,3 +538,5 @@ class Registry:
         # request matched on the old table take position 0 of the new sequences.
         self.engine.load(served, restart=sequence_keys(restart), activate=activate)
         self._loaded = loaded
+        if self.on_swap is not None:
+            self.on_swap()

@@ -154,13 +154,69 @@ STREAM_ENDINGS = ("complete", "reset", "close", "stall", "broken_chunking")
 body's last chunk; keep-alive as usual), or the fault the scenario scripted."""
 
 
+RUN_BYTES = 64 * 1024
+"""Bytes of pieces due together one run holds at most (but for one larger piece): the
+transport writes a run at once and looks at flow control between runs, so a stream of a
+hundred thousand events due at once is not one write."""
+
+
+class StreamRuns(NamedTuple):
+    """A play's pieces as runs (:func:`stream_runs`): run *r* is a piece with a delay and
+    the pieces with none after it, which are due together, up to :data:`RUN_BYTES`.
+    Tuples of numbers, strings and bytes, which the cyclic collector stops tracking: a
+    play kept for every request of its step costs it nothing to walk."""
+
+    ends: tuple[int, ...]
+    """Run *r* is the pieces ``ends[r - 1]`` (0 for the first) to ``ends[r]``."""
+    events: tuple[int, ...]
+    """Events sent once run *r* is: the journal's count."""
+    last_ids: tuple[str | None, ...]
+    """The last id sent once run *r* is (None: none yet)."""
+    data: tuple[bytes, ...]
+    """The bytes of run *r*, its pieces' joined (a run of one piece: that piece's bytes,
+    not a copy)."""
+    copied: int
+    """Bytes joined into runs of several pieces: what the runs keep beyond the pieces."""
+
+
+def stream_runs(pieces: tuple[StreamPiece, ...]) -> StreamRuns:
+    """*pieces* as the runs they are due in (:class:`StreamRuns`)."""
+    ends: list[int] = []
+    counted: list[int] = []
+    last_ids: list[str | None] = []
+    data: list[bytes] = []
+    events, last_id, size, start, copied = 0, None, 0, 0, 0
+    for n in range(len(pieces) + 1):
+        piece = pieces[n] if n < len(pieces) else None
+        if n and (piece is None or piece.delay_ms > 0 or size >= RUN_BYTES):
+            ends.append(n)
+            counted.append(events)
+            last_ids.append(last_id)
+            if n == start + 1:
+                data.append(pieces[start].data)
+            else:
+                data.append(b"".join([p.data for p in pieces[start:n]]))
+                copied += size
+            size, start = 0, n
+        if piece is not None:
+            size += len(piece.data)
+            if piece.counts:
+                events += 1
+                if piece.event_id is not None:
+                    last_id = piece.event_id
+    return StreamRuns(tuple(ends), tuple(counted), tuple(last_ids), tuple(data), copied)
+
+
 @dataclass(frozen=True)
 class StreamPlay:
     """An answer that is a stream of events (a step's ``stream:``): the plan's
     :attr:`Plan.answer` gives the status and headers (sent at once, the body chunked, or
     closed-delimited for an HTTP/1.0 client), then each piece after its delay, a heartbeat
     while a delay lasts longer than :attr:`heartbeat_ms`, then :attr:`ending`. The engine
-    frames every byte (a malformed event is a piece); the transport only times and ends."""
+    frames every byte (a malformed event is a piece); the transport only times and ends.
+
+    Its :attr:`runs` are found as it is made: a play is made once per step, address and
+    format and kept (:class:`~.streams.KeptStreams`), so every request of it shares them."""
 
     pieces: tuple[StreamPiece, ...]
     ending: str = "complete"
@@ -170,6 +226,11 @@ class StreamPlay:
     heartbeat: bytes = b""
     stall_ms: float | None = None
     """``stall``: how long before the connection is closed (None: the server's bound)."""
+    runs: StreamRuns = field(init=False, repr=False, compare=False)
+    """:attr:`pieces` as the runs they are due in (:func:`stream_runs`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "runs", stream_runs(self.pieces))
 
 
 class Stale(enum.StrEnum):

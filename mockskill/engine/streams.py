@@ -170,7 +170,7 @@ class FramedStream:
     start: StreamAttempt
     """The attempt from the start (a request without ``Last-Event-ID``): made once."""
     size: int
-    """The bytes of its pieces: what keeping it costs."""
+    """The bytes of its pieces and of its play's runs: what keeping it costs."""
     whole: tuple[StreamPiece, ...] = ()
     """Every piece of the stream through its end, no ending fault cutting it: what a
     resumed attempt is sliced from (empty unless the stream is resumable)."""
@@ -382,12 +382,13 @@ def framed(stream: Stream, fmt: str, context: Context, urls: Urls) -> FramedStre
     )
     if not stream.resumable:  # only the attempt from the start is kept
         size = framer.size if cut is None else sum(len(piece.data) for piece in pieces)
+        size += play.runs.copied  # (a burst's bytes, joined once more into its runs)
         return FramedStream(fmt, head, start, size, judged=judged)
     after_id: dict[str, int] = {}
     for i, piece in enumerate(whole):
         if piece.counts and piece.event_id and piece.event_id not in after_id:
             after_id[piece.event_id] = i + 1
-    size = framer.size + INDEX_ENTRY_BYTES * len(after_id)
+    size = framer.size + INDEX_ENTRY_BYTES * len(after_id) + play.runs.copied
     return FramedStream(
         fmt, head, start, size, whole, preamble, after_id, cut, framer.malformed_at, judged
     )

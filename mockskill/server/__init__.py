@@ -15,6 +15,8 @@ A face: the command line, the pytest plugin and user code run it. Modules:
   and where it shares its scenario set;
 - ``listening`` — binding a port, and :class:`ServerError` with its hints;
 - ``access_log`` — one line a request, with secrets masked;
+- ``collector`` — :class:`~.collector.FrozenSet`: the served scenario set kept out of
+  the cyclic collector's view in a process that only serves (``mockskill serve``);
 - ``remote`` — :class:`RemoteServer`: the same control of a server running elsewhere.
 
 It may import the WSGI face and every stage below.

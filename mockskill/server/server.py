@@ -52,6 +52,7 @@ from ..transport.ports import RefusedPort
 from ..transport.task_watches import TaskWatches
 from ..transport.tls_faults import Failed
 from .access_log import access_log, log_request, log_to_stderr, masked
+from .collector import FrozenSet
 from .dispatch import LoopDispatcher
 from .expectations import Expectations, Expecting
 from .https import ServerTLS, journal_handshake
@@ -645,17 +646,25 @@ class Server(Expecting):
             self._transport.companions.append(plain)
         self.registry.start_sharing()
 
-    def serve_forever(self) -> None:
+    def serve_forever(self, *, freeze: bool = False) -> None:
         """Serve on this thread until SIGTERM / Ctrl-C or :meth:`shutdown`, then drain.
 
         The first signal stops accepting and lets requests in flight finish
-        for up to :attr:`grace` seconds; a second one stops at once.
+        for up to :attr:`grace` seconds; a second one stops at once. *freeze*: the
+        process does nothing but serve (``mockskill serve``): the scenario set served is
+        kept out of the cyclic collector's view, again after each change to it
+        (:mod:`.collector`).
         """
         self.bind()
         assert self._transport is not None
+        frozen = FrozenSet(self.registry) if freeze else None
         try:
+            if frozen is not None:
+                frozen.start()
             transport.run(self._transport, grace=self.grace)
         finally:
+            if frozen is not None:
+                frozen.stop()
             self.stop_watching()
             self._closed()
 

@@ -43,8 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from functools import partial
+from collections.abc import Awaitable
 from typing import cast
 
 from ..engine.plan import Answer, Fault, Outcome, Plan, Stale
@@ -81,6 +80,7 @@ class Connection(asyncio.Protocol):
         "_reading_paused",
         "_shared",
         "_stale",
+        "_stream_done",
         "_streaming",
         "_task",
         "_unsent",
@@ -125,6 +125,9 @@ class Connection(asyncio.Protocol):
         self._drop_next = False
         self._streaming: Streaming | None = None
         """The stream being played (None: none): told when the client reads again."""
+        self._stream_done: asyncio.Future[None] | None = None
+        """Resolved when the stream is over, for the task that plays its plan (None: timers
+        play it, and the next exchange follows)."""
 
     @property
     def deadline(self) -> float:
@@ -536,7 +539,6 @@ class Connection(asyncio.Protocol):
     ) -> None:
         """Play *plan*'s stream (:mod:`.streaming`); when it is over, what the connection
         does after it, then the next exchange (or *done* is resolved: a task plays it)."""
-        over = self._exchange_over if done is None else partial(resolve, done, None)
         streaming = Streaming(
             self,
             self._shared.timers,
@@ -546,17 +548,19 @@ class Connection(asyncio.Protocol):
             self.closes(plan, close),
             started,
             waited,
-            partial(self._streamed, over),
         )
         self._streaming = streaming
+        self._stream_done = done
         self._waiting.timed = streaming
         streaming.start()
         watches = self._shared.watches
         if plan.watch is not None and watches is not None:  # a watched task's: followed
             watches.follow(streaming, plan.watch)
 
-    def _streamed(self, over: Callable[[], object], streaming: Streaming) -> None:
-        """*streaming* is over: what the connection does after it, then *over*."""
+    def streamed(self, streaming: Streaming) -> None:
+        """*streaming* is over: what the connection does after it, then the next exchange
+        (or the task playing it is told)."""
+        done, self._stream_done = self._stream_done, None
         self._streaming = None
         self._waiting.timed = None
         watches = self._shared.watches
@@ -564,7 +568,10 @@ class Connection(asyncio.Protocol):
             watches.unfollow(streaming)
         if not self.closed:
             self.after(streaming.plan, streaming.close)
-        over()
+        if done is None:
+            self._exchange_over()
+        else:
+            resolve(done, None)
 
     def _exchange_over(self) -> None:
         """The exchange played by timers or a task is over: the next one, or a quiet close."""

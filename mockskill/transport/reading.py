@@ -491,6 +491,7 @@ class RequestReader:
         request._headers = None
         body = self._body
         request.body = b"" if body is None else body[0] if len(body) == 1 else b"".join(body)
+        self._body = None  # (not kept, for the collector to walk, while the answer plays)
         request.peer, request.local, request.time = self.peer, self.local, time.time()
         request.connection, request.index = self.serial, self._index
         # HTTP/1.0 (keep-alive is not offered to it) or Connection: close: the last.

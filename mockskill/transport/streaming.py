@@ -11,11 +11,12 @@ plan's waits are over. It decides nothing: the engine framed every byte
   (so the pace does not drift with the loop's lateness), on the server's
   :class:`~.timers.Timers`: no task and no loop timer of its own, so that thousands of
   held streams are thousands of small objects. Pieces due together go in one write:
-  the play's runs (:class:`Runs`: a piece with a delay and the pieces without one after
-  it) are found and their bytes joined once per play, not once per stream, so a hundred
-  thousand events due at once are a few dozen writes of bytes made beforehand, not a
-  hundred thousand steps of Python (bench/streams.py: one stream, events as fast as the
-  client reads, beside a bare asyncio server).
+  the play's runs (:attr:`~mockskill.engine.plan.StreamPlay.runs`: a piece with a delay
+  and the pieces without one after it) were found and their bytes joined as the play was
+  made, once per step and address, not once per stream, so a hundred thousand events due
+  at once are a few dozen writes of bytes made beforehand, not a hundred thousand steps
+  of Python (bench/streams.py: one stream, events as fast as the client reads, beside a
+  bare asyncio server).
 - While a pause lasts longer than the stream's heartbeat, a heartbeat goes every
   heartbeat (not during a stall: its bytes stop).
 - Then the ending: ``complete`` (the last chunk; keep-alive as usual), ``close`` (the
@@ -38,20 +39,17 @@ as the outcome's :class:`~mockskill.engine.plan.Streamed`, before its last bytes
 from __future__ import annotations
 
 import asyncio
-import operator
 import time
-import weakref
-from collections.abc import Callable
 from typing import Protocol
 
 from ..engine.plan import (
     FRAMING_HEADERS,
+    RUN_BYTES,
     Answer,
     Fault,
     Outcome,
     Plan,
     Streamed,
-    StreamPiece,
     StreamPlay,
 )
 from .handler import Refusal, Request
@@ -63,9 +61,9 @@ GAVE_UP = "gave_up"
 MAX_STALL = 300.0
 """Seconds a ``stall`` without ``for:`` holds the connection open at most, when the
 client does not leave first (docs/streams.md)."""
-BATCH_BYTES = 64 * 1024
-"""Bytes of pieces due together written at once at most, before flow control is looked
-at again: a stream of a hundred thousand events due at once is not one write."""
+BATCH_BYTES = RUN_BYTES
+"""Bytes of pieces due together written at once at most (whole runs), before flow control
+is looked at again: a stream of a hundred thousand events due at once is not one write."""
 RESET = Fault("CONNECTION_RESET_BY_PEER")
 """The transport fault a ``reset`` ending does (:mod:`.faults`)."""
 LAST_CHUNK = b"0\r\n\r\n"
@@ -78,70 +76,6 @@ WRITTEN_AT_END = frozenset({"complete", "close", "broken_chunking", "reset"})
 """Endings whose last bytes go as they are reported: the stream had not stopped."""
 _EARLY = 0.0005
 """Seconds before its due time a piece is taken as due (the timers round to the ms)."""
-_DATA = operator.attrgetter("data")
-
-
-class Runs:
-    """A play's pieces as runs: a piece and the pieces after it with no delay, which are
-    due together (at most :data:`BATCH_BYTES` a run, but for one larger piece). Found
-    once per play: see :func:`runs_of`. A run of one piece holds that piece's bytes, not
-    a copy; a longer run's copy is what a burst costs in memory, once per play."""
-
-    __slots__ = ("data", "ends", "events", "last_ids")
-
-    def __init__(self, play: StreamPlay) -> None:
-        self.ends: list[int] = []
-        """Run *r* is the pieces ``ends[r - 1]`` (0 for the first) to ``ends[r]``."""
-        self.events: list[int] = []
-        """Events sent once run *r* is: the journal's count."""
-        self.last_ids: list[str | None] = []
-        """The last id sent once run *r* is (None: none yet)."""
-        self.data: list[bytes] = []
-        """The bytes of run *r*, its pieces' joined."""
-        pieces = play.pieces
-        events, last_id, size, start = 0, None, 0, 0
-        for n, piece in enumerate(pieces):
-            if n and (piece.delay_ms > 0 or size >= BATCH_BYTES):
-                self._close(pieces, start, n, events, last_id)
-                size, start = 0, n
-            size += len(piece.data)
-            if piece.counts:
-                events += 1
-                if piece.event_id is not None:
-                    last_id = piece.event_id
-        if pieces:
-            self._close(pieces, start, len(pieces), events, last_id)
-
-    def _close(
-        self,
-        pieces: tuple[StreamPiece, ...],
-        start: int,
-        end: int,
-        events: int,
-        last_id: str | None,
-    ) -> None:
-        self.ends.append(end)
-        self.events.append(events)
-        self.last_ids.append(last_id)
-        one = end == start + 1
-        self.data.append(pieces[start].data if one else b"".join(map(_DATA, pieces[start:end])))
-
-
-_RUNS: dict[int, tuple[weakref.ref[StreamPlay], Runs]] = {}
-"""Each play's runs, by the play's identity, for as long as the play lives (the engine
-keeps a step's play for every request of it: :class:`~mockskill.engine.streams.KeptStreams`);
-an entry goes when its play does."""
-
-
-def runs_of(play: StreamPlay) -> Runs:
-    """*play*'s runs: found the first time it is played, then kept while it lives."""
-    key = id(play)
-    found = _RUNS.get(key)
-    if found is not None and found[0]() is play:
-        return found[1]
-    runs = Runs(play)
-    _RUNS[key] = (weakref.ref(play, lambda _: _RUNS.pop(key, None)), runs)
-    return runs
 
 
 class Downstream(Protocol):
@@ -162,6 +96,9 @@ class Downstream(Protocol):
     def fault(self, fault: Fault, answer: Answer, seed: int) -> None:
         """Do *fault* to the connection, which it ends."""
 
+    def streamed(self, streaming: Streaming) -> None:
+        """*streaming* is over (reported already): what the connection does after it."""
+
 
 def stream_head(answer: Answer, *, chunked: bool, close: bool) -> bytes:
     """The status line and headers of a stream: the answer's, and the transport's framing
@@ -178,7 +115,8 @@ def stream_head(answer: Answer, *, chunked: bool, close: bool) -> bytes:
 class Streaming:
     """One stream, played on the server's timers (see the module's docstring).
 
-    *then* is called once it is over, with this object; :attr:`close` then says whether
+    Once it is over, the connection is told (:meth:`Downstream.streamed`, with this
+    object: no callback made per stream for it to hold); :attr:`close` then says whether
     the connection is to close (FIN, after what was written): an HTTP/1.0 client's, one
     that asked to, and every ending but ``complete`` and ``reset`` (which cut it).
     """
@@ -200,9 +138,7 @@ class Streaming:
         "_next",
         "_play",
         "_run",
-        "_runs",
         "_stalling",
-        "_then",
         "_tick",
         "_timers",
         "close",
@@ -223,15 +159,14 @@ class Streaming:
         close: bool,
         started: float,
         waited_ms: float,
-        then: Callable[[Streaming], None],
     ) -> None:
         assert plan.stream is not None
-        self._down, self._timers, self._loop, self._then = down, timers, loop, then
+        self._down, self._timers, self._loop = down, timers, loop
         self.item, self.plan, self.started, self.waited_ms = item, plan, started, waited_ms
         self._play: StreamPlay = plan.stream
-        self._runs = runs_of(plan.stream)
         self._run = 0
-        """The next run to send (:class:`Runs`); :attr:`_next` is its first piece."""
+        """The next run to send (the play's :attr:`~StreamPlay.runs`); :attr:`_next` is its
+        first piece."""
         self._chunked = item.version != "1.0"
         self.close = close or not self._chunked  # HTTP/1.0: the close ends the body
         self._head_only = item.method == "HEAD" or not plan.answer.has_body
@@ -304,7 +239,7 @@ class Streaming:
         left_at = None if stopped else (self._down.left_at or now)
         self._finish(ended, now, client_left_at=left_at, stopped=stopped)
         self._down.abort()
-        self._then(self)
+        self._down.streamed(self)
 
     def follow(self, play: StreamPlay) -> None:
         """Play *play* from now in place of what is left of this one (its delays counted
@@ -333,7 +268,7 @@ class Streaming:
         """Write what is due by now, in batches while the client reads; then wait for the
         next piece (or heartbeat), or end."""
         down, pieces, loop = self._down, self._play.pieces, self._loop
-        runs = self._runs
+        runs = self._play.runs
         ends, count, run_data = runs.ends, len(runs.ends), runs.data
         transport = down.transport
         assert transport is not None
@@ -416,7 +351,7 @@ class Streaming:
         if self._head_only:
             self._finish("complete", time.time())
             transport.write(data)
-            self._then(self)
+            self._down.streamed(self)
             return
         body = self._framed(data)
         if ending == OPEN:  # more may come (follow): held open, a heartbeat every heartbeat
@@ -449,13 +384,13 @@ class Streaming:
             if body:
                 transport.write(body)
             self._down.fault(RESET, self.plan.answer, 0)
-        self._then(self)  # the connection closes, is cut, or serves the next request
+        self._down.streamed(self)  # the connection closes, is cut, or serves the next request
 
     def _stall_over(self) -> None:
         """The stall's time is over: the connection closed, the body never finished."""
         self._finish("stall", time.time())
         self.close = True
-        self._then(self)
+        self._down.streamed(self)
 
     def _finish(
         self,

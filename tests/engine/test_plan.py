@@ -6,7 +6,18 @@ import dataclasses
 
 import pytest
 
-from mockskill.engine.plan import Answer, Cut, Dribble, Fault, KeepAlive, Plan, Wait
+from mockskill.engine.plan import (
+    RUN_BYTES,
+    Answer,
+    Cut,
+    Dribble,
+    Fault,
+    KeepAlive,
+    Plan,
+    StreamPiece,
+    StreamPlay,
+    Wait,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +86,40 @@ def test_a_dribble_cuts_the_body_into_at_most_its_chunks(
     size: int, chunks: int, pieces: list[int]
 ) -> None:
     assert [len(p) for p in Dribble(chunks, 100).pieces(b"x" * size)] == pieces
+
+
+def event(n: int, delay_ms: float = 0) -> StreamPiece:
+    return StreamPiece(delay_ms, b"id: %d\ndata: %d\n\n" % (n, n), str(n))
+
+
+def test_a_stream_s_run_is_a_piece_with_a_delay_and_the_undelayed_pieces_after_it() -> None:
+    retry = StreamPiece(0, b"retry: 1000\n\n", counts=False)
+    no_id = StreamPiece(0, b"data: x\n\n")
+    play = StreamPlay((retry, event(1), event(2), event(3, 10), no_id, event(4, 5)))
+    runs = play.runs
+    assert runs.ends == (3, 5, 6)
+    assert runs.events == (2, 4, 5)  # the retry field is no event; the id-less one is
+    assert runs.last_ids == ("2", "3", "4")  # an event without an id keeps the last one
+    assert runs.data[0] == b"".join(p.data for p in play.pieces[:3])
+    assert runs.data[2] is play.pieces[5].data  # a run of one piece: its bytes, no copy
+    assert runs.copied == len(runs.data[0]) + len(runs.data[1])
+
+
+def test_a_stream_s_run_ends_at_the_run_size_so_flow_control_is_looked_at_between() -> None:
+    big = StreamPiece(0, b"data: %s\n\n" % (b"x" * 1000))
+    runs = StreamPlay((big,) * 200).runs
+    assert len(runs.ends) > 1
+    assert all(len(data) <= RUN_BYTES + len(big.data) for data in runs.data)
+    assert b"".join(runs.data) == big.data * 200
+    assert runs.ends[-1] == 200
+    assert runs.events[-1] == 200
+
+
+def test_a_play_s_runs_are_its_own_pieces_also_when_it_is_made_from_another() -> None:
+    play = StreamPlay((event(1), event(2), event(3), event(4, 10)))
+    resumed = dataclasses.replace(play, pieces=play.pieces[2:])  # (a resumed attempt's)
+    assert resumed.runs.ends == (1, 2)
+    assert resumed.runs.events == (1, 2)
+    assert resumed.runs.last_ids == ("3", "4")
+    assert resumed == StreamPlay(play.pieces[2:])  # the runs follow from the pieces
+    assert StreamPlay(()).runs.ends == ()  # no piece: no run (the ending at once)

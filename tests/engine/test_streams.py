@@ -309,6 +309,15 @@ def test_a_stream_is_framed_once_per_step_address_and_format() -> None:
     assert kept.framed(made, None, CONTEXT, URLS) is not first
 
 
+def test_what_keeping_a_stream_costs_counts_its_burst_joined_into_runs() -> None:
+    paced = framed(stream(events=tokens(5)), "sse", CONTEXT, URLS)
+    pieces = sum(len(p.data) for p in paced.play.pieces)
+    assert paced.size == pieces  # every run one piece: its bytes, no copy
+    burst = framed(stream(events=tokens(5, delay_ms=0)), "sse", CONTEXT, URLS)
+    pieces = sum(len(p.data) for p in burst.play.pieces)
+    assert burst.size == 2 * pieces  # the pieces, and the one run they are due in
+
+
 def test_the_record_says_what_was_sent_how_it_ended_and_for_how_long() -> None:
     made = framed(stream(fault=StreamFault("reset", 2)), "ndjson", CONTEXT, URLS)
     outcome = Outcome(None, 100.0, headers_at=100.5)

@@ -1,21 +1,19 @@
-"""Pieces due together, found once per play (mockskill/transport/streaming.py's runs): a
-piece with a delay and the pieces with none after it go as one write, counted and
-journalled as the pieces they are; a burst of a hundred thousand events is a few joins.
+"""Pieces due together go as their runs (found as the play is made:
+tests/engine/test_plan.py): a piece with a delay and the pieces with none after it go as
+one write (mockskill/transport/streaming.py), counted and journalled as the pieces they
+are; a burst of a hundred thousand events is a few writes.
 
 Plans are made by hand, the client is a raw socket (the bytes as sent), on both loops.
 """
 
 from __future__ import annotations
 
-import gc
 import socket
 
 import pytest
 from transport_helpers import LOOPS, Recorder, serving
 
 from mockskill.engine.plan import Answer, Plan, StreamPiece, StreamPlay
-from mockskill.transport import streaming
-from mockskill.transport.streaming import BATCH_BYTES, Runs, runs_of
 
 SSE = (("Content-Type", "text/event-stream; charset=utf-8"),)
 
@@ -27,40 +25,6 @@ def loop(request: pytest.FixtureRequest) -> str:
 
 def event(n: int, delay_ms: float = 0) -> StreamPiece:
     return StreamPiece(delay_ms, b"id: %d\ndata: %d\n\n" % (n, n), str(n))
-
-
-def test_a_run_is_a_piece_with_a_delay_and_the_undelayed_pieces_after_it() -> None:
-    retry = StreamPiece(0, b"retry: 1000\n\n", counts=False)
-    no_id = StreamPiece(0, b"data: x\n\n")
-    play = StreamPlay((retry, event(1), event(2), event(3, 10), no_id, event(4, 5)))
-    runs = Runs(play)
-    assert runs.ends == [3, 5, 6]
-    assert runs.events == [2, 4, 5]  # the retry field is no event; the id-less one is
-    assert runs.last_ids == ["2", "3", "4"]  # an event without an id keeps the last one
-    assert runs.data[0] == b"".join(p.data for p in play.pieces[:3])
-    assert runs.data[2] is play.pieces[5].data  # a run of one piece: its bytes, no copy
-
-
-def test_a_run_ends_at_the_batch_size_so_flow_control_is_looked_at_between() -> None:
-    big = StreamPiece(0, b"data: %s\n\n" % (b"x" * 1000))
-    runs = Runs(StreamPlay((big,) * 200))
-    assert len(runs.ends) > 1
-    assert all(len(data) <= BATCH_BYTES + len(big.data) for data in runs.data)
-    assert b"".join(runs.data) == big.data * 200
-    assert runs.ends[-1] == 200
-    assert runs.events[-1] == 200
-
-
-def test_runs_are_found_once_per_play_and_forgotten_with_it() -> None:
-    play = StreamPlay(tuple(event(n) for n in range(1, 4)))
-    assert runs_of(play) is runs_of(play)
-    twin = StreamPlay(play.pieces)  # equal, but another play: its own runs
-    assert runs_of(twin) is not runs_of(play)
-    key = id(twin)
-    assert key in streaming._RUNS
-    del twin
-    gc.collect()
-    assert key not in streaming._RUNS  # (the play's runs do not outlive it)
 
 
 def read_to_last_chunk(port: int) -> bytes:
