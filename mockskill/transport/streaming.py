@@ -249,7 +249,7 @@ class Streaming:
             return
         self._cancel()
         self._counted, self._named = self._events, self._last_id
-        self._play, self._runs = play, runs_of(play)
+        self._play = play
         self._run = self._next = 0
         self._due = self._loop.time()
         if not self._blocked:
