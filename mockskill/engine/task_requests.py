@@ -67,10 +67,10 @@ def decide(
     read = None
     if tasked is not None:  # kept for the next poll (see _read): most polls find it here
         read = table.task_reads.get((tasked.skill, task_id))
-        if read is None:
-            read = _read(table, task_id, keyed, tasked.skill)
         if read is None and tasked.lives:  # a task a case submitted lives that case's life
             tasked, read = _read_lives(table, task_id, keyed, tasked)
+        elif read is None:
+            read = _read(table, task_id, keyed, tasked.skill)
     # An id never handed out is journalled in the session it names, if it names one: the
     # consumer that built it is graded in its own session (status-url-ignored).
     owner = read[0] if read is not None else task_ids.claimed_session(task_id) or session
@@ -210,12 +210,16 @@ def _read(
 def _read_lives(
     table: RoutingTable, task_id: str, keyed: KeyedDigest, tasked: TaskSkill
 ) -> tuple[TaskSkill, tuple[str, int] | None]:
-    """The life of its cases' (``task_life:``) *task_id* was submitted with, and what it
-    reads there; *tasked* and None when it is none of theirs."""
+    """The life *task_id* was submitted with, *tasked*'s own or one of its cases'
+    (``task_life:``), and what it reads there; *tasked* and None when it is none of
+    theirs. Kept reads first: a poll of a case's task computes no mac it has not."""
+    reads = table.task_reads
     for life in tasked.lives:
-        read = table.task_reads.get((life.skill, task_id)) or _read(
-            table, task_id, keyed, life.skill
-        )
+        read = reads.get((life.skill, task_id))
+        if read is not None:
+            return life, read
+    for life in (tasked, *tasked.lives):
+        read = _read(table, task_id, keyed, life.skill)
         if read is not None:
             return life, read
     return tasked, None
