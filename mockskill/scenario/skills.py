@@ -157,7 +157,7 @@ def read_skill(
             )
     if task is not None and invoke_read is not None and isinstance(raw.get("invoke"), dict):
         raw_cases, cases_path = raw["invoke"].get("cases"), (*path, "invoke", "cases")
-        lived = tasks.read_case_lives(r, raw_cases, cases_path, invoke_read[1], invoke_ctx)
+        lived = tasks.read_case_lives(r, raw_cases, cases_path, invoke_read[1], invoke_ctx, task)
         invoke_read = (invoke_read[0], lived)
     if describe_read is not None and invoke_read is not None:
         named_twice(

@@ -118,11 +118,17 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
 
 
 def read_case_lives(
-    r: Reader, raw_cases: Any, path: Path, cases: tuple[Case, ...], ctx: StepContext
+    r: Reader,
+    raw_cases: Any,
+    path: Path,
+    cases: tuple[Case, ...],
+    ctx: StepContext,
+    skills_task: Task,
 ) -> tuple[Case, ...]:
     """*cases* (a task skill's invoke's, read from *raw_cases* at *path*) with the life each
-    one's ``task_life:`` scripts (a task as :func:`read_task` reads the skill's, but its
-    callbacks: a receiver is the skill's to declare); problems recorded."""
+    one's ``task_life:`` scripts: a task as :func:`read_task` reads the skill's
+    (*skills_task*), whose ``callback:`` it takes when it gives none (a receiver the
+    consumer names is the same whichever life its task lives); problems recorded."""
     if not isinstance(raw_cases, list):
         return cases
     read = []
@@ -133,15 +139,6 @@ def read_case_lives(
             continue
         where = (*path, case.index, "task_life")
         value = raw["task_life"]
-        if isinstance(value, dict) and "callback" in value:
-            r.bad(
-                (*where, "callback"),
-                "a case's task life without callback: (the skill's task: declares it)",
-                "callback:",
-                "move callback: to the skill's task:",
-                at_key=True,
-            )
-            continue
         life = read_task(r, value, where, ctx)
         if value is None:
             r.bad(where, "a task: a mapping with life:", "null")
@@ -153,6 +150,8 @@ def read_case_lives(
                 "add the step {task: submit} to the case",
                 at_key=True,
             )
+        if life is not None and "callback" not in value:
+            life = dataclasses.replace(life, callback=skills_task.callback)
         read.append(dataclasses.replace(case, task=life))
     return tuple(read)
 

@@ -1652,6 +1652,28 @@ def test_a_cases_task_life_loads_beside_the_skills_life() -> None:
     assert case.task.where.line == 10
 
 
+def test_a_cases_life_pushes_to_the_skills_callback_unless_it_gives_its_own() -> None:
+    text = cased("{life: [{status: cancelled}]}").replace(
+        "    task:\n",
+        "    task:\n      callback: {url: {header: X-Cb}, secret: k, fault: twice}\n",
+        1,
+    )
+    skill = the_skill(text)
+    [case] = skill.invoke_cases
+    assert skill.task is not None
+    assert case.task is not None
+    assert case.task.callback == skill.task.callback
+    assert case.task.callback is not None
+    hook = "{url: {body: /cb}, secret: k, fault: never}"
+    own = the_skill(cased(f"{{life: [{{status: cancelled}}], callback: {hook}}}"))
+    [case] = own.invoke_cases
+    assert own.task is not None
+    assert own.task.callback is None
+    assert case.task is not None
+    assert case.task.callback is not None
+    assert case.task.callback.faults == ("never",)
+
+
 def test_a_case_without_task_life_submits_to_the_skills_life() -> None:
     text = "".join(line for line in cased("null").splitlines(True) if "task_life" not in line)
     [case] = the_skill(text).invoke_cases
@@ -1678,13 +1700,15 @@ LIFE_CASES = [
         "case 'c', whose steps have no task: submit",
     ),
     (
-        "a task_life with its own callback",
-        cased("{life: [{status: completed}], callback: {url: {header: X-Cb}}}"),
-        "skills[0].invoke.cases[0].task_life.callback",
+        "a bad callback in a case's life",
+        cased(
+            "{life: [{status: completed}], callback: {url: {header: X-Cb}, secret: k, fault: lost}}"
+        ),
+        "skills[0].invoke.cases[0].task_life.callback.fault",
         10,
-        "callback",
-        "a case's task life without callback:",
-        "callback:",
+        "lost",
+        "one of none",
+        "'lost' (a string)",
     ),
     (
         "a bad phase in a case's life",
