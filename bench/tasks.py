@@ -64,6 +64,23 @@ skills:
         - {status: submitted, for: 1h}
         - {status: working, for: 1h, progress: [10, 40, 80]}
         - {status: completed, json: {report: done}}
+  - id: cased
+    # report's life as a named case's own (task_life:): its tasks' polls find the life
+    # from the id, among the skill's and its cases'
+    task:
+      life: [{status: completed}]
+    invoke:
+      cases:
+        - name: own
+          when: {headers: {x-never: sent}}
+          task_life:
+            poll_after: 1s
+            life:
+              - {status: submitted, for: 1h}
+              - {status: working, for: 1h, progress: [10, 40, 80]}
+              - {status: completed, json: {report: done}}
+          steps: [{task: submit}]
+      steps: [{task: submit}]
   - id: quick
     task:
       poll_after: 1s
@@ -289,8 +306,10 @@ def cpu(iterations: int, count: int) -> dict[str, float]:
     server.engine.open()
     surface = LoopDispatcher(server.engine, server._admin_wsgi)
 
-    def request(method: str, target: str, body: bytes) -> Request:
-        headers: tuple[tuple[str, str], ...] = (("Host", "127.0.0.1:8080"),)
+    def request(
+        method: str, target: str, body: bytes, more: tuple[tuple[str, str], ...] = ()
+    ) -> Request:
+        headers: tuple[tuple[str, str], ...] = (("Host", "127.0.0.1:8080"), *more)
         if body:
             headers += (("Content-Type", "application/json"), ("Content-Length", str(len(body))))
         return Request(
@@ -328,8 +347,13 @@ def cpu(iterations: int, count: int) -> dict[str, float]:
         for _ in range(count):
             task = json.loads(play(submit_req))["task"]
             polls.append(request("GET", status_path(task), b""))
+        own = request("POST", "/skills/cased/invoke", BODY.encode(), (("Mockskill-Case", "own"),))
+        case_polls = []
+        for _ in range(count):
+            task = json.loads(play(own))["task"]
+            case_polls.append(request("GET", status_path(task), b""))
         plain = [request("POST", "/skills/plain/invoke", BODY.encode())]
-        for what, requests in (("plain", plain), ("poll", polls)):
+        for what, requests in (("plain", plain), ("poll", polls), ("case", case_polls)):
             run(requests, server.state.capacity + 1000)  # warm: the journal full
             best[what] = min(run(requests, iterations) for _ in range(3))
     finally:
@@ -498,6 +522,11 @@ def main() -> None:
                     f"poll ({args.tasks} live tasks)",
                     f"{best['poll']:.1f}",
                     f"{best['plain'] / best['poll']:.2f}",
+                ],
+                [
+                    f"poll ({args.tasks} live tasks of a case's task_life:)",
+                    f"{best['case']:.1f}",
+                    f"{best['plain'] / best['case']:.2f}",
                 ],
             ],
         )

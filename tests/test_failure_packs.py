@@ -8,6 +8,7 @@ a real server serves it on an ephemeral port and httpx asks each case by name.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,70 @@ def test_a_task_skill_submits_and_its_lost_202_is_a_case(client: httpx.Client) -
     assert accepted.json()["task"]["status"] == "submitted"
     with pytest.raises(httpx.TransportError):
         client.post("/skills/report/invoke", headers={CASE: "task-submit-lost"}, json={})
+
+
+def _walk(
+    client: httpx.Client, case: str, session: str, *, answer: bool = True
+) -> tuple[list[str], httpx.Response]:
+    """Case *case* of the task skill submitted, then its status URL polled as advised
+    (``Retry-After``'s wait: ``task.poll_after_ms``) until the task ends or its URL
+    answers an error, an input posted when it asks (*answer*): each status seen, and the
+    last answer."""
+    headers = {CASE: case, "Mockskill-Session": session}
+    answer_ = client.post("/skills/report/invoke", headers=headers, json={"input": {}})
+    assert answer_.status_code == 202
+    url, seen = answer_.headers["Location"], [answer_.json()["task"]["status"]]
+    while seen[-1] not in ("completed", "failed", "cancelled") and len(seen) < 10:
+        time.sleep(answer_.json()["task"]["poll_after_ms"] / 1000)
+        answer_ = client.get(url)
+        if answer_.status_code != 200:
+            seen.append(str(answer_.status_code))
+            break
+        seen.append(answer_.json()["task"]["status"])
+        if seen[-1] == "input_required" and answer:
+            answer_ = client.post(url, json={"answer": 42})
+            assert answer_.status_code == 202
+            seen.append(f"input:{answer_.json()['task']['status']}")
+    return seen, answer_
+
+
+def test_each_task_case_lives_its_own_life_to_its_end(client: httpx.Client) -> None:
+    failed, last = _walk(client, "task-failed", "lives")
+    assert failed == ["submitted", "submitted", "working", "failed"]
+    error = last.json()["task"]["error"]
+    assert error["code"] == "EXECUTION_TIMEOUT"
+    assert error["retry"]["max_attempts"] >= 1
+    cancelled, last = _walk(client, "task-cancelled", "lives")
+    assert cancelled == ["submitted", "submitted", "working", "cancelled"]
+    assert "result" not in last.json()["task"]
+    waited, last = _walk(client, "task-input-required", "lives")
+    assert waited == [
+        "submitted",
+        "submitted",
+        "input_required",
+        "input:working",
+        "working",
+        "completed",
+    ]
+    assert last.json()["task"]["result"] == {"skill": "report", "result": "ok"}
+    gone, last = _walk(client, "task-gone", "lives")
+    assert gone == ["submitted", "submitted", "404"]
+    assert _error(last)["code"] == "TASK_EXPIRED"
+
+
+def test_the_skills_own_life_is_untouched_by_its_cases_lives(client: httpx.Client) -> None:
+    client.post("/skills/report/invoke", headers={CASE: "task-failed"}, json={})
+    ok, last = _walk(client, "ok", "own")
+    assert ok == ["submitted", "submitted", "working", "working", "completed"]
+    assert last.json()["task"]["result"] == {"skill": "report", "result": "ok"}
+
+
+def test_a_task_a_case_submitted_is_no_task_of_another_skill(client: httpx.Client) -> None:
+    submitted = client.post("/skills/report/invoke", headers={CASE: "task-failed"}, json={})
+    task_id = submitted.json()["task"]["id"]
+    elsewhere = client.get(f"/skills/tokens/tasks/{task_id}")
+    assert elsewhere.status_code == 404
+    assert _error(elsewhere)["code"] == "TASK_NOT_FOUND"
 
 
 def test_an_unknown_case_is_a_400_naming_the_valid_ones(client: httpx.Client) -> None:

@@ -338,3 +338,33 @@ def test_callbacks_are_pushed_once_per_delivery_whichever_replica_changed_the_ta
     finally:
         receiver.server.shutdown()
         receiver.server.server_close()
+
+
+def test_a_task_a_named_case_submitted_lives_its_cases_life_on_every_replica(
+    serve: Serve, redis_url: str, tmp_path: Path
+) -> None:
+    """A failure pack's task cases (each its own ``task_life:``) on two replicas: a task
+    submitted on one is polled on the other by the life its case gave it."""
+    examples = Path(__file__).resolve().parent.parent / "docs" / "examples"
+    pack = tmp_path / "report-failures.yaml"
+    pack.write_text((examples / "report-failures.yaml").read_text(), encoding="utf-8")
+    replicas = itertools.cycle([serve("--state", redis_url, str(pack)) for _ in range(2)])
+
+    def walk(case: str) -> list[Any]:
+        headers = {"Mockskill-Session": SESSION, "Mockskill-Case": case}
+        answer = requests.post(
+            next(replicas) + "/skills/report/invoke", json={}, headers=headers, timeout=10
+        )
+        path, lived = path_of(answer), [answer.json()["task"]["status"]]
+        for _ in range(4):
+            time.sleep(PAUSE)
+            answer = requests.get(next(replicas) + path, timeout=10)
+            lived.append(seen(answer)[1])
+            if lived[-1] in ("failed", "cancelled", "TASK_EXPIRED"):
+                break
+        return lived
+
+    assert walk("task-failed") == ["submitted", "submitted", "working", "failed"]
+    assert walk("task-cancelled") == ["submitted", "submitted", "working", "cancelled"]
+    assert walk("task-gone") == ["submitted", "submitted", "TASK_EXPIRED"]
+    assert walk("ok") == ["submitted", "submitted", "working", "working", "completed"]

@@ -600,3 +600,60 @@ def test_the_journal_lists_the_deliveries_by_their_endpoint(serve: Any, receiver
     listed = requests.get(f"{server.url}/__admin/journal", params={"endpoint": "callback"})
     assert listed.status_code == 200
     assert [e["task"]["pushed"] for e in listed.json()["entries"]] == ["completed"]
+
+
+# -- a named case's own life (task_life:) ----------------------------------------------------
+
+CASED = f"""
+skills:
+  - id: report
+    task:
+      life:
+        - {{status: working, for: 50ms}}
+        - {{status: completed, json: {{report: done}}}}
+      callback: {{url: {{header: X-Callback-Url}}, secret: {SECRET}, backoff: 50ms}}
+    invoke:
+      cases:
+        - name: fails
+          when: {{headers: {{x-case: fails}}}}
+          task_life:
+            life:
+              - {{status: working, for: 50ms}}
+              - {{status: failed, error: EXECUTION_TIMEOUT}}
+          steps: [{{task: submit}}]
+        - name: silent
+          when: {{headers: {{x-case: silent}}}}
+          task_life:
+            life: [{{status: working, for: 50ms}}, {{status: cancelled}}]
+            callback: {{url: {{header: X-Callback-Url}}, secret: {SECRET}, fault: never}}
+          steps: [{{task: submit}}]
+      steps: [{{task: submit}}]
+"""
+
+
+def test_a_cases_task_pushes_its_own_life_to_the_skills_callback(
+    serve: Any, receiver: Receiver
+) -> None:
+    server = serve(load_text(CASED, "cased.yaml"))
+    answer = requests.post(
+        f"{server.url}/skills/report/invoke",
+        json={},
+        headers={SESSION: "s", "X-Callback-Url": receiver.url, "Mockskill-Case": "fails"},
+    )
+    assert answer.status_code == 202
+    bodies = receiver.wait(1)
+    assert [b["task"]["status"] for b in bodies] == ["failed"]
+    assert bodies[0]["task"]["error"]["code"] == "EXECUTION_TIMEOUT"
+    assert receiver.got[0][1]["Mockskill-Signature"] == signed(receiver.got[0][2])
+
+
+def test_a_cases_own_callback_replaces_the_skills(serve: Any, receiver: Receiver) -> None:
+    server = serve(load_text(CASED, "cased.yaml"))
+    headers = {SESSION: "s", "X-Callback-Url": receiver.url, "X-Case": "silent"}
+    answer = requests.post(f"{server.url}/skills/report/invoke", json={}, headers=headers)
+    status_url = answer.headers["Location"]
+    time.sleep(0.2)  # past its life's end: a never fault pushed nothing
+    assert requests.get(status_url).json()["task"]["status"] == "cancelled"
+    assert receiver.bodies() == []
+    submit(server, receiver.url)  # the skill's own task: pushed as the skill says
+    assert [b["task"]["status"] for b in receiver.wait(1)] == ["completed"]

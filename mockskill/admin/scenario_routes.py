@@ -71,6 +71,10 @@ def register(bp: Blueprint, registry: Registry) -> None:
                     "name": skill.name,
                     "descriptor_url": f"{base}/skills/{skill.id}",
                     "invoke_url": f"{base}/skills/{skill.id}/invoke",
+                    # where it is written in its scenario's text (origin: the file), for
+                    # reports that point at it (SARIF's region); null: not from a text
+                    "line": skill.where.line or None,
+                    "column": skill.where.column or None,
                 }
                 for skill in scenario.skills
             ],

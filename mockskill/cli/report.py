@@ -19,7 +19,7 @@ import click
 
 from .. import audit
 from ..audit.formats import FORMATS
-from ..audit.formats.sarif import sarif
+from ..audit.formats.sarif import SkillSource, sarif
 from ..audit.table import plural
 from ..server.remote import RemoteError, RemoteServer, http_url
 
@@ -56,16 +56,17 @@ def fetch(
 
 def scenario_sources(
     url: str, admin_token: str | None = None, here: Path | None = None
-) -> dict[str, str]:
-    """Each active skill's scenario file, as SARIF names it: a path relative to *here* (the
-    current folder) when the file is in it, else a ``file:`` URI; ``{}`` when the server
-    will not say (the report is whole without it)."""
+) -> dict[str, SkillSource]:
+    """Each active skill's scenario file and line, as SARIF names them: a path relative to
+    *here* (the current folder) when the file is in it, else a ``file:`` URI, and the line
+    the listing gives (None from a server that gives none); ``{}`` when the server will not
+    say (the report is whole without it)."""
     try:
         listed = RemoteServer(url, admin_token=admin_token).admin("GET", "scenarios")
     except RemoteError:
         return {}
     root = (here or Path.cwd()).resolve()
-    sources: dict[str, str] = {}
+    sources: dict[str, SkillSource] = {}
     for scenario in listed.get("scenarios", ()):
         origin = Path(scenario.get("origin") or "")
         if not scenario.get("active") or not origin.is_absolute():
@@ -74,7 +75,9 @@ def scenario_sources(
             origin.relative_to(root).as_posix() if origin.is_relative_to(root) else origin.as_uri()
         )
         for skill in scenario.get("skills", ()):
-            sources.setdefault(skill["id"], uri)
+            line = skill.get("line")
+            shown = line if isinstance(line, int) and line > 0 else None
+            sources.setdefault(skill["id"], SkillSource(uri, shown))
     return sources
 
 

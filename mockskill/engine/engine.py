@@ -167,7 +167,7 @@ class Engine:
         self._plains: dict[tuple[int, int], tuple[object, object, Plains]] = {}
         """Plain steps' journalling and plans (see :class:`Plains`), by the ids of the target
         and the Urls."""
-        self._polled: dict[tuple[int, int], tuple[object, object, PolledTasks]] = {}
+        self._polled: dict[tuple[int, int, int], tuple[object, object, object, PolledTasks]] = {}
         """Status URLs' kept polls (see :class:`PolledTasks`), by the ids of the target and
         the Urls (both kept with it)."""
         self._streams = KeptStreams()
@@ -591,14 +591,16 @@ class Engine:
         served = poll.served(taken)
         if served is None:
             return None
-        target, urls = poll.target, poll.urls
-        kept = self._polled.get((id(target), id(urls)))
-        if kept is None or kept[0] is not target or kept[1] is not urls:
-            polled = PolledTasks(self._journalling, target, urls, poll.tasked)
+        target, urls, tasked = poll.target, poll.urls, poll.tasked
+        # (A task a case submitted has its case's life: kept apart from the skill's.)
+        key = (id(target), id(urls), id(tasked))
+        kept = self._polled.get(key)
+        if kept is None or kept[0] is not target or kept[1] is not urls or kept[2] is not tasked:
+            polled = PolledTasks(self._journalling, target, urls, tasked)
             if len(self._polled) >= MAX_CACHED:
                 self._polled.clear()  # atomic, unlike evicting one: handle() runs on threads
-            kept = self._polled[(id(target), id(urls))] = (target, urls, polled)
-        return kept[2].plan(request, poll, served)
+            kept = self._polled[key] = (target, urls, tasked, polled)
+        return kept[3].plan(request, poll, served)
 
     def _plains_of(self, target: Target, urls: Urls) -> Plains:
         """The plain steps of *target*'s sequence for *urls*, kept (see :class:`Plains`)."""

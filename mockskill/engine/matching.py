@@ -143,7 +143,10 @@ class Target:
         object.__setattr__(self, "endpoint", endpoint)
         tasked = None
         if self.skill is not None and self.kind in ("invoke", "task"):
-            tasked = TaskSkill.of(self.skill)
+            if self.case is not None and self.kind == "invoke":
+                tasked = TaskSkill.of_case(self.skill, self.case)
+            else:
+                tasked = TaskSkill.of(self.skill)
         object.__setattr__(self, "tasked", tasked)
 
     @property

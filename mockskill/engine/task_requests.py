@@ -67,7 +67,9 @@ def decide(
     read = None
     if tasked is not None:  # kept for the next poll (see _read): most polls find it here
         read = table.task_reads.get((tasked.skill, task_id))
-        if read is None:
+        if read is None and tasked.lives:  # a task a case submitted lives that case's life
+            tasked, read = _read_lives(table, task_id, keyed, tasked)
+        elif read is None:
             read = _read(table, task_id, keyed, tasked.skill)
     # An id never handed out is journalled in the session it names, if it names one: the
     # consumer that built it is graded in its own session (status-url-ignored).
@@ -84,11 +86,13 @@ def decide(
     skill = target.skill
     if skill is not None and skill.requires is not None:
         refused = auth.check(request, skill.requires, table.credentials, target.context)
-        go_on = partial(_admitted, request, started, owner, table, target, urls, read, matched)
+        go_on = partial(
+            _admitted, request, started, owner, table, target, tasked, urls, read, matched
+        )
         if isinstance(refused, Pending):  # a token the store may know: judged on its answer
             return refused.then(go_on)
         return go_on(refused)
-    return _admitted(request, started, owner, table, target, urls, read, matched, None)
+    return _admitted(request, started, owner, table, target, tasked, urls, read, matched, None)
 
 
 def _admitted(
@@ -97,15 +101,16 @@ def _admitted(
     owner: str,
     table: RoutingTable,
     target: Target,
+    tasked: TaskSkill | None,
     urls: Urls,
     read: tuple[str, int] | None,
     matched: tuple[str, str],
     refused: Reply | None,
 ) -> Later[Decided]:
     """:func:`decide` once the caller's credentials were judged (*refused*: the 401 or 403
-    that answers it; None: let in): the task's id read (*read*) decides the rest."""
+    that answers it; None: let in): the task's id read (*read*, of a task of life *tasked*)
+    decides the rest."""
     task_id, action = matched
-    tasked = target.tasked
     known = read is not None and tasked is not None
     if refused is not None:
         decided = Decided(started, owner, table, target, urls, urls.fill(refused), False)
@@ -200,6 +205,24 @@ def _read(
             reads.clear()  # atomic, unlike evicting one: handle() runs on threads
         reads[key] = read
     return read
+
+
+def _read_lives(
+    table: RoutingTable, task_id: str, keyed: KeyedDigest, tasked: TaskSkill
+) -> tuple[TaskSkill, tuple[str, int] | None]:
+    """The life *task_id* was submitted with, *tasked*'s own or one of its cases'
+    (``task_life:``), and what it reads there; *tasked* and None when it is none of
+    theirs. Kept reads first: a poll of a case's task computes no mac it has not."""
+    reads = table.task_reads
+    for life in tasked.lives:
+        read = reads.get((life.skill, task_id))
+        if read is not None:
+            return life, read
+    for life in (tasked, *tasked.lives):
+        read = _read(table, task_id, keyed, life.skill)
+        if read is not None:
+            return life, read
+    return tasked, None
 
 
 def _touched(

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..protocol import catalog
 from ..protocol.catalog import BASE_URL, Context
-from ..scenario.model import Reply, Skill, Task, TaskPhase
+from ..scenario.model import Case, Reply, Skill, Task, TaskPhase
 from ..scenario.when import Condition
 from . import task_ids, task_wire, tasks
 from .digests import KeyedDigest
@@ -62,13 +62,34 @@ class TaskSkill:
     """Per phase of its life, the code of a ``failed`` phase's error (None for the others):
     the code a failed task's answers are journalled with (``Entry.error_code``, which the
     audit's coverage counts by category)."""
+    lives: tuple[TaskSkill, ...] = ()
+    """The lives its invoke's cases script (``task_life:``), each a TaskSkill of its own
+    name (:meth:`of_case`): a task id's mac names the life it was submitted with, so its
+    status URL tells which one a task lives."""
 
     @classmethod
     def of(cls, skill: Skill) -> TaskSkill | None:
         """*skill*'s, or None: it is no task skill."""
-        task = skill.task
-        if task is None:
+        if skill.task is None:
             return None
+        lives = tuple(
+            cls._made(skill, case.task, f"#{case.index}")
+            for case in skill.invoke_cases
+            if case.task is not None
+        )
+        return dataclasses.replace(cls._made(skill, skill.task, ""), lives=lives)
+
+    @classmethod
+    def of_case(cls, skill: Skill, case: Case) -> TaskSkill | None:
+        """The task skill a case of *skill*'s invoke submits to: its own life's when it
+        scripts one (``task_life:``), else the skill's (None: no task skill)."""
+        if case.task is None or skill.task is None:
+            return cls.of(skill)
+        return cls._made(skill, case.task, f"#{case.index}")
+
+    @classmethod
+    def _made(cls, skill: Skill, task: Task, suffix: str) -> TaskSkill:
+        """*skill*'s with life *task*, named in the store with *suffix* (a case's)."""
         timed = sum(phase.duration_ms or 0 for phase in task.life)
         keep_ms = timed + task.cancel_settle_ms + task.ttl_ms + EXPIRED_KEPT_MS
         submit_keep_ms = tasks.keep_ms_at_submit(task) + EXPIRED_KEPT_MS
@@ -76,7 +97,7 @@ class TaskSkill:
             (index, p.expects) for index, p in enumerate(task.life) if p.status == "input_required"
         )
         context = Context(skill.id, f"{BASE_URL}/skills/{skill.id}/tasks")
-        qualified = f"{skill.scenario}/{skill.id}"
+        qualified = f"{skill.scenario}/{skill.id}{suffix}"
         failed_codes = tuple(_failed_code(phase) for phase in task.life)
         return cls(
             task, skill.id, qualified, keep_ms, submit_keep_ms, inputs, context, failed_codes

@@ -50,6 +50,77 @@ class PackCase:
     name: str
     purpose: str
     step: Mapping[str, Any]
+    task_life: Mapping[str, Any] | None = None
+    """The life of the task its step submits (``task_life:``; None: the skill's)."""
+
+
+TASK_POLL_AFTER = "100ms"
+"""How soon a pack's tasks advise the next poll: a consumer test walks a life in a second."""
+
+
+def task_life(skill_id: str) -> dict[str, Any]:
+    """The skill's own life in a pack (its ``ok``): submitted, working, then completed,
+    each phase counted in polls (no clock: a consumer test is never racing it)."""
+    return {
+        "poll_after": TASK_POLL_AFTER,
+        "life": [
+            {"status": "submitted", "polls": 1},
+            {"status": "working", "polls": 2, "progress": [50]},
+            {"status": "completed", "json": {"skill": skill_id, "result": "ok"}},
+        ],
+    }
+
+
+def task_cases(descriptor: Mapping[str, Any]) -> list[PackCase]:
+    """A task skill's cases beyond ``ok``: the 202 lost, and each other end a life can
+    have (failed, cancelled by the provider, waiting for input, gone), each a life of its
+    own (``task_life:``) submitted by the case."""
+    skill_id = str(descriptor.get("id"))
+    submitted = {"status": "submitted", "polls": 1}
+    working = {"status": "working", "polls": 1, "progress": [50]}
+    done = {"status": "completed", "json": {"skill": skill_id, "result": "ok"}}
+    submit = {"task": "submit"}
+
+    def life(*phases: Mapping[str, Any], ttl: str | None = None) -> dict[str, Any]:
+        lived: dict[str, Any] = {"poll_after": TASK_POLL_AFTER}
+        if ttl is not None:
+            lived["ttl"] = ttl
+        lived["life"] = list(phases)
+        return lived
+
+    failed = {"status": "failed", "error": "EXECUTION_TIMEOUT"}
+    waits = {"status": "input_required"}
+    return [
+        PackCase(
+            "task-submit-lost",
+            "the task started, but its 202 was lost (reset): a retry must not start it twice",
+            {"task": "submit", "after": {"fault": "CONNECTION_RESET_BY_PEER"}},
+        ),
+        PackCase(
+            "task-failed",
+            "the task fails mid-way (EXECUTION_TIMEOUT, with retry advice): invoke again",
+            submit,
+            life(submitted, working, failed),
+        ),
+        PackCase(
+            "task-cancelled",
+            "the provider cancels the task mid-way: no result, stop polling",
+            submit,
+            life(submitted, working, {"status": "cancelled"}),
+        ),
+        PackCase(
+            "task-input-required",
+            "the task waits for input: POST a JSON object to its status URL, then poll on",
+            submit,
+            life(submitted, waits, working, done),
+        ),
+        PackCase(
+            "task-gone",
+            "the task ends at once and its status URL expires: 404 TASK_EXPIRED, invoke again",
+            submit,
+            life(submitted, done, ttl="1ms"),
+        ),
+    ]
 
 
 def declared_auth(descriptor: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -157,13 +228,7 @@ def invoke_cases(descriptor: Mapping[str, Any]) -> list[PackCase]:
             ),
         ]
     if is_task(descriptor):
-        cases.append(
-            PackCase(
-                "task-submit-lost",
-                "the task started, but its 202 was lost (reset): a retry must not start it twice",
-                {"task": "submit", "after": {"fault": "CONNECTION_RESET_BY_PEER"}},
-            )
-        )
+        cases += task_cases(descriptor)
     if formats is not None:
         cases += [
             PackCase(
@@ -297,15 +362,8 @@ def _skill_lines(descriptor: Mapping[str, Any]) -> list[str]:
     lines.append("    raw_descriptor:")
     lines += _block(served_descriptor(descriptor), 6)
     if is_task(descriptor):
-        lines += [
-            "    # capability_type task: submitted, working, then completed",
-            "    task:",
-            "      poll_after: 100ms",
-            "      life:",
-            "        - {status: submitted, polls: 1}",
-            "        - {status: working, polls: 2, progress: [50]}",
-            f"        - {{status: completed, json: {_flow({'skill': skill_id, 'result': 'ok'})}}}",
-        ]
+        lines.append("    # capability_type task: submitted, working, then completed")
+        lines += _life_lines("task", task_life(skill_id), 4)
     lines.append("    describe:")
     lines += _cases_lines(describe_cases(descriptor), {"descriptor": True}, "the descriptor")
     lines.append("    invoke:")
@@ -322,16 +380,30 @@ def _cases_lines(cases: Iterable[PackCase], default: Mapping[str, Any], said: st
             f"        - name: {_scalar(case.name)}",
             "          when: {}",
             "          end: next",
-            "          steps:",
-            f"            - {_flow(case.step)}",
         ]
+        if case.task_life is not None:
+            lines += _life_lines("task_life", case.task_life, 10)
+        lines += ["          steps:", f"            - {_flow(case.step)}"]
     lines += [f"      # once every case has played (without the header): {said}", "      steps:"]
     lines.append(f"        - {_flow(default)}")
     return lines
 
 
+def _life_lines(key: str, life: Mapping[str, Any], indent: int) -> list[str]:
+    """A task's life under *key*: its settings, then a phase a line."""
+    pad = " " * indent
+    lines = [f"{pad}{key}:"]
+    for name, value in life.items():
+        if name != "life":
+            lines.append(f"{pad}  {name}: {_flow(value)}")
+    lines.append(f"{pad}  life:")
+    lines += [f"{pad}    - {_flow(phase)}" for phase in life["life"]]
+    return lines
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PLAIN_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_PLAIN_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*|[0-9]+(?:ms|s|m)")
+"""A string YAML reads back as that string unquoted: a word, or a duration (``100ms``)."""
 _YAML_WORDS = frozenset(
     {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 )  # words YAML 1.1 reads as something else: always quoted

@@ -41,8 +41,9 @@ from .when import Pattern, PatternError, parse_pointer
 SOURCES: tuple[ValueSource, ...] = ("headers", "query", "body", "raw_body")
 OPERATORS: tuple[Operator, ...] = ("equals", "contains", "matches", "exists", "absent")
 WHEN_KEYS: tuple[str, ...] = SOURCES
-CASE_KEYS = ("name", "when", "state")
-"""A case's own keys; the rest are its sequence's (``steps``/``end``) or its one step's."""
+CASE_KEYS = ("name", "when", "state", "task_life")
+"""A case's own keys; the rest are its sequence's (``steps``/``end``) or its one step's.
+(``task_life:`` is read with the skill's ``task:``, by :mod:`.skills`.)"""
 CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 """What a case's ``name`` looks like: it travels in a header (``Mockskill-Case``) and in
 the audit's findings, so a token of at most 100 characters."""
@@ -274,6 +275,14 @@ def _read_case(
     conditions: tuple[Condition, ...] | None = ()
     if "when" in case:
         conditions = read_when(r, case["when"], (*path, "when"), methods=methods)
+    if "task_life" in case and "submit" not in ctx.tasks:
+        r.bad(
+            (*path, "task_life"),
+            "task_life: in a case of a task skill's invoke",
+            "it here, where no task is submitted",
+            "give the skill a task: (a case's task_life: replaces its life for that case)",
+            at_key=True,
+        )
     played = {k: v for k, v in case.items() if k not in CASE_KEYS}
     if not played:
         r.bad(path, "a step (error:, json: ...) or steps: beside when:", "only when:")

@@ -502,6 +502,9 @@ class Case:
     name: str | None = None
     """``name:``: a request's ``Mockskill-Case`` header naming it plays it, whatever its
     conditions (None: only its conditions choose it). Unique in its skill or route."""
+    task: Task | None = None
+    """``task_life:``, in a task skill's invoke: the life of the tasks this case's
+    ``task: submit`` starts, in place of the skill's ``task:`` (None: the skill's)."""
 
     @property
     def label(self) -> str:

@@ -155,6 +155,10 @@ def read_skill(
                 else "proxy: forwards the invoke too; write invoke: {task: submit}",
                 at_key=True,
             )
+    if task is not None and invoke_read is not None and isinstance(raw.get("invoke"), dict):
+        raw_cases, cases_path = raw["invoke"].get("cases"), (*path, "invoke", "cases")
+        lived = tasks.read_case_lives(r, raw_cases, cases_path, invoke_read[1], invoke_ctx, task)
+        invoke_read = (invoke_read[0], lived)
     if describe_read is not None and invoke_read is not None:
         named_twice(
             r, [((*path, "describe"), describe_read[1]), ((*path, "invoke"), invoke_read[1])]

@@ -30,6 +30,7 @@ from .kinds import listed
 from .model import (
     TASK_STATUSES,
     TERMINAL_STATUSES,
+    Case,
     Condition,
     Reply,
     Sequence,
@@ -51,6 +52,7 @@ __all__ = [
     "PHASE_KEYS",
     "TASK_KEYS",
     "WATCH_KEYS",
+    "read_case_lives",
     "read_task",
     "starts_task",
 ]
@@ -113,6 +115,45 @@ def read_task(r: Reader, value: Any, path: Path, ctx: StepContext) -> Task | Non
         watch=watch[0],
         watch_heartbeat_ms=watch[1],
     )
+
+
+def read_case_lives(
+    r: Reader,
+    raw_cases: Any,
+    path: Path,
+    cases: tuple[Case, ...],
+    ctx: StepContext,
+    skills_task: Task,
+) -> tuple[Case, ...]:
+    """*cases* (a task skill's invoke's, read from *raw_cases* at *path*) with the life each
+    one's ``task_life:`` scripts: a task as :func:`read_task` reads the skill's
+    (*skills_task*), whose ``callback:`` it takes when it gives none (a receiver the
+    consumer names is the same whichever life its task lives); problems recorded."""
+    if not isinstance(raw_cases, list):
+        return cases
+    read = []
+    for case in cases:
+        raw = raw_cases[case.index]
+        if not isinstance(raw, dict) or "task_life" not in raw:
+            read.append(case)
+            continue
+        where = (*path, case.index, "task_life")
+        value = raw["task_life"]
+        life = read_task(r, value, where, ctx)
+        if value is None:
+            r.bad(where, "a task: a mapping with life:", "null")
+        elif life is not None and not starts_task([case.sequence]):
+            r.bad(
+                where,
+                "a case that submits the task its task_life: scripts",
+                f"{case.label}, whose steps have no task: submit",
+                "add the step {task: submit} to the case",
+                at_key=True,
+            )
+        if life is not None and "callback" not in value:
+            life = dataclasses.replace(life, callback=skills_task.callback)
+        read.append(dataclasses.replace(case, task=life))
+    return tuple(read)
 
 
 def _unreached(

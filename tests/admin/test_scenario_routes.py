@@ -81,6 +81,8 @@ def test_the_scenarios_are_listed_with_origin_skills_routes_and_times(serve: Ser
                 "name": "Count",
                 "descriptor_url": f"{server.url}/skills/count",
                 "invoke_url": f"{server.url}/skills/count/invoke",
+                "line": 5,  # where its item is written: "  - id: count"
+                "column": 5,
             }
         ],
         "routes": [{"methods": ["GET", "POST"], "path": "/ping"}],

@@ -7,6 +7,7 @@ the report (``Server.report``, ``GET /__admin/report``) and the gates read it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -151,3 +152,57 @@ def _coverage_schema(node: Any) -> dict[str, Any]:
         if found:
             return found
     return {}
+
+
+# -- a task skill's cases: each its own life, graded by the task rules -------------------
+
+REPORT: dict[str, Any] = json.loads((EXAMPLES / "report.descriptor.json").read_text())
+TASK_CASES = ["ok", "task-failed", "task-cancelled", "task-input-required", "task-gone"]
+
+
+@pytest.fixture(scope="module")
+def tasks_server() -> Iterator[Server]:
+    with Server(generate([REPORT], "test")) as served:
+        yield served
+
+
+def _follow(server: Server, session: str, case: str, *, wait: bool = True) -> None:
+    """Case *case* submitted, then its task polled until it ends or is gone, waiting each
+    answer's ``Retry-After`` (``task.poll_after_ms``) when *wait*, posting an input when
+    it asks for one."""
+    headers = {"Mockskill-Session": session, "Mockskill-Case": case}
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        answer = client.post("/skills/report/invoke", headers=headers, json={"case": case})
+        url = answer.headers["Location"]
+        for _ in range(10):
+            task = answer.json().get("task")
+            if task is None or task["status"] in ("completed", "failed", "cancelled"):
+                return
+            if wait:
+                time.sleep(task["poll_after_ms"] / 1000)
+            if task["status"] == "input_required":
+                answer = client.post(url, json={"answer": 42})
+            else:
+                answer = client.get(url)
+
+
+def test_a_consumer_that_follows_each_task_life_leaves_no_finding(tasks_server: Server) -> None:
+    for case in TASK_CASES:
+        _follow(tasks_server, "followed", case)
+    (report,) = tasks_server.report("followed")["sessions"]
+    assert report["findings"] == []
+    served = report["coverage"]["cases"]["served"]["report"]
+    assert {case: served[case] for case in TASK_CASES} == dict.fromkeys(TASK_CASES, 1)
+
+
+def test_a_task_case_polled_too_soon_is_poll_too_soon_and_that_case_mishandled(
+    tasks_server: Server,
+) -> None:
+    _follow(tasks_server, "hasty", "task-failed", wait=False)
+    (report,) = tasks_server.report("hasty")["sessions"]
+    assert [f["rule"] for f in report["findings"]] == ["poll-too-soon"]
+    (mishandled,) = [
+        g for g in report["coverage"]["cases"]["gaps"] if g["rule"] == "case-mishandled"
+    ]
+    assert mishandled["case"] == "task-failed"
+    assert mishandled["message"].endswith("its answer drew poll-too-soon")

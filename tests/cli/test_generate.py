@@ -32,10 +32,11 @@ def _case_names(text: str) -> list[str]:
     return [c.name or "" for c in (*skill.describe_cases, *skill.invoke_cases)]
 
 
-def test_the_bundled_example_is_what_generate_makes() -> None:
-    result = CliRunner().invoke(cli, ["generate", str(DESCRIPTOR)])
+@pytest.mark.parametrize("skill", ["translate", "report"])
+def test_the_bundled_examples_are_what_generate_makes(skill: str) -> None:
+    result = CliRunner().invoke(cli, ["generate", str(EXAMPLES / f"{skill}.descriptor.json")])
     assert result.exit_code == 0, result.output
-    assert result.stdout == (EXAMPLES / "translate-failures.yaml").read_text()
+    assert result.stdout == (EXAMPLES / f"{skill}-failures.yaml").read_text()
 
 
 def test_the_same_descriptor_gives_the_same_bytes(tmp_path: Path) -> None:
@@ -125,7 +126,29 @@ def test_declared_rate_limits_tasks_and_streams_add_their_cases(tmp_path: Path) 
     tasked = {**TRANSLATE, "capability_type": "task"}
     result, out = _generate(tmp_path, tasked)
     assert result.exit_code == 0, result.output
-    assert "task-submit-lost" in _case_names(out.read_text())
+    lives = ["task-submit-lost", "task-failed", "task-cancelled", "task-input-required"]
+    names = _case_names(out.read_text())
+    assert names[names.index("task-submit-lost") :][:5] == [*lives, "task-gone"]
+
+
+def test_each_task_case_but_the_lost_202_has_a_life_of_its_own(tmp_path: Path) -> None:
+    result, out = _generate(tmp_path, json.loads((EXAMPLES / "report.descriptor.json").read_text()))
+    assert result.exit_code == 0, result.output
+    (skill,) = load_text(out.read_text()).skills
+    assert skill.task is not None
+    assert [p.status for p in skill.task.life] == ["submitted", "working", "completed"]
+    ends = {
+        case.name: case.task.life[-1].status for case in skill.invoke_cases if case.task is not None
+    }
+    assert ends == {
+        "task-failed": "failed",
+        "task-cancelled": "cancelled",
+        "task-input-required": "completed",
+        "task-gone": "completed",
+    }
+    lives = {c.name: c.task for c in skill.invoke_cases if c.task is not None}
+    assert "input_required" in [p.status for p in lives["task-input-required"].life]
+    assert lives["task-gone"].ttl_ms == 1
 
 
 def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
@@ -214,5 +237,6 @@ def test_the_bundled_pack_matches_the_scenario_schema() -> None:
 
     from mockskill.scenario.schema import scenario_schema
 
-    document = yaml.safe_load((EXAMPLES / "translate-failures.yaml").read_text())
-    jsonschema.validate(document, scenario_schema())
+    for pack in ("translate-failures.yaml", "report-failures.yaml"):
+        document = yaml.safe_load((EXAMPLES / pack).read_text())
+        jsonschema.validate(document, scenario_schema())

@@ -384,15 +384,23 @@ def test_sarif_locates_each_result_at_its_skill_s_scenario_file(bundled: Server)
     play(bundled, session, "auth-required", "auth-required")
     result = report(bundled.url, "--session", session, "--format", "sarif")
     (finding,) = json.loads(result.stdout)["runs"][0]["results"]
-    uri = finding["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-    assert uri.endswith("scenarios/catalog.yaml")
+    physical = finding["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uri"].endswith("scenarios/catalog.yaml")
+    written = (Path(__file__).resolve().parents[2] / "scenarios" / "catalog.yaml").read_text()
+    line = written.splitlines().index("  - id: auth-required") + 1
+    assert physical["region"] == {"startLine": line}
 
 
 def test_scenario_files_are_named_from_the_current_folder_or_as_file_uris(
     bundled: Server, server: Server, tmp_path: Path
 ) -> None:
     root = Path(__file__).resolve().parents[2]
-    assert scenario_sources(bundled.url, here=root)["auth-required"] == "scenarios/catalog.yaml"
+    here = scenario_sources(bundled.url, here=root)["auth-required"]
+    assert here.uri == "scenarios/catalog.yaml"
     elsewhere = scenario_sources(bundled.url, here=tmp_path)["auth-required"]
-    assert elsewhere == (root / "scenarios" / "catalog.yaml").as_uri()
+    assert elsewhere.uri == (root / "scenarios" / "catalog.yaml").as_uri()
+    assert here.line == elsewhere.line
+    assert here.line is not None
+    written = (root / "scenarios" / "catalog.yaml").read_text().splitlines()
+    assert written[here.line - 1] == "  - id: auth-required"
     assert scenario_sources(server.url) == {}  # loaded from text: no file to point at

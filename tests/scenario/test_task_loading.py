@@ -1619,3 +1619,137 @@ def test_a_task_is_watched_unless_it_says_not(more: str, watch: bool, heartbeat_
     task = the_skill(task_skill(life(DONE, more=more))).task
     assert task is not None
     assert (task.watch, task.watch_heartbeat_ms) == (watch, heartbeat_ms)
+
+
+# -- a case's own life (task_life:) -----------------------------------------------------
+
+
+def cased(task_life: str, *, steps: str = "[{task: submit}]") -> str:
+    """A task skill ``s`` whose invoke has one named case ``c`` (line 8) with *task_life*
+    (flow YAML, on line 10) and *steps*."""
+    return task_skill(
+        life(DONE),
+        after=f"""\
+        invoke:
+          cases:
+            - name: c
+              when: {{}}
+              task_life: {task_life}
+              steps: {steps}
+          steps: [{{task: submit}}]
+        """,
+    )
+
+
+def test_a_cases_task_life_loads_beside_the_skills_life() -> None:
+    skill = the_skill(cased("{life: [{status: working, polls: 1}, {status: cancelled}]}"))
+    assert skill.task is not None
+    assert [p.status for p in skill.task.life] == ["completed"]
+    [case] = skill.invoke_cases
+    assert case.task is not None
+    assert [p.status for p in case.task.life] == ["working", "cancelled"]
+    assert case.task.callback is None
+    assert case.task.where.line == 10
+
+
+def test_a_cases_life_pushes_to_the_skills_callback_unless_it_gives_its_own() -> None:
+    text = cased("{life: [{status: cancelled}]}").replace(
+        "    task:\n",
+        "    task:\n      callback: {url: {header: X-Cb}, secret: k, fault: twice}\n",
+        1,
+    )
+    skill = the_skill(text)
+    [case] = skill.invoke_cases
+    assert skill.task is not None
+    assert case.task is not None
+    assert case.task.callback == skill.task.callback
+    assert case.task.callback is not None
+    hook = "{url: {body: /cb}, secret: k, fault: never}"
+    own = the_skill(cased(f"{{life: [{{status: cancelled}}], callback: {hook}}}"))
+    [case] = own.invoke_cases
+    assert own.task is not None
+    assert own.task.callback is None
+    assert case.task is not None
+    assert case.task.callback is not None
+    assert case.task.callback.faults == ("never",)
+
+
+def test_a_case_without_task_life_submits_to_the_skills_life() -> None:
+    text = "".join(line for line in cased("null").splitlines(True) if "task_life" not in line)
+    [case] = the_skill(text).invoke_cases
+    assert case.task is None
+
+
+LIFE_CASES = [
+    (
+        "a task_life without life",
+        cased("{ttl: 1s}"),
+        "skills[0].invoke.cases[0].task_life",
+        10,
+        "{ttl",
+        "the key 'life'",
+        "it missing",
+    ),
+    (
+        "a task_life whose case never submits",
+        cased("{life: [{status: completed}]}", steps="[{json: {a: 1}}]"),
+        "skills[0].invoke.cases[0].task_life",
+        10,
+        "task_life",
+        "a case that submits the task its task_life: scripts",
+        "case 'c', whose steps have no task: submit",
+    ),
+    (
+        "a bad callback in a case's life",
+        cased(
+            "{life: [{status: completed}], callback: {url: {header: X-Cb}, secret: k, fault: lost}}"
+        ),
+        "skills[0].invoke.cases[0].task_life.callback.fault",
+        10,
+        "lost",
+        "one of none",
+        "'lost' (a string)",
+    ),
+    (
+        "a bad phase in a case's life",
+        cased("{life: [{status: finished}]}"),
+        "skills[0].invoke.cases[0].task_life.life[0].status",
+        10,
+        "finished",
+        "one of submitted",
+        "'finished' (a string)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "line", "token", "expected", "found"),
+    [pytest.param(*case[1:], id=case[0]) for case in LIFE_CASES],
+)
+def test_a_bad_task_life_is_one_positioned_problem(
+    text: str, path: str, line: int, token: str, expected: str, found: str
+) -> None:
+    [problem] = problems_in(text)
+    assert (problem.file, problem.path, problem.line) == ("s.yaml", path, line)
+    assert problem.column == column(text, line, token)
+    assert problem.expected.startswith(expected)
+    assert problem.found.startswith(found)
+
+
+def test_a_task_life_outside_a_task_skills_invoke_is_refused_where_it_is_written() -> None:
+    text = textwrap.dedent(
+        """\
+        skills:
+          - id: s
+            invoke:
+              cases:
+                - name: c
+                  when: {}
+                  task_life: {life: [{status: completed}]}
+                  json: {a: 1}
+        """
+    )
+    [problem] = problems_in(text)
+    assert (problem.path, problem.line) == ("skills[0].invoke.cases[0].task_life", 7)
+    assert problem.column == column(text, 7, "task_life")
+    assert problem.expected == "task_life: in a case of a task skill's invoke"

@@ -5,7 +5,8 @@ One run, its ``tool.driver`` mockskill with its version and every rule of the au
 help, ``helpUri`` its section of docs/audit.md). Each finding is a ``result``: its
 rule, level ``error``, the finding's message, and the endpoint it is about as a
 logical location (a resource, named ``METHOD /path``) and, where the caller knows it
-(the journal does not), the scenario file its skill came from; the session, the
+(the journal does not), the scenario file its skill came from and the line the skill
+is written on (``region.startLine``; :class:`SkillSource`); the session, the
 journal ids, what was found and expected, and the fix go in its properties. A session
 that made no request is a tool notification (the report proves nothing of it); each
 session's figures and coverage are the run's properties. It validates against the
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._version import __version__
 from ...protocol import jsonstyle
@@ -30,21 +31,32 @@ _SKILL_PATH = re.compile(r"^\S+ /skills/([^/?]+)")
 INFORMATION_URI = "https://mockskill.dev/"
 
 
-def sarif(
-    report: dict[str, Any], url: str = "", *, sources: Mapping[str, str] | None = None
-) -> str:
+class SkillSource(NamedTuple):
+    """Where a skill is written: its scenario file (a URI reference: a path relative to the
+    project's root, or a ``file:`` URI) and the line its item begins on (None: unknown)."""
+
+    uri: str
+    line: int | None = None
+
+
+Sources = Mapping[str, str | SkillSource]
+"""Each skill's (by id) scenario file, or file and line (:class:`SkillSource`)."""
+
+
+def sarif(report: dict[str, Any], url: str = "", *, sources: Sources | None = None) -> str:
     """*report* (:func:`mockskill.audit.report`'s) as a SARIF 2.1.0 log, one line of JSON.
 
     *sources*: the scenario file each skill came from (its id to a URI reference: a
-    path relative to the project's root, or a ``file:`` URI), where known: a result
-    about a skill's endpoint is then also at that file (code-scanning views such as
-    GitHub's show only results located in a file).
+    path relative to the project's root, or a ``file:`` URI; or a :class:`SkillSource`,
+    with the skill's line), where known: a result about a skill's endpoint is then also
+    at that file, on that line (code-scanning views such as GitHub's show only results
+    located in a file, and annotate the line).
     """
     return jsonstyle.dumps(sarif_log(report, url, sources=sources))
 
 
 def sarif_log(
-    report: dict[str, Any], url: str = "", *, sources: Mapping[str, str] | None = None
+    report: dict[str, Any], url: str = "", *, sources: Sources | None = None
 ) -> dict[str, Any]:
     """*report* as a SARIF 2.1.0 log, a JSON-ready dict (:func:`sarif`)."""
     index = {rule_id: i for i, rule_id in enumerate(RULES)}
@@ -105,7 +117,7 @@ def _rule_json(rule: Rule) -> dict[str, Any]:
 
 
 def _result(
-    finding: Mapping[str, Any], index: Mapping[str, int], url: str, sources: Mapping[str, str]
+    finding: Mapping[str, Any], index: Mapping[str, int], url: str, sources: Sources
 ) -> dict[str, Any]:
     rule = finding["rule"]
     endpoint = finding["endpoint"]
@@ -117,7 +129,11 @@ def _result(
     skill = _SKILL_PATH.match(endpoint)
     source = sources.get(skill[1]) if skill else None
     if source is not None:
-        location["physicalLocation"] = {"artifactLocation": {"uri": source}}
+        uri, line = (source, None) if isinstance(source, str) else source
+        physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
+        if line is not None:
+            physical["region"] = {"startLine": line}
+        location["physicalLocation"] = physical
     result: dict[str, Any] = {
         "ruleId": rule,
         "level": "error",

@@ -17,7 +17,7 @@ import pytest
 from report_sessions import Played, play
 
 from mockskill import Server, __version__
-from mockskill.audit.formats.sarif import sarif, sarif_log
+from mockskill.audit.formats.sarif import SkillSource, sarif, sarif_log
 from mockskill.audit.rules import CATALOGUE, RULES
 
 SCHEMA = Path(__file__).resolve().parents[2] / "data" / "sarif-schema-2.1.0.json"
@@ -138,3 +138,32 @@ def test_a_result_is_at_its_skill_s_scenario_file_where_one_is_known(
         "too-many-attempts": {"artifactLocation": {"uri": "scenarios/retries.yaml"}},
         "poll-too-soon": None,  # task-report's file was not named
     }
+
+
+def test_a_result_is_on_its_skill_s_line_where_the_line_is_known(
+    played: Played, validator: jsonschema.Draft4Validator
+) -> None:
+    """A skill's line (the scenarios listing's ``line``) is the result's region: the line
+    code-scanning views annotate."""
+    sources = {"retry-down": SkillSource("scenarios/retries.yaml", 12)}
+    log = sarif_log(played.report, sources=sources)
+    assert [e.message for e in validator.iter_errors(log)] == []
+    located = {
+        r["ruleId"]: r["locations"][0].get("physicalLocation") for r in log["runs"][0]["results"]
+    }
+    at_line = {"artifactLocation": {"uri": "scenarios/retries.yaml"}, "region": {"startLine": 12}}
+    assert located == {
+        "retry-too-soon": at_line,
+        "too-many-attempts": at_line,
+        "poll-too-soon": None,
+    }
+    unknown = sarif_log(played.report, sources={"retry-down": SkillSource("r.yaml")})
+    assert "region" not in unknown["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+
+
+def test_the_schema_refuses_a_line_sarif_does_not_count(
+    played: Played, validator: jsonschema.Draft4Validator
+) -> None:
+    """The region is checked too: SARIF counts lines from 1."""
+    log = sarif_log(played.report, sources={"retry-down": SkillSource("r.yaml", 0)})
+    assert not validator.is_valid(log)
