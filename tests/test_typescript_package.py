@@ -188,7 +188,9 @@ def test_the_package_tests_pass(built: None, image: dict[str, str], server: Serv
     )
     assert "\n# fail 0\n" in output, output[-6000:]
     if image:
-        assert "\n# skipped 0\n" in output, output[-6000:]
+        # With an engine, only the mapped-port test may skip: where the engine has no bridge.
+        skipped = [line for line in output.splitlines() if "# SKIP" in line]
+        assert all("no bridge network" in line for line in skipped), output[-6000:]
 
 
 @pytest.fixture(scope="module")
