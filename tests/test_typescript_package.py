@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -224,7 +225,7 @@ def test_the_matchers_pass_under_vitest(runners: None, server: Server) -> None:
         timeout=120,
         env={**os.environ, "MOCKSKILL_URL": server.url, "NO_COLOR": "1"},
     )
-    assert "Tests  5 passed (5)" in output, output[-6000:]
+    assert re.search(r"Tests +(\d+) passed \(\1\)", output), output[-6000:]  # all, none skipped
 
 
 @needs_node
@@ -238,4 +239,4 @@ def test_the_matchers_pass_under_jest(runners: None, server: Server) -> None:
         timeout=120,
         env={**os.environ, "MOCKSKILL_URL": server.url},
     )
-    assert "Tests:       5 passed, 5 total" in output, output[-6000:]
+    assert re.search(r"Tests: +(\d+) passed, \1 total", output), output[-6000:]

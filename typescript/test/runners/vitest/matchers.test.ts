@@ -43,6 +43,12 @@ describe("toBeClean", () => {
     await expect(expect(polite).toBeClean({ require: ["AUTH_REQUIRED"] })).rejects.toThrow(/not covered: AUTH_REQUIRED/);
     await expect(expect(session("silent")).toBeClean()).rejects.toThrow(/no such session|no request|never/i);
   });
+
+  test("refuses what is not a session, saying what to pass", async () => {
+    await expect(expect("ci-42").toBeClean()).rejects.toThrow(
+      expect.objectContaining({ code: "NOT_A_SESSION", message: expect.stringMatching(/client\.session\("ci-42"\)/) }),
+    );
+  });
 });
 
 describe("toHaveVerified", () => {
@@ -50,6 +56,7 @@ describe("toHaveVerified", () => {
     const polite = session("sent");
     await politeInvoke(admin.baseUrl, polite, skills.quote, { item: "pen" });
     await expect(polite).toHaveVerified({ skill: skills.quote, count: 3 });
+    await expect(polite).toHaveVerified({ skill: skills.quote, when: { body: { "/item": "pen" } } });
     await expect(polite).not.toHaveVerified({ skill: skills.locked });
   });
 
@@ -59,5 +66,6 @@ describe("toHaveVerified", () => {
     await expect(
       expect(polite).toHaveVerified({ skill: skills.quote, when: { body: { "/item": "ink" } } }),
     ).rejects.toThrow(/verify did not hold: .*found 0[\s\S]*closest requests/);
+    await expect(expect(polite).not.toHaveVerified({ skill: skills.quote })).rejects.toThrow(/not to have sent/);
   });
 });
