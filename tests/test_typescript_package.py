@@ -72,6 +72,9 @@ def test_the_package_is_versioned_with_the_python_package() -> None:
     lock = json.loads((PACKAGE / "package-lock.json").read_text())
     assert package["version"] == __version__
     assert lock["version"] == lock["packages"][""]["version"] == __version__
+    # The runners' project links the package, and its lock records the version linked.
+    runners_lock = json.loads((RUNNERS / "package-lock.json").read_text())
+    assert runners_lock["packages"]["../.."]["version"] == __version__
 
 
 def test_the_package_has_no_runtime_dependency_and_testcontainers_as_an_optional_peer() -> None:
