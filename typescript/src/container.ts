@@ -89,6 +89,7 @@ export async function startMockskill(options: ContainerOptions = {}): Promise<St
   if (options.scenarios !== undefined) env["MOCKSKILL_SCENARIOS"] = SCENARIOS_DIR;
   const way = reach(network, options.port, env);
   let container = new tc.GenericContainer(options.image ?? DEFAULT_IMAGE).withWaitStrategy(startedWait());
+  // The host's network maps no port: the server takes one of the host's own.
   container = way.exposedPort === undefined ? container.withNetworkMode("host") : container.withExposedPorts(way.exposedPort);
   if (options.scenarios !== undefined) {
     container = container.withCopyDirectoriesToContainer([{ source: options.scenarios, target: SCENARIOS_DIR }]);
