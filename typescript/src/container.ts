@@ -19,6 +19,7 @@ import type { Readable } from "node:stream";
 
 import { MockskillClient } from "./client.js";
 import { MockskillError } from "./errors.js";
+import { type Network, reach, serverUrl } from "./networking.js";
 import { httpsTransport } from "./transport.js";
 
 export interface ContainerOptions {
@@ -51,7 +52,7 @@ export interface StartedMockskill {
   readonly url: string;
   readonly host: string;
   readonly port: number;
-  readonly network: "bridge" | "host";
+  readonly network: Network;
   readonly containerId: string;
   /** The admin client, with the token and (under `tls`) the server's CA. */
   readonly admin: MockskillClient;
@@ -64,7 +65,6 @@ export interface StartedMockskill {
 }
 
 const DEFAULT_IMAGE = "mockskill:latest";
-const CONTAINER_PORT = 8080;
 // Beside the image's /scenarios, not into it: a copy merges, and the bundled ones would stay.
 const SCENARIOS_DIR = "/mockskill-scenarios";
 // The banner's first line says where it serves, the real port included (`--port 0`).
@@ -86,31 +86,25 @@ export async function startMockskill(options: ContainerOptions = {}): Promise<St
     env["MOCKSKILL_TLS_NAMES"] = [host, env["MOCKSKILL_TLS_NAMES"]].filter(Boolean).join(" ");
   }
   if (options.adminToken !== undefined) env["MOCKSKILL_ADMIN_TOKEN"] = options.adminToken;
+  if (options.scenarios !== undefined) env["MOCKSKILL_SCENARIOS"] = SCENARIOS_DIR;
+  const way = reach(network, options.port, env);
   let container = new tc.GenericContainer(options.image ?? DEFAULT_IMAGE).withWaitStrategy(startedWait());
-  if (network === "host") {
-    // Loopback of the host is every other process's too: listen there only, unless told.
-    env["MOCKSKILL_HOST"] ??= "127.0.0.1";
-    env["MOCKSKILL_PORT"] = String(options.port ?? 0);
-    container = container.withNetworkMode("host");
-  } else {
-    env["MOCKSKILL_PORT"] = String(options.port ?? CONTAINER_PORT);
-    container = container.withExposedPorts(options.port ?? CONTAINER_PORT);
-  }
+  // The host's network maps no port: the server takes one of the host's own.
+  container = way.exposedPort === undefined ? container.withNetworkMode("host") : container.withExposedPorts(way.exposedPort);
   if (options.scenarios !== undefined) {
-    env["MOCKSKILL_SCENARIOS"] = SCENARIOS_DIR;
     container = container.withCopyDirectoriesToContainer([{ source: options.scenarios, target: SCENARIOS_DIR }]);
   }
   const output = new Output();
-  container = container.withEnvironment(env).withLogConsumer((stream) => output.follow(stream));
+  container = container.withEnvironment({ ...way.env }).withLogConsumer((stream) => output.follow(stream));
 
   const deadline = performance.now() + (options.startupTimeoutMs ?? 60_000);
   const started = await container.start();
   try {
-    const port =
-      network === "host"
-        ? (options.port || (await output.bannerPort(deadline)))
-        : started.getMappedPort(options.port ?? CONTAINER_PORT);
-    const url = `${scheme}://${started.getHost()}:${port}`;
+    const port = await way.hostPort({
+      mappedPort: (containerPort) => started.getMappedPort(containerPort),
+      bannerPort: () => output.bannerPort(deadline),
+    });
+    const url = serverUrl(scheme, started.getHost(), port);
     const clientOptions = options.adminToken === undefined ? {} : { adminToken: options.adminToken };
     let ca: string | undefined;
     if (options.tls) {
@@ -175,7 +169,7 @@ async function runtimeClient(tc: Testcontainers): Promise<Runtime> {
 }
 
 /** `bridge` where the engine has its default bridge network, else `host`. */
-async function detectNetwork(runtime: Runtime): Promise<"bridge" | "host"> {
+async function detectNetwork(runtime: Runtime): Promise<Network> {
   try {
     await runtime.network.getById("bridge").inspect();
     return "bridge";

@@ -41,6 +41,23 @@ const reason = await unavailable();
 if (reason !== undefined && REQUIRED) throw new Error(`${reason}; MOCKSKILL_REQUIRE_DOCKER=1 requires these tests`);
 const options = reason === undefined ? {} : { skip: reason };
 
+/** Why the mapped-port path cannot run here (no engine, or one without a bridge network). */
+async function noBridge(): Promise<string | undefined> {
+  if (reason !== undefined) return reason;
+  const { getContainerRuntimeClient } = await import("testcontainers");
+  try {
+    await (await getContainerRuntimeClient()).network.getById("bridge").inspect();
+    return undefined;
+  } catch {
+    return (
+      "no bridge network on this engine (the project's private one runs containers on the host's network" +
+      " only): the mapped-port path needs a usual Docker engine; its port and URL decision is unit-tested" +
+      " in test/networking.test.ts"
+    );
+  }
+}
+const bridgeReason = await noBridge();
+
 describe("startMockskill", options, () => {
   let folder: string;
 
@@ -62,6 +79,17 @@ describe("startMockskill", options, () => {
       await mock.stop();
     }
     await assert.rejects(mock.admin.health(), UnreachableError);
+  });
+
+  test("on a bridge network: the container's port mapped to a free one of the host", { skip: bridgeReason ?? false }, async () => {
+    const mock = await startMockskill({ image: IMAGE!, network: "bridge" });
+    try {
+      assert.equal(mock.network, "bridge");
+      assert.equal(mock.url, `http://${mock.host}:${mock.port}`);
+      assert.equal((await mock.admin.health()).status, "ok");
+    } finally {
+      await mock.stop();
+    }
   });
 
   test("--tls: HTTPS from the CA it made, which the admin client trusts", async () => {

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -62,6 +63,15 @@ test("a project that installs the packed package type-checks and passes against 
   await writeFile(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   await run(npm, ["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball], { cwd: consumer });
   await writeFile(join(consumer, "consumer.test.ts"), CONSUMER);
+  // The runners' declarations ship too (test/runners/ type-checks them, linked).
+  const installed = join(consumer, "node_modules", "mockskill");
+  const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as {
+    exports: Record<string, { types?: string }>;
+  };
+  for (const runner of ["vitest", "jest"]) {
+    const types = manifest.exports[`./${runner}`]?.types ?? `(mockskill/${runner} not exported)`;
+    assert.ok(existsSync(join(installed, types)), `mockskill/${runner}'s types are not in the tarball: ${types}`);
+  }
   await writeFile(
     join(consumer, "tsconfig.json"),
     JSON.stringify({

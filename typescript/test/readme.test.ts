@@ -17,6 +17,13 @@ test("the README shows the example as it is", async () => {
   assert.ok(blocks.includes(example), "README.md's first ts block differs from examples/quote.test.ts");
 });
 
+test("the README shows the matchers' example as it is (test/runners/ runs it under Vitest)", async () => {
+  const readme = await readFile(`${PACKAGE}README.md`, "utf8");
+  const example = await readFile(`${PACKAGE}test/runners/vitest/readme.test.ts`, "utf8");
+  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((m) => m[1]);
+  assert.ok(blocks.includes(example), "README.md's matchers block differs from test/runners/vitest/readme.test.ts");
+});
+
 test("the example passes against a real mockskill serve", async () => {
   const server = await serve();
   // A run of its own, as a user's: not a child of this run's test runner.
