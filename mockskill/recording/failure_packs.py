@@ -250,12 +250,24 @@ def describe_cases(descriptor: Mapping[str, Any]) -> list[PackCase]:
 
 def served_descriptor(descriptor: Mapping[str, Any]) -> dict[str, Any]:
     """*descriptor* as the pack serves it: its endpoint pointed at the mock's invoke URL
-    (else a consumer would invoke the real provider)."""
+    (else a consumer would invoke the real provider), and at the method the mock invokes
+    with, ``POST``, where it declares another (else a consumer that follows it misses)."""
     served = json.loads(json.dumps(descriptor))  # a deep copy of plain JSON
     endpoint = served.get("endpoint")
     if isinstance(endpoint, dict):
         endpoint["url"] = f"{catalog.BASE_URL}/skills/{served.get('id')}/invoke"
+        if "method" in endpoint:
+            endpoint["method"] = "POST"
     return served  # type: ignore[no-any-return]
+
+
+def _repointed(descriptor: Mapping[str, Any]) -> str:
+    """What the pack changed in the descriptor, as its comment says it."""
+    endpoint = descriptor.get("endpoint")
+    method = endpoint.get("method", "POST") if isinstance(endpoint, Mapping) else "POST"
+    if method == "POST":
+        return "its endpoint pointed at this server"
+    return f"its endpoint pointed at this server, its method {method} made POST (the mock's)"
 
 
 def scenario_name(descriptors: Sequence[Mapping[str, Any]]) -> str:
@@ -293,7 +305,7 @@ def _skills(descriptors: Sequence[Mapping[str, Any]]) -> str:
 def _skill_lines(descriptor: Mapping[str, Any]) -> list[str]:
     skill_id = str(descriptor.get("id"))
     lines = [f"  - id: {_scalar(skill_id)}"]
-    lines.append("    # served as the descriptor says, its endpoint pointed at this server")
+    lines.append(f"    # served as the descriptor says, {_repointed(descriptor)}")
     lines.append("    raw_descriptor:")
     lines += _block(served_descriptor(descriptor), 6)
     if is_task(descriptor):
