@@ -18,7 +18,7 @@ import click
 
 from ..protocol.validator import validate, validation_error
 from .options import UNREADABLE
-from .sources import Unreadable, fetch, read_source
+from .sources import Unreadable, fetch, read_source, source_url
 
 
 @click.command()
@@ -82,8 +82,8 @@ def generate(source: str, out: Path | None) -> None:
 
 def _shown(source: str) -> str:
     """The source as the pack's first comment names it: a file by its name alone (the
-    same descriptor gives the same bytes wherever it lies), a URL whole."""
-    return source if "://" in source or source == "-" else Path(source).name
+    same descriptor gives the same bytes wherever it lies), a URL whole, as given."""
+    return source if source == "-" or source_url(source) else Path(source).name
 
 
 def _descriptors(source: str) -> list[tuple[str, Any]]:
@@ -94,7 +94,7 @@ def _descriptors(source: str) -> list[tuple[str, Any]]:
         return [(source, document)]
     found = []
     for item in document["skills"]:
-        url = urllib.parse.urljoin(source if "://" in source else "", item["descriptor_url"])
+        url = urllib.parse.urljoin(source_url(source) or "", item["descriptor_url"])
         found.append((url, _json(url, _read(url, fetch))))
     if not found:
         click.echo(f"mockskill: the listing at {source} has no skills", err=True)

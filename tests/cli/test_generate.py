@@ -186,6 +186,17 @@ def test_a_skills_listing_url_gives_a_pack_of_every_skill_listed() -> None:
     assert beta["version"] == "3.0.0"
 
 
+def test_a_listing_url_without_a_scheme_is_read_and_named_whole() -> None:
+    # (HOST:PORT/PATH is http, as in curl: the pack's first comment names it as given)
+    with Server("name: one\nskills:\n  - id: alpha\n") as server:
+        source = server.url.removeprefix("http://") + "/skills"
+        result = CliRunner().invoke(cli, ["generate", source])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(
+        f"# A failure pack for skill 'alpha', written by `mockskill generate {source}`."
+    )
+
+
 def test_a_listing_with_an_invalid_descriptor_names_it(tmp_path: Path) -> None:
     scenario = "name: two\nskills:\n  - id: alpha\n  - id: broken\n    descriptor: {id: null}\n"
     with Server(scenario) as server:
