@@ -64,7 +64,8 @@ def generate(source: str, out: Path | None) -> None:
         raise SystemExit(1)
     text = generate_pack([d for _, d in descriptors], _shown(source))
     try:
-        load_text(text, str(out or "<generated>"))
+        # (named as what it is: the --out file is not written, so no position is in it)
+        load_text(text, f"<the pack for {_shown(source)}>")
     except ScenarioError as exc:  # a descriptor valid but not servable (e.g. its id)
         click.echo(f"mockskill: the pack for {source} would not load:\n{exc}", err=True)
         raise SystemExit(1) from None

@@ -216,6 +216,9 @@ def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
     assert "the pack for" in result.stderr
     assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
     assert not out.exists()
+    # its positions are the pack's, which is not written: not the --out file's
+    assert "<the pack for skill.json>:" in result.stderr
+    assert str(out) not in result.stderr
 
 
 def test_the_bundled_pack_matches_the_scenario_schema() -> None:
