@@ -77,7 +77,8 @@ def declared_stream(descriptor: Mapping[str, Any]) -> list[str] | None:
 def declared_rate_limit(descriptor: Mapping[str, Any]) -> bool:
     """Whether the descriptor declares a rate limit (a ``rate_limit`` member, any value but
     null or false: the chapter defines none, so its content is not read)."""
-    return descriptor.get("rate_limit") not in (None, False)
+    value = descriptor.get("rate_limit")
+    return value is not None and value is not False  # (not `in`: 0 == False in Python)
 
 
 def is_task(descriptor: Mapping[str, Any]) -> bool:

@@ -128,6 +128,18 @@ def test_declared_rate_limits_tasks_and_streams_add_their_cases(tmp_path: Path) 
     assert "task-submit-lost" in _case_names(out.read_text())
 
 
+@pytest.mark.parametrize(
+    ("rate_limit", "declared"),
+    [(0, True), (0.0, True), ("", True), ({}, True), (None, False), (False, False)],
+)
+def test_any_rate_limit_but_null_or_false_is_declared(
+    tmp_path: Path, rate_limit: Any, declared: bool
+) -> None:
+    result, out = _generate(tmp_path, {**TRANSLATE, "rate_limit": rate_limit})
+    assert result.exit_code == 0, result.output
+    assert ("RATE_LIMITED-429" in _case_names(out.read_text())) is declared
+
+
 def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
     broken = {**TRANSLATE, "capability_type": "unknown_type", "endpoint": {"method": "POST"}}
     result, out = _generate(tmp_path, broken)
