@@ -350,18 +350,31 @@ _YAML_WORDS = frozenset(
 )  # words YAML 1.1 reads as something else: always quoted
 
 
+# Characters JSON leaves as they are that YAML does not read back so: not printable in
+# YAML (DEL, C1 controls, U+FFFE/F, a lone surrogate: the file would not load) or a
+# line break inside a quoted string (NEL, LS, PS: folded or kept as a break).
+_NOT_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def _quoted(text: str) -> str:
+    """*text* as a double-quoted YAML string: JSON's spelling, which YAML reads, with what
+    YAML would not read back as written escaped too (``\\uXXXX``, as JSON spells it)."""
+    return _NOT_YAML.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+
+
 def _key(key: str) -> str:
     if _PLAIN_KEY.fullmatch(key) and key.lower() not in _YAML_WORDS:
         return key
-    return json.dumps(key, ensure_ascii=False)
+    return _quoted(key)
 
 
 def _scalar(value: Any) -> str:
     """A scalar in YAML: JSON's spelling (a double-quoted YAML string reads JSON's escapes)."""
-    plain = isinstance(value, str) and _PLAIN_VALUE.fullmatch(value) is not None
-    if plain and value.lower() not in _YAML_WORDS:
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, str):
+        return json.dumps(value)
+    if _PLAIN_VALUE.fullmatch(value) and value.lower() not in _YAML_WORDS:
+        return value
+    return _quoted(value)
 
 
 def _flow(value: Any) -> str:

@@ -140,6 +140,21 @@ def test_any_rate_limit_but_null_or_false_is_declared(
     assert ("RATE_LIMITED-429" in _case_names(out.read_text())) is declared
 
 
+def test_strings_yaml_would_misread_are_served_as_the_descriptor_has_them(
+    tmp_path: Path,
+) -> None:
+    # NEL, LS and PS are line breaks inside a YAML string; DEL, C1 controls and U+FFFE
+    # are not printable in YAML: JSON leaves each as it is, so the pack escapes them
+    odd = "a\x85b\u2028c\u2029d\x7fe\x80f\x9fg\ufffeh"
+    descriptor = {**TRANSLATE, "description": odd, "x_vendor": {odd: [odd], "plain": "yes"}}
+    result, out = _generate(tmp_path, descriptor)
+    assert result.exit_code == 0, result.output
+    (skill,) = load_text(out.read_text(encoding="utf-8")).skills
+    served = json.loads(skill.descriptor)
+    assert served["description"] == odd
+    assert served["x_vendor"] == {odd: [odd], "plain": "yes"}
+
+
 def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
     broken = {**TRANSLATE, "capability_type": "unknown_type", "endpoint": {"method": "POST"}}
     result, out = _generate(tmp_path, broken)
