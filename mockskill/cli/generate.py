@@ -94,8 +94,22 @@ def _descriptors(source: str) -> list[tuple[str, Any]]:
     if not _is_listing(document):
         return [(source, document)]
     found = []
+    base = source_url(source)
     for item in document["skills"]:
-        url = urllib.parse.urljoin(source_url(source) or "", item["descriptor_url"])
+        named = item["descriptor_url"]
+        try:
+            url = urllib.parse.urljoin(base or "", named)
+            relative = not urllib.parse.urlsplit(url).scheme
+        except ValueError as exc:  # an unclosed IPv6 bracket
+            click.echo(f"mockskill: the listing at {source} names {named!r}: {exc}", err=True)
+            raise SystemExit(UNREADABLE) from None
+        if base is None and relative:
+            click.echo(
+                f"mockskill: the listing in {source} names descriptor_url {url!r}, relative"
+                " to a URL it was not read from: give the listing by its URL",
+                err=True,
+            )
+            raise SystemExit(UNREADABLE)
         found.append((url, _json(url, _read(url, fetch))))
     if not found:
         click.echo(f"mockskill: the listing at {source} has no skills", err=True)

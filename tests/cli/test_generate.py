@@ -224,6 +224,20 @@ def test_a_listing_url_without_a_scheme_is_read_and_named_whole() -> None:
     )
 
 
+def test_a_listing_file_with_relative_descriptor_urls_exits_3_with_a_sentence(
+    tmp_path: Path,
+) -> None:
+    # (relative to the URL a listing was read from, which a file or stdin has not)
+    result, out = _generate(tmp_path, {"skills": [{"descriptor_url": "/skills/alpha"}]})
+    assert result.exit_code == 3
+    assert "names descriptor_url '/skills/alpha', relative" in result.stderr
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    result, out = _generate(tmp_path, {"skills": [{"descriptor_url": "http://[::1/skills/a"}]})
+    assert result.exit_code == 3
+    assert "names 'http://[::1/skills/a': Invalid IPv6 URL" in result.stderr
+
+
 def test_a_listing_with_an_invalid_descriptor_names_it(tmp_path: Path) -> None:
     scenario = "name: two\nskills:\n  - id: alpha\n  - id: broken\n    descriptor: {id: null}\n"
     with Server(scenario) as server:
