@@ -120,6 +120,29 @@ def test_ok_answers_and_the_descriptor_points_at_the_mock(client: httpx.Client) 
     }
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT"])
+def test_a_consumer_following_a_descriptor_of_another_method_reaches_the_cases(
+    method: str,
+) -> None:
+    # (the mock invokes with POST only: the served descriptor says so, else it misses)
+    declared = _with(id="lookup")
+    declared["endpoint"]["method"] = method
+    with Server(generate([declared], "test")) as server, httpx.Client(timeout=5) as client:
+        # played in order: the descriptor's named cases first, then the descriptor
+        for _ in describe_cases(declared):
+            client.get(f"{server.url}/skills/lookup")
+        served = client.get(f"{server.url}/skills/lookup").json()
+        assert served["endpoint"]["method"] == "POST"
+        assert not validate(served)
+        answer = client.request(
+            served["endpoint"]["method"],
+            served["endpoint"]["url"],
+            headers={CASE: "ENDPOINT_UNREACHABLE-503"},
+            json={},
+        )
+        assert _error(answer)["code"] == "ENDPOINT_UNREACHABLE"
+
+
 def test_the_descriptor_cases_serve_not_found_and_each_invalid_descriptor(
     client: httpx.Client,
 ) -> None:

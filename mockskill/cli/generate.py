@@ -18,7 +18,7 @@ import click
 
 from ..protocol.validator import validate, validation_error
 from .options import UNREADABLE
-from .sources import Unreadable, fetch, read_source
+from .sources import Unreadable, fetch, read_source, source_url
 
 
 @click.command()
@@ -64,7 +64,8 @@ def generate(source: str, out: Path | None) -> None:
         raise SystemExit(1)
     text = generate_pack([d for _, d in descriptors], _shown(source))
     try:
-        load_text(text, str(out or "<generated>"))
+        # (named as what it is: the --out file is not written, so no position is in it)
+        load_text(text, f"<the pack for {_shown(source)}>")
     except ScenarioError as exc:  # a descriptor valid but not servable (e.g. its id)
         click.echo(f"mockskill: the pack for {source} would not load:\n{exc}", err=True)
         raise SystemExit(1) from None
@@ -82,8 +83,8 @@ def generate(source: str, out: Path | None) -> None:
 
 def _shown(source: str) -> str:
     """The source as the pack's first comment names it: a file by its name alone (the
-    same descriptor gives the same bytes wherever it lies), a URL whole."""
-    return source if "://" in source or source == "-" else Path(source).name
+    same descriptor gives the same bytes wherever it lies), a URL whole, as given."""
+    return source if source == "-" or source_url(source) else Path(source).name
 
 
 def _descriptors(source: str) -> list[tuple[str, Any]]:
@@ -93,8 +94,22 @@ def _descriptors(source: str) -> list[tuple[str, Any]]:
     if not _is_listing(document):
         return [(source, document)]
     found = []
+    base = source_url(source)
     for item in document["skills"]:
-        url = urllib.parse.urljoin(source if "://" in source else "", item["descriptor_url"])
+        named = item["descriptor_url"]
+        try:
+            url = urllib.parse.urljoin(base or "", named)
+            relative = not urllib.parse.urlsplit(url).scheme
+        except ValueError as exc:  # an unclosed IPv6 bracket
+            click.echo(f"mockskill: the listing at {source} names {named!r}: {exc}", err=True)
+            raise SystemExit(UNREADABLE) from None
+        if base is None and relative:
+            click.echo(
+                f"mockskill: the listing in {source} names descriptor_url {url!r}, relative"
+                " to a URL it was not read from: give the listing by its URL",
+                err=True,
+            )
+            raise SystemExit(UNREADABLE)
         found.append((url, _json(url, _read(url, fetch))))
     if not found:
         click.echo(f"mockskill: the listing at {source} has no skills", err=True)

@@ -21,23 +21,33 @@ _ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a uni
 
 
 def read_source(source: str) -> str:
-    # Here, not at the top: only check-descriptor and generate read a URL, and
-    # urllib.request (http.client, ssl, email) is a good part of what `mockskill serve`
-    # would import.
-    from ..server.remote import http_url, looks_like_url
-
     if source == "-":
         return sys.stdin.read()
-    if "://" in source or (looks_like_url(source) and not Path(source).exists()):
-        try:
-            url = http_url(source)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="FILE|URL|-") from None
+    url = source_url(source)
+    if url is not None:
         return fetch(url)
     try:
         return Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def source_url(source: str) -> str | None:
+    """The http(s) URL *source* names (``HOST:PORT/PATH`` without a scheme is http, as in
+    curl, unless a file of that name exists), or ``None`` for a file or ``-``."""
+    # Here, not at the top: only check-descriptor and generate read a URL, and
+    # urllib.request (http.client, ssl, email) is a good part of what `mockskill serve`
+    # would import.
+    from ..server.remote import http_url, looks_like_url
+
+    if source == "-" or not (
+        "://" in source or (looks_like_url(source) and not Path(source).exists())
+    ):
+        return None
+    try:
+        return http_url(source)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE|URL|-") from None
 
 
 def fetch(url: str) -> str:

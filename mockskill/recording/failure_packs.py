@@ -148,7 +148,8 @@ def declared_stream(descriptor: Mapping[str, Any]) -> list[str] | None:
 def declared_rate_limit(descriptor: Mapping[str, Any]) -> bool:
     """Whether the descriptor declares a rate limit (a ``rate_limit`` member, any value but
     null or false: the chapter defines none, so its content is not read)."""
-    return descriptor.get("rate_limit") not in (None, False)
+    value = descriptor.get("rate_limit")
+    return value is not None and value is not False  # (not `in`: 0 == False in Python)
 
 
 def is_task(descriptor: Mapping[str, Any]) -> bool:
@@ -315,12 +316,24 @@ def describe_cases(descriptor: Mapping[str, Any]) -> list[PackCase]:
 
 def served_descriptor(descriptor: Mapping[str, Any]) -> dict[str, Any]:
     """*descriptor* as the pack serves it: its endpoint pointed at the mock's invoke URL
-    (else a consumer would invoke the real provider)."""
+    (else a consumer would invoke the real provider), and at the method the mock invokes
+    with, ``POST``, where it declares another (else a consumer that follows it misses)."""
     served = json.loads(json.dumps(descriptor))  # a deep copy of plain JSON
     endpoint = served.get("endpoint")
     if isinstance(endpoint, dict):
         endpoint["url"] = f"{catalog.BASE_URL}/skills/{served.get('id')}/invoke"
+        if "method" in endpoint:
+            endpoint["method"] = "POST"
     return served  # type: ignore[no-any-return]
+
+
+def _repointed(descriptor: Mapping[str, Any]) -> str:
+    """What the pack changed in the descriptor, as its comment says it."""
+    endpoint = descriptor.get("endpoint")
+    method = endpoint.get("method", "POST") if isinstance(endpoint, Mapping) else "POST"
+    if method == "POST":
+        return "its endpoint pointed at this server"
+    return f"its endpoint pointed at this server, its method {method} made POST (the mock's)"
 
 
 def scenario_name(descriptors: Sequence[Mapping[str, Any]]) -> str:
@@ -358,7 +371,7 @@ def _skills(descriptors: Sequence[Mapping[str, Any]]) -> str:
 def _skill_lines(descriptor: Mapping[str, Any]) -> list[str]:
     skill_id = str(descriptor.get("id"))
     lines = [f"  - id: {_scalar(skill_id)}"]
-    lines.append("    # served as the descriptor says, its endpoint pointed at this server")
+    lines.append(f"    # served as the descriptor says, {_repointed(descriptor)}")
     lines.append("    raw_descriptor:")
     lines += _block(served_descriptor(descriptor), 6)
     if is_task(descriptor):
@@ -409,18 +422,31 @@ _YAML_WORDS = frozenset(
 )  # words YAML 1.1 reads as something else: always quoted
 
 
+# Characters JSON leaves as they are that YAML does not read back so: not printable in
+# YAML (DEL, C1 controls, U+FFFE/F, a lone surrogate: the file would not load) or a
+# line break inside a quoted string (NEL, LS, PS: folded or kept as a break).
+_NOT_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def _quoted(text: str) -> str:
+    """*text* as a double-quoted YAML string: JSON's spelling, which YAML reads, with what
+    YAML would not read back as written escaped too (``\\uXXXX``, as JSON spells it)."""
+    return _NOT_YAML.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+
+
 def _key(key: str) -> str:
     if _PLAIN_KEY.fullmatch(key) and key.lower() not in _YAML_WORDS:
         return key
-    return json.dumps(key, ensure_ascii=False)
+    return _quoted(key)
 
 
 def _scalar(value: Any) -> str:
     """A scalar in YAML: JSON's spelling (a double-quoted YAML string reads JSON's escapes)."""
-    plain = isinstance(value, str) and _PLAIN_VALUE.fullmatch(value) is not None
-    if plain and value.lower() not in _YAML_WORDS:
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, str):
+        return json.dumps(value)
+    if _PLAIN_VALUE.fullmatch(value) and value.lower() not in _YAML_WORDS:
+        return value
+    return _quoted(value)
 
 
 def _flow(value: Any) -> str:

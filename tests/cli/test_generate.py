@@ -151,6 +151,33 @@ def test_each_task_case_but_the_lost_202_has_a_life_of_its_own(tmp_path: Path) -
     assert lives["task-gone"].ttl_ms == 1
 
 
+@pytest.mark.parametrize(
+    ("rate_limit", "declared"),
+    [(0, True), (0.0, True), ("", True), ({}, True), (None, False), (False, False)],
+)
+def test_any_rate_limit_but_null_or_false_is_declared(
+    tmp_path: Path, rate_limit: Any, declared: bool
+) -> None:
+    result, out = _generate(tmp_path, {**TRANSLATE, "rate_limit": rate_limit})
+    assert result.exit_code == 0, result.output
+    assert ("RATE_LIMITED-429" in _case_names(out.read_text())) is declared
+
+
+def test_strings_yaml_would_misread_are_served_as_the_descriptor_has_them(
+    tmp_path: Path,
+) -> None:
+    # NEL, LS and PS are line breaks inside a YAML string; DEL, C1 controls and U+FFFE
+    # are not printable in YAML: JSON leaves each as it is, so the pack escapes them
+    odd = "a\x85b\u2028c\u2029d\x7fe\x80f\x9fg\ufffeh"
+    descriptor = {**TRANSLATE, "description": odd, "x_vendor": {odd: [odd], "plain": "yes"}}
+    result, out = _generate(tmp_path, descriptor)
+    assert result.exit_code == 0, result.output
+    (skill,) = load_text(out.read_text(encoding="utf-8")).skills
+    served = json.loads(skill.descriptor)
+    assert served["description"] == odd
+    assert served["x_vendor"] == {odd: [odd], "plain": "yes"}
+
+
 def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
     broken = {**TRANSLATE, "capability_type": "unknown_type", "endpoint": {"method": "POST"}}
     result, out = _generate(tmp_path, broken)
@@ -209,6 +236,31 @@ def test_a_skills_listing_url_gives_a_pack_of_every_skill_listed() -> None:
     assert beta["version"] == "3.0.0"
 
 
+def test_a_listing_url_without_a_scheme_is_read_and_named_whole() -> None:
+    # (HOST:PORT/PATH is http, as in curl: the pack's first comment names it as given)
+    with Server("name: one\nskills:\n  - id: alpha\n") as server:
+        source = server.url.removeprefix("http://") + "/skills"
+        result = CliRunner().invoke(cli, ["generate", source])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(
+        f"# A failure pack for skill 'alpha', written by `mockskill generate {source}`."
+    )
+
+
+def test_a_listing_file_with_relative_descriptor_urls_exits_3_with_a_sentence(
+    tmp_path: Path,
+) -> None:
+    # (relative to the URL a listing was read from, which a file or stdin has not)
+    result, out = _generate(tmp_path, {"skills": [{"descriptor_url": "/skills/alpha"}]})
+    assert result.exit_code == 3
+    assert "names descriptor_url '/skills/alpha', relative" in result.stderr
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    result, out = _generate(tmp_path, {"skills": [{"descriptor_url": "http://[::1/skills/a"}]})
+    assert result.exit_code == 3
+    assert "names 'http://[::1/skills/a': Invalid IPv6 URL" in result.stderr
+
+
 def test_a_listing_with_an_invalid_descriptor_names_it(tmp_path: Path) -> None:
     scenario = "name: two\nskills:\n  - id: alpha\n  - id: broken\n    descriptor: {id: null}\n"
     with Server(scenario) as server:
@@ -228,6 +280,9 @@ def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
     assert "the pack for" in result.stderr
     assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
     assert not out.exists()
+    # its positions are the pack's, which is not written: not the --out file's
+    assert "<the pack for skill.json>:" in result.stderr
+    assert str(out) not in result.stderr
 
 
 def test_the_bundled_pack_matches_the_scenario_schema() -> None:
