@@ -230,6 +230,8 @@ CASE_HEADER = "mockskill-case"
 def asked_case(entry: Entry) -> str | None:
     """The case *entry*'s ``Mockskill-Case`` header named (None: none, or headers not
     kept). A test that asks another case of a pack asks another operation: no retry."""
+    if entry.case is None:
+        return None  # no case answered it, so none was asked (most requests: no header read)
     for name, value in entry.headers or ():
         if name.lower() == CASE_HEADER:
             return value
