@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker_images
 import pytest
 import requests
 import urllib3.exceptions
@@ -283,15 +284,19 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
         jobs["image"] = functools.partial(_build_image, base_image)
     if "stand_ins" in needed:
         jobs |= {s: functools.partial(_build_stand_in, base_image, s) for s in STAND_INS}
+    if not jobs:  # (no image to build, none to remove: nothing to share with other workers)
+        yield Engine(base_image, {})
+        return
     before = _image_ids()
-    with ThreadPoolExecutor(max(len(jobs), 1)) as pool:
+    with docker_images.using(), ThreadPoolExecutor(max(len(jobs), 1)) as pool:
         builds = {name: pool.submit(job) for name, job in jobs.items()}
         try:
             yield Engine(base_image, builds)
         finally:
             wait(builds.values())  # a build still running would leave its image behind
-            built = [b.result() for b in builds.values() if b.exception() is None]
-            _remove_what_was_made(built, before)
+    built = [b.result() for b in builds.values() if b.exception() is None]
+    with docker_images.removing():  # once no other worker builds or runs an image
+        _remove_what_was_made(built, before)
 
 
 @pytest.fixture(scope="session")

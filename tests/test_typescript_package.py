@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+import docker_images
 import pytest
 
 from mockskill import Server
@@ -132,17 +133,17 @@ def image() -> Iterator[dict[str, str]]:
     tag = f"mockskill-ts-test:{uuid.uuid4().hex[:10]}"
     base = os.environ.get("BASE_IMAGE", "python:3.12-slim")
     command = ["docker", "build", "--quiet", "--network", "host", "--tag", tag, str(ROOT)]
-    built = subprocess.run(
-        [*command, "--build-arg", f"BASE_IMAGE={base}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert built.returncode == 0, built.stdout + built.stderr
-    try:
+    with docker_images.using():  # tests/test_docker.py may build from this one's layers
+        built = subprocess.run(
+            [*command, "--build-arg", f"BASE_IMAGE={base}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
         yield {"MOCKSKILL_IMAGE": tag, **engine}
-    finally:
+    with docker_images.removing():
         subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=60, check=False)
 
 
