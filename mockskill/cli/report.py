@@ -103,13 +103,11 @@ def command(
         url = http_url(url)
     except ValueError as exc:  # a usage error (2), not an unreachable server (3)
         raise click.BadParameter(str(exc), param_hint="URL") from None
-    names = [n.strip() for item in required for n in item.split(",") if n.strip()]
-    wanted: list[str] | None = None if require_coverage else names
     try:
-        if wanted:
-            audit.coverage_gaps({"sessions": []}, wanted)  # check the names first
+        names = audit.required_names(required)  # split and checked before anything is fetched
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--require") from None
+    wanted: list[str] | None = None if require_coverage else names
     try:
         got = fetch(url, sessions=sessions, skill=skill, admin_token=admin_token)
     except Unavailable as exc:
