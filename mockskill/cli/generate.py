@@ -41,6 +41,7 @@ def generate(source: str, out: Path | None) -> None:
     refused, an HTTP error, not JSON).
     """
     # On first use: the other commands (serve's start above all) do not pay for them.
+    from ..audit.cases import named_cases
     from ..protocol import jsonstyle
     from ..recording.failure_packs import generate as generate_pack
     from ..scenario.loader import load_text
@@ -65,7 +66,7 @@ def generate(source: str, out: Path | None) -> None:
     text = generate_pack([d for _, d in descriptors], _shown(source))
     try:
         # (named as what it is: the --out file is not written, so no position is in it)
-        load_text(text, f"<the pack for {_shown(source)}>")
+        pack = load_text(text, f"<the pack for {_shown(source)}>")
     except ScenarioError as exc:  # a descriptor valid but not servable (e.g. its id)
         click.echo(f"mockskill: the pack for {source} would not load:\n{exc}", err=True)
         raise SystemExit(1) from None
@@ -77,7 +78,7 @@ def generate(source: str, out: Path | None) -> None:
     except OSError as exc:
         click.echo(f"mockskill: cannot write {out}: {exc.strerror or exc}", err=True)
         raise SystemExit(1) from None
-    cases = text.count("\n        - name: ")
+    cases = len(named_cases(pack.skills))
     click.echo(f"wrote {out}: {len(descriptors)} skill(s), {cases} named cases", err=True)
 
 
