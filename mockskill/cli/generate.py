@@ -9,7 +9,6 @@ what it made loads, and writes it.
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import click
 
 from ..protocol.validator import validate, validation_error
 from .options import UNREADABLE
-from .sources import Unreadable, fetch, read_source, source_url
+from .sources import fetch, read_json, source_url
 
 
 @click.command()
@@ -91,7 +90,7 @@ def _shown(source: str) -> str:
 def _descriptors(source: str) -> list[tuple[str, Any]]:
     """The descriptors *source* holds: itself, or those its listing names, each with
     where it came from; exit 3 (a sentence, no traceback) when one cannot be read."""
-    document = _json(source, _read(source, read_source))
+    document = read_json(source)
     if not _is_listing(document):
         return [(source, document)]
     found = []
@@ -111,7 +110,7 @@ def _descriptors(source: str) -> list[tuple[str, Any]]:
                 err=True,
             )
             raise SystemExit(UNREADABLE)
-        found.append((url, _json(url, _read(url, fetch))))
+        found.append((url, read_json(url, fetch)))
     if not found:
         click.echo(f"mockskill: the listing at {source} has no skills", err=True)
         raise SystemExit(1)
@@ -124,20 +123,3 @@ def _is_listing(document: Any) -> bool:
     return isinstance(skills, list) and all(
         isinstance(s, dict) and isinstance(s.get("descriptor_url"), str) for s in skills
     )
-
-
-def _read(source: str, read: Any) -> str:
-    try:
-        text: str = read(source)
-    except Unreadable as exc:
-        click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
-        raise SystemExit(UNREADABLE) from None
-    return text
-
-
-def _json(source: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        click.echo(f"mockskill: {source} is not JSON: {exc}", err=True)
-        raise SystemExit(UNREADABLE) from None

@@ -11,7 +11,6 @@ not be read (unreachable, an HTTP error, not JSON).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -24,7 +23,7 @@ from .generate import generate
 from .options import MAX_DELAY, PATHS, UNREADABLE, admin_token, load_or_exit
 from .record import record
 from .serve import serve
-from .sources import Unreadable, read_source
+from .sources import read_json
 
 __all__ = [
     "UNREADABLE",
@@ -88,16 +87,7 @@ def check_descriptor(source: str) -> None:
     code 0 valid, 1 invalid, 2 a mistyped command line, 3 could not read
     (no such file, connection refused, an HTTP error, not JSON).
     """
-    try:
-        text = read_source(source)
-    except Unreadable as exc:
-        click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
-        raise SystemExit(UNREADABLE) from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        click.echo(f"mockskill: {source} is not JSON: {exc}", err=True)
-        raise SystemExit(UNREADABLE) from None
+    document = read_json(source)
     violations = validate_descriptor(document)
     if violations:
         from ..protocol import jsonstyle  # this command's and the admin API's, not serve's

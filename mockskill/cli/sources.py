@@ -2,15 +2,20 @@
 
 For ``check-descriptor`` and ``generate``: :func:`read_source` returns the text, or
 raises :class:`Unreadable` saying why in a sentence (an HTTP error with its body), which
-the commands turn into exit code 3, never a traceback.
+the commands turn into exit code 3, never a traceback; :func:`read_json` is both steps
+and that exit.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
+
+from .options import UNREADABLE
 
 
 class Unreadable(Exception):
@@ -18,6 +23,24 @@ class Unreadable(Exception):
 
 
 _ERROR_BODY_SHOWN = 4000  # characters of an HTTP error's body: enough for a unified body
+
+
+def read_json(source: str, read: Callable[[str], str] | None = None) -> Any:
+    """The JSON document *source* holds, read by *read* (default :func:`read_source`) and
+    strictly (``NaN`` and ``Infinity`` are no JSON a provider sends); exit 3 with a
+    sentence when it cannot be read or is not JSON."""
+    from ..protocol import jsonstyle
+
+    try:
+        text = (read or read_source)(source)
+    except Unreadable as exc:
+        click.echo(f"mockskill: cannot read a descriptor from {source}: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
+    try:
+        return jsonstyle.loads(text)
+    except ValueError as exc:
+        click.echo(f"mockskill: {source} is not JSON: {exc}", err=True)
+        raise SystemExit(UNREADABLE) from None
 
 
 def read_source(source: str) -> str:

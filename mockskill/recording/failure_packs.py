@@ -442,6 +442,12 @@ def _key(key: str) -> str:
 
 def _scalar(value: Any) -> str:
     """A scalar in YAML: JSON's spelling (a double-quoted YAML string reads JSON's escapes)."""
+    if isinstance(value, float):
+        # YAML 1.1 (the loader's) reads an exponent as a number only after a point: JSON's
+        # 1e-05 would come back a string, 1.0e-05 comes back the number
+        spelled = json.dumps(value)
+        mantissa, exponent, power = spelled.partition("e")
+        return f"{mantissa}.0e{power}" if exponent and "." not in mantissa else spelled
     if not isinstance(value, str):
         return json.dumps(value)
     if _PLAIN_VALUE.fullmatch(value) and value.lower() not in _YAML_WORDS:

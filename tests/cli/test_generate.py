@@ -178,6 +178,17 @@ def test_strings_yaml_would_misread_are_served_as_the_descriptor_has_them(
     assert served["x_vendor"] == {odd: [odd], "plain": "yes"}
 
 
+def test_numbers_are_served_as_numbers_whatever_json_spelled_them(tmp_path: Path) -> None:
+    # JSON spells 1e-05 without a point, which YAML 1.1 would read back as a string
+    numbers = [1e-05, 1e300, -2.5e-300, 2.5, -0.0, 0, 12345678901234567890, -7]
+    result, out = _generate(tmp_path, {**TRANSLATE, "x_vendor": {"numbers": numbers}})
+    assert result.exit_code == 0, result.output
+    (skill,) = load_text(out.read_text(encoding="utf-8")).skills
+    served = json.loads(skill.descriptor)["x_vendor"]["numbers"]
+    assert served == numbers
+    assert [type(n) for n in served] == [type(n) for n in numbers]
+
+
 def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path: Path) -> None:
     broken = {**TRANSLATE, "capability_type": "unknown_type", "endpoint": {"method": "POST"}}
     result, out = _generate(tmp_path, broken)
@@ -214,7 +225,15 @@ def test_an_unreachable_url_exits_3_with_a_sentence(tmp_path: Path) -> None:
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("content", "why"), [(None, "No such file"), ("{not", "is not JSON")])
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (None, "No such file"),
+        ("{not", "is not JSON"),
+        ('{"id": "x", "rate_limit": NaN}', "NaN is not JSON"),
+        ('{"id": "x", "rate_limit": -Infinity}', "-Infinity is not JSON"),
+    ],
+)
 def test_an_unreadable_file_exits_3(tmp_path: Path, content: str | None, why: str) -> None:
     source = tmp_path / "d.json"
     if content is not None:

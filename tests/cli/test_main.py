@@ -214,9 +214,11 @@ def test_check_descriptor_fetches_a_url(bundled: Server) -> None:
 
 def test_check_descriptor_exits_3_when_it_could_not_read(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "nan.json").write_text('{"id": "x", "rate_limit": NaN}')  # Python's, not JSON
     for source, why in [
         (str(tmp_path / "missing.json"), "No such file or directory"),
         (str(tmp_path / "bad.json"), "is not JSON"),
+        (str(tmp_path / "nan.json"), "NaN is not JSON"),
     ]:
         result = CliRunner().invoke(cli, ["check-descriptor", source])
         assert result.exit_code == 3, result.output
