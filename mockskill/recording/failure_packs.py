@@ -340,7 +340,9 @@ def scenario_name(descriptors: Sequence[Mapping[str, Any]]) -> str:
     """The pack's scenario name: the one skill's id, or ``failure-pack`` for several."""
     if len(descriptors) != 1:
         return "failure-pack"
-    return re.sub(r"[^A-Za-z0-9._~-]+", "-", str(descriptors[0].get("id"))) + "-failures"
+    # (an id no URL can carry is the one problem the pack's loading reports, not its name too)
+    name = re.sub(r"[^A-Za-z0-9._~-]+", "-", str(descriptors[0].get("id"))).lstrip("._~-")
+    return f"{name}-failures" if name else "failure-pack"
 
 
 def generate(descriptors: Sequence[Mapping[str, Any]], source: str) -> str:

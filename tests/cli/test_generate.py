@@ -294,10 +294,11 @@ def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
     # (the protocol allows any string as an id; a URL path segment of mockskill's does not)
-    result, out = _generate(tmp_path, {**TRANSLATE, "id": "my skill/1"})
+    result, out = _generate(tmp_path, {**TRANSLATE, "id": "-my skill/1"})
     assert result.exit_code == 1
     assert "the pack for" in result.stderr
     assert "skills[0].id: expected a name of letters, digits and . _ ~ -" in result.stderr
+    assert "1 problem in 1 file" in result.stderr, "the id, not the name made from it too"
     assert not out.exists()
     # its positions are the pack's, which is not written: not the --out file's
     assert "<the pack for skill.json>:" in result.stderr
