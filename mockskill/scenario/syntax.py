@@ -45,6 +45,8 @@ def _say(text: str) -> Callable[[_Seen], str]:
 
 
 _NO_TAGS = "scenario files take no tags; remove it"
+_UNICODE_RANGE = "Unicode ends at \\U0010FFFF, and \\ud800-\\udfff are no characters on their own"
+"""libyaml's words for both: an escape past Unicode's end, and a lone surrogate's."""
 
 # Each pattern covers libyaml's wording and the pure-Python one (PyYAML's
 # scanner.py, parser.py and composer.py). First match wins.
@@ -161,7 +163,7 @@ _RULES: tuple[_Rule, ...] = (
     (
         r"invalid Unicode character escape",
         _say("an escape for a code point that is not a Unicode character"),
-        "Unicode ends at \\U0010FFFF",
+        _UNICODE_RANGE,
         False,
     ),
     (

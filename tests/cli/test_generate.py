@@ -305,6 +305,17 @@ def test_a_valid_descriptor_mockskill_cannot_serve_says_why_and_writes_nothing(
     assert str(out) not in result.stderr
 
 
+def test_a_lone_surrogate_no_utf_8_can_carry_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    # JSON's "\ud800" escape reads as a lone surrogate: YAML (and UTF-8) has no such character
+    result, out = _generate(tmp_path, {**TRANSLATE, "description": "a\ud800b"})
+    assert result.exit_code == 1
+    assert "would not load" in result.stderr
+    assert "\\ud800-\\udfff are no characters on their own" in result.stderr
+    assert not out.exists()
+
+
 def test_the_bundled_pack_matches_the_scenario_schema() -> None:
     # (an editor checking the pack with the published schema finds nothing to say)
     import jsonschema

@@ -57,11 +57,12 @@ SYNTAX_ERRORS += [
     pytest.param("x: 1\na: \ud800\n", 2, 4, "U+D800", id="lone-surrogate"),
 ]
 # Messages only one of the two implementations gives (the other accepts the text).
-LIBYAML_ONLY = {"a: |x\n", "%FOO\n---\na\n", 'a: "x\\U0011FFFF"\n'}
+LIBYAML_ONLY = {"a: |x\n", "%FOO\n---\na\n", 'a: "x\\U0011FFFF"\n', 'a: "x\\ud800"\n'}
 SYNTAX_ERRORS += [
     pytest.param("a: |x\n", 1, 5, "text after | or > on the line", id="block-header"),
     pytest.param("%FOO\n---\na\n", 1, 5, "a directive (a line beginning with %)", id="directive"),
     pytest.param('a: "x\\U0011FFFF"\n', 1, 8, "not a Unicode character", id="code-point"),
+    pytest.param('a: "x\\ud800"\n', 1, 8, "not a Unicode character", id="surrogate-escape"),
 ]
 
 
