@@ -27,6 +27,7 @@ SCALAR = st.one_of(
     st.booleans(),
     st.integers(-(2**70), 2**70),
     st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e-05, 1e300, 5e-324, -0.0]),  # JSON spells these with an exponent
     TEXT,
 )
 JSON = st.recursive(
