@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chapter_example import CHAPTER_VIOLATIONS
 from click.testing import CliRunner
 
 from mockskill import Server, load_text
@@ -194,20 +195,7 @@ def test_an_invalid_descriptor_prints_its_violations_and_writes_nothing(tmp_path
     result, out = _generate(tmp_path, broken)
     assert result.exit_code == 1
     assert json.loads(result.stdout) == validation_error(validate(broken))
-    assert json.loads(result.stdout)["error"]["details"]["violations"] == [
-        {
-            "field": "/capability_type",
-            "expected": "one of: plugin, api, knowledge, task",
-            "actual": "unknown_type",
-            "message": "Invalid enum value",
-        },
-        {
-            "field": "/endpoint/url",
-            "expected": "string (URI format)",
-            "actual": None,
-            "message": "Required field is missing",
-        },
-    ]
+    assert json.loads(result.stdout)["error"]["details"]["violations"] == CHAPTER_VIOLATIONS
     assert "has an invalid descriptor; nothing was written" in result.stderr
     assert not out.exists()
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from chapter_example import CHAPTER_VIOLATIONS
 from click.testing import CliRunner
 
 from mockskill import Server, __version__, bundled_path
@@ -149,22 +150,6 @@ def test_version() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert __version__ in result.output
-
-
-CHAPTER_VIOLATIONS = [
-    {
-        "field": "/capability_type",
-        "expected": "one of: plugin, api, knowledge, task",
-        "actual": "unknown_type",
-        "message": "Invalid enum value",
-    },
-    {
-        "field": "/endpoint/url",
-        "expected": "string (URI format)",
-        "actual": None,
-        "message": "Required field is missing",
-    },
-]
 
 
 def test_check_descriptor_accepts_a_valid_file(tmp_path: Path) -> None:
