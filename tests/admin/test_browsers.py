@@ -354,4 +354,5 @@ def test_a_name_the_user_allows_reaches_the_admin(serve: Serve, page: Page) -> N
     two_sessions(allowed)
     page.goto(f"http://{REBOUND}:{allowed.port}/skills")
     assert page.evaluate(REBOUND_SCRIPT) == [200, 200]
-    assert allowed.state.journal() == []
+    # Everything before the reset is gone; Chromium may ask for /favicon.ico after it.
+    assert [e.path for e in allowed.state.journal()] in ([], ["/favicon.ico"])
