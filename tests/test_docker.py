@@ -763,8 +763,9 @@ def test_docker_stop_drains_for_the_grace_then_cuts_a_request_in_flight(
     docker("stop", "--time", "10", container.id)  # SIGKILL only after 10 s
     elapsed = time.monotonic() - started
     client.join(timeout=5)
-    # The grace (1 s here; 5 s by default, below docker stop's 10), then the cut.
-    assert 0.9 <= elapsed < 3, f"docker stop took {elapsed:.2f} s"
+    # The grace (1 s here; 5 s by default, below docker stop's 10), then the cut: the exit
+    # code below shows it was not docker's kill, so the bound leaves room for a loaded engine.
+    assert 0.9 <= elapsed < 8, f"docker stop took {elapsed:.2f} s"
     assert not client.is_alive(), "the client still waits: the connection was not closed"
     # Cut cleanly: the client saw the connection end, not a timeout.
     assert isinstance(outcome[0], requests.ConnectionError), outcome
